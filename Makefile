@@ -1,0 +1,36 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+PIP := $(VENV)/bin/pip
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.gtsteer-installed
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+# torch first from the CPU wheel on disk (a bare `torch` pulls a multi-GB CUDA build);
+# llama-cpp-python is source-only and must not use -march=native here ("Illegal instruction").
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -U pip wheel
+	$(PIP) install -q torch==2.13.0
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36
+	$(PIP) install -q -e '.[test]'
+	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/gtsteer solve configs/trade_fruit_tone.yaml --games 1
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check gtsteer tests scripts
+
+bench: setup
+	$(PY) scripts/bench_llm.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,28 @@
+"""The `gtsteer` command line: parse, call, print. Each command group lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from gtsteer.cli.llm import llm_app
+
+app = typer.Typer(
+    name="gtsteer",
+    help="Steer language models with game-theoretic solvers.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(llm_app, name="llm")
+
+try:  # command groups added by later features register themselves here
+    from gtsteer.cli.solve import register as _register_solve
+
+    _register_solve(app)
+except ImportError:  # pragma: no cover - during incremental development only
+    pass
+try:
+    from gtsteer.cli.werewolf import werewolf_app
+
+    app.add_typer(werewolf_app, name="werewolf")
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,69 @@
+"""`gtsteer llm ask|info`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.llm import LLM, ResponseCache, default_cache_dir
+from gtsteer.llm.backends import BACKEND_KINDS
+
+llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LLM layer.")
+
+
+@llm_app.command()
+def ask(
+    prompt: str = typer.Argument(..., help="Completion-style prompt."),
+    model: str = typer.Option("local", "--model", "-m", help="local | local:/x.gguf | fake | litellm id"),
+    seed: int = typer.Option(0, help="Sampling seed (part of the cache key)."),
+    temperature: float = typer.Option(0.7, help="Sampling temperature."),
+    max_tokens: int = typer.Option(64, "--max-tokens", help="Most tokens to generate."),
+    choices: str = typer.Option(None, help='Comma-separated options, e.g. "A,B,C": pick one.'),
+    api_base: str = typer.Option(None, "--api-base", help="Base URL for litellm servers."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
+) -> None:
+    """Print a completion, or with --choices the chosen option and per-option scores."""
+    with friendly_errors():
+        llm = LLM(model, api_base=api_base)
+        if choices:
+            options = [c.strip() for c in choices.split(",") if c.strip()]
+            result = llm.choose_sync(prompt, options, seed=seed)
+            if as_json:
+                payload = {**result.model_dump(), "usage": llm.usage.model_dump()}
+                console.print_json(json.dumps(payload))
+                return
+            table = Table("option", "score", title=f"choice ({result.method})")
+            for option, score in sorted(result.scores.items(), key=lambda kv: -kv[1]):
+                mark = " ←" if option == result.choice else ""
+                table.add_row(option + mark, f"{score:.4f}")
+            console.print(result.choice)
+            console.print(table)
+            return
+        completion = llm.generate_sync(
+            prompt, seed=seed, temperature=temperature, max_tokens=max_tokens
+        )
+        if as_json:
+            payload = {
+                "text": completion.text,
+                "cached": completion.cached,
+                "usage": completion.usage.model_dump(),
+            }
+            typer.echo(json.dumps(payload))
+        else:
+            typer.echo(completion.text)
+
+
+@llm_app.command()
+def info() -> None:
+    """Show backends, the cache location, its entries and size."""
+    cache = ResponseCache()
+    table = Table("what", "value")
+    table.add_row("backends", ", ".join(BACKEND_KINDS))
+    table.add_row("default model", "local (Gemma 3 270M Q4_K_M via llama.cpp)")
+    table.add_row("cache dir", str(default_cache_dir()))
+    table.add_row("cache entries", str(len(cache)))
+    table.add_row("cache size", f"{cache.volume_bytes() / 1e6:.2f} MB")
+    console.print(table)

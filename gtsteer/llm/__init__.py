@@ -1,0 +1,55 @@
+"""gtsteer.llm: every call to a language model passes through here.
+
+    from gtsteer.llm import LLM
+    llm = LLM("fake")            # or "local", "local:/path.gguf", "openai/gpt-4o-mini"
+    llm.generate_sync("Say hi", seed=1).text
+    llm.structured_sync(prompt, MyModel).value
+    llm.choose_sync(prompt, ["yes", "no"]).choice
+"""
+
+from gtsteer.llm.backends import Backend, FakeBackend, make_backend
+from gtsteer.llm.cache import ResponseCache, default_cache_dir
+from gtsteer.llm.client import LLM, run_sync
+from gtsteer.llm.errors import (
+    LLMCallError,
+    LLMError,
+    ModelConfigError,
+    PromptTooLongError,
+    StructuredOutputError,
+    TransientLLMError,
+)
+from gtsteer.llm.types import (
+    ChoiceResult,
+    Completion,
+    GenerationRequest,
+    Message,
+    RawCompletion,
+    Structured,
+    Usage,
+)
+from gtsteer.llm.usage import UsageMeter, UsageReport
+
+__all__ = [
+    "LLM",
+    "Backend",
+    "FakeBackend",
+    "make_backend",
+    "ResponseCache",
+    "default_cache_dir",
+    "run_sync",
+    "LLMError",
+    "LLMCallError",
+    "ModelConfigError",
+    "PromptTooLongError",
+    "StructuredOutputError",
+    "TransientLLMError",
+    "ChoiceResult",
+    "Completion",
+    "GenerationRequest",
+    "Message",
+    "RawCompletion",
+    "Structured",
+    "Usage",
+    "UsageMeter",
+    "UsageReport",
+]

@@ -1,0 +1,38 @@
+"""The backend contract: one raw call, no caching, no retries (the client adds those)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from gtsteer.llm.types import GenerationRequest, RawCompletion
+
+
+class Backend(ABC):
+    kind: str = "abstract"
+    #: Requests this backend can serve at once; an in-process model serves one.
+    max_concurrency: int = 8
+    #: True when structured output is constrained by a grammar (valid by construction).
+    supports_grammar: bool = False
+
+    def __init__(self, model: str):
+        self.model = model
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies this backend's answers in the cache key (never a secret)."""
+        return {"backend": self.kind, "model": self.model}
+
+    @abstractmethod
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        """Generate once. With `json_schema`, return JSON text meant to match it."""
+
+    async def score_options(
+        self, request: GenerationRequest, options: list[str]
+    ) -> dict[str, float] | None:
+        """Log-likelihood of each option as the continuation; None if the backend can't."""
+        return None
+
+    def describe(self) -> str:
+        return f"{self.kind}:{self.model}"

@@ -1,0 +1,58 @@
+"""`fake`: a deterministic offline double so every config and test runs without a model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from typing import Any
+
+from gtsteer.llm.backends.base import Backend
+from gtsteer.llm.schema_fill import WORDS, fill
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+
+
+def _rng(*parts: Any) -> random.Random:
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _echo_words(text: str, limit: int = 8) -> list[str]:
+    """The last words of the prompt (typically the instruction), so fake text reflects it."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    tail = " ".join(lines[-2:]) if lines else ""
+    words = re.findall(r"[A-Za-z][A-Za-z'-]*", tail)
+    return words[-limit:]
+
+
+class FakeBackend(Backend):
+    kind = "fake"
+    max_concurrency = 64
+    supports_grammar = True
+
+    def __init__(self, model: str = "fake"):
+        super().__init__(model)
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        text = request.as_text()
+        rng = _rng(self.model, text, request.seed, request.temperature, json_schema)
+        if json_schema is not None:
+            out = json.dumps(fill(json_schema, rng))
+        else:
+            n = min(request.max_tokens, rng.randint(6, 14))
+            words = [rng.choice(WORDS) for _ in range(n)] + _echo_words(text)
+            out = " ".join(words[: request.max_tokens]).capitalize() + "."
+            for stop in request.stop:
+                if stop and stop in out:
+                    out = out.split(stop)[0]
+        usage = Usage(prompt_tokens=len(text.split()), completion_tokens=len(out.split()))
+        return RawCompletion(text=out, usage=usage)
+
+    async def score_options(
+        self, request: GenerationRequest, options: list[str]
+    ) -> dict[str, float] | None:
+        text = request.as_text()
+        return {o: -1.0 - 5.0 * _rng(self.model, text, request.seed, o).random() for o in options}

@@ -1,0 +1,313 @@
+"""The one interface through which gtsteer talks to language models.
+
+`LLM` wraps a backend with a persistent cache, bounded concurrency, per-call timeouts,
+exponential backoff with jitter on transient errors, retry-with-feedback for structured output,
+and usage metering. Async first; `*_sync` wrappers serve scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import weakref
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from gtsteer.llm.backends import Backend, make_backend
+from gtsteer.llm.cache import ResponseCache, cache_key
+from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
+from gtsteer.llm.structured import choice_model, feedback_text, problems_of
+from gtsteer.llm.types import (
+    ChoiceResult,
+    Completion,
+    GenerationRequest,
+    Message,
+    RawCompletion,
+    Structured,
+    Usage,
+)
+from gtsteer.llm.usage import UsageMeter, UsageReport
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+PromptLike = str | Sequence[Message] | Sequence[dict[str, str]]
+
+
+def to_request(prompt: PromptLike, **params: Any) -> GenerationRequest:
+    if isinstance(prompt, str):
+        return GenerationRequest(prompt=prompt, **params)
+    messages = [m if isinstance(m, Message) else Message.model_validate(m) for m in prompt]
+    return GenerationRequest(messages=messages, **params)
+
+
+def run_sync(coro: Coroutine[Any, Any, R]) -> R:
+    """Run a coroutine from sync code, even when called inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            result["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+class LLM:
+    """A model with cache, retries and metering. `LLM("fake")`, `LLM("local")`, `LLM("openai/...")`."""
+
+    def __init__(
+        self,
+        model: str = "local",
+        *,
+        backend: Backend | None = None,
+        cache: ResponseCache | None = None,
+        use_cache: bool = True,
+        api_base: str | None = None,
+        max_concurrency: int | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        structured_attempts: int = 3,
+    ):
+        self.backend = backend or make_backend(model, api_base=api_base, timeout_s=timeout_s)
+        self.model = self.backend.describe() if backend else model
+        self.cache = (cache or ResponseCache()) if use_cache else None
+        self.max_concurrency = max_concurrency or self.backend.max_concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.structured_attempts = structured_attempts
+        self.meter = UsageMeter()
+        # asyncio primitives bind to one loop; sync wrappers may run several loops over time.
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
+        self._semaphores = weakref.WeakKeyDictionary()
+
+    # ---- public API -------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> UsageReport:
+        return self.meter.snapshot()
+
+    async def generate(
+        self,
+        prompt: PromptLike,
+        *,
+        seed: int = 0,
+        temperature: float = 0.7,
+        max_tokens: int = 128,
+        stop: list[str] | None = None,
+    ) -> Completion:
+        request = to_request(
+            prompt, seed=seed, temperature=temperature, max_tokens=max_tokens, stop=stop or []
+        )
+        key = self._key("text", request)
+        hit = self._cache_get(key)
+        if hit is not None:
+            return Completion(text=hit["text"], cached=True, usage=Usage(**hit["usage"]))
+        raw = await self._call(request, None)
+        self._cache_set(key, {"text": raw.text, "usage": raw.usage.model_dump()})
+        return Completion(text=raw.text, cached=False, usage=raw.usage)
+
+    async def structured(
+        self,
+        prompt: PromptLike,
+        schema: type[T],
+        *,
+        seed: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        attempts: int | None = None,
+    ) -> Structured[T]:
+        """A validated `schema` object; invalid answers are retried with feedback naming the problem."""
+        attempts = attempts or self.structured_attempts
+        json_schema = schema.model_json_schema()
+        request = to_request(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens)
+        if not self.backend.supports_grammar:
+            request = _with_schema_hint(request, json_schema)
+        key = self._key("structured", request, schema=json_schema)
+        hit = self._cache_get(key)
+        if hit is not None:
+            value, problems = problems_of(hit["raw"], schema)
+            if value is not None:
+                return Structured[schema](  # type: ignore[valid-type]
+                    value=value, raw=hit["raw"], cached=True, attempts=0, usage=Usage()
+                )
+        total = Usage()
+        current = request
+        raw, problems = "", []
+        for attempt in range(1, attempts + 1):
+            result = await self._call(current, json_schema)
+            total = _add(total, result.usage)
+            raw = result.text
+            value, problems = problems_of(raw, schema)
+            if value is not None:
+                # Only valid answers are cached; the key is the original request.
+                self._cache_set(key, {"raw": raw})
+                return Structured[schema](  # type: ignore[valid-type]
+                    value=value, raw=raw, cached=False, attempts=attempt, usage=total
+                )
+            self.meter.retry()
+            current = _with_feedback(current, raw, problems)
+        self.meter.failure()
+        raise StructuredOutputError(schema.__name__, attempts, raw, problems)
+
+    async def choose(
+        self, prompt: PromptLike, options: Sequence[str], *, seed: int = 0
+    ) -> ChoiceResult:
+        """Pick one of `options`: log-likelihood scores where available, else a constrained choice."""
+        options = list(dict.fromkeys(options))
+        if len(options) < 2:
+            raise ValueError("choose() needs at least two distinct options")
+        request = to_request(prompt, seed=seed, temperature=0.0, max_tokens=1)
+        key = self._key("choice", request, options=options)
+        hit = self._cache_get(key)
+        if hit is not None:
+            return ChoiceResult(**hit, cached=True)
+        scores = await self._limited(self.backend.score_options(request, options))
+        if scores is not None:
+            method = "hash" if self.backend.kind == "fake" else "loglik"
+            result = ChoiceResult(choice=max(options, key=lambda o: scores[o]), scores=scores, method=method)
+            self.meter.call(Usage())
+        else:
+            picked = await self.structured(prompt, choice_model(options), seed=seed, max_tokens=64)
+            chosen = picked.value.choice  # type: ignore[attr-defined]
+            result = ChoiceResult(
+                choice=chosen,
+                scores={o: float(o == chosen) for o in options},
+                method="constrained",
+            )
+        self._cache_set(key, result.model_dump(exclude={"cached"}))
+        return result
+
+    # ---- sync wrappers ----------------------------------------------------------------------
+
+    def generate_sync(self, prompt: PromptLike, **kwargs: Any) -> Completion:
+        return run_sync(self.generate(prompt, **kwargs))
+
+    def structured_sync(self, prompt: PromptLike, schema: type[T], **kwargs: Any) -> Structured[T]:
+        return run_sync(self.structured(prompt, schema, **kwargs))
+
+    def choose_sync(self, prompt: PromptLike, options: Sequence[str], **kwargs: Any) -> ChoiceResult:
+        return run_sync(self.choose(prompt, options, **kwargs))
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _key(self, kind: str, request: GenerationRequest, **extra: Any) -> str:
+        return cache_key(
+            {"kind": kind, **self.backend.identity(), "request": request.model_dump(), **extra}
+        )
+
+    def _cache_get(self, key: str) -> dict[str, Any] | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        self.meter.request(cached=hit is not None)
+        return hit
+
+    def _cache_set(self, key: str, value: dict[str, Any]) -> None:
+        if self.cache is not None:
+            self.cache.set(key, value)
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._semaphores:
+            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return self._semaphores[loop]
+
+    async def _limited(self, coro: Coroutine[Any, Any, R]) -> R:
+        async with self._semaphore():
+            return await coro
+
+    async def _call(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
+        """One metered backend call with timeout and exponential backoff on transient errors."""
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=wait_exponential_jitter(initial=self.backoff_initial_s, max=self.backoff_max_s),
+            retry=retry_if_exception_type(TransientLLMError),
+            before_sleep=lambda _state: self.meter.retry(),
+        )
+        tries = 0
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    tries += 1
+                    start = time.perf_counter()
+                    async with self._semaphore():
+                        try:
+                            raw = await asyncio.wait_for(
+                                self.backend.complete(request, json_schema), self.timeout_s
+                            )
+                        except TimeoutError as exc:
+                            raise TransientLLMError(
+                                f"no answer within {self.timeout_s:.0f} s"
+                            ) from exc
+                    if not raw.usage.latency_s:
+                        raw.usage.latency_s = time.perf_counter() - start
+                    self.meter.call(raw.usage)
+                    return raw
+        except TransientLLMError as exc:
+            self.meter.failure()
+            raise LLMCallError(
+                f"{self.model}: gave up after {tries} tries; last error: {exc}", attempts=tries
+            ) from exc
+        except RetryError as exc:  # pragma: no cover - reraise path covers it
+            self.meter.failure()
+            raise LLMCallError(f"{self.model}: gave up after {tries} tries", attempts=tries) from exc
+        except Exception:
+            self.meter.failure()
+            raise
+        raise AssertionError("unreachable")
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        completion_tokens=a.completion_tokens + b.completion_tokens,
+        cost_usd=a.cost_usd + b.cost_usd,
+        latency_s=a.latency_s + b.latency_s,
+    )
+
+
+def _with_schema_hint(request: GenerationRequest, json_schema: dict) -> GenerationRequest:
+    hint = "Answer with only a JSON object matching this JSON schema:\n" + json.dumps(json_schema)
+    if request.prompt is not None:
+        return request.model_copy(update={"prompt": f"{request.prompt}\n\n{hint}"})
+    return request.model_copy(
+        update={"messages": [*request.messages, Message(role="user", content=hint)]}
+    )
+
+
+def _with_feedback(request: GenerationRequest, raw: str, problems: list[str]) -> GenerationRequest:
+    note = feedback_text(raw, problems)
+    if request.prompt is not None:
+        return request.model_copy(update={"prompt": f"{request.prompt}\n\n{note}\n"})
+    return request.model_copy(
+        update={
+            "messages": [
+                *request.messages,
+                Message(role="assistant", content=raw),
+                Message(role="user", content=note),
+            ]
+        }
+    )

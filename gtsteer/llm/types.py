@@ -1,0 +1,82 @@
+"""Value types that cross the LLM-layer boundary."""
+
+from __future__ import annotations
+
+from typing import Generic, Literal, TypeVar
+
+from pydantic import BaseModel, Field, model_validator
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerationRequest(BaseModel):
+    """Everything that changes a generation's answer; hashed into the cache key."""
+
+    prompt: str | None = None
+    messages: list[Message] | None = None
+    seed: int = 0
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    max_tokens: int = Field(128, ge=1, le=8192)
+    stop: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> GenerationRequest:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give exactly one of `prompt` or `messages`")
+        return self
+
+    def as_text(self) -> str:
+        """Completion-style rendering, used by base models and the fake backend."""
+        if self.prompt is not None:
+            return self.prompt
+        return render_messages(self.messages or [])
+
+
+def render_messages(messages: list[Message]) -> str:
+    """Render chat messages as a plain transcript a base model can continue."""
+    parts = []
+    for m in messages:
+        label = {"system": "Instructions", "user": "User", "assistant": "Assistant"}[m.role]
+        parts.append(f"{label}: {m.content.strip()}")
+    parts.append("Assistant:")
+    return "\n\n".join(parts)
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class RawCompletion(BaseModel):
+    """What a backend returns for one call (before caching and metering)."""
+
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Completion(BaseModel):
+    text: str
+    cached: bool
+    usage: Usage
+
+
+class Structured(BaseModel, Generic[T]):
+    value: T
+    raw: str
+    cached: bool
+    attempts: int
+    usage: Usage
+
+
+class ChoiceResult(BaseModel):
+    choice: str
+    scores: dict[str, float]
+    method: Literal["loglik", "constrained", "hash"]
+    cached: bool = False

@@ -1,0 +1,56 @@
+"""Per-run usage metering: requests, cache hits, new calls, tokens, cost, latency."""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel
+
+from gtsteer.llm.types import Usage
+
+
+class UsageReport(BaseModel):
+    requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+    failures: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+class UsageMeter:
+    """Thread-safe counters; `snapshot()` gives an immutable report."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._report = UsageReport()
+
+    def request(self, *, cached: bool) -> None:
+        with self._lock:
+            self._report.requests += 1
+            if cached:
+                self._report.cache_hits += 1
+
+    def call(self, usage: Usage) -> None:
+        with self._lock:
+            r = self._report
+            r.new_calls += 1
+            r.prompt_tokens += usage.prompt_tokens
+            r.completion_tokens += usage.completion_tokens
+            r.cost_usd += usage.cost_usd
+            r.latency_s += usage.latency_s
+
+    def failure(self) -> None:
+        with self._lock:
+            self._report.failures += 1
+
+    def retry(self) -> None:
+        with self._lock:
+            self._report.retries += 1
+
+    def snapshot(self) -> UsageReport:
+        with self._lock:
+            return self._report.model_copy()
