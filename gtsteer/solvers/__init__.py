@@ -1,0 +1,38 @@
+"""Solvers and metrics: OpenSpiel CFR/CFR+ on cached trees, NashConv, CFR gain, head-to-head."""
+
+from gtsteer.solvers.analysis import analyze, baseline_strategies
+from gtsteer.solvers.cfr import SOLVERS, CFRResult, PolicyTable, cached_tree, solve_cfr
+from gtsteer.solvers.evaluate import (
+    Strategy,
+    expected_returns,
+    first_decision_distribution,
+    fixed,
+    tabular,
+    uniform,
+)
+from gtsteer.solvers.metrics import MeanCI, cfr_gain, head_to_head, mean_ci, nash_conv
+from gtsteer.solvers.summary import GameRecord, GameValues, SolveSummary
+
+__all__ = [
+    "SOLVERS",
+    "CFRResult",
+    "GameRecord",
+    "GameValues",
+    "MeanCI",
+    "PolicyTable",
+    "SolveSummary",
+    "Strategy",
+    "analyze",
+    "baseline_strategies",
+    "cached_tree",
+    "cfr_gain",
+    "expected_returns",
+    "first_decision_distribution",
+    "fixed",
+    "head_to_head",
+    "mean_ci",
+    "nash_conv",
+    "solve_cfr",
+    "tabular",
+    "uniform",
+]

@@ -1,0 +1,75 @@
+"""All per-instance numbers of a solved game, independent of where the game came from.
+
+Kept apart from the pipeline so standard OpenSpiel games (matrix games, Kuhn poker) exercise
+exactly the code that measures dialogue games.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyspiel
+
+from gtsteer.solvers.cfr import PolicyTable
+from gtsteer.solvers.evaluate import (
+    Strategy,
+    expected_returns,
+    first_decision_distribution,
+    fixed,
+    tabular,
+    uniform,
+)
+from gtsteer.solvers.metrics import cfr_gain, head_to_head, nash_conv
+from gtsteer.solvers.summary import GameValues
+
+
+def baseline_strategies(
+    table: PolicyTable, labels: Sequence[Sequence[str]], any_actions: Sequence[int]
+) -> dict[str, Strategy]:
+    """CFR, `any`, "always <instruction>" for every non-`any` instruction of player 0, uniform.
+
+    A fixed instruction is matched by label in each player's list; a player without it plays
+    uniformly at random instead (see `evaluate.fixed`).
+    """
+    strategies: dict[str, Strategy] = {"cfr": tabular(table), "any": fixed(list(any_actions))}
+    any_label = labels[0][any_actions[0]]
+    for label in labels[0]:
+        if label == any_label or label in strategies:
+            continue
+        actions = [list(ls).index(label) if label in ls else None for ls in labels]
+        strategies[label] = fixed(actions)
+    strategies["uniform"] = uniform()
+    return strategies
+
+
+def analyze(
+    game: pyspiel.Game,
+    table: PolicyTable,
+    labels: Sequence[Sequence[str]],
+    any_actions: Sequence[int],
+) -> GameValues:
+    """NashConv, CFR gain, head-to-head and first-instruction distribution of one game.
+
+    `game` should be the cached tree the policy was computed on; `labels[p][a]` names action
+    `a` of player `p`; `any_actions[p]` is player p's unguided baseline action.
+    """
+    strategies = baseline_strategies(table, labels, any_actions)
+    cfr_s, any_s = strategies["cfr"], strategies["any"]
+    n = game.num_players()
+    conv = nash_conv(game, table)
+    span = game.max_utility() - game.min_utility()
+    gains = cfr_gain(game, cfr_s, any_s)
+    first = first_decision_distribution(game, [cfr_s] * n)
+    return GameValues(
+        nash_conv=conv,
+        nash_conv_normalized=conv / span if span > 0 else conv,
+        cfr_gain=float(np.mean(gains)),
+        cfr_gain_per_player=gains,
+        value_cfr=[float(v) for v in expected_returns(game, [cfr_s] * n)],
+        value_any=[float(v) for v in expected_returns(game, [any_s] * n)],
+        head_to_head=head_to_head(game, strategies),
+        first_instruction=[
+            {labels[p][a]: prob for a, prob in dist.items()} for p, dist in enumerate(first)
+        ],
+    )

@@ -1,0 +1,124 @@
+"""CFR / CFR+ from OpenSpiel, run on the cached tree.
+
+The C++ solvers (`pyspiel.CFRSolver`, `pyspiel.CFRPlusSolver`) accept any registered game,
+including a Python one, once it is wrapped by `pyspiel.convert_to_cached_tree`: each state's
+children, chance outcomes and information strings are computed by Python once and then served
+from C++, so solver iterations never re-enter the binding (and never touch the LLM cache). The
+Python `open_spiel.python.algorithms.cfr` solvers are kept only as a fallback for games the C++
+wrapper rejects; `CFRResult.backend` records which path ran.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pyspiel
+
+SolverName = Literal["cfr", "cfr+"]
+SOLVERS: tuple[str, ...] = ("cfr", "cfr+")
+
+CPP_BACKEND = "open_spiel C++ {name} on convert_to_cached_tree"
+PY_BACKEND = "open_spiel python {name} on the uncached game"
+
+#: A tabular policy: information state -> [(action, probability)], legal actions only.
+PolicyTable = dict[str, list[tuple[int, float]]]
+
+
+@dataclass
+class CFRResult:
+    """The average policy of a CFR run and how it was obtained."""
+
+    policy: PolicyTable
+    game: pyspiel.Game  # the game the policy was computed on (the cached tree on the C++ path)
+    solver: str
+    iterations: int
+    backend: str
+    seconds: float
+    info_states: int = field(default=0)
+
+
+def cached_tree(game: pyspiel.Game) -> pyspiel.Game:
+    """The C++ cached-tree wrapper of `game` (idempotent for an already cached game)."""
+    if str(game).startswith("cached_tree("):
+        return game
+    return pyspiel.convert_to_cached_tree(game)
+
+
+def solve_cfr(
+    game: pyspiel.Game,
+    *,
+    solver: str = "cfr",
+    iterations: int = 1000,
+    allow_python_fallback: bool = True,
+) -> CFRResult:
+    """Run `iterations` of CFR or CFR+ and return the average policy as a table."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    if iterations < 1:
+        raise ValueError(f"iterations: must be >= 1, got {iterations}")
+    try:
+        tree = cached_tree(game)
+        cls = pyspiel.CFRPlusSolver if solver == "cfr+" else pyspiel.CFRSolver
+        start = time.perf_counter()
+        impl = cls(tree)
+        for _ in range(iterations):
+            impl.evaluate_and_update_policy()
+        average = impl.average_policy()
+        seconds = time.perf_counter() - start
+        table = policy_table(tree, lambda s: average.get_state_policy(s))
+        backend = CPP_BACKEND.format(name=cls.__name__)
+        return CFRResult(table, tree, solver, iterations, backend, seconds, len(table))
+    except pyspiel.SpielError:
+        if not allow_python_fallback:
+            raise
+    return _solve_python(game, solver=solver, iterations=iterations)
+
+
+def _solve_python(game: pyspiel.Game, *, solver: str, iterations: int) -> CFRResult:
+    from open_spiel.python.algorithms import cfr
+
+    cls = cfr.CFRPlusSolver if solver == "cfr+" else cfr.CFRSolver
+    start = time.perf_counter()
+    impl = cls(game)
+    for _ in range(iterations):
+        impl.evaluate_and_update_policy()
+    average = impl.average_policy()
+    seconds = time.perf_counter() - start
+    table = policy_table(game, lambda s: list(average.action_probabilities(s).items()))
+    backend = PY_BACKEND.format(name=cls.__name__)
+    return CFRResult(table, game, solver, iterations, backend, seconds, len(table))
+
+
+def policy_table(
+    game: pyspiel.Game, probs_of, players: dict[str, int] | None = None
+) -> PolicyTable:
+    """Evaluate `probs_of(state)` once per information state of the whole tree.
+
+    When `players` is given it is filled with the acting player of each information state.
+    """
+    table: PolicyTable = {}
+    stack = [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        if state.is_terminal():
+            continue
+        if state.is_chance_node():
+            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
+            continue
+        if state.is_simultaneous_node():
+            raise ValueError("simultaneous-move nodes are not supported; convert to turn-based")
+        key = state.information_state_string()
+        if key not in table:
+            legal = set(state.legal_actions())
+            table[key] = [(int(a), float(p)) for a, p in probs_of(state) if a in legal]
+            if players is not None:
+                players[key] = state.current_player()
+        stack.extend(state.child(a) for a in state.legal_actions())
+    return table
+
+
+def to_pyspiel_policy(table: PolicyTable) -> pyspiel.TabularPolicy:
+    """The table as a C++ policy, for `pyspiel.nash_conv` on the cached tree."""
+    return pyspiel.TabularPolicy({k: list(v) for k, v in table.items()})

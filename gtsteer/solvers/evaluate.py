@@ -1,0 +1,107 @@
+"""Exact expected values by full traversal of a (small, cached) game tree.
+
+OpenSpiel's `expected_game_score.policy_value` needs Python policy objects per player; here a
+strategy is a plain function from a state to `[(action, probability)]`, which lets one call mix a
+tabular CFR policy for one player with "always play `any`" for another without wrapping classes.
+Dialogue trees are a few hundred nodes, so exact recursion is cheap and has no sampling noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pyspiel
+
+from gtsteer.solvers.cfr import PolicyTable
+
+Strategy = Callable[[pyspiel.State], list[tuple[int, float]]]
+
+
+def tabular(table: PolicyTable) -> Strategy:
+    """Play the table's distribution at each information state."""
+
+    def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
+        return table[state.information_state_string()]
+
+    return strategy
+
+
+def uniform() -> Strategy:
+    """Uniform over legal actions."""
+
+    def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
+        legal = state.legal_actions()
+        return [(a, 1.0 / len(legal)) for a in legal]
+
+    return strategy
+
+
+def fixed(actions: Sequence[int | None]) -> Strategy:
+    """Always the given action of the acting player (`actions[player]`).
+
+    Where it is not legal (or None: the player lacks that instruction) the player falls back to
+    uniform play, so a baseline never breaks on a node that restricts actions.
+    """
+
+    def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
+        legal = state.legal_actions()
+        action = actions[state.current_player()]
+        if action is not None and action in legal:
+            return [(action, 1.0)]
+        return [(a, 1.0 / len(legal)) for a in legal]
+
+    return strategy
+
+
+def expected_returns(game: pyspiel.Game, strategies: Sequence[Strategy]) -> np.ndarray:
+    """Each player's exact expected return when player p plays `strategies[p]`."""
+    if len(strategies) != game.num_players():
+        raise ValueError(f"need {game.num_players()} strategies, got {len(strategies)}")
+    return _value(game.new_initial_state(), strategies)
+
+
+def _value(state: pyspiel.State, strategies: Sequence[Strategy]) -> np.ndarray:
+    if state.is_terminal():
+        return np.asarray(state.returns(), dtype=float)
+    if state.is_chance_node():
+        outcomes = state.chance_outcomes()
+    else:
+        outcomes = strategies[state.current_player()](state)
+    total = np.zeros(state.get_game().num_players())
+    for action, prob in outcomes:
+        if prob > 0.0:
+            total += prob * _value(state.child(action), strategies)
+    return total
+
+
+def first_decision_distribution(
+    game: pyspiel.Game, strategies: Sequence[Strategy]
+) -> list[dict[int, float]]:
+    """Per player, P(first action = a) under the joint strategy (chance included).
+
+    Normalised over the histories where the player acts at all, so a dialogue that could end
+    before a player speaks still yields a distribution over that player's instructions.
+    """
+    n = game.num_players()
+    mass: list[dict[int, float]] = [{} for _ in range(n)]
+
+    def walk(state: pyspiel.State, reach: float, acted: frozenset[int]) -> None:
+        if state.is_terminal() or reach <= 0.0:
+            return
+        if state.is_chance_node():
+            for a, p in state.chance_outcomes():
+                walk(state.child(a), reach * p, acted)
+            return
+        player = state.current_player()
+        for a, p in strategies[player](state):
+            if player not in acted:
+                mass[player][a] = mass[player].get(a, 0.0) + reach * p
+            walk(state.child(a), reach * p, acted | {player})
+
+    walk(game.new_initial_state(), 1.0, frozenset())
+    out = []
+    for m in mass:
+        z = sum(m.values())
+        out.append({a: v / z for a, v in sorted(m.items())} if z > 0 else {})
+    return out

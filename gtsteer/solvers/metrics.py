@@ -1,0 +1,75 @@
+"""NashConv, CFR gain, head-to-head values and confidence intervals.
+
+NashConv comes from OpenSpiel (`pyspiel.nash_conv`, best responses in C++ on the cached tree).
+CFR gain, the head-to-head table and the CI over instances are not in OpenSpiel and are written
+here on top of the exact evaluator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyspiel
+from pydantic import BaseModel
+from scipy import stats
+
+from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
+from gtsteer.solvers.evaluate import Strategy, expected_returns
+
+
+def nash_conv(game: pyspiel.Game, table: PolicyTable) -> float:
+    """Sum over players of the best-response gain against the tabular policy (OpenSpiel's)."""
+    return float(pyspiel.nash_conv(game, to_pyspiel_policy(table)))
+
+
+def deviation_values(game: pyspiel.Game, row: Strategy, col: Strategy) -> list[float]:
+    """Per player i: i's value when i plays `row` and every other player plays `col`."""
+    n = game.num_players()
+    out = []
+    for i in range(n):
+        joint = [row if p == i else col for p in range(n)]
+        out.append(float(expected_returns(game, joint)[i]))
+    return out
+
+
+def cfr_gain(game: pyspiel.Game, cfr: Strategy, any_: Strategy) -> list[float]:
+    """Per player: V_i(i plays CFR, others `any`) - V_i(all play `any`) (the paper's CFR gain)."""
+    base = expected_returns(game, [any_] * game.num_players())
+    switched = deviation_values(game, cfr, any_)
+    return [float(s - b) for s, b in zip(switched, base, strict=True)]
+
+
+def head_to_head(
+    game: pyspiel.Game, strategies: Mapping[str, Strategy]
+) -> dict[str, dict[str, float]]:
+    """table[row][col]: mean over players i of V_i(i plays row, others play col)."""
+    return {
+        r: {c: float(np.mean(deviation_values(game, rs, cs))) for c, cs in strategies.items()}
+        for r, rs in strategies.items()
+    }
+
+
+class MeanCI(BaseModel):
+    """Mean over instances with a two-sided 95% Student-t interval (null when n < 2)."""
+
+    mean: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n: int
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> MeanCI:
+    vals = np.asarray(list(values), dtype=float)
+    n = int(vals.size)
+    if n == 0:
+        return MeanCI(mean=math.nan, n=0)
+    mean = float(vals.mean())
+    if n < 2:
+        return MeanCI(mean=mean, n=n)
+    sem = float(stats.sem(vals))
+    if sem == 0.0:
+        return MeanCI(mean=mean, ci_low=mean, ci_high=mean, n=n)
+    low, high = stats.t.interval(confidence, n - 1, loc=mean, scale=sem)
+    return MeanCI(mean=mean, ci_low=float(low), ci_high=float(high), n=n)

@@ -1,0 +1,116 @@
+"""Exact values, CFR gain, head-to-head, first-instruction distribution and CIs, by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyspiel
+import pytest
+
+from gtsteer.solvers import (
+    analyze,
+    cfr_gain,
+    expected_returns,
+    first_decision_distribution,
+    fixed,
+    head_to_head,
+    mean_ci,
+    tabular,
+    uniform,
+)
+from gtsteer.solvers.cfr import cached_tree, policy_table
+
+LABELS = ["a", "b", "any"]
+# General-sum; rows are player 0's action, columns player 1's.
+R = np.array([[3.0, 0.0, 4.0], [1.0, 2.0, 4.0], [0.0, 0.0, 1.0]])
+C = np.array([[1.0, 2.0, 0.0], [3.0, 0.0, 0.0], [2.0, 2.0, 1.0]])
+P_ROW = [0.5, 0.5, 0.0]  # the "CFR" policy under test (not an equilibrium: values are by hand)
+P_COL = [0.25, 0.75, 0.0]
+
+
+def game() -> pyspiel.Game:
+    matrix = pyspiel.create_matrix_game("gs", "gs", LABELS, LABELS, R.tolist(), C.tolist())
+    return cached_tree(pyspiel.convert_to_turn_based(matrix))
+
+
+def table(g: pyspiel.Game):
+    return policy_table(g, lambda s: list(enumerate(P_ROW if s.current_player() == 0 else P_COL)))
+
+
+def bilinear(x, y) -> tuple[float, float]:
+    x, y = np.asarray(x), np.asarray(y)
+    return float(x @ R @ y), float(x @ C @ y)
+
+
+ANY = [0.0, 0.0, 1.0]
+UNI = [1 / 3] * 3
+
+
+def test_expected_returns_are_exact() -> None:
+    g = game()
+    got = expected_returns(g, [tabular(table(g)), uniform()])
+    assert got == pytest.approx(bilinear(P_ROW, UNI), abs=1e-12)
+    assert expected_returns(g, [fixed([0, 0]), fixed([1, 1])]) == pytest.approx([0.0, 2.0])
+
+
+def test_cfr_gain_by_hand() -> None:
+    g = game()
+    gains = cfr_gain(g, tabular(table(g)), fixed([2, 2]))
+    # all `any`: (1, 1). P0 switches: 0.5*4 + 0.5*4 = 4 -> +3. P1 switches: 2*.25 + 2*.75 -> +1.
+    assert gains == pytest.approx([3.0, 1.0], abs=1e-12)
+
+
+def test_head_to_head_by_hand() -> None:
+    g = game()
+    strategies = {"cfr": tabular(table(g)), "any": fixed([2, 2]), "a": fixed([0, 0])}
+    got = head_to_head(g, strategies)
+    mixed = {"cfr": (P_ROW, P_COL), "any": (ANY, ANY), "a": ([1, 0, 0], [1, 0, 0])}
+    for r, (r0, r1) in mixed.items():
+        for c, (c0, c1) in mixed.items():
+            v0 = bilinear(r0, c1)[0]  # player 0 plays row, player 1 plays column
+            v1 = bilinear(c0, r1)[1]  # player 1 plays row, player 0 plays column
+            assert got[r][c] == pytest.approx((v0 + v1) / 2, abs=1e-12), (r, c)
+    assert got["any"]["any"] == pytest.approx(1.0)
+    assert got["cfr"]["any"] - got["any"]["any"] == pytest.approx(2.0)  # mean CFR gain
+    assert got["a"]["a"] == pytest.approx(2.0)  # (R[a,a] + C[a,a]) / 2
+
+
+def test_analyze_names_baselines_and_matches_parts() -> None:
+    g = game()
+    values = analyze(g, table(g), [LABELS, LABELS], [2, 2])
+    assert list(values.head_to_head) == ["cfr", "any", "a", "b", "uniform"]
+    assert values.cfr_gain == pytest.approx(2.0)
+    assert values.cfr_gain_per_player == pytest.approx([3.0, 1.0])
+    assert values.value_any == pytest.approx([1.0, 1.0])
+    assert values.value_cfr == pytest.approx(bilinear(P_ROW, P_COL))
+    assert values.first_instruction[0] == pytest.approx({"a": 0.5, "b": 0.5, "any": 0.0})
+    assert values.first_instruction[1] == pytest.approx({"a": 0.25, "b": 0.75, "any": 0.0})
+    span = g.max_utility() - g.min_utility()
+    assert values.nash_conv_normalized == pytest.approx(values.nash_conv / span)
+    # NashConv = sum of best-response gains; a one-shot game's best reply is a pure action.
+    br0 = max(R @ np.asarray(P_COL)) - bilinear(P_ROW, P_COL)[0]
+    br1 = max(np.asarray(P_ROW) @ C) - bilinear(P_ROW, P_COL)[1]
+    assert values.nash_conv == pytest.approx(br0 + br1, abs=1e-12)
+
+
+def test_first_decision_weights_chance() -> None:
+    # Kuhn poker: player 0 bets (action 1) only holding the king (card 2): P(bet) = 1/3.
+    g = cached_tree(pyspiel.load_game("kuhn_poker"))
+
+    def bet_on_king(state):
+        holds_king = state.information_state_string().startswith("2")
+        return [(0, 0.0), (1, 1.0)] if holds_king else [(0, 1.0), (1, 0.0)]
+
+    dist = first_decision_distribution(g, [bet_on_king, uniform()])
+    assert dist[0] == pytest.approx({0: 2 / 3, 1: 1 / 3})
+    assert dist[1] == pytest.approx({0: 0.5, 1: 0.5})
+
+
+def test_mean_ci_student_t() -> None:
+    ci = mean_ci([1.0, 2.0, 3.0])
+    half = 4.302652729911275 / np.sqrt(3)  # t_{0.975, 2} * sem
+    assert (ci.mean, ci.n) == (2.0, 3)
+    assert ci.ci_low == pytest.approx(2.0 - half) and ci.ci_high == pytest.approx(2.0 + half)
+    one = mean_ci([0.5])
+    assert (one.mean, one.ci_low, one.ci_high) == (0.5, None, None)
+    flat = mean_ci([0.2, 0.2])
+    assert (flat.ci_low, flat.ci_high) == (0.2, 0.2)
