@@ -1,0 +1,70 @@
+"""gtsteer.binding: a dialogue domain as an OpenSpiel game.
+
+    from gtsteer.binding import load_game, expand_sync
+    game = load_game("configs/trade_fruit_tone.yaml", llm="fake", instance=0)
+    report = expand_sync(game)          # every LLM call of the tree, concurrently, cached
+    # any OpenSpiel algorithm now traverses `game` with cache hits only
+"""
+
+from gtsteer.binding.expand import ExpansionReport, expand, expand_sync
+from gtsteer.binding.game import SHORT_NAME, DialogueGame, DialogueObserver, DialogueState, Request
+from gtsteer.binding.instances import (
+    Instance,
+    generate_instances,
+    make_instance,
+    register_private_info,
+    stable_int,
+)
+from gtsteer.binding.loader import load_game, make_game
+from gtsteer.binding.prompts import Turn
+from gtsteer.binding.reward import (
+    Reward,
+    RewardContext,
+    TerminalRecord,
+    compute_reward,
+    get_utility,
+    payoff_model,
+    register_utility,
+)
+from gtsteer.binding.spec import (
+    ANY,
+    ConfigError,
+    DomainSpec,
+    GenerationSettings,
+    PayoffSpec,
+    load_spec,
+    spec_from_dict,
+)
+
+__all__ = [
+    "ANY",
+    "SHORT_NAME",
+    "ConfigError",
+    "DialogueGame",
+    "DialogueObserver",
+    "DialogueState",
+    "DomainSpec",
+    "ExpansionReport",
+    "GenerationSettings",
+    "Instance",
+    "PayoffSpec",
+    "Request",
+    "Reward",
+    "RewardContext",
+    "TerminalRecord",
+    "Turn",
+    "compute_reward",
+    "expand",
+    "expand_sync",
+    "generate_instances",
+    "get_utility",
+    "load_game",
+    "load_spec",
+    "make_game",
+    "make_instance",
+    "payoff_model",
+    "register_private_info",
+    "register_utility",
+    "spec_from_dict",
+    "stable_int",
+]

@@ -1,0 +1,214 @@
+"""Expansion: every LLM request of the tree, level by level, concurrently, through the cache.
+
+A solver then walks a tree whose messages, termination checks and rewards are all in memory
+(and on disk), so CFR never waits on a model. A killed expansion restarts from the disk cache;
+an instance whose reward cannot be obtained is marked failed instead of crashing a batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Iterator
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from gtsteer.binding.game import DialogueGame, DialogueState, History
+from gtsteer.binding.prompts import Turn, clean_message
+from gtsteer.binding.reward import compute_reward
+from gtsteer.llm import LLMError, run_sync
+
+T = TypeVar("T")
+CHUNK = 1024  # coroutines alive at once; the LLM layer bounds real concurrency itself
+
+
+class ExpansionReport(BaseModel):
+    decision_nodes: int = 0
+    chance_nodes: int = 0
+    terminal_nodes: int = 0
+    depth: int = 0
+    message_requests: int = 0
+    termination_requests: int = 0
+    reward_requests: int = 0
+    llm_requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+    failed: bool = False
+    reason: str | None = None
+    failed_terminals: int = 0
+    clipped_rewards: int = 0
+    wall_s: float = 0.0
+
+
+class _Bar:
+    """A rich progress bar, or nothing."""
+
+    def __init__(self, enabled: bool):
+        self.progress = (
+            Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), transient=False,
+            )
+            if enabled
+            else None
+        )
+
+    def __enter__(self) -> Self:
+        if self.progress is not None:
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    async def gather(self, label: str, jobs: list[Awaitable[T]]) -> list[T | BaseException]:
+        if not jobs:
+            return []
+        task = self.progress.add_task(label, total=len(jobs)) if self.progress else None
+
+        async def tracked(job: Awaitable[T]) -> T:
+            try:
+                return await job
+            finally:
+                if self.progress is not None and task is not None:
+                    self.progress.advance(task)
+
+        results: list[T | BaseException] = []
+        for chunk in _chunks(jobs, CHUNK):
+            results += await asyncio.gather(*(tracked(j) for j in chunk), return_exceptions=True)
+        return results
+
+
+def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _first_failure(results: list[Any]) -> BaseException | None:
+    for r in results:
+        if isinstance(r, BaseException):
+            if not isinstance(r, LLMError):
+                raise r
+            return r
+    return None
+
+
+async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
+    """Fill `game`'s messages, termination checks and rewards; returns what it took."""
+    start_time = time.perf_counter()
+    before = game.llm.usage
+    report = ExpansionReport()
+    spec, inst = game.spec, game.instance
+    limit = spec.num_max_replies * spec.num_players
+    level: list[DialogueState] = [game.new_initial_state()]
+    terminals: list[DialogueState] = []
+    with _Bar(progress) as bar:
+        depth = 0
+        while level:
+            chance = [s for s in level if s.is_chance_node()]
+            # 1. every message of this level
+            keys: list[History] = []
+            jobs: list[Awaitable[Any]] = []
+            for s in chance:
+                speaker, instruction = s.current_speaker, s.pending_instruction
+                assert instruction is not None
+                for outcome, _ in s.chance_outcomes():
+                    h = (*s.history_key, outcome)
+                    if h not in game.messages:
+                        req = game.message_request(s.turns, speaker, instruction, outcome)
+                        keys.append(h)
+                        jobs.append(
+                            game.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
+                        )
+            report.message_requests += len(jobs)
+            results = await bar.gather(f"depth {depth}: messages", jobs)
+            if (err := _first_failure(results)) is not None:
+                return _fail(game, report, f"message generation failed: {err}", before, start_time)
+            for h, res in zip(keys, results, strict=True):
+                game.messages[h] = clean_message(res.text, inst)  # type: ignore[union-attr]
+            # 2. the termination check of every new message that does not end the game anyway
+            if spec.termination_prompt is not None:
+                keys, jobs = [], []
+                for s in chance:
+                    if s.replies + 1 >= limit:
+                        continue
+                    for outcome, _ in s.chance_outcomes():
+                        h = (*s.history_key, outcome)
+                        if h in game.terminations:
+                            continue
+                        turn = Turn(speaker=s.current_speaker, instruction=s.pending_instruction,
+                                    text=game.messages[h])
+                        keys.append(h)
+                        jobs.append(game.llm.choose(
+                            game.termination_request([*s.turns, turn]), ["yes", "no"], seed=0))
+                report.termination_requests += len(jobs)
+                results = await bar.gather(f"depth {depth}: end checks", jobs)
+                if (err := _first_failure(results)) is not None:
+                    return _fail(game, report, f"termination check failed: {err}", before,
+                                 start_time)
+                for h, res in zip(keys, results, strict=True):
+                    game.terminations[h] = res.choice == "yes"  # type: ignore[union-attr]
+            # 3. the next level (all results are in memory now: no LLM call here)
+            nxt: list[DialogueState] = []
+            for s in level:
+                if s.is_terminal():
+                    report.terminal_nodes += 1
+                    terminals.append(s)
+                elif s.is_chance_node():
+                    report.chance_nodes += 1
+                    nxt += [s.child(a) for a, _ in s.chance_outcomes()]
+                else:
+                    report.decision_nodes += 1
+                    nxt += [s.child(a) for a in s.legal_actions()]
+            level = nxt
+            depth += 1
+        report.depth = depth - 1
+        # 4. one reward per terminal
+        todo = [s for s in terminals if s.history_key not in game.rewards]
+        report.reward_requests = len(todo)
+        results = await bar.gather(
+            "rewards",
+            [compute_reward(game.reward_context(s.history_key, s.turns)) for s in todo],
+        )
+    reasons = []
+    for s, res in zip(todo, results, strict=True):
+        if isinstance(res, BaseException):
+            if not isinstance(res, LLMError):
+                raise res
+            report.failed_terminals += 1
+            reasons.append(f"reward of terminal {list(s.history_key)} failed: {res}")
+        else:
+            game.rewards[s.history_key] = res
+    report.clipped_rewards = sum(game.rewards[s.history_key].clipped for s in terminals
+                                 if s.history_key in game.rewards)
+    if reasons:
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        return _fail(game, report, reasons[0] + more, before, start_time)
+    game.failure = None
+    return _finish(game, report, before, start_time)
+
+
+def _fail(game: DialogueGame, report: ExpansionReport, reason: str, before: Any,
+          start_time: float) -> ExpansionReport:
+    game.failure = reason
+    report.failed, report.reason = True, reason
+    return _finish(game, report, before, start_time)
+
+
+def _finish(game: DialogueGame, report: ExpansionReport, before: Any,
+            start_time: float) -> ExpansionReport:
+    after = game.llm.usage
+    report.llm_requests = after.requests - before.requests
+    report.cache_hits = after.cache_hits - before.cache_hits
+    report.new_calls = after.new_calls - before.new_calls
+    report.wall_s = round(time.perf_counter() - start_time, 3)
+    return report
+
+
+def expand_sync(game: DialogueGame, progress: bool = True) -> ExpansionReport:
+    """`expand` from synchronous code."""
+    return run_sync(expand(game, progress=progress))
+

@@ -1,0 +1,338 @@
+"""The pyspiel game of one dialogue instance.
+
+History: a player chooses an instruction (action id = index in `game.instructions(p)`), then a
+chance node picks one of `num_llm_seeds` equally likely samples of the message that instruction
+produces. Every instruction becomes a message, players alternate, and the game ends after
+`num_max_replies` messages per player or when the termination check says so.
+
+LLM results live in two layers: the persistent cache of `gtsteer.llm` (shared by processes and
+runs) and per-game dictionaries keyed by the action history (so a solver's millions of
+traversal steps never leave Python for the same node twice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+import pyspiel
+from pydantic import BaseModel
+
+from gtsteer.binding.instances import Instance, stable_int
+from gtsteer.binding.prompts import (
+    Turn,
+    clean_message,
+    message_prompt,
+    message_stop,
+    render_private_info,
+    termination_prompt,
+)
+from gtsteer.binding.reward import Reward, RewardContext, compute_reward
+from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.llm import LLM, run_sync
+
+SHORT_NAME = "gtsteer_dialogue"
+MAX_PLAYERS = 10
+_DEFAULT_PARAMS: dict[str, Any] = {
+    "config": "",
+    "instance": 0,
+    "llm": "fake",
+    "seed": 0,
+    "num_games": 0,
+    "key": "",
+}
+History = tuple[int, ...]
+
+
+def _game_type(spec: DomainSpec | None = None) -> pyspiel.GameType:
+    zero_sum = spec is not None and spec.payoff.zero_sum
+    return pyspiel.GameType(
+        short_name=SHORT_NAME,
+        long_name="gtsteer dialogue game",
+        dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+        chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+        information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+        utility=(
+            pyspiel.GameType.Utility.ZERO_SUM if zero_sum else pyspiel.GameType.Utility.GENERAL_SUM
+        ),
+        reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+        max_num_players=MAX_PLAYERS,
+        min_num_players=2,
+        provides_information_state_string=True,
+        provides_information_state_tensor=False,
+        provides_observation_string=True,
+        provides_observation_tensor=False,
+        provides_factored_observation_string=False,
+        parameter_specification=_DEFAULT_PARAMS,
+    )
+
+
+class Request(BaseModel):
+    """One text-generation request; a pure function of the history, hence one cache key."""
+
+    prompt: str
+    seed: int
+    temperature: float
+    max_tokens: int
+    stop: list[str]
+
+
+class DialogueGame(pyspiel.Game):
+    """One instance of a domain as an OpenSpiel game. Build with `make_game` or `load_game`."""
+
+    def __init__(
+        self,
+        spec: DomainSpec,
+        instance: Instance,
+        llm: LLM,
+        params: dict[str, Any] | None = None,
+    ):
+        self.spec = spec
+        self.instance = instance
+        self.llm = llm
+        self._instructions = spec.instructions()
+        n = spec.num_players
+        params = {**_DEFAULT_PARAMS, **(params or {})}
+        super().__init__(
+            _game_type(spec),
+            pyspiel.GameInfo(
+                num_distinct_actions=len(self._instructions),
+                max_chance_outcomes=spec.num_llm_seeds,
+                num_players=n,
+                min_utility=float(spec.payoff.min),
+                max_utility=float(spec.payoff.max),
+                utility_sum=0.0 if spec.payoff.zero_sum else None,
+                max_game_length=2 * n * spec.num_max_replies,
+            ),
+            params,
+        )
+        self.first_player = 0 if instance.opening is None else (spec.opening_speaker + 1) % n
+        self.opening_turns = (
+            []
+            if instance.opening is None
+            else [Turn(speaker=spec.opening_speaker, instruction=None, text=instance.opening)]
+        )
+        # Results by action history; filled by `expand` or lazily through the cached LLM.
+        self.messages: dict[History, str] = {}
+        self.terminations: dict[History, bool] = {}
+        self.rewards: dict[History, Reward] = {}
+        #: Set by `expand` when a reward or message could not be obtained.
+        self.failure: str | None = None
+
+    # ---- actions ------------------------------------------------------------------------
+
+    def instructions(self, player: int = 0) -> list[str]:
+        """Action names of `player` (the same for every player); the action id is the index."""
+        return list(self._instructions)
+
+    def any_action(self, player: int = 0) -> int:
+        """The id of the unguided baseline (every key set to "any")."""
+        if len(self.spec.actions) == 1:
+            return self._instructions.index(ANY)
+        return self._instructions.index("|".join(f"{k}={ANY}" for k in self.spec.actions))
+
+    # ---- pyspiel ------------------------------------------------------------------------
+
+    def new_initial_state(self) -> DialogueState:
+        return DialogueState(self)
+
+    def make_py_observer(self, iig_obs_type=None, params=None) -> DialogueObserver:
+        return DialogueObserver(
+            iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params
+        )
+
+    # ---- LLM-backed node contents (pure functions of the history) -------------------------
+
+    def message_request(self, turns: list[Turn], speaker: int, instruction: str, outcome: int) -> Request:
+        gen = self.spec.generation
+        return Request(
+            prompt=message_prompt(self.spec, self.instance, turns, speaker, instruction),
+            seed=stable_int("gtsteer-message", self.instance.seed, outcome),
+            temperature=gen.temperature,
+            max_tokens=gen.max_tokens,
+            stop=message_stop(self.spec, self.instance),
+        )
+
+    def termination_request(self, turns: list[Turn]) -> str:
+        return termination_prompt(self.spec, self.instance, turns)
+
+    def message(self, history: History, turns: list[Turn], speaker: int, instruction: str) -> str:
+        """The message at chance history `history` (its last action is the sample index)."""
+        if history not in self.messages:
+            req = self.message_request(turns, speaker, instruction, history[-1])
+            text = self.llm.generate_sync(req.prompt, **req.model_dump(exclude={"prompt"})).text
+            self.messages[history] = clean_message(text, self.instance)
+        return self.messages[history]
+
+    def terminated(self, history: History, turns: list[Turn]) -> bool:
+        """The optional LLM check "is the dialogue over?", asked once per message."""
+        if self.spec.termination_prompt is None:
+            return False
+        if history not in self.terminations:
+            result = self.llm.choose_sync(self.termination_request(turns), ["yes", "no"], seed=0)
+            self.terminations[history] = result.choice == "yes"
+        return self.terminations[history]
+
+    def reward_context(self, history: History, turns: list[Turn]) -> RewardContext:
+        return RewardContext(
+            spec=self.spec, instance=self.instance, transcript=turns, history=list(history),
+            llm=self.llm,
+        )
+
+    def reward(self, history: History, turns: list[Turn]) -> Reward:
+        if history not in self.rewards:
+            self.rewards[history] = run_sync(compute_reward(self.reward_context(history, turns)))
+        return self.rewards[history]
+
+    @property
+    def clipped_rewards(self) -> int:
+        return sum(r.clipped for r in self.rewards.values())
+
+    def fingerprint(self) -> str:
+        """Identifies (spec, instance, model): what the tree depends on."""
+        blob = json.dumps(
+            [self.spec.model_dump(mode="json"), self.instance.model_dump(mode="json"), self.llm.model],
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class DialogueState(pyspiel.State):
+    """A node: the public transcript, each turn's (private) instruction, and a pending choice."""
+
+    def __init__(self, game: DialogueGame):
+        super().__init__(game)
+        self._actions: list[int] = []
+        self.turns: list[Turn] = list(game.opening_turns)
+        self._replies = 0
+        self._pending: int | None = None
+        self._over = False
+
+    # pyspiel clones a Python state by deep-copying its __dict__, which would copy the game
+    # without its Python attributes; so the game is never stored, only looked up.
+    @property
+    def _game(self) -> DialogueGame:
+        return self.get_game()
+
+    # ---- structure ----------------------------------------------------------------------
+
+    def _speaker(self) -> int:
+        return (self._game.first_player + self._replies) % self._game.spec.num_players
+
+    def current_player(self) -> int:
+        if self._over:
+            return pyspiel.PlayerId.TERMINAL
+        if self._pending is not None:
+            return pyspiel.PlayerId.CHANCE
+        return self._speaker()
+
+    def _legal_actions(self, player: int) -> list[int]:
+        return list(range(len(self._game.instructions(player))))
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        k = self._game.spec.num_llm_seeds
+        return [(i, 1.0 / k) for i in range(k)]
+
+    def _apply_action(self, action: int) -> None:
+        game = self._game
+        if self._pending is None:
+            self._pending = action
+            self._actions.append(action)
+            return
+        self._actions.append(action)
+        history = tuple(self._actions)
+        speaker = self._speaker()
+        instruction = game.instructions(speaker)[self._pending]
+        text = game.message(history, self.turns, speaker, instruction)
+        self.turns = [*self.turns, Turn(speaker=speaker, instruction=instruction, text=text)]
+        self._pending = None
+        self._replies += 1
+        limit = game.spec.num_max_replies * game.spec.num_players
+        self._over = self._replies >= limit or game.terminated(history, self.turns)
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if player == pyspiel.PlayerId.CHANCE:
+            return f"sample {action}"
+        return self._game.instructions(player)[action]
+
+    def is_terminal(self) -> bool:
+        return self._over
+
+    def returns(self) -> list[float]:
+        if not self._over:
+            return [0.0] * self._game.spec.num_players
+        return list(self._game.reward(tuple(self._actions), self.turns).returns)
+
+    def rewards(self) -> list[float]:
+        return self.returns()
+
+    # ---- views --------------------------------------------------------------------------
+
+    @property
+    def current_speaker(self) -> int:
+        """Who speaks next (at a chance node: whose message is being sampled)."""
+        return self._speaker()
+
+    @property
+    def replies(self) -> int:
+        """Messages sent so far (the opening excluded)."""
+        return self._replies
+
+    @property
+    def history_key(self) -> History:
+        return tuple(self._actions)
+
+    @property
+    def pending_instruction(self) -> str | None:
+        if self._pending is None:
+            return None
+        return self._game.instructions(self._speaker())[self._pending]
+
+    def info_state(self, player: int) -> str:
+        """Private info + public transcript + the player's own instructions (perfect recall)."""
+        return self._view(player, own_instructions=True)
+
+    def observation(self, player: int) -> str:
+        """What `player` sees now: private info and the public transcript."""
+        return self._view(player, own_instructions=False)
+
+    def _view(self, player: int, own_instructions: bool) -> str:
+        game = self._game
+        names = game.instance.names
+        lines = [f"[{names[player]}, player {player}]", render_private_info(
+            game.instance.private_info[player])]
+        lines.append("[transcript]")
+        for t in self.turns:
+            tag = names[t.speaker]
+            if own_instructions and t.speaker == player and t.instruction is not None:
+                tag += f" ({t.instruction})"
+            lines.append(f"{tag}: {t.text}")
+        if own_instructions and self._pending is not None and self._speaker() == player:
+            lines.append(f"[chosen: {self.pending_instruction}]")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        names = self._game.instance.names
+        out = [f"{names[t.speaker]} [{t.instruction or '-'}]: {t.text}" for t in self.turns]
+        if self._pending is not None:
+            out.append(f"{names[self._speaker()]} [{self.pending_instruction}]: <sampling>")
+        return "\n".join(out) or "<start>"
+
+
+class DialogueObserver:
+    """PyObserver: strings only (infostate = perfect recall, observation = current view)."""
+
+    def __init__(self, iig_obs_type: pyspiel.IIGObservationType, params: Any):
+        self.iig_obs_type = iig_obs_type
+        self.tensor = np.zeros(0, np.float32)
+        self.dict: dict[str, np.ndarray] = {}
+
+    def set_from(self, state: DialogueState, player: int) -> None:
+        pass
+
+    def string_from(self, state: DialogueState, player: int) -> str:
+        if self.iig_obs_type.perfect_recall:
+            return state.info_state(player)
+        return state.observation(player)

@@ -1,0 +1,120 @@
+"""Instances of a domain: names, private information and opening message, from (spec, seed).
+
+Deterministic in any process: every random draw comes from `random.Random` seeded by a SHA-256
+of (domain name, seed, index) and iterates lists in their written order, never a set or dict
+whose order could depend on PYTHONHASHSEED.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from gtsteer.binding.prompts import fill_template
+from gtsteer.binding.spec import DomainSpec
+
+#: (spec, rng, player index, names) -> private info of that player, key -> text.
+PrivateInfoGenerator = Callable[[DomainSpec, random.Random, int, list[str]], dict[str, str]]
+_GENERATORS: dict[str, PrivateInfoGenerator] = {}
+
+
+def stable_int(*parts: Any, bits: int = 31) -> int:
+    """A process-independent integer from JSON-serialisable parts (unlike `hash()`)."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % (1 << bits)
+
+
+def register_private_info(name: str) -> Callable[[PrivateInfoGenerator], PrivateInfoGenerator]:
+    """Register a generator for domains whose private information is structured (fruit values)."""
+
+    def deco(fn: PrivateInfoGenerator) -> PrivateInfoGenerator:
+        _GENERATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def lookup(registry: dict[str, Any], name: str, what: str) -> Any:
+    """Find `name` in a registry, importing gtsteer.domains (and gtsteer.domains.<name>) on a miss."""
+    if name not in registry:
+        for module in ("gtsteer.domains", f"gtsteer.domains.{name}"):
+            try:
+                importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                if exc.name != module:
+                    raise
+            if name in registry:
+                break
+    if name not in registry:
+        raise KeyError(f"no {what} named {name!r} is registered; known: {sorted(registry)}")
+    return registry[name]
+
+
+class Instance(BaseModel):
+    """One procedurally generated game of a domain."""
+
+    index: int
+    seed: int
+    names: list[str]
+    private_info: list[dict[str, str]]
+    opening: str | None = None
+    scenario: str
+
+    def other_names(self, player: int) -> list[str]:
+        return [n for i, n in enumerate(self.names) if i != player]
+
+
+def make_instance(spec: DomainSpec, index: int, seed: int = 0) -> Instance:
+    """Instance `index` of the run seeded `seed`; independent of how many others are made."""
+    inst_seed = stable_int("gtsteer-instance", spec.name, seed, index)
+    rng = random.Random(inst_seed)
+    names = rng.sample(list(dict.fromkeys(spec.names)), spec.num_players)
+    if spec.private_info_generator is not None:
+        gen = lookup(_GENERATORS, spec.private_info_generator, "private-info generator")
+        private = [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
+    else:
+        private = [
+            {key: rng.choice(examples) for key, examples in spec.private_info.items()}
+            for _ in range(spec.num_players)
+        ]
+    fields = name_fields(names)
+    return Instance(
+        index=index,
+        seed=inst_seed,
+        names=names,
+        private_info=private,
+        scenario=fill_template(spec.scenario, fields).strip(),
+        opening=None if spec.opening is None else fill_template(spec.opening, fields).strip(),
+    )
+
+
+def name_fields(names: list[str]) -> dict[str, str]:
+    fields = {f"name{i}": n for i, n in enumerate(names)}
+    fields["players"] = join_names(names)
+    return fields
+
+
+def join_names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def generate_instances(spec: DomainSpec, num: int, seed: int = 0) -> list[Instance]:
+    """The first `num` instances of the run seeded `seed`."""
+    if num < 0:
+        raise ValueError("num must be >= 0")
+    return [make_instance(spec, i, seed) for i in range(num)]
+
+
+__all__ = [
+    "Instance",
+    "generate_instances",
+    "make_instance",
+    "register_private_info",
+    "stable_int",
+]

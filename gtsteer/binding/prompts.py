@@ -1,0 +1,114 @@
+"""Completion-style prompts for a base model: message, reward and termination.
+
+Each prompt is a pure function of (spec, instance, transcript, ...), so the expansion and every
+later traversal build byte-identical requests and therefore hit the same cache keys.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from gtsteer.binding.spec import ANY, DomainSpec
+
+if TYPE_CHECKING:
+    from gtsteer.binding.instances import Instance
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+DEFAULT_INSTRUCTION = "{name} chooses {key}: {value}."
+
+
+class Turn(BaseModel):
+    """One public message; `instruction` is the speaker's private action (None: the opening)."""
+
+    speaker: int
+    instruction: str | None
+    text: str
+
+
+def fill_template(template: str, fields: dict[str, str]) -> str:
+    """Replace `{field}` placeholders; other braces (JSON examples in prompts) stay untouched."""
+    return _PLACEHOLDER.sub(lambda m: fields.get(m.group(1), m.group(0)), template)
+
+
+def render_transcript(turns: list[Turn], names: list[str], empty: str = "(no messages yet)") -> str:
+    if not turns:
+        return empty
+    return "\n".join(f"{names[t.speaker]}: {t.text}" for t in turns)
+
+
+def render_private_info(info: dict[str, str]) -> str:
+    return "\n".join(f"{key.replace('_', ' ')}: {value}" for key, value in info.items())
+
+
+def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
+    """The instruction line; "any" is no instruction at all, so it renders to nothing."""
+    parts = []
+    for key, value in spec.parse_instruction(instruction).items():
+        if value == ANY:
+            continue
+        template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
+        parts.append(fill_template(template, {"name": name, "key": key, "value": value}).strip())
+    return " ".join(parts)
+
+
+def message_prompt(
+    spec: DomainSpec, instance: Instance, turns: list[Turn], speaker: int, instruction: str
+) -> str:
+    name = instance.names[speaker]
+    line = render_instruction(spec, instruction, name)
+    fields = {
+        "scenario": instance.scenario,
+        "name": name,
+        "other": ", ".join(instance.other_names(speaker)),
+        "players": _join(instance.names),
+        "private_info": render_private_info(instance.private_info[speaker]),
+        "transcript": render_transcript(turns, instance.names),
+        "instruction": f"{line}\n" if line else "",
+    }
+    return fill_template(spec.message_prompt, fields).rstrip()
+
+
+def message_stop(spec: DomainSpec, instance: Instance) -> list[str]:
+    """Stop at a blank line or when the model starts writing the next speaker's turn."""
+    stops = ["\n\n", *(f"\n{n}:" for n in instance.names), *spec.generation.stop]
+    return list(dict.fromkeys(stops))
+
+
+def clean_message(text: str, instance: Instance) -> str:
+    """Trim a sample to the speaker's own words (backends that ignore stop strings)."""
+    text = text.split("\n\n")[0]
+    for name in instance.names:
+        text = text.split(f"\n{name}:")[0]
+    return " ".join(text.split()) or "..."
+
+
+def reward_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:
+    everyone = "\n".join(
+        f"{instance.names[p]}'s {key.replace('_', ' ')}: {value}"
+        for p in range(len(instance.names))
+        for key, value in instance.private_info[p].items()
+    )
+    fields = {
+        "scenario": instance.scenario,
+        "players": _join(instance.names),
+        "private_info_all": everyone,
+        "transcript": render_transcript(turns, instance.names),
+    }
+    return fill_template(spec.payoff.prompt, fields).rstrip() + "\n"
+
+
+def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:
+    assert spec.termination_prompt is not None
+    fields = {
+        "scenario": instance.scenario,
+        "players": _join(instance.names),
+        "transcript": render_transcript(turns, instance.names),
+    }
+    return fill_template(spec.termination_prompt, fields).rstrip()
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -1,0 +1,221 @@
+"""`DomainSpec`: a dialogue domain as data, validated before any LLM call.
+
+A new domain is a YAML file (and, only for an exact utility, a small Python function). Every
+template placeholder and every instruction set is checked at load time, so a typo fails with
+the file and the field named instead of surfacing as a strange prompt hours into a run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+ANY = "any"
+
+#: Placeholders each template may use (filled by gtsteer.binding.prompts).
+MESSAGE_FIELDS = frozenset(
+    {"scenario", "name", "other", "players", "private_info", "transcript", "instruction"}
+)
+REWARD_FIELDS = frozenset({"scenario", "players", "private_info_all", "transcript"})
+TERMINATION_FIELDS = frozenset({"scenario", "players", "transcript"})
+SCENARIO_FIELDS = frozenset({"players", "name0", "name1", "name2", "name3", "name4", "name5"})
+INSTRUCTION_FIELDS = frozenset({"name", "value", "key"})
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+class ConfigError(ValueError):
+    """A domain config is unusable; the message names the file and the field."""
+
+
+def placeholders(template: str) -> set[str]:
+    return set(_PLACEHOLDER.findall(template))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PayoffSpec(_Strict):
+    min: float
+    max: float
+    #: The reward prompt: both players' payoffs (or, with a utility, the extraction prompt).
+    prompt: str
+    #: Name of a utility registered with `gtsteer.binding.register_utility` (exact payoffs).
+    utility: str | None = None
+    zero_sum: bool = False
+    max_tokens: int = Field(64, gt=0, le=4096)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> PayoffSpec:
+        if not self.min < self.max:
+            raise ValueError(f"payoff.min ({self.min}) must be below payoff.max ({self.max})")
+        return self
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_fields(cls, v: str) -> str:
+        return _check_fields(v, REWARD_FIELDS)
+
+
+class GenerationSettings(_Strict):
+    max_tokens: int = Field(48, gt=0, le=4096)
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    #: Extra stop strings; "\n\n" and every "\n<Name>:" speaker tag are always added.
+    stop: list[str] = Field(default_factory=list)
+
+
+class DomainSpec(_Strict):
+    """Everything that defines a dialogue domain; see configs/trade_fruit_tone.yaml."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    #: Role labels, one per player (2 or more).
+    players: list[str] = Field(min_length=2)
+    #: Names drawn for instances (at least one per player).
+    names: list[str] = Field(min_length=2)
+    #: Instruction sets: key -> choices; each must include "any" (the unguided baseline).
+    actions: dict[str, list[str]] = Field(min_length=1)
+    #: How a chosen value is said to the model, per key ("{name} speaks in a {value} tone.").
+    instruction_templates: dict[str, str] = Field(default_factory=dict)
+    #: Private-information keys with example values (sampled when no generator is named).
+    private_info: dict[str, list[str]] = Field(default_factory=dict)
+    #: Name of a registered private-information generator (domains with structured info).
+    private_info_generator: str | None = None
+    #: Free-form parameters for domain code (e.g. the fruit list).
+    params: dict[str, Any] = Field(default_factory=dict)
+    #: The situation, shown at the top of every prompt; may use {name0}, {name1}, {players}.
+    scenario: str
+    #: Optional opening message said by player `opening_speaker` before any decision.
+    opening: str | None = None
+    opening_speaker: int = Field(0, ge=0)
+    message_prompt: str
+    termination_prompt: str | None = None
+    num_llm_seeds: int = Field(gt=0, le=64)
+    num_max_replies: int = Field(gt=0, le=16)
+    payoff: PayoffSpec
+    generation: GenerationSettings = Field(default_factory=GenerationSettings)
+
+    @field_validator("actions")
+    @classmethod
+    def _actions_have_any(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for key, values in v.items():
+            if not values:
+                raise ValueError(f"instruction set `{key}` is empty")
+            if ANY not in values:
+                raise ValueError(f'instruction set `{key}` must include "{ANY}" (the baseline)')
+            if len(set(values)) != len(values):
+                raise ValueError(f"instruction set `{key}` has duplicate entries")
+            for value in values:
+                if not value.strip() or "|" in value or "=" in value:
+                    raise ValueError(f"instruction `{value}` in `{key}` is empty or has | or =")
+        return v
+
+    @field_validator("instruction_templates")
+    @classmethod
+    def _instruction_fields(cls, v: dict[str, str]) -> dict[str, str]:
+        for template in v.values():
+            _check_fields(template, INSTRUCTION_FIELDS)
+        return v
+
+    @field_validator("message_prompt")
+    @classmethod
+    def _message_fields(cls, v: str) -> str:
+        return _check_fields(v, MESSAGE_FIELDS)
+
+    @field_validator("termination_prompt")
+    @classmethod
+    def _termination_fields(cls, v: str | None) -> str | None:
+        return None if v is None else _check_fields(v, TERMINATION_FIELDS)
+
+    @field_validator("scenario", "opening")
+    @classmethod
+    def _scenario_fields(cls, v: str | None) -> str | None:
+        return None if v is None else _check_fields(v, SCENARIO_FIELDS)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DomainSpec:
+        unknown = sorted(set(self.instruction_templates) - set(self.actions))
+        if unknown:
+            raise ValueError(f"instruction_templates names unknown action keys {unknown}")
+        if len(set(self.names)) < len(self.players):
+            raise ValueError("`names` needs at least one distinct name per player")
+        if self.opening is not None and self.opening_speaker >= len(self.players):
+            raise ValueError("`opening_speaker` is not a player index")
+        if self.private_info_generator is None:
+            empty = sorted(k for k, v in self.private_info.items() if not v)
+            if empty:
+                raise ValueError(f"private_info keys without examples: {empty}")
+        return self
+
+    # ---- derived ------------------------------------------------------------------------
+
+    @property
+    def num_players(self) -> int:
+        return len(self.players)
+
+    @property
+    def action_keys(self) -> list[str]:
+        return list(self.actions)
+
+    def instructions(self) -> list[str]:
+        """Every action as a readable string: "assertive", or "tone=calm|day=Monday"."""
+        combos: list[list[tuple[str, str]]] = [[]]
+        for key, values in self.actions.items():
+            combos = [c + [(key, v)] for c in combos for v in values]
+        if len(self.actions) == 1:
+            return [c[0][1] for c in combos]
+        return ["|".join(f"{k}={v}" for k, v in c) for c in combos]
+
+    def parse_instruction(self, instruction: str) -> dict[str, str]:
+        """Inverse of `instructions()`: key -> chosen value."""
+        if len(self.actions) == 1:
+            return {self.action_keys[0]: instruction}
+        return dict(part.split("=", 1) for part in instruction.split("|"))
+
+
+def _check_fields(template: str, allowed: frozenset[str]) -> str:
+    unknown = sorted(placeholders(template) - allowed)
+    if unknown:
+        raise ValueError(
+            f"unknown placeholder(s) {['{' + u + '}' for u in unknown]}; allowed: {sorted(allowed)}"
+        )
+    return template
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        return f"field `{loc}`: unknown field (mistyped?)"
+    if error["type"] == "missing":
+        return f"field `{loc}`: missing required field"
+    return f"field `{loc}`: {error['msg']}"
+
+
+def spec_from_dict(data: Any, source: str = "<config>") -> DomainSpec:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        return DomainSpec.model_validate(data)
+    except ValidationError as exc:
+        lines = [_describe(e) for e in exc.errors()]
+        raise ConfigError(f"{source}: " + "; ".join(lines)) from None
+
+
+def load_spec(path: str | Path) -> DomainSpec:
+    """Read and validate a domain YAML; raises `ConfigError` naming the file and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    return spec_from_dict(data, str(path))
+

@@ -1,0 +1,111 @@
+"""Fruit trading with an exact utility.
+
+The reward LLM only extracts *what was agreed* (who gives which fruit) as a validated object;
+the payoff is computed here from each player's private valuations, so it cannot be misjudged
+arithmetic. A trade that gives away fruit the giver does not have counts as no trade.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from gtsteer.binding.instances import register_private_info
+from gtsteer.binding.reward import RewardContext, field_name, register_utility
+from gtsteer.binding.spec import DomainSpec
+
+FRUITS = ["apple", "banana", "blueberry", "kiwi"]
+OWNED, VALUES = "fruits_owned", "fruit_values"
+_PAIR = re.compile(r"([A-Za-z][\w ]*?)\s*:\s*(-?\d+)")
+
+
+def fruits_of(spec: DomainSpec) -> list[str]:
+    return list(spec.params.get("fruits", FRUITS))
+
+
+def render_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{fruit}: {n}" for fruit, n in counts.items())
+
+
+def parse_counts(text: str) -> dict[str, int]:
+    """Inverse of `render_counts` ("apple: 2, kiwi: 1" -> {"apple": 2, "kiwi": 1})."""
+    return {m.group(1).strip(): int(m.group(2)) for m in _PAIR.finditer(text)}
+
+
+@register_private_info("fruit_trade")
+def fruit_private_info(
+    spec: DomainSpec, rng: random.Random, player: int, names: list[str]
+) -> dict[str, str]:
+    """A basket (0..max_count of each fruit, at least one fruit) and a value per fruit."""
+    fruits = fruits_of(spec)
+    max_count = int(spec.params.get("max_count", 3))
+    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
+    owned = {f: rng.randint(0, max_count) for f in fruits}
+    if not any(owned.values()):
+        owned[rng.choice(fruits)] = 1
+    values = {f: rng.randint(lo, hi) for f in fruits}
+    return {OWNED: render_counts(owned), VALUES: render_counts(values)}
+
+
+@lru_cache(maxsize=64)
+def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int = 6) -> type[BaseModel]:
+    """`{"deal": bool, "<name>_gives": [fruit, ...], ...}`: one list entry per fruit unit.
+
+    Lists of fruit names keep the JSON short (a small model writes ~25 tokens) and the grammar
+    tight (only known fruits)."""
+    fruit = Literal[fruits]  # type: ignore[valid-type]
+    fields: dict = {"deal": (bool, Field(description="True if they agreed on a trade"))}
+    for name in names:
+        fields[f"{field_name(name)}_gives"] = (
+            list[fruit],  # type: ignore[valid-type]
+            Field(default_factory=list, max_length=max_items,
+                  description=f"fruits {name} hands over, one entry per fruit"),
+        )
+    return create_model("FruitTrade", **fields)
+
+
+def trade_values(
+    owned: list[dict[str, int]],
+    values: list[dict[str, int]],
+    gives: list[dict[str, int]] | None,
+) -> list[float]:
+    """Each player's change in basket value; no deal or an impossible trade changes nothing."""
+    n = len(owned)
+    if n != 2:
+        raise ValueError("fruit trading is a two-player domain")
+    if gives is None:
+        return [0.0] * n
+    for p in range(n):
+        for fruit, count in gives[p].items():
+            if count < 0 or count > owned[p].get(fruit, 0):
+                return [0.0] * n  # giving what one does not have: the trade cannot happen
+    out = []
+    for p in range(n):
+        received = gives[1 - p]
+        gain = sum(values[p].get(f, 0) * c for f, c in received.items())
+        loss = sum(values[p].get(f, 0) * c for f, c in gives[p].items())
+        out.append(float(gain - loss))
+    return out
+
+
+def gives_from(trade: BaseModel, names: list[str]) -> list[dict[str, int]] | None:
+    """Per-player counts from an extracted trade; None when there was no deal."""
+    data = trade.model_dump()
+    if not data["deal"]:
+        return None
+    return [dict(Counter(data[f"{field_name(n)}_gives"])) for n in names]
+
+
+@register_utility("fruit_trade")
+async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
+    names = ctx.instance.names
+    model = trade_model(tuple(names), tuple(fruits_of(ctx.spec)))
+    trade = await ctx.extract(model)
+    owned = [parse_counts(info[OWNED]) for info in ctx.instance.private_info]
+    values = [parse_counts(info[VALUES]) for info in ctx.instance.private_info]
+    return trade_values(owned, values, gives_from(trade, names))
