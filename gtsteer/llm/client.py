@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
 import time
 import weakref
@@ -18,10 +19,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from tenacity import (
     AsyncRetrying,
-    RetryError,
+    RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_exponential_jitter,
 )
 
 from gtsteer.llm.backends import Backend, make_backend
@@ -169,8 +169,12 @@ class LLM:
                 return Structured[schema](  # type: ignore[valid-type]
                     value=value, raw=raw, cached=False, attempts=attempt, usage=total
                 )
-            self.meter.retry()
-            current = _with_feedback(current, raw, problems)
+            if attempt < attempts:  # a retry only when another try follows
+                self.meter.retry()
+                current = _with_feedback(current, raw, problems)
+            if result.usage.completion_tokens >= current.max_tokens:
+                # Truncated mid-object (a base model rambling inside a string): give room.
+                current = current.model_copy(update={"max_tokens": min(current.max_tokens * 2, 2048)})
         self.meter.failure()
         raise StructuredOutputError(schema.__name__, attempts, raw, problems)
 
@@ -239,13 +243,22 @@ class LLM:
         async with self._semaphore():
             return await coro
 
+    def _backoff_delay(self, state: RetryCallState) -> float:
+        """Exponential backoff with jitter proportional to the delay.
+
+        tenacity's `wait_exponential_jitter` adds up to 1 s of jitter whatever the base delay,
+        so a small `backoff_initial_s` would still wait about a second per retry."""
+        base = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
+        return min(self.backoff_max_s, base + random.uniform(0.0, base))
+
     async def _call(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
         """One metered backend call with timeout and exponential backoff on transient errors."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
-            wait=wait_exponential_jitter(initial=self.backoff_initial_s, max=self.backoff_max_s),
+            wait=self._backoff_delay,
             retry=retry_if_exception_type(TransientLLMError),
             before_sleep=lambda _state: self.meter.retry(),
+            reraise=True,  # the last TransientLLMError, so the final message names its cause
         )
         tries = 0
         try:
@@ -260,7 +273,7 @@ class LLM:
                             )
                         except TimeoutError as exc:
                             raise TransientLLMError(
-                                f"no answer within {self.timeout_s:.0f} s"
+                                f"no answer within {self.timeout_s:g} s"
                             ) from exc
                     if not raw.usage.latency_s:
                         raw.usage.latency_s = time.perf_counter() - start
@@ -271,9 +284,6 @@ class LLM:
             raise LLMCallError(
                 f"{self.model}: gave up after {tries} tries; last error: {exc}", attempts=tries
             ) from exc
-        except RetryError as exc:  # pragma: no cover - reraise path covers it
-            self.meter.failure()
-            raise LLMCallError(f"{self.model}: gave up after {tries} tries", attempts=tries) from exc
         except Exception:
             self.meter.failure()
             raise
