@@ -72,6 +72,15 @@ def _load(path: Path, n_ctx: int) -> Any:
         return _models[key]
 
 
+def _last_logits(llm: Any, n_vocab: int) -> Any:
+    """Logits of the last evaluated position, copied out of llama.cpp's buffer."""
+    import llama_cpp
+    import numpy as np
+
+    pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return np.ctypeslib.as_array(pointer, shape=(n_vocab,)).astype(np.float64)
+
+
 class LocalBackend(Backend):
     kind = "local"
     max_concurrency = 1  # one llama.cpp context; requests queue on a lock
@@ -151,6 +160,7 @@ class LocalBackend(Backend):
         llm = self.llama()
         prompt = request.as_text()
         prompt_tokens = self._tokens(llm, prompt)
+        n_vocab = llm.n_vocab()
         sep = "" if prompt.endswith((" ", "\n")) else " "
         scores: dict[str, float] = {}
         with self._lock:
@@ -161,10 +171,11 @@ class LocalBackend(Backend):
                 llm.reset()
                 llm.eval(prompt_tokens)
                 total = 0.0
-                # Without logits_all only the last position's logits are kept, so we feed the
-                # option one token at a time and read the next-token distribution each step.
+                # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so we
+                # read the last position's logits straight from llama.cpp after each eval, feeding
+                # the option one token at a time.
                 for token in option_tokens:
-                    logits = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+                    logits = _last_logits(llm, n_vocab)
                     top = logits.max()
                     log_z = top + math.log(np.exp(logits - top).sum())
                     total += float(logits[token] - log_z)
