@@ -1,0 +1,174 @@
+"""A loopback OpenAI-compatible chat server for tests and benchmarks.
+
+Real HTTP (not a mocked transport) so that litellm, the OpenAI SDK, httpx, timeouts and
+connection handling are all exercised exactly as against a provider. It answers
+`POST .../chat/completions`, can sleep before answering, can fail the next N requests with a
+chosen status, and records how many requests it saw and how many were in flight at once.
+Imported by tests (`from llm_server import LoopbackServer`) and by `scripts/bench_llm.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+#: Builds the reply content from the parsed request body.
+Responder = Callable[[dict[str, Any]], str]
+
+
+def default_responder(body: dict[str, Any]) -> str:
+    """A deterministic reply that reflects the last message and the seed."""
+    messages = body.get("messages") or [{"content": ""}]
+    last = str(messages[-1].get("content", ""))
+    return f"echo seed={body.get('seed')}: {last[-80:]}"
+
+
+class LoopbackServer:
+    """ThreadingHTTPServer on 127.0.0.1 with an ephemeral port; use as a context manager."""
+
+    def __init__(self, latency_s: float = 0.0, responder: Responder = default_responder):
+        self.latency_s = latency_s
+        self.responder = responder
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.authorizations: list[str] = []
+        self._failures: list[int] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ---- control ------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def fail_next(self, n: int, status: int = 429) -> None:
+        """Answer the next `n` requests with HTTP `status` instead of a completion."""
+        with self._lock:
+            self._failures.extend([status] * n)
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.max_in_flight = 0
+            self.bodies.clear()
+            self.paths.clear()
+            self.authorizations.clear()
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- serving ------------------------------------------------------------------------
+
+    def _admit(self, body: dict[str, Any], path: str, authorization: str) -> int | None:
+        """Count the request; return a status to fail with, if one is queued."""
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.bodies.append(body)
+            self.paths.append(path)
+            self.authorizations.append(authorization)
+            return self._failures.pop(0) if self._failures else None
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        content = self.responder(body)
+        prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        return {
+            "id": f"chatcmpl-loopback-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "test-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_words,
+                "completion_tokens": len(content.split()),
+                "total_tokens": prompt_words + len(content.split()),
+            },
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # keep test output clean
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:
+                # An api_base with a query (`/v1?key=...`) makes the SDK append the route after
+                # the query, so route on the whole request target.
+                path = self.path
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b"{}"
+                if not path.endswith("chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {}
+                status = server._admit(body, path, self.headers.get("Authorization", ""))
+                try:
+                    if server.latency_s:
+                        time.sleep(server.latency_s)
+                    if status is not None:
+                        kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
+                            status, "server_error"
+                        )
+                        message = f"loopback: injected HTTP {status}"
+                        self._send(status, {"error": {"message": message, "type": kind}})
+                        return
+                    self._send(200, server._completion(body))
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client gave up (its timeout); nothing to answer
+                finally:
+                    server._leave()
+
+        return Handler
