@@ -80,7 +80,7 @@ def solve_config(
     backend = ""
     roles = list(spec.players)
     for instance in generate_instances(spec, games, seed):
-        game = make_game(spec, instance, model)
+        game = make_game(spec, instance, model, config=str(config_path), seed=seed)
         record = GameRecord(index=instance.index, instance=instance.model_dump(), status="failed")
         try:
             report = expand_sync(game, progress=progress)

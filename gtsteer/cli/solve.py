@@ -1,0 +1,107 @@
+"""`gtsteer solve CONFIG`: expand, solve with CFR, measure, write results and print tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.solvers.cfr import SOLVERS
+from gtsteer.solvers.pipeline import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SOLVER,
+    default_out_dir,
+    solve_config,
+)
+from gtsteer.solvers.summary import Metric, SolveSummary
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.4f}"
+
+
+def _ci(metric: Metric) -> str:
+    if metric.ci_low is None or metric.ci_high is None:
+        return "— (1 instance)"
+    return f"[{metric.ci_low:+.4f}, {metric.ci_high:+.4f}]"
+
+
+def print_summary(summary: SolveSummary) -> None:
+    """Metrics, head-to-head and first-instruction tables of a finished run."""
+    if summary.metrics is not None:
+        table = Table("metric", "mean", "95% CI", "n", title=f"{summary.domain}: {summary.solver}")
+        for name, metric in summary.metrics.model_dump().items():
+            m = Metric.model_validate(metric)
+            table.add_row(name, _fmt(m.mean), _ci(m), str(m.n))
+        console.print(table)
+    if summary.head_to_head is not None:
+        h2h = summary.head_to_head
+        table = Table(
+            "row \\ col",
+            *h2h.strategies,
+            title="head-to-head: row player's value (row plays row, others play col)",
+        )
+        for row in h2h.strategies:
+            table.add_row(row, *(f"{h2h.values[row][c]:+.3f}" for c in h2h.strategies))
+        console.print(table)
+    for dist in summary.instruction_distribution:
+        table = Table(
+            "instruction", "P(first)", title=f"CFR policy, {dist.role} (player {dist.player})"
+        )
+        for label, p in dist.probs.items():
+            table.add_row(label, f"{p:.3f}")
+        console.print(table)
+    calls = summary.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
+        f" calls · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
+        f" {summary.clipped_rewards}"
+    )
+    for failure in summary.failures:
+        console.print(
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
+        )
+
+
+def solve(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
+    iterations: Annotated[
+        int, typer.Option("--iterations", "-k", help="CFR iterations.")
+    ] = DEFAULT_ITERATIONS,
+    solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-LLM-SEED)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
+    with friendly_errors():
+        if solver not in SOLVERS:
+            raise ValueError(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+        summary = solve_config(
+            config,
+            llm=llm,
+            games=games,
+            iterations=iterations,
+            solver=solver,
+            seed=seed,
+            out_dir=out,
+            progress=not quiet,
+        )
+    print_summary(summary)
+    where = out if out is not None else default_out_dir(config, llm, seed)
+    console.print(f"summary: {where / 'summary.json'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `solve` command to the top-level app."""
+    app.command("solve")(solve)
