@@ -1,0 +1,38 @@
+"""Werewolf with LLM bots: a pure state machine, per-bot context, a router, SQLite persistence.
+
+    from gtsteer.werewolf import new_game, GameRunner
+    state = new_game(n_players=7, seed=1)
+    GameRunner(store, llm_model="fake").run(state)
+
+Only `gtsteer.llm` is imported: the engine never knows how a playstyle policy was trained; it
+only asks a `PlaystyleChooser`.
+"""
+
+from gtsteer.werewolf.engine import IllegalDecision, legal_targets, new_game, pending, step
+from gtsteer.werewolf.playstyles import (
+    PLAYSTYLES,
+    AssignedPlaystyle,
+    InfoState,
+    PlaystyleChooser,
+)
+from gtsteer.werewolf.rules import Role, WerewolfConfigError
+from gtsteer.werewolf.state import Decision, GameConfig, GameState, Pending, Player
+
+__all__ = [
+    "PLAYSTYLES",
+    "AssignedPlaystyle",
+    "Decision",
+    "GameConfig",
+    "GameState",
+    "IllegalDecision",
+    "InfoState",
+    "Pending",
+    "Player",
+    "PlaystyleChooser",
+    "Role",
+    "WerewolfConfigError",
+    "legal_targets",
+    "new_game",
+    "pending",
+    "step",
+]

@@ -1,0 +1,97 @@
+"""Bot decisions: build the bot's context, ask its model, validate, fall back if it never works.
+
+Fallback (documented): when a vote or night action never validates after the LLM layer's
+retries, the bot's target is a seeded random pick from the legal targets, recorded with
+`fallback=True` and the error; a summary falls back to empty notes; the game goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from gtsteer.werewolf.context import build_context, info_state
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_structured, call_text
+from gtsteer.werewolf.playstyles import PLAYSTYLES, AssignedPlaystyle, PlaystyleChooser
+from gtsteer.werewolf.rules import derive_seed, rng
+from gtsteer.werewolf.state import Decision, GameState, Pending, SummaryNotes
+
+MAX_LINE_CHARS = 400
+
+
+class NotesAnswer(BaseModel):
+    """Compact notes schema (short fields keep the local model's answer within its budget)."""
+
+    allies: str = Field(max_length=80)
+    suspects: str = Field(max_length=80)
+    role_knowledge: str = Field(max_length=80)
+    social_threads: str = Field(max_length=80)
+    plans: str = Field(max_length=80)
+
+
+def target_model(name: str, legal: list[str]) -> type[BaseModel]:
+    """A schema whose `target` is an enum of exactly the legal names (grammar-enforced locally)."""
+    return create_model(  # type: ignore[call-overload]
+        name,
+        target=(Literal[tuple(legal)], ...),
+        reason=(str, Field(max_length=160)),
+    )
+
+
+def decision_seed(state: GameState, bot: str, purpose: str) -> int:
+    return derive_seed(state.seed, state.step, state.day, bot, purpose)
+
+
+def clean_line(text: str, bot: str) -> str:
+    """First line of a completion, without a repeated speaker label or stray quotes."""
+    line = text.strip().split("\n", 1)[0].strip()
+    line = re.sub(rf"^{re.escape(bot)}\s*:\s*", "", line)
+    return line.strip().strip('"').strip()[:MAX_LINE_CHARS]
+
+
+def bot_decision(
+    state: GameState, want: Pending, pool: LLMPool, chooser: PlaystyleChooser | None = None,
+) -> tuple[Decision, list[CallRecord]]:
+    bot = want.actor or ""
+    me = state.player(bot)
+    chooser = chooser or AssignedPlaystyle()
+    draft = build_context(state, bot, want, me.playstyle)
+    info = info_state(state, bot, want, draft.completion(""))
+    style = chooser.choose(info)
+    if style not in PLAYSTYLES:
+        raise ValueError(f"PlaystyleChooser returned unknown playstyle {style!r}")
+    ctx = build_context(state, bot, want, style) if style != me.playstyle else draft
+    local = pool.completion_style(me.model)
+    seed = decision_seed(state, bot, want.kind)
+    common = {"playstyle": style, "info_state": info.model_dump()}
+    purpose = want.kind if want.verb is None else f"night:{want.verb}"
+
+    if want.kind in ("speak", "pack_chat"):
+        prompt = ctx.completion(f"{bot}:") if local else ctx.messages()
+        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=purpose, seed=seed,
+                             max_tokens=60, stop=["\n"] if local else None)
+        return Decision(kind=want.kind, actor=bot, text=clean_line(raw, bot), **common), [rec]
+
+    if want.kind == "summary":
+        prompt = ctx.completion("JSON:") if local else ctx.messages()
+        value, rec = call_structured(pool, me.model, prompt, NotesAnswer, bot=bot,
+                                     purpose="summary", seed=seed, max_tokens=220)
+        if value is None:
+            return Decision(kind="summary", actor=bot, notes=SummaryNotes(), fallback=True,
+                            error=rec.error, **common), [rec]
+        notes = SummaryNotes(**value.model_dump())
+        return Decision(kind="summary", actor=bot, notes=notes, **common), [rec]
+
+    legal = want.legal_targets
+    schema = target_model("Vote" if want.kind == "vote" else "NightAction", legal)
+    prompt = ctx.completion("JSON:") if local else ctx.messages()
+    value, rec = call_structured(pool, me.model, prompt, schema, bot=bot, purpose=purpose,
+                                 seed=seed, max_tokens=100)
+    if value is None or getattr(value, "target", None) not in legal:
+        target = rng(state.seed, state.step, bot, "fallback").choice(legal)
+        return Decision(kind=want.kind, actor=bot, target=target, reason="(fallback)",
+                        fallback=True, error=rec.error or "target not legal", **common), [rec]
+    return Decision(kind=want.kind, actor=bot, target=value.target,  # type: ignore[attr-defined]
+                    reason=value.reason, **common), [rec]  # type: ignore[attr-defined]

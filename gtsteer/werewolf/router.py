@@ -1,0 +1,67 @@
+"""The router: after each round of speakers, a model picks who talks next.
+
+The model answers a validated object (speakers drawn from the living players); then code makes
+the rules hold whatever the model said: unknown, dead and duplicate names are dropped, at least
+one of the least active living players is included (or loud bots crowd the quiet ones out), and
+the list is filled at random (seeded) up to two and cut at five.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from gtsteer.werewolf.context import public_chat_lines
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_structured
+from gtsteer.werewolf.prompts import router_prompt
+from gtsteer.werewolf.rules import derive_seed, rng
+from gtsteer.werewolf.state import Decision, GameState, Pending
+
+MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
+
+
+def router_schema(legal: list[str]) -> type[BaseModel]:
+    return create_model(  # type: ignore[call-overload]
+        "RouterPick",
+        speakers=(list[Literal[tuple(legal)]], Field(min_length=1, max_length=MAX_SPEAKERS)),
+        reason=(str, Field(max_length=120)),
+    )
+
+
+def least_active(state: GameState, legal: list[str]) -> list[str]:
+    counts = state.spoken_today()
+    fewest = min(counts.get(n, 0) for n in legal)
+    return [n for n in legal if counts.get(n, 0) == fewest]
+
+
+def fix_speakers(state: GameState, picked: list[str], legal: list[str]) -> list[str]:
+    """Enforce the router rules on any list of names (model output, or nothing at all)."""
+    r = rng(state.seed, state.step, "router-fill")
+    out = [n for n in dict.fromkeys(picked) if n in legal][:MAX_SPEAKERS]
+    quiet = least_active(state, legal)
+    if not any(n in quiet for n in out):
+        choice = r.choice(quiet)
+        out = [choice, *out][:MAX_SPEAKERS]
+    rest = [n for n in legal if n not in out]
+    r.shuffle(rest)
+    while len(out) < min(MIN_SPEAKERS, len(legal)):
+        out.append(rest.pop())
+    return out
+
+
+def route(state: GameState, want: Pending, pool: LLMPool) -> tuple[Decision, list[CallRecord]]:
+    legal = want.legal_targets
+    quiet = least_active(state, legal)
+    prompt = router_prompt(state.living(), state.spoken_today(), public_chat_lines(state),
+                           legal, quiet)
+    seed = derive_seed(state.seed, state.step, "router")
+    model = state.router_model
+    if pool.completion_style(model):
+        prompt += "\nJSON:"
+    value, rec = call_structured(pool, model, prompt, router_schema(legal), bot="(router)",
+                                 purpose="route", seed=seed, max_tokens=80)
+    picked = list(getattr(value, "speakers", []) or [])
+    speakers = fix_speakers(state, picked, legal)
+    return Decision(kind="route", speakers=speakers, reason=getattr(value, "reason", ""),
+                    fallback=value is None, error=rec.error), [rec]

@@ -1,0 +1,101 @@
+"""Roles, teams, role assignment and the rule text every bot reads.
+
+Tie rule: a day vote is a plurality vote; when two or more players share the most votes, nobody
+is eliminated that day. (Random tie-breaks would make a bot's vote matter less and hide
+responsibility; "no lynch on a tie" is the common table rule.)
+
+Maniac: abducts one player each night; that player's night action is blocked (they are not
+protected). The maniac reads as evil to the detective but wins with the village, and counts
+with the village in the wolves' parity check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from enum import Enum
+from typing import Any
+
+
+class Role(str, Enum):
+    VILLAGER = "villager"
+    WEREWOLF = "werewolf"
+    DOCTOR = "doctor"
+    DETECTIVE = "detective"
+    MANIAC = "maniac"
+
+
+ROLE_NAMES = tuple(r.value for r in Role)
+MIN_PLAYERS, MAX_PLAYERS = 5, 12
+#: Fixed night order (the maniac acts first, so an abduction blocks what follows).
+NIGHT_ORDER = (Role.MANIAC, Role.WEREWOLF, Role.DOCTOR, Role.DETECTIVE)
+
+
+class WerewolfConfigError(ValueError):
+    """A game setup that the rules cannot play (player count, wolf count, names)."""
+
+
+def is_wolf(role: Role) -> bool:
+    return role is Role.WEREWOLF
+
+
+def reads_evil(role: Role) -> bool:
+    """What the detective learns: werewolves and the maniac read as evil."""
+    return role in (Role.WEREWOLF, Role.MANIAC)
+
+
+def default_wolves(n_players: int) -> int:
+    return 1 if n_players <= 6 else 2 if n_players <= 9 else 3
+
+
+def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
+    if not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
+        raise WerewolfConfigError(
+            f"players must be between {MIN_PLAYERS} and {MAX_PLAYERS} (got {n_players})"
+        )
+    if n_wolves < 1:
+        raise WerewolfConfigError(f"wolves must be at least 1 (got {n_wolves})")
+    if 2 * n_wolves >= n_players:
+        raise WerewolfConfigError(
+            f"wolves must be fewer than the other players, or the wolves win at once "
+            f"(got {n_wolves} wolves among {n_players} players; at most {(n_players - 1) // 2})"
+        )
+    specials = 2 + int(maniac)
+    if n_wolves + specials > n_players:
+        raise WerewolfConfigError(
+            f"{n_wolves} wolves + {specials} special roles do not fit {n_players} players"
+        )
+
+
+def derive_seed(*parts: Any) -> int:
+    """A stable 31-bit seed from any JSON-able parts (never Python's salted hash())."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def rng(*parts: Any) -> random.Random:
+    return random.Random(derive_seed(*parts))
+
+
+def assign_roles(n_players: int, n_wolves: int, maniac: bool, seed: int) -> list[Role]:
+    roles = [Role.WEREWOLF] * n_wolves + [Role.DOCTOR, Role.DETECTIVE]
+    if maniac:
+        roles.append(Role.MANIAC)
+    roles += [Role.VILLAGER] * (n_players - len(roles))
+    rng(seed, "roles").shuffle(roles)
+    return roles
+
+
+RULES_TEXT = """\
+Werewolf rules. Teams: the village (villagers, doctor, detective, maniac) and the werewolves.
+Day: players talk, then vote one at a time for a living player other than themselves; the player
+with the most votes is eliminated and their role revealed. On a tie nobody is eliminated.
+Night, in order: the maniac abducts one player, whose night action is blocked; the werewolves
+choose one player to kill; the doctor protects one player (never the same one two nights in a
+row) and a protected player survives the attack; the detective investigates one player and
+learns good or evil (werewolves and the maniac read evil).
+The village wins when no werewolf is alive. The werewolves win when they are at least as many
+as everyone else.
+Judge only from play: votes, contradictions, role claims. A character's story never makes them
+suspicious; the story only shapes how you talk."""

@@ -1,0 +1,104 @@
+"""The game loop: ask for the pending decision, get it (bot, router or human), step, commit.
+
+The loop holds no state of its own: everything is in the `GameState` and the store, so
+`resume` is just `run(store.load(game_id))`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.engine import new_game, pending, step
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
+from gtsteer.werewolf.playstyles import AssignedPlaystyle, PlaystyleChooser
+from gtsteer.werewolf.router import route
+from gtsteer.werewolf.state import Decision, GameState, Pending
+from gtsteer.werewolf.store import GameStore
+from gtsteer.werewolf.themes import builtin_cast, themed_cast
+
+HumanAgent = Callable[[GameState, Pending], Decision]
+StepHook = Callable[[GameState, GameState, Decision], None]
+
+
+def create_game(
+    store: GameStore,
+    *,
+    n_players: int = 7,
+    n_wolves: int | None = None,
+    seed: int = 0,
+    model: str = "fake",
+    models: list[str] | None = None,
+    theme: str | None = None,
+    human: str | None = None,
+    max_days: int | None = None,
+    max_messages_per_day: int = 10,
+    game_id: str | None = None,
+    pool: LLMPool | None = None,
+) -> GameState:
+    """Build the cast (themed or built-in), deal roles, and store the new game."""
+    pool = pool or LLMPool()
+    records: list[CallRecord] = []
+    if theme:
+        scene, cast, rec, _fell_back = themed_cast(theme, n_players, seed, pool, model)
+        records.append(rec)
+    else:
+        scene, cast = builtin_cast(n_players, seed)
+    if human:
+        # The human takes the first seat under their own name.
+        style = cast[0][2]
+        cast = [(human, "A human player.", style), *cast[1:]]
+    state = new_game(
+        cast, seed=seed, n_wolves=n_wolves, models=models or model,
+        humans=[human] if human else [], max_days=max_days,
+        max_messages_per_day=max_messages_per_day,
+        game_id=game_id or uuid.uuid4().hex[:10], scene=scene,
+    )
+    store.create(state, records)
+    return state
+
+
+class GameRunner:
+    def __init__(
+        self,
+        store: GameStore,
+        pool: LLMPool | None = None,
+        chooser: PlaystyleChooser | None = None,
+        human: HumanAgent | None = None,
+        on_step: StepHook | None = None,
+        step_delay_s: float = 0.0,
+    ):
+        self.store = store
+        self.pool = pool or LLMPool()
+        self.chooser = chooser or AssignedPlaystyle()
+        self.human = human
+        self.on_step = on_step
+        self.step_delay_s = step_delay_s
+
+    def decide(self, state: GameState, want: Pending) -> tuple[Decision, list[CallRecord]]:
+        if want.kind == "route":
+            return route(state, want, self.pool)
+        actor = state.player(want.actor or "")
+        if actor.human:
+            if self.human is None:
+                raise RuntimeError(f"{actor.name} is a human player but no terminal is attached")
+            return self.human(state, want), []
+        return bot_decision(state, want, self.pool, self.chooser)
+
+    def run(self, state: GameState, max_steps: int | None = None) -> GameState:
+        taken = 0
+        while not state.over and (max_steps is None or taken < max_steps):
+            want = pending(state)
+            assert want is not None
+            decision, records = self.decide(state, want)
+            after = step(state, decision)
+            self.store.commit_step(state, after, decision, records)
+            if self.on_step is not None:
+                self.on_step(state, after, decision)
+            state = after
+            taken += 1
+            if self.step_delay_s:
+                time.sleep(self.step_delay_s)
+        return state
