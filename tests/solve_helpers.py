@@ -1,0 +1,45 @@
+"""A known-equilibrium dialogue domain for solver tests: constant-text backend + matrix utility.
+
+Not a test module; imported by tests (and by subprocesses that put tests/ on sys.path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gtsteer.binding import register_utility
+from gtsteer.llm import Backend, LLMCallError
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+
+MIXED_2X2 = Path(__file__).parent / "data" / "mixed_2x2.yaml"
+MOVES = ["a", "b", "any"]
+#: Proposer's payoff (rows: proposer a/b/any; columns: responder a/b/any); zero-sum.
+PAYOFF = [[0.0, 2.0, 3.0], [1.0, 0.0, 3.0], [-1.0, -1.0, 0.0]]
+
+
+class ConstantBackend(Backend):
+    """Every message is the same sentence, so nobody can infer another's instruction."""
+
+    kind = "constant"
+    max_concurrency = 16
+    supports_grammar = True
+
+    def __init__(self, model: str = "constant"):
+        super().__init__(model)
+        self.calls = 0
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        self.calls += 1
+        return RawCompletion(text="I have made my choice.", usage=Usage(completion_tokens=5))
+
+
+@register_utility("test_mixed_2x2")
+async def mixed_2x2_utility(ctx: Any) -> list[float]:
+    if ctx.instance.index in ctx.spec.params.get("fail_instances", []):
+        raise LLMCallError("reward model unavailable (injected)")
+    row = MOVES.index(ctx.instructions(0)[0])
+    col = MOVES.index(ctx.instructions(1)[0])
+    return [PAYOFF[row][col], -PAYOFF[row][col]]

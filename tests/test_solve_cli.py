@@ -1,0 +1,91 @@
+"""`gtsteer solve` through typer's CliRunner, and determinism across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import solve_helpers  # noqa: F401  (registers the test utility in this process)
+from solve_helpers import MIXED_2X2
+from typer.testing import CliRunner
+
+from gtsteer.cli import app
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+
+
+def test_cli_writes_summary_with_schema_fields(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["solve", str(MIXED_2X2), "--llm", "fake", "--games", "2", "--iterations", "200"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "summary.json" in result.output and "head-to-head" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    for key in (
+        "config", "model", "seed", "solver", "iterations", "solver_backend", "metrics",
+        "head_to_head", "instruction_distribution", "llm_calls", "failures", "clipped_rewards",
+    ):  # fmt: skip
+        assert key in summary, key
+    assert summary["model"] == "fake" and summary["iterations"] == 200
+    assert summary["solver"] == "cfr+" and summary["instances"] == [0, 1]
+    assert set(summary["llm_calls"]) == {"requests", "cache_hits", "new_calls"}
+    assert len(summary["metrics"]["cfr_gain"]["per_instance"]) == 2
+    assert sorted(p.name for p in (out / "games").iterdir()) == ["0.json", "1.json"]
+
+    again = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert again.exit_code == 0
+    assert json.loads((out / "summary.json").read_text())["llm_calls"]["new_calls"] == 0
+
+
+def test_cli_default_out_dir(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["solve", str(MIXED_2X2), "--llm", "fake", "-k", "10", "-q"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "results" / "mixed_2x2-fake-0" / "summary.json").exists()
+
+
+def test_cli_bad_config_field_exits_2_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(MIXED_2X2.read_text().replace("num_max_replies: 1", "num_max_replies: -1"))
+    result = runner.invoke(app, ["solve", str(bad), "--llm", "fake", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "num_max_replies" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_missing_config_and_bad_solver_exit_2(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["solve", str(tmp_path / "nope.yaml"), "--llm", "fake"])
+    assert missing.exit_code == 2 and "nope.yaml" in missing.output
+    solver = runner.invoke(app, ["solve", str(MIXED_2X2), "--llm", "fake", "--solver", "dcfr"])
+    assert solver.exit_code == 2 and "--solver" in solver.output
+
+
+SOLVE_IN_SUBPROCESS = """
+import json, sys
+from gtsteer.solvers.pipeline import solve_config
+s = solve_config(sys.argv[1], "fake", games=2, iterations=300, out_dir=sys.argv[2], progress=False)
+print(json.dumps(s.numbers(), sort_keys=True))
+"""
+
+
+def test_same_numbers_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    outputs = []
+    for hash_seed in ("1", "987"):
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": hash_seed,
+            "GTSTEER_CACHE_DIR": str(tmp_path / f"cache-{hash_seed}"),  # each run calls afresh
+        }
+        proc = subprocess.run(
+            [sys.executable, "-c", SOLVE_IN_SUBPROCESS, str(FRUIT), str(tmp_path / hash_seed)],
+            check=False, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert outputs[0]["metrics"]["cfr_gain"]["per_instance"]  # something was solved
+    assert outputs[0] == outputs[1]

@@ -1,0 +1,127 @@
+"""`solve_config` end to end on a domain with a known equilibrium (real binding, real CFR)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from solve_helpers import MIXED_2X2, ConstantBackend
+
+from gtsteer.binding import ConfigError
+from gtsteer.llm import LLM
+from gtsteer.solvers.pipeline import default_out_dir, solve_config
+
+
+def constant_llm() -> tuple[LLM, ConstantBackend]:
+    backend = ConstantBackend()
+    return LLM(backend=backend), backend
+
+
+def write_spec(tmp_path: Path, **changes) -> Path:
+    data = yaml.safe_load(MIXED_2X2.read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("solver", ["cfr", "cfr+"])
+def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
+    llm, _ = constant_llm()
+    summary = solve_config(
+        MIXED_2X2, llm, games=2, iterations=3000, solver=solver, out_dir=tmp_path, progress=False
+    )
+    assert summary.failures == [] and summary.instances == [0, 1]
+    assert summary.solver_backend.startswith("open_spiel C++")
+    first = {d.role: d.probs for d in summary.instruction_distribution}
+    assert first["proposer"] == pytest.approx({"a": 1 / 3, "b": 2 / 3, "any": 0.0}, abs=0.02)
+    assert first["responder"] == pytest.approx({"a": 2 / 3, "b": 1 / 3, "any": 0.0}, abs=0.02)
+    metrics = summary.metrics
+    assert metrics is not None
+    assert max(metrics.nash_conv.per_instance) < 0.01
+    assert metrics.nash_conv_normalized.mean == pytest.approx(metrics.nash_conv.mean / 6)
+    # CFR gain: proposer vs `any` earns 3 instead of 0; responder vs `any` earns 1 instead of 0.
+    assert metrics.cfr_gain.mean == pytest.approx(2.0, abs=0.02)
+    h2h = summary.head_to_head
+    assert h2h is not None and h2h.strategies == ["cfr", "any", "a", "b", "uniform"]
+    assert h2h.values["any"]["any"] == 0.0
+    assert h2h.values["a"]["b"] == pytest.approx((2.0 + -1.0) / 2)  # (M[a,b] - M[b,a]) / 2
+    # The games file holds the policy per information state with instruction labels.
+    record = json.loads((tmp_path / "games" / "0.json").read_text())
+    assert record["status"] == "solved" and record["instance"]["index"] == 0
+    proposer = [p for p in record["policy"] if p["player"] == 0]
+    assert len(proposer) == 1 and proposer[0]["probs"]["b"] == pytest.approx(2 / 3, abs=0.02)
+    assert record["values"]["cfr_gain_per_player"] == pytest.approx([3.0, 1.0], abs=0.03)
+    assert record["values"]["value_cfr"] == pytest.approx([2 / 3, -2 / 3], abs=0.02)  # game value
+
+
+def test_rerun_makes_no_new_calls_and_same_numbers(tmp_path: Path) -> None:
+    llm, backend = constant_llm()
+    first = solve_config(MIXED_2X2, llm, games=2, iterations=300, out_dir=tmp_path, progress=False)
+    calls = backend.calls
+    assert first.llm_calls.new_calls == calls > 0
+    text = (tmp_path / "summary.json").read_text()
+
+    llm2, backend2 = constant_llm()  # a fresh client: only the on-disk cache is shared
+    second = solve_config(
+        MIXED_2X2, llm2, games=2, iterations=300, out_dir=tmp_path, progress=False
+    )
+    assert backend2.calls == 0
+    assert second.llm_calls.new_calls == 0
+    assert second.llm_calls.cache_hits == second.llm_calls.requests > 0
+    assert second.numbers() == first.numbers()
+    again = json.loads((tmp_path / "summary.json").read_text())
+    before = json.loads(text)
+    before.pop("llm_calls"), again.pop("llm_calls")
+    assert again == before
+
+
+def test_failed_instance_is_listed_and_others_finish(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, params={"fail_instances": [1]})
+    llm, _ = constant_llm()
+    summary = solve_config(
+        spec, llm, games=3, iterations=200, out_dir=tmp_path / "o", progress=False
+    )
+    assert summary.instances == [0, 2]
+    assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
+    assert "reward model unavailable" in summary.failures[0].reason
+    assert summary.metrics is not None and summary.metrics.cfr_gain.n == 2
+    record = json.loads((tmp_path / "o" / "games" / "1.json").read_text())
+    assert record["status"] == "failed" and "unavailable" in record["failure"]
+    assert record["values"] is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [({"num_llm_seeds": None}, "num_llm_seeds"), ({"num_llm_seed": 2}, "num_llm_seed")],
+)
+def test_bad_config_fails_before_any_llm_call(tmp_path: Path, changes: dict, field: str) -> None:
+    spec = write_spec(tmp_path, **changes)
+    llm, backend = constant_llm()
+    with pytest.raises(ConfigError, match=field):
+        solve_config(spec, llm, games=1, out_dir=tmp_path / "o", progress=False)
+    assert backend.calls == 0 and llm.usage.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"games": 0}, "games"), ({"iterations": 0}, "iterations"), ({"solver": "x"}, "solver")],
+)
+def test_bad_arguments_fail_before_any_llm_call(tmp_path: Path, kwargs: dict, field: str) -> None:
+    llm, backend = constant_llm()
+    with pytest.raises(ValueError, match=field):
+        solve_config(MIXED_2X2, llm, out_dir=tmp_path, progress=False, **kwargs)
+    assert backend.calls == 0
+
+
+def test_default_out_dir_is_path_safe() -> None:
+    assert default_out_dir("configs/trade_fruit_tone.yaml", "local", 0) == Path(
+        "results/trade_fruit_tone-local-0"
+    )
+    assert default_out_dir("x.yaml", "openai/gpt-4o-mini", 3).name == "x-openai_gpt-4o-mini-3"
