@@ -1,0 +1,237 @@
+"""`gtsteer werewolf play|resume|show|export|act|list`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.engine import legal_targets
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.prompts import action_line
+from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import Decision, GameState, Pending
+from gtsteer.werewolf.store import GameStore, default_db_path
+
+werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
+
+DB_HELP = "SQLite file (default: <GTSTEER_CACHE_DIR or ~/.cache/gtsteer>/werewolf.sqlite)."
+VERB_OF_ROLE = {Role.WEREWOLF: "kill", Role.DOCTOR: "protect", Role.DETECTIVE: "investigate",
+                Role.MANIAC: "abduct"}
+
+
+def _store(db: str | None) -> GameStore:
+    return GameStore(Path(db) if db else default_db_path())
+
+
+def _step_delay() -> float:
+    """Seconds to sleep after each committed step (tests use it to kill a game mid-way)."""
+    return float(os.environ.get("GTSTEER_WEREWOLF_STEP_DELAY", "0") or 0)
+
+
+def _printer(viewer: str | None):
+    """Live transcript; a human viewer sees only what their player may know."""
+
+    def on_step(before: GameState, after: GameState, decision: Decision) -> None:
+        me = after.player(viewer) if viewer else None
+        for m in after.messages[len(before.messages):]:
+            if m.channel == "pack":
+                if me is None or me.role is Role.WEREWOLF:
+                    console.print(f"[dim]\\[pack] {m.author}: {m.text}[/]", highlight=False)
+                continue
+            style = "bold yellow" if m.author == "Moderator" else "bold"
+            console.print(f"[{style}]{m.author}[/]: {m.text}", highlight=False)
+        for v in after.votes[len(before.votes):]:
+            flag = " [red](fallback)[/]" if v.fallback else ""
+            console.print(f"  [cyan]vote {v.order}[/]: {v.voter} -> {v.target}{flag}",
+                          highlight=False)
+        for a in after.night_actions[len(before.night_actions):]:
+            if me is None or me.name in a.observers:
+                console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
+        if after.over:
+            console.print(f"[bold green]Winner: {after.winner}[/] ({after.end_reason})")
+
+    return on_step
+
+
+def _human_agent(state: GameState, want: Pending) -> Decision:
+    """Ask the terminal for the human's decision (chat line, or a numbered target)."""
+    me = state.player(want.actor or "")
+    if want.kind in ("speak", "pack_chat"):
+        where = "pack chat" if want.kind == "pack_chat" else f"day {state.day}"
+        text = typer.prompt(f"[{where}] {me.name}, say something (empty to pass)", default="",
+                            show_default=False)
+        return Decision(kind=want.kind, actor=me.name, text=text)
+    if want.kind == "summary":
+        return Decision(kind="summary", actor=me.name)
+    what = "vote for" if want.kind == "vote" else want.verb
+    console.print(f"[bold]{me.name} ({me.role.value}), choose whom to {what}:[/]")
+    for i, name in enumerate(want.legal_targets, 1):
+        console.print(f"  {i}. {name}")
+    while True:
+        pick = typer.prompt("number", type=int)
+        if 1 <= pick <= len(want.legal_targets):
+            break
+        console.print(f"[red]pick a number from 1 to {len(want.legal_targets)}[/]")
+    return Decision(kind=want.kind, actor=me.name, target=want.legal_targets[pick - 1],
+                    reason="(human)")
+
+
+def _human_of(state: GameState) -> str | None:
+    return next((p.name for p in state.players if p.human), None)
+
+
+def _run(store: GameStore, state: GameState) -> GameState:
+    human = _human_of(state)
+    runner = GameRunner(store, human=_human_agent if human else None,
+                        on_step=_printer(human), step_delay_s=_step_delay())
+    if human:
+        me = state.player(human)
+        console.print(f"You are [bold]{me.name}[/], the [bold]{me.role.value}[/].")
+        if me.role is Role.WEREWOLF:
+            mates = [w for w in state.wolves() if w != me.name]
+            console.print(f"Your pack: {', '.join(mates) or 'just you'}.")
+    return runner.run(state)
+
+
+@werewolf_app.command()
+def play(
+    players: int = typer.Option(7, "--players", "-n", help="Number of players (5..12)."),
+    wolves: int = typer.Option(None, "--wolves", "-k", help="Werewolves (default by size)."),
+    theme: str = typer.Option(None, "--theme", help='Theme for a generated cast, e.g. "pirates".'),
+    bots_only: bool = typer.Option(True, "--bots-only/--with-human", help="Only bots play."),
+    human: str = typer.Option(None, "--human", help="Play yourself under this name."),
+    llm: str = typer.Option("local", "--llm", "-m", help="Model for every bot and the router."),
+    seed: int = typer.Option(0, "--seed", help="Game seed (roles, orders, sampling)."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    max_days: int = typer.Option(None, "--max-days", help="Stop after this many days."),
+    max_messages: int = typer.Option(10, "--max-messages", help="Discussion turns per day."),
+    game_id: str = typer.Option(None, "--game-id", help="Id for the new game (default random)."),
+) -> None:
+    """Start a new game and play it to the end (resume a killed game with `resume`)."""
+    with friendly_errors():
+        store = _store(db)
+        state = create_game(
+            store, n_players=players, n_wolves=wolves, seed=seed, model=llm, theme=theme,
+            human=human, max_days=max_days, max_messages_per_day=max_messages,
+            game_id=game_id, pool=LLMPool(),
+        )
+        console.print(f"[bold]Game {state.game_id}[/] ({store.path}). {state.scene}")
+        console.print("Players: " + ", ".join(p.name for p in state.players))
+        _run(store, state)
+        console.print(f"Game id: {state.game_id}")
+
+
+@werewolf_app.command()
+def resume(
+    game_id: str = typer.Argument(..., help="Game to continue."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Continue a game from its last committed step."""
+    with friendly_errors():
+        store = _store(db)
+        state = store.load(game_id)
+        if state.over:
+            console.print(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
+            return
+        console.print(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
+        _run(store, state)
+
+
+@werewolf_app.command("list")
+def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """List stored games."""
+    table = Table("game", "phase", "winner", "steps")
+    for gid, status, winner, steps in _store(db).games():
+        table.add_row(gid, status, winner or "", str(steps))
+    console.print(table)
+
+
+@werewolf_app.command()
+def show(
+    game_id: str = typer.Argument(...),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Print the full transcript with roles, votes and night results (a spectator's view)."""
+    with friendly_errors():
+        state = _store(db).load(game_id)
+        roles = Table("player", "role", "playstyle", "model", "fate")
+        for p in state.players:
+            fate = "alive" if p.alive else f"died day {p.died_day} ({p.cause})"
+            roles.add_row(p.name + (" (human)" if p.human else ""), p.role.value, p.playstyle,
+                          p.model, fate)
+        console.print(roles)
+        for day in range(1, state.day + 1):
+            console.rule(f"Day {day}")
+            for m in (m for m in state.messages if m.day == day):
+                tag = "[dim]\\[pack][/] " if m.channel == "pack" else ""
+                console.print(f"{tag}[bold]{m.author}[/]: {m.text}", highlight=False)
+                if m.author == "Moderator" and m.phase == "vote":
+                    for v in (v for v in state.votes if v.day == day):
+                        flag = " (fallback)" if v.fallback else ""
+                        console.print(f"  vote {v.order}: {v.voter} -> {v.target}{flag}")
+            for a in (a for a in state.night_actions if a.night == day):
+                console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
+        if state.over:
+            console.print(f"[bold green]Winner: {state.winner}[/] ({state.end_reason})")
+        else:
+            console.print(f"In progress: day {state.day}, {state.phase}, step {state.step}.")
+
+
+@werewolf_app.command()
+def export(
+    game_id: str = typer.Argument(...),
+    out: str = typer.Option(None, "--out", "-o", help="File to write (default: stdout)."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Write the game's state snapshot as JSON (usable with `act --snapshot`)."""
+    with friendly_errors():
+        text = _store(db).load(game_id).model_dump_json(indent=2)
+        if out:
+            Path(out).write_text(text)
+            console.print(f"wrote {out}")
+        else:
+            typer.echo(text)
+
+
+@werewolf_app.command()
+def act(
+    snapshot: str = typer.Option(..., "--snapshot", help="State JSON from `export`."),
+    bot: str = typer.Option(..., "--bot", help="The bot that decides."),
+    action: str = typer.Option(..., "--action", help="vote | night | speak"),
+    llm: str = typer.Option(None, "--llm", "-m", help="Override the bot's model."),
+) -> None:
+    """Run one bot decision on a snapshot and print the validated action as JSON."""
+    with friendly_errors():
+        state = GameState.model_validate_json(Path(snapshot).read_text())
+        me = state.player(bot) if bot in {p.name for p in state.players} else None
+        if me is None:
+            raise ValueError(f"no player {bot!r}; players: {[p.name for p in state.players]}")
+        if not me.alive:
+            raise ValueError(f"{bot} is dead and takes no actions")
+        if llm:
+            me.model = llm
+        if action == "vote":
+            want = Pending(kind="vote", actor=bot, legal_targets=legal_targets(state, bot, "vote"))
+        elif action == "night":
+            verb = VERB_OF_ROLE.get(me.role)
+            if verb is None:
+                raise ValueError(f"{bot} is a {me.role.value} and has no night action")
+            want = Pending(kind="night", actor=bot, verb=verb,  # type: ignore[arg-type]
+                           legal_targets=legal_targets(state, bot, "night", verb))
+        elif action == "speak":
+            want = Pending(kind="speak", actor=bot)
+        else:
+            raise ValueError(f"--action must be vote, night or speak (got {action!r})")
+        decision, records = bot_decision(state, want, LLMPool())
+        payload = decision.model_dump(exclude={"info_state", "notes"}, exclude_defaults=True)
+        payload["legal_targets"] = want.legal_targets
+        payload["llm_calls"] = [{"purpose": r.purpose, "cached": r.cached,
+                                 "attempts": r.attempts, "error": r.error} for r in records]
+        typer.echo(json.dumps(payload, indent=2))
