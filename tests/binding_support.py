@@ -1,0 +1,65 @@
+"""Helpers for the binding tests: small specs and scripted backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gtsteer.binding import DialogueGame, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
+
+FRUIT = Path(__file__).resolve().parent.parent / "configs" / "trade_fruit_tone.yaml"
+
+
+def fruit_dict() -> dict[str, Any]:
+    return yaml.safe_load(FRUIT.read_text())
+
+
+def fruit_spec(**update: Any) -> DomainSpec:
+    """The fruit spec with fields replaced (and validated again)."""
+    return DomainSpec.model_validate({**load_spec(FRUIT).model_dump(), **update})
+
+
+class ScriptedBackend(Backend):
+    """Messages that ignore the prompt (so transcripts do not reveal instructions) and a fixed
+    structured answer (or an invalid one, to exercise failures)."""
+
+    kind = "scripted"
+    max_concurrency = 16
+    supports_grammar = True
+
+    def __init__(self, structured: dict[str, Any] | str | None = None, text: str = "Hello."):
+        super().__init__("scripted")
+        self.structured = structured
+        self.text = text
+        self.calls = 0
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        self.calls += 1
+        if json_schema is None:
+            return RawCompletion(text=f"{self.text} (sample {request.seed % 1000})")
+        if isinstance(self.structured, str):
+            return RawCompletion(text=self.structured)
+        return RawCompletion(text=json.dumps(self.structured))
+
+
+def scripted_game(spec: DomainSpec, backend: ScriptedBackend, index: int = 0) -> DialogueGame:
+    llm = LLM("scripted", backend=backend, structured_attempts=2, max_retries=0)
+    return make_game(spec, make_instance(spec, index), llm)
+
+
+def walk(state: Any, visit: Any) -> None:
+    """Depth-first over every history (what a solver's traversal touches)."""
+    visit(state)
+    if state.is_terminal():
+        return
+    actions = (
+        [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+    )
+    for a in actions:
+        walk(state.child(a), visit)

@@ -1,0 +1,117 @@
+"""Config validation: every error names the file and the field, before any LLM call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from binding_support import FRUIT, fruit_dict
+
+from gtsteer.binding import ANY, ConfigError, load_game, load_spec
+from gtsteer.llm import LLM
+
+
+def write(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "domain.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def error_of(tmp_path: Path, data: Any) -> str:
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+    return str(info.value)
+
+
+def test_fruit_config_loads() -> None:
+    spec = load_spec(FRUIT)
+    assert spec.instructions() == ["calm", "assertive", "submissive", "any"]
+    assert (spec.num_llm_seeds, spec.num_max_replies) == (2, 1)
+    assert (spec.payoff.min, spec.payoff.max, spec.payoff.utility) == (-20, 20, "fruit_trade")
+
+
+def test_missing_field_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    del data["num_llm_seeds"]
+    assert "field `num_llm_seeds`: missing" in error_of(tmp_path, data)
+
+
+def test_mistyped_field_name_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["num_llm_seed"] = data.pop("num_llm_seeds")
+    message = error_of(tmp_path, data)
+    assert "field `num_llm_seed`: unknown field" in message
+    assert "field `num_llm_seeds`: missing" in message
+
+
+def test_mistyped_nested_field_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["payoff"]["maximum"] = data["payoff"].pop("max")
+    message = error_of(tmp_path, data)
+    assert "field `payoff.maximum`: unknown field" in message
+    assert "field `payoff.max`: missing" in message
+
+
+def test_wrong_type_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["num_llm_seeds"] = "two"
+    assert "field `num_llm_seeds`: Input should be a valid integer" in error_of(tmp_path, data)
+
+
+def test_out_of_range_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["num_llm_seeds"] = 0
+    assert "field `num_llm_seeds`: Input should be greater than 0" in error_of(tmp_path, data)
+
+
+def test_instruction_set_without_any(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["actions"]["tone"] = ["calm", "assertive"]
+    message = error_of(tmp_path, data)
+    assert "field `actions`" in message and f'must include "{ANY}"' in message
+
+
+def test_unknown_placeholder_is_named(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["message_prompt"] += "{secret}"
+    message = error_of(tmp_path, data)
+    assert "field `message_prompt`" in message and "{secret}" in message
+
+
+def test_bad_payoff_bounds(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["payoff"]["min"] = 30
+    assert "field `payoff`" in error_of(tmp_path, data)
+
+
+def test_not_a_mapping_and_bad_yaml(tmp_path: Path) -> None:
+    assert "expected a mapping" in error_of(tmp_path, ["a", "b"])
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_spec(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+def test_config_error_is_a_value_error_raised_before_any_llm_call(tmp_path: Path) -> None:
+    data = fruit_dict()
+    del data["payoff"]
+    llm = LLM("fake")
+    with pytest.raises(ValueError, match="field `payoff`"):
+        load_game(write(tmp_path, data), llm=llm)
+    assert llm.usage.requests == 0
+
+
+def test_multi_key_instructions() -> None:
+    spec = load_spec(FRUIT).model_copy(
+        update={"actions": {"tone": ["calm", "any"], "day": ["Monday", "any"]}}
+    )
+    assert spec.instructions() == [
+        "tone=calm|day=Monday", "tone=calm|day=any", "tone=any|day=Monday", "tone=any|day=any",
+    ]
+    assert spec.parse_instruction("tone=any|day=Monday") == {"tone": "any", "day": "Monday"}

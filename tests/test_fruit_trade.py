@@ -1,0 +1,117 @@
+"""The exact fruit-trading utility on hand-written agreements."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from binding_support import ScriptedBackend, fruit_spec
+
+from gtsteer.binding import Instance, RewardContext, Turn, compute_reward
+from gtsteer.domains.fruit_trade import (
+    fruit_private_info,
+    parse_counts,
+    render_counts,
+    trade_model,
+    trade_values,
+)
+from gtsteer.llm import LLM, StructuredOutputError, run_sync
+
+OWNED = [
+    {"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},
+    {"apple": 0, "banana": 4, "blueberry": 0, "kiwi": 2},
+]
+VALUES = [
+    {"apple": 5, "banana": 2, "blueberry": 1, "kiwi": 6},
+    {"apple": 3, "banana": 1, "blueberry": 4, "kiwi": 2},
+]
+
+
+def test_simple_trade() -> None:
+    # Ann gives 1 apple (worth 5 to her, 3 to Ben); Ben gives 2 bananas (1 each to him, 2 to Ann).
+    gives = [{"apple": 1}, {"banana": 2}]
+    assert trade_values(OWNED, VALUES, gives) == [2 * 2 - 5, 3 - 2 * 1]
+
+
+def test_multi_fruit_trade() -> None:
+    gives = [{"blueberry": 3}, {"kiwi": 1, "banana": 1}]
+    assert trade_values(OWNED, VALUES, gives) == [6 + 2 - 3, 12 - 2 - 1]
+
+
+def test_gift_is_a_trade() -> None:
+    assert trade_values(OWNED, VALUES, [{"kiwi": 1}, {}]) == [-6.0, 2.0]
+
+
+def test_no_deal() -> None:
+    assert trade_values(OWNED, VALUES, None) == [0.0, 0.0]
+    assert trade_values(OWNED, VALUES, [{}, {}]) == [0.0, 0.0]
+
+
+def test_impossible_trade_counts_as_no_trade() -> None:
+    assert trade_values(OWNED, VALUES, [{"banana": 1}, {"kiwi": 1}]) == [0.0, 0.0]  # Ann has none
+    assert trade_values(OWNED, VALUES, [{"apple": 3}, {"kiwi": 1}]) == [0.0, 0.0]  # only 2 apples
+    assert trade_values(OWNED, VALUES, [{"apple": 1}, {"kiwi": 3}]) == [0.0, 0.0]  # Ben has 2
+
+
+def test_counts_round_trip_and_generation_is_seeded() -> None:
+    assert parse_counts(render_counts(OWNED[0])) == OWNED[0]
+    spec = fruit_spec()
+    a = fruit_private_info(spec, random.Random(7), 0, ["A", "B"])
+    b = fruit_private_info(spec, random.Random(7), 0, ["A", "B"])
+    assert a == b
+    owned, values = parse_counts(a["fruits_owned"]), parse_counts(a["fruit_values"])
+    assert list(owned) == ["apple", "banana", "blueberry", "kiwi"] and sum(owned.values()) > 0
+    assert all(1 <= v <= 8 for v in values.values())
+
+
+def _context(answer: dict | str) -> RewardContext:
+    spec = fruit_spec()
+    instance = Instance(
+        index=0,
+        seed=1,
+        names=["Ann", "Ben"],
+        private_info=[
+            {"fruits_owned": render_counts(o), "fruit_values": render_counts(v)}
+            for o, v in zip(OWNED, VALUES, strict=True)
+        ],
+        scenario="Ann and Ben trade fruit.",
+    )
+    turns = [
+        Turn(speaker=0, instruction="calm", text="I give you an apple for two bananas."),
+        Turn(speaker=1, instruction="any", text="Deal."),
+    ]
+    llm = LLM("scripted", backend=ScriptedBackend(answer), structured_attempts=1)
+    return RewardContext(spec=spec, instance=instance, transcript=turns, llm=llm)
+
+
+def test_utility_from_extracted_agreement() -> None:
+    ctx = _context({"deal": True, "ann_gives": ["apple"], "ben_gives": ["banana", "banana"]})
+    reward = run_sync(compute_reward(ctx))
+    assert reward.returns == [-1.0, 1.0] and not reward.clipped
+    assert ctx.instructions(0) == ["calm"] and ctx.instructions(1) == ["any"]
+
+
+def test_utility_impossible_and_no_deal_extractions() -> None:
+    impossible = _context({"deal": True, "ann_gives": ["banana"], "ben_gives": ["kiwi"]})
+    assert run_sync(compute_reward(impossible)).returns == [0.0, 0.0]
+    refused = _context({"deal": False, "ann_gives": ["apple"], "ben_gives": []})
+    assert run_sync(compute_reward(refused)).returns == [0.0, 0.0]
+
+
+def test_big_trade_is_clipped_to_bounds() -> None:
+    ctx = _context({"deal": True, "ann_gives": [], "ben_gives": ["kiwi", "kiwi"]})
+    ctx.instance.private_info[0]["fruit_values"] = "apple: 5, banana: 2, blueberry: 1, kiwi: 30"
+    reward = run_sync(compute_reward(ctx))
+    assert reward.raw == [60.0, -4.0] and reward.returns == [20.0, -4.0] and reward.clipped
+
+
+def test_extraction_rejects_unknown_fruit() -> None:
+    ctx = _context({"deal": True, "ann_gives": ["mango"], "ben_gives": []})
+    with pytest.raises(StructuredOutputError):
+        run_sync(compute_reward(ctx))
+
+
+def test_trade_schema_is_compact() -> None:
+    schema = trade_model(("Ann", "Ben"), ("apple", "kiwi")).model_json_schema()
+    assert list(schema["properties"]) == ["deal", "ann_gives", "ben_gives"]
+    assert schema["properties"]["ann_gives"]["items"]["enum"] == ["apple", "kiwi"]
