@@ -36,7 +36,12 @@ class CFRResult:
     iterations: int
     backend: str
     seconds: float
-    info_states: int = field(default=0)
+    #: The acting player of each information state in `policy`.
+    players: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def info_states(self) -> int:
+        return len(self.policy)
 
 
 def cached_tree(game: pyspiel.Game) -> pyspiel.Game:
@@ -67,9 +72,10 @@ def solve_cfr(
             impl.evaluate_and_update_policy()
         average = impl.average_policy()
         seconds = time.perf_counter() - start
-        table = policy_table(tree, lambda s: average.get_state_policy(s))
+        players: dict[str, int] = {}
+        table = policy_table(tree, lambda s: average.get_state_policy(s), players)
         backend = CPP_BACKEND.format(name=cls.__name__)
-        return CFRResult(table, tree, solver, iterations, backend, seconds, len(table))
+        return CFRResult(table, tree, solver, iterations, backend, seconds, players)
     except pyspiel.SpielError:
         if not allow_python_fallback:
             raise
@@ -86,9 +92,10 @@ def _solve_python(game: pyspiel.Game, *, solver: str, iterations: int) -> CFRRes
         impl.evaluate_and_update_policy()
     average = impl.average_policy()
     seconds = time.perf_counter() - start
-    table = policy_table(game, lambda s: list(average.action_probabilities(s).items()))
+    players: dict[str, int] = {}
+    table = policy_table(game, lambda s: list(average.action_probabilities(s).items()), players)
     backend = PY_BACKEND.format(name=cls.__name__)
-    return CFRResult(table, game, solver, iterations, backend, seconds, len(table))
+    return CFRResult(table, game, solver, iterations, backend, seconds, players)
 
 
 def policy_table(

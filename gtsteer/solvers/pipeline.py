@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMError
 from gtsteer.solvers.analysis import analyze
-from gtsteer.solvers.cfr import SOLVERS, CFRResult, policy_table, solve_cfr
+from gtsteer.solvers.cfr import SOLVERS, CFRResult, solve_cfr
 from gtsteer.solvers.metrics import mean_ci
 from gtsteer.solvers.summary import (
     Failure,
@@ -64,8 +65,6 @@ def solve_config(
     progress: bool = True,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`."""
-    from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
-
     _check_args(games, iterations, solver)
     spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
     model = llm if isinstance(llm, LLM) else LLM(llm)
@@ -146,8 +145,7 @@ def _fill_record(record: GameRecord, game: Any, result: CFRResult) -> None:
     n = game.num_players()
     labels = [list(game.instructions(p)) for p in range(n)]
     any_actions = [int(game.any_action(p)) for p in range(n)]
-    players: dict[str, int] = {}
-    policy_table(result.game, lambda s: result.policy[s.information_state_string()], players)
+    players = result.players
     record.values = analyze(result.game, result.policy, labels, any_actions)
     record.info_states = len(result.policy)
     record.policy = [
