@@ -36,7 +36,7 @@ def target_model(name: str, legal: list[str]) -> type[BaseModel]:
     return create_model(  # type: ignore[call-overload]
         name,
         target=(Literal[tuple(legal)], ...),
-        reason=(str, Field(max_length=160)),
+        reason=(str, Field(max_length=100)),
     )
 
 
@@ -71,7 +71,8 @@ def bot_decision(
     if want.kind in ("speak", "pack_chat"):
         prompt = ctx.completion(f"{bot}:") if local else ctx.messages()
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=purpose, seed=seed,
-                             max_tokens=60, stop=["\n"] if local else None)
+                             max_tokens=48 if local else 80,
+                             stop=["\n"] if local else None)
         return Decision(kind=want.kind, actor=bot, text=clean_line(raw, bot), **common), [rec]
 
     if want.kind == "summary":
