@@ -266,6 +266,14 @@ def _resolve_vote(s: GameState) -> None:
         _start_night(s)
 
 
+def begin_night(state: GameState) -> GameState:
+    """The state with tonight's actions pending (skipping the day's vote): for fixtures."""
+    s = state.model_copy(deep=True)
+    _start_night(s)
+    _normalize(s)
+    return s
+
+
 def _start_night(s: GameState) -> None:
     s.phase = "night"
     s.abducted = None
