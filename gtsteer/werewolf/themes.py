@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -37,7 +38,7 @@ BUILTIN_CAST: list[tuple[str, str, str]] = [
 
 
 class CastMember(BaseModel):
-    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9]{1,15}$")
+    name: str = Field(min_length=1, max_length=40)
     story: str = Field(min_length=5, max_length=200)
     playstyle: Literal[PLAYSTYLE_NAMES]  # type: ignore[valid-type]
 
@@ -48,10 +49,22 @@ class ThemeCast(BaseModel):
 
     @field_validator("players")
     @classmethod
-    def _unique(cls, players: list[CastMember]) -> list[CastMember]:
-        names = [p.name.lower() for p in players]
-        if len(set(names)) != len(names) or "moderator" in names:
-            raise ValueError("player names must be unique (and not 'Moderator')")
+    def _clean_names(cls, players: list[CastMember]) -> list[CastMember]:
+        """Names become one capitalized word; duplicates get a number (a repair, not a retry:
+        a model's fine cast should not be thrown away over "Anna" twice)."""
+        seen: set[str] = set()
+        for p in players:
+            words = re.findall(r"[A-Za-z0-9]+", p.name)
+            if not words:
+                raise ValueError(f"player name {p.name!r} has no letters")
+            base = words[0][:16].capitalize()
+            if base.lower() == "moderator":
+                base = "Mod"
+            name, k = base, 2
+            while name.lower() in seen:
+                name, k = f"{base}{k}", k + 1
+            seen.add(name.lower())
+            p.name = name
         return players
 
 

@@ -1,0 +1,193 @@
+"""Bot decisions: the cornered bot, fallbacks on garbage, the router rules, the playstyle hook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from werewolf_helpers import table
+
+from gtsteer.llm import LLM, Backend, RawCompletion, Usage
+from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.context import build_context
+from gtsteer.werewolf.engine import pending, step
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, InfoState
+from gtsteer.werewolf.router import fix_speakers, route
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import ChatMessage, Decision, Vote
+from gtsteer.werewolf.store import GameStore
+from gtsteer.werewolf.themes import BUILTIN_SCENE, themed_cast
+
+
+def cornered(seed: int = 0, model: str = "fake"):
+    """Day 2: Gus died last night; everyone accuses Cat; five of six votes are already on Cat."""
+    state = table("WWDTMVV", seed=seed, models=model)
+    gus = state.player("Gus")
+    gus.alive, gus.died_day, gus.cause = False, 1, "night"
+    state.day, state.phase = 2, "vote"
+    lines = [(n, f"Cat is the wolf, she dodged every question. Vote Cat, {n} says.")
+             for n in ("Ann", "Ben", "Dan", "Eve", "Fay")]
+    lines.insert(2, ("Cat", "I am not a wolf, you are making a mistake."))
+    state.messages = [ChatMessage(id=i + 1, day=2, phase="discussion", author=a, text=t)
+                      for i, (a, t) in enumerate(lines)]
+    state.votes = [Vote(day=2, order=i + 1, voter=v, target="Cat")
+                   for i, v in enumerate(["Ann", "Ben", "Dan", "Eve", "Fay"])]
+    state.queue = ["Cat"]
+    return state
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cornered_bot_votes_a_legal_target_fake(seed):
+    state = cornered(seed)
+    want = pending(state)
+    assert want.actor == "Cat" and "Cat" not in want.legal_targets and "Gus" not in want.legal_targets
+    decision, records = bot_decision(state, want, LLMPool())
+    assert decision.target in want.legal_targets
+    assert decision.target not in ("Cat", "Gus") and not decision.fallback
+    after = step(state, decision)  # the engine accepts it and resolves the day
+    assert after.day_results[-1].eliminated == "Cat"
+    assert "Cat -> " not in records[0].prompt.split("Day 2 vote")[0]
+
+
+@pytest.mark.slow
+def test_cornered_bot_votes_a_legal_target_local():
+    pytest.importorskip("llama_cpp")
+    state = cornered(0, model="local")
+    want = pending(state)
+    decision, records = bot_decision(state, want, LLMPool())
+    assert decision.target in want.legal_targets and decision.target not in ("Cat", "Gus")
+    assert records[0].prompt.endswith("JSON:")
+
+
+class GarbageBackend(Backend):
+    """A model that never returns a valid object (and says nonsense)."""
+
+    kind = "garbage"
+    supports_grammar = False
+
+    def __init__(self) -> None:
+        super().__init__("garbage")
+        self.calls = 0
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        self.calls += 1
+        text = '{"target": "Nobody", "reason": 7}' if self.calls % 2 else "I refuse!"
+        return RawCompletion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=3))
+
+
+def test_garbage_model_falls_back_and_the_game_goes_on(tmp_path):
+    backend = GarbageBackend()
+    pool = LLMPool(lambda model: LLM(backend=backend, structured_attempts=2))
+    store = GameStore(tmp_path / "g.sqlite")
+    state = create_game(store, n_players=8, seed=4, model="garbage", pool=pool, game_id="gb",
+                        max_messages_per_day=3)
+    final = GameRunner(store, pool=pool).run(state)
+    assert final.over and final.winner in ("village", "werewolves")
+    assert final.votes and all(v.fallback and v.error for v in final.votes)
+    assert all("must be one of" in v.error or "JSON" in v.error for v in final.votes)
+    living_at_vote = {v.target for v in final.votes}
+    assert all(v.target != v.voter for v in final.votes) and living_at_vote
+    acted = [a for a in final.night_actions if not a.blocked]
+    assert acted and all(a.fallback for a in acted)
+    assert all(s.fallback for s in final.summaries)
+    calls = store.calls("gb")
+    assert any(c.error and c.attempts == 2 for c in calls)
+    # the fallback is a seeded pick: the same game again gives the same targets
+    store2 = GameStore(tmp_path / "g2.sqlite")
+    pool2 = LLMPool(lambda model: LLM(backend=GarbageBackend(), structured_attempts=2,
+                                      use_cache=False))
+    again = GameRunner(store2, pool=pool2).run(
+        create_game(store2, n_players=8, seed=4, model="garbage", pool=pool2, game_id="gb",
+                    max_messages_per_day=3))
+    assert [v.target for v in again.votes] == [v.target for v in final.votes]
+
+
+def test_router_rules_drop_unknown_and_include_a_quiet_player():
+    state = table("WWDTMVV", intro=False)
+    state.messages = [ChatMessage(id=i + 1, day=1, phase="discussion", author=a, text="hi")
+                      for i, a in enumerate(["Ann", "Ann", "Ben", "Cat", "Dan", "Eve", "Fay"])]
+    state.player("Fay").alive = False
+    legal = [n for n in state.living() if n != "Eve"]
+    fixed = fix_speakers(state, ["Zed", "Ann", "Fay", "Ann"], legal)
+    assert "Zed" not in fixed and "Fay" not in fixed and fixed.count("Ann") == 1
+    assert "Gus" in fixed  # the only living player who has not spoken today
+    assert 2 <= len(fixed) <= 5
+    many = fix_speakers(state, ["Ann", "Ben", "Cat", "Dan", "Eve"], legal)
+    assert len(many) <= 5 and "Gus" in many
+    assert fix_speakers(state, [], legal) == fix_speakers(state, [], legal)  # seeded
+
+
+def test_router_decision_is_always_legal_with_the_fake_model():
+    state = table("WWDTMVV", intro=False)
+    for seed in range(10):
+        state.seed = seed
+        want = pending(state)
+        decision, records = route(state, want, LLMPool())
+        assert 2 <= len(decision.speakers) <= 5
+        assert set(decision.speakers) <= set(want.legal_targets)
+        assert records[0].bot == "(router)" and "(werewolf)" not in records[0].prompt
+        step(state, decision)
+
+
+class Recorder:
+    """A chooser that records what it saw and always answers 'trickster'."""
+
+    def __init__(self) -> None:
+        self.seen: list[InfoState] = []
+
+    def choose(self, info: InfoState) -> str:
+        self.seen.append(info)
+        return "trickster"
+
+
+def test_playstyle_hook_is_asked_and_recorded(tmp_path):
+    store = GameStore(tmp_path / "h.sqlite")
+    chooser = Recorder()
+    state = create_game(store, n_players=7, seed=2, game_id="h", max_days=1,
+                        max_messages_per_day=3)
+    GameRunner(store, chooser=chooser).run(state)
+    assert chooser.seen
+    assert {i.decision for i in chooser.seen} >= {"speak", "vote"}
+    first = chooser.seen[0]
+    assert first.text and first.bot in first.text and first.legal_targets == []
+    assert first.assigned_playstyle in PLAYSTYLE_NAMES
+    decisions = [d for d in store.steps("h") if d.kind != "route"]
+    assert all(d.playstyle == "trickster" and d.info_state for d in decisions)
+    assert all(d.info_state["bot"] == d.actor for d in decisions)
+    calls = [c for c in store.calls("h") if c.bot != "(router)"]
+    assert all("Reminder, your playstyle (trickster)" in c.prompt for c in calls)
+
+
+def test_reminder_is_never_stored_and_chat_is_flattened():
+    state = table("WWDTMVV", intro=False)
+    state = step(state, Decision(kind="route", speakers=["Ann", "Ben", "Cat"]))
+    for name, text in [("Ann", "Ben seems off."), ("Ben", "Why me, Ann?"), ("Cat", "Hm.")]:
+        state = step(state, Decision(kind="speak", actor=name, text=text))
+    ctx = build_context(state, "Ben", pending(state).model_copy(update={"actor": "Ben",
+                                                                         "kind": "speak"}),
+                        "balanced")
+    msgs = ctx.messages()
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
+    assert msgs[2].content == "Why me, Ann?"
+    assert "Ann: Ben seems off." in msgs[1].content and "Cat: Hm." in msgs[3].content
+    assert msgs[3].content.rstrip().endswith(ctx.reminder)
+    assert "Reminder" not in state.model_dump_json()
+
+
+def test_theme_uses_model_cast_or_falls_back():
+    scene, cast, rec, builtin = themed_cast("pirates", 7, 1, LLMPool(), "fake")
+    assert len(cast) == 7 and len({c[0] for c in cast}) == 7
+    assert not builtin and rec.purpose == "theme"
+    pool = LLMPool(lambda m: LLM(backend=GarbageBackend(), structured_attempts=1))
+    scene, cast, rec, builtin = themed_cast("pirates", 7, 1, pool, "garbage")
+    assert builtin and scene == BUILTIN_SCENE and len(cast) == 7 and rec.error
+
+
+def test_themed_game_plays(tmp_path):
+    store = GameStore(tmp_path / "t.sqlite")
+    state = create_game(store, n_players=5, seed=3, theme="a space station", game_id="t",
+                        max_messages_per_day=2)
+    final = GameRunner(store).run(state)
+    assert final.over
+    assert json.loads(final.model_dump_json())["scene"]
