@@ -46,7 +46,8 @@ def decision_seed(state: GameState, bot: str, purpose: str) -> int:
 
 def clean_line(text: str, bot: str) -> str:
     """First line of a completion, without a repeated speaker label or stray quotes."""
-    line = text.strip().split("\n", 1)[0].strip()
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
     line = re.sub(rf"^{re.escape(bot)}\s*:\s*", "", line)
     return line.strip().strip('"').strip()[:MAX_LINE_CHARS]
 
@@ -72,7 +73,7 @@ def bot_decision(
         prompt = ctx.completion(f"{bot}:") if local else ctx.messages()
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=purpose, seed=seed,
                              max_tokens=48 if local else 80,
-                             stop=["\n"] if local else None)
+                             stop=["\n\n"] if local else None)
         return Decision(kind=want.kind, actor=bot, text=clean_line(raw, bot), **common), [rec]
 
     if want.kind == "summary":

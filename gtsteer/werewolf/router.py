@@ -25,7 +25,7 @@ def router_schema(legal: list[str]) -> type[BaseModel]:
     return create_model(  # type: ignore[call-overload]
         "RouterPick",
         speakers=(list[Literal[tuple(legal)]], Field(min_length=1, max_length=MAX_SPEAKERS)),
-        reason=(str, Field(max_length=120)),
+        reason=(str, Field(max_length=60)),
     )
 
 
