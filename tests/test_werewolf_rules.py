@@ -92,6 +92,8 @@ def test_detective_reads_maniac_and_wolves_as_evil(target, reading):
                                   "investigate": target})
     inv = next(a for a in after.night_actions if a.verb == "investigate")
     assert (inv.target, inv.result, inv.observers) == (target, reading, ["Dan"])
+    abduct = next(a for a in after.night_actions if a.verb == "abduct")
+    assert abduct.observers == ["Eve"]  # the abducted player is told, but not by whom
 
 
 def _night_two_protect_targets(first_protect: str, abduct_doctor_n1: bool) -> list[str]:

@@ -13,7 +13,7 @@ from gtsteer.cli.common import console, friendly_errors
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import legal_targets
 from gtsteer.werewolf.llmcalls import LLMPool
-from gtsteer.werewolf.prompts import action_line
+from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import Decision, GameState, Pending
@@ -54,6 +54,8 @@ def _printer(viewer: str | None):
         for a in after.night_actions[len(before.night_actions):]:
             if me is None or me.name in a.observers:
                 console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
+            elif a.verb == "abduct" and a.target == me.name:
+                console.print(f"  [magenta]{abduction_notice(a.night, me.name)}[/]")
         if after.over:
             console.print(f"[bold green]Winner: {after.winner}[/] ({after.end_reason})")
 

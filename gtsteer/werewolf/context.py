@@ -106,7 +106,7 @@ def records_text(state: GameState, bot: str) -> str:
         for a in night:
             if a.verb == "abduct" and a.target == bot and not a.blocked:
                 mine.append(abduction_notice(d, bot))
-            if observed(a, bot) and not (a.verb == "abduct" and a.actor != bot):
+            if observed(a, bot):
                 mine.append(action_line(a))
         if night_result is not None:
             mine.append(

@@ -290,8 +290,7 @@ def _night_action(s: GameState, want: Pending, d: Decision) -> None:
     observers = [actor.name]
     result = None
     if want.verb == "abduct":
-        s.abducted = target
-        observers.append(target)
+        s.abducted = target  # the target only learns *that* they were abducted (a notice)
     elif want.verb == "kill":
         observers = s.wolves()
     elif want.verb == "investigate":

@@ -81,7 +81,8 @@ class NightAction(BaseModel):
     reason: str = ""
     fallback: bool = False
     error: str | None = None
-    #: Who knows this happened (the actor; the whole pack for a kill; the abducted player).
+    #: Who saw this action (the actor; the whole pack for a kill). An abducted player is not
+    #: an observer: they get `prompts.abduction_notice`, which does not name the maniac.
     observers: list[str] = Field(default_factory=list)
 
 

@@ -52,9 +52,9 @@ CREATE INDEX IF NOT EXISTS llm_calls_game ON llm_calls (game_id, step);
 """
 
 
-class GameNotFound(KeyError):
-    def __str__(self) -> str:
-        return f"no game {self.args[0]!r} in this database (see `gtsteer werewolf show`)"
+class GameNotFound(ValueError):
+    def __init__(self, game_id: str):
+        super().__init__(f"no game {game_id!r} in this database (see `gtsteer werewolf list`)")
 
 
 class StaleStep(RuntimeError):
