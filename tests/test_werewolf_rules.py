@@ -236,3 +236,13 @@ def test_state_roundtrips_through_json():
     state = begin_night(table("WWDTMVV"))
     again = type(state).model_validate_json(state.model_dump_json())
     assert again == state
+
+
+def test_a_human_line_sends_the_talk_back_to_the_router():
+    state = table("WWDTMVV", intro=False, humans=["Cat"])
+    state = step(state, Decision(kind="route", speakers=["Cat", "Ann", "Ben"]))
+    state = step(state, Decision(kind="speak", actor="Cat", text="Ann, why so quiet?"))
+    assert pending(state).kind == "route" and state.turns_today == 1
+    state = step(state, Decision(kind="route", speakers=["Ann", "Ben"]))
+    state = step(state, Decision(kind="speak", actor="Ann", text="I was thinking."))
+    assert pending(state).actor == "Ben"  # a bot's line keeps the picked order

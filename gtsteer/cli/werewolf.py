@@ -118,6 +118,8 @@ def play(
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
+        if not bots_only and not human:
+            raise ValueError("--with-human needs --human NAME (the name you play under)")
         store = _store(db)
         state = create_game(
             store, n_players=players, n_wolves=wolves, seed=seed, model=llm, theme=theme,

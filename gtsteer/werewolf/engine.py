@@ -235,6 +235,8 @@ def _speak(s: GameState, actor: str, text: str) -> None:
         s.phase = "discussion"
         return
     if s.phase == "discussion":
+        if s.player(actor).human and text.strip():
+            s.queue = []  # a human's line redirects the talk: the router picks again now
         s.turns_today += 1
         if s.turns_today >= s.config.max_messages_per_day:
             _start_vote(s)
