@@ -58,6 +58,17 @@ def test_cli_bad_config_field_exits_2_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
+def test_cli_exits_1_when_every_instance_fails(tmp_path: Path) -> None:
+    spec = tmp_path / "failing.yaml"
+    spec.write_text(MIXED_2X2.read_text().replace("fail_instances: []", "fail_instances: [0]"))
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["solve", str(spec), "--llm", "fake", "-q", "--out", str(out)])
+    assert result.exit_code == 1
+    assert "instance 0 failed" in result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"] is None and summary["failures"][0]["instance"] == 0
+
+
 def test_cli_missing_config_and_bad_solver_exit_2(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["solve", str(tmp_path / "nope.yaml"), "--llm", "fake"])
     assert missing.exit_code == 2 and "nope.yaml" in missing.output

@@ -100,6 +100,8 @@ def solve(
     print_summary(summary)
     where = out if out is not None else default_out_dir(config, llm, seed)
     console.print(f"summary: {where / 'summary.json'}")
+    if summary.metrics is None:  # every instance failed: the run produced no result
+        raise typer.Exit(code=1)
 
 
 def register(app: typer.Typer) -> None:
