@@ -191,3 +191,13 @@ def test_themed_game_plays(tmp_path):
     final = GameRunner(store).run(state)
     assert final.over
     assert json.loads(final.model_dump_json())["scene"]
+
+
+def test_unknown_playstyle_from_the_hook_is_a_clear_error():
+    class Bad:
+        def choose(self, info: InfoState) -> str:
+            return "berserker"
+
+    state = cornered(0)
+    with pytest.raises(ValueError, match="berserker"):
+        bot_decision(state, pending(state), LLMPool(), Bad())
