@@ -45,6 +45,10 @@ class ScriptedBackend(Backend):
             return RawCompletion(text=f"{self.text} (sample {request.seed % 1000})")
         if isinstance(self.structured, str):
             return RawCompletion(text=self.structured)
+        if self.structured is None:  # "no deal": false for booleans, empty lists
+            props = json_schema.get("properties", {})
+            answer = {k: [] if v.get("type") == "array" else False for k, v in props.items()}
+            return RawCompletion(text=json.dumps(answer))
         return RawCompletion(text=json.dumps(self.structured))
 
 

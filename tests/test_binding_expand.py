@@ -117,7 +117,7 @@ def test_reward_failure_marks_the_instance_failed() -> None:
     assert report.message_requests == 72  # the messages were done (and cached) first
 
     # A second instance with a working reward model still finishes.
-    ok = scripted_game(fruit_spec(), ScriptedBackend({"deal": False}), index=1)
+    ok = scripted_game(fruit_spec(), ScriptedBackend(), index=1)
     assert not expand_sync(ok, progress=False).failed
 
 
@@ -127,8 +127,23 @@ def test_failed_calls_are_not_cached() -> None:
     llm = LLM("scripted", backend=bad, structured_attempts=1, max_retries=0)
     game = make_game(spec, make_instance(spec, 0), llm)
     assert expand_sync(game, progress=False).failed
-    good = ScriptedBackend({"deal": False})
+    good = ScriptedBackend()
     again = make_game(spec, make_instance(spec, 0), LLM("scripted", backend=good))
     report = expand_sync(again, progress=False)
     assert not report.failed
     assert report.cache_hits == 72 and report.new_calls == 64  # only the rewards were redone
+
+
+@register_utility("test_lopsided")
+async def _lopsided(ctx: RewardContext) -> list[float]:
+    return [30.0, 2.0]
+
+
+def test_zero_sum_payoffs_are_centred_and_declared() -> None:
+    payoff = {**fruit_spec().payoff.model_dump(), "utility": "test_lopsided", "zero_sum": True}
+    spec = fruit_spec(payoff=payoff)
+    game = make_game(spec, make_instance(spec, 0), "fake")
+    assert game.get_type().utility == pyspiel.GameType.Utility.ZERO_SUM
+    expand_sync(game, progress=False)
+    assert {tuple(r.returns) for r in game.rewards.values()} == {(14.0, -14.0)}
+    pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)

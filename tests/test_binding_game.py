@@ -75,7 +75,7 @@ def test_every_instruction_becomes_a_message_including_the_last() -> None:
 
 
 def test_longer_game_alternates_and_ends_after_max_replies() -> None:
-    game = scripted_game(fruit_spec(num_max_replies=3), ScriptedBackend({"deal": False}))
+    game = scripted_game(fruit_spec(num_max_replies=3), ScriptedBackend())
     state = game.new_initial_state()
     speakers = []
     while not state.is_terminal():
@@ -110,7 +110,7 @@ def _play(game: DialogueGame, actions: list[int]) -> pyspiel.State:
 def test_perfect_recall_own_instructions_are_in_the_information_state() -> None:
     # Messages ignore the prompt here, so the public transcripts of both histories are equal:
     # only player 0's own earlier instruction tells them apart.
-    game = scripted_game(fruit_spec(num_max_replies=2), ScriptedBackend({"deal": False}))
+    game = scripted_game(fruit_spec(num_max_replies=2), ScriptedBackend())
     a = _play(game, [0, 0, 3, 1])  # p0 calm, sample 0, p1 any, sample 1
     b = _play(game, [1, 0, 3, 1])  # p0 assertive, same samples
     assert a.current_player() == b.current_player() == 0
@@ -128,7 +128,7 @@ def test_perfect_recall_own_instructions_are_in_the_information_state() -> None:
 
 
 def test_pending_instruction_is_private_to_its_speaker() -> None:
-    game = scripted_game(fruit_spec(), ScriptedBackend({"deal": False}))
+    game = scripted_game(fruit_spec(), ScriptedBackend())
     a, b = _play(game, [0]), _play(game, [1])
     assert a.is_chance_node()
     assert a.information_state_string(0) != b.information_state_string(0)
@@ -137,7 +137,7 @@ def test_pending_instruction_is_private_to_its_speaker() -> None:
 
 def test_opening_message_and_first_mover() -> None:
     spec = fruit_spec(opening="Hi {name1}, want to trade?", opening_speaker=0)
-    game = scripted_game(spec, ScriptedBackend({"deal": False}))
+    game = scripted_game(spec, ScriptedBackend())
     state = game.new_initial_state()
     assert state.current_player() == 1
     assert state.turns[0].text == f"Hi {game.instance.names[1]}, want to trade?"
@@ -171,13 +171,17 @@ def test_termination_check_once_per_message_and_can_end_early() -> None:
     def visit(state: pyspiel.State) -> None:
         if state.is_terminal():
             lengths.add(len(state.turns))
+            # A dialogue ends early exactly when its last message was judged final.
+            assert len(state.turns) == limit or game.terminations[state.history_key]
+        elif state.turns and not state.is_chance_node():
+            assert not game.terminations[state.history_key]
 
     walk(game.new_initial_state(), visit)
     # One check per message, except messages that reach the length limit (the game ends anyway).
     checked = [h for h in game.messages if len(h) // 2 < limit]
     assert sorted(game.terminations) == sorted(checked)
     assert game.llm.usage.requests == len(game.messages) + len(game.terminations)
-    assert min(lengths) < limit == max(lengths)  # some dialogues end early, some run to the end
+    assert min(lengths) < limit  # some dialogues end early
 
 
 def test_multi_key_actions() -> None:

@@ -115,3 +115,14 @@ def test_multi_key_instructions() -> None:
         "tone=calm|day=Monday", "tone=calm|day=any", "tone=any|day=Monday", "tone=any|day=any",
     ]
     assert spec.parse_instruction("tone=any|day=Monday") == {"tone": "any", "day": "Monday"}
+
+
+def test_zero_sum_needs_symmetric_bounds(tmp_path: Path) -> None:
+    data = fruit_dict()
+    data["payoff"].update(zero_sum=True, min=-5, max=20)
+    assert "field `payoff`" in error_of(tmp_path, data) and "symmetric" in error_of(tmp_path, data)
+
+
+def test_json_braces_in_prompts_are_not_placeholders() -> None:
+    spec = load_spec(FRUIT)
+    assert '{"deal": true' in spec.payoff.prompt

@@ -57,7 +57,8 @@ def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
 def message_prompt(
     spec: DomainSpec, instance: Instance, turns: list[Turn], speaker: int, instruction: str
 ) -> str:
-    name = instance.names[speaker]
+    names = instance.names
+    name = names[speaker]
     line = render_instruction(spec, instruction, name)
     fields = {
         "scenario": instance.scenario,
@@ -65,7 +66,9 @@ def message_prompt(
         "other": ", ".join(instance.other_names(speaker)),
         "players": _join(instance.names),
         "private_info": render_private_info(instance.private_info[speaker]),
-        "transcript": render_transcript(turns, instance.names),
+        # Both end with a newline when present, so "{transcript}{instruction}{name}:" never
+        # leaves a blank line (which a base model reads as the end of the conversation).
+        "transcript": "".join(f"{names[t.speaker]}: {t.text}\n" for t in turns),
         "instruction": f"{line}\n" if line else "",
     }
     return fill_template(spec.message_prompt, fields).rstrip()

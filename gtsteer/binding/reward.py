@@ -113,5 +113,8 @@ async def compute_reward(ctx: RewardContext) -> Reward:
         raw = [float(v) for v in value.model_dump().values()]
     if len(raw) != spec.num_players:
         raise ValueError(f"utility returned {len(raw)} payoffs for {spec.num_players} players")
+    if spec.payoff.zero_sum:  # centre, so that clipping to symmetric bounds keeps the sum at 0
+        mean = sum(raw) / len(raw)
+        raw = [v - mean for v in raw]
     lo, hi = spec.payoff.min, spec.payoff.max
     return Reward(raw=raw, returns=[min(hi, max(lo, v)) for v in raw])

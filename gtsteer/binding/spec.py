@@ -47,6 +47,7 @@ class PayoffSpec(_Strict):
     prompt: str
     #: Name of a utility registered with `gtsteer.binding.register_utility` (exact payoffs).
     utility: str | None = None
+    #: Payoffs are centred to sum to zero (the game is then declared ZERO_SUM to OpenSpiel).
     zero_sum: bool = False
     max_tokens: int = Field(64, gt=0, le=4096)
 
@@ -54,6 +55,8 @@ class PayoffSpec(_Strict):
     def _bounds(self) -> PayoffSpec:
         if not self.min < self.max:
             raise ValueError(f"payoff.min ({self.min}) must be below payoff.max ({self.max})")
+        if self.zero_sum and self.min != -self.max:
+            raise ValueError("a zero-sum payoff needs symmetric bounds (min == -max)")
         return self
 
     @field_validator("prompt")

@@ -53,18 +53,18 @@ def fruit_private_info(
 
 
 @lru_cache(maxsize=64)
-def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int = 6) -> type[BaseModel]:
+def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int = 4) -> type[BaseModel]:
     """`{"deal": bool, "<name>_gives": [fruit, ...], ...}`: one list entry per fruit unit.
 
     Lists of fruit names keep the JSON short (a small model writes ~25 tokens) and the grammar
-    tight (only known fruits)."""
+    tight (only known fruits). Every field is required, so a grammar-constrained model cannot
+    skip one side of the trade."""
     fruit = Literal[fruits]  # type: ignore[valid-type]
     fields: dict = {"deal": (bool, Field(description="True if they agreed on a trade"))}
     for name in names:
         fields[f"{field_name(name)}_gives"] = (
             list[fruit],  # type: ignore[valid-type]
-            Field(default_factory=list, max_length=max_items,
-                  description=f"fruits {name} hands over, one entry per fruit"),
+            Field(max_length=max_items, description=f"fruits {name} hands over, one per fruit"),
         )
     return create_model("FruitTrade", **fields)
 
