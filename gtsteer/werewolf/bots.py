@@ -24,20 +24,22 @@ MAX_LINE_CHARS = 400
 class NotesAnswer(BaseModel):
     """Compact notes schema (short fields keep the local model's answer within its budget)."""
 
-    allies: str = Field(max_length=80)
-    suspects: str = Field(max_length=80)
-    role_knowledge: str = Field(max_length=80)
-    social_threads: str = Field(max_length=80)
-    plans: str = Field(max_length=80)
+    allies: str = Field(max_length=60)
+    suspects: str = Field(max_length=60)
+    role_knowledge: str = Field(max_length=60)
+    social_threads: str = Field(max_length=60)
+    plans: str = Field(max_length=60)
 
 
-def target_model(name: str, legal: list[str]) -> type[BaseModel]:
-    """A schema whose `target` is an enum of exactly the legal names (grammar-enforced locally)."""
-    return create_model(  # type: ignore[call-overload]
-        name,
-        target=(Literal[tuple(legal)], ...),
-        reason=(str, Field(max_length=100)),
-    )
+def target_model(name: str, legal: list[str], with_reason: bool = True) -> type[BaseModel]:
+    """A schema whose `target` is an enum of exactly the legal names (grammar-enforced locally).
+
+    The small local base model gets no `reason` field: its free text degenerates into
+    repetition, costs most of the decision's tokens, and is never used by the engine."""
+    fields: dict = {"target": (Literal[tuple(legal)], ...)}
+    if with_reason:
+        fields["reason"] = (str, Field(max_length=100))
+    return create_model(name, **fields)  # type: ignore[call-overload]
 
 
 def decision_seed(state: GameState, bot: str, purpose: str) -> int:
@@ -87,7 +89,8 @@ def bot_decision(
         return Decision(kind="summary", actor=bot, notes=notes, **common), [rec]
 
     legal = want.legal_targets
-    schema = target_model("Vote" if want.kind == "vote" else "NightAction", legal)
+    schema = target_model("Vote" if want.kind == "vote" else "NightAction", legal,
+                          with_reason=not local)
     prompt = ctx.completion("JSON:") if local else ctx.messages()
     value, rec = call_structured(pool, me.model, prompt, schema, bot=bot, purpose=purpose,
                                  seed=seed, max_tokens=100)
@@ -96,4 +99,4 @@ def bot_decision(
         return Decision(kind=want.kind, actor=bot, target=target, reason="(fallback)",
                         fallback=True, error=rec.error or "target not legal", **common), [rec]
     return Decision(kind=want.kind, actor=bot, target=value.target,  # type: ignore[attr-defined]
-                    reason=value.reason, **common), [rec]  # type: ignore[attr-defined]
+                    reason=getattr(value, "reason", ""), **common), [rec]

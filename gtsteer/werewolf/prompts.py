@@ -83,15 +83,15 @@ def pack_chat_command(name: str, night: int, mates: list[str], lines: list[str])
 def vote_command(name: str, day: int, votes_so_far: list[str], legal: list[str]) -> str:
     cast = "\n".join(votes_so_far) if votes_so_far else "(no votes yet)"
     return (f"Day {day} vote. Votes so far, in order:\n{cast}\n{name}, vote for exactly one of: "
-            f"{', '.join(legal)}. You cannot vote for yourself or the dead. Answer with JSON: "
-            '{"target": <one name copied exactly from the list>, "reason": <one sentence>}.')
+            f"{', '.join(legal)}. You cannot vote for yourself or the dead. Answer with JSON "
+            'whose "target" is one name copied exactly from the list.')
 
 
 def night_command(name: str, verb: str, night: int, legal: list[str], extra: str = "") -> str:
     head = VERB_COMMANDS[verb].format(night=night)
     tail = f"{extra}\n" if extra else ""
-    return (f"{tail}{head} {name}, pick exactly one of: {', '.join(legal)}. Answer with JSON: "
-            '{"target": <one name from the list>, "reason": <one sentence>}.')
+    return (f"{tail}{head} {name}, pick exactly one of: {', '.join(legal)}. Answer with JSON "
+            'whose "target" is one name copied exactly from the list.')
 
 
 def summary_command(name: str, day: int) -> str:
@@ -114,7 +114,7 @@ def router_prompt(living: list[str], counts: dict[str, int], chat: list[str],
     recent = "\n".join(chat[-8:]) if chat else "(the day has just begun)"
     return (f"{ROUTER_SYSTEM}\nPlayers: {roster}\nRecent chat:\n{recent}\nPick 2 to 5 speakers "
             f"from: {', '.join(legal)}; include at least one NEEDS TURN player. Answer with "
-            'JSON: {"speakers": [names], "reason": <one sentence>}.')
+            'JSON whose "speakers" is a list of those names.')
 
 
 def theme_prompt(theme: str, n_players: int, playstyles: list[str]) -> str:

@@ -21,12 +21,14 @@ from gtsteer.werewolf.state import Decision, GameState, Pending
 MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
 
 
-def router_schema(legal: list[str]) -> type[BaseModel]:
-    return create_model(  # type: ignore[call-overload]
-        "RouterPick",
-        speakers=(list[Literal[tuple(legal)]], Field(min_length=1, max_length=MAX_SPEAKERS)),
-        reason=(str, Field(max_length=60)),
-    )
+def router_schema(legal: list[str], with_reason: bool = True) -> type[BaseModel]:
+    """Speakers drawn from the legal names; no `reason` for the small local base model."""
+    fields: dict = {
+        "speakers": (list[Literal[tuple(legal)]], Field(min_length=1, max_length=MAX_SPEAKERS))
+    }
+    if with_reason:
+        fields["reason"] = (str, Field(max_length=60))
+    return create_model("RouterPick", **fields)  # type: ignore[call-overload]
 
 
 def least_active(state: GameState, legal: list[str]) -> list[str]:
@@ -57,9 +59,11 @@ def route(state: GameState, want: Pending, pool: LLMPool) -> tuple[Decision, lis
                            legal, quiet)
     seed = derive_seed(state.seed, state.step, "router")
     model = state.router_model
-    if pool.completion_style(model):
+    local = pool.completion_style(model)
+    if local:
         prompt += "\nJSON:"
-    value, rec = call_structured(pool, model, prompt, router_schema(legal), bot="(router)",
+    value, rec = call_structured(pool, model, prompt, router_schema(legal, not local),
+                                 bot="(router)",
                                  purpose="route", seed=seed, max_tokens=80)
     picked = list(getattr(value, "speakers", []) or [])
     speakers = fix_speakers(state, picked, legal)
