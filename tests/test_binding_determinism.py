@@ -62,3 +62,26 @@ def test_instances_from_examples_without_generator() -> None:
     insts = generate_instances(spec, 20, seed=0)
     moods = {i.private_info[p]["mood"] for i in insts for p in (0, 1)}
     assert moods == {"happy", "sad", "tired"}
+
+
+def test_serialized_state_loads_in_another_process(tmp_path: Path) -> None:
+    import pyspiel
+
+    from gtsteer.binding import load_game
+
+    game = load_game(str(FRUIT), llm="fake", instance=1)
+    state = game.new_initial_state()
+    for a in [2, 1, 0]:
+        state.apply_action(a)
+    blob = pyspiel.serialize_game_and_state(game, state)
+    (tmp_path / "state.txt").write_text(blob)
+    script = (
+        "import sys, pyspiel, gtsteer.binding\n"
+        f"game, state = pyspiel.deserialize_game_and_state(open({str(tmp_path / 'state.txt')!r}).read())\n"
+        "print(state.information_state_string(0))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "5"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.rstrip("\n") == state.information_state_string(0)
