@@ -40,13 +40,6 @@ def _printer(viewer: str | None):
 
     def on_step(before: GameState, after: GameState, decision: Decision) -> None:
         me = after.player(viewer) if viewer else None
-        for m in after.messages[len(before.messages):]:
-            if m.channel == "pack":
-                if me is None or me.role is Role.WEREWOLF:
-                    console.print(f"[dim]\\[pack] {m.author}: {m.text}[/]", highlight=False)
-                continue
-            style = "bold yellow" if m.author == "Moderator" else "bold"
-            console.print(f"[{style}]{m.author}[/]: {m.text}", highlight=False)
         for v in after.votes[len(before.votes):]:
             flag = " [red](fallback)[/]" if v.fallback else ""
             console.print(f"  [cyan]vote {v.order}[/]: {v.voter} -> {v.target}{flag}",
@@ -56,6 +49,13 @@ def _printer(viewer: str | None):
                 console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
             elif a.verb == "abduct" and a.target == me.name:
                 console.print(f"  [magenta]{abduction_notice(a.night, me.name)}[/]")
+        for m in after.messages[len(before.messages):]:
+            if m.channel == "pack":
+                if me is None or me.role is Role.WEREWOLF:
+                    console.print(f"[dim]\\[pack] {m.author}: {m.text}[/]", highlight=False)
+                continue
+            style = "bold yellow" if m.author == "Moderator" else "bold"
+            console.print(f"[{style}]{m.author}[/]: {m.text}", highlight=False)
         if after.over:
             console.print(f"[bold green]Winner: {after.winner}[/] ({after.end_reason})")
 
