@@ -356,7 +356,7 @@ def _resolve_night(s: GameState) -> None:
         return
     if s.config.max_days is not None and s.day > s.config.max_days:
         s.phase, s.winner = "over", "none"
-        s.end_reason = f"day limit reached ({s.config.max_days} days)"
+        s.end_reason = f"day limit of {s.config.max_days} reached"
         s.queue = []
         return
     s.queue = [p.name for p in s.players if p.alive and not p.human]
