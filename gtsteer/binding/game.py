@@ -12,8 +12,6 @@ traversal steps never leave Python for the same node twice).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 import numpy as np
@@ -145,7 +143,11 @@ class DialogueGame(pyspiel.Game):
 
     # ---- LLM-backed node contents (pure functions of the history) -------------------------
 
-    def message_request(self, turns: list[Turn], speaker: int, instruction: str, outcome: int) -> Request:
+    def message_request(
+        self, turns: list[Turn], speaker: int, instruction: str, outcome: int
+    ) -> Request:
+        """The request of sample `outcome`; its seed depends on the sample index, so backends
+        that ignore prompts' differences still give distinct, reproducible samples."""
         gen = self.spec.generation
         return Request(
             prompt=message_prompt(self.spec, self.instance, turns, speaker, instruction),
@@ -189,14 +191,6 @@ class DialogueGame(pyspiel.Game):
     @property
     def clipped_rewards(self) -> int:
         return sum(r.clipped for r in self.rewards.values())
-
-    def fingerprint(self) -> str:
-        """Identifies (spec, instance, model): what the tree depends on."""
-        blob = json.dumps(
-            [self.spec.model_dump(mode="json"), self.instance.model_dump(mode="json"), self.llm.model],
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class DialogueState(pyspiel.State):
