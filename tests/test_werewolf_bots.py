@@ -201,3 +201,13 @@ def test_unknown_playstyle_from_the_hook_is_a_clear_error():
     state = cornered(0)
     with pytest.raises(ValueError, match="berserker"):
         bot_decision(state, pending(state), LLMPool(), Bad())
+
+
+def test_mixed_models_in_one_game(tmp_path):
+    store = GameStore(tmp_path / "m.sqlite")
+    models = ["fake", "fake:other"] * 3
+    final = GameRunner(store).run(create_game(store, n_players=6, seed=1, models=models,
+                                              game_id="m", max_days=1, max_messages_per_day=2))
+    by_bot = {c.bot: c.model for c in store.calls("m") if not c.bot.startswith("(")}
+    assert {p.name: p.model for p in final.players if p.name in by_bot} == by_bot
+    assert set(by_bot.values()) == {"fake", "fake:other"}
