@@ -109,7 +109,9 @@ def play(
     theme: str = typer.Option(None, "--theme", help='Theme for a generated cast, e.g. "pirates".'),
     bots_only: bool = typer.Option(True, "--bots-only/--with-human", help="Only bots play."),
     human: str = typer.Option(None, "--human", help="Play yourself under this name."),
-    llm: str = typer.Option("local", "--llm", "-m", help="Model for every bot and the router."),
+    llm: str = typer.Option("local", "--llm", "-m",
+                            help="Model for the bots and the router; a comma-separated list "
+                            "(e.g. local,openai/gpt-4o-mini) is dealt to the seats in turn."),
     seed: int = typer.Option(0, "--seed", help="Game seed (roles, orders, sampling)."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
     max_days: int = typer.Option(None, "--max-days", help="Stop after this many days."),
@@ -120,9 +122,11 @@ def play(
     with friendly_errors():
         if not bots_only and not human:
             raise ValueError("--with-human needs --human NAME (the name you play under)")
+        names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
         store = _store(db)
         state = create_game(
-            store, n_players=players, n_wolves=wolves, seed=seed, model=llm, theme=theme,
+            store, n_players=players, n_wolves=wolves, seed=seed, model=names[0],
+            models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, max_days=max_days, max_messages_per_day=max_messages,
             game_id=game_id, pool=LLMPool(),
         )
