@@ -8,6 +8,8 @@ completion-style; structured output is constrained by llama.cpp's JSON-schema gr
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
 import math
 import os
@@ -50,6 +52,19 @@ def default_model_path() -> Path:
         assemble(partial, overwrite=True)
         partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
     return target
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free llama.cpp models while the interpreter is intact.
+
+    Left to `Llama.__del__` at interpreter teardown, llama-cpp-python prints an
+    "Exception ignored ... TypeError" traceback after every run that used the local model."""
+    with _models_lock:
+        for model in _models.values():
+            with contextlib.suppress(Exception):
+                model.close()
+        _models.clear()
 
 
 def _load(path: Path, n_ctx: int) -> Any:
