@@ -27,6 +27,12 @@ def default_responder(body: dict[str, Any]) -> str:
     return f"echo seed={body.get('seed')}: {last[-80:]}"
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog of 5 drops simultaneous connects, which the client only
+    # retries after a 1 s SYN timeout: that, not the client, would then bound concurrency.
+    request_queue_size = 128
+
+
 class LoopbackServer:
     """ThreadingHTTPServer on 127.0.0.1 with an ephemeral port; use as a context manager."""
 
@@ -41,7 +47,7 @@ class LoopbackServer:
         self.authorizations: list[str] = []
         self._failures: list[int] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
