@@ -229,7 +229,11 @@ def machine() -> str:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, {platform.system()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
+        f"{platform.system()}, load average at the end {load} (the machine is shared)"
+    )
 
 
 def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -> str:
