@@ -19,6 +19,7 @@ import argparse
 import collections
 import contextlib
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -194,6 +195,21 @@ def cfr_speed(min_seconds: float) -> dict:
 # ---- 3. README main job ----------------------------------------------------------------------
 
 
+def inputs_fingerprint() -> str:
+    """Hash of everything the main job's LLM requests depend on (config, binding, domains, llm).
+
+    Others edit these files while a long benchmark runs; a changed hash means the rerun's
+    cache misses are not gtsteer's doing, and the report says so.
+    """
+    digest = hashlib.sha256()
+    paths = [FRUIT, *sorted((ROOT / "gtsteer").glob("binding/*.py"))]
+    paths += sorted((ROOT / "gtsteer").glob("domains/*.py"))
+    paths += sorted((ROOT / "gtsteer").glob("llm/**/*.py"))
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def main_job() -> dict | str:
     """Timings of the main job, or why it was not run."""
     try:
@@ -203,6 +219,7 @@ def main_job() -> dict | str:
     exe = ROOT / ".venv" / "bin" / "gtsteer"
     cmd = [str(exe), "solve", str(FRUIT.relative_to(ROOT)), "--games", "1", "--quiet"]
     out: dict = {"command": "gtsteer solve configs/trade_fruit_tone.yaml --games 1"}
+    before = inputs_fingerprint()
     with fresh_cache(), tempfile.TemporaryDirectory() as tmp:
         for label in ("cold", "rerun"):
             start = time.perf_counter()
@@ -216,6 +233,7 @@ def main_job() -> dict | str:
             summary = json.loads((Path(tmp) / "summary.json").read_text())
             out[f"{label}_calls"] = summary["llm_calls"]
             out[f"{label}_failures"] = len(summary["failures"])
+    out["inputs_changed"] = inputs_fingerprint() != before
     return out
 
 
@@ -318,6 +336,8 @@ def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -
                 if job.get(f"{label}_failures"):
                     detail += f", {job[f'{label}_failures']} failed instance(s)"
             lines.append(f"| {label} | {job[f'{label}_s']:.1f} s | {detail} |")
+        if job.get("inputs_changed"):
+            lines += ["", "Invalid rerun: config/binding/llm sources changed during the run."]
         lines += ["", "Goal: under 5 minutes (300 s) cold."]
     lines.append(END)
     return "\n".join(lines) + "\n"
