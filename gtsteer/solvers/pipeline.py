@@ -74,39 +74,21 @@ def solve_config(
 
     before = model.usage
     records: list[GameRecord] = []
-    failures: list[Failure] = []
-    clipped = 0
     backend = ""
-    roles = list(spec.players)
     for instance in generate_instances(spec, games, seed):
         game = make_game(spec, instance, model, config=str(config_path), seed=seed)
-        record = GameRecord(index=instance.index, instance=instance.model_dump(), status="failed")
-        try:
-            report = expand_sync(game, progress=progress)
-        except LLMError as exc:
-            report = None
-            reason = f"{type(exc).__name__}: {exc}"
-            failures.append(Failure(instance=instance.index, stage="expand", reason=reason))
-            record.failure = reason
-        if report is not None:
-            record.expansion = _dump(report)
-            clipped += int(getattr(report, "clipped_rewards", 0) or 0)
-            if report.failed:
-                reason = str(report.reason or "expansion failed")
-                failures.append(Failure(instance=instance.index, stage="expand", reason=reason))
-                record.failure = reason
-            else:
-                try:
-                    result = solve_cfr(game, solver=solver, iterations=iterations)
-                    backend = result.backend
-                    _fill_record(record, game, result)
-                except LLMError as exc:  # a cache miss during traversal that then failed
-                    reason = f"{type(exc).__name__}: {exc}"
-                    failures.append(Failure(instance=instance.index, stage="solve", reason=reason))
-                    record.failure = reason
+        record, used = _solve_instance(game, solver, iterations, progress)
+        backend = used or backend
         records.append(record)
         path = out / "games" / f"{instance.index}.json"
         path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    failures = [
+        Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
+        for r in records
+        if r.status == "failed"
+    ]
+    clipped = sum(int((r.expansion or {}).get("clipped_rewards", 0)) for r in records)
+    roles = list(spec.players)
 
     after = model.usage
     summary = SolveSummary(
@@ -139,6 +121,33 @@ def solve_config(
         summary.instruction_distribution = _distributions(solved, roles)
     (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def _solve_instance(
+    game: Any, solver: str, iterations: int, progress: bool
+) -> tuple[GameRecord, str]:
+    """Expand, solve and measure one game; LLM failures mark the record failed, not the run.
+
+    Returns the record and which CFR implementation ran ("" when it did not get that far).
+    """
+    instance = game.instance
+    record = GameRecord(index=instance.index, instance=instance.model_dump(), status="failed")
+    try:
+        report = expand_sync(game, progress=progress)
+    except LLMError as exc:
+        record.failure_stage, record.failure = "expand", f"{type(exc).__name__}: {exc}"
+        return record, ""
+    record.expansion = _dump(report)
+    if report.failed:
+        record.failure_stage, record.failure = "expand", str(report.reason or "expansion failed")
+        return record, ""
+    try:
+        result = solve_cfr(game, solver=solver, iterations=iterations)
+    except LLMError as exc:  # a node the expansion missed, whose lazy call then failed
+        record.failure_stage, record.failure = "solve", f"{type(exc).__name__}: {exc}"
+        return record, ""
+    _fill_record(record, game, result)
+    return record, result.backend
 
 
 def _fill_record(record: GameRecord, game: Any, result: CFRResult) -> None:

@@ -110,6 +110,7 @@ class GameRecord(BaseModel):
     instance: dict[str, Any]
     status: str  # "solved" or "failed"
     failure: str | None = None
+    failure_stage: str | None = None  # "expand" or "solve"
     expansion: dict[str, Any] | None = None
     info_states: int = 0
     policy: list[InfoStatePolicy] = Field(default_factory=list)
