@@ -93,7 +93,8 @@ class LLM:
     ):
         self.backend = backend or make_backend(model, api_base=api_base, timeout_s=timeout_s)
         self.model = self.backend.describe() if backend else model
-        self.cache = (cache or ResponseCache()) if use_cache else None
+        # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
+        self.cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self.max_concurrency = max_concurrency or self.backend.max_concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
