@@ -245,3 +245,14 @@ def test_use_cache_false_never_touches_the_cache(isolated_cache: Path) -> None:
     assert llm.generate_sync("x").cached is False
     assert llm.usage.new_calls == 2
     assert not (isolated_cache / "responses").exists()
+
+
+def test_an_empty_cache_passed_in_is_the_one_used(tmp_path: Path, isolated_cache: Path) -> None:
+    """An empty ResponseCache is falsy (it has __len__); it must not fall back to the default."""
+    mine = ResponseCache(tmp_path / "mine")
+    assert len(mine) == 0
+    llm = LLM("fake", cache=mine)
+    assert llm.cache is mine
+    llm.generate_sync("goes to my cache")
+    assert len(mine) == 1
+    assert not (isolated_cache / "responses").exists()
