@@ -68,6 +68,19 @@ def write_section(path: Path, body: str) -> None:
     path.write_text(text)
 
 
+def _commit() -> str:
+    """The commit the benchmarked code came from (read before the run starts)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "gtsteer/werewolf",
+                                "gtsteer/llm"], capture_output=True, text=True,
+                               check=False).stdout.strip()
+    except OSError:
+        return "?"
+    return head + (" (uncommitted changes)" if dirty else "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", default="local")
@@ -86,6 +99,7 @@ def main() -> None:
             Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache/gtsteer") / "models"))
         os.environ["GTSTEER_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-ww-")
 
+    commit = _commit()
     from gtsteer.werewolf.runner import GameRunner, create_game
     from gtsteer.werewolf.store import GameStore
 
@@ -116,11 +130,6 @@ def main() -> None:
         "winner": state.winner,
         "end_reason": state.end_reason,
     }
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=False).stdout.strip()
-    except OSError:
-        commit = "?"
     cmd = (f".venv/bin/python scripts/bench_werewolf.py --llm {args.llm} --players "
            f"{args.players} --max-days {args.max_days} --max-messages {args.max_messages} "
            f"--seed {args.seed}")
