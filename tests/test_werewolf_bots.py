@@ -211,3 +211,16 @@ def test_mixed_models_in_one_game(tmp_path):
     by_bot = {c.bot: c.model for c in store.calls("m") if not c.bot.startswith("(")}
     assert {p.name: p.model for p in final.players if p.name in by_bot} == by_bot
     assert set(by_bot.values()) == {"fake", "fake:other"}
+
+
+@pytest.mark.parametrize(("raw", "clean"), [
+    (" I trust Ben.\nBen: thanks", "I trust Ben."),
+    ("Cat: I trust Ben.", "I trust Ben."),
+    ("Ben:", ""),
+    ("\n\n Ben is odd. Ben: no I am not", "Ben is odd."),
+    ('"Quiet, all of you."', "Quiet, all of you."),
+])
+def test_speech_is_cut_where_the_model_starts_another_turn(raw, clean):
+    from gtsteer.werewolf.bots import clean_line
+
+    assert clean_line(raw, "Cat", ["Ben", "Ann", "Moderator"]) == clean

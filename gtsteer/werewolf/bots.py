@@ -46,11 +46,16 @@ def decision_seed(state: GameState, bot: str, purpose: str) -> int:
     return derive_seed(state.seed, state.step, state.day, bot, purpose)
 
 
-def clean_line(text: str, bot: str) -> str:
-    """First line of a completion, without a repeated speaker label or stray quotes."""
+def clean_line(text: str, bot: str, others: list[str] | None = None) -> str:
+    """First line of a completion, without a repeated speaker label or stray quotes.
+
+    A base model often goes on to write the next speaker's turn ("Elin: ..."); everything from
+    another player's label on is dropped, so a bot never puts words in someone else's mouth."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     line = lines[0] if lines else ""
     line = re.sub(rf"^{re.escape(bot)}\s*:\s*", "", line)
+    for name in others or []:
+        line = re.split(rf"(?:^|\s){re.escape(name)}\s*:", line, maxsplit=1)[0]
     return line.strip().strip('"').strip()[:MAX_LINE_CHARS]
 
 
@@ -76,7 +81,9 @@ def bot_decision(
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=purpose, seed=seed,
                              max_tokens=48 if local else 80,
                              stop=["\n\n"] if local else None)
-        return Decision(kind=want.kind, actor=bot, text=clean_line(raw, bot), **common), [rec]
+        others = [p.name for p in state.players if p.name != bot] + ["Moderator"]
+        text = clean_line(raw, bot, others)
+        return Decision(kind=want.kind, actor=bot, text=text, **common), [rec]
 
     if want.kind == "summary":
         prompt = ctx.completion("JSON:") if local else ctx.messages()
