@@ -336,8 +336,11 @@ def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -
                 if job.get(f"{label}_failures"):
                     detail += f", {job[f'{label}_failures']} failed instance(s)"
             lines.append(f"| {label} | {job[f'{label}_s']:.1f} s | {detail} |")
-        if job.get("inputs_changed"):
+        rerun_new = job.get("rerun_calls", {}).get("new_calls", 0)
+        if job.get("inputs_changed") and rerun_new:
             lines += ["", "Invalid rerun: config/binding/llm sources changed during the run."]
+        elif job.get("inputs_changed"):
+            lines += ["", "(Sources were edited during the run; the rerun still made no new call.)"]
         lines += ["", "Goal: under 5 minutes (300 s) cold."]
     lines.append(END)
     return "\n".join(lines) + "\n"
