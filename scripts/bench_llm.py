@@ -1,0 +1,271 @@
+"""Benchmark the LLM layer and record the numbers in docs/BENCHMARKS.md.
+
+Measures the embedded local model (load time, prompt and generated tokens/s), the response
+cache (hit latency and throughput), and bounded concurrency against the loopback
+OpenAI-compatible server used by the tests. Only the section between the `bench_llm` markers is
+rewritten, so other benchmarks can share the file.
+
+    .venv/bin/python scripts/bench_llm.py            # everything, writes docs/BENCHMARKS.md
+    .venv/bin/python scripts/bench_llm.py --no-write # print only
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the loopback server lives with the tests
+
+from llm_server import LoopbackServer
+
+from gtsteer.llm import LLM, ResponseCache
+
+START, END = "<!-- bench_llm:start -->", "<!-- bench_llm:end -->"
+console = Console(stderr=True)
+
+
+# ---- measurements --------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": os.getloadavg()[0],
+    }
+
+
+def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
+    """Load time, prompt (prefill) tokens/s and generated tokens/s through LLM("local")."""
+    from gtsteer.llm.backends import local as local_module
+
+    local_module._close_models()  # models are cached per path:n_ctx; reload with new threads
+    os.environ["GTSTEER_LOCAL_THREADS"] = str(threads)
+    llm = LLM("local", use_cache=False)
+    backend: Any = llm.backend
+    backend.path = local_module.default_model_path()  # assemble first; time only the load
+    start = time.perf_counter()
+    backend.llama()
+    load_s = time.perf_counter() - start
+
+    long_prompt = " ".join(
+        f"Villager {i} says the wolf is hiding near the old mill." for i in range(40)
+    )
+    short_prompt = "Here is a long story about a village, a mill and a wolf. Once upon a time,"
+    prefill, generate, long_tokens = [], [], 0
+    for r in range(repeats):
+        c = llm.generate_sync(long_prompt + f" ({r})", max_tokens=1, temperature=0.0)
+        prefill.append(c.usage.prompt_tokens / c.usage.latency_s)
+        long_tokens = c.usage.prompt_tokens
+        c = llm.generate_sync(short_prompt, seed=r, max_tokens=gen_tokens, temperature=0.8)
+        generate.append(c.usage.completion_tokens / c.usage.latency_s)
+    return {
+        "threads": threads,
+        "load_s": load_s,
+        "long_prompt_tokens": long_tokens,
+        "prefill_tps": statistics.median(prefill),
+        "gen_tps": statistics.median(generate),
+        "gen_tokens": gen_tokens,
+    }
+
+
+async def _timed_hits(llm: LLM, n: int) -> list[float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        result = await llm.generate(f"cache entry {i}", seed=i, max_tokens=32)
+        times.append(time.perf_counter() - start)
+        assert result.cached
+    return times
+
+
+async def _fill(llm: LLM, n: int) -> None:
+    for i in range(n):
+        await llm.generate(f"cache entry {i}", seed=i, max_tokens=32)
+
+
+def bench_cache(entries: int) -> dict[str, Any]:
+    """Hits through LLM.generate (key hashing + SQLite read + JSON decode) on a fresh cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = ResponseCache(Path(tmp) / "responses")
+        llm = LLM("fake", cache=cache)
+        start = time.perf_counter()
+        asyncio.run(_fill(llm, entries))
+        fill_s = time.perf_counter() - start
+        times = asyncio.run(_timed_hits(llm, entries))
+        assert llm.usage.cache_hits == entries and llm.usage.new_calls == entries
+        times_ms = sorted(t * 1000 for t in times)
+        cache.close()
+    return {
+        "entries": entries,
+        "miss_write_ms": fill_s / entries * 1000,
+        "mean_ms": statistics.fmean(times_ms),
+        "p50_ms": times_ms[len(times_ms) // 2],
+        "p99_ms": times_ms[min(len(times_ms) - 1, int(len(times_ms) * 0.99))],
+        "hits_per_s": entries / (sum(times_ms) / 1000),
+    }
+
+
+async def _burst(llm: LLM, n: int, tag: str) -> float:
+    start = time.perf_counter()
+    await asyncio.gather(*(llm.generate(f"{tag} request {i}", seed=i) for i in range(n)))
+    return time.perf_counter() - start
+
+
+def bench_concurrency(requests: int, latency_s: float, levels: list[int]) -> dict[str, Any]:
+    """Wall time of `requests` uncached calls to a server answering after `latency_s`."""
+    os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-dummy")
+    walls: dict[int, float] = {}
+    with LoopbackServer(latency_s=latency_s) as server:
+        for level in levels:
+            llm = LLM(
+                "openai/test-model",
+                api_base=server.base_url,
+                use_cache=False,
+                max_concurrency=level,
+            )
+            asyncio.run(_burst(llm, 2, f"warm-{level}"))  # import litellm, open connections
+            server.reset_counters()
+            walls[level] = asyncio.run(_burst(llm, requests, f"c{level}"))
+            assert server.requests == requests and server.max_in_flight <= level
+            console.log(f"concurrency {level}: {walls[level]:.2f} s")
+    return {
+        "requests": requests,
+        "latency_ms": latency_s * 1000,
+        "walls": walls,
+        "speedup": walls[levels[0]] / walls[levels[-1]],
+        "levels": levels,
+    }
+
+
+# ---- report --------------------------------------------------------------------------------
+
+
+def render(
+    command: str, m: dict[str, Any], local: list[dict] | None, cache: dict, conc: dict
+) -> str:
+    lo, hi = conc["levels"][0], conc["levels"][-1]
+    machine_line = (
+        f"Machine: {m['nproc']} CPUs ({m['cpu']}), Python {m['python']}, {m['date']}, "
+        f"1-min load average {m['load']:.1f} at start (the machine is shared with other jobs; "
+        "numbers taken under load are lower bounds)."
+    )
+    lines = [START, "## LLM layer", "", f"Command: `{command}`  ", machine_line, ""]
+    if local:
+        first = local[0]
+        how = (
+            f"Prefill: a {first['long_prompt_tokens']}-token prompt; generation: "
+            f"{first['gen_tokens']} tokens at temperature 0.8; medians of the repeats. "
+            "Load time is llama.cpp's load of the already assembled GGUF."
+        )
+        lines += [
+            "### Local model (Gemma 3 270M Q4_K_M via llama.cpp, `GTSTEER_LOCAL_THREADS`)",
+            "",
+            how,
+            "",
+            "| threads | load time | prompt tokens/s | generated tokens/s |",
+            "|---|---|---|---|",
+            *(
+                f"| {r['threads']} | {r['load_s']:.2f} s | {r['prefill_tps']:.0f} "
+                f"| {r['gen_tps']:.1f} |"
+                for r in local
+            ),
+            "",
+        ]
+    cache_title = f"### Response cache ({cache['entries']} entries, fresh cache, via LLM.generate)"
+    conc_title = (
+        f"### Concurrency ({conc['requests']} uncached requests via litellm to the loopback "
+        f"OpenAI-compatible server, {conc['latency_ms']:.0f} ms latency each)"
+    )
+    lines += [
+        cache_title,
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| hit latency mean | {cache['mean_ms']:.3f} ms |",
+        f"| hit latency p50 / p99 | {cache['p50_ms']:.3f} / {cache['p99_ms']:.3f} ms |",
+        f"| hit throughput (sequential) | {cache['hits_per_s']:.0f} hits/s |",
+        f"| miss + write (fake backend) | {cache['miss_write_ms']:.3f} ms per call |",
+        "",
+        conc_title,
+        "",
+        "| max_concurrency | wall time |",
+        "|---|---|",
+        *(f"| {level} | {wall:.2f} s |" for level, wall in conc["walls"].items()),
+        "",
+        f"Speedup {hi} vs {lo}: **{conc['speedup']:.1f}x** (goal: at least 12x).",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace only our marked section; create the file or append the section if needed."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
+    parser.add_argument("--no-write", action="store_true", help="print, do not write the file")
+    parser.add_argument("--skip-local", action="store_true", help="skip the local model")
+    parser.add_argument("--gen-tokens", type=int, default=64)
+    parser.add_argument("--threads", default="1,2", help="llama.cpp thread counts to measure")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cache-entries", type=int, default=2000)
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=200.0)
+    args = parser.parse_args(argv)
+
+    command = "python scripts/bench_llm.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    m = machine()
+    console.log(f"machine: {m}")
+    local: list[dict] | None = None
+    if not args.skip_local:
+        local = []
+        for threads in (int(t) for t in args.threads.split(",")):
+            with console.status(f"local model, {threads} threads: load, prefill, generation"):
+                local.append(bench_local(args.gen_tokens, args.repeats, threads))
+            console.log(f"local: {local[-1]}")
+    with console.status(f"cache: {args.cache_entries} misses then hits"):
+        cache = bench_cache(args.cache_entries)
+    console.log(f"cache: {cache}")
+    with console.status("concurrency against the loopback server"):
+        conc = bench_concurrency(args.requests, args.latency_ms / 1000, [1, 16])
+    section = render(command.strip(), m, local, cache, conc)
+    print(section)
+    if not args.no_write:
+        write_section(args.out, section)
+        console.log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
