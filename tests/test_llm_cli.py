@@ -58,7 +58,9 @@ def test_ask_with_choices_json() -> None:
 def test_ask_with_choices_plain_prints_choice_then_scores() -> None:
     code, out = ask("--model", "fake", "--choices", "logos,pathos,ethos", "Pick a style.")
     assert code == 0, out
-    expected = LLM("fake", use_cache=False).choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
+    expected = LLM("fake", use_cache=False).choose_sync(
+        "Pick a style.", ["logos", "pathos", "ethos"]
+    )
     lines = out.splitlines()
     assert lines[0] == expected.choice
     for option in ("logos", "pathos", "ethos"):

@@ -123,9 +123,7 @@ def test_concurrency_is_bounded_by_max_concurrency(server: LoopbackServer) -> No
     llm = make_llm(server, max_concurrency=4, use_cache=False)
 
     async def burst() -> list[str]:
-        results = await asyncio.gather(
-            *(llm.generate(f"request {i}", seed=i) for i in range(16))
-        )
+        results = await asyncio.gather(*(llm.generate(f"request {i}", seed=i) for i in range(16)))
         return [r.text for r in results]
 
     texts = asyncio.run(burst())
@@ -209,3 +207,24 @@ def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> 
 def test_unknown_model_string_is_a_config_error() -> None:
     with pytest.raises(ModelConfigError, match="Unknown model string 'no-such-provider-xyz'"):
         LLM("no-such-provider-xyz")
+
+
+def test_cost_comes_from_litellms_cost_map(server: LoopbackServer) -> None:
+    """A model litellm knows is priced from its bundled cost map; usage adds up per run."""
+    import litellm
+
+    llm = LLM("openai/gpt-4o-mini", api_base=server.base_url)
+    first = llm.generate_sync("Price me", seed=1)
+    llm.generate_sync("Price me too", seed=1)
+    price = litellm.model_cost["gpt-4o-mini"]
+    expected = (
+        first.usage.prompt_tokens * price["input_cost_per_token"]
+        + first.usage.completion_tokens * price["output_cost_per_token"]
+    )
+    assert first.usage.cost_usd == pytest.approx(expected)
+    assert first.usage.cost_usd > 0
+    usage = llm.usage
+    assert usage.new_calls == 2 and usage.latency_s > 0
+    assert usage.prompt_tokens == 2 + 3 and usage.cost_usd > first.usage.cost_usd
+    # The unknown loopback model has no price: cost 0, not an error.
+    assert make_llm(server).generate_sync("free").usage.cost_usd == 0.0
