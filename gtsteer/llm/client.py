@@ -62,7 +62,7 @@ def run_sync(coro: Coroutine[Any, Any, R]) -> R:
     def worker() -> None:
         try:
             result["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             result["error"] = exc
 
     thread = threading.Thread(target=worker)

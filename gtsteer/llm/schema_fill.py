@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-WORDS = (
-    "apple banana kiwi blueberry trade offer deal fair maybe agree think friend plan tomorrow "
-    "morning evening quick careful honest clever idea share value happy sure perhaps listen"
-).split()
+WORDS = [
+    "apple", "banana", "kiwi", "blueberry", "trade", "offer", "deal", "fair", "maybe", "agree",
+    "think", "friend", "plan", "tomorrow", "morning", "evening", "quick", "careful", "honest",
+    "clever", "idea", "share", "value", "happy", "sure", "perhaps", "listen",
+]
 
 
 def fill(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:

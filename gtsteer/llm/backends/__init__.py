@@ -25,4 +25,4 @@ def make_backend(model: str, api_base: str | None = None, timeout_s: float = 120
     return LiteLLMBackend(model, api_base=api_base, timeout_s=timeout_s)
 
 
-__all__ = ["Backend", "FakeBackend", "make_backend", "BACKEND_KINDS"]
+__all__ = ["BACKEND_KINDS", "Backend", "FakeBackend", "make_backend"]

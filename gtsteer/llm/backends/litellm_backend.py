@@ -69,15 +69,15 @@ class LiteLLMBackend(Backend):
             if request.messages is not None
             else [{"role": "user", "content": request.prompt}]
         )
-        kwargs: dict[str, Any] = dict(
-            model=self.model,
-            messages=messages,
-            temperature=request.temperature,
-            max_tokens=request.max_tokens,
-            seed=request.seed,
-            timeout=self.timeout_s,
-            num_retries=0,
-        )
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": request.seed,
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+        }
         if request.stop:
             kwargs["stop"] = request.stop
         if self.api_base:
@@ -97,7 +97,7 @@ class LiteLLMBackend(Backend):
         usage = getattr(response, "usage", None)
         try:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # models missing from litellm's cost map cost "unknown" -> 0
+        except Exception:  # noqa: BLE001 - a model missing from the cost map costs "unknown" -> 0
             cost = 0.0
         return RawCompletion(
             text=text,
