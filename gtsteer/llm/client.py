@@ -269,8 +269,9 @@ class LLM:
                     start = time.perf_counter()
                     async with self._semaphore():
                         try:
+                            timeout = self.timeout_s if self.backend.cancellable else None
                             raw = await asyncio.wait_for(
-                                self.backend.complete(request, json_schema), self.timeout_s
+                                self.backend.complete(request, json_schema), timeout
                             )
                         except TimeoutError as exc:
                             raise TransientLLMError(

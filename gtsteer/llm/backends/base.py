@@ -14,6 +14,9 @@ class Backend(ABC):
     max_concurrency: int = 8
     #: True when structured output is constrained by a grammar (valid by construction).
     supports_grammar: bool = False
+    #: False when a call cannot be abandoned (in-process compute): a timeout would leave it
+    #: running and a retry would queue a second copy behind it, so the client waits instead.
+    cancellable: bool = True
 
     def __init__(self, model: str):
         self.model = model

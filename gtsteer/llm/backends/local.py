@@ -100,6 +100,7 @@ class LocalBackend(Backend):
     kind = "local"
     max_concurrency = 1  # one llama.cpp context; requests queue on a lock
     supports_grammar = True
+    cancellable = False  # a llama.cpp call in a worker thread cannot be stopped
 
     def __init__(self, model: str = "local"):
         super().__init__(model)
