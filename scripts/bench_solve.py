@@ -314,8 +314,10 @@ def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -
         )
     else:
         lines += [
-            f"`{job['command']}` (Gemma 3 270M Q4_K_M via llama.cpp, fresh response cache, "
-            f"{job['source']}):",
+            (
+                f"`{job['command']}` (Gemma 3 270M Q4_K_M via llama.cpp, fresh response cache, "
+                f"{job['source']}):"
+            ),
             "",
             "| run | wall time | LLM calls |",
             "|---|---:|---|",
