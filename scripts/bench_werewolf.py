@@ -136,7 +136,8 @@ def main() -> None:
     body = f"""## Werewolf: one bot-only game ({args.players} players, model `{args.llm}`)
 
 Command: `{cmd}`
-Machine: {os.cpu_count()} cores ({cpu_model()}), shared with other jobs; date
+Machine: {os.cpu_count()} cores ({cpu_model()}), shared with other jobs (load average at
+the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}); date
 {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}; commit {commit}. Fresh response
 cache (every call is a real model call). Caps: {args.max_days} days, {args.max_messages}
 discussion turns per day (introductions on day 1 not counted).
