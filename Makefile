@@ -31,6 +31,8 @@ lint: setup
 
 bench: setup
 	$(PY) scripts/bench_llm.py
+	$(PY) scripts/bench_solve.py
+	$(PY) scripts/bench_werewolf.py --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
 
 clean:
 	rm -rf $(VENV) .pytest_cache
