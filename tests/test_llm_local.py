@@ -9,7 +9,7 @@ import math
 from typing import Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 from gtsteer.cli import app
@@ -20,6 +20,18 @@ pytestmark = pytest.mark.slow
 
 class Suspect(BaseModel):
     who: Literal["Akira", "Yuki", "Mika"]
+
+
+class Clue(BaseModel):
+    kind: Literal["howl", "footprint", "alibi"]
+    seen_by: list[Literal["Akira", "Yuki", "Mika"]] = Field(max_length=2)
+
+
+class Accusation(BaseModel):
+    """An enum field plus a list of objects holding lists: the grammar has to track nesting."""
+
+    who: Literal["Akira", "Yuki", "Mika"]
+    clues: list[Clue] = Field(max_length=2)
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +96,63 @@ def test_prompt_longer_than_context_raises(monkeypatch: pytest.MonkeyPatch) -> N
     assert result.exit_code == 2
     assert "PromptTooLongError" in result.output
     assert "Traceback" not in result.output
+
+
+ACCUSE_PROMPT = (
+    "Akira heard a howl; Yuki found a footprint by the mill; Mika has no alibi.\n"
+    "The accusation as JSON:\n"
+)
+
+
+def test_fast_grammar_sampling_is_valid_by_construction(local: LLM) -> None:
+    """The sampled-token-first grammar check never lets an invalid token through: every sample
+    at temperature 1.0 validates on the first attempt, and a seed fixes the JSON."""
+    from gtsteer.llm.backends.llama_sampling import FastGrammarLlama, GrammarCheckedSampler
+
+    results = [
+        local.structured_sync(ACCUSE_PROMPT, Accusation, seed=s, temperature=1.0, max_tokens=120)
+        for s in range(10)
+    ]
+    for r in results:
+        assert r.attempts == 1, r.raw
+        assert Accusation.model_validate_json(r.raw) == r.value
+    assert len({r.raw for r in results}) > 1  # the samples really vary
+
+    again = local.structured_sync(
+        ACCUSE_PROMPT, Accusation, seed=3, temperature=1.0, max_tokens=120
+    )
+    assert again.raw == results[3].raw
+
+    llama = local.backend.llama()  # type: ignore[attr-defined]
+    assert isinstance(llama, FastGrammarLlama)
+    sampler = llama._sampler
+    assert isinstance(sampler, GrammarCheckedSampler)  # the fast path really ran
+    assert sampler.fast_tokens > 0
+
+
+def test_fast_grammar_sampling_matches_grammar_first_when_greedy(local: LLM) -> None:
+    """At temperature 0 the sampled-token-first check gives exactly llama-cpp-python's
+    grammar-first result (the argmax is kept whenever the grammar allows it)."""
+    import json
+
+    from llama_cpp import Llama, LlamaGrammar
+
+    backend = local.backend  # type: ignore[attr-defined]
+    fast = backend.llama()
+    stock = Llama(model_path=str(backend.path), n_ctx=backend.n_ctx, n_threads=2, verbose=False)
+    try:
+        schema = json.dumps(Accusation.model_json_schema())
+        texts = []
+        for llama in (fast, stock):
+            llama.reset()
+            out = llama.create_completion(
+                ACCUSE_PROMPT,
+                max_tokens=60,
+                temperature=0.0,
+                grammar=LlamaGrammar.from_json_schema(schema, verbose=False),
+            )
+            texts.append(out["choices"][0]["text"])
+    finally:
+        stock.close()
+    assert texts[0] == texts[1]
+    Accusation.model_validate_json(texts[0])

