@@ -140,3 +140,17 @@ def test_choice_model_lists_the_options() -> None:
     assert model.model_validate({"choice": "ethos"}).choice == "ethos"  # type: ignore[attr-defined]
     _, problems = problems_of('{"choice": "mythos"}', model)
     assert problems == ["`choice` must be one of: logos, pathos, ethos (got 'mythos')"]
+
+
+def test_raw_newlines_inside_strings_are_accepted() -> None:
+    """llama.cpp's JSON grammar lets a literal newline into a string; that is still an answer."""
+    from pydantic import BaseModel
+
+    from gtsteer.llm.structured import problems_of
+
+    class Notes(BaseModel):
+        notes: str
+
+    value, problems = problems_of('{"notes": "line one\nline two"}', Notes)
+    assert problems == []
+    assert value is not None and value.notes == "line one\nline two"

@@ -12,13 +12,13 @@ def extract_json(raw: str) -> Any:
     """Parse the first JSON object in `raw` (models like to wrap JSON in prose or fences)."""
     text = raw.strip()
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except json.JSONDecodeError:
         pass
     start, end = text.find("{"), text.rfind("}")
     if start == -1 or end <= start:
         raise ValueError("the answer contains no JSON object")
-    return json.loads(text[start : end + 1])
+    return json.loads(text[start : end + 1], strict=False)
 
 
 def problems_of(raw: str, schema: type[BaseModel]) -> tuple[BaseModel | None, list[str]]:
