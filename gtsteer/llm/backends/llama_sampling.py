@@ -9,12 +9,18 @@ times slower than unconstrained generation. llama.cpp's own `common_sampler` avo
    distribution) *without* the grammar;
 2. apply the grammar to a one-element candidate array holding only that token; if its logit
    stays finite the grammar accepts it, and the token is accepted into grammar and chain;
-3. only if it was rejected, apply the grammar to the full candidate array, then the chain, and
-   sample again (the grammar always sees the whole vocabulary here, never an empty set).
+3. only if it was rejected, apply the grammar to the chain's top-k candidates by logit (k = 40
+   by default), drop those it rejects and sample from the rest with the normal chain;
+4. only if the grammar rejected all of those too, apply it to the full candidate array, then
+   the chain, and sample again (the grammar always sees at least k candidates, never an empty
+   set).
 
 Every emitted token has passed the grammar, so the output is valid by construction; the chain's
 random generator is seeded as before, so a seed still fixes the text. At temperature 0 the
-result equals the grammar-first chain exactly (the argmax is kept whenever it is allowed).
+result equals the grammar-first chain exactly (the argmax of the allowed tokens is found in
+step 2, 3 or 4). When sampling, step 3 draws from the allowed tokens among the top k by raw
+logit rather than the top k of the allowed tokens; those sets differ only in tokens below the
+k-th most likely, which min-p/top-p sampling almost never reaches.
 
 `FastGrammarLlama` is `llama_cpp.Llama` with this sampler swapped in when a grammar is given;
 without a grammar it builds llama-cpp-python's own chain unchanged. It relies on the private
@@ -52,15 +58,22 @@ def _candidates(buffer: np.ndarray) -> llama_cpp.llama_token_data_array:
 class GrammarCheckedSampler:
     """Chain sample first, grammar check of that one token, full grammar only on rejection."""
 
-    def __init__(self, chain: LlamaSampler, model: Any, grammar: LlamaGrammar, n_vocab: int):
+    def __init__(
+        self, chain: LlamaSampler, model: Any, grammar: LlamaGrammar, n_vocab: int, top_k: int = 40
+    ):
         self.chain = chain
         self.grammar = LlamaSampler()  # a one-sampler chain owns and frees the grammar sampler
         self.grammar.add_grammar(model, grammar)
+        self.top_k = max(1, min(top_k if top_k > 0 else 40, n_vocab))
+        self.prefilter = LlamaSampler()
+        self.prefilter.add_top_k(self.top_k)
         self.n_vocab = n_vocab
         self._ids = np.arange(n_vocab, dtype=np.int32)
         self._full = np.zeros(n_vocab, dtype=_TOKEN_DATA)
+        self._top = np.zeros(self.top_k, dtype=_TOKEN_DATA)
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
         self.fast_tokens = 0  # accepted on the first, single-token grammar check
+        self.top_k_tokens = 0  # drawn from the grammar-allowed tokens among the top k
         self.resampled_tokens = 0  # needed the grammar over the whole vocabulary
 
     def _full_array(self, ctx: Any, idx: int) -> llama_cpp.llama_token_data_array:
@@ -84,12 +97,35 @@ class GrammarCheckedSampler:
         llama_cpp.llama_sampler_apply(self.grammar.sampler, ctypes.byref(one))
         return one.size == 1 and not math.isinf(one.data[0].logit)
 
+    def _sample_top_k(self, ctx: Any, idx: int) -> int | None:
+        """Sample among the grammar-allowed tokens of the top k by logit; None if there are none."""
+        cur = self._full_array(ctx, idx)
+        llama_cpp.llama_sampler_apply(self.prefilter.sampler, ctypes.byref(cur))
+        n = min(int(cur.size), self.top_k)
+        ctypes.memmove(
+            self._top.ctypes.data, ctypes.addressof(cur.data.contents), n * _TOKEN_DATA.itemsize
+        )
+        top = self._top[:n]
+        checked = _candidates(top)
+        llama_cpp.llama_sampler_apply(self.grammar.sampler, ctypes.byref(checked))
+        # the grammar marks rejected tokens -inf in place; keep the rest, in the same order
+        allowed = np.ascontiguousarray(top[np.isfinite(top["logit"])])
+        if not len(allowed):
+            return None
+        allowed["p"] = 0.0
+        cur = _candidates(allowed)
+        llama_cpp.llama_sampler_apply(self.chain.sampler, ctypes.byref(cur))
+        return self._selected(cur)
+
     def sample(self, ctx: Any, idx: int = -1) -> int:
         cur = self._full_array(ctx, idx)
         llama_cpp.llama_sampler_apply(self.chain.sampler, ctypes.byref(cur))
         token = self._selected(cur)
         if self._allowed(token):
             self.fast_tokens += 1
+        elif (allowed := self._sample_top_k(ctx, idx)) is not None:
+            self.top_k_tokens += 1
+            token = allowed
         else:
             self.resampled_tokens += 1
             cur = self._full_array(ctx, idx)
@@ -101,6 +137,7 @@ class GrammarCheckedSampler:
         return token
 
     def close(self) -> None:
+        self.prefilter.close()
         self.grammar.close()
         self.chain.close()
 
@@ -112,4 +149,5 @@ class FastGrammarLlama(Llama):
         chain = super()._init_sampler(*args, grammar=None, **kwargs)
         if grammar is None:
             return chain
-        return GrammarCheckedSampler(chain, self._model, grammar, self._n_vocab)
+        top_k = int(kwargs.get("top_k", 40))
+        return GrammarCheckedSampler(chain, self._model, grammar, self._n_vocab, top_k)
