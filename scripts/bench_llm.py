@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import os
 import platform
 import statistics
@@ -86,6 +87,63 @@ def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
         "prefill_tps": statistics.median(prefill),
         "gen_tps": statistics.median(generate),
         "gen_tokens": gen_tokens,
+        **bench_structured(backend, threads, repeats),
+    }
+
+
+TRADE_PROMPT = (
+    "Ana: I have plenty of apples. Would you give me a kiwi for two apples?\n"
+    "Ben: Make it two apples and a banana and the kiwi is yours.\n"
+    "Ana: Fine, two apples and a banana for your kiwi. Deal.\n\n"
+    "The trade they agreed on, as JSON:\n"
+)
+
+
+def bench_structured(backend: Any, threads: int, repeats: int) -> dict[str, Any]:
+    """Grammar-constrained tokens/s on the fruit-trade extraction schema, greedy so that both
+    samplers emit the same tokens: llama-cpp-python's stock sampler (grammar over the whole
+    vocabulary first) against the backend's (grammar checked on the sampled token first).
+    The two alternate within each repeat, so load on a shared machine hits both alike."""
+    from llama_cpp import Llama, LlamaGrammar
+
+    from gtsteer.domains.fruit_trade import FRUITS, trade_model
+
+    schema = json.dumps(trade_model(("Ana", "Ben"), tuple(FRUITS)).model_json_schema())
+    fast = backend.llama()
+    stock = Llama(
+        model_path=str(backend.path), n_ctx=backend.n_ctx, n_threads=threads, verbose=False
+    )
+    rates: dict[str, list[float]] = {"stock": [], "fast": []}
+    texts: dict[str, str] = {}
+    tokens = 0
+    try:
+        for _ in range(repeats):
+            for name, model in (("stock", stock), ("fast", fast)):
+                grammar = LlamaGrammar.from_json_schema(schema, verbose=False)
+                model.reset()
+                start = time.perf_counter()
+                out = model.create_completion(
+                    TRADE_PROMPT, max_tokens=96, temperature=0.0, grammar=grammar
+                )
+                elapsed = time.perf_counter() - start
+                tokens = out["usage"]["completion_tokens"]
+                rates[name].append(tokens / elapsed)
+                texts[name] = out["choices"][0]["text"]
+    finally:
+        stock.close()
+    json.loads(texts["fast"])
+    if texts["fast"] != texts["stock"]:
+        raise AssertionError(f"greedy outputs differ: {texts}")
+    sampler = fast._sampler  # the GrammarCheckedSampler of the last constrained completion
+    resampled = sampler.resampled_tokens / tokens
+    stock_tps, fast_tps = statistics.median(rates["stock"]), statistics.median(rates["fast"])
+    return {
+        "structured_tokens": tokens,
+        "structured_stock_tps": stock_tps,
+        "structured_fast_tps": fast_tps,
+        "structured_speedup": fast_tps / stock_tps,
+        "structured_resampled": resampled,
+        "structured_load": os.getloadavg()[0],
     }
 
 
@@ -178,6 +236,16 @@ def render(
             f"{first['gen_tokens']} tokens at temperature 0.8; medians of the repeats. "
             "Load time is llama.cpp's load of the already assembled GGUF."
         )
+        structured_how = (
+            f"Structured: the fruit-trade extraction (`trade_model`, {first['structured_tokens']} "
+            "tokens of JSON, greedy, so both samplers emit the same tokens; prompt included), "
+            "llama-cpp-python's stock sampler (JSON-schema grammar over all 262k tokens before "
+            "top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled token "
+            "first, then the top 40, and runs over the whole vocabulary only when it rejects "
+            "them all; the share of such tokens is in the last column). The two alternate "
+            "within each repeat; medians. Generation speed without a grammar (above) is the "
+            "ceiling."
+        )
         lines += [
             "### Local model (Gemma 3 270M Q4_K_M via llama.cpp, `GTSTEER_LOCAL_THREADS`)",
             "",
@@ -188,6 +256,20 @@ def render(
             *(
                 f"| {r['threads']} | {r['load_s']:.2f} s | {r['prefill_tps']:.0f} "
                 f"| {r['gen_tps']:.1f} |"
+                for r in local
+            ),
+            "",
+            structured_how,
+            "",
+            (
+                "| threads | structured tokens/s, stock | structured tokens/s, gtsteer "
+                "| speedup | load average after | tokens needing the full grammar |"
+            ),
+            "|---|---|---|---|---|---|",
+            *(
+                f"| {r['threads']} | {r['structured_stock_tps']:.1f} "
+                f"| {r['structured_fast_tps']:.1f} | **{r['structured_speedup']:.1f}x** "
+                f"| {r['structured_load']:.1f} | {r['structured_resampled']:.0%} |"
                 for r in local
             ),
             "",
