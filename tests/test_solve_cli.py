@@ -100,3 +100,11 @@ def test_same_numbers_across_processes_and_hash_seeds(tmp_path: Path) -> None:
         outputs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert outputs[0]["metrics"]["cfr_gain"]["per_instance"]  # something was solved
     assert outputs[0] == outputs[1]
+
+
+def test_tables_never_print_negative_zero() -> None:
+    from gtsteer.cli.solve import _signed
+
+    assert _signed(-1e-9) == "+0.0000"
+    assert _signed(-0.25, 3) == "-0.250"
+    assert _signed(0.4375, 3) == "+0.438"

@@ -19,14 +19,19 @@ from gtsteer.solvers.pipeline import (
 from gtsteer.solvers.summary import Metric, SolveSummary
 
 
+def _signed(x: float, digits: int = 4) -> str:
+    """Signed fixed-point text; rounds first so a tiny negative float never prints as -0.0000."""
+    return f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
 def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:+.4f}"
+    return "—" if x is None else _signed(x)
 
 
 def _ci(metric: Metric) -> str:
     if metric.ci_low is None or metric.ci_high is None:
         return "— (1 instance)"
-    return f"[{metric.ci_low:+.4f}, {metric.ci_high:+.4f}]"
+    return f"[{_signed(metric.ci_low)}, {_signed(metric.ci_high)}]"
 
 
 def print_summary(summary: SolveSummary) -> None:
@@ -45,7 +50,7 @@ def print_summary(summary: SolveSummary) -> None:
             title="head-to-head: row player's value (row plays row, others play col)",
         )
         for row in h2h.strategies:
-            table.add_row(row, *(f"{h2h.values[row][c]:+.3f}" for c in h2h.strategies))
+            table.add_row(row, *(_signed(h2h.values[row][c], 3) for c in h2h.strategies))
         console.print(table)
     for dist in summary.instruction_distribution:
         table = Table(
