@@ -166,10 +166,17 @@ def test_structured_output_through_litellm(monkeypatch: pytest.MonkeyPatch) -> N
 def test_choose_without_logprobs_is_a_constrained_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
     with LoopbackServer(responder=lambda body: '{"choice": "pathos"}') as srv:
-        result = make_llm(srv).choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
+        llm = make_llm(srv)
+        result = llm.choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
+        again = llm.choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
     assert result.method == "constrained"
     assert result.choice == "pathos"
     assert result.scores == {"logos": 0.0, "pathos": 1.0, "ethos": 0.0}
+    assert again.cached is True and again.choice == "pathos"
+    # One choice is one metered request (the inner structured call is not counted twice).
+    usage = llm.usage
+    assert (usage.requests, usage.cache_hits, usage.new_calls) == (2, 1, 1)
+    assert srv.requests == 1
 
 
 def test_the_cache_never_contains_a_secret(

@@ -188,14 +188,19 @@ class LLM:
             raise ValueError("choose() needs at least two distinct options")
         request = to_request(prompt, seed=seed, temperature=0.0, max_tokens=1)
         key = self._key("choice", request, options=options)
-        hit = self._cache_get(key)
+        # Metered here only on a hit or a scoring call: the constrained path's structured()
+        # call meters itself, and one choice must count as one request.
+        hit = self._cache_get(key, meter=False)
         if hit is not None:
+            self.meter.request(cached=True)
             return ChoiceResult(**hit, cached=True)
         scores = await self._limited(self.backend.score_options(request, options))
         if scores is not None:
-            method = "hash" if self.backend.kind == "fake" else "loglik"
-            result = ChoiceResult(choice=max(options, key=lambda o: scores[o]), scores=scores, method=method)
+            self.meter.request(cached=False)
             self.meter.call(Usage())
+            method = "hash" if self.backend.kind == "fake" else "loglik"
+            best = max(options, key=lambda o: scores[o])
+            result = ChoiceResult(choice=best, scores=scores, method=method)
         else:
             picked = await self.structured(prompt, choice_model(options), seed=seed, max_tokens=64)
             chosen = picked.value.choice  # type: ignore[attr-defined]
@@ -225,9 +230,10 @@ class LLM:
             {"kind": kind, **self.backend.identity(), "request": request.model_dump(), **extra}
         )
 
-    def _cache_get(self, key: str) -> dict[str, Any] | None:
+    def _cache_get(self, key: str, *, meter: bool = True) -> dict[str, Any] | None:
         hit = self.cache.get(key) if self.cache is not None else None
-        self.meter.request(cached=hit is not None)
+        if meter:
+            self.meter.request(cached=hit is not None)
         return hit
 
     def _cache_set(self, key: str, value: dict[str, Any]) -> None:
