@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from gtsteer.cli.llm import llm_app
+from gtsteer.cli.solve import register as register_solve
+from gtsteer.cli.werewolf import werewolf_app
 
 app = typer.Typer(
     name="gtsteer",
@@ -13,16 +15,5 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(llm_app, name="llm")
-
-try:  # command groups added by later features register themselves here
-    from gtsteer.cli.solve import register as _register_solve
-
-    _register_solve(app)
-except ImportError:  # pragma: no cover - during incremental development only
-    pass
-try:
-    from gtsteer.cli.werewolf import werewolf_app
-
-    app.add_typer(werewolf_app, name="werewolf")
-except ImportError:  # pragma: no cover
-    pass
+register_solve(app)
+app.add_typer(werewolf_app, name="werewolf")
