@@ -235,3 +235,22 @@ def test_cost_comes_from_litellms_cost_map(server: LoopbackServer) -> None:
     assert usage.prompt_tokens == 2 + 3 and usage.cost_usd > first.usage.cost_usd
     # The unknown loopback model has no price: cost 0, not an error.
     assert make_llm(server).generate_sync("free").usage.cost_usd == 0.0
+
+
+def test_provider_error_text_is_scrubbed_of_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Error messages reach stderr and results files, so credentials are removed first."""
+    from gtsteer.llm.backends.litellm_backend import _classify
+
+    monkeypatch.setenv("OPENAI_API_KEY", "env-secret-value-123")
+
+    class BadRequestError(Exception):
+        status_code = 400
+
+    exc = BadRequestError(
+        "bad request to https://bob:hunter2pass@api.example/v1?api-key=QSECRET99&x=1 "
+        "with key sk-abcdefghijkl0123 and header env-secret-value-123"
+    )
+    message = str(_classify(exc))
+    for secret in ("hunter2pass", "QSECRET99", "sk-abcdefghijkl0123", "env-secret-value-123"):
+        assert secret not in message
+    assert "api.example/v1" in message and "x=1" in message and "status 400" in message

@@ -7,6 +7,7 @@ retries are off because the client owns backoff, so that every try is metered.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -110,10 +111,31 @@ class LiteLLMBackend(Backend):
         )
 
 
+_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
+_SECRET_PARAM = re.compile(r"(?i)\b((?:api[-_]?)?key|token|secret|password|sig)=[^&\s'\"]+")
+_KEY_SHAPED = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
+
+
+def scrub_secrets(text: str) -> str:
+    """Remove credentials from provider error text before it reaches logs or result files.
+
+    Providers echo request URLs and sometimes keys in their errors; those messages end up in
+    stderr, ExpansionReport.reason and results/*.json, so they are cleaned at the one place
+    errors leave the backend.
+    """
+    for name, value in os.environ.items():
+        if len(value) >= 8 and name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET", "_KEY")):
+            text = text.replace(value, "***")
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    text = _SECRET_PARAM.sub(lambda m: f"{m.group(1)}=***", text)
+    return _KEY_SHAPED.sub(lambda m: f"{m.group(1)}-***", text)
+
+
 def _classify(exc: Exception) -> Exception:
-    """Map litellm/OpenAI exceptions to retryable or final gtsteer errors."""
+    """Map litellm/OpenAI exceptions to retryable or final gtsteer errors (secrets scrubbed)."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
+    detail = scrub_secrets(str(exc))[:300]
     transient_names = {
         "RateLimitError",
         "InternalServerError",
@@ -124,10 +146,10 @@ def _classify(exc: Exception) -> Exception:
         "BadGatewayError",
     }
     if name in transient_names or (isinstance(status, int) and (status == 429 or status >= 500)):
-        return TransientLLMError(f"{name} (status {status}): {str(exc)[:300]}")
+        return TransientLLMError(f"{name} (status {status}): {detail}")
     if name == "AuthenticationError":
         return ModelConfigError(
             "The provider rejected the API key (authentication error). Check the key in your "
             "environment."
         )
-    return LLMCallError(f"{name} (status {status}): {str(exc)[:300]}")
+    return LLMCallError(f"{name} (status {status}): {detail}")
