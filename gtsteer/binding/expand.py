@@ -15,8 +15,8 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gtsteer.binding.game import DialogueGame, DialogueState, History
-from gtsteer.binding.prompts import Turn, clean_message
+from gtsteer.binding.game import DialogueGame, DialogueState
+from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward import compute_reward
 from gtsteer.llm import LLMError, run_sync
 
@@ -101,8 +101,7 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
     start_time = time.perf_counter()
     before = game.llm.usage
     report = ExpansionReport()
-    spec, inst = game.spec, game.instance
-    limit = spec.num_max_replies * spec.num_players
+    spec = game.spec
     level: list[DialogueState] = [game.new_initial_state()]
     terminals: list[DialogueState] = []
     with _Bar(progress) as bar:
@@ -110,7 +109,6 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
         while level:
             chance = [s for s in level if s.is_chance_node()]
             # 1. every message of this level
-            keys: list[History] = []
             jobs: list[Awaitable[Any]] = []
             for s in chance:
                 speaker, instruction = s.current_speaker, s.pending_instruction
@@ -118,22 +116,16 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
                 for outcome, _ in s.chance_outcomes():
                     h = (*s.history_key, outcome)
                     if h not in game.messages:
-                        req = game.message_request(s.turns, speaker, instruction, outcome)
-                        keys.append(h)
-                        jobs.append(
-                            game.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
-                        )
+                        jobs.append(game.amessage(h, s.turns, speaker, instruction))
             report.message_requests += len(jobs)
             results = await bar.gather(f"depth {depth}: messages", jobs)
             if (err := _first_failure(results)) is not None:
                 return _fail(game, report, f"message generation failed: {err}", before, start_time)
-            for h, res in zip(keys, results, strict=True):
-                game.messages[h] = clean_message(res.text, inst)  # type: ignore[union-attr]
             # 2. the termination check of every new message that does not end the game anyway
             if spec.termination_prompt is not None:
-                keys, jobs = [], []
+                jobs = []
                 for s in chance:
-                    if s.replies + 1 >= limit:
+                    if s.replies + 1 >= game.reply_limit:
                         continue
                     for outcome, _ in s.chance_outcomes():
                         h = (*s.history_key, outcome)
@@ -141,16 +133,12 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
                             continue
                         turn = Turn(speaker=s.current_speaker, instruction=s.pending_instruction,
                                     text=game.messages[h])
-                        keys.append(h)
-                        jobs.append(game.llm.choose(
-                            game.termination_request([*s.turns, turn]), ["yes", "no"], seed=0))
+                        jobs.append(game.aterminated(h, [*s.turns, turn]))
                 report.termination_requests += len(jobs)
                 results = await bar.gather(f"depth {depth}: end checks", jobs)
                 if (err := _first_failure(results)) is not None:
                     return _fail(game, report, f"termination check failed: {err}", before,
                                  start_time)
-                for h, res in zip(keys, results, strict=True):
-                    game.terminations[h] = res.choice == "yes"  # type: ignore[union-attr]
             # 3. the next level (all results are in memory now: no LLM call here)
             nxt: list[DialogueState] = []
             for s in level:

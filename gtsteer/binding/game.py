@@ -160,22 +160,43 @@ class DialogueGame(pyspiel.Game):
     def termination_request(self, turns: list[Turn]) -> str:
         return termination_prompt(self.spec, self.instance, turns)
 
-    def message(self, history: History, turns: list[Turn], speaker: int, instruction: str) -> str:
+    @property
+    def reply_limit(self) -> int:
+        """Messages after which the dialogue ends regardless of the termination check."""
+        return self.spec.num_max_replies * self.spec.num_players
+
+    # Each node's content has one async definition: expansion gathers these concurrently, and
+    # the synchronous versions that OpenSpiel's traversal calls run the same coroutine, so the
+    # two can never fill the tables differently.
+
+    async def amessage(
+        self, history: History, turns: list[Turn], speaker: int, instruction: str
+    ) -> str:
         """The message at chance history `history` (its last action is the sample index)."""
         if history not in self.messages:
             req = self.message_request(turns, speaker, instruction, history[-1])
-            text = self.llm.generate_sync(req.prompt, **req.model_dump(exclude={"prompt"})).text
-            self.messages[history] = clean_message(text, self.instance)
+            completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
+            self.messages[history] = clean_message(completion.text, self.instance)
         return self.messages[history]
 
-    def terminated(self, history: History, turns: list[Turn]) -> bool:
+    def message(self, history: History, turns: list[Turn], speaker: int, instruction: str) -> str:
+        if history in self.messages:
+            return self.messages[history]
+        return run_sync(self.amessage(history, turns, speaker, instruction))
+
+    async def aterminated(self, history: History, turns: list[Turn]) -> bool:
         """The optional LLM check "is the dialogue over?", asked once per message."""
         if self.spec.termination_prompt is None:
             return False
         if history not in self.terminations:
-            result = self.llm.choose_sync(self.termination_request(turns), ["yes", "no"], seed=0)
+            result = await self.llm.choose(self.termination_request(turns), ["yes", "no"], seed=0)
             self.terminations[history] = result.choice == "yes"
         return self.terminations[history]
+
+    def terminated(self, history: History, turns: list[Turn]) -> bool:
+        if self.spec.termination_prompt is None or history in self.terminations:
+            return self.terminations.get(history, False)
+        return run_sync(self.aterminated(history, turns))
 
     def reward_context(self, history: History, turns: list[Turn]) -> RewardContext:
         return RewardContext(
@@ -243,8 +264,7 @@ class DialogueState(pyspiel.State):
         self.turns = [*self.turns, Turn(speaker=speaker, instruction=instruction, text=text)]
         self._pending = None
         self._replies += 1
-        limit = game.spec.num_max_replies * game.spec.num_players
-        self._over = self._replies >= limit or game.terminated(history, self.turns)
+        self._over = self._replies >= game.reply_limit or game.terminated(history, self.turns)
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
