@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field, create_model
 
 from gtsteer.werewolf.context import build_context, info_state
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_structured, call_text
-from gtsteer.werewolf.playstyles import PLAYSTYLES, AssignedPlaystyle, PlaystyleChooser
-from gtsteer.werewolf.rules import derive_seed, rng
+from gtsteer.werewolf.playstyles import PLAYSTYLES, AssignedPlaystyle, PlaystyleChooser, reminder
+from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import Decision, GameState, Pending, SummaryNotes
 
 MAX_LINE_CHARS = 400
@@ -70,7 +70,10 @@ def bot_decision(
     style = chooser.choose(info)
     if style not in PLAYSTYLES:
         raise ValueError(f"PlaystyleChooser returned unknown playstyle {style!r}")
-    ctx = build_context(state, bot, want, style) if style != me.playstyle else draft
+    # Only the reminder depends on the playstyle; the rest of the context is reused.
+    ctx = draft if style == me.playstyle else draft.model_copy(
+        update={"reminder": reminder(style, me.role is Role.WEREWOLF)}
+    )
     local = pool.completion_style(me.model)
     seed = decision_seed(state, bot, want.kind)
     common = {"playstyle": style, "info_state": info.model_dump()}
