@@ -51,6 +51,14 @@ def cached_tree(game: pyspiel.Game) -> pyspiel.Game:
     return pyspiel.convert_to_cached_tree(game)
 
 
+def check_solver_args(solver: str, iterations: int) -> None:
+    """Validate solver arguments (the pipeline calls this before any LLM call)."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    if iterations < 1:
+        raise ValueError(f"iterations: must be >= 1, got {iterations}")
+
+
 def solve_cfr(
     game: pyspiel.Game,
     *,
@@ -59,10 +67,7 @@ def solve_cfr(
     allow_python_fallback: bool = True,
 ) -> CFRResult:
     """Run `iterations` of CFR or CFR+ and return the average policy as a table."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
-    if iterations < 1:
-        raise ValueError(f"iterations: must be >= 1, got {iterations}")
+    check_solver_args(solver, iterations)
     try:
         tree = cached_tree(game)
         cls = pyspiel.CFRPlusSolver if solver == "cfr+" else pyspiel.CFRSolver

@@ -16,7 +16,7 @@ import numpy as np
 from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMError
 from gtsteer.solvers.analysis import analyze
-from gtsteer.solvers.cfr import SOLVERS, CFRResult, solve_cfr
+from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
 from gtsteer.solvers.metrics import mean_ci
 from gtsteer.solvers.summary import (
     Failure,
@@ -47,10 +47,7 @@ def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
 def _check_args(games: int, iterations: int, solver: str) -> None:
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
-    if iterations < 1:
-        raise ValueError(f"iterations: must be >= 1, got {iterations}")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    check_solver_args(solver, iterations)
 
 
 def solve_config(
