@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding.prompts import fill_template
+from gtsteer.binding.prompts import fill_template, join_names
 from gtsteer.binding.spec import DomainSpec
 
 #: (spec, rng, player index, names) -> private info of that player, key -> text.
@@ -98,10 +98,6 @@ def name_fields(names: list[str]) -> dict[str, str]:
     fields = {f"name{i}": n for i, n in enumerate(names)}
     fields["players"] = join_names(names)
     return fields
-
-
-def join_names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def generate_instances(spec: DomainSpec, num: int, seed: int = 0) -> list[Instance]:

@@ -64,7 +64,7 @@ def message_prompt(
         "scenario": instance.scenario,
         "name": name,
         "other": ", ".join(instance.other_names(speaker)),
-        "players": _join(instance.names),
+        "players": join_names(instance.names),
         "private_info": render_private_info(instance.private_info[speaker]),
         # Both end with a newline when present, so "{transcript}{instruction}{name}:" never
         # leaves a blank line (which a base model reads as the end of the conversation).
@@ -96,7 +96,7 @@ def reward_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> st
     )
     fields = {
         "scenario": instance.scenario,
-        "players": _join(instance.names),
+        "players": join_names(instance.names),
         "private_info_all": everyone,
         "transcript": render_transcript(turns, instance.names),
     }
@@ -107,11 +107,12 @@ def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) 
     assert spec.termination_prompt is not None
     fields = {
         "scenario": instance.scenario,
-        "players": _join(instance.names),
+        "players": join_names(instance.names),
         "transcript": render_transcript(turns, instance.names),
     }
     return fill_template(spec.termination_prompt, fields).rstrip()
 
 
-def _join(names: list[str]) -> str:
+def join_names(names: list[str]) -> str:
+    """"Alice", "Alice and Bob", "Alice, Bob and Carol"."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

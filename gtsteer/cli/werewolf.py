@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.werewolf.bots import bot_decision
-from gtsteer.werewolf.engine import legal_targets
+from gtsteer.werewolf.engine import SLOT_VERB, legal_targets
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
@@ -22,8 +22,7 @@ from gtsteer.werewolf.store import GameStore, default_db_path
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
 
 DB_HELP = "SQLite file (default: <GTSTEER_CACHE_DIR or ~/.cache/gtsteer>/werewolf.sqlite)."
-VERB_OF_ROLE = {Role.WEREWOLF: "kill", Role.DOCTOR: "protect", Role.DETECTIVE: "investigate",
-                Role.MANIAC: "abduct"}
+VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
 
 
 def _store(db: str | None) -> GameStore:
