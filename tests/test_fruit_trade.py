@@ -115,3 +115,13 @@ def test_trade_schema_is_compact() -> None:
     schema = trade_model(("Ann", "Ben"), ("apple", "kiwi")).model_json_schema()
     assert list(schema["properties"]) == ["deal", "ann_gives", "ben_gives"]
     assert schema["properties"]["ann_gives"]["items"]["enum"] == ["apple", "kiwi"]
+
+
+def test_players_whose_names_collide_as_fields_keep_separate_trade_lists() -> None:
+    from gtsteer.binding.reward import player_keys
+    from gtsteer.domains.fruit_trade import gives_from, trade_model
+
+    assert player_keys(["Ann", "ann"]) == ["ann", "ann_1"]
+    model = trade_model(("Ann", "ann"), ("apple", "kiwi"))
+    trade = model(deal=True, ann_gives=["apple"], ann_1_gives=["kiwi", "kiwi"])
+    assert gives_from(trade, ["Ann", "ann"]) == [{"apple": 1}, {"kiwi": 2}]

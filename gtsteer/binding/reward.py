@@ -90,16 +90,23 @@ def field_name(name: str) -> str:
     return re.sub(r"\W+", "_", name.strip().lower()).strip("_") or "player"
 
 
+def player_keys(names: tuple[str, ...] | list[str]) -> list[str]:
+    """One distinct JSON field name per player, in order (a suffix resolves collisions)."""
+    keys: list[str] = []
+    for i, name in enumerate(names):
+        key = field_name(name)
+        keys.append(f"{key}_{i}" if key in keys else key)
+    return keys
+
+
 @lru_cache(maxsize=256)
 def payoff_model(names: tuple[str, ...], low: float, high: float) -> type[BaseModel]:
     """Both players' payoffs as one object. Bounds are described, not enforced: out-of-range
     answers are clipped and counted rather than retried into a failure."""
-    fields: dict = {}
-    for i, name in enumerate(names):
-        key = field_name(name)
-        if key in fields:
-            key = f"{key}_{i}"
-        fields[key] = (float, Field(description=f"{name}'s payoff, from {low:g} to {high:g}"))
+    fields: dict = {
+        key: (float, Field(description=f"{name}'s payoff, from {low:g} to {high:g}"))
+        for key, name in zip(player_keys(names), names, strict=True)
+    }
     return create_model("Payoffs", **fields)
 
 

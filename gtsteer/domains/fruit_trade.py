@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.binding.instances import register_private_info
-from gtsteer.binding.reward import RewardContext, field_name, register_utility
+from gtsteer.binding.reward import RewardContext, player_keys, register_utility
 from gtsteer.binding.spec import DomainSpec
 
 FRUITS = ["apple", "banana", "blueberry", "kiwi"]
@@ -61,8 +61,8 @@ def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int 
     skip one side of the trade."""
     fruit = Literal[fruits]  # type: ignore[valid-type]
     fields: dict = {"deal": (bool, Field(description="True if they agreed on a trade"))}
-    for name in names:
-        fields[f"{field_name(name)}_gives"] = (
+    for key, name in zip(player_keys(names), names, strict=True):
+        fields[f"{key}_gives"] = (
             list[fruit],  # type: ignore[valid-type]
             Field(max_length=max_items, description=f"fruits {name} hands over, one per fruit"),
         )
@@ -98,7 +98,7 @@ def gives_from(trade: BaseModel, names: list[str]) -> list[dict[str, int]] | Non
     data = trade.model_dump()
     if not data["deal"]:
         return None
-    return [dict(Counter(data[f"{field_name(n)}_gives"])) for n in names]
+    return [dict(Counter(data[f"{key}_gives"])) for key in player_keys(names)]
 
 
 @register_utility("fruit_trade")
