@@ -60,7 +60,7 @@ def fresh_cache() -> Iterator[Path]:
 
 def gtsteer_calls(iterations: int) -> dict:
     from gtsteer.llm import LLM
-    from gtsteer.solvers.pipeline import solve_config
+    from gtsteer.runs.solve import solve_config
 
     with fresh_cache() as cache, tempfile.TemporaryDirectory() as out:
         first = solve_config(FRUIT, LLM("fake"), games=1, iterations=iterations, out_dir=out,

@@ -78,7 +78,7 @@ def test_cli_missing_config_and_bad_solver_exit_2(tmp_path: Path) -> None:
 
 SOLVE_IN_SUBPROCESS = """
 import json, sys
-from gtsteer.solvers.pipeline import solve_config
+from gtsteer.runs.solve import solve_config
 s = solve_config(sys.argv[1], "fake", games=2, iterations=300, out_dir=sys.argv[2], progress=False)
 print(json.dumps(s.numbers(), sort_keys=True))
 """

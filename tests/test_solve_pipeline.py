@@ -11,7 +11,7 @@ from solve_helpers import MIXED_2X2, ConstantBackend
 
 from gtsteer.binding import ConfigError
 from gtsteer.llm import LLM
-from gtsteer.solvers.pipeline import default_out_dir, solve_config
+from gtsteer.runs.solve import default_out_dir, solve_config
 
 
 def constant_llm() -> tuple[LLM, ConstantBackend]:

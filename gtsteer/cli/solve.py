@@ -9,14 +9,14 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.solvers.cfr import SOLVERS
-from gtsteer.solvers.pipeline import (
+from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_SOLVER,
     default_out_dir,
     solve_config,
 )
-from gtsteer.solvers.summary import Metric, SolveSummary
+from gtsteer.runs.solve_schema import Metric, SolveSummary
+from gtsteer.solvers.cfr import SOLVERS
 
 
 def _signed(x: float, digits: int = 4) -> str:

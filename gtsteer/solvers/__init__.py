@@ -1,6 +1,6 @@
 """Solvers and metrics: OpenSpiel CFR/CFR+ on cached trees, NashConv, CFR gain, head-to-head."""
 
-from gtsteer.solvers.analysis import analyze, baseline_strategies
+from gtsteer.solvers.analysis import GameValues, analyze, baseline_strategies
 from gtsteer.solvers.cfr import SOLVERS, CFRResult, PolicyTable, cached_tree, solve_cfr
 from gtsteer.solvers.evaluate import (
     Strategy,
@@ -11,16 +11,13 @@ from gtsteer.solvers.evaluate import (
     uniform,
 )
 from gtsteer.solvers.metrics import MeanCI, cfr_gain, head_to_head, mean_ci, nash_conv
-from gtsteer.solvers.summary import GameRecord, GameValues, SolveSummary
 
 __all__ = [
     "SOLVERS",
     "CFRResult",
-    "GameRecord",
     "GameValues",
     "MeanCI",
     "PolicyTable",
-    "SolveSummary",
     "Strategy",
     "analyze",
     "baseline_strategies",

@@ -1,7 +1,7 @@
 """All per-instance numbers of a solved game, independent of where the game came from.
 
-Kept apart from the pipeline so standard OpenSpiel games (matrix games, Kuhn poker) exercise
-exactly the code that measures dialogue games.
+Kept apart from the solve driver (`gtsteer.runs.solve`) so standard OpenSpiel games (matrix
+games, Kuhn poker) exercise exactly the code that measures dialogue games.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyspiel
+from pydantic import BaseModel
 
 from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.evaluate import (
@@ -21,7 +22,19 @@ from gtsteer.solvers.evaluate import (
     uniform,
 )
 from gtsteer.solvers.metrics import cfr_gain, head_to_head, nash_conv
-from gtsteer.solvers.summary import GameValues
+
+
+class GameValues(BaseModel):
+    """Every number `analyze` measures on one solved game."""
+
+    nash_conv: float
+    nash_conv_normalized: float
+    cfr_gain: float
+    cfr_gain_per_player: list[float]
+    value_cfr: list[float]  # each player's value when all play CFR
+    value_any: list[float]  # each player's value when all play `any`
+    head_to_head: dict[str, dict[str, float]]
+    first_instruction: list[dict[str, float]]  # per player
 
 
 def baseline_strategies(

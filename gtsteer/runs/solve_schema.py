@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
 SCHEMA_VERSION = 1
@@ -90,17 +91,6 @@ class InfoStatePolicy(BaseModel):
     player: int
     info_state: str
     probs: dict[str, float]  # instruction label -> probability under the average policy
-
-
-class GameValues(BaseModel):
-    nash_conv: float
-    nash_conv_normalized: float
-    cfr_gain: float
-    cfr_gain_per_player: list[float]
-    value_cfr: list[float]  # each player's value when all play CFR
-    value_any: list[float]  # each player's value when all play `any`
-    head_to_head: dict[str, dict[str, float]]
-    first_instruction: list[dict[str, float]]  # per player
 
 
 class GameRecord(BaseModel):

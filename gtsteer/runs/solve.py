@@ -15,13 +15,10 @@ import numpy as np
 
 from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMError
-from gtsteer.solvers.analysis import analyze
-from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
-from gtsteer.solvers.metrics import mean_ci
-from gtsteer.solvers.summary import (
+from gtsteer.runs.output import prepare_run_dir, write_json
+from gtsteer.runs.solve_schema import (
     Failure,
     GameRecord,
-    GameValues,
     HeadToHead,
     InfoStatePolicy,
     InstructionDistribution,
@@ -30,6 +27,9 @@ from gtsteer.solvers.summary import (
     Metrics,
     SolveSummary,
 )
+from gtsteer.solvers.analysis import GameValues, analyze
+from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
 #: payoff range after 1000 iterations) and 1000 C++ iterations of a fruit tree take well under
@@ -67,7 +67,7 @@ def solve_config(
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
-    (out / "games").mkdir(parents=True, exist_ok=True)
+    prepare_run_dir(out, subdirs=("games",))
 
     before = model.usage
     records: list[GameRecord] = []
@@ -77,8 +77,7 @@ def solve_config(
         record, used = _solve_instance(game, solver, iterations, progress)
         backend = used or backend
         records.append(record)
-        path = out / "games" / f"{instance.index}.json"
-        path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_json(out / "games" / f"{instance.index}.json", record)
     failures = [
         Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
         for r in records
@@ -116,7 +115,7 @@ def solve_config(
         summary.metrics = _metrics(solved)
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
-    (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_json(out / "summary.json", summary)
     return summary
 
 

@@ -1,0 +1,46 @@
+"""Run folders hold only this run's files; JSON and PNG are written one way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from solve_helpers import MIXED_2X2, ConstantBackend
+
+from gtsteer.llm import LLM
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.solve import solve_config
+
+
+def test_rerun_with_fewer_games_leaves_no_stale_game_file(tmp_path: Path) -> None:
+    llm = LLM(backend=ConstantBackend())
+    solve_config(MIXED_2X2, llm, games=3, iterations=50, out_dir=tmp_path, progress=False)
+    assert sorted(p.name for p in (tmp_path / "games").iterdir()) == ["0.json", "1.json", "2.json"]
+    solve_config(MIXED_2X2, llm, games=1, iterations=50, out_dir=tmp_path, progress=False)
+    assert sorted(p.name for p in (tmp_path / "games").iterdir()) == ["0.json"]
+    assert json.loads((tmp_path / "summary.json").read_text())["num_games"] == 1
+
+
+def test_prepare_run_dir_keeps_unrelated_files_and_rejects_a_file(tmp_path: Path) -> None:
+    (tmp_path / "games").mkdir()
+    (tmp_path / "games" / "9.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("mine")
+    prepare_run_dir(tmp_path, subdirs=("games",))
+    assert list((tmp_path / "games").iterdir()) == []
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(NotADirectoryError, match="file"):
+        prepare_run_dir(blocker)
+
+
+def test_write_json_and_save_png(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "a" / "b.json", {"z": 1, "a": [1.5]})
+    assert path.read_text() == '{\n  "a": [\n    1.5\n  ],\n  "z": 1\n}\n'
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    png = save_png(fig, tmp_path / "plot.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
