@@ -60,11 +60,11 @@ def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
     """Load time, prompt (prefill) tokens/s and generated tokens/s through LLM("local")."""
     from gtsteer.llm.backends import local as local_module
 
-    local_module._close_models()  # models are cached per path:n_ctx; reload with new threads
-    os.environ["GTSTEER_LOCAL_THREADS"] = str(threads)
-    llm = LLM("local", use_cache=False)
-    backend: Any = llm.backend
-    backend.path = local_module.default_model_path()  # assemble first; time only the load
+    local_module._close_engines()  # engines are cached per path, context and threads
+    # Reuse off: every repeat must evaluate the whole prompt for prefill to be measured.
+    backend: Any = local_module.LocalBackend("local", threads=threads, prefix_cache_mb=0)
+    llm = LLM("local", backend=backend, use_cache=False)
+    backend.choice.resolve_path()  # assemble first; time only the load
     start = time.perf_counter()
     backend.llama()
     load_s = time.perf_counter() - start

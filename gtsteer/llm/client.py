@@ -194,10 +194,12 @@ class LLM:
         if hit is not None:
             self.meter.request(cached=True)
             return ChoiceResult(**hit, cached=True)
-        scores = await self._limited(self.backend.score_options(request, options))
+        scores, usage = await self._limited(
+            self.backend.score_options_with_usage(request, options)
+        )
         if scores is not None:
             self.meter.request(cached=False)
-            self.meter.call(Usage())
+            self.meter.call(usage)
             method = "hash" if self.backend.kind == "fake" else "loglik"
             best = max(options, key=lambda o: scores[o])
             result = ChoiceResult(choice=best, scores=scores, method=method)
@@ -299,8 +301,10 @@ class LLM:
 
 
 def _add(a: Usage, b: Usage) -> Usage:
+    evaluated = [u.prompt_tokens_evaluated for u in (a, b) if u.prompt_tokens_evaluated is not None]
     return Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
+        prompt_tokens_evaluated=sum(evaluated) if evaluated else None,
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         latency_s=a.latency_s + b.latency_s,

@@ -49,6 +49,9 @@ def render_messages(messages: list[Message]) -> str:
 
 class Usage(BaseModel):
     prompt_tokens: int = 0
+    #: Prompt tokens the model really evaluated (the local backend reuses cached prefixes);
+    #: None where the backend cannot tell.
+    prompt_tokens_evaluated: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

@@ -16,6 +16,8 @@ class UsageReport(BaseModel):
     failures: int = 0
     retries: int = 0
     prompt_tokens: int = 0
+    #: Of `prompt_tokens`, those evaluated afresh (None: no backend call reported it).
+    prompt_tokens_evaluated: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
@@ -39,6 +41,10 @@ class UsageMeter:
             r = self._report
             r.new_calls += 1
             r.prompt_tokens += usage.prompt_tokens
+            if usage.prompt_tokens_evaluated is not None:
+                r.prompt_tokens_evaluated = (
+                    r.prompt_tokens_evaluated or 0
+                ) + usage.prompt_tokens_evaluated
             r.completion_tokens += usage.completion_tokens
             r.cost_usd += usage.cost_usd
             r.latency_s += usage.latency_s

@@ -6,7 +6,14 @@ from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.llm.errors import ModelConfigError
 
-BACKEND_KINDS = ("local", "local:/path/model.gguf", "fake", "<provider>/<model> via litellm")
+BACKEND_KINDS = (
+    "local",
+    "local:gemma3-270m",
+    "local:smollm2-135m",
+    "local:/path/model.gguf",
+    "fake",
+    "<provider>/<model> via litellm",
+)
 
 
 def make_backend(model: str, api_base: str | None = None, timeout_s: float = 120.0) -> Backend:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from gtsteer.llm.types import GenerationRequest, RawCompletion
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 
 class Backend(ABC):
@@ -36,6 +36,12 @@ class Backend(ABC):
     ) -> dict[str, float] | None:
         """Log-likelihood of each option as the continuation; None if the backend can't."""
         return None
+
+    async def score_options_with_usage(
+        self, request: GenerationRequest, options: list[str]
+    ) -> tuple[dict[str, float] | None, Usage]:
+        """`score_options` plus the tokens it cost (zero where the backend does not count)."""
+        return await self.score_options(request, options), Usage()
 
     def describe(self) -> str:
         return f"{self.kind}:{self.model}"

