@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import register_private_info
 from gtsteer.binding.reward import RewardContext, player_keys, register_utility
 from gtsteer.binding.spec import DomainSpec
@@ -50,6 +51,16 @@ def fruit_private_info(
         owned[rng.choice(fruits)] = 1
     values = {f: rng.randint(lo, hi) for f in fruits}
     return {OWNED: render_counts(owned), VALUES: render_counts(values)}
+
+
+@register_private_features("fruit_trade")
+def fruit_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
+    """Own counts / max_count, then own values / top of the value range, fruit by fruit."""
+    fruits = fruits_of(spec)
+    max_count = int(spec.params.get("max_count", 3)) or 1
+    top = int(spec.params.get("value_range", [1, 8])[1]) or 1
+    owned, values = parse_counts(info[OWNED]), parse_counts(info[VALUES])
+    return [owned.get(f, 0) / max_count for f in fruits] + [values.get(f, 0) / top for f in fruits]
 
 
 @lru_cache(maxsize=64)
