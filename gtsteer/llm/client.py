@@ -13,7 +13,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -105,6 +105,10 @@ class LLM:
         # asyncio primitives bind to one loop; sync wrappers may run several loops over time.
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
+        # Requests in flight by cache key, per loop: identical concurrent requests share one call.
+        self._flights: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]
+        ] = weakref.WeakKeyDictionary()
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -125,12 +129,18 @@ class LLM:
             prompt, seed=seed, temperature=temperature, max_tokens=max_tokens, stop=stop or []
         )
         key = self._key("text", request)
-        hit = self._cache_get(key)
+        hit = self._cache_get(key, meter=False)
         if hit is not None:
+            self.meter.request(cached=True)
             return Completion(text=hit["text"], cached=True, usage=Usage(**hit["usage"]))
-        raw = await self._call(request, None)
-        self._cache_set(key, {"text": raw.text, "usage": raw.usage.model_dump()})
-        return Completion(text=raw.text, cached=False, usage=raw.usage)
+
+        async def call() -> RawCompletion:
+            raw = await self._call(request, None)
+            self._cache_set(key, {"text": raw.text, "usage": raw.usage.model_dump()})
+            return raw
+
+        raw, shared = await self._once(key, call)
+        return Completion(text=raw.text, cached=shared, usage=Usage() if shared else raw.usage)
 
     async def structured(
         self,
@@ -149,13 +159,30 @@ class LLM:
         if not self.backend.supports_grammar:
             request = _with_schema_hint(request, json_schema)
         key = self._key("structured", request, schema=json_schema)
-        hit = self._cache_get(key)
+        hit = self._cache_get(key, meter=False)
         if hit is not None:
-            value, problems = problems_of(hit["raw"], schema)
+            value, _ = problems_of(hit["raw"], schema)
             if value is not None:
+                self.meter.request(cached=True)
                 return Structured[schema](  # type: ignore[valid-type]
                     value=value, raw=hit["raw"], cached=True, attempts=0, usage=Usage()
                 )
+        result, shared = await self._once(
+            key, lambda: self._structured_call(key, request, schema, json_schema, attempts)
+        )
+        if shared:
+            return result.model_copy(update={"cached": True, "attempts": 0, "usage": Usage()})
+        return result
+
+    async def _structured_call(
+        self,
+        key: str,
+        request: GenerationRequest,
+        schema: type[T],
+        json_schema: dict[str, Any],
+        attempts: int,
+    ) -> Structured[T]:
+        """Ask until the answer validates (with feedback naming the problem), then cache it."""
         total = Usage()
         current = request
         raw, problems = "", []
@@ -194,6 +221,19 @@ class LLM:
         if hit is not None:
             self.meter.request(cached=True)
             return ChoiceResult(**hit, cached=True)
+        result, shared = await self._once(
+            key, lambda: self._choice_call(key, prompt, request, options, seed), meter=False
+        )
+        return result.model_copy(update={"cached": True}) if shared else result
+
+    async def _choice_call(
+        self,
+        key: str,
+        prompt: PromptLike,
+        request: GenerationRequest,
+        options: list[str],
+        seed: int,
+    ) -> ChoiceResult:
         scores, usage = await self._limited(
             self.backend.score_options_with_usage(request, options)
         )
@@ -241,6 +281,37 @@ class LLM:
     def _cache_set(self, key: str, value: dict[str, Any]) -> None:
         if self.cache is not None:
             self.cache.set(key, value)
+
+    async def _once(
+        self, key: str, call: Callable[[], Awaitable[R]], *, meter: bool = True
+    ) -> tuple[R, bool]:
+        """`(result, shared)`: the first request of a key runs `call`; identical requests
+        arriving while it is in flight await that same result (`shared`), so a backend that
+        ignores seeds cannot answer one request two ways within a run. A shared answer is
+        metered as a cache hit; `meter=False` leaves the first request's metering to `call`."""
+        flights = self._flights.setdefault(asyncio.get_running_loop(), {})
+        pending = flights.get(key)
+        if pending is not None:
+            self.meter.request(cached=True)
+            return await asyncio.shield(pending), True
+        if meter:
+            self.meter.request(cached=False)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        flights[key] = future
+        try:
+            result = await call()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # marks it retrieved: nobody may be waiting
+            raise
+        else:
+            future.set_result(result)
+            return result, False
+        finally:
+            del flights[key]
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
