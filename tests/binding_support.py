@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from gtsteer.binding import DialogueGame, DomainSpec, load_spec, make_game, make_instance
-from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
+from gtsteer.llm import LLM, Backend, FakeBackend, GenerationRequest, RawCompletion
 
 FRUIT = Path(__file__).resolve().parent.parent / "configs" / "trade_fruit_tone.yaml"
 
@@ -21,6 +21,13 @@ def fruit_dict() -> dict[str, Any]:
 def fruit_spec(**update: Any) -> DomainSpec:
     """The fruit spec with fields replaced (and validated again)."""
     return DomainSpec.model_validate({**load_spec(FRUIT).model_dump(), **update})
+
+
+class EchoingFake(FakeBackend):
+    """The fake, copying the prompt's last lines (the private instruction) into its text."""
+
+    kind = "fake-echo"
+    echo = True
 
 
 class ScriptedBackend(Backend):

@@ -40,6 +40,8 @@ class ConstantBackend(Backend):
 async def mixed_2x2_utility(ctx: Any) -> list[float]:
     if ctx.instance.index in ctx.spec.params.get("fail_instances", []):
         raise LLMCallError("reward model unavailable (injected)")
+    if ctx.instance.index in ctx.spec.params.get("crash_instances", []):
+        raise ZeroDivisionError("utility bug (injected)")
     row = MOVES.index(ctx.instructions(0)[0])
     col = MOVES.index(ctx.instructions(1)[0])
     return [PAYOFF[row][col], -PAYOFF[row][col]]

@@ -9,6 +9,7 @@ from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, w
 import gtsteer
 from gtsteer.binding import ANY, DialogueGame, load_game, make_game, make_instance
 from gtsteer.binding.prompts import message_prompt
+from gtsteer.domains.fruit_trade import trade_bounds
 
 
 def fruit_game(**kw) -> DialogueGame:
@@ -39,7 +40,9 @@ def test_game_shape() -> None:
     assert game.max_chance_outcomes() == 2
     assert game.get_type().utility == pyspiel.GameType.Utility.GENERAL_SUM
     assert game.get_type().reward_model == pyspiel.GameType.RewardModel.TERMINAL
-    assert (game.min_utility(), game.max_utility()) == (-20.0, 20.0)
+    # Bounds derived from this instance's baskets and values: no legal trade can leave them.
+    assert (game.min_utility(), game.max_utility()) == trade_bounds(game.spec, game.instance)
+    assert game.min_utility() < 0 < game.max_utility()
     assert game.instructions(0) == ["calm", "assertive", "submissive", "any"]
     assert game.any_action(1) == 3
 
@@ -70,8 +73,12 @@ def test_every_instruction_becomes_a_message_including_the_last() -> None:
     assert [(t.speaker, t.instruction) for t in state.turns] == [
         (0, "assertive"), (1, "submissive"),
     ]
-    # The fake echoes the instruction line, so the last message carries "submissive".
-    assert "submissive" in state.turns[-1].text
+    # The last instruction reached the prompt of the last message (and the message does not
+    # repeat it).
+    last = game.message_request(state.turns[:1], 1, "submissive", 1)
+    assert last.prompt.endswith(f"({game.instance.names[1]} writes in a submissive tone.)\n"
+                                f"{game.instance.names[1]}:")  # fmt: skip
+    assert "submissive" not in state.turns[-1].text.lower()
 
 
 def test_longer_game_alternates_and_ends_after_max_replies() -> None:

@@ -31,7 +31,8 @@ def test_fruit_config_loads() -> None:
     spec = load_spec(FRUIT)
     assert spec.instructions() == ["calm", "assertive", "submissive", "any"]
     assert (spec.num_llm_seeds, spec.num_max_replies) == (2, 1)
-    assert (spec.payoff.min, spec.payoff.max, spec.payoff.utility) == (-20, 20, "fruit_trade")
+    assert (spec.payoff.min, spec.payoff.max, spec.payoff.utility) == (-96, 96, "fruit_trade")
+    assert spec.num_deals == 1
 
 
 def test_missing_field_is_named(tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_unknown_placeholder_is_named(tmp_path: Path) -> None:
 
 def test_bad_payoff_bounds(tmp_path: Path) -> None:
     data = fruit_dict()
-    data["payoff"]["min"] = 30
+    data["payoff"]["min"] = 100
     assert "field `payoff`" in error_of(tmp_path, data)
 
 

@@ -9,9 +9,12 @@ from binding_support import ScriptedBackend, fruit_spec
 
 from gtsteer.binding import Instance, RewardContext, Turn, compute_reward
 from gtsteer.domains.fruit_trade import (
+    FRUITS,
     fruit_private_info,
+    max_items,
     parse_counts,
     render_counts,
+    trade_bounds,
     trade_model,
     trade_values,
 )
@@ -80,7 +83,7 @@ def _context(answer: dict | str) -> RewardContext:
         Turn(speaker=0, instruction="calm", text="I give you an apple for two bananas."),
         Turn(speaker=1, instruction="any", text="Deal."),
     ]
-    llm = LLM("scripted", backend=ScriptedBackend(answer), structured_attempts=1)
+    llm = LLM("scripted", backend=ScriptedBackend(answer), structured_attempts=1, use_cache=False)
     return RewardContext(spec=spec, instance=instance, transcript=turns, llm=llm)
 
 
@@ -98,11 +101,50 @@ def test_utility_impossible_and_no_deal_extractions() -> None:
     assert run_sync(compute_reward(refused)).returns == [0.0, 0.0]
 
 
-def test_big_trade_is_clipped_to_bounds() -> None:
-    ctx = _context({"deal": True, "ann_gives": [], "ben_gives": ["kiwi", "kiwi"]})
-    ctx.instance.private_info[0]["fruit_values"] = "apple: 5, banana: 2, blueberry: 1, kiwi: 30"
+def test_five_fruit_trade_is_extracted_whole() -> None:
+    # Ann gives 2 apples + 3 blueberries (5 fruits, more than the old cap of 4) for 2 kiwis.
+    gives = {"deal": True, "ann_gives": ["apple"] * 2 + ["blueberry"] * 3, "ben_gives": ["kiwi"] * 2}
+    ctx = _context(gives)
     reward = run_sync(compute_reward(ctx))
-    assert reward.raw == [60.0, -4.0] and reward.returns == [20.0, -4.0] and reward.clipped
+    # Ann: +2 kiwis x 6 - (2 x 5 + 3 x 1) = -1; Ben: 2 x 3 + 3 x 4 - 2 x 2 = 14.
+    assert reward.raw == reward.returns == [-1.0, 14.0] and not reward.clipped
+
+
+def test_schema_allows_a_full_basket_from_the_params() -> None:
+    spec = fruit_spec()
+    assert max_items(spec) == 3 * 4
+    schema = trade_model(("Ann", "Ben"), tuple(FRUITS), max_items(spec)).model_json_schema()
+    assert schema["properties"]["ann_gives"]["maxItems"] == 12
+    bigger = fruit_spec(params={**spec.params, "max_count": 5})
+    assert max_items(bigger) == 20
+
+
+def test_maximal_trade_is_not_clipped() -> None:
+    # Each gives the whole basket. Ann's basket is worth 19 to her and 20 to Ben; Ben's is
+    # worth 8 to him and 20 to Ann.
+    full = {"deal": True, "ann_gives": _basket(OWNED[0]), "ben_gives": _basket(OWNED[1])}
+    ctx = _context(full)
+    reward = run_sync(compute_reward(ctx))
+    assert reward.raw == reward.returns == [20.0 - 19.0, 20.0 - 8.0] and not reward.clipped
+    # The extremes: a player gives its whole basket away for nothing, or receives the other's.
+    assert trade_bounds(ctx.spec, ctx.instance) == (-19.0, 20.0)
+    gift = _context({"deal": True, "ann_gives": [], "ben_gives": _basket(OWNED[1])})
+    assert run_sync(compute_reward(gift)).returns == [20.0, -8.0]
+    loss = _context({"deal": True, "ann_gives": _basket(OWNED[0]), "ben_gives": []})
+    reward = run_sync(compute_reward(loss))
+    assert reward.returns == [-19.0, 20.0] and not reward.clipped
+
+
+def _basket(owned: dict[str, int]) -> list[str]:
+    return [fruit for fruit, n in owned.items() for _ in range(n)]
+
+
+def test_llm_payoffs_out_of_range_are_still_clipped_and_counted() -> None:
+    spec = fruit_spec(payoff={"min": -5, "max": 5, "prompt": "{transcript}"})
+    ctx = _context({"ann": 9.0, "ben": -1.0})
+    ctx = ctx.model_copy(update={"spec": spec})
+    reward = run_sync(compute_reward(ctx))
+    assert reward.raw == [9.0, -1.0] and reward.returns == [5.0, -1.0] and reward.clipped
 
 
 def test_extraction_rejects_unknown_fruit() -> None:
@@ -112,7 +154,7 @@ def test_extraction_rejects_unknown_fruit() -> None:
 
 
 def test_trade_schema_is_compact() -> None:
-    schema = trade_model(("Ann", "Ben"), ("apple", "kiwi")).model_json_schema()
+    schema = trade_model(("Ann", "Ben"), ("apple", "kiwi"), 6).model_json_schema()
     assert list(schema["properties"]) == ["deal", "ann_gives", "ben_gives"]
     assert schema["properties"]["ann_gives"]["items"]["enum"] == ["apple", "kiwi"]
 
@@ -122,6 +164,6 @@ def test_players_whose_names_collide_as_fields_keep_separate_trade_lists() -> No
     from gtsteer.domains.fruit_trade import gives_from, trade_model
 
     assert player_keys(["Ann", "ann"]) == ["ann", "ann_1"]
-    model = trade_model(("Ann", "ann"), ("apple", "kiwi"))
+    model = trade_model(("Ann", "ann"), ("apple", "kiwi"), 6)
     trade = model(deal=True, ann_gives=["apple"], ann_1_gives=["kiwi", "kiwi"])
     assert gives_from(trade, ["Ann", "ann"]) == [{"apple": 1}, {"kiwi": 2}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
+from binding_support import EchoingFake
 from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLM, FakeBackend, make_backend
@@ -42,9 +43,15 @@ def test_different_seeds_give_different_text() -> None:
     assert len(texts) == 6
 
 
-def test_text_reflects_the_instruction_words() -> None:
-    text = LLM("fake", use_cache=False).generate_sync("Reply assertively", seed=0).text
-    assert "assertively" in text
+def test_fake_never_echoes_the_prompt_but_the_test_variant_does() -> None:
+    prompt = "Notes.\n(Ann writes in a zesty tone.)\nAnn:"
+    plain = LLM("fake", use_cache=False).generate_sync(prompt, seed=0).text
+    assert "zesty" not in plain.lower()
+    # Different prompts still give different text (so a transcript reflects the choice).
+    other = LLM("fake", use_cache=False).generate_sync(prompt.replace("zesty", "calm"), seed=0)
+    assert other.text != plain
+    echoing = LLM(backend=EchoingFake(), use_cache=False).generate_sync(prompt, seed=0).text
+    assert "zesty tone" in echoing.lower()
 
 
 def test_chat_messages_are_accepted_and_deterministic() -> None:

@@ -45,13 +45,14 @@ def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
     metrics = summary.metrics
     assert metrics is not None
     assert max(metrics.nash_conv.per_instance) < 0.01
-    assert metrics.nash_conv_normalized.mean == pytest.approx(metrics.nash_conv.mean / 6)
+    assert metrics.cfr_gain_normalized.mean == pytest.approx(2.0 / 6, abs=0.01)  # range [-3, 3]
     # CFR gain: proposer vs `any` earns 3 instead of 0; responder vs `any` earns 1 instead of 0.
     assert metrics.cfr_gain.mean == pytest.approx(2.0, abs=0.02)
     h2h = summary.head_to_head
-    assert h2h is not None and h2h.strategies == ["cfr", "any", "a", "b", "uniform"]
+    assert h2h is not None
+    assert h2h.strategies == ["cfr", "any", "always:a", "always:b", "uniform"]
     assert h2h.values["any"]["any"] == 0.0
-    assert h2h.values["a"]["b"] == pytest.approx((2.0 + -1.0) / 2)  # (M[a,b] - M[b,a]) / 2
+    assert h2h.values["always:a"]["always:b"] == pytest.approx((2.0 + -1.0) / 2)  # (M[a,b]-M[b,a])/2
     # The games file holds the policy per information state with instruction labels.
     record = json.loads((tmp_path / "games" / "0.json").read_text())
     assert record["status"] == "solved" and record["instance"]["index"] == 0
@@ -59,6 +60,20 @@ def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
     assert len(proposer) == 1 and proposer[0]["probs"]["b"] == pytest.approx(2 / 3, abs=0.02)
     assert record["values"]["cfr_gain_per_player"] == pytest.approx([3.0, 1.0], abs=0.03)
     assert record["values"]["value_cfr"] == pytest.approx([2 / 3, -2 / 3], abs=0.02)  # game value
+
+
+def test_one_iteration_nash_conv_by_hand(tmp_path: Path) -> None:
+    # After one CFR iteration the average policy is uniform over {a, b, any} for both. The
+    # proposer's rows then earn 5/3, 4/3, -2/3 (mean 7/9): best-response gain 8/9. The
+    # responder's columns earn 0, -1/3, -2 (mean -7/9): gain 7/9. NashConv = 15/9 = 5/3.
+    llm, _ = constant_llm()
+    summary = solve_config(
+        MIXED_2X2, llm, games=1, iterations=1, solver="cfr", out_dir=tmp_path, progress=False
+    )
+    assert summary.metrics is not None
+    assert summary.metrics.nash_conv.mean == pytest.approx(5 / 3)
+    # Normalised by players x range: (5/3) / (2 x 6).
+    assert summary.metrics.nash_conv_normalized.mean == pytest.approx(5 / 36)
 
 
 def test_rerun_makes_no_new_calls_and_same_numbers(tmp_path: Path) -> None:
@@ -95,6 +110,65 @@ def test_failed_instance_is_listed_and_others_finish(tmp_path: Path) -> None:
     record = json.loads((tmp_path / "o" / "games" / "1.json").read_text())
     assert record["status"] == "failed" and "unavailable" in record["failure"]
     assert record["values"] is None
+
+
+def test_any_exception_stays_inside_its_instance(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, params={"crash_instances": [1]})
+    llm, _ = constant_llm()
+    out = tmp_path / "o"
+    summary = solve_config(spec, llm, games=3, iterations=100, out_dir=out, progress=False)
+    assert summary.instances == [0, 2]
+    assert (summary.num_solved, summary.num_failed) == (2, 1)
+    assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
+    assert summary.failures[0].reason == "ZeroDivisionError: utility bug (injected)"
+    assert json.loads((out / "summary.json").read_text())["num_failed"] == 1
+
+
+def test_a_metric_failure_is_recorded_with_its_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyspiel
+
+    import gtsteer.runs.solve as driver
+
+    real = driver.analyze
+    calls = []
+
+    def flaky(game, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise pyspiel.SpielError("Does State::ToString() not distinguish ...")
+        return real(game, *args)
+
+    monkeypatch.setattr(driver, "analyze", flaky)
+    llm, _ = constant_llm()
+    summary = solve_config(MIXED_2X2, llm, games=2, iterations=50, out_dir=tmp_path,
+                           progress=False)  # fmt: skip
+    assert [(f.instance, f.stage) for f in summary.failures] == [(1, "metrics")]
+    assert summary.failures[0].reason.startswith("SpielError: Does State")
+    record = json.loads((tmp_path / "games" / "1.json").read_text())
+    assert record["status"] == "failed" and record["policy"] == [] and record["values"] is None
+
+
+def test_exit_code_is_nonzero_only_when_every_instance_fails(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gtsteer.cli import app
+
+    runner = CliRunner()
+    some = write_spec(tmp_path, params={"crash_instances": [0]})
+    result = runner.invoke(app, ["solve", str(some), "--llm", "fake", "-n", "2", "-k", "20",
+                                 "-q", "-o", str(tmp_path / "some")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 instances failed" in result.output
+    every = tmp_path / "every"
+    every.mkdir()
+    allfail = write_spec(every, params={"crash_instances": [0, 1]})
+    result = runner.invoke(app, ["solve", str(allfail), "--llm", "fake", "-n", "2", "-k", "20",
+                                 "-q", "-o", str(tmp_path / "all")])  # fmt: skip
+    assert result.exit_code == 1
+    summary = json.loads((tmp_path / "all" / "summary.json").read_text())
+    assert summary["num_failed"] == 2 and summary["metrics"] is None
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pyspiel
 import pytest
 from open_spiel.python.games import kuhn_poker  # noqa: F401  (registers python_kuhn_poker)
 
-from gtsteer.solvers import nash_conv, solve_cfr
+from gtsteer.solvers import expected_returns, nash_conv, solve_cfr
 from gtsteer.solvers.cfr import _solve_python, cached_tree
 
 # Row: A, B, any; column: C, D, any. Zero-sum; on {A,B}x{C,D} the unique equilibrium is
@@ -65,9 +65,16 @@ def test_python_fallback_matches_cpp() -> None:
         assert [p for _, p in py.policy[key]] == pytest.approx([p for _, p in probs], abs=1e-9)
 
 
-def test_cached_tree_is_idempotent() -> None:
-    tree = cached_tree(mixed_game())
+def test_cached_tree_keeps_values_and_information_states() -> None:
+    game = pyspiel.load_game("kuhn_poker")
+    tree = cached_tree(game)
     assert cached_tree(tree) is tree
+    uniform = [lambda s: [(a, 1 / len(s.legal_actions())) for a in s.legal_actions()]] * 2
+    # Uniform play in Kuhn poker: player 0 wins 1/8 on average (exact, by traversal).
+    assert expected_returns(tree, uniform) == pytest.approx([0.125, -0.125])
+    assert expected_returns(game, uniform) == pytest.approx([0.125, -0.125])
+    keys = sorted(solve_cfr(game, iterations=1).policy)
+    assert len(keys) == 12 and keys == sorted(solve_cfr(tree, iterations=1).policy)
 
 
 @pytest.mark.parametrize(

@@ -77,19 +77,55 @@ def test_head_to_head_by_hand() -> None:
 def test_analyze_names_baselines_and_matches_parts() -> None:
     g = game()
     values = analyze(g, table(g), [LABELS, LABELS], [2, 2])
-    assert list(values.head_to_head) == ["cfr", "any", "a", "b", "uniform"]
+    assert list(values.head_to_head) == ["cfr", "any", "always:a", "always:b", "uniform"]
     assert values.cfr_gain == pytest.approx(2.0)
     assert values.cfr_gain_per_player == pytest.approx([3.0, 1.0])
     assert values.value_any == pytest.approx([1.0, 1.0])
     assert values.value_cfr == pytest.approx(bilinear(P_ROW, P_COL))
     assert values.first_instruction[0] == pytest.approx({"a": 0.5, "b": 0.5, "any": 0.0})
     assert values.first_instruction[1] == pytest.approx({"a": 0.25, "b": 0.75, "any": 0.0})
-    span = g.max_utility() - g.min_utility()
-    assert values.nash_conv_normalized == pytest.approx(values.nash_conv / span)
     # NashConv = sum of best-response gains; a one-shot game's best reply is a pure action.
     br0 = max(R @ np.asarray(P_COL)) - bilinear(P_ROW, P_COL)[0]
     br1 = max(np.asarray(P_ROW) @ C) - bilinear(P_ROW, P_COL)[1]
     assert values.nash_conv == pytest.approx(br0 + br1, abs=1e-12)
+    # By hand: player 0 gains 1.75 - 1.25, player 1 gains 2 - 1.25; payoffs span [0, 4].
+    assert values.nash_conv == pytest.approx(1.25)
+    assert values.nash_conv_normalized == pytest.approx(1.25 / (2 * 4))  # mean gain per range
+    assert values.cfr_gain_normalized == pytest.approx(2.0 / 4)
+
+
+def test_normalised_nash_conv_is_the_mean_gain_per_player_over_the_range() -> None:
+    # Matching pennies, payoffs in [-1, 1], player 0 wins on a mismatch. Both always play H:
+    # player 0 loses 1 and gains the whole range (2) by switching; player 1 gains nothing.
+    payoff = [[-1.0, 1.0], [1.0, -1.0]]
+    g = cached_tree(pyspiel.convert_to_turn_based(pyspiel.create_matrix_game(
+        "mp", "mp", ["H", "T"], ["H", "T"], payoff, [[-x for x in r] for r in payoff])))
+    always_h = policy_table(g, lambda s: [(0, 1.0), (1, 0.0)])
+    values = analyze(g, always_h, [["H", "T"], ["H", "T"]], [0, 0])
+    assert values.nash_conv == pytest.approx(2.0)  # player 0 gains 2, player 1 already wins
+    assert values.nash_conv_normalized == pytest.approx(2.0 / (2 * 2))
+    assert 0.0 <= values.nash_conv_normalized <= 1.0
+
+
+def test_baseline_names_never_collide_with_cfr_or_uniform() -> None:
+    from gtsteer.solvers import baseline_strategies
+
+    labels = [["cfr", "uniform", "any"], ["cfr", "uniform", "any"]]
+    strategies = baseline_strategies({}, labels, [2, 2])
+    assert list(strategies) == ["cfr", "any", "always:cfr", "always:uniform", "uniform"]
+    # An instruction one player lacks gets no row instead of a silently uniform one.
+    partial = baseline_strategies({}, [["x", "y", "any"], ["x", "any"]], [2, 1])
+    assert list(partial) == ["cfr", "any", "always:x", "uniform"]
+
+
+def test_policy_missing_a_state_and_illegal_fixed_action_are_errors() -> None:
+    from gtsteer.solvers import StrategyError
+
+    g = game()
+    with pytest.raises(StrategyError, match="no entry for player 0"):
+        expected_returns(g, [tabular({}), uniform()])
+    with pytest.raises(StrategyError, match="action 7 is not legal for player 0"):
+        expected_returns(g, [fixed([7, 0]), uniform()])
 
 
 def test_first_decision_weights_chance() -> None:

@@ -39,6 +39,10 @@ class ExpansionReport(BaseModel):
     reason: str | None = None
     failed_terminals: int = 0
     clipped_rewards: int = 0
+    #: Messages that repeated their instruction verbatim (the repeat was stripped).
+    echoed_messages: int = 0
+    #: Messages sent with an instruction other than `any` (the base of the echo rate).
+    instructed_messages: int = 0
     wall_s: float = 0.0
 
 
@@ -107,7 +111,7 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
     with _Bar(progress) as bar:
         depth = 0
         while level:
-            chance = [s for s in level if s.is_chance_node()]
+            chance = [s for s in level if s.is_chance_node() and not s.is_deal_node()]
             # 1. every message of this level
             jobs: list[Awaitable[Any]] = []
             for s in chance:
@@ -116,7 +120,7 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
                 for outcome, _ in s.chance_outcomes():
                     h = (*s.history_key, outcome)
                     if h not in game.messages:
-                        jobs.append(game.amessage(h, s.turns, speaker, instruction))
+                        jobs.append(game.amessage(h, s.turns, speaker, instruction, s.deal))
             report.message_requests += len(jobs)
             results = await bar.gather(f"depth {depth}: messages", jobs)
             if (err := _first_failure(results)) is not None:
@@ -159,7 +163,7 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
         report.reward_requests = len(todo)
         results = await bar.gather(
             "rewards",
-            [compute_reward(game.reward_context(s.history_key, s.turns)) for s in todo],
+            [compute_reward(game.reward_context(s.history_key, s.turns, s.deal)) for s in todo],
         )
     reasons = []
     for s, res in zip(todo, results, strict=True):
@@ -179,6 +183,13 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
     return _finish(game, report, before, start_time)
 
 
+def _count_echoes(game: DialogueGame, report: ExpansionReport) -> None:
+    any_action = game.any_action()
+    report.echoed_messages = len(game.echoes)
+    # A message history ends (..., instruction, sample): the instruction is its second-last action.
+    report.instructed_messages = sum(1 for h in game.messages if h[-2] != any_action)
+
+
 def _fail(game: DialogueGame, report: ExpansionReport, reason: str, before: Any,
           start_time: float) -> ExpansionReport:
     game.failure = reason
@@ -188,6 +199,7 @@ def _fail(game: DialogueGame, report: ExpansionReport, reason: str, before: Any,
 
 def _finish(game: DialogueGame, report: ExpansionReport, before: Any,
             start_time: float) -> ExpansionReport:
+    _count_echoes(game, report)
     after = game.llm.usage
     report.llm_requests = after.requests - before.requests
     report.cache_hits = after.cache_hits - before.cache_hits

@@ -5,6 +5,10 @@ chance node picks one of `num_llm_seeds` equally likely samples of the message t
 produces. Every instruction becomes a message, players alternate, and the game ends after
 `num_max_replies` messages per player or when the termination check says so.
 
+With `num_deals` K > 1 the root is a chance node dealing one of K private-information draws
+(`deal_instances`) that share the public part; a player's information state then holds only
+its own private info, so the solver cannot use what the player does not know.
+
 LLM results live in two layers: the persistent cache of `gtsteer.llm` (shared by processes and
 runs) and per-game dictionaries keyed by the action history (so a solver's millions of
 traversal steps never leave Python for the same node twice).
@@ -18,17 +22,19 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel
 
-from gtsteer.binding.instances import Instance, stable_int
+from gtsteer.binding.instances import Instance, deal_instances, stable_int
 from gtsteer.binding.prompts import (
     Turn,
     clean_message,
+    instruction_parts,
     message_prompt,
     message_stop,
     render_private_info,
+    strip_instruction_echo,
     termination_prompt,
 )
-from gtsteer.binding.reward import Reward, RewardContext, compute_reward
-from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.binding.reward import Reward, RewardContext, compute_reward, payoff_bounds
+from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, run_sync
 
 SHORT_NAME = "gtsteer_dialogue"
@@ -39,6 +45,7 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "llm": "fake",
     "seed": 0,
     "num_games": 0,
+    "deals": 0,  # 0: the spec's num_deals
     "key": "",
 }
 History = tuple[int, ...]
@@ -89,20 +96,23 @@ class DialogueGame(pyspiel.Game):
     ):
         self.spec = spec
         self.instance = instance
+        #: The private-information draws of this game: [instance] unless num_deals > 1.
+        self.deals: list[Instance] = deal_instances(spec, instance)
         self.llm = llm
         self._instructions = spec.instructions()
         n = spec.num_players
         params = {**_DEFAULT_PARAMS, **(params or {})}
+        bounds = [payoff_bounds(spec, deal) for deal in self.deals]
         super().__init__(
             _game_type(spec),
             pyspiel.GameInfo(
                 num_distinct_actions=len(self._instructions),
-                max_chance_outcomes=spec.num_llm_seeds,
+                max_chance_outcomes=max(spec.num_llm_seeds, len(self.deals)),
                 num_players=n,
-                min_utility=float(spec.payoff.min),
-                max_utility=float(spec.payoff.max),
+                min_utility=min(lo for lo, _ in bounds),
+                max_utility=max(hi for _, hi in bounds),
                 utility_sum=0.0 if spec.payoff.zero_sum else None,
-                max_game_length=2 * n * spec.num_max_replies,
+                max_game_length=2 * n * spec.num_max_replies + int(self.dealt),
             ),
             params,
         )
@@ -116,8 +126,15 @@ class DialogueGame(pyspiel.Game):
         self.messages: dict[History, str] = {}
         self.terminations: dict[History, bool] = {}
         self.rewards: dict[History, Reward] = {}
+        #: Histories whose sampled message repeated its instruction (stripped before use).
+        self.echoes: set[History] = set()
         #: Set by `expand` when a reward or message could not be obtained.
         self.failure: str | None = None
+
+    @property
+    def dealt(self) -> bool:
+        """True when the root is a chance node over `deals` (private info really private)."""
+        return len(self.deals) > 1
 
     # ---- actions ------------------------------------------------------------------------
 
@@ -127,9 +144,7 @@ class DialogueGame(pyspiel.Game):
 
     def any_action(self, player: int = 0) -> int:
         """The id of the unguided baseline (every key set to "any")."""
-        if len(self.spec.actions) == 1:
-            return self._instructions.index(ANY)
-        return self._instructions.index("|".join(f"{k}={ANY}" for k in self.spec.actions))
+        return self._instructions.index(self.spec.any_instruction())
 
     # ---- pyspiel ------------------------------------------------------------------------
 
@@ -144,14 +159,16 @@ class DialogueGame(pyspiel.Game):
     # ---- LLM-backed node contents (pure functions of the history) -------------------------
 
     def message_request(
-        self, turns: list[Turn], speaker: int, instruction: str, outcome: int
+        self, turns: list[Turn], speaker: int, instruction: str, outcome: int, deal: int = 0
     ) -> Request:
         """The request of sample `outcome`; its seed depends on the sample index, so backends
-        that ignore prompts' differences still give distinct, reproducible samples."""
+        that ignore prompts' differences still give distinct, reproducible samples. Deals share
+        the seed: the prompt (the speaker's own knowledge) alone decides the message."""
         gen = self.spec.generation
+        instance = self.deals[deal]
         return Request(
-            prompt=message_prompt(self.spec, self.instance, turns, speaker, instruction),
-            seed=stable_int("gtsteer-message", self.instance.seed, outcome),
+            prompt=message_prompt(self.spec, instance, turns, speaker, instruction),
+            seed=stable_int("gtsteer-message", instance.seed, outcome),
             temperature=gen.temperature,
             max_tokens=gen.max_tokens,
             stop=message_stop(self.spec, self.instance),
@@ -170,19 +187,27 @@ class DialogueGame(pyspiel.Game):
     # two can never fill the tables differently.
 
     async def amessage(
-        self, history: History, turns: list[Turn], speaker: int, instruction: str
+        self, history: History, turns: list[Turn], speaker: int, instruction: str, deal: int = 0
     ) -> str:
-        """The message at chance history `history` (its last action is the sample index)."""
+        """The message at chance history `history` (its last action is the sample index),
+        trimmed to the speaker's words and with any verbatim repeat of the instruction removed."""
         if history not in self.messages:
-            req = self.message_request(turns, speaker, instruction, history[-1])
+            req = self.message_request(turns, speaker, instruction, history[-1], deal)
             completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
-            self.messages[history] = clean_message(completion.text, self.instance)
+            instance = self.deals[deal]
+            parts = instruction_parts(self.spec, instruction, instance.names[speaker])
+            text, echoed = strip_instruction_echo(clean_message(completion.text, instance), parts)
+            if echoed:
+                self.echoes.add(history)
+            self.messages[history] = text
         return self.messages[history]
 
-    def message(self, history: History, turns: list[Turn], speaker: int, instruction: str) -> str:
+    def message(
+        self, history: History, turns: list[Turn], speaker: int, instruction: str, deal: int = 0
+    ) -> str:
         if history in self.messages:
             return self.messages[history]
-        return run_sync(self.amessage(history, turns, speaker, instruction))
+        return run_sync(self.amessage(history, turns, speaker, instruction, deal))
 
     async def aterminated(self, history: History, turns: list[Turn]) -> bool:
         """The optional LLM check "is the dialogue over?", asked once per message."""
@@ -198,15 +223,16 @@ class DialogueGame(pyspiel.Game):
             return self.terminations.get(history, False)
         return run_sync(self.aterminated(history, turns))
 
-    def reward_context(self, history: History, turns: list[Turn]) -> RewardContext:
+    def reward_context(self, history: History, turns: list[Turn], deal: int = 0) -> RewardContext:
         return RewardContext(
-            spec=self.spec, instance=self.instance, transcript=turns, history=list(history),
+            spec=self.spec, instance=self.deals[deal], transcript=turns, history=list(history),
             llm=self.llm,
         )
 
-    def reward(self, history: History, turns: list[Turn]) -> Reward:
+    def reward(self, history: History, turns: list[Turn], deal: int = 0) -> Reward:
         if history not in self.rewards:
-            self.rewards[history] = run_sync(compute_reward(self.reward_context(history, turns)))
+            ctx = self.reward_context(history, turns, deal)
+            self.rewards[history] = run_sync(compute_reward(ctx))
         return self.rewards[history]
 
     @property
@@ -224,6 +250,8 @@ class DialogueState(pyspiel.State):
         self._replies = 0
         self._pending: int | None = None
         self._over = False
+        #: Index into `game.deals`; None at the root of a dealt game (not dealt yet).
+        self.deal: int | None = None if game.dealt else 0
 
     # pyspiel clones a Python state by deep-copying its __dict__, which would copy the game
     # without its Python attributes; so the game is never stored, only looked up.
@@ -239,19 +267,28 @@ class DialogueState(pyspiel.State):
     def current_player(self) -> int:
         if self._over:
             return pyspiel.PlayerId.TERMINAL
-        if self._pending is not None:
+        if self._pending is not None or self.deal is None:
             return pyspiel.PlayerId.CHANCE
         return self._speaker()
+
+    def is_deal_node(self) -> bool:
+        """The root chance node of a dealt game (its outcomes are deals, not samples)."""
+        return self.deal is None
 
     def _legal_actions(self, player: int) -> list[int]:
         return list(range(len(self._game.instructions(player))))
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
-        k = self._game.spec.num_llm_seeds
+        game = self._game
+        k = len(game.deals) if self.deal is None else game.spec.num_llm_seeds
         return [(i, 1.0 / k) for i in range(k)]
 
     def _apply_action(self, action: int) -> None:
         game = self._game
+        if self.deal is None:
+            self.deal = action
+            self._actions.append(action)
+            return
         if self._pending is None:
             self._pending = action
             self._actions.append(action)
@@ -260,7 +297,7 @@ class DialogueState(pyspiel.State):
         history = tuple(self._actions)
         speaker = self._speaker()
         instruction = game.instructions(speaker)[self._pending]
-        text = game.message(history, self.turns, speaker, instruction)
+        text = game.message(history, self.turns, speaker, instruction, self.deal)
         self.turns = [*self.turns, Turn(speaker=speaker, instruction=instruction, text=text)]
         self._pending = None
         self._replies += 1
@@ -268,7 +305,7 @@ class DialogueState(pyspiel.State):
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
-            return f"sample {action}"
+            return f"sample {action}" if self.deal is not None else f"deal {action}"
         return self._game.instructions(player)[action]
 
     def is_terminal(self) -> bool:
@@ -277,7 +314,7 @@ class DialogueState(pyspiel.State):
     def returns(self) -> list[float]:
         if not self._over:
             return [0.0] * self._game.spec.num_players
-        return list(self._game.reward(tuple(self._actions), self.turns).returns)
+        return list(self._game.reward(tuple(self._actions), self.turns, self.deal or 0).returns)
 
     def rewards(self) -> list[float]:
         return self.returns()
@@ -314,9 +351,12 @@ class DialogueState(pyspiel.State):
 
     def _view(self, player: int, own_instructions: bool) -> str:
         game = self._game
-        names = game.instance.names
-        lines = [f"[{names[player]}, player {player}]", render_private_info(
-            game.instance.private_info[player])]
+        names = game.instance.names  # public: the same in every deal
+        lines = [f"[{names[player]}, player {player}]"]
+        if self.deal is None:
+            lines.append("[private info not dealt yet]")
+        else:
+            lines.append(render_private_info(game.deals[self.deal].private_info[player]))
         lines.append("[transcript]")
         for t in self.turns:
             tag = names[t.speaker]
@@ -328,11 +368,16 @@ class DialogueState(pyspiel.State):
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        """Unique per history: OpenSpiel's nash_conv and cached tree key histories by this
+        string, and two histories can produce the same messages, so the action history leads."""
         names = self._game.instance.names
-        out = [f"{names[t.speaker]} [{t.instruction or '-'}]: {t.text}" for t in self.turns]
+        out = [f"history: {' '.join(map(str, self._actions))}".rstrip()]
+        if self._game.dealt:
+            out.append("deal: -" if self.deal is None else f"deal: {self.deal}")
+        out += [f"{names[t.speaker]} [{t.instruction or '-'}]: {t.text}" for t in self.turns]
         if self._pending is not None:
             out.append(f"{names[self._speaker()]} [{self.pending_instruction}]: <sampling>")
-        return "\n".join(out) or "<start>"
+        return "\n".join(out)
 
 
 class DialogueObserver:

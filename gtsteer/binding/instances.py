@@ -57,14 +57,18 @@ def lookup(registry: dict[str, Any], name: str, what: str) -> Any:
 
 
 class Instance(BaseModel):
-    """One procedurally generated game of a domain."""
+    """One procedurally generated game of a domain (or one deal of a dealt game)."""
 
     index: int
+    #: Seeds the LLM samples; shared by every deal of an instance, so a message depends only on
+    #: what its speaker knows (own private info, transcript, own instruction), never on the deal.
     seed: int
     names: list[str]
     private_info: list[dict[str, str]]
     opening: str | None = None
     scenario: str
+    #: Which private-information draw this is (0: the instance's own; see `deal_instances`).
+    deal: int = 0
 
     def other_names(self, player: int) -> list[str]:
         return [n for i, n in enumerate(self.names) if i != player]
@@ -75,14 +79,7 @@ def make_instance(spec: DomainSpec, index: int, seed: int = 0) -> Instance:
     inst_seed = stable_int("gtsteer-instance", spec.name, seed, index)
     rng = random.Random(inst_seed)
     names = rng.sample(list(dict.fromkeys(spec.names)), spec.num_players)
-    if spec.private_info_generator is not None:
-        gen = lookup(_GENERATORS, spec.private_info_generator, "private-info generator")
-        private = [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
-    else:
-        private = [
-            {key: rng.choice(examples) for key, examples in spec.private_info.items()}
-            for _ in range(spec.num_players)
-        ]
+    private = _draw_private_info(spec, rng, names)
     fields = name_fields(names)
     return Instance(
         index=index,
@@ -92,6 +89,30 @@ def make_instance(spec: DomainSpec, index: int, seed: int = 0) -> Instance:
         scenario=fill_template(spec.scenario, fields).strip(),
         opening=None if spec.opening is None else fill_template(spec.opening, fields).strip(),
     )
+
+
+def _draw_private_info(
+    spec: DomainSpec, rng: random.Random, names: list[str]
+) -> list[dict[str, str]]:
+    if spec.private_info_generator is not None:
+        gen = lookup(_GENERATORS, spec.private_info_generator, "private-info generator")
+        return [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
+    return [
+        {key: rng.choice(examples) for key, examples in spec.private_info.items()}
+        for _ in range(spec.num_players)
+    ]
+
+
+def deal_instances(spec: DomainSpec, instance: Instance) -> list[Instance]:
+    """The `spec.num_deals` deals of a dealt game: deal 0 is `instance` itself, deal j > 0
+    keeps its public part (names, scenario, opening, sample seed) and draws fresh private
+    information, so the public transcript never tells the deals apart."""
+    deals = [instance]
+    for j in range(1, spec.num_deals):
+        rng = random.Random(stable_int("gtsteer-deal", spec.name, instance.seed, j))
+        private = _draw_private_info(spec, rng, list(instance.names))
+        deals.append(instance.model_copy(update={"private_info": private, "deal": j}))
+    return deals
 
 
 def name_fields(names: list[str]) -> dict[str, str]:
@@ -109,6 +130,7 @@ def generate_instances(spec: DomainSpec, num: int, seed: int = 0) -> list[Instan
 
 __all__ = [
     "Instance",
+    "deal_instances",
     "generate_instances",
     "make_instance",
     "register_private_info",

@@ -36,7 +36,9 @@ def _model_name(llm: LLM) -> str:
 def make_game(
     spec: DomainSpec, instance: Instance, llm: str | LLM = "fake", *, config: str = "", seed: int = 0
 ) -> DialogueGame:
-    """The game of `instance` under `spec`, answered by `llm` (a model string or an `LLM`)."""
+    """The game of `instance` under `spec`, answered by `llm` (a model string or an `LLM`).
+
+    With `spec.num_deals` > 1 the game deals `instance`'s private information by chance."""
     client = _llm(llm)
     blob = json.dumps(
         [spec.model_dump(mode="json"), instance.model_dump(mode="json"), _model_name(client)],
@@ -50,6 +52,7 @@ def make_game(
         "llm": _model_name(client),
         "seed": seed,
         "num_games": 0,
+        "deals": spec.num_deals,
         "key": key,
     }
     return DialogueGame(spec, instance, client, params)
@@ -62,13 +65,17 @@ def load_game(
     *,
     num_games: int | None = None,
     seed: int = 0,
+    num_deals: int | None = None,
 ) -> DialogueGame:
     """Instance `instance` of the domain in `config_path` as a pyspiel game.
 
     The config is validated before anything else (`ConfigError` names the field); no LLM is
-    called until a chance node or terminal is reached (or `expand` runs).
+    called until a chance node or terminal is reached (or `expand` runs). `num_deals`
+    overrides the config's (`--deals` on the command line).
     """
     spec = load_spec(config_path)
+    if num_deals is not None:
+        spec = spec.with_deals(num_deals)
     if instance < 0 or (num_games is not None and instance >= num_games):
         raise ValueError(f"instance {instance} is outside 0..{(num_games or 1) - 1}")
     inst = make_instance(spec, instance, seed)
@@ -87,7 +94,7 @@ def _from_params(params: dict[str, Any]) -> DialogueGame:
         raise ValueError(f"{SHORT_NAME} needs `config` (a YAML path) or a live `key`")
     return load_game(
         config, llm=params.get("llm", "fake"), instance=int(params.get("instance", 0)),
-        seed=int(params.get("seed", 0)),
+        seed=int(params.get("seed", 0)), num_deals=int(params.get("deals", 0)) or None,
     )
 
 

@@ -43,15 +43,53 @@ def render_private_info(info: dict[str, str]) -> str:
     return "\n".join(f"{key.replace('_', ' ')}: {value}" for key, value in info.items())
 
 
-def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
-    """The instruction line; "any" is no instruction at all, so it renders to nothing."""
+def instruction_parts(spec: DomainSpec, instruction: str, name: str) -> list[str]:
+    """One rendered sentence per key that is not "any" (the private text a message must not
+    repeat)."""
     parts = []
     for key, value in spec.parse_instruction(instruction).items():
         if value == ANY:
             continue
         template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
         parts.append(fill_template(template, {"name": name, "key": key, "value": value}).strip())
-    return " ".join(parts)
+    return parts
+
+
+def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
+    """The instruction line; "any" is no instruction at all, so it renders to nothing."""
+    return " ".join(instruction_parts(spec, instruction, name))
+
+
+def _echo_pattern(part: str) -> re.Pattern[str] | None:
+    """The sentence's words in order, any case, any punctuation between them, with the
+    surrounding parentheses and final stop: how a model (or the echoing fake) repeats a stage
+    direction."""
+    words = re.findall(r"\w+", part)
+    if not words:
+        return None
+    core = r"[\W_]+".join(re.escape(w) for w in words)
+    return re.compile(r"\(?\s*\b" + core + r"\b[.!?]?\s*\)?", re.IGNORECASE)
+
+
+def contains_instruction(text: str, parts: list[str]) -> bool:
+    """Whether `text` repeats any of the rendered instruction sentences verbatim (words)."""
+    return any(p is not None and p.search(text) for p in map(_echo_pattern, parts))
+
+
+def strip_instruction_echo(text: str, parts: list[str]) -> tuple[str, bool]:
+    """`text` without verbatim repeats of the instruction sentences, and whether there were any.
+
+    The instruction is a private action: a message that repeats it would show it to everyone,
+    and the solved game would no longer be the one described."""
+    echoed = False
+    for pattern in map(_echo_pattern, parts):
+        if pattern is None:
+            continue
+        text, count = pattern.subn(" ", text)
+        echoed = echoed or count > 0
+    if not echoed:
+        return text, False
+    return " ".join(text.split()).strip(" ,;:") or "...", True
 
 
 def message_prompt(

@@ -59,14 +59,22 @@ class RewardContext(TerminalRecord):
 
 
 Utility = Callable[[RewardContext], Awaitable[list[float]]]
+#: (spec, instance) -> (lowest, highest) payoff any legal outcome of that instance can give.
+Bounds = Callable[[DomainSpec, Instance], tuple[float, float]]
 _UTILITIES: dict[str, Utility] = {}
+_BOUNDS: dict[str, Bounds] = {}
 
 
-def register_utility(name: str) -> Callable[[Utility], Utility]:
-    """Register `async def utility(ctx) -> list[float]` under `name` (used by `payoff.utility`)."""
+def register_utility(name: str, bounds: Bounds | None = None) -> Callable[[Utility], Utility]:
+    """Register `async def utility(ctx) -> list[float]` under `name` (used by `payoff.utility`).
+
+    `bounds`, when given, derives each instance's payoff range from its private information
+    (it then replaces the config's `payoff.min`/`max`), so no legal outcome is ever clipped."""
 
     def deco(fn: Utility) -> Utility:
         _UTILITIES[name] = fn
+        if bounds is not None:
+            _BOUNDS[name] = bounds
         return fn
 
     return deco
@@ -76,13 +84,31 @@ def get_utility(name: str) -> Utility:
     return lookup(_UTILITIES, name, "utility")
 
 
-class Reward(BaseModel):
-    raw: list[float]
-    returns: list[float]
+def payoff_bounds(spec: DomainSpec, instance: Instance) -> tuple[float, float]:
+    """The payoff range of one instance: the utility's derived bounds, else the config's.
 
-    @property
-    def clipped(self) -> bool:
-        return self.raw != self.returns
+    Zero-sum payoffs get symmetric bounds (the centred vector is scaled into them)."""
+    lo, hi = float(spec.payoff.min), float(spec.payoff.max)
+    name = spec.payoff.utility
+    if name is not None:
+        get_utility(name)  # imports the domain module, which registers its bounds
+        if name in _BOUNDS:
+            lo, hi = (float(v) for v in _BOUNDS[name](spec, instance))
+            if not lo < hi:
+                raise ValueError(f"utility {name!r} derived empty payoff bounds [{lo}, {hi}]")
+    if spec.payoff.zero_sum:
+        b = max(abs(lo), abs(hi))
+        lo, hi = -b, b
+    return lo, hi
+
+
+class Reward(BaseModel):
+    #: What the utility or reward model said, before centring (zero-sum) and bounding.
+    raw: list[float]
+    #: The payoffs the game uses: centred for zero-sum specs, then brought into the bounds.
+    returns: list[float]
+    #: True when the bounds changed the (centred) payoffs: an out-of-range utility or answer.
+    clipped: bool = False
 
 
 def field_name(name: str) -> str:
@@ -120,8 +146,28 @@ async def compute_reward(ctx: RewardContext) -> Reward:
         raw = [float(v) for v in value.model_dump().values()]
     if len(raw) != spec.num_players:
         raise ValueError(f"utility returned {len(raw)} payoffs for {spec.num_players} players")
-    if spec.payoff.zero_sum:  # centre, so that clipping to symmetric bounds keeps the sum at 0
-        mean = sum(raw) / len(raw)
-        raw = [v - mean for v in raw]
-    lo, hi = spec.payoff.min, spec.payoff.max
-    return Reward(raw=raw, returns=[min(hi, max(lo, v)) for v in raw])
+    lo, hi = payoff_bounds(spec, ctx.instance)
+    if spec.payoff.zero_sum:
+        returns = _zero_sum(raw, hi)
+    else:
+        returns = [min(hi, max(lo, v)) for v in raw]
+    clipped = any(abs(a - b) > 1e-12 for a, b in zip(returns, _centred(raw, spec), strict=True))
+    return Reward(raw=raw, returns=returns, clipped=clipped)
+
+
+def _centred(raw: list[float], spec: DomainSpec) -> list[float]:
+    if not spec.payoff.zero_sum:
+        return raw
+    mean = sum(raw) / len(raw)
+    return [v - mean for v in raw]
+
+
+def _zero_sum(raw: list[float], bound: float) -> list[float]:
+    """Centre, then scale the whole vector into [-bound, bound]: clipping each entry would
+    break the zero sum with more than two players ([10, -5, -5] -> [6, -5, -5])."""
+    mean = sum(raw) / len(raw)
+    centred = [v - mean for v in raw]
+    peak = max(abs(v) for v in centred)
+    if peak <= bound:
+        return centred
+    return [v * bound / peak for v in centred]

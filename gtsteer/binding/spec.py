@@ -15,6 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 ANY = "any"
+#: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
+MAX_DEALS = 256
 
 #: Placeholders each template may use (filled by gtsteer.binding.prompts).
 MESSAGE_FIELDS = frozenset(
@@ -47,7 +49,8 @@ class PayoffSpec(_Strict):
     prompt: str
     #: Name of a utility registered with `gtsteer.binding.register_utility` (exact payoffs).
     utility: str | None = None
-    #: Payoffs are centred to sum to zero (the game is then declared ZERO_SUM to OpenSpiel).
+    #: Payoffs are centred to sum to zero (the game is then declared ZERO_SUM to OpenSpiel);
+    #: a centred vector outside the bounds is scaled down as a whole, so it still sums to zero.
     zero_sum: bool = False
     max_tokens: int = Field(64, gt=0, le=4096)
 
@@ -100,6 +103,10 @@ class DomainSpec(_Strict):
     termination_prompt: str | None = None
     num_llm_seeds: int = Field(gt=0, le=64)
     num_max_replies: int = Field(gt=0, le=16)
+    #: 1: each generated instance is its own game (every private fact is known to the solver).
+    #: K > 1: one game whose root chance node deals one of K private-information draws sharing
+    #: the instance's public part, so each player's strategy sees only its own private info.
+    num_deals: int = Field(1, ge=1, le=MAX_DEALS)
     payoff: PayoffSpec
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
 
@@ -166,13 +173,24 @@ class DomainSpec(_Strict):
         return list(self.actions)
 
     def instructions(self) -> list[str]:
-        """Every action as a readable string: "assertive", or "tone=calm|day=Monday"."""
+        """The action list: every action as a readable string ("assertive", or
+        "tone=calm|day=Monday"); action id = index here. The one place action ids are made."""
         combos: list[list[tuple[str, str]]] = [[]]
         for key, values in self.actions.items():
             combos = [c + [(key, v)] for c in combos for v in values]
         if len(self.actions) == 1:
             return [c[0][1] for c in combos]
         return ["|".join(f"{k}={v}" for k, v in c) for c in combos]
+
+    def any_instruction(self) -> str:
+        """The unguided baseline's action string (every key set to "any")."""
+        if len(self.actions) == 1:
+            return ANY
+        return "|".join(f"{k}={ANY}" for k in self.actions)
+
+    def with_deals(self, num_deals: int) -> DomainSpec:
+        """The same spec with `num_deals` replaced (validated: `num_deals` is named on error)."""
+        return spec_from_dict({**self.model_dump(), "num_deals": num_deals}, "--deals")
 
     def parse_instruction(self, instruction: str) -> dict[str, str]:
         """Inverse of `instructions()`: key -> chosen value."""

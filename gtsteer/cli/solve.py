@@ -36,6 +36,12 @@ def _ci(metric: Metric) -> str:
 
 def print_summary(summary: SolveSummary) -> None:
     """Metrics, head-to-head and first-instruction tables of a finished run."""
+    mode = (
+        f"dealt: root chance deals 1 of {summary.num_deals} private-info draws"
+        if summary.mode == "dealt"
+        else "per instance: the solver sees every private fact (use --deals K to hide them)"
+    )
+    console.print(f"mode: {mode}")
     if summary.metrics is not None:
         table = Table("metric", "mean", "95% CI", "n", title=f"{summary.domain}: {summary.solver}")
         for name, metric in summary.metrics.model_dump().items():
@@ -47,7 +53,7 @@ def print_summary(summary: SolveSummary) -> None:
         table = Table(
             "row \\ col",
             *h2h.strategies,
-            title="head-to-head: row player's value (row plays row, others play col)",
+            title="head-to-head: mean over seats i of V_i(i plays row, others play col)",
         )
         for row in h2h.strategies:
             table.add_row(row, *(_signed(h2h.values[row][c], 3) for c in h2h.strategies))
@@ -63,8 +69,13 @@ def print_summary(summary: SolveSummary) -> None:
     console.print(
         f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
         f" calls · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
-        f" {summary.clipped_rewards}"
+        f" {summary.clipped_rewards} · echoed instructions stripped: {summary.echoed_messages}"
     )
+    if summary.num_failed:
+        console.print(
+            f"[yellow]{summary.num_failed} of {summary.num_games} instances failed[/]"
+            f" ({summary.num_solved} solved)"
+        )
     for failure in summary.failures:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
@@ -82,6 +93,15 @@ def solve(
     ] = DEFAULT_ITERATIONS,
     solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    deals: Annotated[
+        int | None,
+        typer.Option(
+            "--deals",
+            help="Deal private info by chance: one game per instance whose root deals 1 of K"
+            " draws, so no strategy uses another player's private info (default: the"
+            " config's num_deals, usually 1).",
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-LLM-SEED)."),
@@ -100,6 +120,7 @@ def solve(
             solver=solver,
             seed=seed,
             out_dir=out,
+            deals=deals,
             progress=not quiet,
         )
     print_summary(summary)

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.binding.features import register_private_features
-from gtsteer.binding.instances import register_private_info
+from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, player_keys, register_utility
 from gtsteer.binding.spec import DomainSpec
 
@@ -27,6 +27,15 @@ _PAIR = re.compile(r"([A-Za-z][\w ]*?)\s*:\s*(-?\d+)")
 
 def fruits_of(spec: DomainSpec) -> list[str]:
     return list(spec.params.get("fruits", FRUITS))
+
+
+def max_count_of(spec: DomainSpec) -> int:
+    return int(spec.params.get("max_count", 3))
+
+
+def max_items(spec: DomainSpec) -> int:
+    """The most fruits one side can hand over: a full basket (`max_count` of every fruit)."""
+    return max_count_of(spec) * len(fruits_of(spec))
 
 
 def render_counts(counts: dict[str, int]) -> str:
@@ -44,7 +53,7 @@ def fruit_private_info(
 ) -> dict[str, str]:
     """A basket (0..max_count of each fruit, at least one fruit) and a value per fruit."""
     fruits = fruits_of(spec)
-    max_count = int(spec.params.get("max_count", 3))
+    max_count = max_count_of(spec)
     lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
     owned = {f: rng.randint(0, max_count) for f in fruits}
     if not any(owned.values()):
@@ -57,19 +66,20 @@ def fruit_private_info(
 def fruit_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     """Own counts / max_count, then own values / top of the value range, fruit by fruit."""
     fruits = fruits_of(spec)
-    max_count = int(spec.params.get("max_count", 3)) or 1
+    max_count = max_count_of(spec) or 1
     top = int(spec.params.get("value_range", [1, 8])[1]) or 1
     owned, values = parse_counts(info[OWNED]), parse_counts(info[VALUES])
     return [owned.get(f, 0) / max_count for f in fruits] + [values.get(f, 0) / top for f in fruits]
 
 
 @lru_cache(maxsize=64)
-def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int = 4) -> type[BaseModel]:
+def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int) -> type[BaseModel]:
     """`{"deal": bool, "<name>_gives": [fruit, ...], ...}`: one list entry per fruit unit.
 
     Lists of fruit names keep the JSON short (a small model writes ~25 tokens) and the grammar
     tight (only known fruits). Every field is required, so a grammar-constrained model cannot
-    skip one side of the trade."""
+    skip one side of the trade. `max_items` must allow a full basket (see `max_items`), or a
+    grammar would silently cut a legal trade short."""
     fruit = Literal[fruits]  # type: ignore[valid-type]
     fields: dict = {"deal": (bool, Field(description="True if they agreed on a trade"))}
     for key, name in zip(player_keys(names), names, strict=True):
@@ -112,11 +122,29 @@ def gives_from(trade: BaseModel, names: list[str]) -> list[dict[str, int]] | Non
     return [dict(Counter(data[f"{key}_gives"])) for key in player_keys(names)]
 
 
-@register_utility("fruit_trade")
+def baskets(instance: Instance) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+    """(owned, values) per player, parsed from the instance's private information."""
+    owned = [parse_counts(info[OWNED]) for info in instance.private_info]
+    values = [parse_counts(info[VALUES]) for info in instance.private_info]
+    return owned, values
+
+
+def trade_bounds(spec: DomainSpec, instance: Instance) -> tuple[float, float]:
+    """The payoff range of any legal trade: at worst a player gives away its whole basket, at
+    best it receives the other's whole basket (valued at its own prices)."""
+    owned, values = baskets(instance)
+    n = len(owned)
+    worth = [[sum(values[p].get(f, 0) * c for f, c in owned[q].items()) for q in range(n)]
+             for p in range(n)]  # fmt: skip
+    lo = -max(worth[p][p] for p in range(n))
+    hi = max(worth[p][q] for p in range(n) for q in range(n) if q != p)
+    return float(lo), float(max(hi, lo + 1))  # lo + 1: a range even for empty baskets
+
+
+@register_utility("fruit_trade", bounds=trade_bounds)
 async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
     names = ctx.instance.names
-    model = trade_model(tuple(names), tuple(fruits_of(ctx.spec)))
+    model = trade_model(tuple(names), tuple(fruits_of(ctx.spec)), max_items(ctx.spec))
     trade = await ctx.extract(model)
-    owned = [parse_counts(info[OWNED]) for info in ctx.instance.private_info]
-    values = [parse_counts(info[VALUES]) for info in ctx.instance.private_info]
+    owned, values = baskets(ctx.instance)
     return trade_values(owned, values, gives_from(trade, names))

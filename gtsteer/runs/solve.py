@@ -8,13 +8,21 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
-from gtsteer.llm import LLM, LLMError
+from gtsteer.binding import (
+    DialogueGame,
+    Instance,
+    expand_sync,
+    generate_instances,
+    load_spec,
+    make_game,
+)
+from gtsteer.llm import LLM
 from gtsteer.runs.output import prepare_run_dir, write_json
 from gtsteer.runs.solve_schema import (
     Failure,
@@ -59,11 +67,20 @@ def solve_config(
     seed: int = 0,
     out_dir: str | Path | None = None,
     *,
+    deals: int | None = None,
     progress: bool = True,
 ) -> SolveSummary:
-    """Solve `games` instances of a domain config and write `out_dir/summary.json`."""
+    """Solve `games` instances of a domain config and write `out_dir/summary.json`.
+
+    `deals` (default: the config's `num_deals`) > 1 solves each instance as a dealt game: a
+    root chance node deals one of `deals` private-information draws, so no player's strategy
+    can use another's private information. A failure inside one instance (any exception) marks
+    that instance failed with its stage and reason; the others still finish.
+    """
     _check_args(games, iterations, solver)
     spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
+    if deals is not None:
+        spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
     out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
@@ -73,8 +90,10 @@ def solve_config(
     records: list[GameRecord] = []
     backend = ""
     for instance in generate_instances(spec, games, seed):
-        game = make_game(spec, instance, model, config=str(config_path), seed=seed)
-        record, used = _solve_instance(game, solver, iterations, progress)
+        record, used = _solve_instance(
+            lambda inst=instance: make_game(spec, inst, model, config=str(config_path), seed=seed),
+            instance, solver, iterations, progress,
+        )  # fmt: skip
         backend = used or backend
         records.append(record)
         write_json(out / "games" / f"{instance.index}.json", record)
@@ -84,6 +103,7 @@ def solve_config(
         if r.status == "failed"
     ]
     clipped = sum(int((r.expansion or {}).get("clipped_rewards", 0)) for r in records)
+    echoed = sum(int((r.expansion or {}).get("echoed_messages", 0)) for r in records)
     roles = list(spec.players)
 
     after = model.usage
@@ -93,6 +113,10 @@ def solve_config(
         model=model_name,
         seed=seed,
         num_games=games,
+        mode="dealt" if spec.num_deals > 1 else "per_instance",
+        num_deals=spec.num_deals,
+        num_solved=sum(r.status == "solved" for r in records),
+        num_failed=len(failures),
         num_llm_seeds=spec.num_llm_seeds,
         solver=solver,
         iterations=iterations,
@@ -109,6 +133,7 @@ def solve_config(
         ),
         failures=failures,
         clipped_rewards=clipped,
+        echoed_messages=echoed,
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:
@@ -120,30 +145,39 @@ def solve_config(
 
 
 def _solve_instance(
-    game: Any, solver: str, iterations: int, progress: bool
+    build: Callable[[], DialogueGame],
+    instance: Instance,
+    solver: str,
+    iterations: int,
+    progress: bool,
 ) -> tuple[GameRecord, str]:
-    """Expand, solve and measure one game; LLM failures mark the record failed, not the run.
+    """Build, expand, solve and measure one game. Any exception (an LLM error, a utility bug,
+    a SpielError in a metric) marks this record failed with its stage, never the whole run.
 
     Returns the record and which CFR implementation ran ("" when it did not get that far).
     """
-    instance = game.instance
     record = GameRecord(index=instance.index, instance=instance.model_dump(), status="failed")
+    stage = "build"
     try:
+        game = build()
+        if game.dealt:
+            record.deals = [d.private_info for d in game.deals]
+        record.payoff_bounds = (game.min_utility(), game.max_utility())
+        stage = "expand"
         report = expand_sync(game, progress=progress)
-    except LLMError as exc:
-        record.failure_stage, record.failure = "expand", f"{type(exc).__name__}: {exc}"
-        return record, ""
-    record.expansion = _dump(report)
-    if report.failed:
-        record.failure_stage, record.failure = "expand", str(report.reason or "expansion failed")
-        return record, ""
-    try:
+        record.expansion = _dump(report)
+        if report.failed:
+            record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
+            return record, ""
+        stage = "solve"
         result = solve_cfr(game, solver=solver, iterations=iterations)
-    except LLMError as exc:  # a node the expansion missed, whose lazy call then failed
-        record.failure_stage, record.failure = "solve", f"{type(exc).__name__}: {exc}"
+        stage = "metrics"
+        _fill_record(record, game, result)
+        return record, result.backend
+    except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
+        record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
+        record.failure_stage, record.failure = stage, f"{type(exc).__name__}: {exc}"
         return record, ""
-    _fill_record(record, game, result)
-    return record, result.backend
 
 
 def _fill_record(record: GameRecord, game: Any, result: CFRResult) -> None:
@@ -179,6 +213,7 @@ def _metrics(solved: list[GameValues]) -> Metrics:
         nash_conv=_metric([v.nash_conv for v in solved]),
         nash_conv_normalized=_metric([v.nash_conv_normalized for v in solved]),
         cfr_gain=_metric([v.cfr_gain for v in solved]),
+        cfr_gain_normalized=_metric([v.cfr_gain_normalized for v in solved]),
     )
 
 

@@ -7,14 +7,16 @@ this particular run had to ask the model (zero new calls on a rerun).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
-SCHEMA_VERSION = 1
+#: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
+#: counted; head-to-head fixed rows are named `always:<instruction>`.
+SCHEMA_VERSION = 2
 
 
 class Metric(MeanCI):
@@ -26,10 +28,12 @@ class Metric(MeanCI):
 class Metrics(BaseModel):
     #: Sum over players of best-response gain against the CFR average policy (OpenSpiel).
     nash_conv: Metric
-    #: nash_conv / (payoff max - payoff min), comparable across domains.
+    #: nash_conv / (players x (payoff max - payoff min)), in [0, 1] for any number of players.
     nash_conv_normalized: Metric
     #: V_i(i plays CFR, others `any`) - V_i(all `any`), averaged over players i.
     cfr_gain: Metric
+    #: cfr_gain / (payoff max - payoff min), in [-1, 1].
+    cfr_gain_normalized: Metric
 
 
 class HeadToHead(BaseModel):
@@ -56,8 +60,8 @@ class LLMCalls(BaseModel):
 
 class Failure(BaseModel):
     instance: int
-    stage: str  # "expand" or "solve"
-    reason: str
+    stage: str  # "build", "expand", "solve" or "metrics"
+    reason: str  # "<exception type>: <message>" (or the expansion's reason)
 
 
 class SolveSummary(BaseModel):
@@ -68,12 +72,18 @@ class SolveSummary(BaseModel):
     domain: str
     model: str
     seed: int  # instance-generation seed
-    num_games: int
+    num_games: int  # instances attempted
+    #: "per_instance": each instance is its own game (the solver sees every private fact);
+    #: "dealt": a root chance node deals one of `num_deals` private-information draws.
+    mode: Literal["per_instance", "dealt"] = "per_instance"
+    num_deals: int = 1
+    num_solved: int = 0
+    num_failed: int = 0  # == len(failures)
     num_llm_seeds: int  # chance outcomes per message (the spec's LLM sample seeds 0..n-1)
     solver: str  # "cfr" or "cfr+"
     iterations: int
     solver_backend: str  # which OpenSpiel implementation ran (C++ on the cached tree, or Python)
-    payoff_bounds: tuple[float, float]
+    payoff_bounds: tuple[float, float]  # the config's; each game record has its own
     instances: list[int]  # indices of the solved instances, the order of every per_instance list
     metrics: Metrics | None  # None when no instance was solved
     head_to_head: HeadToHead | None
@@ -81,6 +91,7 @@ class SolveSummary(BaseModel):
     llm_calls: LLMCalls
     failures: list[Failure] = Field(default_factory=list)
     clipped_rewards: int = 0  # terminal rewards clipped to payoff bounds, all instances
+    echoed_messages: int = 0  # messages that repeated their instruction (stripped), all instances
 
     def numbers(self) -> dict[str, Any]:
         """Everything that must be identical on a rerun (all but `llm_calls`)."""
@@ -100,7 +111,11 @@ class GameRecord(BaseModel):
     instance: dict[str, Any]
     status: str  # "solved" or "failed"
     failure: str | None = None
-    failure_stage: str | None = None  # "expand" or "solve"
+    failure_stage: str | None = None  # "build", "expand", "solve" or "metrics"
+    #: The game's payoff range (utilities with derived bounds make it per instance).
+    payoff_bounds: tuple[float, float] | None = None
+    #: Dealt mode: each deal's private information, in deal order (deal 0 is `instance`'s).
+    deals: list[list[dict[str, str]]] = Field(default_factory=list)
     expansion: dict[str, Any] | None = None
     info_states: int = 0
     policy: list[InfoStatePolicy] = Field(default_factory=list)

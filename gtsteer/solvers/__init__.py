@@ -2,8 +2,10 @@
 
 from gtsteer.solvers.analysis import GameValues, analyze, baseline_strategies
 from gtsteer.solvers.cfr import SOLVERS, CFRResult, PolicyTable, cached_tree, solve_cfr
+from gtsteer.solvers.deals import pool_deal_policies
 from gtsteer.solvers.evaluate import (
     Strategy,
+    StrategyError,
     expected_returns,
     first_decision_distribution,
     fixed,
@@ -19,6 +21,7 @@ __all__ = [
     "MeanCI",
     "PolicyTable",
     "Strategy",
+    "StrategyError",
     "analyze",
     "baseline_strategies",
     "cached_tree",
@@ -29,6 +32,7 @@ __all__ = [
     "head_to_head",
     "mean_ci",
     "nash_conv",
+    "pool_deal_policies",
     "solve_cfr",
     "tabular",
     "uniform",

@@ -23,13 +23,21 @@ from gtsteer.solvers.evaluate import (
 )
 from gtsteer.solvers.metrics import cfr_gain, head_to_head, nash_conv
 
+#: Head-to-head name prefix of "always play this instruction".
+ALWAYS = "always:"
+
 
 class GameValues(BaseModel):
     """Every number `analyze` measures on one solved game."""
 
+    #: Sum over players of the best-response gain against the policy (OpenSpiel's NashConv).
     nash_conv: float
+    #: nash_conv / (players x payoff range): the mean best-response gain per player as a share
+    #: of the range, in [0, 1] whatever the number of players.
     nash_conv_normalized: float
     cfr_gain: float
+    #: cfr_gain / payoff range (cfr_gain is already a mean over players), in [-1, 1].
+    cfr_gain_normalized: float
     cfr_gain_per_player: list[float]
     value_cfr: list[float]  # each player's value when all play CFR
     value_any: list[float]  # each player's value when all play `any`
@@ -40,18 +48,21 @@ class GameValues(BaseModel):
 def baseline_strategies(
     table: PolicyTable, labels: Sequence[Sequence[str]], any_actions: Sequence[int]
 ) -> dict[str, Strategy]:
-    """CFR, `any`, "always <instruction>" for every non-`any` instruction of player 0, uniform.
+    """`cfr`, `any`, `always:<instruction>` for every other instruction that every player has,
+    and `uniform`.
 
-    A fixed instruction is matched by label in each player's list; a player without it plays
-    uniformly at random instead (see `evaluate.fixed`).
+    The prefix keeps an instruction called "cfr" or "uniform" from colliding with those rows;
+    an instruction some player lacks gets no row (a row must mean what its name says).
     """
     strategies: dict[str, Strategy] = {"cfr": tabular(table), "any": fixed(list(any_actions))}
     any_label = labels[0][any_actions[0]]
     for label in labels[0]:
-        if label == any_label or label in strategies:
+        if label == any_label or not all(label in ls for ls in labels):
             continue
-        actions = [list(ls).index(label) if label in ls else None for ls in labels]
-        strategies[label] = fixed(actions)
+        name = f"{ALWAYS}{label}"
+        if name in strategies:
+            raise ValueError(f"instruction {label!r} appears twice in player 0's action list")
+        strategies[name] = fixed([list(ls).index(label) for ls in labels])
     strategies["uniform"] = uniform()
     return strategies
 
@@ -73,11 +84,13 @@ def analyze(
     conv = nash_conv(game, table)
     span = game.max_utility() - game.min_utility()
     gains = cfr_gain(game, cfr_s, any_s)
+    gain = float(np.mean(gains))
     first = first_decision_distribution(game, [cfr_s] * n)
     return GameValues(
         nash_conv=conv,
-        nash_conv_normalized=conv / span if span > 0 else conv,
-        cfr_gain=float(np.mean(gains)),
+        nash_conv_normalized=conv / (n * span),
+        cfr_gain=gain,
+        cfr_gain_normalized=gain / span,
         cfr_gain_per_player=gains,
         value_cfr=[float(v) for v in expected_returns(game, [cfr_s] * n)],
         value_any=[float(v) for v in expected_returns(game, [any_s] * n)],

@@ -18,11 +18,22 @@ from gtsteer.solvers.cfr import PolicyTable
 Strategy = Callable[[pyspiel.State], list[tuple[int, float]]]
 
 
+class StrategyError(ValueError):
+    """A strategy cannot act at a state (a policy without that state, an illegal action)."""
+
+
 def tabular(table: PolicyTable) -> Strategy:
-    """Play the table's distribution at each information state."""
+    """Play the table's distribution at each information state; a state the table lacks is an
+    error (never a silent uniform fallback, which would measure a different policy)."""
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
-        return table[state.information_state_string()]
+        key = state.information_state_string()
+        if key not in table:
+            raise StrategyError(
+                f"policy has no entry for player {state.current_player()}'s information state"
+                f" {key!r} (was it computed on another game?)"
+            )
+        return table[key]
 
     return strategy
 
@@ -37,19 +48,18 @@ def uniform() -> Strategy:
     return strategy
 
 
-def fixed(actions: Sequence[int | None]) -> Strategy:
-    """Always the given action of the acting player (`actions[player]`).
-
-    Where it is not legal (or None: the player lacks that instruction) the player falls back to
-    uniform play, so a baseline never breaks on a node that restricts actions.
-    """
+def fixed(actions: Sequence[int]) -> Strategy:
+    """Always the given action of the acting player (`actions[player]`); an error where that
+    action is not legal, so an "always X" row never silently measures something else."""
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
-        legal = state.legal_actions()
-        action = actions[state.current_player()]
-        if action is not None and action in legal:
-            return [(action, 1.0)]
-        return [(a, 1.0 / len(legal)) for a in legal]
+        player = state.current_player()
+        action = actions[player]
+        if action not in state.legal_actions():
+            raise StrategyError(
+                f"fixed strategy: action {action} is not legal for player {player} at {state}"
+            )
+        return [(action, 1.0)]
 
     return strategy
 

@@ -19,7 +19,7 @@ def _rng(*parts: Any) -> random.Random:
 
 
 def _echo_words(text: str, limit: int = 8) -> list[str]:
-    """The last words of the prompt (typically the instruction), so fake text reflects it."""
+    """The last words of the prompt (typically the instruction line and the speaker tag)."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     tail = " ".join(lines[-2:]) if lines else ""
     words = re.findall(r"[A-Za-z][A-Za-z'-]*", tail)
@@ -27,9 +27,16 @@ def _echo_words(text: str, limit: int = 8) -> list[str]:
 
 
 class FakeBackend(Backend):
+    """Text from a hash of (prompt, seed): different prompts give different words.
+
+    `echo = True` (a test-only subclass, with its own `kind` so its answers never share cache
+    entries with the fake's) appends the prompt's last words, like a model that copies the
+    private instruction line into its message."""
+
     kind = "fake"
     max_concurrency = 64
     supports_grammar = True
+    echo = False
 
     def __init__(self, model: str = "fake"):
         super().__init__(model)
@@ -43,7 +50,9 @@ class FakeBackend(Backend):
             out = json.dumps(fill(json_schema, rng))
         else:
             n = min(request.max_tokens, rng.randint(6, 14))
-            words = [rng.choice(WORDS) for _ in range(n)] + _echo_words(text)
+            words = [rng.choice(WORDS) for _ in range(n)]
+            if self.echo:
+                words += _echo_words(text)
             out = " ".join(words[: request.max_tokens]).capitalize() + "."
             for stop in request.stop:
                 if stop and stop in out:
