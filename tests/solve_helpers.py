@@ -8,11 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gtsteer.binding import register_utility
+from gtsteer.binding import register_private_info, register_utility
 from gtsteer.llm import Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 MIXED_2X2 = Path(__file__).parent / "data" / "mixed_2x2.yaml"
+GUESS_SECRET = Path(__file__).parent / "data" / "guess_secret.yaml"
 MOVES = ["a", "b", "any"]
 #: Proposer's payoff (rows: proposer a/b/any; columns: responder a/b/any); zero-sum.
 PAYOFF = [[0.0, 2.0, 3.0], [1.0, 0.0, 3.0], [-1.0, -1.0, 0.0]]
@@ -45,3 +46,17 @@ async def mixed_2x2_utility(ctx: Any) -> list[float]:
     row = MOVES.index(ctx.instructions(0)[0])
     col = MOVES.index(ctx.instructions(1)[0])
     return [PAYOFF[row][col], -PAYOFF[row][col]]
+
+
+@register_private_info("test_secret")
+def secret_info(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
+    """The guesser knows nothing private; the keeper's secret is low or high."""
+    return {"role": "guesser"} if player == 0 else {"secret": rng.choice(["low", "high"])}
+
+
+@register_utility("test_guess_secret")
+async def guess_secret_utility(ctx: Any) -> list[float]:
+    move = ctx.instructions(0)[0]
+    low = ctx.instance.private_info[1]["secret"] == "low"
+    value = {"bold": 3.0 if low else 0.0, "safe": 1.0, "any": 0.0}[move]
+    return [value, 0.0]
