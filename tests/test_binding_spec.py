@@ -125,5 +125,16 @@ def test_zero_sum_needs_symmetric_bounds(tmp_path: Path) -> None:
 
 
 def test_json_braces_in_prompts_are_not_placeholders() -> None:
+    from gtsteer.binding import Turn, make_instance
+    from gtsteer.binding.prompts import reward_prompt
+
     spec = load_spec(FRUIT)
-    assert '{"deal": true' in spec.payoff.prompt
+    inst = make_instance(spec, 0)
+    turns = [Turn(speaker=0, instruction="calm", text="Two kiwis for an apple?")]
+    rendered = reward_prompt(spec, inst, turns)
+    # The placeholders are filled, the JSON examples survive intact.
+    assert rendered.startswith(f"{inst.names[0]} and {inst.names[1]} trade fruit.\n")
+    assert f"{inst.names[0]}: Two kiwis for an apple?" in rendered
+    assert '{"deal": true, "ann_gives": ["banana", "banana"], "ben_gives": ["kiwi"]}' in rendered
+    assert '{"deal": false, "ann_gives": [], "ben_gives": []}' in rendered
+    assert "{players}" not in rendered and "{transcript}" not in rendered
