@@ -9,8 +9,12 @@
    uncached game (both after expansion, so no LLM work is timed).
 3. Wall time of the README main job (`gtsteer solve configs/trade_fruit_tone.yaml --games 1`
    with the local model), cold cache and rerun, when llama-cpp-python is importable.
+4. Instruction echo rate per model: the share of guided messages (instruction other than `any`)
+   whose sample repeated the private instruction sentence verbatim (the binding strips it, so
+   the opponent never sees it; the rate says how often a model tries).
 
-    .venv/bin/python scripts/bench_solve.py [--no-local]
+    .venv/bin/python scripts/bench_solve.py [--no-local] [--echo-models fake,local]
+    .venv/bin/python scripts/bench_solve.py --only-echo --echo-models local --no-write
 """
 
 from __future__ import annotations
@@ -201,10 +205,8 @@ def main_job() -> dict | str:
     Runs on a snapshot of gtsteer/ and configs/ taken at the start, so edits that others make
     to the work tree during the (minutes-long) cold run cannot change the rerun's requests.
     """
-    try:
-        import llama_cpp  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - any import failure means "not built here"
-        return f"llama-cpp-python does not import here ({type(exc).__name__})"
+    if (why := local_unavailable()) is not None:
+        return why
     out: dict = {"command": "gtsteer solve configs/trade_fruit_tone.yaml --games 1"}
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()  # fmt: skip
@@ -230,6 +232,71 @@ def main_job() -> dict | str:
     return out
 
 
+# ---- 4. instruction echo ---------------------------------------------------------------------
+
+
+def echo_rates(models: list[str], games: int) -> dict[str, dict]:
+    """Per model: guided messages, how many repeated their instruction, the rate, an example.
+
+    A quality number, not a timing: it uses the normal response cache, so a model already run
+    on these instances (e.g. by the main job) answers from it."""
+    from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
+    from gtsteer.llm import LLM
+
+    spec = load_spec(FRUIT)
+    out: dict[str, dict] = {}
+    for model in models:
+        if model.startswith("local") and isinstance(local_unavailable(), str):
+            out[model] = {"skipped": local_unavailable()}
+            continue
+        llm = LLM(model)
+        instructed = echoed = 0
+        example = ""
+        for instance in generate_instances(spec, games, 0):
+            game = make_game(spec, instance, llm)
+            report = expand_sync(game, progress=False)
+            instructed += report.instructed_messages
+            echoed += report.echoed_messages
+            if game.echoes and not example:
+                example = game.messages[min(game.echoes)]
+        out[model] = {
+            "games": games,
+            "instructed": instructed,
+            "echoed": echoed,
+            "rate": echoed / instructed if instructed else 0.0,
+            "example_after_stripping": example,
+        }
+    return out
+
+
+def local_unavailable() -> str | None:
+    try:
+        import llama_cpp  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not built here"
+        return f"llama-cpp-python does not import here ({type(exc).__name__})"
+    return None
+
+
+def render_echo(rates: dict[str, dict]) -> list[str]:
+    lines = [
+        "### Instruction echo rate (fruit instances, guided messages)",
+        "",
+        "A sample that repeats its private instruction sentence (\"(Alice writes in a calm",
+        "tone.)\") would show it to the other player; the binding strips the repeat before the",
+        "message enters the transcript and counts it (`echoed_messages`).",
+        "",
+        "| model | games | guided messages | echoed | rate |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for model, r in rates.items():
+        if "skipped" in r:
+            lines.append(f"| `{model}` | — | — | — | not run: {r['skipped']} |")
+        else:
+            lines.append(f"| `{model}` | {r['games']} | {r['instructed']} | {r['echoed']} |"
+                         f" {r['rate']:.1%} |")  # fmt: skip
+    return lines
+
+
 # ---- report ----------------------------------------------------------------------------------
 
 
@@ -247,7 +314,9 @@ def machine() -> str:
     )
 
 
-def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -> str:
+def render(
+    calls: dict, ref: dict, speed: dict, job: dict | str, command: str, echo: dict[str, dict]
+) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     ratio = ref["calls"] / calls["first_new_calls"]
     lines = [
@@ -333,6 +402,8 @@ def render(calls: dict, ref: dict, speed: dict, job: dict | str, command: str) -
                     detail += f", {job[f'{label}_failures']} failed instance(s)"
             lines.append(f"| {label} | {job[f'{label}_s']:.1f} s | {detail} |")
         lines += ["", "Goal: under 5 minutes (300 s) cold."]
+    if echo:
+        lines += ["", *render_echo(echo)]
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -356,10 +427,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="time per CFR speed run")
     parser.add_argument("--no-local", action="store_true", help="skip the local-model main job")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--echo-models", default="fake,local",
+                        help="comma-separated models whose instruction echo rate is measured")
+    parser.add_argument("--echo-games", type=int, default=1, help="instances per echo model")
+    parser.add_argument("--only-echo", action="store_true",
+                        help="measure only the echo rates (prints; never writes the doc)")
     args = parser.parse_args()
     command = "python scripts/bench_solve.py" + "".join(
         f" {a}" for a in sys.argv[1:] if a != "--no-write"
     )
+    models = [m.strip() for m in args.echo_models.split(",") if m.strip()]
+    if args.only_echo:
+        rates = echo_rates(models, args.echo_games)
+        print(json.dumps(rates, indent=2))
+        print("\n".join(render_echo(rates)))
+        return
     calls = gtsteer_calls(args.iterations)
     print("gtsteer", calls, flush=True)
     ref = reference_calls(args.iterations)
@@ -368,7 +450,9 @@ def main() -> None:
     print("speed", speed, flush=True)
     job = "skipped with --no-local" if args.no_local else main_job()
     print("main job", job, flush=True)
-    section = render(calls, ref, speed, job, command)
+    echo = echo_rates(models, args.echo_games)
+    print("echo", echo, flush=True)
+    section = render(calls, ref, speed, job, command, echo)
     print(section)
     if not args.no_write:
         write_section(section)
