@@ -134,3 +134,18 @@ def test_every_deal_is_expanded_and_traversal_makes_no_call() -> None:
     before = game.llm.usage.requests
     walk(game.new_initial_state(), lambda s: s.returns() if s.is_terminal() else None)
     assert game.llm.usage.requests == before
+
+
+def test_cli_deals_flag_reports_the_mode(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gtsteer.cli import app
+
+    result = CliRunner().invoke(app, ["solve", str(GUESS_SECRET), "--llm", "fake", "--deals", "4",
+                                      "-k", "50", "-q", "-o", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "mode: dealt: root chance deals 1 of 4" in " ".join(result.output.split())
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["mode"], summary["num_deals"]) == ("dealt", 4)
+    bad = CliRunner().invoke(app, ["solve", str(GUESS_SECRET), "--llm", "fake", "--deals", "0"])
+    assert bad.exit_code == 2 and "num_deals" in bad.output
