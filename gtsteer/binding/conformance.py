@@ -17,6 +17,7 @@ import math
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyspiel
 from pydantic import BaseModel
@@ -61,20 +62,23 @@ def reduced_spec(spec: DomainSpec, max_leaves: int = MAX_LEAVES) -> tuple[Domain
     one instruction value (and `any`) per key, then one reply each; never dealt."""
     data = spec.model_dump()
     notes: list[str] = []
+
+    def reduce(field: str, value: Any, note: str) -> None:
+        data[field] = value
+        notes.append(note)
+
+    def too_big() -> bool:
+        return leaves_bound(spec_from_dict(data)) > max_leaves
+
     if data["num_deals"] > 1:
-        data["num_deals"], _ = 1, notes.append("num_deals -> 1 (dealt mode checked separately)")
-
-    def size() -> int:
-        return leaves_bound(spec_from_dict(data))
-
-    if size() > max_leaves and data["num_llm_seeds"] > 1:
-        data["num_llm_seeds"], _ = 1, notes.append("num_llm_seeds -> 1")
-    if size() > max_leaves:
-        data["actions"] = {k: [*[v for v in vs if v != ANY][:1], ANY]
-                           for k, vs in data["actions"].items()}  # fmt: skip
-        notes.append("actions -> one value and any per key")
-    if size() > max_leaves and data["num_max_replies"] > 1:
-        data["num_max_replies"], _ = 1, notes.append("num_max_replies -> 1")
+        reduce("num_deals", 1, "num_deals -> 1 (the dealt mode gets random_sim_test only)")
+    if too_big() and data["num_llm_seeds"] > 1:
+        reduce("num_llm_seeds", 1, "num_llm_seeds -> 1")
+    if too_big():
+        fewer = {k: [*[v for v in vs if v != ANY][:1], ANY] for k, vs in data["actions"].items()}
+        reduce("actions", fewer, "actions -> one value and any per key")
+    if too_big() and data["num_max_replies"] > 1:
+        reduce("num_max_replies", 1, "num_max_replies -> 1")
     return spec_from_dict(data, "conformance variant"), notes
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +91,8 @@ def solve_config(
     records: list[GameRecord] = []
     backend = ""
     for instance in generate_instances(spec, games, seed):
-        record, used = _solve_instance(
-            lambda inst=instance: make_game(spec, inst, model, config=str(config_path), seed=seed),
-            instance, solver, iterations, progress,
-        )  # fmt: skip
+        build = partial(make_game, spec, instance, model, config=str(config_path), seed=seed)
+        record, used = _solve_instance(build, instance, solver, iterations, progress)
         backend = used or backend
         records.append(record)
         write_json(out / "games" / f"{instance.index}.json", record)
