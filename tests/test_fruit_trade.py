@@ -103,8 +103,8 @@ def test_utility_impossible_and_no_deal_extractions() -> None:
 
 def test_five_fruit_trade_is_extracted_whole() -> None:
     # Ann gives 2 apples + 3 blueberries (5 fruits, more than the old cap of 4) for 2 kiwis.
-    gives = {"deal": True, "ann_gives": ["apple"] * 2 + ["blueberry"] * 3, "ben_gives": ["kiwi"] * 2}
-    ctx = _context(gives)
+    ann = ["apple"] * 2 + ["blueberry"] * 3
+    ctx = _context({"deal": True, "ann_gives": ann, "ben_gives": ["kiwi"] * 2})
     reward = run_sync(compute_reward(ctx))
     # Ann: +2 kiwis x 6 - (2 x 5 + 3 x 1) = -1; Ben: 2 x 3 + 3 x 4 - 2 x 2 = 14.
     assert reward.raw == reward.returns == [-1.0, 14.0] and not reward.clipped

@@ -52,7 +52,8 @@ def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
     assert h2h is not None
     assert h2h.strategies == ["cfr", "any", "always:a", "always:b", "uniform"]
     assert h2h.values["any"]["any"] == 0.0
-    assert h2h.values["always:a"]["always:b"] == pytest.approx((2.0 + -1.0) / 2)  # (M[a,b]-M[b,a])/2
+    # (M[a,b] - M[b,a]) / 2
+    assert h2h.values["always:a"]["always:b"] == pytest.approx((2.0 + -1.0) / 2)
     # The games file holds the policy per information state with instruction labels.
     record = json.loads((tmp_path / "games" / "0.json").read_text())
     assert record["status"] == "solved" and record["instance"]["index"] == 0

@@ -221,7 +221,8 @@ def playthrough(game: DialogueGame, seed: int = 0) -> str:
         else:
             legal = state.legal_actions()
             lines.append(f"current player: {player}")
-            lines.append(f"legal actions: {[(a, state.action_to_string(player, a)) for a in legal]}")
+            named = [(a, state.action_to_string(player, a)) for a in legal]
+            lines.append(f"legal actions: {named}")
             action = rng.choice(legal)
         lines.append(f"action: {action} ({state.action_to_string(player, action)})")
         lines.append("")
