@@ -10,8 +10,9 @@
 3. Wall time of the README main job (`gtsteer solve configs/trade_fruit_tone.yaml --games 1`
    with the local model), cold cache and rerun, when llama-cpp-python is importable.
 4. Instruction echo rate per model: the share of guided messages (instruction other than `any`)
-   whose sample repeated the private instruction sentence verbatim (the binding strips it, so
-   the opponent never sees it; the rate says how often a model tries).
+   whose sample carried an instruction-shaped stage direction ("(Alice writes in a calm
+   tone.)", any name or tone), and the same for unguided messages (the binding strips them, so
+   the opponent never sees them; the rates say how often a model tries).
 
     .venv/bin/python scripts/bench_solve.py [--no-local] [--echo-models fake,local]
     .venv/bin/python scripts/bench_solve.py --only-echo --echo-models local --no-write
@@ -250,20 +251,25 @@ def echo_rates(models: list[str], games: int) -> dict[str, dict]:
             out[model] = {"skipped": local_unavailable()}
             continue
         llm = LLM(model)
-        instructed = echoed = 0
+        counts = collections.Counter()
         example = ""
         for instance in generate_instances(spec, games, 0):
             game = make_game(spec, instance, llm)
-            report = expand_sync(game, progress=False)
-            instructed += report.instructed_messages
-            echoed += report.echoed_messages
+            expand_sync(game, progress=False)
+            unguided = game.any_action()
+            for history in game.messages:
+                kind = "unguided" if history[-2] == unguided else "guided"
+                counts[kind] += 1
+                counts[f"{kind}_echoed"] += history in game.echoes
             if game.echoes and not example:
                 example = game.messages[min(game.echoes)]
         out[model] = {
             "games": games,
-            "instructed": instructed,
-            "echoed": echoed,
-            "rate": echoed / instructed if instructed else 0.0,
+            "instructed": counts["guided"],
+            "echoed": counts["guided_echoed"],
+            "rate": counts["guided_echoed"] / max(counts["guided"], 1),
+            "unguided": counts["unguided"],
+            "unguided_echoed": counts["unguided_echoed"],
             "example_after_stripping": example,
         }
     return out
@@ -281,19 +287,20 @@ def render_echo(rates: dict[str, dict]) -> list[str]:
     lines = [
         "### Instruction echo rate (fruit instances, guided messages)",
         "",
-        "A sample that repeats its private instruction sentence (\"(Alice writes in a calm",
-        "tone.)\") would show it to the other player; the binding strips the repeat before the",
-        "message enters the transcript and counts it (`echoed_messages`).",
+        "A sample that carries an instruction-shaped stage direction (\"(Alice writes in a calm",
+        "tone.)\", under any name or tone) would show the private instruction to the other",
+        "player; the binding strips it before the message enters the transcript and counts it",
+        "(`echoed_messages`). Unguided (`any`) messages are counted apart.",
         "",
-        "| model | games | guided messages | echoed | rate |",
-        "|---|---:|---:|---:|---:|",
+        "| model | games | guided messages | with a direction | rate | unguided with one |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for model, r in rates.items():
         if "skipped" in r:
-            lines.append(f"| `{model}` | — | — | — | not run: {r['skipped']} |")
+            lines.append(f"| `{model}` | — | — | — | not run: {r['skipped']} | — |")
         else:
             lines.append(f"| `{model}` | {r['games']} | {r['instructed']} | {r['echoed']} |"
-                         f" {r['rate']:.1%} |")  # fmt: skip
+                         f" {r['rate']:.1%} | {r['unguided_echoed']} of {r['unguided']} |")  # fmt: skip
     return lines
 
 

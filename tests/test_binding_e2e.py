@@ -20,7 +20,12 @@ from gtsteer.binding import (
     make_instance,
     register_utility,
 )
-from gtsteer.binding.prompts import contains_instruction, instruction_parts
+from gtsteer.binding.prompts import (
+    contains_instruction,
+    echo_patterns,
+    instruction_parts,
+    strip_instruction_echo,
+)
 from gtsteer.llm import LLM
 from gtsteer.runs.solve import solve_config
 
@@ -56,15 +61,40 @@ def test_messages_never_repeat_their_instruction() -> None:
             if turn.instruction is None:
                 continue
             parts = instruction_parts(spec, turn.instruction, names[turn.speaker])
-            assert not contains_instruction(turn.text, parts), turn
+            assert not contains_instruction(turn.text, echo_patterns(spec, turn.instruction))
             # No other player's view shows which instruction the speaker was given.
             for player in range(2):
                 if player != turn.speaker:
-                    assert not contains_instruction(state.information_state_string(player), parts)
+                    view = state.information_state_string(player)
+                    assert not any(part in view for part in parts), (player, view)
             checked += bool(parts)
 
     walk(game.new_initial_state(), visit)
     assert checked > 0
+
+
+def test_stage_directions_go_whatever_name_or_tone_they_carry() -> None:
+    spec = fruit_spec()
+    calm = echo_patterns(spec, "calm")
+    # Seen from the local model: Frank, told to be calm, wrote David's name into the direction;
+    # another sample invented a tone that is not even an action.
+    said = "I give you 2 bananas for 1 kiwifruit. (David writes in a calm tone.)"
+    assert strip_instruction_echo(said, calm) == ("I give you 2 bananas for 1 kiwifruit.", True)
+    invented = "Deal? (David writes in a stern tone.) Fine."
+    assert strip_instruction_echo(invented, calm) == ("Deal? Fine.", True)
+    # An unguided message carries no direction either; plain talk about tone stays.
+    assert strip_instruction_echo("Ok. (Bob writes in an assertive tone.)",
+                                  echo_patterns(spec, "any")) == ("Ok.", True)  # fmt: skip
+    plain = "I am calm, and my tone is friendly."
+    assert strip_instruction_echo(plain, calm) == (plain, False)
+
+
+def test_a_template_without_enough_literal_words_matches_only_the_chosen_value() -> None:
+    spec = fruit_spec(instruction_templates={"tone": "{value}."})
+    assert strip_instruction_echo("Be calm. Calm down.", echo_patterns(spec, "calm"))[1]
+    assert strip_instruction_echo("I am assertive.", echo_patterns(spec, "calm")) == (
+        "I am assertive.", False)
+    assert echo_patterns(spec, "any") == []
 
 
 def test_the_opponent_cannot_see_the_instruction_through_an_echo() -> None:

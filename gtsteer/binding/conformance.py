@@ -26,7 +26,12 @@ from gtsteer.binding.expand import expand_sync
 from gtsteer.binding.game import DialogueGame, DialogueState
 from gtsteer.binding.instances import make_instance
 from gtsteer.binding.loader import make_game
-from gtsteer.binding.prompts import contains_instruction, instruction_parts, render_private_info
+from gtsteer.binding.prompts import (
+    contains_instruction,
+    echo_patterns,
+    instruction_parts,
+    render_private_info,
+)
 from gtsteer.binding.spec import ANY, DomainSpec, load_spec, spec_from_dict
 from gtsteer.llm import LLM
 
@@ -152,11 +157,13 @@ def _check_views(game: DialogueGame, state: DialogueState, config: str) -> None:
         for turn in state.turns:
             if turn.instruction is None:
                 continue
-            parts = instruction_parts(game.spec, turn.instruction, names[turn.speaker])
-            if contains_instruction(turn.text, parts):
-                raise _fail(config, "no instruction echo", f"{turn.text!r} repeats {parts}")
-            if turn.speaker != player and contains_instruction(view, parts):
-                raise _fail(config, "no instruction echo", f"player {player} sees {parts}")
+            patterns = echo_patterns(game.spec, turn.instruction)
+            if contains_instruction(turn.text, patterns):
+                raise _fail(config, "no instruction echo", f"{turn.text!r} carries an instruction")
+            own = instruction_parts(game.spec, turn.instruction, names[turn.speaker])
+            tag = f"{names[turn.speaker]} ({turn.instruction})"
+            if turn.speaker != player and (tag in view or any(part in view for part in own)):
+                raise _fail(config, "no instruction echo", f"player {player} sees {own or tag}")
 
 
 def check_config(

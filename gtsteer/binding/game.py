@@ -26,7 +26,7 @@ from gtsteer.binding.instances import Instance, deal_instances, stable_int
 from gtsteer.binding.prompts import (
     Turn,
     clean_message,
-    instruction_parts,
+    echo_patterns,
     message_prompt,
     message_stop,
     render_private_info,
@@ -195,8 +195,9 @@ class DialogueGame(pyspiel.Game):
             req = self.message_request(turns, speaker, instruction, history[-1], deal)
             completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
             instance = self.deals[deal]
-            parts = instruction_parts(self.spec, instruction, instance.names[speaker])
-            text, echoed = strip_instruction_echo(clean_message(completion.text, instance), parts)
+            patterns = echo_patterns(self.spec, instruction)
+            text, echoed = strip_instruction_echo(clean_message(completion.text, instance),
+                                                  patterns)  # fmt: skip
             if echoed:
                 self.echoes.add(history)
             self.messages[history] = text

@@ -60,31 +60,65 @@ def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
     return " ".join(instruction_parts(spec, instruction, name))
 
 
-def _echo_pattern(part: str) -> re.Pattern[str] | None:
-    """The sentence's words in order, any case, any punctuation between them, with the
-    surrounding parentheses and final stop: how a model (or the echoing fake) repeats a stage
-    direction."""
-    words = re.findall(r"\w+", part)
-    if not words:
-        return None
-    core = r"[\W_]+".join(re.escape(w) for w in words)
+#: A stage direction in an instruction template's form needs this many literal words (besides
+#: the name and the value) to be recognised whatever name and value it carries; a template with
+#: fewer ("{value}.") is matched only with the chosen value, so ordinary words are never removed.
+MIN_LITERAL_WORDS = 2
+_NAME_SLOT = r"\w[\w'-]*"
+_VALUE_SLOT = r"[\w'-]+(?:\s+[\w'-]+){0,3}"
+
+
+def _words(text: str) -> str:
+    """`text`'s words in order, any case, any punctuation or spacing between them ("a" and
+    "an" alike: "in a calm tone" is "in an assertive tone" with another value)."""
+    words = re.findall(r"[^\W_]+", text)
+    return r"[\W_]+".join("an?" if w.lower() in ("a", "an") else re.escape(w) for w in words)
+
+
+def _template_pattern(template: str, key: str, value: str | None) -> re.Pattern[str]:
+    """The template as a pattern: any name, `value` (None: any value), the key and the
+    literal words in order, with the surrounding parentheses and final stop."""
+    tokens = []
+    for piece in re.split(r"(\{\w+\})", template.strip()):
+        if piece == "{name}":
+            tokens.append(_NAME_SLOT)
+        elif piece == "{value}":
+            tokens.append(_VALUE_SLOT if value is None else _words(value))
+        else:
+            tokens.append(_words(key if piece == "{key}" else piece))
+    core = r"[\W_]+".join(tok for tok in tokens if tok)
     return re.compile(r"\(?\s*\b" + core + r"\b[.!?]?\s*\)?", re.IGNORECASE)
 
 
-def contains_instruction(text: str, parts: list[str]) -> bool:
-    """Whether `text` repeats any of the rendered instruction sentences verbatim (words)."""
-    return any(p is not None and p.search(text) for p in map(_echo_pattern, parts))
+def echo_patterns(spec: DomainSpec, instruction: str) -> list[re.Pattern[str]]:
+    """Stage directions a message must not carry: each key's instruction sentence in its
+    template's form, under any name (a model may copy "(Bob writes in a calm tone.)" with the
+    wrong name) and, where the template has enough literal words, with any value (an invented
+    "(Bob writes in a stern tone.)" is no dialogue either)."""
+    chosen = spec.parse_instruction(instruction)
+    patterns = []
+    for key in spec.actions:
+        template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
+        literal = _PLACEHOLDER.sub(" ", template.replace("{key}", key))
+        if len(re.findall(r"[^\W_]+", literal)) >= MIN_LITERAL_WORDS:
+            patterns.append(_template_pattern(template, key, None))
+        elif chosen.get(key, ANY) != ANY:
+            patterns.append(_template_pattern(template, key, chosen[key]))
+    return patterns
 
 
-def strip_instruction_echo(text: str, parts: list[str]) -> tuple[str, bool]:
-    """`text` without verbatim repeats of the instruction sentences, and whether there were any.
+def contains_instruction(text: str, patterns: list[re.Pattern[str]]) -> bool:
+    """Whether `text` carries a stage direction matched by `echo_patterns`."""
+    return any(p.search(text) for p in patterns)
+
+
+def strip_instruction_echo(text: str, patterns: list[re.Pattern[str]]) -> tuple[str, bool]:
+    """`text` without instruction-shaped stage directions, and whether there were any.
 
     The instruction is a private action: a message that repeats it would show it to everyone,
     and the solved game would no longer be the one described."""
     echoed = False
-    for pattern in map(_echo_pattern, parts):
-        if pattern is None:
-            continue
+    for pattern in patterns:
         text, count = pattern.subn(" ", text)
         echoed = echoed or count > 0
     if not echoed:

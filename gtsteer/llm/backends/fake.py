@@ -41,6 +41,11 @@ class FakeBackend(Backend):
     def __init__(self, model: str = "fake"):
         super().__init__(model)
 
+    def identity(self) -> dict[str, Any]:
+        # Whether it echoes changes every answer: responses cached before echoing became opt-in
+        # (or by an echoing variant) must never be served to the other.
+        return {**super().identity(), "echo": self.echo}
+
     async def complete(
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
