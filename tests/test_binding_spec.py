@@ -138,3 +138,27 @@ def test_json_braces_in_prompts_are_not_placeholders() -> None:
     assert '{"deal": true, "ann_gives": ["banana", "banana"], "ben_gives": ["kiwi"]}' in rendered
     assert '{"deal": false, "ann_gives": [], "ben_gives": []}' in rendered
     assert "{players}" not in rendered and "{transcript}" not in rendered
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"players": ["a", "b", "c"], "names": ["A", "B", "C"]}, "players"),
+        ({"params": {"fruits": ["apple"], "max_count": 0}}, "params.max_count"),
+        ({"params": {"fruits": ["apple"], "value_range": [5, 2]}}, "params.value_range"),
+        ({"payoff": {"min": -1, "max": 1, "prompt": "x", "utility": "no_such_utility"}},
+         "payoff.utility"),
+    ],
+)
+def test_domain_checks_name_the_field_before_any_llm_call(
+    tmp_path: Path, change: dict, field: str
+) -> None:
+    from gtsteer.runs.solve import solve_config
+
+    data = {**fruit_dict(), **change}
+    llm = LLM("fake")
+    with pytest.raises(ConfigError, match=f"field `{field}`"):
+        solve_config(write(tmp_path, data), llm, out_dir=tmp_path / "o", progress=False)
+    with pytest.raises(ConfigError, match=f"field `{field}`"):
+        load_game(write(tmp_path, data), llm=llm)
+    assert llm.usage.requests == 0

@@ -16,6 +16,7 @@ import pyspiel
 
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, _game_type
 from gtsteer.binding.instances import Instance, make_instance
+from gtsteer.binding.reward import check_domain
 from gtsteer.binding.spec import DomainSpec, load_spec
 from gtsteer.llm import LLM
 
@@ -39,6 +40,7 @@ def make_game(
     """The game of `instance` under `spec`, answered by `llm` (a model string or an `LLM`).
 
     With `spec.num_deals` > 1 the game deals `instance`'s private information by chance."""
+    check_domain(spec)  # ConfigError before any LLM call
     client = _llm(llm)
     blob = json.dumps(
         [spec.model_dump(mode="json"), instance.model_dump(mode="json"), _model_name(client)],
@@ -74,6 +76,7 @@ def load_game(
     overrides the config's (`--deals` on the command line).
     """
     spec = load_spec(config_path)
+    check_domain(spec, str(config_path))
     if num_deals is not None:
         spec = spec.with_deals(num_deals)
     if instance < 0 or (num_games is not None and instance >= num_games):

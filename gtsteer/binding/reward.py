@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gtsteer.binding.instances import Instance, lookup
 from gtsteer.binding.prompts import Turn, reward_prompt
-from gtsteer.binding.spec import DomainSpec
+from gtsteer.binding.spec import ConfigError, DomainSpec
 from gtsteer.llm import LLM
 
 M = TypeVar("M", bound=BaseModel)
@@ -62,22 +62,47 @@ Utility = Callable[[RewardContext], Awaitable[list[float]]]
 #: (spec, instance) -> (lowest, highest) payoff any legal outcome of that instance can give.
 Bounds = Callable[[DomainSpec, Instance], tuple[float, float]]
 _UTILITIES: dict[str, Utility] = {}
+#: spec -> None, raising ValueError("field `x`: ...") when the domain cannot run this spec.
+Validator = Callable[[DomainSpec], None]
 _BOUNDS: dict[str, Bounds] = {}
+_VALIDATORS: dict[str, Validator] = {}
 
 
-def register_utility(name: str, bounds: Bounds | None = None) -> Callable[[Utility], Utility]:
+def register_utility(
+    name: str, bounds: Bounds | None = None, validate: Validator | None = None
+) -> Callable[[Utility], Utility]:
     """Register `async def utility(ctx) -> list[float]` under `name` (used by `payoff.utility`).
 
     `bounds`, when given, derives each instance's payoff range from its private information
-    (it then replaces the config's `payoff.min`/`max`), so no legal outcome is ever clipped."""
+    (it then replaces the config's `payoff.min`/`max`), so no legal outcome is ever clipped.
+    `validate`, when given, checks a spec the utility cannot handle (player count, params)
+    before any LLM call (`check_domain`)."""
 
     def deco(fn: Utility) -> Utility:
         _UTILITIES[name] = fn
         if bounds is not None:
             _BOUNDS[name] = bounds
+        if validate is not None:
+            _VALIDATORS[name] = validate
         return fn
 
     return deco
+
+
+def check_domain(spec: DomainSpec, source: str = "<config>") -> None:
+    """The utility's own checks of `spec`; a failure is a `ConfigError` naming the field."""
+    name = spec.payoff.utility
+    if name is None:
+        return
+    try:
+        get_utility(name)  # imports the domain module, which registers its validator
+    except KeyError as exc:
+        raise ConfigError(f"{source}: field `payoff.utility`: {exc.args[0]}") from None
+    if name in _VALIDATORS:
+        try:
+            _VALIDATORS[name](spec)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
 
 
 def get_utility(name: str) -> Utility:

@@ -141,7 +141,20 @@ def trade_bounds(spec: DomainSpec, instance: Instance) -> tuple[float, float]:
     return float(lo), float(max(hi, lo + 1))  # lo + 1: a range even for empty baskets
 
 
-@register_utility("fruit_trade", bounds=trade_bounds)
+def check_fruit_spec(spec: DomainSpec) -> None:
+    """Fruit trading is bilateral, and its params must describe a basket and a value range."""
+    if spec.num_players != 2:
+        raise ValueError(f"field `players`: fruit trading needs 2 players, got {spec.num_players}")
+    if not fruits_of(spec) or len(set(fruits_of(spec))) != len(fruits_of(spec)):
+        raise ValueError("field `params.fruits`: needs distinct fruit names")
+    if max_count_of(spec) < 1:
+        raise ValueError(f"field `params.max_count`: must be >= 1, got {max_count_of(spec)}")
+    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
+    if not 0 <= lo <= hi:
+        raise ValueError(f"field `params.value_range`: need 0 <= low <= high, got [{lo}, {hi}]")
+
+
+@register_utility("fruit_trade", bounds=trade_bounds, validate=check_fruit_spec)
 async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
     names = ctx.instance.names
     model = trade_model(tuple(names), tuple(fruits_of(ctx.spec)), max_items(ctx.spec))

@@ -18,6 +18,7 @@ import numpy as np
 from gtsteer.binding import (
     DialogueGame,
     Instance,
+    check_domain,
     expand_sync,
     generate_instances,
     load_spec,
@@ -80,6 +81,7 @@ def solve_config(
     """
     _check_args(games, iterations, solver)
     spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
+    check_domain(spec, str(config_path))  # the domain's own checks (fruit: two players)
     if deals is not None:
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
