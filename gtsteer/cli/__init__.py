@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.llm import llm_app
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
@@ -16,4 +17,5 @@ app = typer.Typer(
 )
 app.add_typer(llm_app, name="llm")
 register_solve(app)
+register_imitate(app)
 app.add_typer(werewolf_app, name="werewolf")

@@ -153,6 +153,8 @@ def summarize(evaluations: Sequence[InstanceEvaluation]) -> EvaluationSummary:
     ev = list(evaluations)
     names = list(ev[0].head_to_head)
     pooled = np.mean([e.metagame.per_player for e in ev], axis=0)
+    joints = [e.metagame.joint for e in ev]
+    pooled_joint = None if any(j is None for j in joints) else np.mean(joints, axis=0)
     return EvaluationSummary(
         instances=[e.instance for e in ev],
         nash_conv=_metric([e.nash_conv for e in ev]),
@@ -162,7 +164,7 @@ def summarize(evaluations: Sequence[InstanceEvaluation]) -> EvaluationSummary:
         value_dim_vs_any=_metric([e.head_to_head["dim"]["any"] for e in ev]),
         value_dim_vs_cfr=_metric([e.head_to_head["dim"]["cfr"] for e in ev]),
         dim_probability=_metric([e.metagame.dim_probability for e in ev]),
-        pooled_metagame=meta_game(pooled),
+        pooled_metagame=meta_game(pooled, pooled_joint),
         head_to_head={
             r: {c: float(np.mean([e.head_to_head[r][c] for e in ev])) for c in names}
             for r in names

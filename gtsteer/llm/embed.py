@@ -19,13 +19,14 @@ names MiniLM, never T5. This is the only module that loads embedding models (DES
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import socket
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -224,7 +225,25 @@ def _sentence_transformer(source: str, **kwargs: Any) -> Any:
             "sentence-transformers is not installed: `pip install sentence-transformers` "
             "(it comes with `pip install -e .`)."
         ) from exc
-    return SentenceTransformer(source, device="cpu", **kwargs)
+    with _quiet_transformers():
+        return SentenceTransformer(source, device="cpu", **kwargs)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """No "Loading weights" bar from transformers in the middle of gtsteer's own bars."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover -- sentence-transformers depends on transformers
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _memo(key: str, load: Callable[[], Any]) -> Any:

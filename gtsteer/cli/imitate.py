@@ -1,0 +1,156 @@
+"""`gtsteer imitate CONFIG`: distil the CFR policy into an MLP over text embeddings, evaluate it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.imitation.evaluate import Metric
+from gtsteer.runs.imitate import (
+    DEFAULT_GAMES,
+    FEATURE_MODES,
+    REPORT_FILE,
+    ImitationReport,
+    default_out_dir,
+    imitate_config,
+)
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    """Signed: values and gains (rounded first, so no -0.0000)."""
+    return "—" if x is None else f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
+def _pos(x: float | None, digits: int = 3) -> str:
+    """Unsigned: probabilities, entropies, divergences, NashConv."""
+    return "—" if x is None else f"{round(x, digits) + 0.0:.{digits}f}"
+
+
+def _ci(m: Metric) -> str:
+    if m.ci_low is None or m.ci_high is None:
+        return "— (1 instance)"
+    return f"[{_num(m.ci_low)}, {_num(m.ci_high)}]"
+
+
+def print_report(report: ImitationReport, out: Path) -> None:
+    """Fit, held-out evaluation, meta-game and (optionally) the feature comparison."""
+    fit = Table("set", "records", "cross-entropy", "KL", "top-1", "KL (all states)",
+                title=f"{report.domain}: fit to the CFR policy ({report.features} features, "
+                      f"{report.embedder})")
+    training = report.training
+    for name, f in (("train", training.train), ("held-out", training.heldout)):
+        if f is not None:
+            fit.add_row(name, str(f.records), _pos(f.cross_entropy), _pos(f.kl), _pos(f.top1),
+                        _pos(f.kl_uniform))
+    console.print(fit)
+    h = report.heldout
+    table = Table("metric (held-out instances)", "mean", "95% CI", "n",
+                  title="distilled policy (DIM) in the game")
+    rows = [
+        ("NashConv of DIM", h.nash_conv),
+        ("NashConv of CFR", h.nash_conv_cfr),
+        ("DIM gain over any", h.dim_gain),
+        ("CFR gain over any", h.cfr_gain),
+        ("value DIM vs any", h.value_dim_vs_any),
+        ("value DIM vs CFR", h.value_dim_vs_cfr),
+        ("P(DIM) in DIM-vs-LLM equilibrium", h.dim_probability),
+    ]
+    for name, m in rows:
+        table.add_row(name, _num(m.mean), _ci(m), str(m.n))
+    console.print(table)
+    console.print(
+        f"meta-game of the mean payoffs: P(DIM) = {h.pooled_metagame.dim_probability:.3f} "
+        "(paper: 0.76 fruit trading, 0.44 meeting scheduling)"
+    )
+    if report.feature_comparison:
+        cmp = Table("features", "held-out KL", "top-1", "NashConv of DIM", "P(DIM)",
+                    title="does structure help? (same split, same seed)")
+        for v in report.feature_comparison:
+            cmp.add_row(v.features, _pos(v.heldout_fit.kl), _pos(v.heldout_fit.top1),
+                        _pos(v.heldout.nash_conv.mean), _pos(v.heldout.dim_probability.mean))
+        console.print(cmp)
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
+        f" calls · solve results {'reused' if report.solve_reused else 'made'} in"
+        f" {report.solve_dir} · training {training.seconds:.1f} s"
+    )
+    for failure in report.failures:
+        console.print(
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
+        )
+    console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
+
+
+def imitate(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    games: Annotated[
+        int, typer.Option("--games", "-n", help="Generated instances (train + held-out).")
+    ] = DEFAULT_GAMES,
+    holdout: Annotated[
+        float,
+        typer.Option("--holdout", help="Held-out instances: a fraction < 1 or a count >= 1."),
+    ] = 0.2,
+    steps: Annotated[int, typer.Option("--steps", help="Adam steps (batch 128).")] = 10_000,
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", help="all-MiniLM-L6-v2 (default, offline), a hub name or a "
+                     "local sentence-transformers folder."),
+    ] = None,
+    features: Annotated[
+        str, typer.Option("--features", help="Network input: text | struct | both.")
+    ] = "text",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/imitate-CONFIG-LLM-SEED)."),
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", "-s", help="Instance generation, split and training seed.")
+    ] = 0,
+    solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
+    iterations: Annotated[
+        int, typer.Option("--iterations", "-k", help="CFR iterations.")
+    ] = DEFAULT_ITERATIONS,
+    solve_dir: Annotated[
+        Path | None,
+        typer.Option("--solve-dir", help="Solve results to reuse or write (default: OUT/solve)."),
+    ] = None,
+    compare_features: Annotated[
+        bool,
+        typer.Option("--compare-features", help=f"Also train {'/'.join(FEATURE_MODES)} and "
+                     "compare them on the held-out instances."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
+    with friendly_errors():
+        report = imitate_config(
+            config,
+            llm=llm,
+            games=games,
+            holdout=holdout,
+            steps=steps,
+            embedder=embedder,
+            features=features,  # type: ignore[arg-type]  # checked by the driver
+            out_dir=out,
+            seed=seed,
+            solver=solver,
+            iterations=iterations,
+            solve_dir=solve_dir,
+            compare_features=compare_features,
+            progress=not quiet,
+        )
+    print_report(report, out if out is not None else default_out_dir(config, llm, seed))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `imitate` command to the top-level app."""
+    app.command("imitate")(imitate)

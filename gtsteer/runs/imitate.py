@@ -1,0 +1,410 @@
+"""`gtsteer imitate CONFIG`: solve (or reuse) N instances, distil the equilibrium, evaluate it.
+
+    solve  -> DIR/solve/ (summary.json, games/<i>.json; reused when it matches the arguments)
+    build  -> DIR/dataset/records.jsonl + embeddings.npy (one row per information state)
+    train  -> DIR/model/ (DistilledPolicy: config.json + model.safetensors), training_curve.png
+    eval   -> DIR/report.json: held-out fit, NashConv of the distilled policy, its values
+              against `any` and CFR, and the DIM-vs-LLM meta-game with a 95% interval
+
+Every argument is checked, and the embedder loaded, before the first LLM call. Like `solve`, a
+run is a pure function of its arguments: a rerun makes no new LLM call, embeds nothing new
+(the embedding cache) and writes the same numbers (only `llm_calls` and timings differ).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from gtsteer.binding import expand_sync, load_spec, make_game, make_instance
+from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport, train_policy
+from gtsteer.imitation.build import records_from_game
+from gtsteer.imitation.dataset import records_to_jsonl
+from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, evaluate_instance
+from gtsteer.imitation.evaluate import summarize as summarize_evaluations
+from gtsteer.imitation.policy import FeatureMode
+from gtsteer.imitation.train import FitMetrics, split_instances
+from gtsteer.llm import LLM, LLMError
+from gtsteer.llm.embed import Embedder, get_embedder
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, solve_config
+from gtsteer.runs.solve_schema import Failure, GameRecord, LLMCalls, SolveSummary
+from gtsteer.solvers.cfr import check_solver_args
+
+SCHEMA_VERSION = 1
+DEFAULT_GAMES = 10
+FEATURE_MODES: tuple[str, ...] = ("text", "struct", "both")
+RECORDS_FILE = "dataset/records.jsonl"
+EMBEDDINGS_FILE = "dataset/embeddings.npy"
+MODEL_DIR = "model"
+CURVE_FILE = "training_curve.png"
+REPORT_FILE = "report.json"
+
+
+class DatasetInfo(BaseModel):
+    records: int
+    reached_records: int  # weight > 0 under the CFR profile
+    instances: list[int]
+    train_instances: list[int]
+    heldout_instances: list[int]
+    embedding_dim: int
+    feature_dim: int | None
+    records_file: str  # relative to the run folder
+    embeddings_file: str
+
+
+class FeatureVariant(BaseModel):
+    """One feature mode trained on the same split: does structure help where text does not?"""
+
+    features: str
+    heldout_fit: FitMetrics
+    heldout: EvaluationSummary
+
+
+class ImitationReport(BaseModel):
+    """`DIR/report.json` (schema in docs/IMITATION.md)."""
+
+    schema_version: int = SCHEMA_VERSION
+    config: str
+    domain: str
+    model: str
+    seed: int
+    num_games: int
+    solver: str
+    iterations: int
+    solve_dir: str
+    solve_reused: bool
+    embedder: str
+    features: str
+    dataset: DatasetInfo
+    training: TrainReport
+    #: The headline: instances the policy never saw.
+    heldout: EvaluationSummary
+    #: The same numbers on the training instances (in-sample, for comparison).
+    train: EvaluationSummary
+    per_instance: list[InstanceEvaluation]
+    feature_comparison: list[FeatureVariant]
+    failures: list[Failure]
+    llm_calls: LLMCalls
+    model_dir: str
+    training_curve: str
+
+    def numbers(self) -> dict[str, Any]:
+        """Everything that must be identical on a rerun."""
+        data = self.model_dump(exclude={"llm_calls", "solve_reused", "solve_dir"})
+        data["training"].pop("seconds")
+        return data
+
+
+def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
+    """results/imitate-<config stem>-<model>-<seed>."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path("results") / f"imitate-{Path(config_path).stem}-{safe}-{seed}"
+
+
+#: (description, total) -> a callback (done, total); a no-op when progress is off.
+BarFactory = Callable[[str, int], Callable[[int, int], None]]
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[BarFactory]:
+    """rich progress bars for embedding and training (solving draws its own)."""
+    if not enabled:
+        yield lambda description, total: lambda done, n: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    ) as bars:
+
+        def factory(description: str, total: int) -> Callable[[int, int], None]:
+            task = bars.add_task(description, total=total)
+            return lambda done, n: bars.update(task, completed=done, total=n)
+
+        yield factory
+
+
+def check_args(
+    config_path: str | Path,
+    games: int,
+    holdout: float,
+    steps: int,
+    features: str,
+    solver: str,
+    iterations: int,
+    seed: int,
+) -> TrainConfig:
+    """Every argument, before any model is loaded or called (`ValueError` names the option)."""
+    if games < 2:
+        raise ValueError(f"--games: need at least 2 (training and held-out), got {games}")
+    if features not in FEATURE_MODES:
+        raise ValueError(f"--features: expected one of {', '.join(FEATURE_MODES)}, got {features!r}")
+    check_solver_args(solver, iterations)
+    if holdout <= 0:
+        raise ValueError(f"--holdout: the evaluation needs held-out instances, got {holdout}")
+    try:
+        config = TrainConfig(steps=steps, holdout=holdout, seed=seed, features=features)
+    except ValidationError as exc:
+        raise ValueError(
+            "; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())
+        ) from None
+    split_instances(range(games), holdout, seed)  # DatasetError (a ValueError) when empty
+    load_spec(config_path)  # ConfigError names the file and field
+    return config
+
+
+def imitate_config(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    games: int = DEFAULT_GAMES,
+    holdout: float = 0.2,
+    steps: int = 10_000,
+    embedder: str | Embedder | None = None,
+    features: FeatureMode = "text",
+    out_dir: str | Path | None = None,
+    seed: int = 0,
+    solver: str = DEFAULT_SOLVER,
+    iterations: int = DEFAULT_ITERATIONS,
+    *,
+    solve_dir: str | Path | None = None,
+    compare_features: bool = False,
+    train_config: TrainConfig | None = None,
+    progress: bool = True,
+) -> ImitationReport:
+    """The whole pipeline; writes the run folder and returns its report."""
+    config = check_args(config_path, games, holdout, steps, features, solver, iterations, seed)
+    if train_config is not None:  # library callers may change more than the CLI exposes
+        config = train_config.model_copy(
+            update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
+        )
+    spec = load_spec(config_path)
+    emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
+    client = llm if isinstance(llm, LLM) else LLM(llm)
+    model_name = llm if isinstance(llm, str) else client.model
+    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
+    solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
+    prepare_run_dir(out, subdirs=("dataset", MODEL_DIR))
+    before = client.usage
+
+    summary, game_records, reused = _solve_or_reuse(
+        config_path, client, model_name, games, seed, solver, iterations, solved_dir, progress
+    )
+    records, dialogue_games = _build(
+        spec, client, config_path, seed, game_records, summary.failures, progress
+    )
+    if not records:
+        raise DatasetError(
+            f"dataset: no decision records: every instance failed ({len(summary.failures)} "
+            "failures, see the solve summary)"
+        )
+    with progress_bars(progress) as bar:
+        embeddings = emb.embed([r.text for r in records], progress=bar("embedding", len(records)))
+        (out / RECORDS_FILE).write_text(records_to_jsonl(records), encoding="utf-8")
+        np.save(out / EMBEDDINGS_FILE, embeddings)
+        policy, training = train_policy(
+            records, emb, config, bar("training", config.steps),
+            embeddings=embeddings, domain=spec.name,
+        )
+    policy.save(out / MODEL_DIR)
+    _plot_curve(training, out / CURVE_FILE)
+
+    evaluations = _evaluate(policy, records, embeddings, dialogue_games)
+    held = set(training.heldout_instances)
+    heldout = summarize_evaluations([e for e in evaluations if e.instance in held])
+    comparison = []
+    if compare_features:
+        for mode in FEATURE_MODES:
+            variant, report = (policy, training) if mode == features else train_policy(
+                records, emb, config.model_copy(update={"features": mode}),
+                embeddings=embeddings, domain=spec.name,
+            )
+            assert report.heldout is not None
+            ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
+            comparison.append(FeatureVariant(
+                features=mode, heldout_fit=report.heldout, heldout=summarize_evaluations(ev)
+            ))
+
+    after = client.usage
+    feature_dims = {None if r.features is None else len(r.features) for r in records}
+    report = ImitationReport(
+        config=str(config_path),
+        domain=spec.name,
+        model=model_name,
+        seed=seed,
+        num_games=games,
+        solver=solver,
+        iterations=iterations,
+        solve_dir=str(solved_dir),
+        solve_reused=reused,
+        embedder=emb.name,
+        features=features,
+        dataset=DatasetInfo(
+            records=len(records),
+            reached_records=sum(r.weight > 0 for r in records),
+            instances=sorted({r.instance for r in records}),
+            train_instances=training.train_instances,
+            heldout_instances=training.heldout_instances,
+            embedding_dim=emb.dim,
+            feature_dim=feature_dims.pop() if len(feature_dims) == 1 else None,
+            records_file=RECORDS_FILE,
+            embeddings_file=EMBEDDINGS_FILE,
+        ),
+        training=training,
+        heldout=heldout,
+        train=summarize_evaluations([e for e in evaluations if e.instance not in held]),
+        per_instance=evaluations,
+        feature_comparison=comparison,
+        failures=summary.failures,
+        llm_calls=LLMCalls(
+            requests=after.requests - before.requests,
+            cache_hits=after.cache_hits - before.cache_hits,
+            new_calls=after.new_calls - before.new_calls,
+        ),
+        model_dir=MODEL_DIR,
+        training_curve=CURVE_FILE,
+    )
+    write_json(out / REPORT_FILE, report)
+    return report
+
+
+def _solve_or_reuse(
+    config_path: str | Path,
+    client: LLM,
+    model_name: str,
+    games: int,
+    seed: int,
+    solver: str,
+    iterations: int,
+    solve_dir: Path,
+    progress: bool,
+) -> tuple[SolveSummary, dict[int, GameRecord], bool]:
+    """The solve results for these arguments: read from `solve_dir` when they match, else
+    made by `gtsteer solve`'s driver (whose LLM calls are cache hits after the first run)."""
+    summary = _matching_summary(solve_dir, config_path, model_name, games, seed, solver, iterations)
+    reused = summary is not None
+    if summary is None:
+        summary = solve_config(
+            config_path, client, games=games, iterations=iterations, solver=solver, seed=seed,
+            out_dir=solve_dir, progress=progress,
+        )
+    records = {}
+    for index in summary.instances:
+        path = solve_dir / "games" / f"{index}.json"
+        records[index] = GameRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    return summary, records, reused
+
+
+def _matching_summary(
+    solve_dir: Path,
+    config_path: str | Path,
+    model_name: str,
+    games: int,
+    seed: int,
+    solver: str,
+    iterations: int,
+) -> SolveSummary | None:
+    """A finished solve with exactly these arguments and this config's instances, or None."""
+    try:
+        summary = SolveSummary.model_validate_json(
+            (solve_dir / "summary.json").read_text(encoding="utf-8")
+        )
+    except (OSError, ValidationError):
+        return None
+    wanted = (str(config_path), model_name, games, seed, solver, iterations)
+    found = (summary.config, summary.model, summary.num_games, summary.seed, summary.solver,
+             summary.iterations)
+    if wanted != found:
+        return None
+    spec = load_spec(config_path)
+    for index in summary.instances:
+        try:
+            record = GameRecord.model_validate_json(
+                (solve_dir / "games" / f"{index}.json").read_text(encoding="utf-8")
+            )
+        except (OSError, ValidationError):
+            return None
+        # The config file may have changed since: its instances must be the solved ones.
+        if record.instance != make_instance(spec, index, seed).model_dump():
+            return None
+    return summary
+
+
+def _build(
+    spec: Any,
+    client: LLM,
+    config_path: str | Path,
+    seed: int,
+    game_records: dict[int, GameRecord],
+    failures: list[Failure],
+    progress: bool,
+) -> tuple[list[DecisionRecord], dict[int, Any]]:
+    """Records of every solved instance, and the expanded games (kept for evaluation)."""
+    records: list[DecisionRecord] = []
+    games: dict[int, Any] = {}
+    with progress_bars(progress) as bar:
+        tick = bar("building dataset", len(game_records))
+        for done, (index, solved) in enumerate(sorted(game_records.items()), 1):
+            game = make_game(spec, make_instance(spec, index, seed), client,
+                             config=str(config_path), seed=seed)
+            try:
+                report = expand_sync(game, progress=False)  # cache hits: fills the game's tables
+            except LLMError as exc:
+                failures.append(Failure(instance=index, stage="dataset", reason=str(exc)))
+                continue
+            if report.failed:
+                failures.append(Failure(instance=index, stage="dataset", reason=str(report.reason)))
+                continue
+            policy = {p.info_state: p.probs for p in solved.policy}
+            records += records_from_game(game, policy, index)
+            games[index] = game
+            tick(done, len(game_records))
+    return records, games
+
+
+def _evaluate(
+    policy: Any,
+    records: list[DecisionRecord],
+    embeddings: np.ndarray,
+    games: dict[int, Any],
+    only: set[int] | None = None,
+) -> list[InstanceEvaluation]:
+    rows: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        if only is None or r.instance in only:
+            rows.setdefault(r.instance, []).append(i)
+    return [
+        evaluate_instance(
+            games[index], policy, [records[i] for i in idx], embeddings=embeddings[idx]
+        )
+        for index, idx in sorted(rows.items())
+    ]
+
+
+def _plot_curve(report: TrainReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [p.step for p in report.curve]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(steps, [p.train_loss for p in report.curve], label="training loss (batch CE)")
+    held = [p.heldout_cross_entropy for p in report.curve]
+    if all(h is not None for h in held):
+        ax.plot(steps, held, label="held-out cross-entropy (reach-weighted)")
+    if report.heldout is not None and report.heldout.target_entropy is not None:
+        ax.axhline(report.heldout.target_entropy, ls="--", c="gray",
+                   label="held-out target entropy (perfect fit)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("nats")
+    ax.set_title(f"distilled policy: {report.config.features} features, {report.embedder or '-'}")
+    ax.legend()
+    save_png(fig, path)
