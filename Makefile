@@ -36,6 +36,7 @@ bench: setup
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_solve.py
 	$(PY) scripts/bench_werewolf.py --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
+	$(PY) scripts/bench_imitation.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
