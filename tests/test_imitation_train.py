@@ -203,3 +203,18 @@ def test_wrong_embedder_is_named(saved: Path) -> None:
         DistilledPolicy.load(saved, embedder=situation_embedder(name="other"))
     with pytest.raises(PolicyError, match="8-dim"):
         DistilledPolicy.load(saved, embedder=situation_embedder(dim=8))
+
+
+def test_policy_side_needs_no_pyspiel() -> None:
+    """Werewolf steering uses DistilledPolicy without OpenSpiel: importing it must not load it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gtsteer.imitation, gtsteer.llm.embed; "
+        "print(sorted(m for m in ('pyspiel', 'open_spiel', 'sentence_transformers') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"

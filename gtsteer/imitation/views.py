@@ -48,7 +48,8 @@ def text_view(state: DialogueState, player: int) -> str:
     )
     head = (
         f"{name} ({spec.players[player]}, player {player}) chooses an instruction: "
-        f"decision {len(mine) + 1} of {spec.num_max_replies}, after {state.replies} messages."
+        f"decision {len(mine) + 1} of {spec.num_max_replies}, after {state.replies} "
+        f"message{'' if state.replies == 1 else 's'}."
     )
     lines = [
         head,
