@@ -40,3 +40,12 @@ def test_meta_game_averages_players_and_keeps_their_tables() -> None:
     assert game.dim_probability == 1.0
     with pytest.raises(ValueError, match="expected shape"):
         meta_game([[1, 2], [3, 4]])
+
+
+def test_probability_interval_stays_in_range() -> None:
+    from gtsteer.imitation.evaluate import _metric
+
+    m = _metric([0.0, 1.0, 0.0], bounds=(0.0, 1.0))
+    assert m.mean == pytest.approx(1 / 3) and m.ci_low == 0.0 and m.ci_high == 1.0
+    unclipped = _metric([0.0, 1.0, 0.0])
+    assert unclipped.ci_low < 0.0 and unclipped.ci_high > 1.0

@@ -48,7 +48,7 @@ class EvaluationSummary(BaseModel):
     cfr_gain: Metric
     value_dim_vs_any: Metric
     value_dim_vs_cfr: Metric
-    #: Equilibrium P(DIM) of each instance's meta-game, mean and 95% interval.
+    #: Equilibrium P(DIM) of each instance's meta-game, mean and 95% t-interval clipped to [0, 1].
     dim_probability: Metric
     #: The meta-game of payoffs averaged over instances (one equilibrium, no interval).
     pooled_metagame: MetaGame
@@ -142,8 +142,13 @@ def evaluate_instance(
     )
 
 
-def _metric(values: list[float]) -> Metric:
-    return Metric(per_instance=values, **mean_ci(values).model_dump())
+def _metric(values: list[float], bounds: tuple[float, float] | None = None) -> Metric:
+    """Mean and t-interval; `bounds` clips the interval to a quantity's range (a probability's
+    symmetric t-interval can otherwise reach below 0 or above 1 with few instances)."""
+    m = Metric(per_instance=values, **mean_ci(values).model_dump())
+    if bounds is not None and m.ci_low is not None and m.ci_high is not None:
+        m.ci_low, m.ci_high = max(m.ci_low, bounds[0]), min(m.ci_high, bounds[1])
+    return m
 
 
 def summarize(evaluations: Sequence[InstanceEvaluation]) -> EvaluationSummary:
@@ -163,7 +168,7 @@ def summarize(evaluations: Sequence[InstanceEvaluation]) -> EvaluationSummary:
         cfr_gain=_metric([e.cfr_gain for e in ev]),
         value_dim_vs_any=_metric([e.head_to_head["dim"]["any"] for e in ev]),
         value_dim_vs_cfr=_metric([e.head_to_head["dim"]["cfr"] for e in ev]),
-        dim_probability=_metric([e.metagame.dim_probability for e in ev]),
+        dim_probability=_metric([e.metagame.dim_probability for e in ev], bounds=(0.0, 1.0)),
         pooled_metagame=meta_game(pooled, pooled_joint),
         head_to_head={
             r: {c: float(np.mean([e.head_to_head[r][c] for e in ev])) for c in names}
