@@ -137,3 +137,22 @@ def test_evaluation_with_a_text_policy(game_and_records) -> None:
     )
     ev = evaluate_instance(game, policy, texts)
     assert ev.nash_conv >= 0.0 and 0.0 <= ev.metagame.dim_probability <= 1.0
+
+
+def test_second_decision_carries_own_earlier_instruction() -> None:
+    from gtsteer.binding import spec_from_dict
+
+    spec = spec_from_dict({**load_spec(MIXED_2X2).model_dump(), "num_max_replies": 2})
+    game = make_game(spec, make_instance(spec, 0), LLM(backend=ConstantBackend()))
+    expand_sync(game, progress=False)
+    result = solve_cfr(game, solver="cfr+", iterations=50)
+    records = records_from_game(game, label_policy(result.policy, game, result.players), 0)
+    later = [r for r in records if r.player == 0 and r.metadata["own_decisions"] == 1]
+    assert len(later) == 3  # one per own first instruction (a, b, any)
+    for r in later:
+        first = r.text.split("past instructions: ")[1].split(".")[0]
+        assert first in MOVES and r.text.count("I have made my choice.") == 2
+        # 4 message slots (2 players x 2 replies), then 1 slot x 3 instructions.
+        assert r.features[:4] == [0.0, 0.0, 1.0, 0.0]
+        assert r.features[4:] == [float(m == first) for m in MOVES]
+    assert sum(r.weight for r in later) == pytest.approx(1.0)
