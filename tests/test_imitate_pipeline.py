@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -124,15 +125,14 @@ def test_cli_prints_one_paragraph_errors(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_solve_results_of_other_arguments_are_not_reused(run, tmp_path: Path) -> None:
+def test_solve_results_of_other_arguments_are_not_reused(run) -> None:
+    from gtsteer.binding import load_spec
+    from gtsteer.runs.imitate import SolveArgs, _matching_summary
+
     out, _ = run
     summary = json.loads((out / "solve" / "summary.json").read_text())
-    from gtsteer.runs.imitate import _matching_summary
-
-    same = _matching_summary(out / "solve", FRUIT, "fake", 3, 0, summary["solver"],
-                             summary["iterations"])
-    assert same is not None
-    assert _matching_summary(out / "solve", FRUIT, "fake", 4, 0, summary["solver"],
-                             summary["iterations"]) is None
-    assert _matching_summary(out / "solve", FRUIT, "other", 3, 0, summary["solver"],
-                             summary["iterations"]) is None
+    spec = load_spec(FRUIT)
+    args = SolveArgs(str(FRUIT), spec, "fake", 3, 0, summary["solver"], summary["iterations"])
+    assert _matching_summary(out / "solve", args) is not None
+    for change in ({"games": 4}, {"model": "other"}, {"seed": 1}, {"spec": spec.with_deals(2)}):
+        assert _matching_summary(out / "solve", replace(args, **change)) is None

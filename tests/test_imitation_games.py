@@ -156,3 +156,23 @@ def test_second_decision_carries_own_earlier_instruction() -> None:
         assert r.features[:4] == [0.0, 0.0, 1.0, 0.0]
         assert r.features[4:] == [float(m == first) for m in MOVES]
     assert sum(r.weight for r in later) == pytest.approx(1.0)
+
+
+def test_dealt_game_records_hold_only_own_private_info() -> None:
+    from binding_support import ScriptedBackend, fruit_spec
+
+    spec = fruit_spec().with_deals(2)
+    game = make_game(
+        spec, make_instance(spec, 0), LLM("scripted", backend=ScriptedBackend(), max_retries=0)
+    )
+    expand_sync(game, progress=False)
+    result = solve_cfr(game, solver="cfr+", iterations=50)
+    records = records_from_game(game, label_policy(result.policy, game, result.players), 0)
+    proposer = [r for r in records if r.player == 0]
+    assert len(proposer) == 2 and [r.weight for r in proposer] == pytest.approx([0.5, 0.5])
+    for r, deal in zip(proposer, game.deals, strict=True):
+        assert deal.private_info[0]["fruits_owned"] in r.text
+        assert deal.private_info[1]["fruits_owned"] not in r.text or (
+            deal.private_info[1]["fruits_owned"] == deal.private_info[0]["fruits_owned"]
+        )
+    assert sum(r.weight for r in records if r.player == 1) == pytest.approx(1.0)

@@ -119,6 +119,11 @@ def imitate(
     iterations: Annotated[
         int, typer.Option("--iterations", "-k", help="CFR iterations.")
     ] = DEFAULT_ITERATIONS,
+    deals: Annotated[
+        int | None,
+        typer.Option("--deals", help="Deal private info by chance: each instance's game deals 1 "
+                     "of K draws (default: the config's num_deals).", min=1),
+    ] = None,
     solve_dir: Annotated[
         Path | None,
         typer.Option("--solve-dir", help="Solve results to reuse or write (default: OUT/solve)."),
@@ -144,6 +149,7 @@ def imitate(
             seed=seed,
             solver=solver,
             iterations=iterations,
+            deals=deals,
             solve_dir=solve_dir,
             compare_features=compare_features,
             progress=not quiet,

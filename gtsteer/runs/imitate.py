@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from gtsteer.binding import expand_sync, load_spec, make_game, make_instance
+from gtsteer.binding import DomainSpec, expand_sync, load_spec, make_game, make_instance
 from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport, train_policy
 from gtsteer.imitation.build import records_from_game
 from gtsteer.imitation.dataset import records_to_jsonl
@@ -78,6 +79,8 @@ class ImitationReport(BaseModel):
     num_games: int
     solver: str
     iterations: int
+    #: 1: each instance is its own game; K > 1: dealt games (see docs/SOLVE.md).
+    num_deals: int
     solve_dir: str
     solve_reused: bool
     embedder: str
@@ -141,8 +144,11 @@ def check_args(
     solver: str,
     iterations: int,
     seed: int,
-) -> TrainConfig:
-    """Every argument, before any model is loaded or called (`ValueError` names the option)."""
+    deals: int | None = None,
+) -> tuple[TrainConfig, DomainSpec]:
+    """Every argument, before any model is loaded or called (`ValueError` names the option).
+
+    Returns the training config and the spec (with `deals` applied)."""
     if games < 2:
         raise ValueError(f"--games: need at least 2 (training and held-out), got {games}")
     if features not in FEATURE_MODES:
@@ -157,8 +163,8 @@ def check_args(
             "; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())
         ) from None
     split_instances(range(games), holdout, seed)  # DatasetError (a ValueError) when empty
-    load_spec(config_path)  # ConfigError names the file and field
-    return config
+    spec = load_spec(config_path)  # ConfigError names the file and field
+    return config, (spec if deals is None else spec.with_deals(deals))
 
 
 def imitate_config(
@@ -174,18 +180,23 @@ def imitate_config(
     solver: str = DEFAULT_SOLVER,
     iterations: int = DEFAULT_ITERATIONS,
     *,
+    deals: int | None = None,
     solve_dir: str | Path | None = None,
     compare_features: bool = False,
     train_config: TrainConfig | None = None,
     progress: bool = True,
 ) -> ImitationReport:
-    """The whole pipeline; writes the run folder and returns its report."""
-    config = check_args(config_path, games, holdout, steps, features, solver, iterations, seed)
+    """The whole pipeline; writes the run folder and returns its report.
+
+    `deals` (default: the config's `num_deals`) > 1 solves dealt games, as `gtsteer solve --deals`;
+    each instance is still one unit of the train/held-out split."""
+    config, spec = check_args(
+        config_path, games, holdout, steps, features, solver, iterations, seed, deals
+    )
     if train_config is not None:  # library callers may change more than the CLI exposes
         config = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    spec = load_spec(config_path)
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
     client = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else client.model
@@ -194,9 +205,8 @@ def imitate_config(
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR))
     before = client.usage
 
-    summary, game_records, reused = _solve_or_reuse(
-        config_path, client, model_name, games, seed, solver, iterations, solved_dir, progress
-    )
+    args = SolveArgs(str(config_path), spec, model_name, games, seed, solver, iterations)
+    summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, progress)
     records, dialogue_games = _build(
         spec, client, config_path, seed, game_records, summary.failures, progress
     )
@@ -242,6 +252,7 @@ def imitate_config(
         num_games=games,
         solver=solver,
         iterations=iterations,
+        num_deals=spec.num_deals,
         solve_dir=str(solved_dir),
         solve_reused=reused,
         embedder=emb.name,
@@ -275,25 +286,31 @@ def imitate_config(
     return report
 
 
+@dataclass(frozen=True)
+class SolveArgs:
+    """What a solve result must match to be reused."""
+
+    config: str
+    spec: DomainSpec  # with --deals applied
+    model: str
+    games: int
+    seed: int
+    solver: str
+    iterations: int
+
+
 def _solve_or_reuse(
-    config_path: str | Path,
-    client: LLM,
-    model_name: str,
-    games: int,
-    seed: int,
-    solver: str,
-    iterations: int,
-    solve_dir: Path,
-    progress: bool,
+    args: SolveArgs, client: LLM, solve_dir: Path, progress: bool
 ) -> tuple[SolveSummary, dict[int, GameRecord], bool]:
     """The solve results for these arguments: read from `solve_dir` when they match, else
     made by `gtsteer solve`'s driver (whose LLM calls are cache hits after the first run)."""
-    summary = _matching_summary(solve_dir, config_path, model_name, games, seed, solver, iterations)
+    summary = _matching_summary(solve_dir, args)
     reused = summary is not None
     if summary is None:
         summary = solve_config(
-            config_path, client, games=games, iterations=iterations, solver=solver, seed=seed,
-            out_dir=solve_dir, progress=progress,
+            args.config, client, games=args.games, iterations=args.iterations,
+            solver=args.solver, seed=args.seed, out_dir=solve_dir,
+            deals=args.spec.num_deals, progress=progress,
         )
     records = {}
     for index in summary.instances:
@@ -302,15 +319,7 @@ def _solve_or_reuse(
     return summary, records, reused
 
 
-def _matching_summary(
-    solve_dir: Path,
-    config_path: str | Path,
-    model_name: str,
-    games: int,
-    seed: int,
-    solver: str,
-    iterations: int,
-) -> SolveSummary | None:
+def _matching_summary(solve_dir: Path, args: SolveArgs) -> SolveSummary | None:
     """A finished solve with exactly these arguments and this config's instances, or None."""
     try:
         summary = SolveSummary.model_validate_json(
@@ -318,12 +327,12 @@ def _matching_summary(
         )
     except (OSError, ValidationError):
         return None
-    wanted = (str(config_path), model_name, games, seed, solver, iterations)
+    wanted = (args.config, args.model, args.games, args.seed, args.solver, args.iterations,
+              args.spec.num_deals)
     found = (summary.config, summary.model, summary.num_games, summary.seed, summary.solver,
-             summary.iterations)
+             summary.iterations, summary.num_deals)
     if wanted != found:
         return None
-    spec = load_spec(config_path)
     for index in summary.instances:
         try:
             record = GameRecord.model_validate_json(
@@ -332,7 +341,7 @@ def _matching_summary(
         except (OSError, ValidationError):
             return None
         # The config file may have changed since: its instances must be the solved ones.
-        if record.instance != make_instance(spec, index, seed).model_dump():
+        if record.instance != make_instance(args.spec, index, args.seed).model_dump():
             return None
     return summary
 
