@@ -57,7 +57,7 @@ def test_cornered_bot_votes_a_legal_target_local():
     want = pending(state)
     decision, records = bot_decision(state, want, LLMPool())
     assert decision.target in want.legal_targets and decision.target not in ("Cat", "Gus")
-    assert records[0].prompt.endswith("JSON:")
+    assert records[1].prompt.endswith("choice (one option, copied exactly):")
 
 
 class GarbageBackend(Backend):
@@ -85,7 +85,7 @@ def test_garbage_model_falls_back_and_the_game_goes_on(tmp_path):
     final = GameRunner(store, pool=pool).run(state)
     assert final.over and final.winner in ("village", "werewolves")
     assert final.votes and all(v.fallback and v.error for v in final.votes)
-    assert all("must be one of" in v.error or "JSON" in v.error for v in final.votes)
+    assert all("choice" in v.error or "JSON" in v.error for v in final.votes)
     living_at_vote = {v.target for v in final.votes}
     assert all(v.target != v.voter for v in final.votes) and living_at_vote
     acted = [a for a in final.night_actions if not a.blocked]
@@ -155,8 +155,14 @@ def test_playstyle_hook_is_asked_and_recorded(tmp_path):
     decisions = [d for d in store.steps("h") if d.kind != "route"]
     assert all(d.playstyle == "trickster" and d.info_state for d in decisions)
     assert all(d.info_state["bot"] == d.actor for d in decisions)
+    # every request that reads the playstyle carries the chosen one; the follow-up that only
+    # scores the options after the bot's own sentence carries none
     calls = [c for c in store.calls("h") if c.bot != "(router)"]
-    assert all("Reminder, your playstyle (trickster)" in c.prompt for c in calls)
+    styled = [c for c in calls if c.purpose in ("speak", "summary", "pack_chat")
+              or c.purpose.endswith(":reason")]
+    assert styled and all("Your playstyle now (trickster)" in c.prompt for c in styled)
+    assert all("Your playstyle now" not in c.prompt for c in calls if c not in styled)
+    assert all("Your playstyle now" not in i.text for i in chooser.seen)
 
 
 def test_reminder_is_never_stored_and_chat_is_flattened():
@@ -171,8 +177,8 @@ def test_reminder_is_never_stored_and_chat_is_flattened():
     assert [m.role for m in msgs] == ["system", "user", "assistant", "user"]
     assert msgs[2].content == "Why me, Ann?"
     assert "Ann: Ben seems off." in msgs[1].content and "Cat: Hm." in msgs[3].content
-    assert msgs[3].content.rstrip().endswith(ctx.reminder)
-    assert "Reminder" not in state.model_dump_json()
+    assert msgs[3].content.rstrip().endswith(ctx.style)
+    assert "Your playstyle now" not in state.model_dump_json()
 
 
 def test_theme_uses_model_cast_or_falls_back():

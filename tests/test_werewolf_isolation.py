@@ -119,5 +119,5 @@ def test_wolves_do_see_their_pack(tmp_path, seed):
     wolves = final.wolves()
     for _, rec in runner.seen:
         if rec.bot in wolves:
-            mates = [w for w in wolves if w != rec.bot]
-            assert all(f"{m} (werewolf)" in rec.prompt for m in mates)
+            dealt = rec.prompt.split("The werewolves, as dealt: ", 1)[1].split(".")[0]
+            assert set(dealt.split(", ")) == set(wolves)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from werewolf_helpers import table
+from werewolf_helpers import finish_summaries, play_night, table
 
 from gtsteer.werewolf.engine import (
     IllegalDecision,
@@ -15,20 +15,6 @@ from gtsteer.werewolf.engine import (
 )
 from gtsteer.werewolf.rules import Role, WerewolfConfigError
 from gtsteer.werewolf.state import Decision
-
-
-def play_night(state, choices: dict[str, str]):
-    """Answer every pending night decision from `choices` (verb -> target)."""
-    asked: list[str] = []
-    while state.phase == "night":
-        want = pending(state)
-        if want.kind == "pack_chat":
-            state = step(state, Decision(kind="pack_chat", actor=want.actor, text="hm"))
-            continue
-        asked.append(want.verb)
-        state = step(state, Decision(kind="night", actor=want.actor, target=choices[want.verb]))
-    return state, asked
-
 
 # roles: Ann Ben Cat Dan Eve Fay Gus  (W=wolf, D=doctor, T=detective, M=maniac, V=villager)
 NIGHT_CASES = [
@@ -56,13 +42,16 @@ NIGHT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("rules", ["reference", "simple"])
 @pytest.mark.parametrize(("roles", "choices", "killed", "asked"), NIGHT_CASES)
-def test_night_resolution(roles, choices, killed, asked):
-    state = begin_night(table(roles))
+def test_night_resolution(roles, choices, killed, asked, rules):
+    """Cases both rule tables resolve alike."""
+    state = begin_night(table(roles, rules=rules))
     after, seen = play_night(state, choices)
     assert seen == asked
-    assert after.night_results[-1].killed == killed
-    assert after.day == 2
+    assert after.night_results[-1].killed == ([killed] if killed else [])
+    # the day's summaries come before the next day: the night still belongs to day 1
+    assert after.day == 1 and after.phase == "summary"
     if killed:
         assert not after.player(killed).alive and after.player(killed).cause == "night"
         assert f"{killed} (" in after.messages[-1].text
@@ -74,33 +63,33 @@ def test_night_resolution(roles, choices, killed, asked):
         assert blocked == [abducted]
 
 
-def test_abducted_wolf_leader_is_replaced_by_pack_mate():
-    state = begin_night(table("WWDTMVV"))
+def test_abducted_wolf_leader_is_replaced_by_pack_mate_simple():
+    state = begin_night(table("WWDTMVV", rules="simple"))
     after, _ = play_night(state, {"abduct": "Ann", "kill": "Gus", "protect": "Cat",
                                   "investigate": "Eve"})
     kill = next(a for a in after.night_actions if a.verb == "kill")
     assert kill.actor == "Ben" and set(kill.observers) == {"Ann", "Ben"}
-    # the abducted wolf sat out the pack chat as well
+    # simple rules: one round, and the abducted wolf sits out the pack chat
     assert [m.author for m in after.messages if m.channel == "pack"] == ["Ben"]
 
 
 @pytest.mark.parametrize(("target", "reading"), [
     ("Ann", "evil"), ("Eve", "evil"), ("Fay", "good"), ("Cat", "good")])
 def test_detective_reads_maniac_and_wolves_as_evil(target, reading):
-    state = begin_night(table("WWDTMVV"))
+    state = begin_night(table("WWDTMVV"))  # Gus is the abductee (immune under reference)
     after, _ = play_night(state, {"abduct": "Gus", "kill": "Gus", "protect": "Cat",
                                   "investigate": target})
     inv = next(a for a in after.night_actions if a.verb == "investigate")
     assert (inv.target, inv.result, inv.observers) == (target, reading, ["Dan"])
     abduct = next(a for a in after.night_actions if a.verb == "abduct")
-    assert abduct.observers == ["Eve"]  # the abducted player is told, but not by whom
+    assert abduct.observers == ["Eve"] and abduct.notified == ["Gus"]  # told, not by whom
 
 
 def _night_two_protect_targets(first_protect: str, abduct_doctor_n1: bool) -> list[str]:
-    state = begin_night(table("WWDTMVVV"))
+    state = begin_night(table("WWDTMVVV", rules="simple"))
     state, _ = play_night(state, {"abduct": "Cat" if abduct_doctor_n1 else "Gus",
                                   "kill": "Hal", "protect": first_protect, "investigate": "Ann"})
-    state = begin_night(state)
+    state = begin_night(finish_summaries(state))
     while (want := pending(state)).verb != "protect":
         if want.kind == "pack_chat":
             state = step(state, Decision(kind="pack_chat", actor=want.actor, text=""))
@@ -131,9 +120,9 @@ def test_illegal_night_target_is_rejected():
         step(state, Decision(kind="night", actor=want.actor, target=want.actor))
 
 
-def vote_day(roles: str, votes: list[str]):
+def vote_day(roles: str, votes: list[str], **kwargs):
     """Everyone votes in the engine's order; votes[i] is the target of the i-th living seat."""
-    state = table(roles, intro=False, max_messages_per_day=1)
+    state = table(roles, intro=False, max_messages_per_day=1, **kwargs)
     by_voter = dict(zip([p.name for p in state.players], votes, strict=True))
     state = step(state, Decision(kind="route", speakers=["Ann", "Ben"]))
     state = step(state, Decision(kind="speak", actor="Ann", text="let us vote"))
@@ -151,6 +140,7 @@ def vote_day(roles: str, votes: list[str]):
     (["Fay", "Fay", "Fay", "Fay", "Gus", "Ann", "Ann"], "Fay", False),
 ])
 def test_vote_plurality_and_ties(votes, eliminated, tie):
+    """Default tie rule: nobody is eliminated (a documented deviation from the reference)."""
     state = vote_day("WWDTMVV", votes)
     result = state.day_results[-1]
     assert (result.eliminated, result.tie) == (eliminated, tie)
@@ -200,7 +190,7 @@ def test_victory(alive, winner):
 
 
 def test_night_kill_can_end_the_game():
-    state = table("WVDTV")
+    state = table("WVDTV", rules="simple")
     state.player("Ben").alive = state.player("Dan").alive = False  # wolf, doctor, villager left
     after, _ = play_night(begin_night(state), {"kill": "Eve", "protect": "Cat"})
     assert after.winner == "werewolves" and after.over and pending(after) is None
@@ -246,3 +236,152 @@ def test_a_human_line_sends_the_talk_back_to_the_router():
     state = step(state, Decision(kind="route", speakers=["Ann", "Ben"]))
     state = step(state, Decision(kind="speak", actor="Ann", text="I was thinking."))
     assert pending(state).actor == "Ben"  # a bot's line keeps the picked order
+
+
+# ---- the reference table (gtsteer/werewolf/engine.py; docs/WEREWOLF.md) ------------------
+# roles: Ann Ben Cat Dan Eve Fay Gus = W W D T M V V
+BASE = {"abduct": "Fay", "kill": "Gus", "protect": "Cat", "investigate": "Ann"}
+RULE_TABLE = [
+    # (case id, choices over BASE, deaths under reference, deaths under simple)
+    ("abductee-immune-to-the-kill", {"abduct": "Gus"}, [], ["Gus"]),
+    ("maniac-dies-abductee-dies", {"kill": "Eve"}, ["Eve", "Fay"], ["Eve"]),
+    ("protected-maniac-no-linked-death", {"kill": "Eve", "protect": "Eve"}, [], []),
+    ("doctor-one-time-kill", {"protect": "kill:Ann"}, ["Gus", "Ann"], None),
+    ("detective-one-time-kill", {"investigate": "kill:Ben"}, ["Gus", "Ben"], None),
+    ("one-time-kill-on-abductee-fails", {"abduct": "Ann", "investigate": "kill:Ann"},
+     ["Gus"], None),
+    ("protection-saves-from-a-one-time-kill", {"protect": "Ben", "investigate": "kill:Ben"},
+     ["Gus"], None),
+    ("detective-kills-maniac-abductee-follows", {"investigate": "kill:Eve"},
+     ["Gus", "Eve", "Fay"], None),
+]
+
+
+@pytest.mark.parametrize("rules", ["reference", "simple"])
+@pytest.mark.parametrize(("case", "changes", "reference", "simple"), RULE_TABLE,
+                         ids=[c[0] for c in RULE_TABLE])
+def test_rule_table(case, changes, reference, simple, rules):
+    expected = reference if rules == "reference" else simple
+    choices = {**BASE, **changes}
+    state = begin_night(table("WWDTMVV", rules=rules))
+    if expected is None:  # the action does not exist in this table
+        with pytest.raises((IllegalDecision, KeyError)):
+            play_night(state, choices)
+        return
+    after, _ = play_night(state, choices)
+    assert after.night_results[-1].killed == expected
+    for name in expected:
+        assert not after.player(name).alive
+    announcement = next(m.text for m in reversed(after.messages) if m.text.startswith("Night"))
+    assert all(f"{n} (" in announcement for n in expected)
+    causes = {d.name: d.cause for d in after.night_results[-1].deaths}
+    if "Fay" in expected and rules == "reference":
+        assert causes["Fay"] == "abduction"
+
+
+def test_investigating_the_abductee_fails_under_reference_only():
+    for rules, result, failed in [("reference", None, True), ("simple", "evil", False)]:
+        state = begin_night(table("WWDTMVV", rules=rules))
+        after, _ = play_night(state, {**BASE, "abduct": "Ann", "investigate": "Ann"})
+        inv = next(a for a in after.night_actions if a.verb == "investigate")
+        assert (inv.result, inv.failed) == (result, failed), rules
+
+
+def test_available_actions_and_the_kill_is_one_time():
+    state = begin_night(table("WWDTMVVV"))
+    seen: dict[str, dict[str, list[str]]] = {}
+    while state.phase == "night":
+        want = pending(state)
+        if want.kind == "pack_chat":
+            state = step(state, Decision(kind="pack_chat", actor=want.actor, text="x"))
+            continue
+        seen[want.verb] = want.actions
+        pick = {"abduct": ("abduct", "Hal"), "kill": ("kill", "Gus"),
+                "protect": ("kill", "Ann"), "investigate": ("investigate", "Ben")}[want.verb]
+        state = step(state, Decision(kind="night", actor=want.actor, action=pick[0],
+                                     target=pick[1]))
+    assert set(seen["protect"]) == {"protect", "kill"}
+    assert set(seen["investigate"]) == {"investigate", "kill"}
+    assert set(seen["abduct"]) == {"abduct"} and set(seen["kill"]) == {"kill"}
+    assert "Cat" in seen["protect"]["protect"] and "Cat" not in seen["protect"]["kill"]
+    # night 2: the doctor's kill is spent, the detective's is not
+    state = begin_night(finish_summaries(state))
+    while (want := pending(state)).verb not in ("protect",):
+        if want.kind == "pack_chat":
+            state = step(state, Decision(kind="pack_chat", actor=want.actor, text="x"))
+        else:
+            state = step(state, Decision(kind="night", actor=want.actor,
+                                         target=want.legal_targets[0]))
+    assert set(want.actions) == {"protect"}
+    with pytest.raises(IllegalDecision, match="action 'kill'"):
+        step(state, Decision(kind="night", actor=want.actor, action="kill",
+                             target=want.legal_targets[0]))
+
+
+@pytest.mark.parametrize(("rules", "repeat_allowed"), [("reference", False), ("simple", True)])
+def test_maniac_cannot_abduct_the_same_player_two_nights_running(rules, repeat_allowed):
+    state = begin_night(table("WWDTMVVV", rules=rules))
+    state, _ = play_night(state, {**BASE, "abduct": "Hal", "kill": "Gus"})
+    want = pending(begin_night(finish_summaries(state)))
+    assert want.verb == "abduct"
+    assert ("Hal" in want.legal_targets) is repeat_allowed
+    assert "Eve" not in want.legal_targets  # never self
+
+
+def test_reference_pack_two_rounds_last_speaker_picks_abducted_wolf_chats():
+    state = begin_night(table("WWDTMVV"))
+    order = []
+    while (want := pending(state)).kind != "night" or want.verb != "kill":
+        if want.kind == "pack_chat":
+            order.append(want.actor)
+            state = step(state, Decision(kind="pack_chat", actor=want.actor, text="x"))
+        else:
+            state = step(state, Decision(kind="night", actor=want.actor, target="Fay"))
+    assert len(order) == 4 and order[:2] == order[2:] and set(order) == {"Ann", "Ben"}
+    assert want.actor == order[-1]  # the last wolf to speak picks
+    # the last speaker is abducted: it still chats, its mate picks
+    last = order[-1]
+    state = begin_night(table("WWDTMVV"))
+    order = []
+    while (want := pending(state)).kind != "night" or want.verb != "kill":
+        if want.kind == "pack_chat":
+            order.append(want.actor)
+            state = step(state, Decision(kind="pack_chat", actor=want.actor, text="x"))
+        else:
+            state = step(state, Decision(kind="night", actor=want.actor, target=last))
+    assert last in order and order.count(last) == 2
+    assert want.actor != last and want.actor in ("Ann", "Ben")
+
+
+def test_random_tie_break_is_seeded_and_picks_a_tied_player():
+    votes = ["Gus", "Gus", "Gus", "Ann", "Ann", "Ben", "Ann"]
+    outcomes = set()
+    for seed in range(6):
+        state = vote_day("WWDTMVV", votes, ties="random", seed=seed)
+        result = state.day_results[-1]
+        assert result.tie and result.tied == ["Ann", "Gus"]
+        assert result.eliminated in ("Ann", "Gus") and not state.player(result.eliminated).alive
+        assert "random draw" in state.messages[-1].text
+        again = vote_day("WWDTMVV", votes, ties="random", seed=seed)
+        assert again.day_results[-1].eliminated == result.eliminated
+        outcomes.add(result.eliminated)
+    assert outcomes == {"Ann", "Gus"}
+
+
+def test_summaries_close_the_day_then_the_next_day_starts():
+    state = begin_night(table("WWDTMVV", humans=["Gus"]))
+    after, _ = play_night(state, {**BASE, "kill": "Cat", "protect": "Dan"})
+    assert after.phase == "summary" and after.day == 1
+    assert "Gus" not in after.queue  # humans write no notes
+    while after.phase == "summary":
+        after = step(after, Decision(kind="summary", actor=pending(after).actor))
+    assert after.day == 2 and after.phase == "discussion" and after.turns_today == 0
+    assert {s.day for s in after.summaries} == {1}
+
+
+@pytest.mark.parametrize(("alive", "expected"), [(7, 28), (5, 21), (12, 46)])
+def test_discussion_scales_with_living_players(alive, expected):
+    roles = "WWDTMVVVVVVV"[:alive] if alive > 5 else "WDTVV"
+    state = table(roles, intro=False)
+    assert state.turn_limit() == expected
+    assert table(roles, intro=False, max_messages_per_day=4).turn_limit() == 4

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.werewolf.bots import bot_decision
-from gtsteer.werewolf.engine import SLOT_VERB, legal_targets
+from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
@@ -46,7 +46,7 @@ def _printer(viewer: str | None):
         for a in after.night_actions[len(before.night_actions):]:
             if me is None or me.name in a.observers:
                 console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
-            elif a.verb == "abduct" and a.target == me.name:
+            if me is not None and me.name in a.notified:
                 console.print(f"  [magenta]{abduction_notice(a.night, me.name)}[/]")
         for m in after.messages[len(before.messages):]:
             if m.channel == "pack":
@@ -71,17 +71,20 @@ def _human_agent(state: GameState, want: Pending) -> Decision:
         return Decision(kind=want.kind, actor=me.name, text=text)
     if want.kind == "summary":
         return Decision(kind="summary", actor=me.name)
-    what = "vote for" if want.kind == "vote" else want.verb
+    what = "vote for" if want.kind == "vote" else " or ".join(want.actions or [want.verb or ""])
     console.print(f"[bold]{me.name} ({me.role.value}), choose whom to {what}:[/]")
-    for i, name in enumerate(want.legal_targets, 1):
-        console.print(f"  {i}. {name}")
+    actions = want.actions or {want.kind: want.legal_targets}
+    menu = [(a, t) for a, targets in actions.items() for t in targets]
+    for i, (a, name) in enumerate(menu, 1):
+        console.print(f"  {i}. {name}" + (f" ({a})" if len(actions) > 1 else ""))
     while True:
         pick = typer.prompt("number", type=int)
-        if 1 <= pick <= len(want.legal_targets):
+        if 1 <= pick <= len(menu):
             break
-        console.print(f"[red]pick a number from 1 to {len(want.legal_targets)}[/]")
-    return Decision(kind=want.kind, actor=me.name, target=want.legal_targets[pick - 1],
-                    reason="(human)")
+        console.print(f"[red]pick a number from 1 to {len(menu)}[/]")
+    action, target = menu[pick - 1]
+    return Decision(kind=want.kind, actor=me.name, target=target, reason="(human)",
+                    action=action if want.kind == "night" else None)
 
 
 def _human_of(state: GameState) -> str | None:
@@ -114,8 +117,14 @@ def play(
     seed: int = typer.Option(0, "--seed", help="Game seed (roles, orders, sampling)."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
     max_days: int = typer.Option(None, "--max-days", help="Stop after this many days."),
-    max_messages: int = typer.Option(10, "--max-messages", help="Discussion turns per day."),
+    max_messages: int = typer.Option(
+        None, "--max-messages",
+        help="Discussion turns per day (default: ceil((living + 1) x 3.5), as the reference)."),
     game_id: str = typer.Option(None, "--game-id", help="Id for the new game (default random)."),
+    rules: str = typer.Option("reference", "--rules",
+                              help="Night rules: reference (the reference app) or simple."),
+    ties: str = typer.Option("none", "--ties",
+                             help="Tied vote: none (nobody is eliminated) or random."),
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
@@ -127,7 +136,7 @@ def play(
             store, n_players=players, n_wolves=wolves, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, max_days=max_days, max_messages_per_day=max_messages,
-            game_id=game_id, pool=LLMPool(),
+            game_id=game_id, pool=LLMPool(), rules=rules, ties=ties,  # type: ignore[arg-type]
         )
         console.print(f"[bold]Game {state.game_id}[/] ({store.path}). {state.scene}")
         console.print("Players: " + ", ".join(p.name for p in state.players))
@@ -230,10 +239,12 @@ def act(
             verb = VERB_OF_ROLE.get(me.role)
             if verb is None:
                 raise ValueError(f"{bot} is a {me.role.value} and has no night action")
+            actions = night_actions_for(state, bot, verb)
             want = Pending(kind="night", actor=bot, verb=verb,  # type: ignore[arg-type]
-                           legal_targets=legal_targets(state, bot, "night", verb))
+                           legal_targets=actions.get(verb, []), actions=actions)
         elif action == "speak":
-            want = Pending(kind="speak", actor=bot)
+            want = Pending(kind="speak", actor=bot, turn=state.turns_today + 1,
+                           turns_total=state.turn_limit())
         else:
             raise ValueError(f"--action must be vote, night or speak (got {action!r})")
         decision, records = bot_decision(state, want, LLMPool())

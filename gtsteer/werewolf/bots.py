@@ -1,62 +1,77 @@
 """Bot decisions: build the bot's context, ask its model, validate, fall back if it never works.
 
-Fallback (documented): when a vote or night action never validates after the LLM layer's
-retries, the bot's target is a seeded random pick from the legal targets, recorded with
-`fallback=True` and the error; a summary falls back to empty notes; the game goes on.
+Votes and night actions take two calls: the bot first says in one sentence what it chooses and
+why (free text, kept as the decision's `reason`), then every option is scored after that
+sentence with the LLM layer's `choose` (log-likelihood on the local model) and one is sampled
+with the decision seed. The options are shown in an order drawn from the decision seed over the
+sorted names, so the choice depends on the game, not on the order of a list (docs/WEREWOLF.md).
+
+Fallback (documented): when a choice never validates (a backend without scores whose
+constrained pick keeps failing), the target is a seeded random pick from the options, recorded
+with `fallback=True` and the error; a failed summary becomes empty notes; the game goes on.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from gtsteer.werewolf.context import build_context, info_state
-from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_structured, call_text
+from gtsteer.llm import ChoiceResult
+from gtsteer.werewolf.context import BotContext, build_context, choice_options, info_state
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import PLAYSTYLES, AssignedPlaystyle, PlaystyleChooser, reminder
+from gtsteer.werewolf.prompts import pick_prompt
 from gtsteer.werewolf.rules import Role, derive_seed, rng
-from gtsteer.werewolf.state import Decision, GameState, Pending, SummaryNotes
+from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, SummaryNotes
 
-MAX_LINE_CHARS = 400
-
-
-class NotesAnswer(BaseModel):
-    """Compact notes schema (short fields keep the local model's answer within its budget)."""
-
-    allies: str = Field(max_length=60)
-    suspects: str = Field(max_length=60)
-    role_knowledge: str = Field(max_length=60)
-    social_threads: str = Field(max_length=60)
-    plans: str = Field(max_length=60)
+MAX_LINE_CHARS = 600
+#: Notes field lengths: short for the small local model (its grammar stops it there), roomy
+#: for chat models (a limit they overrun means a retry, then empty notes).
+NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
 
 
-def target_model(name: str, legal: list[str], with_reason: bool = True) -> type[BaseModel]:
-    """A schema whose `target` is an enum of exactly the legal names (grammar-enforced locally).
-
-    The small local base model gets no `reason` field: its free text degenerates into
-    repetition, costs most of the decision's tokens, and is never used by the engine."""
-    fields: dict = {"target": (Literal[tuple(legal)], ...)}
-    if with_reason:
-        fields["reason"] = (str, Field(max_length=100))
-    return create_model(name, **fields)  # type: ignore[call-overload]
+def notes_model(local: bool) -> type[BaseModel]:
+    limit = NOTES_CHARS_LOCAL if local else NOTES_CHARS_CHAT
+    fields = {k: (str, Field(max_length=limit)) for k in SummaryNotes.model_fields}
+    return create_model("Notes", **fields)  # type: ignore[call-overload]
 
 
 def decision_seed(state: GameState, bot: str, purpose: str) -> int:
     return derive_seed(state.seed, state.step, state.day, bot, purpose)
 
 
-def clean_line(text: str, bot: str, others: list[str] | None = None) -> str:
-    """First line of a completion, without a repeated speaker label or stray quotes.
+def clean_line(text: str, bot: str, others: list[str] | None = None,
+               first_line: bool = True) -> str:
+    """A completion without a repeated speaker label, stray quotes, or someone else's turn.
 
     A base model often goes on to write the next speaker's turn ("Elin: ..."); everything from
-    another player's label on is dropped, so a bot never puts words in someone else's mouth."""
+    another player's label on is dropped, so a bot never puts words in someone else's mouth.
+    Base models keep their first line; chat models' paragraphs are joined into one line."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    line = lines[0] if lines else ""
-    line = re.sub(rf"^{re.escape(bot)}\s*:\s*", "", line)
+    line = (lines[0] if lines else "") if first_line else " ".join(lines)
+    line = re.sub(rf"^(\[pack\]\s*)?{re.escape(bot)}\s*:\s*", "", line)
     for name in others or []:
-        line = re.split(rf"(?:^|\s){re.escape(name)}\s*:", line, maxsplit=1)[0]
+        line = re.split(rf"(?:^|\s)(?:\[pack\]\s*)?{re.escape(name)}\s*:", line, maxsplit=1)[0]
     return line.strip().strip('"').strip()[:MAX_LINE_CHARS]
+
+
+def sample_choice(result: ChoiceResult, options: list[str], seed: int) -> str:
+    """Sample from the softmax of the option scores (a constrained pick is taken as is)."""
+    if result.method == "constrained":
+        return result.choice
+    top = max(result.scores[o] for o in options)
+    weights = [math.exp(result.scores[o] - top) for o in options]
+    return rng(seed, "pick").choices(options, weights=weights)[0]
+
+
+def parse_option(option: str, want: Pending) -> tuple[str | None, str]:
+    """(action, target) from an option string ("kill Ann" when several actions are offered)."""
+    if want.kind == "night" and len(want.actions) > 1:
+        action, target = option.split(" ", 1)
+        return action, target
+    return None, option
 
 
 def bot_decision(
@@ -66,47 +81,65 @@ def bot_decision(
     me = state.player(bot)
     chooser = chooser or AssignedPlaystyle()
     draft = build_context(state, bot, want, me.playstyle)
-    info = info_state(state, bot, want, draft.completion(""))
+    # The chooser reads the situation, not the assigned style's sentence (no label leak).
+    info = info_state(state, bot, want, draft.model_copy(update={"style": ""}).completion(""))
     style = chooser.choose(info)
     if style not in PLAYSTYLES:
         raise ValueError(f"PlaystyleChooser returned unknown playstyle {style!r}")
-    # Only the reminder depends on the playstyle; the rest of the context is reused.
-    ctx = draft if style == me.playstyle else draft.model_copy(
-        update={"reminder": reminder(style, me.role is Role.WEREWOLF)}
-    )
+    ctx = draft.model_copy(update={"style": reminder(style, me.role is Role.WEREWOLF)})
     local = pool.completion_style(me.model)
     seed = decision_seed(state, bot, want.kind)
     common = {"playstyle": style, "info_state": info.model_dump()}
     purpose = want.kind if want.verb is None else f"night:{want.verb}"
+    others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
+
+    def say(context: BotContext, label: str, why: str, max_tokens: int) -> tuple[str, CallRecord]:
+        prompt = context.completion(f"{label}:") if local else context.messages()
+        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
+                             max_tokens=max_tokens if local else 3 * max_tokens,
+                             stop=["\n\n"] if local else None)
+        rec.day = state.day
+        return clean_line(raw, bot, others, first_line=local), rec
 
     if want.kind in ("speak", "pack_chat"):
-        prompt = ctx.completion(f"{bot}:") if local else ctx.messages()
-        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=purpose, seed=seed,
-                             max_tokens=48 if local else 80,
-                             stop=["\n\n"] if local else None)
-        others = [p.name for p in state.players if p.name != bot] + ["Moderator"]
-        text = clean_line(raw, bot, others)
+        label = bot if want.kind == "speak" else f"[pack] {bot}"
+        text, rec = say(ctx, label, purpose, 60)
         return Decision(kind=want.kind, actor=bot, text=text, **common), [rec]
 
     if want.kind == "summary":
         prompt = ctx.completion("JSON:") if local else ctx.messages()
-        value, rec = call_structured(pool, me.model, prompt, NotesAnswer, bot=bot,
-                                     purpose="summary", seed=seed, max_tokens=220)
+        value, rec = call_structured(pool, me.model, prompt, notes_model(local), bot=bot,
+                                     purpose="summary", seed=seed, max_tokens=300 if local
+                                     else 900)
+        rec.day = state.day
         if value is None:
             return Decision(kind="summary", actor=bot, notes=SummaryNotes(), fallback=True,
                             error=rec.error, **common), [rec]
         notes = SummaryNotes(**value.model_dump())
         return Decision(kind="summary", actor=bot, notes=notes, **common), [rec]
 
-    legal = want.legal_targets
-    schema = target_model("Vote" if want.kind == "vote" else "NightAction", legal,
-                          with_reason=not local)
-    prompt = ctx.completion("JSON:") if local else ctx.messages()
-    value, rec = call_structured(pool, me.model, prompt, schema, bot=bot, purpose=purpose,
-                                 seed=seed, max_tokens=100)
-    if value is None or getattr(value, "target", None) not in legal:
-        target = rng(state.seed, state.step, bot, "fallback").choice(legal)
-        return Decision(kind=want.kind, actor=bot, target=target, reason="(fallback)",
-                        fallback=True, error=rec.error or "target not legal", **common), [rec]
-    return Decision(kind=want.kind, actor=bot, target=value.target,  # type: ignore[attr-defined]
-                    reason=getattr(value, "reason", ""), **common), [rec]
+    options = choice_options(state, bot, want)
+    reason, said = say(ctx, bot, f"{purpose}:reason", 48)
+    if len(options) == 1:
+        action, target = parse_option(options[0], want)
+        return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
+                        **common), [said]
+    pick = ctx.with_answer(bot, reason or "(no comment)", "")
+    if local:
+        prompt = pick.completion(pick_prompt(bot))
+    else:
+        pick = pick.model_copy(update={"command": f"{pick_prompt(bot)} Options: "
+                                       f"{', '.join(options)}."})
+        prompt = pick.messages()
+    result, rec = call_choice(pool, me.model, prompt, options, bot=bot, purpose=purpose,
+                              seed=seed)
+    rec.day = state.day
+    if result is None or result.choice not in options:
+        option = rng(state.seed, state.step, bot, "fallback").choice(options)
+        action, target = parse_option(option, want)
+        return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
+                        fallback=True, error=rec.error or "choice not legal", **common), [said,
+                                                                                          rec]
+    action, target = parse_option(sample_choice(result, options, seed), want)
+    return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
+                    **common), [said, rec]

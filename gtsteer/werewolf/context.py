@@ -1,9 +1,17 @@
 """Per-bot context, rebuilt from the state for every decision, holding only what the bot knows.
 
-Order (stable first, so consecutive prompts share a long prefix): system prompt, exact records
-(votes, observed night events, own action table, own notes), today's chat flattened for this
-bot (own lines as assistant turns, the rest folded into user blocks), then the command and the
-playstyle reminder. The reminder is added at render time and never stored in the state.
+Built for prompt caching (docs/WEREWOLF.md, "Prompt layout"):
+
+1. a static system prompt per bot for the whole game (rules, play guide, scene, identity,
+   story, the pack as dealt);
+2. an append-only, chronological log: each past day as a neutral moderator recap plus the
+   bot's private night events and its own notes; then today in full (the day header, the
+   chat with the bot's own lines and the commands that asked for them, votes in order, the
+   vote result, tonight's events the bot may know, the night result);
+3. the current command and the playstyle sentence, the only parts that change between calls.
+
+A sentence reaches a bot only through a check on the state (its own, public, pack channel for
+wolves, `observers`, `notified`); the wording plays no part in isolation.
 """
 
 from __future__ import annotations
@@ -15,168 +23,243 @@ from gtsteer.werewolf.playstyles import InfoState, reminder
 from gtsteer.werewolf.prompts import (
     abduction_notice,
     action_line,
+    day_header,
+    intro_command,
     night_command,
     pack_chat_command,
     speak_command,
     summary_command,
     system_prompt,
     vote_command,
+    vote_line,
 )
-from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.state import GameState, NightAction, Pending
+from gtsteer.werewolf.rules import Role, derive_seed, rng
+from gtsteer.werewolf.state import MODERATOR, ChatMessage, GameState, NightAction, Pending
 
-#: Today's chat lines kept in a prompt (the local model has a 4096-token context).
-MAX_CHAT_LINES = 24
-#: Own notes kept (the newest ones).
-MAX_NOTES = 2
+#: Today's discussion lines kept before trimming (the local model has a 4096-token context).
+MAX_CHAT_LINES = 40
+#: Lines are dropped in blocks of this size, so the cut point (and the prefix) moves rarely.
+TRIM_BLOCK = 16
 
 
-class Turn(BaseModel):
-    author: str
+class Entry(BaseModel):
+    """One line of a bot's log. `label` prefixes it in transcripts ("" for records and
+    commands); `own` marks the bot's own answers (assistant turns in chat form)."""
+
+    label: str = ""
     text: str
+    own: bool = False
+
+    def line(self) -> str:
+        return f"{self.label}: {self.text}" if self.label else self.text
 
 
 class BotContext(BaseModel):
     bot: str
     system: str
-    records: str
-    turns: list[Turn]
+    log: list[Entry]
     command: str
-    reminder: str = ""
+    style: str = ""
 
     def messages(self) -> list[Message]:
-        """Chat form: own lines are assistant turns, everything else folds into user blocks."""
+        """Chat form: own answers are assistant turns, everything else folds into user blocks."""
         out = [Message(role="system", content=self.system)]
-        block: list[str] = [self.records]
-        for t in self.turns:
-            if t.author == self.bot:
-                out.append(Message(role="user", content="\n".join(block).strip() or "(go on)"))
-                out.append(Message(role="assistant", content=t.text))
+        block: list[str] = []
+        for e in self.log:
+            if e.own:
+                out.append(Message(role="user", content="\n".join(block) or "(go on)"))
+                out.append(Message(role="assistant", content=e.text))
                 block = []
             else:
-                if not block or not any(b.startswith("Messages from") for b in block):
-                    block.append("Messages from other players:")
-                block.append(f"{t.author}: {t.text}")
-        block += [self.command, self.reminder]
-        out.append(Message(role="user", content="\n".join(b for b in block if b).strip()))
+                block.append(e.line())
+        block += [self.command, self.style]
+        out.append(Message(role="user", content="\n".join(b for b in block if b)))
         return out
 
     def completion(self, answer_prefix: str) -> str:
         """Completion form for base models: a transcript the model continues."""
-        chat = "\n".join(f"{t.author}: {t.text}" for t in self.turns) or "(no messages yet)"
-        parts = [self.system, self.records, f"Today's chat:\n{chat}", self.command, self.reminder]
-        return "\n\n".join(p for p in parts if p) + "\n" + answer_prefix
+        lines = [e.line() for e in self.log] + [self.command, self.style]
+        return self.system + "\n\n" + "\n".join(b for b in lines if b) + "\n" + answer_prefix
 
-
-def visible_dead(state: GameState) -> list[str]:
-    return [f"{p.name} ({p.role.value})" for p in state.players if not p.alive]
+    def with_answer(self, label: str, text: str, follow_up: str) -> BotContext:
+        """This context after the bot answered, with a follow-up command (reason -> pick)."""
+        log = [*self.log, Entry(text=self.command), Entry(label=label, text=text, own=True)]
+        return self.model_copy(update={"log": log, "command": follow_up, "style": ""})
 
 
 def pack_of(state: GameState, bot: str) -> list[str]:
+    """The bot's living pack mates (empty for non-wolves)."""
     if state.player(bot).role is not Role.WEREWOLF:
         return []
-    return [w for w in state.wolves() if w != bot]
+    return [w for w in state.wolves(alive_only=True) if w != bot]
 
 
-def observed(action: NightAction, bot: str) -> bool:
+def knows_action(action: NightAction, bot: str) -> bool:
     return bot in action.observers
 
 
-def records_text(state: GameState, bot: str) -> str:
+def night_entries(state: GameState, bot: str, night: int, commands: bool = True) -> list[Entry]:
+    """The night's events this bot may know, in the order they happened (with the commands
+    that asked for its pack lines, while that night is the current one)."""
     me = state.player(bot)
     wolf = me.role is Role.WEREWOLF
-    lines: list[str] = []
-    for d in range(1, state.day + 1):
-        day_votes = [v for v in state.votes if v.day == d]
-        result = next((r for r in state.day_results if r.day == d), None)
-        if day_votes and result is not None:
-            lines.append(f"Day {d} votes, in order:")
-            lines += [f"  {v.order}. {v.voter} -> {v.target}" for v in day_votes]
-            if result.eliminated:
-                lines.append(f"  Result: {result.eliminated} ({result.role.value}) "  # type: ignore[union-attr]
-                             "eliminated.")
-            else:
-                lines.append("  Result: tie, nobody eliminated.")
-        night = [a for a in state.night_actions if a.night == d]
-        night_result = next((r for r in state.night_results if r.night == d), None)
-        mine: list[str] = []
-        if wolf:
-            pack_lines = [m for m in state.messages if m.channel == "pack" and m.day == d]
-            mine += [f"[pack] {m.author}: {m.text}" for m in pack_lines]
-        for a in night:
-            if a.verb == "abduct" and a.target == bot and not a.blocked:
-                mine.append(abduction_notice(d, bot))
-            if observed(a, bot):
-                mine.append(action_line(a))
-        if night_result is not None:
-            mine.append(
-                f"Night {d}: {night_result.killed} ({night_result.role.value}) was killed."  # type: ignore[union-attr]
-                if night_result.killed else f"Night {d}: nobody died."
-            )
-        if mine:
-            lines.append(f"Night {d} events you know:")
-            lines += [f"  {m}" for m in mine]
-    lines += _role_table(state, me.name, me.role)
-    notes = [s for s in state.summaries if s.bot == bot][-MAX_NOTES:]
-    for s in notes:
-        n = s.notes
-        lines.append(f"Your notes (day {s.day}): allies: {n.allies} | suspects: {n.suspects} | "
-                     f"roles: {n.role_knowledge} | threads: {n.social_threads} | plans: {n.plans}")
-    return "Records:\n" + "\n".join(lines) if lines else "Records: none yet (day 1)."
+    actions = [a for a in state.night_actions if a.night == night]
+    out: list[Entry] = []
+    notified = any(bot in a.notified for a in actions)
+    for a in actions:
+        if a.verb == "abduct":
+            if knows_action(a, bot):
+                out.append(Entry(text=action_line(a)))
+            if bot in a.notified:
+                out.append(Entry(text=abduction_notice(night, bot)))
+    if wolf:
+        mates = [w for w in state.alive_at_night(night)
+                 if state.player(w).role is Role.WEREWOLF and w != bot]
+        for m in state.messages:
+            if m.channel == "pack" and m.day == night:
+                own = commands and m.author == bot
+                if own:
+                    out.append(Entry(text=pack_chat_command(bot, night, mates or [bot])))
+                out.append(Entry(label=f"[pack] {m.author}", text=m.text, own=own))
+    for a in actions:
+        if a.verb == "abduct" or not knows_action(a, bot):
+            continue
+        if a.blocked and notified:
+            continue  # the abduction notice already says the action was blocked
+        out.append(Entry(text=action_line(a)))
+    return out
 
 
-def _role_table(state: GameState, bot: str, role: Role) -> list[str]:
-    mine = [a for a in state.night_actions if a.actor == bot and not a.blocked]
-    if role is Role.DETECTIVE and mine:
-        rows = [f"  night {a.night} | {a.target} | {a.result}" for a in mine]
-        evil = sorted({a.target or "" for a in mine if a.result == "evil"})
-        good = sorted({a.target or "" for a in mine if a.result == "good"})
-        return ["Your investigations (night | player | result):", *rows,
-                f"  Evil: {', '.join(evil) or 'none'}; good: {', '.join(good) or 'none'}."]
-    if role is Role.DOCTOR and mine:
-        return ["Your protections (night | player):",
-                *[f"  night {a.night} | {a.target}" for a in mine]]
-    if role is Role.MANIAC and mine:
-        return ["Your abductions (night | player):",
-                *[f"  night {a.night} | {a.target}" for a in mine]]
-    return []
+def day_recap(state: GameState, day: int) -> str:
+    """The moderator's neutral recap of a finished day and night: public facts only."""
+    said: dict[str, int] = {}
+    for m in state.messages:
+        if m.day == day and m.channel == "public" and m.phase == "discussion":
+            said[m.author] = said.get(m.author, 0) + 1
+    talk = ", ".join(f"{n} {c}" for n, c in said.items()) or "nobody spoke"
+    votes = "; ".join(f"{v.voter} -> {v.target}" for v in state.votes if v.day == day)
+    ends = [m.text for m in state.messages if m.day == day and m.channel == "public"
+            and m.author == MODERATOR]
+    parts = [f"Day {day} recap (moderator): messages per player: {talk}."]
+    if votes:
+        parts.append(f"Votes in order: {votes}.")
+    parts += ends
+    return " ".join(parts)
 
 
-def today_turns(state: GameState) -> list[Turn]:
-    turns = [Turn(author=m.author, text=m.text) for m in state.today_messages("public")]
-    return turns[-MAX_CHAT_LINES:]
+def notes_line(state: GameState, bot: str, day: int) -> Entry | None:
+    s = next((s for s in state.summaries if s.bot == bot and s.day == day), None)
+    if s is None:
+        return None
+    n = s.notes
+    return Entry(text=f"Your notes after day {day}: allies: {n.allies} | suspects: "
+                 f"{n.suspects} | roles: {n.role_knowledge} | threads: {n.social_threads} | "
+                 f"plans: {n.plans}")
+
+
+def investigations(state: GameState, bot: str, before_day: int) -> str:
+    """The detective's table with its conclusions, as of the start of `before_day`."""
+    mine = [a for a in state.night_actions if a.actor == bot and a.verb == "investigate"
+            and a.night < before_day and a.result]
+    if not mine:
+        return ""
+    evil = sorted({a.target or "" for a in mine if a.result == "evil"})
+    good = sorted({a.target or "" for a in mine if a.result == "good"})
+    return (f"Your investigations: evil (werewolf or maniac): {', '.join(evil) or 'none'}; "
+            f"good: {', '.join(good) or 'none'}.")
+
+
+def trimmed(lines: list[ChatMessage]) -> tuple[list[ChatMessage], bool]:
+    """Drop the oldest lines in whole blocks once a day outgrows MAX_CHAT_LINES."""
+    if len(lines) <= MAX_CHAT_LINES:
+        return lines, False
+    start = ((len(lines) - MAX_CHAT_LINES) // TRIM_BLOCK + 1) * TRIM_BLOCK
+    return lines[start:], True
+
+
+def day_entries(state: GameState, bot: str, day: int) -> list[Entry]:
+    """Today in full: header, chat (with this bot's commands), votes, result, the night."""
+    me = state.player(bot)
+    extra = investigations(state, bot, day) if me.role is Role.DETECTIVE else ""
+    out = [Entry(label=MODERATOR, text=day_header(day, state.alive_on(day), extra))]
+    public = [m for m in state.messages if m.day == day and m.channel == "public"]
+    chat, cut = trimmed([m for m in public if m.phase in ("intro", "discussion")])
+    if cut:
+        out.append(Entry(text="(earlier messages of today are omitted)"))
+    total = state.turn_limit(day)
+    for m in chat:
+        if m.author == bot:
+            out.append(Entry(text=intro_command(bot) if m.turn is None
+                             else speak_command(bot, day, m.turn, total)))
+        out.append(Entry(label=m.author, text=m.text, own=m.author == bot))
+    out += [Entry(text=vote_line(v)) for v in state.votes if v.day == day]
+    out += [Entry(label=MODERATOR, text=m.text) for m in public if m.phase == "vote"]
+    out += night_entries(state, bot, day)
+    out += [Entry(label=MODERATOR, text=m.text) for m in public
+            if m.phase in ("night", "summary", "over")]
+    return out
+
+
+def log_entries(state: GameState, bot: str) -> list[Entry]:
+    out: list[Entry] = []
+    for d in range(1, state.day):
+        out.append(Entry(text=day_recap(state, d)))
+        out += night_entries(state, bot, d, commands=False)
+        notes = notes_line(state, bot, d)
+        if notes is not None:
+            out.append(notes)
+    return out + day_entries(state, bot, state.day)
+
+
+def display_order(state: GameState, bot: str, options: list[str], purpose: str) -> list[str]:
+    """The options in an order drawn from the decision, not from the list it came in: sorted,
+    then shuffled with a seed of (game, day, bot, purpose). Any permutation of the input gives
+    the same prompt, and no player is systematically listed first."""
+    shown = sorted(options)
+    rng(derive_seed(state.seed, state.day, bot, purpose, "order")).shuffle(shown)
+    return shown
+
+
+def choice_options(state: GameState, bot: str, want: Pending) -> list[str]:
+    """What the bot picks from: names (votes, one-action nights) or "action name" strings."""
+    if want.kind == "vote":
+        return display_order(state, bot, want.legal_targets, "vote")
+    if want.kind != "night":
+        return []
+    actions = want.actions or {want.verb or "": want.legal_targets}
+    if len(actions) == 1:
+        (targets,) = actions.values()
+        return display_order(state, bot, targets, f"night:{want.verb}")
+    combos = [f"{a} {t}" for a, targets in actions.items() for t in targets]
+    return display_order(state, bot, combos, f"night:{want.verb}")
 
 
 def command_for(state: GameState, bot: str, want: Pending) -> str:
     if want.kind == "summary":
         return summary_command(bot, state.day)
     if want.kind == "speak":
-        return speak_command(bot, state.phase, state.day)
+        if state.phase == "intro":
+            return intro_command(bot)
+        return speak_command(bot, state.day, want.turn or state.turns_today + 1,
+                             want.turns_total or state.turn_limit())
     if want.kind == "vote":
-        so_far = [f"  {v.order}. {v.voter} -> {v.target}" for v in state.votes
-                  if v.day == state.day]
-        return vote_command(bot, state.day, so_far, want.legal_targets)
-    pack_lines = [f"[pack] {m.author}: {m.text}" for m in state.messages
-                  if m.channel == "pack" and m.day == state.day]
+        return vote_command(bot, state.day, choice_options(state, bot, want))
     if want.kind == "pack_chat":
-        return pack_chat_command(bot, state.day, pack_of(state, bot) or [bot], pack_lines)
-    extra = ""
-    if want.verb == "kill" and pack_lines:
-        extra = "Tonight's pack chat:\n" + "\n".join(pack_lines)
-    return night_command(bot, want.verb or "", state.day, want.legal_targets, extra)
+        return pack_chat_command(bot, state.day, pack_of(state, bot) or [bot])
+    actions = want.actions or {want.verb or "": want.legal_targets}
+    return night_command(bot, state.day, actions, choice_options(state, bot, want))
 
 
 def build_context(state: GameState, bot: str, want: Pending, playstyle: str) -> BotContext:
     me = state.player(bot)
-    living = state.living()
     return BotContext(
         bot=bot,
-        system=system_prompt(bot, me.story, me.role, pack_of(state, bot), living,
-                             visible_dead(state), state.scene),
-        records=records_text(state, bot),
-        turns=today_turns(state),
+        system=system_prompt(bot, me.story, me.role, state.wolves() if me.role is
+                             Role.WEREWOLF else [], state.scene, state.config.rules,
+                             state.config.ties),
+        log=log_entries(state, bot),
         command=command_for(state, bot, want),
-        reminder=reminder(playstyle, me.role is Role.WEREWOLF),
+        style=reminder(playstyle, me.role is Role.WEREWOLF),
     )
 
 

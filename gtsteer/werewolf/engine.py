@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from gtsteer.werewolf.prompts import night_result_line, vote_result_line
 from gtsteer.werewolf.rules import (
     Role,
     WerewolfConfigError,
@@ -28,16 +29,23 @@ from gtsteer.werewolf.state import (
     GameConfig,
     GameState,
     NightAction,
+    NightDeath,
     NightResult,
     Pending,
     Player,
+    RulesName,
     Summary,
     SummaryNotes,
+    TieRule,
     Vote,
 )
 
+#: Which role owns each night slot (the slot's own action has the slot's name).
 SLOT_VERB = {"abduct": Role.MANIAC, "kill": Role.WEREWOLF, "protect": Role.DOCTOR,
              "investigate": Role.DETECTIVE}
+#: Reference rules: roles with a one-time kill next to their own night action.
+ONE_TIME_KILLERS = (Role.DOCTOR, Role.DETECTIVE)
+KILL_CAUSE = {Role.WEREWOLF: "werewolves", Role.DOCTOR: "doctor", Role.DETECTIVE: "detective"}
 
 
 class IllegalDecision(ValueError):
@@ -53,12 +61,16 @@ def new_game(
     models: str | Sequence[str] = "fake",
     humans: Sequence[str] = (),
     max_days: int | None = None,
-    max_messages_per_day: int = 10,
+    max_messages_per_day: int | None = None,
     intro: bool = True,
     game_id: str = "game",
     scene: str = "",
+    rules: RulesName = "reference",
+    ties: TieRule = "none",
 ) -> GameState:
-    """Seat the cast (name, story, playstyle) and deal roles from the seed."""
+    """Seat the cast (name, story, playstyle) and deal roles from the seed.
+
+    `max_messages_per_day=None` scales the discussion with the living players."""
     n = len(cast)
     wolves = default_wolves(n) if n_wolves is None else n_wolves
     use_maniac = (n >= 6) if maniac is None else maniac
@@ -75,10 +87,14 @@ def new_game(
     model_list = [models] * n if isinstance(models, str) else list(models)
     if len(model_list) != n:
         raise WerewolfConfigError(f"need one model per player ({n}), got {len(model_list)}")
-    if max_messages_per_day < 1:
+    if max_messages_per_day is not None and max_messages_per_day < 1:
         raise WerewolfConfigError("max_messages_per_day must be at least 1")
     if max_days is not None and max_days < 1:
         raise WerewolfConfigError("max_days must be at least 1")
+    if rules not in ("reference", "simple"):
+        raise WerewolfConfigError(f"rules must be 'reference' or 'simple' (got {rules!r})")
+    if ties not in ("none", "random"):
+        raise WerewolfConfigError(f"ties must be 'none' or 'random' (got {ties!r})")
     roles = assign_roles(n, wolves, use_maniac, seed)
     players = [
         Player(name=c[0], story=c[1], playstyle=c[2], role=r, model=m, human=c[0] in humans)
@@ -86,7 +102,7 @@ def new_game(
     ]
     config = GameConfig(
         n_players=n, n_wolves=wolves, maniac=use_maniac, max_days=max_days,
-        max_messages_per_day=max_messages_per_day, intro=intro,
+        max_messages_per_day=max_messages_per_day, intro=intro, rules=rules, ties=ties,
     )
     state = GameState(game_id=game_id, seed=seed, config=config, players=players, scene=scene,
                       router_model=model_list[0])
@@ -100,16 +116,30 @@ def new_game(
 # ---- what is pending ---------------------------------------------------------------------
 
 
+def pack_order(state: GameState) -> list[str]:
+    """Tonight's pack-chat order: the living wolves, shuffled per night (reference rules) or in
+    seating order (simple rules)."""
+    pack = state.wolves(alive_only=True)
+    if state.config.rules == "reference":
+        rng(state.seed, "pack-order", state.day).shuffle(pack)
+    return pack
+
+
 def night_slot_actor(state: GameState, slot: str) -> str | None:
     """Who acts for a night slot, or None when nobody can (dead, or abducted)."""
+    reference = state.config.rules == "reference"
     if slot.startswith("pack_chat:"):
         name = slot.split(":", 1)[1]
         p = state.player(name)
-        return name if p.alive and name != state.abducted else None
+        # Reference: an abducted wolf still chats (it only cannot pick the kill).
+        return name if p.alive and (reference or name != state.abducted) else None
     role = SLOT_VERB[slot]
-    if role is Role.WEREWOLF:  # the pack leader: first living, free wolf in seating order
-        free = [w for w in state.wolves(alive_only=True) if w != state.abducted]
-        return free[0] if free else None
+    if role is Role.WEREWOLF:
+        free = [w for w in pack_order(state) if w != state.abducted]
+        if not free:
+            return None
+        # Reference: the last wolf to speak in the pack chat picks; simple: the first free wolf.
+        return free[-1] if reference else free[0]
     p = state.with_role(role)
     return p.name if p is not None and p.name != state.abducted else None
 
@@ -119,21 +149,41 @@ def legal_targets(state: GameState, actor: str, kind: str, verb: str | None = No
     if kind == "vote":
         return [n for n in living if n != actor]
     if kind == "night":
-        if verb == "kill":
+        if verb == "kill" and state.player(actor).role is Role.WEREWOLF:
             return [n for n in living if state.player(n).role is not Role.WEREWOLF]
         if verb == "protect":
-            last = _last_protected(state, actor)
+            last = _last_target(state, actor, "protect")
             return [n for n in living if n != last]
-        return [n for n in living if n != actor]  # abduct, investigate
+        if verb == "abduct" and state.config.rules == "reference":
+            last = _last_target(state, actor, "abduct")
+            return [n for n in living if n not in (actor, last)]
+        return [n for n in living if n != actor]  # abduct, investigate, one-time kill
     if kind == "route":
         return [n for n in living if n != state.last_speaker]
     return []
 
 
-def _last_protected(state: GameState, doctor: str) -> str | None:
-    """The player the doctor protected last night (only consecutive nights are forbidden)."""
+def night_actions_for(state: GameState, actor: str, slot: str) -> dict[str, list[str]]:
+    """The actions a night slot offers, each with its legal targets (reference rules add the
+    doctor's and the detective's one-time kill while it is unused)."""
+    actions = {slot: legal_targets(state, actor, "night", slot)}
+    role = state.player(actor).role
+    if (state.config.rules == "reference" and role in ONE_TIME_KILLERS
+            and not kill_used(state, actor)):
+        actions["kill"] = legal_targets(state, actor, "night", "kill")
+    return {a: t for a, t in actions.items() if t}
+
+
+def kill_used(state: GameState, actor: str) -> bool:
+    return any(a.actor == actor and a.verb == "kill" and not a.blocked
+               for a in state.night_actions)
+
+
+def _last_target(state: GameState, actor: str, verb: str) -> str | None:
+    """The player `actor` targeted with `verb` last night (only consecutive nights are
+    forbidden; a blocked night does not count)."""
     for a in state.night_actions:
-        if a.night == state.day - 1 and a.actor == doctor and a.verb == "protect" and not a.blocked:
+        if a.night == state.day - 1 and a.actor == actor and a.verb == verb and not a.blocked:
             return a.target
     return None
 
@@ -145,7 +195,10 @@ def pending(state: GameState) -> Pending | None:
         return Pending(kind="summary", actor=state.queue[0])
     if state.phase in ("intro", "discussion"):
         if state.queue:
-            return Pending(kind="speak", actor=state.queue[0])
+            if state.phase == "intro":
+                return Pending(kind="speak", actor=state.queue[0])
+            return Pending(kind="speak", actor=state.queue[0], turn=state.turns_today + 1,
+                           turns_total=state.turn_limit())
         return Pending(kind="route", legal_targets=legal_targets(state, "", "route"))
     if state.phase == "vote":
         actor = state.queue[0]
@@ -155,9 +208,10 @@ def pending(state: GameState) -> Pending | None:
     assert actor is not None, "normalized night queues start with an actionable slot"
     if slot.startswith("pack_chat:"):
         return Pending(kind="pack_chat", actor=actor)
+    actions = night_actions_for(state, actor, slot)
     return Pending(
         kind="night", actor=actor, verb=slot,  # type: ignore[arg-type]
-        legal_targets=legal_targets(state, actor, "night", slot),
+        legal_targets=actions.get(slot, []), actions=actions,
     )
 
 
@@ -182,7 +236,7 @@ def step(state: GameState, decision: Decision) -> GameState:
                                    error=decision.error))
         s.queue.pop(0)
         if not s.queue:
-            s.phase = "discussion"
+            _start_day(s)
     elif want.kind == "speak":
         _speak(s, want.actor or "", decision.text)
     elif want.kind == "route":
@@ -194,7 +248,7 @@ def step(state: GameState, decision: Decision) -> GameState:
             )
         s.queue = speakers
     elif want.kind == "vote":
-        _check_target(want, decision)
+        _check_target(want, decision.target, want.legal_targets)
         order = sum(1 for v in s.votes if v.day == s.day) + 1
         s.votes.append(Vote(day=s.day, order=order, voter=want.actor or "",
                             target=decision.target or "", reason=decision.reason,
@@ -207,38 +261,44 @@ def step(state: GameState, decision: Decision) -> GameState:
             _post(s, want.actor or "", decision.text, channel="pack")
         s.queue.pop(0)
     else:
-        _check_target(want, decision)
-        _night_action(s, want, decision)
+        action = decision.action or want.verb or ""
+        if action not in want.actions:
+            raise IllegalDecision(
+                f"{want.actor}: action {action!r} is not one of {list(want.actions)}"
+            )
+        _check_target(want, decision.target, want.actions[action])
+        _night_action(s, want, decision, action)
         s.queue.pop(0)
     _normalize(s)
     return s
 
 
-def _check_target(want: Pending, decision: Decision) -> None:
-    if decision.target not in want.legal_targets:
-        raise IllegalDecision(
-            f"{want.actor}: target {decision.target!r} is not one of {want.legal_targets}"
-        )
+def _check_target(want: Pending, target: str | None, legal: list[str]) -> None:
+    if target not in legal:
+        raise IllegalDecision(f"{want.actor}: target {target!r} is not one of {legal}")
 
 
-def _post(s: GameState, author: str, text: str, channel: str = "public") -> None:
+def _post(s: GameState, author: str, text: str, channel: str = "public",
+          turn: int | None = None) -> None:
     s.messages.append(ChatMessage(id=len(s.messages) + 1, day=s.day, phase=s.phase,
-                                  channel=channel, author=author, text=text.strip()))  # type: ignore[arg-type]
+                                  channel=channel, author=author, text=text.strip(),  # type: ignore[arg-type]
+                                  turn=turn))
 
 
 def _speak(s: GameState, actor: str, text: str) -> None:
+    discussion = s.phase == "discussion"
     if text.strip():
-        _post(s, actor, text)
+        _post(s, actor, text, turn=s.turns_today + 1 if discussion else None)
     s.last_speaker = actor
     s.queue.pop(0)
     if s.phase == "intro" and not s.queue:
         s.phase = "discussion"
         return
-    if s.phase == "discussion":
+    if discussion:
         if s.player(actor).human and text.strip():
             s.queue = []  # a human's line redirects the talk: the router picks again now
         s.turns_today += 1
-        if s.turns_today >= s.config.max_messages_per_day:
+        if s.turns_today >= s.turn_limit():
             _start_vote(s)
 
 
@@ -255,15 +315,16 @@ def _resolve_vote(s: GameState) -> None:
     leaders = sorted(n for n, c in tally.items() if c == top)
     result = DayResult(day=s.day, tally=dict(sorted(tally.items())), eliminated=None,
                        tie=len(leaders) > 1)
-    if len(leaders) == 1:
-        victim = s.player(leaders[0])
+    chosen = leaders[0] if len(leaders) == 1 else None
+    if chosen is None and s.config.ties == "random":
+        chosen = rng(s.seed, "tie-break", s.day).choice(leaders)
+        result.tied = leaders
+    if chosen is not None:
+        victim = s.player(chosen)
         victim.alive, victim.died_day, victim.cause = False, s.day, "vote"
         result.eliminated, result.role = victim.name, victim.role
-        _post(s, MODERATOR, f"The village eliminated {victim.name} ({victim.role.value}).")
-    else:
-        _post(s, MODERATOR, f"The vote is tied between {', '.join(leaders)}: nobody is "
-              "eliminated today.")
     s.day_results.append(result)
+    _post(s, MODERATOR, vote_result_line(result))
     if not _check_winner(s):
         _start_night(s)
 
@@ -280,27 +341,31 @@ def _start_night(s: GameState) -> None:
     s.phase = "night"
     s.abducted = None
     slots = ["abduct"]
-    pack = s.wolves(alive_only=True)
+    pack = pack_order(s)
     if len(pack) > 1:
-        slots += [f"pack_chat:{w}" for w in pack]
+        rounds = 2 if s.config.rules == "reference" else 1
+        slots += [f"pack_chat:{w}" for _ in range(rounds) for w in pack]
     s.queue = slots + ["kill", "protect", "investigate"]
 
 
-def _night_action(s: GameState, want: Pending, d: Decision) -> None:
+def _night_action(s: GameState, want: Pending, d: Decision, action: str) -> None:
     actor = s.player(want.actor or "")
     target = d.target or ""
-    observers = [actor.name]
+    observers, notified = [actor.name], []
     result = None
-    if want.verb == "abduct":
-        s.abducted = target  # the target only learns *that* they were abducted (a notice)
-    elif want.verb == "kill":
+    # Reference rules: the abductee is immune tonight; anything aimed at them fails.
+    failed = (s.config.rules == "reference" and action != "abduct" and s.abducted == target)
+    if action == "abduct":
+        s.abducted = target
+        notified = [target]  # told *that* they were abducted, never by whom
+    elif action == "kill" and actor.role is Role.WEREWOLF:
         observers = s.wolves()
-    elif want.verb == "investigate":
+    elif action == "investigate" and not failed:
         result = "evil" if reads_evil(s.player(target).role) else "good"
     s.night_actions.append(NightAction(
-        night=s.day, actor=actor.name, role=actor.role, verb=want.verb or "abduct",
-        target=target, result=result, reason=d.reason, fallback=d.fallback, error=d.error,
-        observers=list(dict.fromkeys(observers)),
+        night=s.day, actor=actor.name, role=actor.role, verb=action,  # type: ignore[arg-type]
+        target=target, result=result, failed=failed, reason=d.reason, fallback=d.fallback,
+        error=d.error, observers=list(dict.fromkeys(observers)), notified=notified,
     ))
 
 
@@ -333,36 +398,51 @@ def _blocked_actor(s: GameState, slot: str) -> str | None:
     return None
 
 
-def _resolve_night(s: GameState) -> None:
-    tonight = [a for a in s.night_actions if a.night == s.day and not a.blocked]
-    kill = next((a.target for a in tonight if a.verb == "kill"), None)
+def night_deaths(s: GameState) -> list[NightDeath]:
+    """Who dies tonight: attacks on unprotected players, then (reference rules) the abductee
+    of a maniac who died."""
+    tonight = [a for a in s.night_actions if a.night == s.day and not a.blocked and not a.failed]
     saved = {a.target for a in tonight if a.verb == "protect"}
-    killed = kill if kill is not None and kill not in saved else None
-    result = NightResult(night=s.day, killed=killed)
-    s.abducted = None
-    if killed is not None:
-        victim = s.player(killed)
+    deaths: dict[str, str] = {}
+    for a in tonight:
+        if a.verb == "kill" and a.target and a.target not in saved and a.target not in deaths:
+            deaths[a.target] = KILL_CAUSE[a.role]
+    if s.config.rules == "reference" and s.abducted and s.abducted not in deaths:
+        maniac = next((n for n in deaths if s.player(n).role is Role.MANIAC), None)
+        if maniac is not None:
+            deaths[s.abducted] = "abduction"
+    return [NightDeath(name=n, role=s.player(n).role, cause=c)  # type: ignore[arg-type]
+            for n, c in deaths.items()]
+
+
+def _resolve_night(s: GameState) -> None:
+    """Deaths are applied and announced within the night's day; the summaries of the day and
+    night that just ended follow, and only then does the next day begin."""
+    result = NightResult(night=s.day, deaths=night_deaths(s))
+    for death in result.deaths:
+        victim = s.player(death.name)
         victim.alive, victim.died_day, victim.cause = False, s.day, "night"
-        result.role = victim.role
     s.night_results.append(result)
-    s.day += 1
-    s.turns_today = 0
-    s.phase = "summary"  # announcements belong to the new day
-    if killed is not None:
-        _post(s, MODERATOR, f"Night {s.day - 1}: {killed} ({result.role.value}) was killed.")  # type: ignore[union-attr]
-    else:
-        _post(s, MODERATOR, f"Night {s.day - 1}: nobody died.")
+    s.abducted = None
+    _post(s, MODERATOR, night_result_line(result))
     if _check_winner(s):
         return
-    if s.config.max_days is not None and s.day > s.config.max_days:
+    if s.config.max_days is not None and s.day >= s.config.max_days:
         s.phase, s.winner = "over", "none"
         s.end_reason = f"day limit of {s.config.max_days} reached"
         s.queue = []
         return
+    s.phase = "summary"
     s.queue = [p.name for p in s.players if p.alive and not p.human]
-    s.last_speaker = None
     if not s.queue:
-        s.phase = "discussion"
+        _start_day(s)
+
+
+def _start_day(s: GameState) -> None:
+    s.day += 1
+    s.turns_today = 0
+    s.last_speaker = None
+    s.phase, s.queue = "discussion", []
 
 
 def winner_of(s: GameState) -> str | None:

@@ -2,6 +2,9 @@
 
 Each call yields a `CallRecord` (bot, purpose, model, the exact prompt text, the raw answer,
 usage, cache hit, attempts, error) that the runner stores in the same transaction as the step.
+`sent` holds every request text that actually reached the backend for that call (first try,
+retries with feedback, schema hints added by the LLM layer), recorded by a thin wrapper around
+the backend, so a game can be audited from its database alone.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from gtsteer.llm import LLM, Message, StructuredOutputError
-from gtsteer.llm.types import render_messages
+from gtsteer.llm import LLM, Backend, ChoiceResult, Message, StructuredOutputError
+from gtsteer.llm.types import GenerationRequest, RawCompletion, render_messages
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -30,23 +33,78 @@ class CallRecord(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    #: Every request text that reached the backend for this call (empty on a cache hit).
+    sent: list[str] = Field(default_factory=list)
+    day: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class LLMPool:
-    """One `LLM` per model string (mixed-model games), or a factory tests can replace."""
+class RecordingBackend(Backend):
+    """Passes every call through to `inner` and keeps the request text it was given.
 
-    def __init__(self, factory: Callable[[str], LLM] | None = None):
+    Identity, kind and capabilities are the inner backend's, so cache keys and behaviour are
+    unchanged; only the record is added."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.model)
+        self.inner = inner
+        self.kind = inner.kind
+        self.max_concurrency = inner.max_concurrency
+        self.supports_grammar = inner.supports_grammar
+        self.cancellable = inner.cancellable
+        self.sent: list[str] = []
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    async def complete(self, request: GenerationRequest,
+                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
+        self.sent.append(request.as_text())
+        return await self.inner.complete(request, json_schema)
+
+    async def score_options(self, request: GenerationRequest,
+                            options: list[str]) -> dict[str, float] | None:
+        self.sent.append(request.as_text())
+        return await self.inner.score_options(request, options)
+
+    def take(self) -> list[str]:
+        out, self.sent = self.sent, []
+        return out
+
+
+class LLMPool:
+    """One `LLM` per model string (mixed-model games), or a factory tests can replace.
+
+    `completion_style` forces the transcript (base-model) prompt form on or off; by default
+    only the local backend gets it. Benchmarks force it to measure local-form prompts on the
+    fake model."""
+
+    def __init__(self, factory: Callable[[str], LLM] | None = None,
+                 completion_style: bool | None = None):
         self.factory = factory or (lambda model: LLM(model))
+        self.force_completion = completion_style
         self._llms: dict[str, LLM] = {}
 
     def get(self, model: str) -> LLM:
         if model not in self._llms:
-            self._llms[model] = self.factory(model)
+            llm = self.factory(model)
+            if not isinstance(llm.backend, RecordingBackend):
+                llm.backend = RecordingBackend(llm.backend)
+            self._llms[model] = llm
         return self._llms[model]
+
+    def sent(self, model: str) -> list[str]:
+        """The requests that reached `model`'s backend since the last call to `sent`."""
+        backend = self.get(model).backend
+        return backend.take() if isinstance(backend, RecordingBackend) else []
 
     def completion_style(self, model: str) -> bool:
         """Base models (the local backend) read a transcript rather than chat messages."""
+        if self.force_completion is not None:
+            return self.force_completion
         return self.get(model).backend.kind == "local"
 
 
@@ -59,14 +117,41 @@ def call_text(
     seed: int, max_tokens: int, temperature: float = 0.8, stop: list[str] | None = None,
 ) -> tuple[str, CallRecord]:
     llm = pool.get(model)
+    pool.sent(model)
     out = llm.generate_sync(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens,
                             stop=stop)
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.text,
         seed=seed, cached=out.cached, prompt_tokens=out.usage.prompt_tokens,
         completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s,
+        sent=pool.sent(model),
     )
     return out.text, rec
+
+
+def call_choice(
+    pool: LLMPool, model: str, prompt: str | list[Message], options: list[str], *, bot: str,
+    purpose: str, seed: int,
+) -> tuple[ChoiceResult | None, CallRecord]:
+    """Scores (log-likelihood, or the backend's constrained pick) of each option; None with the
+    error recorded when the choice never validated."""
+    llm = pool.get(model)
+    pool.sent(model)
+    try:
+        out = llm.choose_sync(prompt, options, seed=seed)
+    except StructuredOutputError as exc:
+        rec = CallRecord(
+            bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
+            response=exc.last_raw, seed=seed, attempts=exc.attempts,
+            error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
+        )
+        return None, rec
+    rec = CallRecord(
+        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
+        response=out.model_dump_json(exclude={"cached"}), seed=seed, cached=out.cached,
+        sent=pool.sent(model),
+    )
+    return out, rec
 
 
 def call_structured(
@@ -75,6 +160,7 @@ def call_structured(
 ) -> tuple[T | None, CallRecord]:
     """A validated object, or None with the error recorded (the caller applies its fallback)."""
     llm = pool.get(model)
+    pool.sent(model)
     try:
         out = llm.structured_sync(prompt, schema, seed=seed, temperature=temperature,
                                   max_tokens=max_tokens)
@@ -82,13 +168,13 @@ def call_structured(
         rec = CallRecord(
             bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
             response=exc.last_raw, seed=seed, attempts=exc.attempts,
-            error="; ".join(exc.problems) or str(exc),
+            error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
         )
         return None, rec
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.raw,
         seed=seed, cached=out.cached, attempts=out.attempts,
         prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
-        latency_s=out.usage.latency_s,
+        latency_s=out.usage.latency_s, sent=pool.sent(model),
     )
     return out.value, rec

@@ -57,13 +57,19 @@ def describe(playstyle: str, wolf: bool) -> str:
     return PLAYSTYLES[playstyle]["wolf" if wolf else "village"]
 
 
+#: The constant part of the reminder: it lives in the static system prompt (the same for the
+#: whole game), so only the style sentence trails each request.
+PLAY_GUIDE = (
+    "How to play: base suspicion on votes, contradictions and claims, never on character "
+    "stories. If most players agree on a target, ask why nobody defends them; total agreement "
+    "is suspicious, because wolves coordinate. Apply your reasoning to yourself too. Remember "
+    "earlier days and continue unfinished discussions. When you speak, use 1-3 sentences."
+)
+
+
 def reminder(playstyle: str, wolf: bool) -> str:
-    """Appended after the command of every bot request; never stored in the chat history."""
-    return (
-        f"Reminder, your playstyle ({playstyle}): {describe(playstyle, wolf)} Base suspicion "
-        "on votes, contradictions and claims, never on character stories. If most players "
-        "agree on a target, ask why nobody defends them. Keep it to 1-3 sentences."
-    )
+    """The style sentence after the command of every bot request; never stored in the state."""
+    return f"Your playstyle now ({playstyle}): {describe(playstyle, wolf)}"
 
 
 class InfoState(BaseModel):

@@ -1,64 +1,70 @@
 """Every text the bots, the router and the theme generator read, in one place.
 
-Conventions that the information-isolation audit relies on (tests/test_werewolf_isolation.py):
-a role appears next to a name only as "Name (role)"; a night action appears only as
-`action_line(action)`; pack chat lines start with "[pack]".
+Each sentence has one source here: a night action is written only by `action_line`, a vote
+only by `vote_line`, a death only by `night_result_line`/`vote_result_line`. Whether a bot may
+read a sentence is decided in `context.py` from the state (observers, notified, channel), never
+from the wording; `tests/test_werewolf_isolation.py` checks that without relying on wording.
 """
 
 from __future__ import annotations
 
-from gtsteer.werewolf.rules import RULES_TEXT, Role
-from gtsteer.werewolf.state import NightAction
+from gtsteer.werewolf.playstyles import PLAY_GUIDE
+from gtsteer.werewolf.rules import Role, rules_text
+from gtsteer.werewolf.state import DayResult, NightAction, NightResult, Vote
 
 ROLE_GOALS = {
     Role.VILLAGER: "You are a villager: find the werewolves and vote them out.",
     Role.WEREWOLF: "You are a werewolf: hide it, kill a villager each night with your pack, and "
     "steer the votes onto villagers. Never reveal the pack.",
-    Role.DOCTOR: "You are the doctor: each night protect one player from the wolves (not the "
+    Role.DOCTOR: "You are the doctor: each night protect one player from attacks (not the "
     "same player two nights in a row). Help the village find the wolves.",
     Role.DETECTIVE: "You are the detective: each night investigate one player and learn if they "
     "are good or evil. Use what you learn, carefully.",
     Role.MANIAC: "You are the maniac, on the village's side: each night abduct one player to "
     "block their night action. You read as evil to the detective.",
 }
+ONE_TIME_KILL = " Once per game you may kill a player at night instead."
 
-VERB_COMMANDS = {
-    "abduct": "Night {night}: choose one player to abduct tonight (their night action is "
-    "blocked).",
-    "kill": "Night {night}: choose the player the pack kills tonight.",
-    "protect": "Night {night}: choose one player to protect tonight.",
-    "investigate": "Night {night}: choose one player to investigate tonight.",
+ACTION_WORDS = {
+    "abduct": "abduct (their night action is blocked)",
+    "kill": "kill",
+    "protect": "protect",
+    "investigate": "investigate",
 }
 
 
-def system_prompt(
-    name: str, story: str, role: Role, pack: list[str], living: list[str], dead: list[str],
-    scene: str,
-) -> str:
-    lines = [RULES_TEXT, ""]
+def system_prompt(name: str, story: str, role: Role, wolves: list[str], scene: str,
+                  rules: str = "reference", ties: str = "none") -> str:
+    """The static head: the same text for this bot for the whole game (cache-friendly)."""
+    lines = [rules_text(rules, ties), "", PLAY_GUIDE, ""]
     if scene:
         lines += [f"Scene: {scene}", ""]
-    lines += [f"You are {name} ({role.value}). {ROLE_GOALS[role]}"]
+    goal = ROLE_GOALS[role]
+    if rules == "reference" and role in (Role.DOCTOR, Role.DETECTIVE):
+        goal += ONE_TIME_KILL
+    lines += [f"You are {name} ({role.value}). {goal}"]
     if story:
         lines.append(f"Your character: {story}")
-    if pack:
-        lines.append("Your pack: " + ", ".join(f"{w} (werewolf)" for w in pack) + ".")
-    lines.append("Alive: " + ", ".join(living) + ".")
-    if dead:
-        lines.append("Dead: " + ", ".join(dead) + ".")
+    mates = [w for w in wolves if w != name]
+    if role is Role.WEREWOLF:
+        lines.append("The werewolves, as dealt: " + ", ".join([name, *mates]) + ".")
     return "\n".join(lines)
 
 
 def action_line(a: NightAction) -> str:
     """The one way a night action is written; only its observers ever read it."""
     if a.blocked:
-        return f"Night {a.night}: {a.actor} was abducted; {a.actor}'s night action was blocked."
+        return f"Night {a.night}: {a.actor}'s night action was blocked."
     if a.verb == "abduct":
         return f"Night {a.night}: {a.actor} abducted {a.target}."
-    if a.verb == "kill":
+    if a.verb == "kill" and a.role is Role.WEREWOLF:
         return f"Night {a.night}: the pack chose to kill {a.target} (chosen by {a.actor})."
+    if a.verb == "kill":
+        return f"Night {a.night}: {a.actor} used the one-time kill on {a.target}."
     if a.verb == "protect":
         return f"Night {a.night}: {a.actor} protected {a.target}."
+    if a.failed:
+        return f"Night {a.night}: {a.actor} could not investigate {a.target} (no answer)."
     return f"Night {a.night}: {a.actor} investigated {a.target}: {a.result}."
 
 
@@ -67,37 +73,73 @@ def abduction_notice(night: int, target: str) -> str:
     return f"Night {night}: {target}, you were abducted; any night action of yours was blocked."
 
 
-def speak_command(name: str, phase: str, day: int) -> str:
-    if phase == "intro":
-        return (f"{name}, introduce yourself to the village in character, in one or two "
-                "sentences. Do not reveal your role.")
-    return f"{name}, it is your turn in the day {day} discussion. Reply to the others."
+def vote_line(v: Vote) -> str:
+    return f"Vote {v.order}: {v.voter} -> {v.target}"
 
 
-def pack_chat_command(name: str, night: int, mates: list[str], lines: list[str]) -> str:
-    chat = "\n".join(lines) if lines else "(nobody has spoken yet)"
-    return (f"Night {night}, private pack chat with {', '.join(mates)}. Tonight so far:\n"
-            f"{chat}\n{name}, say in one sentence whom the pack should kill and why.")
+def vote_result_line(r: DayResult) -> str:
+    if r.eliminated is None:
+        return "The vote is tied between " + ", ".join(
+            n for n, c in r.tally.items() if c == max(r.tally.values())
+        ) + ": nobody is eliminated today."
+    role = r.role.value if r.role else "?"
+    if r.tied:
+        return (f"The vote is tied between {', '.join(r.tied)}; a random draw eliminates "
+                f"{r.eliminated} ({role}).")
+    return f"The village eliminated {r.eliminated} ({role})."
 
 
-def vote_command(name: str, day: int, votes_so_far: list[str], legal: list[str]) -> str:
-    cast = "\n".join(votes_so_far) if votes_so_far else "(no votes yet)"
-    return (f"Day {day} vote. Votes so far, in order:\n{cast}\n{name}, vote for exactly one of: "
-            f"{', '.join(legal)}. You cannot vote for yourself or the dead. Answer with JSON "
-            'whose "target" is one name copied exactly from the list.')
+def night_result_line(r: NightResult) -> str:
+    if not r.deaths:
+        return f"Night {r.night}: nobody died."
+    names = [f"{d.name} ({d.role.value})" for d in r.deaths]
+    if len(names) == 1:
+        return f"Night {r.night}: {names[0]} was killed."
+    return f"Night {r.night}: {', '.join(names[:-1])} and {names[-1]} were killed."
 
 
-def night_command(name: str, verb: str, night: int, legal: list[str], extra: str = "") -> str:
-    head = VERB_COMMANDS[verb].format(night=night)
-    tail = f"{extra}\n" if extra else ""
-    return (f"{tail}{head} {name}, pick exactly one of: {', '.join(legal)}. Answer with JSON "
-            'whose "target" is one name copied exactly from the list.')
+def day_header(day: int, alive: list[str], extra: str = "") -> str:
+    return f"Day {day} begins. Alive: {', '.join(alive)}.{(' ' + extra) if extra else ''}"
+
+
+def intro_command(name: str) -> str:
+    return (f"{name}, introduce yourself to the village in character, in one or two "
+            "sentences. Do not reveal your role.")
+
+
+def speak_command(name: str, day: int, turn: int, total: int) -> str:
+    return (f"{name}, your turn in the day {day} discussion (message {turn} of {total}; the "
+            "vote follows). Reply to the others.")
+
+
+def pack_chat_command(name: str, night: int, mates: list[str]) -> str:
+    return (f"Night {night}, private pack chat with {', '.join(mates)}. {name}, say in one "
+            "sentence whom the pack should kill and why.")
+
+
+def vote_command(name: str, day: int, options: list[str]) -> str:
+    return (f"Day {day} vote. {name}, candidates: {', '.join(options)} (you cannot vote for "
+            "yourself or the dead). In one sentence: whom do you vote for, and why?")
+
+
+def night_command(name: str, night: int, actions: dict[str, list[str]],
+                  options: list[str]) -> str:
+    """Options are the strings the bot picks from (names, or "action name" when the bot has
+    several actions), in the order shown."""
+    verbs = " or ".join(ACTION_WORDS[a] for a in actions)
+    return (f"Night {night}. {name}, choose whom to {verbs} tonight. Options: "
+            f"{', '.join(options)}. In one sentence: what do you choose, and why?")
+
+
+def pick_prompt(name: str) -> str:
+    """Asked after the bot's one-sentence reasoning: the choice itself is scored."""
+    return f"{name}'s choice (one option, copied exactly):"
 
 
 def summary_command(name: str, day: int) -> str:
-    return (f"Day {day} begins. {name}, update your private notes on the game so far, as JSON "
-            "with short fields: allies, suspects, role_knowledge, social_threads, plans. Use "
-            "only the records and the chat.")
+    return (f"Day {day} and night {day} are over. {name}, write your private notes on them "
+            "as JSON with the fields allies, suspects, role_knowledge, social_threads, plans: "
+            "who said and voted what, what you learned, what to follow up tomorrow.")
 
 
 ROUTER_SYSTEM = (

@@ -1,12 +1,12 @@
 """Roles, teams, role assignment and the rule text every bot reads.
 
-Tie rule: a day vote is a plurality vote; when two or more players share the most votes, nobody
-is eliminated that day. (Random tie-breaks would make a bot's vote matter less and hide
-responsibility; "no lynch on a tie" is the common table rule.)
-
-Maniac: abducts one player each night; that player's night action is blocked (they are not
-protected). The maniac reads as evil to the detective but wins with the village, and counts
-with the village in the wolves' parity check.
+Two night tables (docs/WEREWOLF.md): "reference" (the reference app: the abductee is immune and
+dies with the maniac, no repeat abduction, one-time kills for doctor and detective, two pack
+chat rounds with the last wolf picking) and "simple" (one pack round, the first free wolf picks,
+no immunity). Tie rule: plurality; on a tie nobody is eliminated by default (a documented
+deviation from the reference, which draws a tied player; `ties="random"` does that).
+The maniac reads as evil to the detective but wins with the village, and counts with the
+village in the wolves' parity check.
 """
 
 from __future__ import annotations
@@ -28,16 +28,10 @@ class Role(str, Enum):
 
 ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
-#: Fixed night order (the maniac acts first, so an abduction blocks what follows).
-NIGHT_ORDER = (Role.MANIAC, Role.WEREWOLF, Role.DOCTOR, Role.DETECTIVE)
 
 
 class WerewolfConfigError(ValueError):
     """A game setup that the rules cannot play (player count, wolf count, names)."""
-
-
-def is_wolf(role: Role) -> bool:
-    return role is Role.WEREWOLF
 
 
 def reads_evil(role: Role) -> bool:
@@ -87,15 +81,44 @@ def assign_roles(n_players: int, n_wolves: int, maniac: bool, seed: int) -> list
     return roles
 
 
-RULES_TEXT = """\
+_DAY = """\
 Werewolf rules. Teams: the village (villagers, doctor, detective, maniac) and the werewolves.
-Day: players talk, then vote one at a time for a living player other than themselves; the player
-with the most votes is eliminated and their role revealed. On a tie nobody is eliminated.
+Day: players talk (the discussion has a limited number of messages, about 3.5 per living player;
+the moderator tells you how many are used), then vote one at a time for a living player other
+than themselves; the player with the most votes is eliminated and their role revealed. {ties}
+"""
+
+_NIGHT = {
+    "reference": """\
+Night, in order: the maniac abducts one player, never the same one two nights running; the
+abductee's own night action is blocked, any action aimed at the abductee fails, and if the
+maniac dies that night the abductee dies too. The werewolves talk privately for two rounds and
+the last wolf to speak picks the victim (an abducted wolf talks but cannot pick). The doctor
+protects one player (never the same one two nights in a row; a protected player survives every
+attack), or once per game kills one instead. The detective investigates one player and learns
+good or evil (werewolves and the maniac read evil), or once per game kills one instead.
+""",
+    "simple": """\
 Night, in order: the maniac abducts one player, whose night action is blocked; the werewolves
-choose one player to kill; the doctor protects one player (never the same one two nights in a
-row) and a protected player survives the attack; the detective investigates one player and
-learns good or evil (werewolves and the maniac read evil).
+talk privately once and the first free wolf picks the victim; the doctor protects one player
+(never the same one two nights in a row) and a protected player survives the attack; the
+detective investigates one player and learns good or evil (werewolves and the maniac read evil).
+""",
+}
+
+_END = """\
 The village wins when no werewolf is alive. The werewolves win when they are at least as many
 as everyone else.
 Judge only from play: votes, contradictions, role claims. A character's story never makes them
 suspicious; the story only shapes how you talk."""
+
+TIE_TEXT = {"none": "On a tie nobody is eliminated.",
+            "random": "On a tie one of the tied players, drawn at random, is eliminated."}
+
+
+def rules_text(rules: str = "reference", ties: str = "none") -> str:
+    """The rule text every bot reads, for the game's rule table and tie rule."""
+    return _DAY.format(ties=TIE_TEXT[ties]) + _NIGHT[rules] + _END
+
+
+RULES_TEXT = rules_text()

@@ -15,7 +15,7 @@ from gtsteer.werewolf.engine import new_game, pending, step
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle, PlaystyleChooser
 from gtsteer.werewolf.router import route
-from gtsteer.werewolf.state import Decision, GameState, Pending
+from gtsteer.werewolf.state import Decision, GameState, Pending, RulesName, TieRule
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.themes import builtin_cast, themed_cast
 
@@ -34,14 +34,19 @@ def create_game(
     theme: str | None = None,
     human: str | None = None,
     max_days: int | None = None,
-    max_messages_per_day: int = 10,
+    max_messages_per_day: int | None = None,
     game_id: str | None = None,
     pool: LLMPool | None = None,
+    rules: RulesName = "reference",
+    ties: TieRule = "none",
+    cast: list[tuple[str, str, str]] | None = None,
 ) -> GameState:
-    """Build the cast (themed or built-in), deal roles, and store the new game."""
+    """Build the cast (given, themed or built-in), deal roles, and store the new game."""
     pool = pool or LLMPool()
     records: list[CallRecord] = []
-    if theme:
+    if cast is not None:
+        scene = ""
+    elif theme:
         scene, cast, rec, _fell_back = themed_cast(theme, n_players, seed, pool, model)
         records.append(rec)
     else:
@@ -54,7 +59,7 @@ def create_game(
         cast, seed=seed, n_wolves=n_wolves, models=models or model,
         humans=[human] if human else [], max_days=max_days,
         max_messages_per_day=max_messages_per_day,
-        game_id=game_id or uuid.uuid4().hex[:10], scene=scene,
+        game_id=game_id or uuid.uuid4().hex[:10], scene=scene, rules=rules, ties=ties,
     )
     store.create(state, records)
     return state

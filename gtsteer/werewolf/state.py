@@ -6,30 +6,49 @@ and replayed anywhere.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.rules import Role
 
 Phase = Literal["summary", "intro", "discussion", "vote", "night", "over"]
 DecisionKind = Literal["summary", "speak", "route", "vote", "pack_chat", "night"]
 NightVerb = Literal["abduct", "kill", "protect", "investigate"]
+RulesName = Literal["reference", "simple"]
+TieRule = Literal["none", "random"]
 MODERATOR = "Moderator"
+#: Discussion turns per living player and day when no fixed cap is set (the reference app's
+#: (alive + 1) x 3.5 messages).
+TURNS_PER_PLAYER = 3.5
 
 
-class GameConfig(BaseModel):
+class Snapshot(BaseModel):
+    """Base of every state model: a misspelt or unknown key in a snapshot is an error, not a
+    silently ignored field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class GameConfig(Snapshot):
     n_players: int = 7
     n_wolves: int = 2
     maniac: bool = True
     #: Stop (no winner) after this many day+night cycles; None plays to a winner.
     max_days: int | None = None
-    #: Discussion messages per day (intro lines not counted) before the vote starts.
-    max_messages_per_day: int = 10
+    #: Discussion turns per day (intro lines not counted) before the vote starts; None scales
+    #: with the living players, ceil((living + 1) x 3.5), as the reference app does.
+    max_messages_per_day: int | None = None
     intro: bool = True
+    #: Night rules (docs/WEREWOLF.md has both tables): the reference app's, or the simple ones.
+    rules: RulesName = "reference"
+    #: A tied vote: nobody is eliminated ("none"), or a seeded random tied player ("random").
+    ties: TieRule = "none"
 
 
-class Player(BaseModel):
+class Player(Snapshot):
     name: str
     role: Role
     story: str = ""
@@ -40,8 +59,15 @@ class Player(BaseModel):
     died_day: int | None = None
     cause: Literal["vote", "night"] | None = None
 
+    @field_validator("playstyle")
+    @classmethod
+    def _known_playstyle(cls, value: str) -> str:
+        if value not in PLAYSTYLES:
+            raise ValueError(f"unknown playstyle {value!r}; known: {', '.join(PLAYSTYLES)}")
+        return value
 
-class ChatMessage(BaseModel):
+
+class ChatMessage(Snapshot):
     id: int
     day: int
     phase: str
@@ -49,9 +75,11 @@ class ChatMessage(BaseModel):
     channel: Literal["public", "pack"] = "public"
     author: str
     text: str
+    #: The discussion turn (1-based) this line was said in; None outside the discussion.
+    turn: int | None = None
 
 
-class Vote(BaseModel):
+class Vote(Snapshot):
     day: int
     order: int
     voter: str
@@ -61,15 +89,24 @@ class Vote(BaseModel):
     error: str | None = None
 
 
-class DayResult(BaseModel):
+class DayResult(Snapshot):
     day: int
     tally: dict[str, int]
     eliminated: str | None
     role: Role | None = None
     tie: bool = False
+    #: With `ties="random"`, the tied players the seeded draw chose from.
+    tied: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _role_of_the_eliminated(self) -> DayResult:
+        if self.eliminated is not None and self.role is None:
+            raise ValueError(f"day {self.day}: eliminated {self.eliminated!r} needs a `role` "
+                             "(roles of the dead are public)")
+        return self
 
 
-class NightAction(BaseModel):
+class NightAction(Snapshot):
     night: int
     actor: str
     role: Role
@@ -78,31 +115,46 @@ class NightAction(BaseModel):
     #: Investigation result ("good"/"evil"); None otherwise.
     result: Literal["good", "evil"] | None = None
     blocked: bool = False
+    #: Reference rules: the target was the maniac's abductee, so the action had no effect.
+    failed: bool = False
     reason: str = ""
     fallback: bool = False
     error: str | None = None
-    #: Who saw this action (the actor; the whole pack for a kill). An abducted player is not
-    #: an observer: they get `prompts.abduction_notice`, which does not name the maniac.
+    #: Who saw this action (the actor; the whole pack for the pack's kill).
     observers: list[str] = Field(default_factory=list)
+    #: Who learns only that it happened to them (the abductee: `prompts.abduction_notice`,
+    #: which does not name the maniac). Stored so an audit needs nothing but the database.
+    notified: list[str] = Field(default_factory=list)
 
 
-class NightResult(BaseModel):
+class NightDeath(Snapshot):
+    name: str
+    role: Role
+    #: What killed them; never shown to the players (only the death and the role are public).
+    cause: Literal["werewolves", "doctor", "detective", "abduction"] = "werewolves"
+
+
+class NightResult(Snapshot):
     night: int
-    killed: str | None
-    role: Role | None = None
+    deaths: list[NightDeath] = Field(default_factory=list)
+
+    @property
+    def killed(self) -> list[str]:
+        return [d.name for d in self.deaths]
 
 
-class SummaryNotes(BaseModel):
-    """A bot's own notes on the game so far, written at the start of each day."""
+class SummaryNotes(Snapshot):
+    """A bot's own notes on the day and night that just ended (sized for chat models)."""
 
-    allies: str = Field("", max_length=300)
-    suspects: str = Field("", max_length=300)
-    role_knowledge: str = Field("", max_length=300)
-    social_threads: str = Field("", max_length=300)
-    plans: str = Field("", max_length=300)
+    allies: str = Field("", max_length=600)
+    suspects: str = Field("", max_length=600)
+    role_knowledge: str = Field("", max_length=600)
+    social_threads: str = Field("", max_length=600)
+    plans: str = Field("", max_length=600)
 
 
-class Summary(BaseModel):
+class Summary(Snapshot):
+    #: The day (and its night) these notes summarise.
     day: int
     bot: str
     notes: SummaryNotes
@@ -111,12 +163,20 @@ class Summary(BaseModel):
 
 
 class Pending(BaseModel):
-    """What the engine needs next: whose turn, which kind, and the legal targets."""
+    """What the engine needs next: whose turn, which kind, and the legal targets.
+
+    A night decision may offer several actions (reference rules: the doctor's and the
+    detective's one-time kill): `actions` maps each available action to its legal targets;
+    `verb`/`legal_targets` are the slot's own action."""
 
     kind: DecisionKind
     actor: str | None = None
     verb: NightVerb | None = None
     legal_targets: list[str] = Field(default_factory=list)
+    actions: dict[str, list[str]] = Field(default_factory=dict)
+    #: Discussion: this turn's number and the day's turn limit (told to the bots).
+    turn: int | None = None
+    turns_total: int | None = None
 
 
 class Decision(BaseModel):
@@ -124,6 +184,8 @@ class Decision(BaseModel):
     actor: str | None = None
     text: str = ""
     target: str | None = None
+    #: A night decision's chosen action (None: the slot's own verb).
+    action: NightVerb | None = None
     speakers: list[str] = Field(default_factory=list)
     reason: str = ""
     notes: SummaryNotes | None = None
@@ -134,7 +196,7 @@ class Decision(BaseModel):
     info_state: dict[str, Any] | None = None
 
 
-class GameState(BaseModel):
+class GameState(Snapshot):
     game_id: str
     seed: int
     config: GameConfig
@@ -160,6 +222,26 @@ class GameState(BaseModel):
     winner: Literal["village", "werewolves", "none"] | None = None
     end_reason: str = ""
 
+    @model_validator(mode="after")
+    def _names_are_players(self) -> GameState:
+        names = [p.name for p in self.players]
+        if len(set(names)) != len(names):
+            raise ValueError(f"player names must be unique (got {names})")
+        known = set(names)
+        refs = [("votes.voter", v.voter) for v in self.votes]
+        refs += [("votes.target", v.target) for v in self.votes]
+        refs += [("night_actions.actor", a.actor) for a in self.night_actions]
+        refs += [("night_actions.target", a.target) for a in self.night_actions if a.target]
+        refs += [("night_results.deaths", d.name) for r in self.night_results for d in r.deaths]
+        refs += [("day_results.eliminated", r.eliminated) for r in self.day_results
+                 if r.eliminated]
+        refs += [("summaries.bot", s.bot) for s in self.summaries]
+        refs += [("abducted", self.abducted)] if self.abducted else []
+        bad = [f"{field}={name!r}" for field, name in refs if name not in known]
+        if bad:
+            raise ValueError(f"unknown player names in {', '.join(bad[:5])}; players: {names}")
+        return self
+
     # ---- read helpers (pure) -------------------------------------------------------------
 
     def player(self, name: str) -> Player:
@@ -183,6 +265,24 @@ class GameState(BaseModel):
 
     def today_messages(self, channel: str = "public") -> list[ChatMessage]:
         return [m for m in self.messages if m.day == self.day and m.channel == channel]
+
+    def alive_on(self, day: int) -> list[str]:
+        """Who was alive during day `day`'s discussion and vote (night deaths carry the
+        night's number, which is the day's)."""
+        return [p.name for p in self.players
+                if p.alive or (p.died_day is not None and p.died_day >= day)]
+
+    def alive_at_night(self, night: int) -> list[str]:
+        """Who was alive during night `night` (before its deaths)."""
+        return [p.name for p in self.players if p.alive or (p.died_day is not None and (
+            p.died_day > night or (p.died_day == night and p.cause == "night")))]
+
+    def turn_limit(self, day: int | None = None) -> int:
+        """Discussion turns of a day: the fixed cap, or scaled with the living players."""
+        if self.config.max_messages_per_day is not None:
+            return self.config.max_messages_per_day
+        living = len(self.alive_on(self.day if day is None else day))
+        return math.ceil((living + 1) * TURNS_PER_PLAYER)
 
     def spoken_today(self) -> dict[str, int]:
         counts = {name: 0 for name in self.living()}

@@ -40,14 +40,15 @@ CREATE TABLE IF NOT EXISTS votes (
 CREATE TABLE IF NOT EXISTS night_actions (
   game_id TEXT, night INTEGER, seq INTEGER, step INTEGER, actor TEXT, role TEXT, verb TEXT,
   target TEXT, result TEXT, blocked INTEGER, fallback INTEGER, error TEXT, observers TEXT,
-  PRIMARY KEY (game_id, night, seq));
+  failed INTEGER, notified TEXT, PRIMARY KEY (game_id, night, seq));
 CREATE TABLE IF NOT EXISTS summaries (
-  game_id TEXT, day INTEGER, bot TEXT, step INTEGER, notes TEXT, fallback INTEGER,
+  game_id TEXT, day INTEGER, bot TEXT, step INTEGER, notes TEXT, fallback INTEGER, error TEXT,
   PRIMARY KEY (game_id, day, bot));
 CREATE TABLE IF NOT EXISTS llm_calls (
   id INTEGER PRIMARY KEY AUTOINCREMENT, game_id TEXT, step INTEGER, bot TEXT, purpose TEXT,
   model TEXT, prompt TEXT, response TEXT, seed INTEGER, cached INTEGER, attempts INTEGER,
-  prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, error TEXT);
+  prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, error TEXT, sent TEXT,
+  day INTEGER);
 CREATE INDEX IF NOT EXISTS llm_calls_game ON llm_calls (game_id, step);
 """
 
@@ -73,6 +74,10 @@ class GameStore:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(llm_calls)")}
+        if "sent" not in columns:
+            raise ValueError(f"{self.path} was written by an older gtsteer (no llm_calls.sent "
+                             "column); use a new --db file")
 
     def close(self) -> None:
         self.conn.close()
@@ -91,6 +96,9 @@ class GameStore:
 
     def create(self, state: GameState, records: Sequence[CallRecord] = ()) -> None:
         with self._tx() as c:
+            if c.execute("SELECT 1 FROM games WHERE id=?", (state.game_id,)).fetchone():
+                raise ValueError(f"a game {state.game_id!r} already exists in {self.path}; "
+                                 "choose another --game-id")
             c.execute(
                 "INSERT INTO games VALUES (?,?,?,?,?,?,?,?,?)",
                 (state.game_id, time.time(), state.seed, state.config.model_dump_json(),
@@ -135,25 +143,25 @@ class GameStore:
                            int(v.fallback), v.error))
             start = len(before.night_actions)
             for i, a in enumerate(after.night_actions[start:], start):
-                c.execute("INSERT INTO night_actions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                c.execute("INSERT INTO night_actions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                           (g, a.night, i, after.step, a.actor, a.role.value, a.verb, a.target,
                            a.result, int(a.blocked), int(a.fallback), a.error,
-                           json.dumps(a.observers)))
+                           json.dumps(a.observers), int(a.failed), json.dumps(a.notified)))
             for s in after.summaries[len(before.summaries):]:
-                c.execute("INSERT INTO summaries VALUES (?,?,?,?,?,?)",
+                c.execute("INSERT INTO summaries VALUES (?,?,?,?,?,?,?)",
                           (g, s.day, s.bot, after.step, s.notes.model_dump_json(),
-                           int(s.fallback)))
+                           int(s.fallback), s.error))
             self._calls(c, g, after.step, records)
 
     def _calls(self, c: sqlite3.Connection, game_id: str, step: int,
                records: Sequence[CallRecord]) -> None:
         c.executemany(
             "INSERT INTO llm_calls (game_id, step, bot, purpose, model, prompt, response, seed, "
-            "cached, attempts, prompt_tokens, completion_tokens, latency_s, error) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "cached, attempts, prompt_tokens, completion_tokens, latency_s, error, sent, day) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [(game_id, step, r.bot, r.purpose, r.model, r.prompt, r.response, r.seed,
               int(r.cached), r.attempts, r.prompt_tokens, r.completion_tokens, r.latency_s,
-              r.error) for r in records],
+              r.error, json.dumps(r.sent), r.day) for r in records],
         )
 
     # ---- reads -----------------------------------------------------------------------------
@@ -171,11 +179,12 @@ class GameStore:
     def calls(self, game_id: str) -> list[CallRecord]:
         rows = self.conn.execute(
             "SELECT bot, purpose, model, prompt, response, seed, cached, attempts, "
-            "prompt_tokens, completion_tokens, latency_s, error, step FROM llm_calls "
+            "prompt_tokens, completion_tokens, latency_s, error, step, sent, day FROM llm_calls "
             "WHERE game_id=? ORDER BY id", (game_id,)).fetchall()
         return [CallRecord(bot=r[0], purpose=r[1], model=r[2], prompt=r[3], response=r[4],
                            seed=r[5], cached=bool(r[6]), attempts=r[7], prompt_tokens=r[8],
                            completion_tokens=r[9], latency_s=r[10], error=r[11],
+                           sent=json.loads(r[13] or "[]"), day=r[14],
                            extra={"step": r[12]}) for r in rows]
 
     def steps(self, game_id: str) -> list[Decision]:
