@@ -4,6 +4,7 @@ smaller prompt fixes (living pack, one abduction line, told discussion length), 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 from pydantic import ValidationError
@@ -69,7 +70,7 @@ def _log_lines(ctx):
 
 
 def test_prompts_are_static_headed_and_append_only(tmp_path):
-    _, runner, final = played(tmp_path, seed=5, n=8)
+    _, runner, _ = played(tmp_path, seed=5, n=8)
     by_bot: dict[str, list] = {}
     for state, want in runner.asked:
         ctx = build_context(state, want.actor, want, state.player(want.actor).playstyle)
@@ -77,7 +78,7 @@ def test_prompts_are_static_headed_and_append_only(tmp_path):
     checked_same_day = checked_boundary = 0
     for bot, seq in by_bot.items():
         assert len({ctx.system for _, _, ctx in seq}) == 1, f"{bot}: system prompt changed"
-        for (s1, w1, c1), (s2, _, c2) in zip(seq, seq[1:], strict=False):
+        for (s1, w1, c1), (s2, _, c2) in pairwise(seq):
             if s1.day == s2.day:
                 # the earlier log is a prefix of the later one ...
                 assert c2.log[:len(c1.log)] == c1.log, f"{bot}: log rewritten within day"
