@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+from gtsteer.llm import Backend, RawCompletion
 from gtsteer.werewolf.engine import new_game
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import GameState
@@ -50,3 +53,59 @@ def finish_summaries(state: GameState) -> GameState:
     while state.phase == "summary":
         state = step(state, Decision(kind="summary", actor=pending(state).actor))
     return state
+
+
+NONCE = r"zq\d{5}x"
+
+
+class CanaryBackend(Backend):
+    """A test model that writes a fresh nonce into every free-text output (speech, reasons,
+    notes fields, the router's reason), breaks every third structured answer so the LLM layer
+    retries with feedback, has no grammar (so schema hints are added), and keeps every request
+    text it receives with what it answered."""
+
+    kind = "canary"
+    supports_grammar = False
+    max_concurrency = 1
+
+    def __init__(self) -> None:
+        super().__init__("canary")
+        self.n = 0
+        self.structured = 0
+        self.seen: list[str] = []
+        self.outputs: list[tuple[str, str]] = []
+
+    def nonce(self) -> str:
+        self.n += 1
+        return f"zq{self.n:05d}x"
+
+    def _fill(self, schema: dict, root: dict):
+        if "$ref" in schema:
+            return self._fill(root["$defs"][schema["$ref"].split("/")[-1]], root)
+        if "enum" in schema:
+            return schema["enum"][self.n % len(schema["enum"])]
+        if "const" in schema:
+            return schema["const"]
+        kind = schema.get("type", "object")
+        if kind == "object":
+            return {k: self._fill(v, root) for k, v in schema["properties"].items()}
+        if kind == "array":
+            return [self._fill(schema["items"], root)
+                    for _ in range(max(1, schema.get("minItems", 1)))]
+        return self.nonce()
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        text = request.as_text()
+        self.seen.append(text)
+        if json_schema is None:
+            out = f"I think {self.nonce()} matters."
+        else:
+            self.structured += 1
+            out = (f"no json {self.nonce()}" if self.structured % 3 == 0
+                   else json.dumps(self._fill(json_schema, json_schema)))
+        self.outputs.append((text, out))
+        return RawCompletion(text=out)
+
+    async def score_options(self, request, options):
+        self.seen.append(request.as_text())
+        return {o: -float((sum(map(ord, o)) + self.n) % 7) for o in options}
