@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from werewolf_helpers import table
@@ -230,3 +231,87 @@ def test_speech_is_cut_where_the_model_starts_another_turn(raw, clean):
     from gtsteer.werewolf.bots import clean_line
 
     assert clean_line(raw, "Cat", ["Ben", "Ann", "Moderator"]) == clean
+
+
+# ---- order-invariant target choice (issue 8.4) ---------------------------------------------
+
+
+class FirstListedBackend(Backend):
+    """A model with pure position bias: it always prefers the first name of the last list it
+    was shown (scores fall with the position; a structured pick takes the enum's first value)."""
+
+    kind = "first-listed"
+    supports_grammar = True
+
+    def __init__(self) -> None:
+        super().__init__("first-listed")
+
+    @staticmethod
+    def shown(text: str) -> list[str]:
+        tail = text.rsplit("candidates: ", 1)[-1].rsplit("exactly one of: ", 1)[-1]
+        return [n.strip(" .") for n in tail.split(" (")[0].split(". ")[0].split(", ")]
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        if json_schema is None:
+            return RawCompletion(text="Hard to say.")
+        enum = json_schema["properties"][next(iter(json_schema["properties"]))].get("enum")
+        key = next(iter(json_schema["properties"]))
+        return RawCompletion(text=json.dumps({key: enum[0]}))
+
+    async def score_options(self, request, options):
+        order = self.shown(request.as_text())
+        return {o: -10.0 * (order.index(o) if o in order else len(order)) for o in options}
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "scripts" / "bench_werewolf.py"
+    spec = importlib.util.spec_from_file_location("bench_werewolf", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vote_does_not_depend_on_the_order_of_the_legal_list():
+    state = cornered(3)
+    want = pending(state)
+    results = set()
+    for k in range(4):
+        order = list(want.legal_targets)
+        random.Random(k).shuffle(order)
+        decision, records = bot_decision(state, want.model_copy(update={"legal_targets": order}),
+                                         LLMPool())
+        results.add((decision.target, tuple(r.prompt for r in records)))
+    assert len(results) == 1
+
+
+def test_position_bias_is_measured_and_the_order_is_drawn_per_decision():
+    bench = _bench()
+    pool = LLMPool(lambda model: LLM(backend=FirstListedBackend(), use_cache=False))
+    numbers = bench.position_bias("first-listed", 12, pool=pool, progress=False)
+    # the measurement sees a pure position bias for what it is ...
+    assert numbers["naive_fixed_order_first_wins"] == 1.0
+    assert numbers["naive_shuffled_order_first_wins"] == 1.0
+    assert numbers["scored_first_wins"] == 1.0
+    # ... a fixed list order turns it into one victim; the bots' seeded display order does not
+    assert len(numbers["targets"]["naive_fixed"]) == 1
+    assert len(numbers["targets"]["scored"]) >= 4
+    # the fake model has no position bias, and the bench does not invent one
+    fake = bench.position_bias("fake", 16, pool=LLMPool(), progress=False)
+    assert fake["scored_first_wins"] <= 0.5 and fake["naive_fixed_order_first_wins"] <= 0.5
+
+
+def test_pick_samples_from_the_scores_with_the_decision_seed():
+    from gtsteer.llm import ChoiceResult
+    from gtsteer.werewolf.bots import sample_choice
+
+    scores = ChoiceResult(choice="Ann", scores={"Ann": 0.0, "Ben": -0.7, "Cat": -30.0},
+                          method="loglik")
+    picks = [sample_choice(scores, ["Ann", "Ben", "Cat"], seed) for seed in range(400)]
+    assert picks == [sample_choice(scores, ["Ann", "Ben", "Cat"], s) for s in range(400)]
+    share = picks.count("Ann") / len(picks)
+    assert 0.58 < share < 0.75 and "Cat" not in picks  # softmax: 1 / (1 + e^-0.7) = 0.67
+    constrained = ChoiceResult(choice="Ben", scores={"Ann": 0.0, "Ben": 1.0}, method="constrained")
+    assert sample_choice(constrained, ["Ann", "Ben"], 1) == "Ben"
