@@ -1,8 +1,10 @@
 """Werewolf with LLM bots: a pure state machine, per-bot context, a router, SQLite persistence.
 
-    from gtsteer.werewolf import new_game, GameRunner
-    state = new_game(n_players=7, seed=1)
-    GameRunner(store, llm_model="fake").run(state)
+    from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.store import GameStore
+    store = GameStore("/tmp/ww.sqlite")
+    state = create_game(store, n_players=7, seed=1, model="fake", rules="reference")
+    GameRunner(store).run(state)
 
 Only `gtsteer.llm` is imported: the engine never knows how a playstyle policy was trained; it
 only asks a `PlaystyleChooser`.
