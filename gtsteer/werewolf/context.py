@@ -37,9 +37,9 @@ from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, ChatMessage, GameState, NightAction, Pending
 
 #: Today's discussion lines kept before trimming (the local model has a 4096-token context).
-MAX_CHAT_LINES = 40
+MAX_CHAT_LINES = 48
 #: Lines are dropped in blocks of this size, so the cut point (and the prefix) moves rarely.
-TRIM_BLOCK = 16
+TRIM_BLOCK = 24
 
 
 class Entry(BaseModel):
