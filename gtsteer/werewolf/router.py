@@ -27,7 +27,7 @@ def router_schema(legal: list[str], with_reason: bool = True) -> type[BaseModel]
         "speakers": (list[Literal[tuple(legal)]], Field(min_length=1, max_length=MAX_SPEAKERS))
     }
     if with_reason:
-        fields["reason"] = (str, Field(max_length=60))
+        fields["reason"] = (str, Field(max_length=400))
     return create_model("RouterPick", **fields)  # type: ignore[call-overload]
 
 

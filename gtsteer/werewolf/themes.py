@@ -39,12 +39,12 @@ BUILTIN_CAST: list[tuple[str, str, str]] = [
 
 class CastMember(BaseModel):
     name: str = Field(min_length=1, max_length=40)
-    story: str = Field(min_length=5, max_length=200)
+    story: str = Field(min_length=5, max_length=400)
     playstyle: Literal[PLAYSTYLE_NAMES]  # type: ignore[valid-type]
 
 
 class ThemeCast(BaseModel):
-    scene: str = Field(min_length=10, max_length=400)
+    scene: str = Field(min_length=10, max_length=800)
     players: list[CastMember]
 
     @field_validator("players")
