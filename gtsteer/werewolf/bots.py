@@ -32,8 +32,8 @@ MAX_LINE_CHARS = 600
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
 
 
-def notes_model(local: bool) -> type[BaseModel]:
-    limit = NOTES_CHARS_LOCAL if local else NOTES_CHARS_CHAT
+def notes_model(small: bool) -> type[BaseModel]:
+    limit = NOTES_CHARS_LOCAL if small else NOTES_CHARS_CHAT
     fields = {k: (str, Field(max_length=limit)) for k in SummaryNotes.model_fields}
     return create_model("Notes", **fields)  # type: ignore[call-overload]
 
@@ -87,7 +87,8 @@ def bot_decision(
     if style not in PLAYSTYLES:
         raise ValueError(f"PlaystyleChooser returned unknown playstyle {style!r}")
     ctx = draft.model_copy(update={"style": reminder(style, me.role is Role.WEREWOLF)})
-    local = pool.completion_style(me.model)
+    local = pool.completion_style(me.model)  # transcript form (embedded base model)
+    small = pool.small(me.model)  # embedded model: short answers and fields
     seed = decision_seed(state, bot, want.kind)
     common = {"playstyle": style, "info_state": info.model_dump()}
     purpose = want.kind if want.verb is None else f"night:{want.verb}"
@@ -96,10 +97,10 @@ def bot_decision(
     def say(context: BotContext, label: str, why: str, max_tokens: int) -> tuple[str, CallRecord]:
         prompt = context.completion(f"{label}:") if local else context.messages()
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
-                             max_tokens=max_tokens if local else 3 * max_tokens,
+                             max_tokens=max_tokens if small else 3 * max_tokens,
                              stop=["\n\n"] if local else None)
         rec.day = state.day
-        return clean_line(raw, bot, others, first_line=local), rec
+        return clean_line(raw, bot, others, first_line=small), rec
 
     if want.kind in ("speak", "pack_chat"):
         label = bot if want.kind == "speak" else f"[pack] {bot}"
@@ -108,8 +109,8 @@ def bot_decision(
 
     if want.kind == "summary":
         prompt = ctx.completion("JSON:") if local else ctx.messages()
-        value, rec = call_structured(pool, me.model, prompt, notes_model(local), bot=bot,
-                                     purpose="summary", seed=seed, max_tokens=300 if local
+        value, rec = call_structured(pool, me.model, prompt, notes_model(small), bot=bot,
+                                     purpose="summary", seed=seed, max_tokens=300 if small
                                      else 900)
         rec.day = state.day
         if value is None:

@@ -70,6 +70,14 @@ class RecordingBackend(Backend):
         self.sent.append(request.as_text())
         return await self.inner.score_options(request, options)
 
+    async def score_options_with_usage(self, request: GenerationRequest, options: list[str]):
+        self.sent.append(request.as_text())
+        return await self.inner.score_options_with_usage(request, options)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else a backend offers (e.g. the local backend's `chat`, `render`)."""
+        return getattr(self.inner, name)
+
     def take(self) -> list[str]:
         out, self.sent = self.sent, []
         return out
@@ -102,9 +110,15 @@ class LLMPool:
         return backend.take() if isinstance(backend, RecordingBackend) else []
 
     def completion_style(self, model: str) -> bool:
-        """Base models (the local backend) read a transcript rather than chat messages."""
+        """Embedded base models read a transcript; chat models (API models, and embedded chat
+        models, whose backend applies the chat template) read chat messages."""
         if self.force_completion is not None:
             return self.force_completion
+        backend = self.get(model).backend
+        return backend.kind == "local" and not getattr(backend, "chat", False)
+
+    def small(self, model: str) -> bool:
+        """An embedded (in-process) model: tight token budgets and short fields."""
         return self.get(model).backend.kind == "local"
 
 

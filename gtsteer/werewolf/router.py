@@ -62,7 +62,7 @@ def route(state: GameState, want: Pending, pool: LLMPool) -> tuple[Decision, lis
     local = pool.completion_style(model)
     if local:
         prompt += "\nJSON:"
-    value, rec = call_structured(pool, model, prompt, router_schema(legal, not local),
+    value, rec = call_structured(pool, model, prompt, router_schema(legal, not pool.small(model)),
                                  bot="(router)",
                                  purpose="route", seed=seed, max_tokens=80)
     picked = list(getattr(value, "speakers", []) or [])
