@@ -153,7 +153,7 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
     from rich.progress import track
 
     from gtsteer.werewolf.bots import bot_decision
-    from gtsteer.werewolf.context import choice_options
+    from gtsteer.werewolf.context import choice_options, display_order
     from gtsteer.werewolf.engine import pending
     from gtsteer.werewolf.llmcalls import LLMPool
     from gtsteer.werewolf.rules import rng
@@ -169,9 +169,12 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
         want = pending(state)
         n_options = len(want.legal_targets)
         shown = choice_options(state, want.actor, want)
+        alive = [n for n in display_order(state, "", state.alive_on(state.day), "alive")
+                 if n != want.actor]
         decision, _ = bot_decision(state, want, pool)
         targets["scored"][decision.target] += 1
         counts["scored_first"] += decision.target == shown[0]
+        counts["scored_alive_first"] += decision.target == alive[0]
         counts["scored_fallback"] += decision.fallback
         fixed = list(want.legal_targets)
         pick = naive_pick(state, want, pool, fixed)
@@ -188,6 +191,7 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
         "options": n_options,
         "chance": round(1 / n_options, 3) if n_options else None,
         "scored_first_wins": round(counts["scored_first"] / n, 3),
+        "scored_alive_first_wins": round(counts["scored_alive_first"] / n, 3),
         "scored_fallbacks": counts["scored_fallback"],
         "naive_fixed_order_first_wins": round(counts["naive_fixed_first"] / n, 3),
         "naive_shuffled_order_first_wins": round(counts["naive_shuffled_first"] / n, 3),
@@ -307,7 +311,8 @@ Position bias on the cornered vote ({bias['seeds']} seeds, {bias['options']} opt
 
 | method | first listed wins |
 |---|---|
-| bots' method (reason, score every option, sample; seeded display order) | {bias['scored_first_wins']} (fallbacks {bias['scored_fallbacks']}) |
+| bots' method (reason, score every option, sample), first of the seeded option order | {bias['scored_first_wins']} (fallbacks {bias['scored_fallbacks']}) |
+| bots' method, first of the day header's (seeded) alive list | {bias['scored_alive_first_wins']} |
 | naive one-call JSON pick, fixed list order | {bias['naive_fixed_order_first_wins']} |
 | naive one-call JSON pick, list shuffled per seed | {bias['naive_shuffled_order_first_wins']} |
 

@@ -248,7 +248,8 @@ class FirstListedBackend(Backend):
 
     @staticmethod
     def shown(text: str) -> list[str]:
-        tail = text.rsplit("candidates: ", 1)[-1].rsplit("exactly one of: ", 1)[-1]
+        cut = max(text.rfind("Options: "), text.rfind("exactly one of: "))
+        tail = text[cut:].split(": ", 1)[1]
         return [n.strip(" .") for n in tail.split(" (")[0].split(". ")[0].split(", ")]
 
     async def complete(self, request, json_schema=None) -> RawCompletion:

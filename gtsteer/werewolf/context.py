@@ -181,7 +181,8 @@ def day_entries(state: GameState, bot: str, day: int) -> list[Entry]:
     """Today in full: header, chat (with this bot's commands), votes, result, the night."""
     me = state.player(bot)
     extra = investigations(state, bot, day) if me.role is Role.DETECTIVE else ""
-    out = [Entry(label=MODERATOR, text=day_header(day, state.alive_on(day), extra))]
+    alive = display_order(state, "", state.alive_on(day), "alive")  # no name always first
+    out = [Entry(label=MODERATOR, text=day_header(day, alive, extra))]
     public = [m for m in state.messages if m.day == day and m.channel == "public"]
     chat, cut = trimmed([m for m in public if m.phase in ("intro", "discussion")])
     if cut:
@@ -214,7 +215,8 @@ def log_entries(state: GameState, bot: str) -> list[Entry]:
 def display_order(state: GameState, bot: str, options: list[str], purpose: str) -> list[str]:
     """The options in an order drawn from the decision, not from the list it came in: sorted,
     then shuffled with a seed of (game, day, bot, purpose). Any permutation of the input gives
-    the same prompt, and no player is systematically listed first."""
+    the same prompt, and no player is systematically listed first. (The day header's alive
+    list uses bot "" so it is the same for every bot of the day.)"""
     shown = sorted(options)
     rng(derive_seed(state.seed, state.day, bot, purpose, "order")).shuffle(shown)
     return shown
@@ -243,7 +245,7 @@ def command_for(state: GameState, bot: str, want: Pending) -> str:
         return speak_command(bot, state.day, want.turn or state.turns_today + 1,
                              want.turns_total or state.turn_limit())
     if want.kind == "vote":
-        return vote_command(bot, state.day, choice_options(state, bot, want))
+        return vote_command(bot, state.day)
     if want.kind == "pack_chat":
         return pack_chat_command(bot, state.day, pack_of(state, bot) or [bot])
     actions = want.actions or {want.verb or "": want.legal_targets}

@@ -117,9 +117,11 @@ def pack_chat_command(name: str, night: int, mates: list[str]) -> str:
             "sentence whom the pack should kill and why.")
 
 
-def vote_command(name: str, day: int, options: list[str]) -> str:
-    return (f"Day {day} vote. {name}, candidates: {', '.join(options)} (you cannot vote for "
-            "yourself or the dead). In one sentence: whom do you vote for, and why?")
+def vote_command(name: str, day: int) -> str:
+    """No list here: a list primes a small model toward its first name. The candidates are the
+    living players of the day header (in a seeded order), minus the voter."""
+    return (f"Day {day} vote. {name}, you may vote for any living player but yourself. In one "
+            "sentence: whom do you vote for, and why?")
 
 
 def night_command(name: str, night: int, actions: dict[str, list[str]],
