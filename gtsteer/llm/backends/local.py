@@ -96,6 +96,9 @@ class LlamaEngine:
     def render(self, request: GenerationRequest) -> str:
         return self.template.render(request) if self.template else request.as_text()
 
+    def render_text(self, prompt: str) -> str:
+        return self.render(GenerationRequest(prompt=prompt))
+
     def tokens(self, text: str) -> list[int]:
         """The prompt's tokens, as llama-cpp-python's completion and chat paths tokenize them."""
         if self.template:
