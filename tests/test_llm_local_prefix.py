@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.local import LlamaEngine, LocalBackend, _last_logits
-from gtsteer.llm.backends.prefix_cache import BLOCK, block_keys
+from gtsteer.llm.backends.prefix_cache import BLOCK, block_keys, tail_key
 from gtsteer.llm.client import run_sync
 from gtsteer.llm.usage import UsageReport
 
@@ -147,37 +147,51 @@ def last_logits(engine: LlamaEngine, tokens: list[int]) -> np.ndarray:
 
 @pytest.mark.parametrize("model", [SMOL, "local:gemma3-270m"])
 def test_strict_prefix_and_divergence_inside_a_block_give_exact_logits(model: str) -> None:
-    """Warm the cache with one long prompt, then ask for a strict prefix of it (ending inside a
-    block and exactly at a block boundary) and for a prompt that diverges inside a block. Each
-    gives bit-identical logits to a fresh evaluation with reuse off. Gemma's prompt is longer
-    than its 512-token sliding window."""
+    """Warm the cache with one long prompt, then ask for strict prefixes of it (ending inside a
+    block and exactly at a block boundary), for prompts that diverge inside a block, and for the
+    same prompt again. Each gives bit-identical logits to a fresh evaluation with reuse off and
+    restores the longest cached prefix. Gemma's prompt is longer than its 512-token sliding
+    window."""
     on = engine_of(make_llm(model, 256))
     off = engine_of(make_llm(model, 0))
     long_text = story(60 if "gemma" in model else 14)
     tokens = on.tokens(on.render_text(long_text))
     assert len(tokens) > (560 if "gemma" in model else 200)
     n = len(tokens)
-    other = on.llm.tokenize(b" A crow flew over the roofs at dawn.", add_bos=False)
+    fork = 5 * BLOCK + 20 if "gemma" in model else 2 * BLOCK + 20  # inside a block
+    crow = on.llm.tokenize(b" A crow flew over the roofs at dawn.", add_bos=False)
+    owl = on.llm.tokenize(b" An owl sat on the chapel roof.", add_bos=False)
     cases = {
         "warm-up": tokens,
         "strict prefix, inside a block": tokens[: n - 40],
         "strict prefix, block boundary": tokens[: 2 * BLOCK + 1],
-        "diverges inside a block": tokens[: n - 70] + other,
+        "diverges inside a block": tokens[: n - 70] + crow,
+        "first sibling off the fork": tokens[:fork] + crow + tokens[fork:],
+        "second sibling off the fork": tokens[:fork] + owl + tokens[fork:],
         "same prompt again": tokens,
     }
+    evaluated_by: dict[str, int] = {}
     for name, case in cases.items():
-        # the longest block prefix of case[:-1] held in the cache is what must be restored
-        keys = block_keys(case[:-1])
+        head = case[:-1]
+        keys = block_keys(head)
         cached = max((k for k in range(1, len(keys) + 1) if keys[k - 1] in on.prefix._states),
                      default=0)
+        tail = tail_key(head, keys)
+        expected = 0 if tail in on.prefix._states else len(head) - cached * BLOCK
         evaluated_before = on.prefix.stats.tokens_evaluated
         got = last_logits(on, case)
         evaluated = on.prefix.stats.tokens_evaluated - evaluated_before
         want = last_logits(off, case)
         assert np.array_equal(got, want), name
-        assert evaluated == len(case) - 1 - cached * BLOCK, name
-        if name != "warm-up":
-            assert cached * BLOCK > len(case) // 2, name  # most of it restored, not recomputed
+        assert evaluated == expected, name  # the longest cached prefix was restored
+        evaluated_by[name] = evaluated
+    # the first sibling saved the block where it left the warm-up prompt; the second used it
+    second = cases["second sibling off the fork"]
+    assert evaluated_by["second sibling off the fork"] == len(second) - 1 - fork // BLOCK * BLOCK
+    assert evaluated_by["same prompt again"] == 0  # the exact tail state
+    assert evaluated_by["strict prefix, block boundary"] == 0  # block 2, a checkpoint
+    assert all(evaluated_by[name] < len(case) // 2 for name, case in cases.items()
+               if "prefix" in name or "diverges" in name)
     assert on.prefix.stats.restores == len(cases) - 1
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -39,6 +40,7 @@ from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 DEFAULT_CTX = 4096
 THREADS_ENV = "GTSTEER_LOCAL_THREADS"
+MAX_DEFAULT_THREADS = 8
 _engines: dict[tuple, LlamaEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -51,18 +53,20 @@ def default_model_path() -> Path:
 
 
 def local_threads() -> int:
-    """GTSTEER_LOCAL_THREADS, else one fewer than the usable cores (at least 1).
+    """GTSTEER_LOCAL_THREADS, else one fewer than the usable cores, at least 1 and at most 8.
 
     llama.cpp's worker threads spin while they wait for each other, so a thread that loses its
     core to another busy process stalls all of them (20x slower measured on 2 cores). Leaving a
-    core free keeps a competing process from hitting that cliff; see docs/BENCHMARKS.md."""
+    core free keeps one competing process from hitting that cliff, and on 2 cores a second
+    thread bought little even when idle (prefill 468 vs 490 tokens/s, generation 58 vs 49;
+    docs/BENCHMARKS.md). Models this small gain little beyond 8 threads."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if raw:
         if not raw.isdigit() or int(raw) < 1:
             raise ModelConfigError(f"{THREADS_ENV}={raw!r} must be a whole number >= 1.")
         return int(raw)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) - 1)
+    return max(1, min(MAX_DEFAULT_THREADS, (cores or 1) - 1))
 
 
 class LlamaEngine:
@@ -122,6 +126,23 @@ def engine_for(
         if key not in _engines:
             _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat)
         return _engines[key]
+
+
+def engine_stats() -> list[dict[str, Any]]:
+    """Prefix-cache counters of every loaded model (benchmarks and `llm info` read them)."""
+    with _engines_lock:
+        engines = list(_engines.values())
+    return [
+        {
+            "model": e.path.name,
+            "threads": e.threads,
+            "bound_bytes": e.prefix.max_bytes,
+            "cached_bytes": e.prefix.bytes,
+            "cached_states": len(e.prefix),
+            **dataclasses.asdict(e.prefix.stats),
+        }
+        for e in engines
+    ]
 
 
 @atexit.register

@@ -10,10 +10,16 @@ with the cache on and off.
 
 States are saved with llama.cpp's sequence-level state API (KV cells of sequence 0 only, no
 logits buffer) in a bounded LRU held in memory. A state at block k holds all k blocks, so saving
-every boundary would cost memory quadratic in the prompt length; states are saved at the
-prompt's last full block (what an append-only prompt continues from) and at checkpoints that
-thin out with depth (blocks 1, 2, 3, 4, 6, 8, 12, 16, 24, ...: two per doubling), so a prompt
-diverging anywhere re-evaluates at most about a third of its shared prefix.
+every boundary would cost memory quadratic in the prompt length. States are saved at:
+- the prompt's last full block (what an append-only prompt, e.g. a Werewolf bot's, continues
+  from);
+- the last block before the point where the prompt leaves the longest prefix it shares with a
+  recent prompt (where further siblings, the same prefix with another ending, will branch off);
+- checkpoints that thin out with depth (blocks 1, 2, 3, 4, 6, 8, 12, 16, 24, ...: two per
+  doubling), so an unforeseen divergence re-evaluates at most about a third of the shared part;
+- the exact prompt when it ends inside a block (a "tail" state, valid only for exactly these
+  tokens, since a longer prompt evaluates that partial block as part of a full one): the same
+  prompt with another seed, or `choose` scoring its next option, evaluates nothing.
 
 llama-cpp-python's `LlamaCache` would not do: it saves whole-context states at the end of each
 prompt and restores them into a context whose remaining tokens are then evaluated in a different
@@ -25,7 +31,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +41,8 @@ import numpy as np
 from gtsteer.llm.errors import ModelConfigError
 
 BLOCK = 64  # tokens per llama_decode; must not exceed the context's n_batch/n_ubatch (512)
-DEFAULT_CACHE_MB = 1024  # a 24 GiB machine keeps plenty for the solver and the models
+DEFAULT_CACHE_MB = 2048  # of a 24 GiB machine: ample room left for the solver and the models
+RECENT_PROMPTS = 64  # prompts remembered (as tokens) to find where new ones branch off
 CACHE_MB_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
 _SEQ = 0  # the one llama.cpp sequence gtsteer uses
 
@@ -76,6 +83,18 @@ def block_keys(tokens: Sequence[int], block: int = BLOCK) -> list[bytes]:
     return keys
 
 
+def tail_key(tokens: Sequence[int], keys: list[bytes], block: int = BLOCK) -> bytes | None:
+    """Key of the whole of `tokens` when they end inside a block (None at a block boundary,
+    where the last block key already names them). Valid only for exactly these tokens: a longer
+    prompt evaluates that partial block as part of a full one."""
+    rest = len(tokens) % block
+    if not rest:
+        return None
+    chunk = np.asarray(tokens[-rest:], dtype=np.int32).tobytes()
+    head = keys[-1] if keys else b"gtsteer-prefix-v1"
+    return hashlib.blake2b(head + b"tail" + chunk, digest_size=16).digest()
+
+
 @dataclass
 class PrefixCacheStats:
     requests: int = 0
@@ -94,6 +113,7 @@ class BlockPrefixCache:
         self.max_bytes = max_bytes
         self.block = block
         self._states: OrderedDict[bytes, ctypes.Array] = OrderedDict()
+        self._recent: deque[np.ndarray] = deque(maxlen=RECENT_PROMPTS)
         self.bytes = 0
         self.stats = PrefixCacheStats()
 
@@ -106,42 +126,69 @@ class BlockPrefixCache:
 
     def clear(self) -> None:
         self._states.clear()
+        self._recent.clear()
         self.bytes = 0
 
     def load(self, llm: Any, tokens: Sequence[int]) -> int:
         """Leave `llm` holding exactly `tokens` in its KV cache; return the tokens evaluated.
 
-        Restores the longest cached block prefix, then evaluates the rest in the same blocks a
-        fresh evaluation uses. Logits of the last token are not needed by callers (they evaluate
-        the prompt's final token themselves), so a fully cached `tokens` evaluates nothing."""
+        Restores the longest cached prefix, then evaluates the rest in the same blocks a fresh
+        evaluation uses. Logits of the last token are not needed by callers (they evaluate the
+        prompt's final token themselves), so a fully cached `tokens` evaluates nothing."""
         tokens = list(tokens)
-        keys = block_keys(tokens, self.block) if self.enabled else []
+        if not self.enabled:
+            llm.reset()
+            for pos in range(0, len(tokens), self.block):
+                llm.eval(tokens[pos : pos + self.block])
+            return self._count(len(tokens), len(tokens))
+        keys = block_keys(tokens, self.block)
+        tail = tail_key(tokens, keys, self.block)
+        if tail is not None and (state := self._states.get(tail)) is not None:
+            self._restore(llm, state, tokens, tail)  # the same tokens again: nothing to evaluate
+            return self._count(len(tokens), 0)
         start = 0
         for k in range(len(keys), 0, -1):  # longest cached prefix first
             state = self._states.get(keys[k - 1])
             if state is not None:
-                self._restore(llm, state, tokens[: k * self.block])
-                self._states.move_to_end(keys[k - 1])
+                self._restore(llm, state, tokens[: k * self.block], keys[k - 1])
                 start = k * self.block
-                self.stats.restores += 1
                 break
         if start == 0:
             llm.reset()
-        last_full = len(keys)
+        branch = self._branch_block(tokens)
         for pos in range(start, len(tokens), self.block):
             chunk = tokens[pos : pos + self.block]
             llm.eval(chunk)
             k = (pos + len(chunk)) // self.block
-            if keys and len(chunk) == self.block and (k == last_full or is_checkpoint(k)):
+            if len(chunk) == self.block and (k in (len(keys), branch) or is_checkpoint(k)):
                 self._save(llm, keys[k - 1])
-        evaluated = len(tokens) - start
+        if tail is not None:
+            self._save(llm, tail)
+        self._recent.append(np.asarray(tokens, dtype=np.int32))
+        return self._count(len(tokens), len(tokens) - start)
+
+    def _branch_block(self, tokens: list[int]) -> int:
+        """The last block boundary before `tokens` leaves the longest prefix it shares with a
+        recent prompt: where its siblings (the same prefix, another ending) will branch off."""
+        array = np.asarray(tokens, dtype=np.int32)
+        shared = 0
+        for other in self._recent:
+            n = min(len(other), len(array))
+            same = other[:n] == array[:n]
+            shared = max(shared, n if same.all() else int(np.argmin(same)))
+        return shared // self.block
+
+    def _count(self, requested: int, evaluated: int) -> int:
         self.stats.requests += 1
-        self.stats.tokens_requested += len(tokens)
+        self.stats.tokens_requested += requested
         self.stats.tokens_evaluated += evaluated
         return evaluated
 
-    def _restore(self, llm: Any, state: ctypes.Array, tokens: list[int]) -> None:
+    def _restore(self, llm: Any, state: ctypes.Array, tokens: list[int], key: bytes) -> None:
         import llama_cpp
+
+        self._states.move_to_end(key)
+        self.stats.restores += 1
 
         read = llama_cpp.llama_state_seq_set_data(llm.ctx, state, len(state), _SEQ)
         if read != len(state):

@@ -1,0 +1,323 @@
+"""Benchmark prompt-prefix reuse and thread counts of the local model; writes docs/BENCHMARKS.md.
+
+Side by side in one process, each with a fresh response cache (every call is a real model call)
+and a freshly loaded model:
+1. the README main job (the `make demo` command, read from the Makefile) with prefix reuse off
+   (`GTSTEER_LOCAL_PREFIX_CACHE_MB=0`) and on (the default bound): wall time, prompt tokens
+   requested and evaluated, cache memory;
+2. the 7-player Werewolf bench game (the `make bench` settings), off and on;
+3. llama.cpp threads 1 vs 2 on a fixed prefill-heavy workload (reuse off), with the machine
+   otherwise idle and beside one busy process (a Python busy loop).
+Only the section between the `bench_prefix` markers is rewritten. Run on an idle machine:
+
+    .venv/bin/python scripts/bench_prefix.py                 # everything (tens of minutes)
+    .venv/bin/python scripts/bench_prefix.py --only threads  # one part
+    .venv/bin/python scripts/bench_prefix.py --smoke         # tiny sizes, prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's gtsteer, not an installed one
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+START, END = "<!-- bench_prefix:start -->", "<!-- bench_prefix:end -->"
+CACHE_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
+console = Console(stderr=True)
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+
+def main_job_args() -> list[str]:
+    """The arguments after `gtsteer` in the Makefile's `demo` recipe (the README main job)."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].splitlines()[1]
+    args = shlex.split(recipe.strip())
+    return args[next(i for i, a in enumerate(args) if a.endswith("gtsteer")) + 1 :]
+
+
+@contextlib.contextmanager
+def reuse(cache_mb: str | None) -> Iterator[Path]:
+    """Fresh response cache, a fresh model load and the given prefix-cache bound (None: the
+    default) for the duration of the block."""
+    from gtsteer.llm.backends import local
+
+    local._close_engines()
+    saved = {k: os.environ.get(k) for k in (CACHE_ENV, "GTSTEER_CACHE_DIR", "GTSTEER_MODEL_DIR")}
+    os.environ.setdefault(
+        "GTSTEER_MODEL_DIR",
+        str(Path(saved["GTSTEER_CACHE_DIR"] or Path.home() / ".cache/gtsteer") / "models"),
+    )
+    if cache_mb is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = cache_mb
+    with tempfile.TemporaryDirectory(prefix="bench-prefix-") as tmp:
+        os.environ["GTSTEER_CACHE_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def local_stats() -> dict[str, Any]:
+    """Summed prefix-cache counters of the models loaded during a run (then closed)."""
+    from gtsteer.llm.backends import local
+
+    stats = local.engine_stats()
+    total: dict[str, Any] = {
+        "models": sorted({s["model"] for s in stats}),
+        "tokens_requested": sum(s["tokens_requested"] for s in stats),
+        "tokens_evaluated": sum(s["tokens_evaluated"] for s in stats),
+        "peak_cache_mb": sum(s["peak_bytes"] for s in stats) / 2**20,
+        "bound_mb": max((s["bound_bytes"] for s in stats), default=0) / 2**20,
+        "restores": sum(s["restores"] for s in stats),
+        "evictions": sum(s["evictions"] for s in stats),
+    }
+    local._close_engines()
+    return total
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed(label: str, fn: Any) -> dict[str, Any]:
+    console.log(f"{label} ...")
+    start = time.perf_counter()
+    extra = fn() or {}
+    wall = time.perf_counter() - start
+    out = {"wall_s": wall, **extra, **local_stats(), "max_rss_mb": rss_mb()}
+    console.log(f"{label}: {wall:.1f} s, {out['tokens_evaluated']}/{out['tokens_requested']} "
+                "prompt tokens evaluated")
+    return out
+
+
+def smoke_config(tmp: Path, job: list[str]) -> list[str]:
+    """The main job on a shrunken copy of its config (two actions, one LLM seed)."""
+    config = Path(next(a for a in job if a.endswith((".yaml", ".yml"))))
+    spec = yaml.safe_load((ROOT / config).read_text())
+    key = next(iter(spec["actions"]))
+    spec["actions"] = {key: spec["actions"][key][:1] + spec["actions"][key][-1:]}
+    spec["num_llm_seeds"] = 1
+    small = tmp / config.name
+    small.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return [str(small) if a == str(config) else a for a in job]
+
+
+# ---- the three measurements ----------------------------------------------------------------
+
+
+def bench_main_job(job: list[str], variants: dict[str, str | None]) -> dict[str, Any]:
+    from gtsteer.cli import app
+
+    out: dict[str, Any] = {"command": "gtsteer " + " ".join(job)}
+    for label, cache_mb in variants.items():
+        with reuse(cache_mb) as tmp:
+            args = [*job, "--quiet", "--out", str(tmp / "run")]
+
+            def run(args: list[str] = args) -> None:
+                app(args=args, standalone_mode=False)
+
+            out[label] = timed(f"main job, reuse {label}", run)
+    return out
+
+
+def bench_werewolf(players: int, days: int, messages: int, variants: dict) -> dict[str, Any]:
+    from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.store import GameStore
+
+    out: dict[str, Any] = {
+        "command": f"{players} players, --max-days {days} --max-messages {messages} --seed 0"
+    }
+    for label, cache_mb in variants.items():
+        with reuse(cache_mb) as tmp:
+
+            def run(tmp: Path = tmp) -> dict[str, Any]:
+                store = GameStore(tmp / "werewolf.sqlite")
+                state = create_game(store, n_players=players, seed=0, model="local",
+                                    max_days=days, max_messages_per_day=messages,
+                                    game_id="bench")  # fmt: skip
+                state = GameRunner(store).run(state)
+                calls = store.calls("bench")
+                return {"llm_calls": len(calls), "winner": state.winner, "steps": state.step}
+
+            out[label] = timed(f"werewolf, reuse {label}", run)
+    return out
+
+
+THREAD_PROMPT = (
+    "Villager {i} reports: " + " ".join(
+        f"on night {n} a howl came from the {place}." for n, place in
+        enumerate(("mill", "well", "bakery", "chapel", "bridge", "orchard", "forge") * 4)
+    ) + " Who is the wolf?"
+)
+
+
+def bench_threads(prompts: int, max_tokens: int) -> list[dict[str, Any]]:
+    """`prompts` distinct ~250-token prompts (no shared prefix, reuse off), greedy."""
+    from gtsteer.llm import LLM
+    from gtsteer.llm.backends.local import LocalBackend
+
+    rows = []
+    for busy in (False, True):
+        for threads in (1, 2):
+            competitor = (
+                subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
+            )
+            try:
+                with reuse("0"):
+                    backend = LocalBackend("local", threads=threads, prefix_cache_mb=0)
+                    llm = LLM("local", backend=backend, use_cache=False)
+                    backend.llama()  # load outside the timing
+
+                    def run(llm: LLM = llm) -> None:
+                        for i in range(prompts):
+                            llm.generate_sync(THREAD_PROMPT.format(i=i), temperature=0.0,
+                                              max_tokens=max_tokens)  # fmt: skip
+
+                    label = f"threads {threads}, {'busy' if busy else 'idle'}"
+                    row = {"threads": threads, "busy": busy, "prompts": prompts,
+                           "max_tokens": max_tokens}
+                    rows.append({**row, **timed(label, run)})
+            finally:
+                if competitor is not None:
+                    competitor.kill()
+                    competitor.wait()
+    return rows
+
+
+# ---- report --------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True, check=False).stdout.strip()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"Machine: {len(os.sched_getaffinity(0))} CPUs ({cpu}), Python "
+            f"{platform.python_version()}, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
+            f"commit {commit}, load average at the end {load}.")
+
+
+def on_off_table(result: dict[str, Any], goal: float) -> list[str]:
+    off, on = result["off"], result["on"]
+    speedup = off["wall_s"] / on["wall_s"]
+    rows = [
+        ("| reuse | wall time | prompt tokens requested | prompt tokens evaluated "
+        "| cache peak (bound) | restores | evictions |"),
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, r in (("off", off), ("on", on)):
+        rows.append(
+            f"| {label} | {r['wall_s']:.1f} s | {r['tokens_requested']} | {r['tokens_evaluated']} "
+            f"| {r['peak_cache_mb']:.0f} MB ({r['bound_mb']:.0f} MB) | {r['restores']} "
+            f"| {r['evictions']} |"
+        )
+    saved = 1 - on["tokens_evaluated"] / max(off["tokens_evaluated"], 1)
+    rows += ["", (f"Speedup: **{speedup:.2f}x** (goal: at least {goal}x); prompt tokens evaluated "
+             f"{saved:.0%} fewer. Model: {', '.join(on['models'])}.")]
+    return rows
+
+
+def args_tokens(row: dict[str, Any]) -> str:
+    return f"{row['max_tokens']} new tokens each,"
+
+
+def render(command: str, results: dict[str, Any]) -> str:
+    lines = [START, "## Local model: prompt-prefix reuse and threads", "",
+             f"Command: `{command}`  ", machine(), "",
+             ("Each variant runs in the same process with a fresh response cache and a freshly "
+             "loaded model, off first, then on (the default bound of "
+             "`GTSTEER_LOCAL_PREFIX_CACHE_MB`). Outputs are identical either way "
+             "(tests/test_llm_local_prefix.py)."), ""]
+    if "main" in results:
+        lines += [f"### README main job, cold: `{results['main']['command']}`", "",
+                  *on_off_table(results["main"], 1.4), ""]
+    if "werewolf" in results:
+        lines += [f"### Werewolf bench game ({results['werewolf']['command']})", "",
+                  *on_off_table(results["werewolf"], 1.5), ""]
+    if "threads" in results:
+        first = results["threads"][0]
+        lines += ["### Threads (`GTSTEER_LOCAL_THREADS`), beside a busy process or not", "",
+                  (f"{first['prompts']} distinct prompts of "
+                   f"{first['tokens_requested'] // first['prompts']} tokens, greedy, "
+                   f"{args_tokens(first)} reuse off; \"busy\" = one Python busy loop running "
+                   "beside it. The default is one thread fewer than the usable cores (at "
+                   "least 1)."), "",
+                  "| threads | machine | wall time |", "|---|---|---|"]
+        lines += [f"| {r['threads']} | {'one busy process' if r['busy'] else 'idle'} "
+                  f"| {r['wall_s']:.1f} s |" for r in results["threads"]]
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section: str) -> None:
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    DOC.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("main", "werewolf", "threads"), action="append")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (a shrunken main-job config, a 5-player one-day game, "
+                             "two prompts per thread variant); prints, never writes")
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args(argv)
+    parts = args.only or ["main", "werewolf", "threads"]
+    command = "python scripts/bench_prefix.py " + " ".join(argv or sys.argv[1:])
+    variants: dict[str, str | None] = {"off": "0", "on": None}
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        job = main_job_args()
+        if args.smoke:
+            job = smoke_config(Path(tmp), job)
+        if "main" in parts:
+            results["main"] = bench_main_job(job, variants)
+        if "werewolf" in parts:
+            size = (5, 1, 1) if args.smoke else (7, 2, 3)
+            results["werewolf"] = bench_werewolf(*size, variants)
+        if "threads" in parts:
+            results["threads"] = bench_threads(2 if args.smoke else 12, 4 if args.smoke else 16)
+    section = render(command.strip(), results)
+    print(section)
+    if not (args.smoke or args.no_write):
+        write_section(section)
+        console.log(f"wrote {DOC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
