@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import hashlib
+import json
 import os
 import platform
 import resource
@@ -137,8 +139,12 @@ def bench_main_job(job: list[str], variants: dict[str, str | None]) -> dict[str,
         with reuse(cache_mb) as tmp:
             args = [*job, "--quiet", "--out", str(tmp / "run")]
 
-            def run(args: list[str] = args) -> None:
+            def run(args: list[str] = args, tmp: Path = tmp) -> dict[str, Any]:
                 app(args=args, standalone_mode=False)
+                summary = json.loads((tmp / "run" / "summary.json").read_text())
+                summary.pop("llm_calls", None)  # the rest must not depend on reuse
+                return {"outcome": hashlib.sha256(
+                    json.dumps(summary, sort_keys=True).encode()).hexdigest()[:12]}
 
             out[label] = timed(f"main job, reuse {label}", run)
     return out
@@ -161,7 +167,9 @@ def bench_werewolf(players: int, days: int, messages: int, variants: dict) -> di
                                     game_id="bench")  # fmt: skip
                 state = GameRunner(store).run(state)
                 calls = store.calls("bench")
-                return {"llm_calls": len(calls), "winner": state.winner, "steps": state.step}
+                outcome = [(c.bot, c.purpose, c.response) for c in calls]
+                return {"llm_calls": len(calls), "outcome": hashlib.sha256(
+                    repr((outcome, state.winner, state.step)).encode()).hexdigest()[:12]}
 
             out[label] = timed(f"werewolf, reuse {label}", run)
     return out
@@ -241,8 +249,10 @@ def on_off_table(result: dict[str, Any], goal: float) -> list[str]:
             f"| {r['evictions']} |"
         )
     saved = 1 - on["tokens_evaluated"] / max(off["tokens_evaluated"], 1)
+    same = "identical" if off["outcome"] == on["outcome"] else "DIFFERENT (a bug)"
     rows += ["", (f"Speedup: **{speedup:.2f}x** (goal: at least {goal}x); prompt tokens evaluated "
-             f"{saved:.0%} fewer. Model: {', '.join(on['models'])}.")]
+             f"{saved:.0%} fewer. Model: {', '.join(on['models'])}. Results with reuse on and "
+             f"off: {same} (hash of every output: {off['outcome']} / {on['outcome']}).")]
     return rows
 
 
