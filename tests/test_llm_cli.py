@@ -111,3 +111,13 @@ def test_info_shows_cache_dir_and_entries(
     assert rows["cache entries"] == "2"
     assert rows["cache size"].endswith("MB")
     assert "fake" in rows["backends"]
+    assert "local:smollm2-135m" in rows["backends"]
+
+
+def test_info_shows_local_model_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console, "width", 400)
+    monkeypatch.setenv("GTSTEER_LOCAL_THREADS", "3")
+    monkeypatch.setenv("GTSTEER_LOCAL_PREFIX_CACHE_MB", "512")
+    output = runner.invoke(app, ["llm", "info"]).output
+    assert "3 (GTSTEER_LOCAL_THREADS)" in output
+    assert "512 MB (GTSTEER_LOCAL_PREFIX_CACHE_MB)" in output

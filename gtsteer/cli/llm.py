@@ -10,6 +10,9 @@ from rich.table import Table
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.llm import LLM, ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
+from gtsteer.llm.backends.local import THREADS_ENV, local_threads
+from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
+from gtsteer.llm.backends.prefix_cache import CACHE_MB_ENV, cache_bytes_from_env
 
 llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LLM layer.")
 
@@ -62,7 +65,9 @@ def info() -> None:
     cache = ResponseCache()
     table = Table("what", "value")
     table.add_row("backends", ", ".join(BACKEND_KINDS))
-    table.add_row("default model", "local (Gemma 3 270M Q4_K_M via llama.cpp)")
+    table.add_row("default model", f"local = local:{DEFAULT_LOCAL_MODEL} (llama.cpp)")
+    table.add_row("local threads", f"{local_threads()} ({THREADS_ENV})")
+    table.add_row("local prefix cache", f"{cache_bytes_from_env() / 2**20:.0f} MB ({CACHE_MB_ENV})")
     table.add_row("cache dir", str(default_cache_dir()))
     table.add_row("cache entries", str(len(cache)))
     table.add_row("cache size", f"{cache.volume_bytes() / 1e6:.2f} MB")

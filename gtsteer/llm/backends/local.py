@@ -45,11 +45,9 @@ _engines: dict[tuple, LlamaEngine] = {}
 _engines_lock = threading.Lock()
 
 
-
 def default_model_path() -> Path:
     """The default embedded model's GGUF (assembled once into the model dir)."""
     return EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].locate()
-
 
 
 def local_threads() -> int:
@@ -58,8 +56,8 @@ def local_threads() -> int:
     llama.cpp's worker threads spin while they wait for each other, so a thread that loses its
     core to another busy process stalls all of them (20x slower measured on 2 cores). Leaving a
     core free keeps one competing process from hitting that cliff, and on 2 cores a second
-    thread bought little even when idle (prefill 468 vs 490 tokens/s, generation 58 vs 49;
-    docs/BENCHMARKS.md). Models this small gain little beyond 8 threads."""
+    thread bought little even when idle (2 threads vs 1: prefill 468 vs 490 tokens/s,
+    generation 58 vs 49; docs/BENCHMARKS.md). Models this small gain little beyond 8 threads."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if raw:
         if not raw.isdigit() or int(raw) < 1:
