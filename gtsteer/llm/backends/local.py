@@ -112,8 +112,15 @@ class LlamaEngine:
         return self.llm.tokenize((sep + option).encode(), add_bos=False, special=False)
 
     def close(self) -> None:
-        self.prefix.clear()
-        self.llm.close()
+        # The queue's worker is a daemon thread: at exit (Ctrl-C mid-request) it may still be
+        # inside llama.cpp, and freeing the model under it would crash; leaking is harmless.
+        if not self.queue.running.acquire(timeout=10):
+            return
+        try:
+            self.prefix.clear()
+            self.llm.close()
+        finally:
+            self.queue.running.release()
 
 
 def engine_for(

@@ -58,6 +58,7 @@ class PrefixOrderedQueue:
         self._counter = itertools.count()
         self._last_key = ""
         self._thread: threading.Thread | None = None
+        self.running = threading.Lock()  # held while a job runs (closing waits for it)
         self.served: deque[str] = deque(maxlen=1024)  # recent keys in serving order (tests)
 
     async def run(self, key: str, fn: Callable[[], Any]) -> Any:
@@ -90,9 +91,10 @@ class PrefixOrderedQueue:
             self._last_key = job.key
             self.served.append(job.key)
             result, error = None, None
-            try:
-                result = job.fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                error = exc
+            with self.running:
+                try:
+                    result = job.fn()
+                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                    error = exc
             with contextlib.suppress(RuntimeError):  # that event loop has closed
                 job.loop.call_soon_threadsafe(_settle, job.future, result, error)
