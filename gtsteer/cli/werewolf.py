@@ -253,3 +253,26 @@ def act(
         payload["llm_calls"] = [{"purpose": r.purpose, "cached": r.cached,
                                  "attempts": r.attempts, "error": r.error} for r in records]
         typer.echo(json.dumps(payload, indent=2))
+
+
+@werewolf_app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    llm: str = typer.Option("local", "--llm", "-m",
+                            help="Models the lobby offers, comma-separated; the first is the "
+                            "default (fake is always offered)."),
+) -> None:
+    """Run the web app: lobby, live tables, a human seat, god view and replays."""
+    with friendly_errors():
+        from gtsteer.werewolf.web import serve as serve_web
+
+        models = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
+        if "fake" not in models:
+            models.append("fake")
+        if not 0 < port < 65536:
+            raise ValueError(f"--port must be between 1 and 65535 (got {port})")
+        path = Path(db) if db else default_db_path()
+        console.print(f"Werewolf at [bold]http://{host}:{port}/[/] (games in {path})")
+        serve_web(host, port, path, models, warn=lambda msg: console.print(f"[red]{msg}[/]"))

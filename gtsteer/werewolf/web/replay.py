@@ -1,0 +1,60 @@
+"""Rebuild a stored game step by step from SQLite: its seat, setup and decisions.
+
+The engine is a pure function of (state, decision), so the stored decisions replayed from the
+game's initial state give every intermediate state. The initial state is re-dealt with the
+engine's own `new_game` from the stored cast and setup (roles and config copied from the stored
+game), and the replay must end exactly on the stored latest state, or it is refused.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+
+from gtsteer.werewolf.engine import new_game, step
+from gtsteer.werewolf.state import Decision, GameState
+
+
+class ReplayMismatch(RuntimeError):
+    """The stored decisions do not lead to the stored state (a different engine version)."""
+
+
+def initial_state(latest: GameState) -> GameState:
+    cfg = latest.config
+    kwargs = {
+        "seed": latest.seed, "n_wolves": cfg.n_wolves, "maniac": cfg.maniac,
+        "models": [p.model for p in latest.players],
+        "humans": [p.name for p in latest.players if p.human],
+        "max_days": cfg.max_days, "max_messages_per_day": cfg.max_messages_per_day,
+        "intro": cfg.intro, "game_id": latest.game_id, "scene": latest.scene,
+    }
+    accepted = inspect.signature(new_game).parameters
+    state = new_game(
+        [(p.name, p.story, p.playstyle) for p in latest.players],
+        **{k: v for k, v in kwargs.items() if k in accepted},
+    )
+    state.config = cfg.model_copy(deep=True)
+    state.router_model = latest.router_model
+    for p, stored in zip(state.players, latest.players, strict=True):
+        p.role = stored.role
+    return state
+
+
+def replay(latest: GameState, decisions: list[Decision]) -> Iterator[tuple[GameState, GameState,
+                                                                          Decision]]:
+    """(before, after, decision) for every stored step; checks the end state."""
+    state = initial_state(latest)
+    for decision in decisions:
+        d = decision.model_copy(update={"info_state": None})
+        after = step(state, d)
+        yield state, after, decision
+        state = after
+    if _comparable(state) != _comparable(latest):
+        raise ReplayMismatch(
+            f"replaying {len(decisions)} stored decisions of game {latest.game_id} does not "
+            "reproduce its stored state (was it played by another engine version?)"
+        )
+
+
+def _comparable(state: GameState) -> str:
+    return state.model_dump_json()

@@ -1,0 +1,42 @@
+"""Start the web app with uvicorn (`gtsteer werewolf serve`)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from pathlib import Path
+
+from gtsteer.llm import LLM
+from gtsteer.werewolf.web.app import create_app
+from gtsteer.werewolf.web.manager import GameManager
+
+NO_AUTH_WARNING = (
+    "WARNING: binding to {host}, which is not a loopback address. The werewolf server has no "
+    "user accounts: anyone who can reach this port can create and watch games, spend the "
+    "configured models' API credit, and open god views of bot-only games. Only seat tokens "
+    "protect a human player's seat."
+)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a hostname other than localhost may resolve anywhere
+
+
+def build_app(db: str | Path, models: list[str],
+              llm_factory: Callable[[str], LLM] | None = None):
+    return create_app(GameManager(db, models, llm_factory=llm_factory))
+
+
+def serve(host: str, port: int, db: str | Path, models: list[str],
+          warn: Callable[[str], None] = print) -> None:
+    import uvicorn
+
+    if not is_loopback(host):
+        warn(NO_AUTH_WARNING.format(host=host))
+    uvicorn.run(build_app(db, models), host=host, port=port, log_level="info",
+                timeout_graceful_shutdown=5)
