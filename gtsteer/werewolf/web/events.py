@@ -66,7 +66,7 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
         })
         if a.verb == "abduct" and a.target and not a.blocked:
             out.append({"type": "notice", "audience": [a.target], "night": a.night,
-                        "text": abduction_notice(a.night, a.target)})
+                        "player": a.target, "text": abduction_notice(a.night, a.target)})
     for s in after.summaries[len(before.summaries):]:
         out.append({"type": "notes", "audience": "god", "day": s.day, "bot": s.bot,
                     "notes": s.notes.model_dump(), "fallback": s.fallback})

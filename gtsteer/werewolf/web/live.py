@@ -101,29 +101,31 @@ class LiveGame:
 
     # ---- views -------------------------------------------------------------------------------
 
-    def info(self) -> Event:
+    def info(self, viewer: Viewer) -> Event:
         s = self.state
-        want = pending(s)
-        human_turn = want is not None and want.actor is not None and s.player(want.actor).human
+        turn = turn_view(s, viewer, pending(s))
+        # Only from the viewer's own turn view: at night, "a human is acting" would tell a
+        # spectator that the human holds a night role.
+        human_turn = bool(turn and turn.get("human"))
         return {
             "id": s.game_id, "scene": s.scene, "day": s.day, "phase": s.phase,
             "winner": s.winner, "end_reason": s.end_reason, "over": s.over,
             "config": s.config.model_dump(), "human_game": self.human_game,
-            "managed": self.managed, "paused": self.paused, "error": self.error,
+            "managed": self.managed, "paused": self.paused, "halted": self.error,
             "waiting_for_human": human_turn,
         }
 
     def turn_event(self, viewer: Viewer) -> Event:
         return {"type": "turn", "turn": turn_view(self.state, viewer, pending(self.state)),
                 "day": self.state.day, "phase": self.state.phase, "paused": self.paused,
-                "thinking": self.thinking and not self.state.over, "error": self.error}
+                "thinking": self.thinking and not self.state.over, "halted": self.error}
 
     def snapshot(self, viewer: Viewer) -> Event:
         with self.cond:
             return self._snapshot(viewer)
 
     def _snapshot(self, viewer: Viewer) -> Event:
-        return {"game": self.info(), "players": players_view(self.state, viewer),
+        return {"game": self.info(viewer), "players": players_view(self.state, viewer),
                 "me": me_view(self.state, viewer), "feed": for_viewer(self.log, viewer),
                 "turn": self.turn_event(viewer)}
 

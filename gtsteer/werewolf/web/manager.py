@@ -254,7 +254,7 @@ class GameManager:
         decisions = [e for e in feed if e["type"] == "decision"]
         for d in decisions:
             d["llm_calls"] = calls.get(d["step"], 0)
-        return {"game": game.info(), "players": players_view(state, GOD), "feed": feed,
+        return {"game": game.info(GOD), "players": players_view(state, GOD), "feed": feed,
                 "decisions": decisions, "setup_calls": calls.get(0, 0)}
 
     def calls(self, game_id: str, step: int) -> list[Event]:
@@ -276,7 +276,7 @@ class GameManager:
         except ReplayMismatch as exc:
             raise WebError(409, str(exc)) from exc
         start = initial_state(latest)
-        return {"game": game.info(), "players": players_view(start, GOD), "steps": steps}
+        return {"game": game.info(GOD), "players": players_view(start, GOD), "steps": steps}
 
     @staticmethod
     def rules_text() -> str:

@@ -166,7 +166,7 @@ class TableView {
         this.day = e.day;
         this.phase = e.phase;
         this.game.paused = e.paused;
-        this.game.error = e.error;
+        this.game.halted = e.halted;
         this.thinking = e.thinking;
         break;
       default:
@@ -227,7 +227,7 @@ class TableView {
     const t = this.turn;
     if (!this.game) return "";
     if (this.game.over) return `The ${this.game.winner} won.`;
-    if (this.game.error) return `Stopped: ${this.game.error}`;
+    if (this.game.halted) return `Stopped: ${this.game.halted}`;
     if (this.game.paused) return "Paused.";
     if (!t) return "";
     if (t.yours) return "Your turn!";

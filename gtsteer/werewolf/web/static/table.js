@@ -62,7 +62,7 @@ function refreshSide() {
   if (!controls.hidden) {
     document.getElementById("pause").disabled = view.game.paused || view.game.over;
     document.getElementById("step").disabled = !view.game.paused || view.game.over;
-    document.getElementById("resume").disabled = !view.game.paused && !view.game.error;
+    document.getElementById("resume").disabled = !view.game.paused && !view.game.halted;
   }
   renderRoleCard();
   renderAction();
