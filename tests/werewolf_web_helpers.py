@@ -13,13 +13,12 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import httpx
-import uvicorn
 
 from gtsteer.llm import LLM, FakeBackend, GenerationRequest, RawCompletion
-from gtsteer.werewolf.web import build_app
+from gtsteer.werewolf.web.server import ThreadedServer
 
 NONCE_RE = re.compile(r"zq\d{5}x")
 _counter = itertools.count(1)
@@ -63,32 +62,11 @@ def canary_llm(model: str) -> LLM:
     return LLM(model, backend=CanaryBackend(model))
 
 
-class LiveServer:
-    """The web app under uvicorn on a free loopback port, in a thread."""
+class LiveServer(ThreadedServer):
+    """The web app on a free loopback port (fake model unless told otherwise)."""
 
     def __init__(self, db: Path, models: list[str] | None = None, llm_factory=None):
-        self.app = build_app(db, models or ["fake"], llm_factory=llm_factory)
-        self.manager = self.app.state.manager
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                timeout_graceful_shutdown=2)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = ""
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        deadline = time.time() + 20
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the web server did not start")
-            time.sleep(0.02)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
+        super().__init__(db, models or ["fake"], llm_factory=llm_factory)
 
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, **kwargs)

@@ -12,6 +12,7 @@ function el(tag, attrs, ...children) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "class") node.className = v;
     else if (k === "text") node.textContent = v;
+    else if (k === "style") node.style.cssText = v;  // CSSOM: allowed by the page's CSP
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : v);
   }
@@ -84,6 +85,7 @@ class TableView {
     this.day = snap.game.day;
     this.phase = snap.game.phase;
     this.turn = snap.turn ? snap.turn.turn : null;
+    this.turnSeq = (this.turnSeq || 0) + 1;
     this.render();
     this.scroll();
   }
@@ -163,6 +165,7 @@ class TableView {
       }
       case "turn":
         this.turn = e.turn;
+        this.turnSeq = (this.turnSeq || 0) + 1;  // tells a new turn from the one answered
         this.day = e.day;
         this.phase = e.phase;
         this.game.paused = e.paused;

@@ -32,7 +32,7 @@ async function load() {
   $("replaylink").hidden = !g.game.over;
   $("phase").textContent = g.game.over ? `👁 God view · the ${g.game.winner} won` : `👁 God view · day ${g.game.day}, ${g.game.phase}`;
   $("roles").querySelector("tbody").replaceChildren(...g.players.map((p) => el("tr", {},
-    el("td", {}, el("div", { style: "display:flex;gap:.5rem;align-items:center" }, avatar(p.name), el("b", { text: p.name + (p.human ? " (human)" : "") }))),
+    el("td", {}, el("div", { class: "namecell" }, avatar(p.name), el("b", { text: p.name + (p.human ? " (human)" : "") }))),
     el("td", {}, roleTag(p.role)),
     el("td", { text: p.human ? "—" : p.playstyle }),
     el("td", { text: p.human ? "—" : p.model }),
@@ -48,7 +48,7 @@ async function load() {
   }));
   const nights = g.feed.filter((e) => e.type === "night_action");
   $("nights").replaceChildren(...(nights.length ? nights.map((e) =>
-    el("div", { class: "event night", style: "text-align:left" }, `🌙 ${e.text}`, e.reason ? el("span", { class: "muted", text: ` — “${e.reason}”` }) : null))
+    el("div", { class: "event night night-line" }, `🌙 ${e.text}`, e.reason ? el("span", { class: "muted", text: ` — “${e.reason}”` }) : null))
     : [el("span", { class: "muted", text: "No night yet." })]));
 }
 

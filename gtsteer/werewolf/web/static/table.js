@@ -84,26 +84,40 @@ function renderRoleCard() {
 }
 
 let drafted = "";
+let lastError = null;
+function showError(e) {
+  lastError = e.message;
+  const box = document.querySelector("#action .error-box");
+  if (box) { box.hidden = false; box.textContent = lastError; }
+}
+let answeredSeq = -1;
 function renderAction() {
   const box = document.getElementById("action");
   const t = view.turn;
-  if (!view.me || !t || !t.yours || view.game.over) {
+  if (!view.me || !t || !t.yours || view.game.over || view.turnSeq === answeredSeq) {
     box.hidden = true;
     box.classList.remove("yourturn");
     box.dataset.kind = "";
+    box.dataset.key = "";
     return;
   }
-  const key = `${view.day}:${view.phase}:${t.kind}:${t.verb}:${view.feed.childElementCount}`;
+  const key = String(view.turnSeq);
   if (box.dataset.key === key && !box.hidden) return;
+  const seq = view.turnSeq;
   box.dataset.key = key;
   box.dataset.kind = t.kind;
   box.hidden = false;
   box.classList.add("yourturn");
   const err = el("div", { class: "error-box", hidden: true });
-  const fail = (e) => { err.hidden = false; err.textContent = e.message; };
-  const send = (body) => api(`/api/games/${gameId}/act`, { method: "POST", body }).then(() => {
-    box.hidden = true; drafted = "";
-  }).catch(fail);
+  const send = (body) => {
+    answeredSeq = seq;  // this turn is answered; the next turn event may be ours again
+    const keep = drafted;
+    drafted = "";
+    renderAction();
+    return api(`/api/games/${gameId}/act`, { method: "POST", body }).catch((e) => {
+      answeredSeq = -1; drafted = keep; box.dataset.key = ""; renderAction(); showError(e);
+    });
+  };
   if (t.kind === "speak" || t.kind === "pack_chat") {
     const pack = t.kind === "pack_chat";
     const area = el("textarea", { id: "say", maxlength: "400", placeholder: pack ? "Whisper to your pack…" : "Say something to the village…" });
