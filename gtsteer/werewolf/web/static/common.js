@@ -183,6 +183,7 @@ class TableView {
 
   scroll() {
     this.feed.scrollTop = this.feed.scrollHeight;
+    requestAnimationFrame(() => { this.feed.scrollTop = this.feed.scrollHeight; });  // after layout
   }
 
   render() {
