@@ -70,7 +70,7 @@ def play_until_day_two(c: httpx.Client, gid: str, token: str) -> str | None:
         if snap["game"]["day"] >= 2 and turn["kind"] in ("speak", "vote"):
             return turn["kind"]
         if turn["kind"] in ("speak", "pack_chat"):
-            text = ("Finn has been too quiet, let's take him." if turn["kind"] == "pack_chat"
+            text = ("The quiet one goes tonight; nobody will miss the clues." if turn["kind"] == "pack_chat"
                     else next(lines, ""))
             body = {"kind": turn["kind"], "text": text}
         else:
