@@ -98,9 +98,8 @@ def test_games_survive_a_restart(tmp_path):
         r = c.post(f"/api/games/{human}/act", headers={"X-Seat-Token": token},
                    json={"kind": "speak", "text": said})
         assert r.status_code == 200, r.text
-        paused = srv.manager.live(bots)
-        wait_for(lambda: not paused.thinking)  # a pause lets the step in flight finish
-        paused_at = paused.state.step
+
+    paused_at = GameStore(db).load(bots).step  # a pause lets the step in flight finish
     # A new server on the same database picks both games up where they were.
     with LiveServer(db) as srv, srv.client() as c:
         game = srv.manager.live(bots)

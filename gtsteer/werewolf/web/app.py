@@ -26,7 +26,7 @@ from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.web.events import GOD, PUBLIC, Viewer
 from gtsteer.werewolf.web.live import LiveGame, WebError, stream_payload
-from gtsteer.werewolf.web.manager import GameManager, rule_options
+from gtsteer.werewolf.web.manager import GameManager, rule_options, scaled_discussion
 from gtsteer.werewolf.web.schemas import Act, Control, CreateGame, JoinSeat
 
 HERE = Path(__file__).parent
@@ -139,6 +139,7 @@ def create_app(manager: GameManager) -> FastAPI:
         return {"models": manager.models, "default_model": manager.models[0],
                 "rules": rule_options(), "rules_text": manager.rules_text(),
                 "playstyles": list(PLAYSTYLES), "min_players": MIN_PLAYERS,
+                "scaled_discussion": scaled_discussion(),
                 "max_players": MAX_PLAYERS}
 
     @app.get("/api/games")

@@ -60,13 +60,13 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
         out.append({
             "type": "night_action", "audience": list(a.observers), "night": a.night,
             "actor": a.actor, "verb": a.verb, "target": a.target, "result": a.result,
-            "blocked": a.blocked, "text": action_line(a),
+            "blocked": a.blocked, "failed": getattr(a, "failed", False), "text": action_line(a),
             "secret": {"role": a.role.value, "reason": a.reason, "fallback": a.fallback,
                        "error": a.error},
         })
-        if a.verb == "abduct" and a.target and not a.blocked:
-            out.append({"type": "notice", "audience": [a.target], "night": a.night,
-                        "player": a.target, "text": abduction_notice(a.night, a.target)})
+        for name in notified(a):
+            out.append({"type": "notice", "audience": [name], "night": a.night,
+                        "player": name, "text": abduction_notice(a.night, name)})
     for s in after.summaries[len(before.summaries):]:
         out.append({"type": "notes", "audience": "god", "day": s.day, "bot": s.bot,
                     "notes": s.notes.model_dump(), "fallback": s.fallback})
@@ -75,8 +75,10 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
                     "eliminated": r.eliminated, "role": r.role.value if r.role else None,
                     "tie": r.tie})
     for r in after.night_results[len(before.night_results):]:
+        deaths = night_deaths(r)
         out.append({"type": "night_result", "audience": "all", "night": r.night,
-                    "killed": r.killed, "role": r.role.value if r.role else None})
+                    "deaths": [{"name": d["name"], "role": d["role"]} for d in deaths],
+                    "secret": {"causes": {d["name"]: d.get("cause") for d in deaths}}})
     alive_before = set(before.living())
     for p in after.players:
         if p.name in alive_before and not p.alive:
@@ -93,6 +95,22 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
                     "end_reason": after.end_reason,
                     "roles": {p.name: p.role.value for p in after.players}})
     return out
+
+
+def notified(a: Any) -> list[str]:
+    """Who learns only that a night action happened to them (the abductee)."""
+    if hasattr(a, "notified"):  # engines that record it on the action
+        return list(a.notified)
+    return [a.target] if a.verb == "abduct" and a.target and not a.blocked else []
+
+
+def night_deaths(r: Any) -> list[Event]:
+    """A night's deaths as dicts (one killed player, or a list of deaths with causes)."""
+    if hasattr(r, "deaths"):
+        return [{"name": d.name, "role": d.role.value, "cause": d.cause} for d in r.deaths]
+    if r.killed:
+        return [{"name": r.killed, "role": r.role.value, "cause": "werewolves"}]
+    return []
 
 
 def visible(event: Event, viewer: Viewer) -> bool:
@@ -169,6 +187,22 @@ def turn_view(state: GameState, viewer: Viewer, want: Any) -> Event | None:
             return {"kind": "night", "actor": None, "verb": None, "yours": False,
                     "legal_targets": []}
     actor_human = want.actor is not None and state.player(want.actor).human
-    return {"kind": want.kind, "actor": want.actor, "verb": want.verb, "yours": yours,
-            "human": actor_human,
-            "legal_targets": list(want.legal_targets) if (yours or viewer.god) else []}
+    out: Event = {"kind": want.kind, "actor": want.actor, "verb": want.verb, "yours": yours,
+                  "human": actor_human,
+                  "legal_targets": list(want.legal_targets) if (yours or viewer.god) else []}
+    if yours or viewer.god:
+        out["actions"] = available_actions(want)
+    if getattr(want, "turn", None) is not None:  # the discussion's turn count is public
+        out.update(turn=want.turn, turns_total=getattr(want, "turns_total", None))
+    return out
+
+
+def available_actions(want: Any) -> dict[str, list[str]]:
+    """Night choices: each available action with its legal targets (one, or several when the
+    engine offers e.g. the doctor's one-time kill beside the protection)."""
+    actions = getattr(want, "actions", None)
+    if actions:
+        return {k: list(v) for k, v in actions.items()}
+    if want.kind == "night" and want.verb:
+        return {want.verb: list(want.legal_targets)}
+    return {}

@@ -26,6 +26,7 @@ from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.events import (
     Event,
     Viewer,
+    available_actions,
     for_viewer,
     me_view,
     players_view,
@@ -178,11 +179,22 @@ class LiveGame:
                 raise WebError(409, "it is not your turn")
             if act.kind != want.kind:
                 raise WebError(409, f"your turn asks for a {want.kind}, not a {act.kind}")
-            if act.kind in ("vote", "night") and act.target not in want.legal_targets:
-                raise WebError(422, f"target {act.target!r} is not one of "
-                               f"{want.legal_targets}")
+            extra: dict = {}
+            legal = want.legal_targets
+            if act.kind == "night":
+                actions = available_actions(want)
+                action = act.action or want.verb
+                if action not in actions:
+                    raise WebError(422, f"action {action!r} is not one of {sorted(actions)}")
+                legal = actions[action]
+                if action != want.verb:
+                    if "action" not in Decision.model_fields:
+                        raise WebError(422, "this engine offers no choice of night action")
+                    extra["action"] = action
+            if act.kind in ("vote", "night") and act.target not in legal:
+                raise WebError(422, f"target {act.target!r} is not one of {legal}")
             decision = Decision(kind=want.kind, actor=seat, text=act.text, target=act.target,
-                                reason="(human)" if act.target else "")
+                                reason="(human)" if act.target else "", **extra)
             try:
                 self._apply(s, decision, [])
             except IllegalDecision as exc:  # the checks above should make this unreachable
@@ -244,7 +256,13 @@ class LiveGame:
             with self.cond:
                 self.thinking = False
                 if self.state is before:
-                    self._apply(before, decision, records)
+                    try:
+                        self._apply(before, decision, records)
+                    except Exception as exc:  # stop this game, keep the server
+                        log.exception("game %s: step %s failed", self.game_id, before.step + 1)
+                        self.error = f"a step failed ({type(exc).__name__}); see the log"
+                        self._publish([])
+                        return
                 if self.step_delay_s and not self.state.over:
                     self.cond.wait(self.step_delay_s)
 

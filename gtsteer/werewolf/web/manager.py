@@ -41,6 +41,11 @@ def rule_options() -> dict[str, dict[str, Any]]:
     return out
 
 
+def scaled_discussion() -> bool:
+    """Whether the engine can scale the discussion itself (max_messages_per_day=None)."""
+    return GameConfig.model_fields["max_messages_per_day"].default is None
+
+
 class GameManager:
     def __init__(self, db_path: str | Path, models: list[str],
                  llm_factory: Callable[[str], LLM] | None = None):
@@ -153,6 +158,8 @@ class GameManager:
         for m in dict.fromkeys(models):
             self.check_model(m)
         rules = self._rules(req.rules)
+        if req.max_messages_per_day is None and not scaled_discussion():
+            raise WebError(422, "max_messages_per_day: this engine needs a number of turns")
         seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
         pool = self.pool()
         records: list[CallRecord] = []

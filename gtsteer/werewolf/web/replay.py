@@ -21,14 +21,14 @@ class ReplayMismatch(RuntimeError):
 
 def initial_state(latest: GameState) -> GameState:
     cfg = latest.config
-    kwargs = {
-        "seed": latest.seed, "n_wolves": cfg.n_wolves, "maniac": cfg.maniac,
-        "models": [p.model for p in latest.players],
-        "humans": [p.name for p in latest.players if p.human],
-        "max_days": cfg.max_days, "max_messages_per_day": cfg.max_messages_per_day,
-        "intro": cfg.intro, "game_id": latest.game_id, "scene": latest.scene,
-    }
     accepted = inspect.signature(new_game).parameters
+    # Every config field new_game takes by the same name (wolves, maniac, limits, rules...).
+    kwargs = {k: getattr(cfg, k) for k in type(cfg).model_fields if k in accepted}
+    kwargs.update({
+        "seed": latest.seed, "models": [p.model for p in latest.players],
+        "humans": [p.name for p in latest.players if p.human],
+        "game_id": latest.game_id, "scene": latest.scene,
+    })
     state = new_game(
         [(p.name, p.story, p.playstyle) for p in latest.players],
         **{k: v for k, v in kwargs.items() if k in accepted},

@@ -50,7 +50,8 @@ class CreateGame(Strict):
     models: list[str] | None = None
     human: str | None = None
     seed: int | None = Field(None, ge=0, le=2**31 - 1)
-    max_messages_per_day: int = Field(8, ge=1, le=40)
+    #: None: the engine's own scaling with the living players (where the engine has one).
+    max_messages_per_day: int | None = Field(8, ge=1, le=40)
     max_days: int | None = Field(None, ge=1, le=30)
     #: Seconds between bot steps, so people can follow a fast model.
     step_delay_s: float = Field(0.0, ge=0.0, le=10.0)
@@ -103,6 +104,8 @@ class Act(Strict):
     kind: Literal["speak", "pack_chat", "vote", "night"]
     text: str = Field("", max_length=MAX_LINE_CHARS)
     target: str | None = Field(None, max_length=40)
+    #: For a night turn offering several actions: which one (default: the slot's own).
+    action: Literal["abduct", "kill", "protect", "investigate"] | None = None
 
     @field_validator("text")
     @classmethod
@@ -121,6 +124,8 @@ class Act(Strict):
                 raise ValueError(f"a {self.kind} takes a target, not text")
         elif self.target is not None:
             raise ValueError(f"{self.kind} takes text, not a target")
+        if self.action is not None and self.kind != "night":
+            raise ValueError("only a night move names an action")
         return self
 
 

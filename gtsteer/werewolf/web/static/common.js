@@ -234,12 +234,13 @@ class TableView {
     if (this.game.halted) return `Stopped: ${this.game.halted}`;
     if (this.game.paused) return "Paused.";
     if (!t) return "";
-    if (t.yours) return "Your turn!";
+    if (t.yours) return t.turn && t.turns_total ? `Your turn! (turn ${t.turn} of ${t.turns_total})` : "Your turn!";
     if (t.kind === "night") return "The village sleeps… someone stirs in the dark";
     if (t.kind === "route") return "The moderator picks who speaks next";
     if (t.kind === "summary") return `${t.actor} writes private notes`;
     if (t.kind === "pack_chat") return `${t.actor} whispers to the pack`;
     const what = { speak: "is speaking", vote: "is voting" }[t.kind] || `chooses (${t.verb || t.kind})`;
-    return t.human ? `Waiting for ${t.actor}` : `${t.actor} ${what}`;
+    const count = t.turn && t.turns_total ? ` (turn ${t.turn} of ${t.turns_total})` : "";
+    return (t.human ? `Waiting for ${t.actor}` : `${t.actor} ${what}`) + count;
   }
 }

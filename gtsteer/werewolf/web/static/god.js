@@ -21,7 +21,9 @@ async function showCalls(row, d) {
   const parts = calls.map((c) => el("div", {},
     el("div", { class: "small muted", text: `${c.purpose} · ${c.model} · seed ${c.seed} · ${c.cached ? "cache hit" : "new call"} · ${c.attempts} attempt(s) · ${c.prompt_tokens}+${c.completion_tokens} tokens${c.error ? ` · error: ${c.error}` : ""}` }),
     el("h3", { class: "small", text: "Prompt" }), el("pre", { class: "prompt", text: c.prompt }),
-    el("h3", { class: "small", text: "Raw answer" }), el("pre", { class: "prompt answer", text: c.response })));
+    el("h3", { class: "small", text: "Raw answer" }), el("pre", { class: "prompt answer", text: c.response }),
+    (c.sent || []).slice(1).map((p, i) => [el("h3", { class: "small", text: `Retry ${i + 1} prompt` }),
+      el("pre", { class: "prompt", text: p })])));
   box.replaceChildren(head, meta, ...(parts.length ? parts : [el("p", { class: "muted", text: "No model call (a human's move)." })]));
 }
 

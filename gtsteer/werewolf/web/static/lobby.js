@@ -29,6 +29,7 @@ async function loadConfig() {
   $("model").replaceChildren(...config.models.map((m) => el("option", { value: m, text: m })));
   $("model").value = config.default_model;
   $("rulestext").textContent = config.rules_text;
+  if (config.scaled_discussion) $("turns").placeholder = "auto";
   const rules = Object.entries(config.rules).map(([key, r]) =>
     el("div", {}, el("label", { for: `rule-${key}`, text: `Rule: ${key}${r.help ? ` — ${r.help}` : ""}` }),
       el("select", { id: `rule-${key}`, "data-rule": key }, r.choices.map((c) => el("option", { value: c, text: c })))));
@@ -66,7 +67,8 @@ $("create").addEventListener("submit", async (ev) => {
   $("error").hidden = true;
   $("start").disabled = true;
   const n = Number($("players").value);
-  const body = { players: n, model: $("model").value, max_messages_per_day: Number($("turns").value || 8),
+  const turns = $("turns").value ? Number($("turns").value) : (config.scaled_discussion ? null : 8);
+  const body = { players: n, model: $("model").value, max_messages_per_day: turns,
     step_delay_s: Number($("pace").value || 0) };
   if ($("wolves").value) body.wolves = Number($("wolves").value);
   if ($("theme").value.trim()) body.theme = $("theme").value.trim();

@@ -83,6 +83,7 @@ function renderRoleCard() {
   kn.replaceChildren(el("h2", { text: "What you know" }), el("ul", { class: "knowledge" }, items));
 }
 
+const VERB_LABEL = { abduct: "Abduct", kill: "Kill", protect: "Protect", investigate: "Investigate" };
 let drafted = "";
 let lastError = null;
 function showError(e) {
@@ -134,11 +135,21 @@ function renderAction() {
     setTimeout(() => area.focus(), 0);
     return;
   }
-  const title = t.kind === "vote" ? "🗳 Vote to eliminate" : `🌙 Night: choose whom to ${t.verb}`;
-  box.replaceChildren(el("h2", { text: title }),
-    el("div", { class: "targets" }, t.legal_targets.map((name) =>
-      el("button", { class: "target", "data-target": name, text: name,
-        onclick: () => send({ kind: t.kind, target: name }) }))), err);
+  if (t.kind === "vote") {
+    box.replaceChildren(el("h2", { text: "🗳 Vote to eliminate" }),
+      el("div", { class: "targets" }, t.legal_targets.map((name) =>
+        el("button", { class: "target", "data-target": name, text: name,
+          onclick: () => send({ kind: "vote", target: name }) }))), err);
+    return;
+  }
+  // Night: one group of names per available action (e.g. protect, or the one-time kill).
+  const actions = Object.entries(t.actions && Object.keys(t.actions).length ? t.actions : { [t.verb]: t.legal_targets });
+  box.replaceChildren(el("h2", { text: "🌙 Night: your move" }),
+    ...actions.map(([verb, names]) => el("div", {},
+      el("div", { class: "small muted", text: `${VERB_LABEL[verb] || verb}:` }),
+      el("div", { class: "targets" }, names.map((name) =>
+        el("button", { class: `target${verb === t.verb ? "" : " danger"}`, "data-target": name, "data-action": verb, text: name,
+          onclick: () => send({ kind: "night", target: name, action: verb }) }))))), err);
 }
 
 for (const action of ["pause", "step", "resume"]) {
