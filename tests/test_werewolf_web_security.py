@@ -18,6 +18,7 @@ import time
 import pytest
 from werewolf_web_helpers import NONCE_RE, LiveServer, canary_llm, stream_in_thread, wait_for
 
+from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import GameState
@@ -247,7 +248,7 @@ def test_bad_moves_are_refused_and_change_nothing(tmp_path):
             ("POST", act, {}, {"kind": "speak", "text": "hi"}, 403),  # no token
             ("POST", act, {"X-Seat-Token": "forged"}, {"kind": "speak", "text": "hi"}, 403),
             ("POST", act, seat, {"kind": "vote", "target": "Bram"}, 409),  # wrong kind
-            ("POST", act, seat, {"kind": "speak", "text": "x" * 401}, 422),
+            ("POST", act, seat, {"kind": "speak", "text": "x" * (MAX_LINE_CHARS + 1)}, 422),
             ("POST", act, seat, {"kind": "speak", "text": "hi\x00there"}, 422),
             ("POST", act, seat, {"kind": "speak", "target": "Bram"}, 422),
             ("POST", act, seat, {"kind": "vote"}, 422),

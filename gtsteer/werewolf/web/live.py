@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gtsteer.llm import LLM
+from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.engine import IllegalDecision, pending, step
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.runner import GameRunner
@@ -113,7 +114,7 @@ class LiveGame:
             "winner": s.winner, "end_reason": s.end_reason, "over": s.over,
             "config": s.config.model_dump(), "human_game": self.human_game,
             "managed": self.managed, "paused": self.paused, "halted": self.error,
-            "waiting_for_human": human_turn,
+            "waiting_for_human": human_turn, "max_line_chars": MAX_LINE_CHARS,
         }
 
     def turn_event(self, viewer: Viewer) -> Event:

@@ -121,7 +121,7 @@ function renderAction() {
   };
   if (t.kind === "speak" || t.kind === "pack_chat") {
     const pack = t.kind === "pack_chat";
-    const area = el("textarea", { id: "say", maxlength: "400", placeholder: pack ? "Whisper to your pack…" : "Say something to the village…" });
+    const area = el("textarea", { id: "say", maxlength: String(view.game.max_line_chars || 400), placeholder: pack ? "Whisper to your pack…" : "Say something to the village…" });
     area.value = drafted;
     area.addEventListener("input", () => { drafted = area.value; });
     area.addEventListener("keydown", (ev) => {
