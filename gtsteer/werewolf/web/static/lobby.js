@@ -29,7 +29,10 @@ async function loadConfig() {
   $("model").replaceChildren(...config.models.map((m) => el("option", { value: m, text: m })));
   $("model").value = config.default_model;
   $("rulestext").textContent = config.rules_text;
-  if (config.scaled_discussion) $("turns").placeholder = "auto";
+  if (config.scaled_discussion) {  // the engine scales the talk with the living players
+    $("turns").value = "";
+    $("turns").placeholder = "auto";
+  }
   const rules = Object.entries(config.rules).map(([key, r]) =>
     el("div", {}, el("label", { for: `rule-${key}`, text: `Rule: ${key}${r.help ? ` — ${r.help}` : ""}` }),
       el("select", { id: `rule-${key}`, "data-rule": key }, r.choices.map((c) => el("option", { value: c, text: c })))));
