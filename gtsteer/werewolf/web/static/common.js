@@ -150,7 +150,7 @@ class TableView {
         this.day = e.day;
         this.phase = e.phase;
         if (e.phase === "night") this.divider(`Night ${e.day}`);
-        else if (e.phase === "summary" || e.phase === "discussion") this.divider(`Day ${e.day}`);
+        else if (e.phase === "discussion") this.divider(`Day ${e.day}`);  // notes may come first
         break;
       case "over": {
         for (const [name, role] of Object.entries(e.roles)) {
