@@ -122,6 +122,7 @@ def main() -> None:
                 page.wait_for_selector("#decisions tbody tr")
                 page.locator("#decisions tbody tr", has_text="vote").first.click()
                 page.wait_for_selector("pre.prompt")
+                page.evaluate("window.scrollTo(0, 0)")
                 page.screenshot(path=str(out / "web_god.png"))
 
                 page.goto(f"{srv.url}/games/{bots}/replay")

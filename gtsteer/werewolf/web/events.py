@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.state import Decision, GameState, NightResult, Pending
 
 Event = dict[str, Any]
 
@@ -60,11 +60,11 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
         out.append({
             "type": "night_action", "audience": list(a.observers), "night": a.night,
             "actor": a.actor, "verb": a.verb, "target": a.target, "result": a.result,
-            "blocked": a.blocked, "failed": getattr(a, "failed", False), "text": action_line(a),
+            "blocked": a.blocked, "failed": a.failed, "text": action_line(a),
             "secret": {"role": a.role.value, "reason": a.reason, "fallback": a.fallback,
                        "error": a.error},
         })
-        for name in notified(a):
+        for name in a.notified:  # the abductee learns only that it happened to them
             out.append({"type": "notice", "audience": [name], "night": a.night,
                         "player": name, "text": abduction_notice(a.night, name)})
     for s in after.summaries[len(before.summaries):]:
@@ -97,20 +97,8 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
     return out
 
 
-def notified(a: Any) -> list[str]:
-    """Who learns only that a night action happened to them (the abductee)."""
-    if hasattr(a, "notified"):  # engines that record it on the action
-        return list(a.notified)
-    return [a.target] if a.verb == "abduct" and a.target and not a.blocked else []
-
-
-def night_deaths(r: Any) -> list[Event]:
-    """A night's deaths as dicts (one killed player, or a list of deaths with causes)."""
-    if hasattr(r, "deaths"):
-        return [{"name": d.name, "role": d.role.value, "cause": d.cause} for d in r.deaths]
-    if r.killed:
-        return [{"name": r.killed, "role": r.role.value, "cause": "werewolves"}]
-    return []
+def night_deaths(r: NightResult) -> list[Event]:
+    return [{"name": d.name, "role": d.role.value, "cause": d.cause} for d in r.deaths]
 
 
 def visible(event: Event, viewer: Viewer) -> bool:
@@ -174,7 +162,7 @@ def me_view(state: GameState, viewer: Viewer) -> Event | None:
             "pack": pack}
 
 
-def turn_view(state: GameState, viewer: Viewer, want: Any) -> Event | None:
+def turn_view(state: GameState, viewer: Viewer, want: Pending | None) -> Event | None:
     """Whose turn it is, as far as this viewer may know (never a night actor it cannot see)."""
     if want is None:
         return None
@@ -192,17 +180,16 @@ def turn_view(state: GameState, viewer: Viewer, want: Any) -> Event | None:
                   "legal_targets": list(want.legal_targets) if (yours or viewer.god) else []}
     if yours or viewer.god:
         out["actions"] = available_actions(want)
-    if getattr(want, "turn", None) is not None:  # the discussion's turn count is public
-        out.update(turn=want.turn, turns_total=getattr(want, "turns_total", None))
+    if want.turn is not None:  # the discussion's turn count is public
+        out.update(turn=want.turn, turns_total=want.turns_total)
     return out
 
 
-def available_actions(want: Any) -> dict[str, list[str]]:
-    """Night choices: each available action with its legal targets (one, or several when the
-    engine offers e.g. the doctor's one-time kill beside the protection)."""
-    actions = getattr(want, "actions", None)
-    if actions:
-        return {k: list(v) for k, v in actions.items()}
+def available_actions(want: Pending) -> dict[str, list[str]]:
+    """Night choices: each available action with its legal targets (the slot's own, plus e.g.
+    the doctor's one-time kill under the reference rules)."""
+    if want.actions:
+        return {k: list(v) for k, v in want.actions.items()}
     if want.kind == "night" and want.verb:
         return {want.verb: list(want.legal_targets)}
     return {}
