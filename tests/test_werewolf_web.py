@@ -168,3 +168,23 @@ def test_non_loopback_bind_warns(tmp_path, monkeypatch):
     assert ran[0]["host"] == "0.0.0.0" and "no user accounts" in warnings[0]
     web_server.serve("127.0.0.1", 8123, tmp_path / "a.sqlite", ["fake"], warn=warnings.append)
     assert len(warnings) == 1
+
+
+def test_a_broken_stored_game_does_not_stop_the_server(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "web.sqlite"
+    with LiveServer(db) as srv, srv.client() as c:
+        good = create(c, players=5, seed=1, step_delay_s=0.05)
+        c.post(f"/api/games/{good}/control", json={"action": "pause"})
+        bad = create(c, players=5, seed=2, step_delay_s=0.05)
+        c.post(f"/api/games/{bad}/control", json={"action": "pause"})
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE games SET state=? WHERE id=?", ('{"game_id": "x", "nonsense": 1}', bad))
+    conn.commit()
+    conn.close()
+    with LiveServer(db) as srv, srv.client() as c:  # starts, and resumes the good game
+        assert srv.manager.live(good).paused
+        assert [g["id"] for g in c.get("/api/games").json()] == [good]
+        r = c.get(f"/api/games/{bad}/state")
+        assert r.status_code == 409 and "cannot be read" in r.json()["error"]

@@ -98,7 +98,8 @@ class GameManager:
         for game_id in self.webdb.games():
             try:
                 live = self.live(game_id)
-            except GameNotFound:
+            except WebError as exc:  # deleted or unreadable: the others still resume
+                log.warning("not resuming %s: %s", game_id, exc.message)
                 continue
             if not live.state.over:
                 log.info("resuming game %s at step %s", game_id, live.state.step)
@@ -121,6 +122,8 @@ class GameManager:
                 state = self.store().load(game_id)
             except GameNotFound as exc:
                 raise WebError(404, str(exc)) from exc
+            except ValueError as exc:  # stored by an engine whose snapshots this one refuses
+                raise WebError(409, f"game {game_id} cannot be read: {exc}") from exc
             meta = self.webdb.game(game_id)
             game = LiveGame(state, self._history(state), store=self.store, webdb=self.webdb,
                             pool=self.pool(), managed=meta is not None,
@@ -230,7 +233,11 @@ class GameManager:
         for game_id, _status, _winner, _step in reversed(self.store().games()):
             with self.lock:
                 live = self.games.get(game_id)
-            state = live.state if live else self.store().load(game_id)
+            try:
+                state = live.state if live else self.store().load(game_id)
+            except ValueError as exc:  # a snapshot this engine cannot read: list, don't fail
+                log.warning("game %s: %s", game_id, exc)
+                continue
             calls, tokens = usage.get(game_id, (0, 0))
             meta = web.get(game_id)
             out.append({
