@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from gtsteer.cli.eval import eval_app
 from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.llm import llm_app
 from gtsteer.cli.solve import register as register_solve
@@ -19,3 +20,4 @@ app.add_typer(llm_app, name="llm")
 register_solve(app)
 register_imitate(app)
 app.add_typer(werewolf_app, name="werewolf")
+app.add_typer(eval_app, name="eval")
