@@ -88,6 +88,9 @@ class DomainSpec(_Strict):
     actions: dict[str, list[str]] = Field(min_length=1)
     #: How a chosen value is said to the model, per key ("{name} speaks in a {value} tone.").
     instruction_templates: dict[str, str] = Field(default_factory=dict)
+    #: Optional one-line definitions of instruction values, per key (`any` excluded); the
+    #: steering classifier of `gtsteer eval steering` is scored with and without them.
+    instruction_definitions: dict[str, dict[str, str]] = Field(default_factory=dict)
     #: Private-information keys with example values (sampled when no generator is named).
     private_info: dict[str, list[str]] = Field(default_factory=dict)
     #: Name of a registered private-information generator (domains with structured info).
@@ -152,6 +155,7 @@ class DomainSpec(_Strict):
         unknown = sorted(set(self.instruction_templates) - set(self.actions))
         if unknown:
             raise ValueError(f"instruction_templates names unknown action keys {unknown}")
+        self._check_definitions()
         if len(set(self.names)) < len(self.players):
             raise ValueError("`names` needs at least one distinct name per player")
         if self.opening is not None and self.opening_speaker >= len(self.players):
@@ -161,6 +165,23 @@ class DomainSpec(_Strict):
             if empty:
                 raise ValueError(f"private_info keys without examples: {empty}")
         return self
+
+    def _check_definitions(self) -> None:
+        for key, defs in self.instruction_definitions.items():
+            where = f"instruction_definitions.{key}"
+            if key not in self.actions:
+                raise ValueError(f"{where}: `{key}` is not an action key {self.action_keys}")
+            wanted = [v for v in self.actions[key] if v != ANY]
+            unknown = sorted(set(defs) - set(wanted))
+            if unknown:
+                raise ValueError(f"{where}: defines {unknown}, which are not values of `{key}`"
+                                 f" other than `{ANY}` ({wanted})")
+            missing = [v for v in wanted if v not in defs]
+            if missing:
+                raise ValueError(f"{where}: no definition for {missing}")
+            empty = [v for v, text in defs.items() if not text.strip()]
+            if empty:
+                raise ValueError(f"{where}: empty definition for {empty}")
 
     # ---- derived ------------------------------------------------------------------------
 

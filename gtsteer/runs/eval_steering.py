@@ -1,0 +1,411 @@
+"""`gtsteer eval steering`: does the model say what its instruction asks it to say?
+
+For every value of every action key, K messages are generated exactly as the game plays them:
+the binding's own message prompt, sampling seeds and cleaning, at the first decision of the
+game. Sample j is chance outcome j mod S of instance j div S (S = `num_llm_seeds`), i.e. the
+root messages that `gtsteer solve --games ceil(K/S)` expands, so the two share cache entries.
+K unguided (`any`) messages give the base rate of each value.
+
+Each message is classified by argmax_z P(z | message) over the key's values, asked of the
+classifier model through `LLM.choose` (log-likelihoods on embedded models), once without and
+once with the config's `instruction_definitions` in the prompt (the paper's Table 2 compares
+the two). Accuracy per instruction comes with a 95% Wilson interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Sequence
+from pathlib import Path
+from typing import Self, TypeVar
+
+from pydantic import BaseModel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from scipy import stats
+
+from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.llm import LLM, run_sync
+from gtsteer.runs.output import save_png, write_json
+
+T = TypeVar("T")
+SCHEMA_VERSION = 1
+PLAIN, DEFINED = "plain", "definitions"
+VARIANTS = (PLAIN, DEFINED)
+#: Largest --samples accepted: each sample is one generation per instruction value.
+MAX_SAMPLES = 1000
+
+
+class Accuracy(BaseModel):
+    """`correct` of `n` with a two-sided 95% Wilson interval."""
+
+    correct: int
+    n: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+
+class InstructionRow(BaseModel):
+    key: str
+    value: str
+    accuracy: Accuracy
+    #: Fraction of unguided (`any`) messages classified as this value: what steering must beat.
+    base_rate: float
+
+
+class Confusion(BaseModel):
+    """counts[i][j]: messages instructed `rows[i]` (last row: unguided) classified `columns[j]`."""
+
+    key: str
+    rows: list[str]
+    columns: list[str]
+    counts: list[list[int]]
+
+
+class ClassifierRun(BaseModel):
+    variant: str  # "plain" (no definitions) or "definitions"
+    keys: list[str]  # action keys this run classified
+    per_instruction: list[InstructionRow]
+    aggregate: Accuracy  # over every instructed (non-`any`) message of `keys`
+    chance: float  # accuracy of a uniform guess, averaged over the instructed messages
+    confusion: list[Confusion]
+    png: list[str]  # confusion-matrix images, relative to the report's folder
+
+
+class SteeringSample(BaseModel):
+    key: str
+    instructed: str  # a value of `key`, or "any"
+    instruction: str  # the game's action label
+    instance: int
+    outcome: int
+    speaker: str
+    message: str
+    predicted: dict[str, str]  # variant -> predicted value
+    scores: dict[str, dict[str, float]]  # variant -> option -> classifier score
+
+
+class LLMCalls(BaseModel):
+    requests: int
+    cache_hits: int
+    new_calls: int
+
+
+class SteeringReport(BaseModel):
+    """`DIR/steering.json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    config: str
+    domain: str
+    model: str
+    classifier_model: str
+    samples_per_instruction: int
+    seed: int
+    speaker_role: str
+    runs: list[ClassifierRun]
+    #: Why a variant or key was not measured (e.g. no definitions in the config).
+    skipped: list[str]
+    samples: list[SteeringSample]
+    llm_calls: LLMCalls
+
+    def run(self, variant: str) -> ClassifierRun | None:
+        return next((r for r in self.runs if r.variant == variant), None)
+
+
+# ---- prompts --------------------------------------------------------------------------------
+
+
+def options_of(spec: DomainSpec, key: str) -> list[str]:
+    return [v for v in spec.actions[key] if v != ANY]
+
+
+def instruction_label(spec: DomainSpec, key: str, value: str) -> str:
+    """The game's action label with `key` set to `value` and every other key to `any`."""
+    if len(spec.actions) == 1:
+        return value
+    return "|".join(f"{k}={value if k == key else ANY}" for k in spec.actions)
+
+
+def classifier_prompt(
+    spec: DomainSpec, key: str, speaker: str, message: str, definitions: bool
+) -> str:
+    """Which value of `key` the message shows; the options are scored as its continuation."""
+    options = options_of(spec, key)
+    lines = [
+        f'Message from {speaker}: "{message}"',
+        "",
+        f"Which {key} does this message show? The choices are: {', '.join(options)}.",
+    ]
+    if definitions:
+        lines.append("What each choice means:")
+        defs = spec.instruction_definitions[key]
+        lines += [f"- {value}: {defs[value]}" for value in options]
+    lines += ["Answer with one of the choices.", f"The {key} is:"]
+    return "\n".join(lines)
+
+
+# ---- measurement ----------------------------------------------------------------------------
+
+
+class _Bar:
+    """One rich progress display (a bar per phase) for the whole measurement, or nothing."""
+
+    def __init__(self, enabled: bool):
+        columns = (
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        self.progress = Progress(*columns) if enabled else None
+
+    def __enter__(self) -> Self:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    async def gather(self, label: str, jobs: Sequence[Awaitable[T]]) -> list[T]:
+        progress = self.progress
+        if progress is None:
+            return list(await asyncio.gather(*jobs))
+        task = progress.add_task(label, total=len(jobs))
+
+        async def tracked(job: Awaitable[T]) -> T:
+            try:
+                return await job
+            finally:
+                progress.advance(task)
+
+        return list(await asyncio.gather(*(tracked(j) for j in jobs)))
+
+
+def _check(samples: int) -> None:
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise ValueError(f"samples: must be between 1 and {MAX_SAMPLES}, got {samples}")
+
+
+async def _generate(
+    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: _Bar
+) -> tuple[list[SteeringSample], int]:
+    """K messages per (key, value) plus K unguided ones at the game's first decision; also
+    returns the index of the player who speaks there."""
+    per_seed = spec.num_llm_seeds
+    games = [
+        make_game(spec, make_instance(spec, index, seed), model, config=config, seed=seed)
+        for index in range(-(-samples // per_seed))
+    ]
+    speaker = games[0].first_player
+    labels = [instruction_label(spec, k, v) for k in spec.actions for v in options_of(spec, k)]
+    # The unguided label is the same whatever the key: one message serves every key.
+    labels.append(instruction_label(spec, spec.action_keys[0], ANY))
+    nodes = [(label, *divmod(j, per_seed)) for label in labels for j in range(samples)]
+
+    async def message(label: str, index: int, outcome: int) -> str:
+        game = games[index]
+        action = game.instructions(speaker).index(label)
+        return await game.amessage((action, outcome), list(game.opening_turns), speaker, label)
+
+    texts = await bar.gather("messages", [message(*node) for node in nodes])
+    text_of = dict(zip(nodes, texts, strict=True))
+    plan = [(k, v) for k in spec.actions for v in [*options_of(spec, k), ANY]]
+    out = []
+    for key, value in plan:
+        label = instruction_label(spec, key, value)
+        for j in range(samples):
+            index, outcome = divmod(j, per_seed)
+            out.append(SteeringSample(
+                key=key, instructed=value, instruction=label, instance=index, outcome=outcome,
+                speaker=games[index].instance.names[speaker],
+                message=text_of[(label, index, outcome)], predicted={}, scores={},
+            ))
+    return out, speaker
+
+
+async def _classify(
+    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: _Bar
+) -> None:
+    async def one(sample: SteeringSample, variant: str) -> None:
+        prompt = classifier_prompt(
+            spec, sample.key, sample.speaker, sample.message, variant == DEFINED
+        )
+        result = await classifier.choose(prompt, options_of(spec, sample.key), seed=0)
+        sample.predicted[variant] = result.choice
+        sample.scores[variant] = result.scores
+
+    await bar.gather("classify", [one(s, v) for s, v in todo])
+
+
+def wilson(correct: int, n: int) -> Accuracy:
+    ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return Accuracy(
+        correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
+    )
+
+
+def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> ClassifierRun:
+    """Accuracy per instruction, aggregate, chance and confusion of one classifier variant."""
+    keys = list(dict.fromkeys(s.key for s in samples if variant in s.predicted))
+    rows, confusions = [], []
+    correct = total = 0
+    chance = 0.0
+    for key in keys:
+        options = options_of(spec, key)
+        mine = [s for s in samples if s.key == key and variant in s.predicted]
+        unguided = [s for s in mine if s.instructed == ANY]
+        counts = []
+        for value in [*options, ANY]:
+            got = [s.predicted[variant] for s in mine if s.instructed == value]
+            counts.append([got.count(o) for o in options])
+            if value == ANY:
+                continue
+            hits = got.count(value)
+            correct, total = correct + hits, total + len(got)
+            chance += len(got) / len(options)
+            base = sum(s.predicted[variant] == value for s in unguided) / max(1, len(unguided))
+            rows.append(
+                InstructionRow(key=key, value=value, accuracy=wilson(hits, len(got)), base_rate=base)
+            )
+        confusions.append(
+            Confusion(key=key, rows=[*options, ANY], columns=options, counts=counts)
+        )
+    return ClassifierRun(
+        variant=variant, keys=keys, per_instruction=rows, aggregate=wilson(correct, total),
+        chance=chance / total, confusion=confusions, png=[],
+    )
+
+
+async def _measure(
+    spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
+    progress: bool,
+) -> tuple[list[SteeringSample], list[str], int]:
+    with _Bar(progress) as bar:
+        return await _measure_with(spec, model, classifier, samples, seed, config, bar)
+
+
+async def _measure_with(
+    spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
+    bar: _Bar,
+) -> tuple[list[SteeringSample], list[str], int]:
+    out, speaker = await _generate(spec, model, samples, seed, config, bar)
+    skipped, todo = [], []
+    for key in spec.actions:
+        if len(options_of(spec, key)) < 2:  # one instruction: nothing to tell apart
+            skipped.append(f"`{key}`: a single instruction besides `{ANY}`, nothing to classify")
+            continue
+        todo += [(s, PLAIN) for s in out if s.key == key]
+        if key in spec.instruction_definitions:
+            todo += [(s, DEFINED) for s in out if s.key == key]
+        else:
+            skipped.append(f"{DEFINED}: the config has no instruction_definitions for `{key}`")
+    await _classify(spec, classifier, todo, bar)
+    return out, skipped, speaker
+
+
+def measure_steering(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    classifier_llm: str | LLM | None = None,
+    samples: int = 10,
+    seed: int = 0,
+    *,
+    progress: bool = True,
+) -> SteeringReport:
+    """Generate, classify and summarise; nothing is written (see `run_steering`)."""
+    _check(samples)
+    spec = load_spec(config_path)  # ConfigError before any LLM call
+    if all(len(options_of(spec, k)) < 2 for k in spec.actions):
+        raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
+                         f"`{ANY}`, so there is nothing to classify")
+    model = llm if isinstance(llm, LLM) else LLM(llm)
+    if classifier_llm is None or classifier_llm == llm:
+        classifier = model
+    else:
+        classifier = classifier_llm if isinstance(classifier_llm, LLM) else LLM(classifier_llm)
+    meters = [model] if classifier is model else [model, classifier]
+    before = [m.usage for m in meters]
+    out, skipped, speaker = run_sync(
+        _measure(spec, model, classifier, samples, seed, str(config_path), progress)
+    )
+    after = [m.usage for m in meters]
+    runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
+    return SteeringReport(
+        config=str(config_path),
+        domain=spec.name,
+        model=model.model,
+        classifier_model=classifier.model,
+        samples_per_instruction=samples,
+        seed=seed,
+        speaker_role=spec.players[speaker],
+        runs=runs,
+        skipped=skipped,
+        samples=out,
+        llm_calls=LLMCalls(
+            requests=sum(a.requests - b.requests for a, b in zip(after, before, strict=True)),
+            cache_hits=sum(a.cache_hits - b.cache_hits for a, b in zip(after, before, strict=True)),
+            new_calls=sum(a.new_calls - b.new_calls for a, b in zip(after, before, strict=True)),
+        ),
+    )
+
+
+# ---- files ----------------------------------------------------------------------------------
+
+
+def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
+    """results/eval-steering/<config stem>-<model>-<seed>, the model string made path-safe."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path("results") / "eval-steering" / f"{Path(config_path).stem}-{safe}-{seed}"
+
+
+def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
+    """Row-normalised heat map with the counts written in each cell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    counts = np.asarray(confusion.counts, dtype=float)
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+    fig, ax = plt.subplots(figsize=(1.1 * len(confusion.columns) + 2.5, 0.6 * len(confusion.rows) + 2))
+    ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(len(confusion.columns)), confusion.columns, rotation=30, ha="right")
+    ax.set_yticks(range(len(confusion.rows)), [*confusion.rows[:-1], f"{ANY} (unguided)"])
+    ax.set_xlabel(f"classified {confusion.key}")
+    ax.set_ylabel(f"instructed {confusion.key}")
+    for i in range(counts.shape[0]):
+        for j in range(counts.shape[1]):
+            ax.text(j, i, int(counts[i, j]), ha="center", va="center",
+                    color="white" if share[i, j] > 0.6 else "black")
+    ax.set_title(title)
+    return fig
+
+
+def run_steering(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    classifier_llm: str | LLM | None = None,
+    samples: int = 10,
+    seed: int = 0,
+    out_dir: str | Path | None = None,
+    *,
+    progress: bool = True,
+) -> tuple[SteeringReport, Path]:
+    """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
+    _check(samples)
+    load_spec(config_path)
+    name = llm if isinstance(llm, str) else llm.model
+    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, name, seed)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out: {out} exists and is not a directory")
+    report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
+    for run in report.runs:
+        for confusion in run.confusion:
+            file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"
+            how = "with definitions" if run.variant == DEFINED else "without definitions"
+            title = f"{report.domain} · {report.model} · classifier {how}"
+            save_png(confusion_figure(confusion, title), out / file)
+            run.png.append(file)
+    write_json(out / "steering.json", report)
+    return report, out

@@ -1,0 +1,166 @@
+"""`gtsteer eval steering`: known-answer accuracy, the game's own messages, files, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from eval_helpers import TONE_TEXT, ToneBackend
+from typer.testing import CliRunner
+
+from gtsteer.binding import ConfigError, load_game, spec_from_dict
+from gtsteer.cli import app
+from gtsteer.llm import LLM
+from gtsteer.runs.eval_steering import (
+    DEFINED,
+    PLAIN,
+    classifier_prompt,
+    measure_steering,
+    run_steering,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+runner = CliRunner()
+
+
+def oracle() -> LLM:
+    return LLM("tone-oracle", backend=ToneBackend())
+
+
+def test_known_answers_with_and_without_definitions() -> None:
+    report = measure_steering(FRUIT, oracle(), samples=4, progress=False)
+    plain, defined = report.run(PLAIN), report.run(DEFINED)
+    assert plain is not None and defined is not None and report.skipped == []
+    acc = {r.value: (r.accuracy.correct, r.accuracy.n) for r in plain.per_instruction}
+    # Without definitions "submissive" (never named) falls to the first option, calm.
+    assert acc == {"calm": (4, 4), "assertive": (4, 4), "submissive": (0, 4)}
+    assert (plain.aggregate.correct, plain.aggregate.n) == (8, 12)
+    assert plain.aggregate.accuracy == pytest.approx(2 / 3)
+    assert plain.chance == pytest.approx(1 / 3)
+    assert {r.value: r.accuracy.correct for r in defined.per_instruction} == {
+        "calm": 4, "assertive": 4, "submissive": 4,
+    }
+    assert defined.aggregate.accuracy == 1.0
+    # Unguided messages name no tone: all classified calm, the base rate of calm.
+    assert {r.value: r.base_rate for r in plain.per_instruction} == {
+        "calm": 1.0, "assertive": 0.0, "submissive": 0.0,
+    }
+    (conf,) = plain.confusion
+    assert conf.rows == ["calm", "assertive", "submissive", "any"]
+    assert conf.columns == ["calm", "assertive", "submissive"]
+    assert conf.counts == [[4, 0, 0], [0, 4, 0], [4, 0, 0], [4, 0, 0]]
+    # Wilson interval: 4/4 is not [1, 1]; 0/4 starts at 0.
+    sub = next(r for r in plain.per_instruction if r.value == "submissive").accuracy
+    assert sub.ci_low == 0.0 and 0.4 < sub.ci_high < 0.6
+    calm = next(r for r in plain.per_instruction if r.value == "calm").accuracy
+    assert 0.4 < calm.ci_low < 0.6 and calm.ci_high == pytest.approx(1.0)
+    assert report.speaker_role == "proposer"
+
+
+def test_messages_are_the_ones_the_game_plays() -> None:
+    report = measure_steering(FRUIT, oracle(), samples=3, progress=False)
+    for sample in report.samples:
+        game = load_game(FRUIT, llm=oracle(), instance=sample.instance)
+        state = game.new_initial_state()
+        state.apply_action(game.instructions(0).index(sample.instruction))
+        state.apply_action(sample.outcome)
+        assert state.turns[-1].text == sample.message
+    expected = {None if s.instructed == "any" else s.instructed for s in report.samples}
+    assert {s.message for s in report.samples} == {TONE_TEXT[t] for t in expected}
+    # 3 samples over 2 seeds per instance: instances 0, 0, 1 with outcomes 0, 1, 0.
+    calm = [(s.instance, s.outcome) for s in report.samples if s.instructed == "calm"]
+    assert calm == [(0, 0), (0, 1), (1, 0)]
+
+
+def test_classifier_prompt_shows_definitions_only_when_asked() -> None:
+    spec = load_game(FRUIT).spec
+    plain = classifier_prompt(spec, "tone", "Ann", "Hi.", definitions=False)
+    defined = classifier_prompt(spec, "tone", "Ann", "Hi.", definitions=True)
+    assert "yielding" not in plain and "- submissive: yielding" in defined
+    assert plain.endswith("The tone is:") and "calm, assertive, submissive" in plain
+    assert "any" not in plain.split("choices are:")[1]
+
+
+def test_two_keys_share_the_unguided_message_and_skip_undefined_keys(tmp_path: Path) -> None:
+    data = yaml.safe_load(FRUIT.read_text())
+    data["actions"]["pace"] = ["slow", "fast", "any"]
+    path = tmp_path / "two_keys.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    backend = ToneBackend()
+    report = measure_steering(path, LLM("tone-oracle", backend=backend), samples=2, progress=False)
+    plain, defined = report.run(PLAIN), report.run(DEFINED)
+    assert plain.keys == ["tone", "pace"] and defined.keys == ["tone"]
+    assert report.skipped == ["definitions: the config has no instruction_definitions for `pace`"]
+    labels = {s.instruction for s in report.samples}
+    assert "tone=calm|pace=any" in labels and "tone=any|pace=fast" in labels
+    assert "tone=any|pace=any" in labels
+    # 5 instructed values + 1 unguided label, 2 samples each: 12 generations (none twice).
+    assert len(backend.prompts) == 12
+    assert [len(r.per_instruction) for r in (plain, defined)] == [5, 3]
+
+
+def test_run_writes_report_and_pngs(tmp_path: Path) -> None:
+    report, out = run_steering(FRUIT, oracle(), samples=2, out_dir=tmp_path / "s", progress=False)
+    data = json.loads((out / "steering.json").read_text())
+    assert data["samples_per_instruction"] == 2 and data["domain"] == "trade_fruit_tone"
+    assert [r["variant"] for r in data["runs"]] == ["plain", "definitions"]
+    for run in report.runs:
+        (png,) = run.png
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data["samples"]) == 2 * 4
+
+
+def test_cli_on_fake_model(tmp_path: Path) -> None:
+    out = tmp_path / "steer"
+    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--samples", "3"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "steering" in result.output and "with definitions" in result.output
+    data = json.loads((out / "steering.json").read_text())
+    assert data["model"] == "fake" and data["classifier_model"] == "fake"
+    for run in data["runs"]:
+        assert sum(r["accuracy"]["n"] for r in run["per_instruction"]) == 9
+        assert sum(map(sum, run["confusion"][0]["counts"])) == 12
+    assert data["llm_calls"]["new_calls"] > 0
+    again = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert again.exit_code == 0
+    assert json.loads((out / "steering.json").read_text())["llm_calls"]["new_calls"] == 0
+
+
+@pytest.mark.parametrize("samples", ["0", "-2", "1001"])
+def test_cli_bad_samples(tmp_path: Path, samples: str) -> None:
+    out = tmp_path / "o"
+    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--samples", samples, "-o", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "samples" in result.output
+    assert not out.exists()
+
+
+def test_cli_missing_config_and_bad_model(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["eval", "steering", str(tmp_path / "nope.yaml"), "--llm", "fake"])
+    assert result.exit_code == 2 and "nope.yaml" in result.output
+    result = runner.invoke(
+        app, ["eval", "steering", str(FRUIT), "--llm", "fake", "--classifier-llm", " ", "-q",
+              "-o", str(tmp_path / "x")],
+    )
+    assert result.exit_code == 2 and "model string" in result.output.lower()
+
+
+@pytest.mark.parametrize(
+    ("defs", "message"),
+    [
+        ({"tone": {"calm": "x", "assertive": "y"}}, "no definition for ['submissive']"),
+        ({"tone": {"calm": "x", "assertive": "y", "submissive": "z", "any": "w"}}, "['any']"),
+        ({"mood": {"calm": "x"}}, "`mood` is not an action key"),
+        ({"tone": {"calm": " ", "assertive": "y", "submissive": "z"}}, "empty definition"),
+    ],
+)
+def test_bad_definitions_fail_at_load_naming_the_field(defs: dict, message: str) -> None:
+    data = yaml.safe_load(FRUIT.read_text())
+    data["instruction_definitions"] = defs
+    with pytest.raises(ConfigError, match="instruction_definitions") as info:
+        spec_from_dict(data, "x.yaml")
+    assert message in str(info.value)
