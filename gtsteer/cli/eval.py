@@ -7,9 +7,140 @@ reward path score transcripts correctly?) and `verdict` (verdict-game policies' 
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.runs.eval_reward import RewardReport, run_reward
+from gtsteer.runs.eval_steering import DEFINED, PLAIN, Accuracy, SteeringReport, run_steering
 
 eval_app = typer.Typer(
     help="Evaluate a domain: steering accuracy, reward error, verdict-game win rates.",
     no_args_is_help=True,
 )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _acc(acc: Accuracy | None) -> str:
+    if acc is None:
+        return "—"
+    return f"{_pct(acc.accuracy)} [{_pct(acc.ci_low)}, {_pct(acc.ci_high)}] ({acc.correct}/{acc.n})"
+
+
+def print_steering(report: SteeringReport) -> None:
+    """Accuracy per instruction for each classifier variant, the base rate, and the aggregate."""
+    plain, defined = report.run(PLAIN), report.run(DEFINED)
+    table = Table(
+        "instruction", "accuracy, no definitions (95% CI)", "with definitions (95% CI)",
+        "unguided base rate",
+        title=f"steering: {report.domain} · {report.model} · classifier {report.classifier_model}"
+        f" · {report.samples_per_instruction} per instruction ({report.speaker_role}'s message)",
+    )
+    for row in plain.per_instruction if plain else []:
+        other = next(
+            (r for r in (defined.per_instruction if defined else [])
+             if (r.key, r.value) == (row.key, row.value)),
+            None,
+        )
+        label = row.value if len(plain.keys) == 1 else f"{row.key}={row.value}"
+        table.add_row(label, _acc(row.accuracy), _acc(other.accuracy if other else None),
+                      _pct(row.base_rate))
+    if plain:
+        table.add_row(
+            "[bold]all[/]", _acc(plain.aggregate), _acc(defined.aggregate if defined else None),
+            f"chance {_pct(plain.chance)}",
+        )
+    console.print(table)
+    for note in report.skipped:
+        console.print(f"[yellow]not measured:[/] {note}")
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+    )
+
+
+@eval_app.command("steering")
+def steering(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="Model that writes the messages.")
+    ] = "local",
+    classifier_llm: Annotated[
+        str | None,
+        typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: --llm)."),
+    ] = None,
+    samples: Annotated[
+        int, typer.Option("--samples", "-k", help="Messages per instruction value.")
+    ] = 10,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/eval-steering/...)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Does the model follow its instructions? argmax_z P(z | message), with and without
+    definitions; writes DIR/steering.json and confusion-matrix PNGs."""
+    with friendly_errors():
+        report, where = run_steering(
+            config, llm, classifier_llm, samples, seed, out, progress=not quiet
+        )
+    print_steering(report)
+    console.print(f"report: {where / 'steering.json'}")
+
+
+def print_reward(report: RewardReport) -> None:
+    """Norm and Sgn per reward path and outcome type."""
+    low, high = report.payoff_bounds
+    table = Table(
+        "path", "outcome", "cases", "Norm (95% CI)", "Sgn (95% CI)", "failed",
+        title=f"reward error: {report.domain} · {report.model} · payoffs {low:g}..{high:g}",
+    )
+    for err in report.errors:
+        norm = err.norm
+        ci = "" if norm.ci_low is None else f" [{norm.ci_low:.3f}, {norm.ci_high:.3f}]"
+        sgn = "—" if err.sgn is None else (
+            f"{err.sgn.accuracy:.3f} [{err.sgn.ci_low:.3f}, {err.sgn.ci_high:.3f}]"
+        )
+        bold = err.outcome == "all"
+        table.add_row(
+            err.path, f"[bold]{err.outcome}[/]" if bold else err.outcome, str(err.cases),
+            "—" if norm.n == 0 else f"{norm.mean:.3f}{ci}", sgn, str(err.failures),
+            end_section=bold,
+        )
+    console.print(table)
+    console.print(
+        f"configured = {report.configured_path}; free = the LLM computes the payoffs itself."
+    )
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+    )
+
+
+@eval_app.command("reward")
+def reward(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
+    llm: Annotated[str, typer.Option("--llm", "-m", help="The reward model.")] = "local",
+    cases: Annotated[
+        int, typer.Option("--cases", "-n", help="Templated dialogues per outcome type.")
+    ] = 10,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/eval-reward/...)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,
+    rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
+    with friendly_errors():
+        report, where = run_reward(config, llm, cases, seed, out, progress=not quiet)
+    print_reward(report)
+    console.print(f"report: {where / 'reward.json'}")

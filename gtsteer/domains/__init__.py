@@ -3,6 +3,6 @@
 Importing this package registers every built-in domain with gtsteer.binding.
 """
 
-from gtsteer.domains import fruit_trade
+from gtsteer.domains import fruit_trade, fruit_trade_cases
 
-__all__ = ["fruit_trade"]
+__all__ = ["fruit_trade", "fruit_trade_cases"]

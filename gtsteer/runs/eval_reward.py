@@ -1,0 +1,241 @@
+"""`gtsteer eval reward`: does the reward path score finished dialogues correctly?
+
+The domain's case writer makes N templated two-message dialogues per outcome type (valid deal,
+rejected, incomplete) whose true payoffs it knows; each is scored by
+
+- `configured`: the config's own reward path (for a domain with an exact utility: the LLM
+  extracts what was agreed, code computes the payoffs), exactly as the game scores terminals;
+- `free`: the LLM computes both payoffs itself from everyone's private information and the
+  transcript (the binding's plain reward path with a prompt that states the payoff rule).
+
+Per path and outcome type: Norm = mean |predicted - true| / (payoff max - payoff min) over
+(case, player) pairs, and Sgn = how often sign(predicted) != sign(true) (the paper's Table 8).
+A case whose structured answer never validated counts as a failure, not as an error size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec, make_instance
+from gtsteer.binding.instances import stable_int
+from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
+from gtsteer.llm import LLM, LLMError, run_sync
+from gtsteer.runs.eval_steering import Accuracy, LLMCalls, wilson
+from gtsteer.runs.output import write_json
+from gtsteer.solvers.metrics import MeanCI, mean_ci
+
+SCHEMA_VERSION = 1
+CONFIGURED, FREE = "configured", "free"
+MAX_CASES = 1000
+
+FREE_PROMPT = """{scenario}
+
+What each person privately knows:
+{private_info_all}
+
+Conversation:
+{transcript}
+
+%(rule)s
+Give each person's payoff as a number from %(low)g to %(high)g.
+Answer:
+"""
+
+
+class ScoredCase(BaseModel):
+    outcome: str
+    instance: int
+    transcript: str
+    facts: dict
+    truth: list[float]
+    predicted: dict[str, list[float] | None]  # path -> payoffs (None: the path failed)
+    failures: dict[str, str]  # path -> why it failed
+
+
+class PathError(BaseModel):
+    """Error of one reward path on one outcome type ("all": every outcome type together)."""
+
+    path: str
+    outcome: str
+    cases: int
+    failures: int
+    norm: MeanCI  # |predicted - true| / range, over (case, player) pairs
+    #: Sign flips among (case, player) pairs: `accuracy` is the flip rate, with its interval.
+    sgn: Accuracy | None
+
+
+class RewardReport(BaseModel):
+    """`DIR/reward.json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    config: str
+    domain: str
+    model: str
+    cases_per_outcome: int
+    seed: int
+    payoff_bounds: tuple[float, float]
+    #: What `configured` means for this config ("extract-then-compute (utility X)").
+    configured_path: str
+    paths: list[str]
+    errors: list[PathError]
+    cases: list[ScoredCase]
+    llm_calls: LLMCalls
+
+    def error(self, path: str, outcome: str) -> PathError:
+        return next(e for e in self.errors if e.path == path and e.outcome == outcome)
+
+
+def free_spec(spec: DomainSpec, rule: str) -> DomainSpec:
+    """The spec with its utility removed and a prompt asking the LLM for the payoffs."""
+    prompt = FREE_PROMPT % {"rule": rule, "low": spec.payoff.min, "high": spec.payoff.max}
+    data = spec.model_dump()
+    data["payoff"] = {**data["payoff"], "utility": None, "prompt": prompt}
+    return DomainSpec.model_validate(data)
+
+
+def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
+    """`cases` dialogues per outcome type, each over its own generated instance."""
+    writer = reward_cases_for(spec).writer
+    out = []
+    for outcome in OUTCOMES:
+        for i in range(cases):
+            instance = make_instance(spec, i, seed)
+            rng = random.Random(stable_int("gtsteer-reward-case", spec.name, seed, outcome, i))
+            out.append(writer(spec, rng, instance, outcome))
+    return out
+
+
+async def _score(
+    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], progress: bool
+) -> list[ScoredCase]:
+    bar = (
+        Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                 TimeElapsedColumn())
+        if progress else None
+    )
+    task = bar.add_task("rewards", total=len(cases) * len(specs)) if bar else None
+
+    async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
+        ctx = RewardContext(
+            spec=specs[path], instance=case.instance, transcript=case.transcript, llm=model
+        )
+        try:
+            return (await compute_reward(ctx)).returns, None
+        except LLMError as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        finally:
+            if bar is not None and task is not None:
+                bar.advance(task)
+
+    jobs = [one(c, p) for c in cases for p in specs]
+    if bar is not None:
+        with bar:
+            results = await asyncio.gather(*jobs)
+    else:
+        results = await asyncio.gather(*jobs)
+    out = []
+    it = iter(results)
+    for case in cases:
+        predicted, failures = {}, {}
+        for path in specs:
+            value, why = next(it)
+            predicted[path] = value
+            if why is not None:
+                failures[path] = why
+        names = case.instance.names
+        out.append(ScoredCase(
+            outcome=case.outcome, instance=case.instance.index,
+            transcript="\n".join(f"{names[t.speaker]}: {t.text}" for t in case.transcript),
+            facts=case.facts, truth=case.truth, predicted=predicted, failures=failures,
+        ))
+    return out
+
+
+def _nonnegative(m: MeanCI) -> MeanCI:
+    """A t-interval of a mean of absolute errors can dip below 0, which no error can."""
+    if m.ci_low is None or m.ci_low >= 0.0:
+        return m
+    return m.model_copy(update={"ci_low": 0.0})
+
+
+def path_error(path: str, outcome: str, scored: list[ScoredCase], span: float) -> PathError:
+    mine = [c for c in scored if outcome == "all" or c.outcome == outcome]
+    ok = [c for c in mine if c.predicted.get(path) is not None]
+    errs = [abs(p - t) / span for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)]
+    flips = [
+        int(np.sign(p) != np.sign(t))
+        for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)
+    ]
+    return PathError(
+        path=path, outcome=outcome, cases=len(mine), failures=len(mine) - len(ok),
+        norm=_nonnegative(mean_ci(errs)), sgn=wilson(sum(flips), len(flips)) if flips else None,
+    )
+
+
+def measure_reward(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    cases: int = 10,
+    seed: int = 0,
+    *,
+    progress: bool = True,
+) -> RewardReport:
+    """Write the cases, score them on every path, and summarise; nothing is written to disk."""
+    if not 1 <= cases <= MAX_CASES:
+        raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
+    spec = load_spec(config_path)
+    domain = reward_cases_for(spec)  # a clear error for domains without known payoffs
+    model = llm if isinstance(llm, LLM) else LLM(llm)
+    specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
+    written = write_cases(spec, cases, seed)
+    before = model.usage
+    scored = run_sync(_score(specs, model, written, progress))
+    after = model.usage
+    span = spec.payoff.max - spec.payoff.min
+    errors = [
+        path_error(path, outcome, scored, span)
+        for path in specs for outcome in (*OUTCOMES, "all")
+    ]
+    return RewardReport(
+        config=str(config_path), domain=spec.name, model=model.model, cases_per_outcome=cases,
+        seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
+        configured_path=f"extract-then-compute (utility `{spec.payoff.utility}`)",
+        paths=list(specs), errors=errors, cases=scored,
+        llm_calls=LLMCalls(
+            requests=after.requests - before.requests,
+            cache_hits=after.cache_hits - before.cache_hits,
+            new_calls=after.new_calls - before.new_calls,
+        ),
+    )
+
+
+def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path("results") / "eval-reward" / f"{Path(config_path).stem}-{safe}-{seed}"
+
+
+def run_reward(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    cases: int = 10,
+    seed: int = 0,
+    out_dir: str | Path | None = None,
+    *,
+    progress: bool = True,
+) -> tuple[RewardReport, Path]:
+    """Measure, then write DIR/reward.json."""
+    name = llm if isinstance(llm, str) else llm.model
+    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, name, seed)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out: {out} exists and is not a directory")
+    report = measure_reward(config_path, llm, cases, seed, progress=progress)
+    write_json(out / "reward.json", report)
+    return report, out
