@@ -1,0 +1,141 @@
+"""Steering accuracy of the embedded models; writes its section of docs/BENCHMARKS.md.
+
+For each (config, model): `gtsteer eval steering` with K messages per instruction, the same
+model as classifier, with and without instruction definitions. The numbers say which embedded
+model follows which instruction set, and so which model is the default and which domain the
+README demo plays. Accuracy does not depend on timing, so this may run on a busy machine (set
+GTSTEER_LOCAL_THREADS=1 there); answers are cached, so a rerun only re-renders.
+
+    .venv/bin/python scripts/bench_steering.py [--samples 8] [--models M ...] [--configs C ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+START, END = "<!-- bench_steering:start -->", "<!-- bench_steering:end -->"
+MODELS = ["local:gemma3-270m", "local:smollm2-135m"]
+CONFIGS = ["configs/trade_fruit_tone.yaml", "configs/schedule_meeting_dow.yaml"]
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def cell(report: SteeringReport, variant: str) -> str:
+    run = report.run(variant)
+    if run is None:
+        return "—"
+    a = run.aggregate
+    return f"{pct(a.accuracy)} [{pct(a.ci_low)}, {pct(a.ci_high)}]"
+
+
+def per_instruction(report: SteeringReport) -> str:
+    run = report.run(PLAIN)
+    if run is None:
+        return "—"
+    return ", ".join(
+        f"{r.value} {pct(r.accuracy.accuracy)} (base {pct(r.base_rate)})"
+        for r in run.per_instruction
+    )
+
+
+def commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def render(rows: list[tuple[str, str, SteeringReport | str]], command: str, samples: int) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        START,
+        "## Steering accuracy of the embedded models",
+        "",
+        f"Command: `{command}` · {now} · commit {commit()} · Python {platform.python_version()}",
+        "",
+        (f"{samples} messages per instruction at the game's first decision (the binding's own"
+        " message prompt and seeds), each classified by argmax_z P(z | message) with the same"
+        " model's log-likelihoods through `LLM.choose`. Accuracy with a 95% Wilson interval;"
+        " chance is one over the number of instructions; the base rate is how often an"
+        " unguided (`any`) message is classified as that instruction. Accuracy does not depend"
+        " on machine load."),
+        "",
+        ("| config | model | no definitions | with definitions | chance | per instruction"
+        " (no definitions) |"),
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for config, model, report in rows:
+        name = Path(config).stem
+        if isinstance(report, str):
+            lines.append(f"| {name} | `{model}` | failed: {report} | | | |")
+            continue
+        chance = report.run(PLAIN).chance if report.run(PLAIN) else float("nan")
+        lines.append(
+            f"| {name} | `{model}` | {cell(report, PLAIN)} | {cell(report, DEFINED)} |"
+            f" {pct(chance)} | {per_instruction(report)} |"
+        )
+    lines += ["", END]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section: str, doc: Path) -> None:
+    """Replace this script's section of the doc, leaving every other one alone."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    doc.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=8, help="messages per instruction")
+    parser.add_argument("--models", nargs="+", default=MODELS)
+    parser.add_argument("--configs", nargs="+", default=CONFIGS)
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "bench-steering")
+    parser.add_argument("--doc", type=Path, default=DOC)
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, str, SteeringReport | str]] = []
+    for config in args.configs:
+        for model in args.models:
+            print(f"== {config} · {model}", flush=True)
+            safe = model.replace(":", "_").replace("/", "_")
+            try:
+                report, _ = run_steering(
+                    ROOT / config, model, samples=args.samples,
+                    out_dir=args.results / f"{Path(config).stem}-{safe}",
+                )
+            except Exception as exc:  # noqa: BLE001 - one failed pair must not hide the others
+                rows.append((config, model, f"{type(exc).__name__}: {exc}"))
+                continue
+            report.config = config  # repo-relative in the doc
+            rows.append((config, model, report))
+    command = "python scripts/bench_steering.py" + " ".join(
+        [""] + (sys.argv[1:] if argv is None else argv)
+    )
+    section = render(rows, command, args.samples)
+    print(section)
+    if not args.no_write:
+        write_section(section, args.doc)
+
+
+if __name__ == "__main__":
+    main()
