@@ -29,14 +29,15 @@ _DEFINITION = re.compile(r"^- (\w+): (.*)$", re.MULTILINE)
 class ToneBackend(Backend):
     """Writes `TONE_TEXT[instructed tone]`; classifies by words: an option named in the message
     wins, then (with definitions) an option sharing a word of 5+ letters with its definition,
-    else the first option."""
+    else the first option. `bias` adds a label preference that ignores the message."""
 
     kind = "tone-oracle"
     max_concurrency = 16
 
-    def __init__(self) -> None:
+    def __init__(self, bias: dict[str, float] | None = None) -> None:
         super().__init__("tone-oracle")
         self.prompts: list[str] = []
+        self.bias = bias or {}  # added to an option's score whatever the message
 
     async def complete(
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
@@ -62,6 +63,7 @@ class ToneBackend(Backend):
                 scores[option] = -1.0
             else:
                 scores[option] = -10.0 - 0.01 * i
+            scores[option] += self.bias.get(option, 0.0)
         return scores
 
 

@@ -34,6 +34,7 @@ def test_known_answers_with_and_without_definitions() -> None:
     report = measure_steering(FRUIT, oracle(), samples=4, progress=False)
     plain, defined = report.run(PLAIN), report.run(DEFINED)
     assert plain is not None and defined is not None and report.skipped == []
+    assert plain.calibrated and plain.aggregate_uncalibrated == plain.aggregate
     acc = {r.value: (r.accuracy.correct, r.accuracy.n) for r in plain.per_instruction}
     # Without definitions "submissive" (never named) falls to the first option, calm.
     assert acc == {"calm": (4, 4), "assertive": (4, 4), "submissive": (0, 4)}
@@ -58,6 +59,21 @@ def test_known_answers_with_and_without_definitions() -> None:
     calm = next(r for r in plain.per_instruction if r.value == "calm").accuracy
     assert 0.4 < calm.ci_low < 0.6 and calm.ci_high == pytest.approx(1.0)
     assert report.speaker_role == "proposer"
+
+
+def test_calibration_removes_a_label_bias() -> None:
+    # The classifier adds 15 to "assertive" whatever the message: raw argmax says assertive for
+    # everything; subtracting the content-free prior restores the known answers.
+    biased = LLM("tone-oracle", backend=ToneBackend(bias={"assertive": 15.0}))
+    report = measure_steering(FRUIT, biased, samples=2, progress=False)
+    plain = report.run(PLAIN)
+    assert plain.calibrated
+    assert (plain.aggregate_uncalibrated.correct, plain.aggregate.correct) == (2, 4)
+    assert {s.predicted_uncalibrated[PLAIN] for s in report.samples} == {"assertive"}
+    assert report.run(DEFINED).aggregate.correct == 6
+    sample = report.samples[0]
+    assert sample.prior[PLAIN]["assertive"] == pytest.approx(4.99)  # -10 - 0.01 * 1 + 15
+    assert sample.scores[PLAIN]["calm"] == 0.0 and sample.predicted[PLAIN] == "calm"
 
 
 def test_messages_are_the_ones_the_game_plays() -> None:

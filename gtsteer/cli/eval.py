@@ -56,6 +56,11 @@ def print_steering(report: SteeringReport) -> None:
             "[bold]all[/]", _acc(plain.aggregate), _acc(defined.aggregate if defined else None),
             f"chance {_pct(plain.chance)}",
         )
+        if plain.calibrated:
+            table.add_row(
+                "all, uncalibrated", _acc(plain.aggregate_uncalibrated),
+                _acc(defined.aggregate_uncalibrated if defined else None), "",
+            )
     console.print(table)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {note}")

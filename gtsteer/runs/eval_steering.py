@@ -10,28 +10,38 @@ Each message is classified by argmax_z P(z | message) over the key's values, ask
 classifier model through `LLM.choose` (log-likelihoods on embedded models), once without and
 once with the config's `instruction_definitions` in the prompt (the paper's Table 2 compares
 the two). Accuracy per instruction comes with a 95% Wilson interval.
+
+Small models put most of P(z | message) on whichever label they like best, whatever the message
+(Gemma 3 270M answers "assertive" for every message, unguided ones included). So where the
+classifier returns log-likelihoods, its scores are calibrated by those of content-free messages
+("" and "N/A", same prompt otherwise): argmax_z [log P(z | message) - log P(z | no message)],
+which is argmax_z P(message | z) under a uniform prior (contextual calibration, Zhao et al.
+2021). The uncalibrated predictions and their aggregate are kept in the report.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Self, TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
-from gtsteer.llm import LLM, run_sync
+from gtsteer.llm import LLM, ChoiceResult, run_sync
 from gtsteer.runs.output import save_png, write_json
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
 PLAIN, DEFINED = "plain", "definitions"
 VARIANTS = (PLAIN, DEFINED)
+#: Content-free messages whose mean scores estimate the classifier's label prior.
+NULL_MESSAGES = ("", "N/A")
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
 
@@ -68,6 +78,10 @@ class ClassifierRun(BaseModel):
     keys: list[str]  # action keys this run classified
     per_instruction: list[InstructionRow]
     aggregate: Accuracy  # over every instructed (non-`any`) message of `keys`
+    #: True when predictions subtract the content-free prior (log-likelihood classifiers).
+    calibrated: bool
+    #: The aggregate of the raw argmax (no calibration), for comparison.
+    aggregate_uncalibrated: Accuracy
     chance: float  # accuracy of a uniform guess, averaged over the instructed messages
     confusion: list[Confusion]
     png: list[str]  # confusion-matrix images, relative to the report's folder
@@ -81,8 +95,11 @@ class SteeringSample(BaseModel):
     outcome: int
     speaker: str
     message: str
-    predicted: dict[str, str]  # variant -> predicted value
-    scores: dict[str, dict[str, float]]  # variant -> option -> classifier score
+    predicted: dict[str, str]  # variant -> predicted value (calibrated where possible)
+    predicted_uncalibrated: dict[str, str]  # variant -> raw argmax
+    scores: dict[str, dict[str, float]]  # variant -> option -> raw classifier score
+    #: variant -> option -> mean score of the content-free messages (absent: not calibrated)
+    prior: dict[str, dict[str, float]]
 
 
 class LLMCalls(BaseModel):
@@ -218,7 +235,8 @@ async def _generate(
             out.append(SteeringSample(
                 key=key, instructed=value, instruction=label, instance=index, outcome=outcome,
                 speaker=games[index].instance.names[speaker],
-                message=text_of[(label, index, outcome)], predicted={}, scores={},
+                message=text_of[(label, index, outcome)], predicted={}, predicted_uncalibrated={},
+                scores={}, prior={},
             ))
     return out, speaker
 
@@ -226,13 +244,34 @@ async def _generate(
 async def _classify(
     spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: _Bar
 ) -> None:
+    async def scores(key: str, speaker: str, message: str, variant: str) -> ChoiceResult:
+        prompt = classifier_prompt(spec, key, speaker, message, variant == DEFINED)
+        return await classifier.choose(prompt, options_of(spec, key), seed=0)
+
+    # The label prior depends on the prompt around the message: key, speaker and variant.
+    contexts = list(dict.fromkeys((s.key, s.speaker, v) for s, v in todo))
+    nulls = [(c, m) for c in contexts for m in NULL_MESSAGES]
+    found = await bar.gather("calibrate", [scores(k, sp, m, v) for (k, sp, v), m in nulls])
+    priors: dict[tuple[str, str, str], dict[str, float] | None] = {}
+    for context in contexts:
+        results = [r for (c, _), r in zip(nulls, found, strict=True) if c == context]
+        if all(r.method in ("loglik", "hash") for r in results):
+            options = options_of(spec, context[0])
+            priors[context] = {o: float(np.mean([r.scores[o] for r in results])) for o in options}
+        else:  # a constrained choice has no likelihoods to calibrate
+            priors[context] = None
+
     async def one(sample: SteeringSample, variant: str) -> None:
-        prompt = classifier_prompt(
-            spec, sample.key, sample.speaker, sample.message, variant == DEFINED
-        )
-        result = await classifier.choose(prompt, options_of(spec, sample.key), seed=0)
-        sample.predicted[variant] = result.choice
+        result = await scores(sample.key, sample.speaker, sample.message, variant)
+        prior = priors[(sample.key, sample.speaker, variant)]
         sample.scores[variant] = result.scores
+        sample.predicted_uncalibrated[variant] = result.choice
+        if prior is None:
+            sample.predicted[variant] = result.choice
+            return
+        sample.prior[variant] = prior
+        options = options_of(spec, sample.key)  # max() keeps the first of equal scores
+        sample.predicted[variant] = max(options, key=lambda o: result.scores[o] - prior[o])
 
     await bar.gather("classify", [one(s, v) for s, v in todo])
 
@@ -246,6 +285,20 @@ def wilson(correct: int, n: int) -> Accuracy:
 
 def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> ClassifierRun:
     """Accuracy per instruction, aggregate, chance and confusion of one classifier variant."""
+    run = _summarise(spec, samples, variant, lambda s: s.predicted)
+    raw = _summarise(spec, samples, variant, lambda s: s.predicted_uncalibrated)
+    calibrated = any(variant in s.prior for s in samples)
+    return run.model_copy(
+        update={"calibrated": calibrated, "aggregate_uncalibrated": raw.aggregate}
+    )
+
+
+def _summarise(
+    spec: DomainSpec,
+    samples: list[SteeringSample],
+    variant: str,
+    field: Callable[[SteeringSample], dict[str, str]],
+) -> ClassifierRun:
     keys = list(dict.fromkeys(s.key for s in samples if variant in s.predicted))
     rows, confusions = [], []
     correct = total = 0
@@ -256,14 +309,14 @@ def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> 
         unguided = [s for s in mine if s.instructed == ANY]
         counts = []
         for value in [*options, ANY]:
-            got = [s.predicted[variant] for s in mine if s.instructed == value]
+            got = [field(s)[variant] for s in mine if s.instructed == value]
             counts.append([got.count(o) for o in options])
             if value == ANY:
                 continue
             hits = got.count(value)
             correct, total = correct + hits, total + len(got)
             chance += len(got) / len(options)
-            base = sum(s.predicted[variant] == value for s in unguided) / max(1, len(unguided))
+            base = sum(field(s)[variant] == value for s in unguided) / max(1, len(unguided))
             rows.append(
                 InstructionRow(key=key, value=value, accuracy=wilson(hits, len(got)), base_rate=base)
             )
@@ -272,6 +325,7 @@ def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> 
         )
     return ClassifierRun(
         variant=variant, keys=keys, per_instruction=rows, aggregate=wilson(correct, total),
+        calibrated=False, aggregate_uncalibrated=wilson(correct, total),
         chance=chance / total, confusion=confusions, png=[],
     )
 
@@ -364,7 +418,6 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     counts = np.asarray(confusion.counts, dtype=float)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
