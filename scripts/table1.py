@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from gtsteer.binding import load_spec
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
+from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
-from gtsteer.solvers.pipeline import solve_config
 
 DOC = ROOT / "docs" / "TABLE1.md"
 #: The paper's Table 1 (PaLM 2, 200 instances per domain; arXiv 2402.01704), by domain family.

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,9 @@ from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMError, run_sync
-from gtsteer.runs.eval_steering import Accuracy, LLMCalls, wilson
+from gtsteer.runs.eval_steering import Accuracy, eval_out_dir, wilson
 from gtsteer.runs.output import write_json
+from gtsteer.runs.solve_schema import LLMCalls
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 SCHEMA_VERSION = 1
@@ -217,11 +217,6 @@ def measure_reward(
     )
 
 
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / "eval-reward" / f"{Path(config_path).stem}-{safe}-{seed}"
-
-
 def run_reward(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -233,7 +228,7 @@ def run_reward(
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else eval_out_dir("reward", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_reward(config_path, llm, cases, seed, progress=progress)

@@ -35,6 +35,7 @@ from scipy import stats
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.llm import LLM, ChoiceResult, run_sync
 from gtsteer.runs.output import save_png, write_json
+from gtsteer.runs.solve_schema import LLMCalls
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -100,12 +101,6 @@ class SteeringSample(BaseModel):
     scores: dict[str, dict[str, float]]  # variant -> option -> raw classifier score
     #: variant -> option -> mean score of the content-free messages (absent: not calibrated)
     prior: dict[str, dict[str, float]]
-
-
-class LLMCalls(BaseModel):
-    requests: int
-    cache_hits: int
-    new_calls: int
 
 
 class SteeringReport(BaseModel):
@@ -406,10 +401,10 @@ def measure_steering(
 # ---- files ----------------------------------------------------------------------------------
 
 
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/eval-steering/<config stem>-<model>-<seed>, the model string made path-safe."""
+def eval_out_dir(kind: str, config_path: str | Path, model: str, seed: int) -> Path:
+    """results/eval-<kind>/<config stem>-<model>-<seed>, the model string made path-safe."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / "eval-steering" / f"{Path(config_path).stem}-{safe}-{seed}"
+    return Path("results") / f"eval-{kind}" / f"{Path(config_path).stem}-{safe}-{seed}"
 
 
 def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
@@ -449,7 +444,7 @@ def run_steering(
     _check(samples)
     load_spec(config_path)
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else eval_out_dir("steering", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
