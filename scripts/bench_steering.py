@@ -46,9 +46,21 @@ def per_instruction(report: SteeringReport) -> str:
     if run is None:
         return "—"
     return ", ".join(
-        f"{r.value} {pct(r.accuracy.accuracy)} (base {pct(r.base_rate)})"
+        f"{r.value} {pct(r.accuracy.accuracy)} (base {pct(r.base_rate)}; names"
+        f" {pct(r.mention_rate)} vs {pct(r.mention_base_rate)})"
         for r in run.per_instruction
     )
+
+
+def mentions(report: SteeringReport) -> str:
+    """Mean share of instructed messages naming their value, and of unguided ones naming it."""
+    run = report.run(PLAIN)
+    if run is None or not run.per_instruction:
+        return "—"
+    rows = run.per_instruction
+    named = sum(r.mention_rate for r in rows) / len(rows)
+    base = sum(r.mention_base_rate for r in rows) / len(rows)
+    return f"{pct(named)} vs {pct(base)}"
 
 
 def commit() -> str:
@@ -72,22 +84,24 @@ def render(rows: list[tuple[str, str, SteeringReport | str]], command: str, samp
         " message prompt and seeds), each classified by argmax_z P(z | message) with the same"
         " model's log-likelihoods through `LLM.choose`. Accuracy with a 95% Wilson interval;"
         " chance is one over the number of instructions; the base rate is how often an"
-        " unguided (`any`) message is classified as that instruction. Accuracy does not depend"
-        " on machine load."),
+        " unguided (`any`) message is classified as that instruction. \"Names it\" is the"
+        " classifier-free check: the share of instructed messages that contain the instructed"
+        " word (\"Tuesday\"), against the share of unguided messages that contain it."
+        " Accuracy does not depend on machine load."),
         "",
-        ("| config | model | no definitions | with definitions | chance | per instruction"
-        " (no definitions) |"),
-        "|---|---|---:|---:|---:|---|",
+        ("| config | model | no definitions | with definitions | chance | names it vs unguided"
+         " | per instruction (no definitions) |"),
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for config, model, report in rows:
         name = Path(config).stem
         if isinstance(report, str):
-            lines.append(f"| {name} | `{model}` | failed: {report} | | | |")
+            lines.append(f"| {name} | `{model}` | failed: {report} | | | | |")
             continue
         chance = report.run(PLAIN).chance if report.run(PLAIN) else float("nan")
         lines.append(
             f"| {name} | `{model}` | {cell(report, PLAIN)} | {cell(report, DEFINED)} |"
-            f" {pct(chance)} | {per_instruction(report)} |"
+            f" {pct(chance)} | {mentions(report)} | {per_instruction(report)} |"
         )
     lines += ["", END]
     return "\n".join(lines) + "\n"

@@ -49,6 +49,10 @@ def test_known_answers_with_and_without_definitions() -> None:
     assert {r.value: r.base_rate for r in plain.per_instruction} == {
         "calm": 1.0, "assertive": 0.0, "submissive": 0.0,
     }
+    # "calm" and "assertive" messages name their tone; "submissive" and unguided ones do not.
+    assert {r.value: (r.mention_rate, r.mention_base_rate) for r in plain.per_instruction} == {
+        "calm": (1.0, 0.0), "assertive": (1.0, 0.0), "submissive": (0.0, 0.0),
+    }
     (conf,) = plain.confusion
     assert conf.rows == ["calm", "assertive", "submissive", "any"]
     assert conf.columns == ["calm", "assertive", "submissive"]
@@ -134,7 +138,7 @@ def test_cli_on_fake_model(tmp_path: Path) -> None:
     args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--samples", "3"]
     result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
-    assert "steering" in result.output and "with definitions" in result.output
+    assert "steering" in result.output and "with defs" in result.output
     data = json.loads((out / "steering.json").read_text())
     assert data["model"] == "fake" and data["classifier_model"] == "fake"
     for run in data["runs"]:

@@ -34,11 +34,12 @@ def _acc(acc: Accuracy | None) -> str:
 
 
 def print_steering(report: SteeringReport) -> None:
-    """Accuracy per instruction for each classifier variant, the base rate, and the aggregate."""
+    """Accuracy per instruction without and with definitions, the unguided base rate, how often
+    the message names the instruction (and unguided ones do), and the aggregate."""
     plain, defined = report.run(PLAIN), report.run(DEFINED)
     table = Table(
-        "instruction", "accuracy, no definitions (95% CI)", "with definitions (95% CI)",
-        "unguided base rate",
+        "instruction", "accuracy (95% CI)", "with defs (95% CI)", "base rate",
+        "names it (base)",
         title=f"steering: {report.domain} · {report.model} · classifier {report.classifier_model}"
         f" · {report.samples_per_instruction} per instruction ({report.speaker_role}'s message)",
     )
@@ -50,16 +51,17 @@ def print_steering(report: SteeringReport) -> None:
         )
         label = row.value if len(plain.keys) == 1 else f"{row.key}={row.value}"
         table.add_row(label, _acc(row.accuracy), _acc(other.accuracy if other else None),
-                      _pct(row.base_rate))
+                      _pct(row.base_rate),
+                      f"{_pct(row.mention_rate)} ({_pct(row.mention_base_rate)})")
     if plain:
         table.add_row(
             "[bold]all[/]", _acc(plain.aggregate), _acc(defined.aggregate if defined else None),
-            f"chance {_pct(plain.chance)}",
+            f"chance {_pct(plain.chance)}", "",
         )
         if plain.calibrated:
             table.add_row(
                 "all, uncalibrated", _acc(plain.aggregate_uncalibrated),
-                _acc(defined.aggregate_uncalibrated if defined else None), "",
+                _acc(defined.aggregate_uncalibrated if defined else None), "", "",
             )
     console.print(table)
     for note in report.skipped:

@@ -63,6 +63,10 @@ class InstructionRow(BaseModel):
     accuracy: Accuracy
     #: Fraction of unguided (`any`) messages classified as this value: what steering must beat.
     base_rate: float
+    #: Classifier-free check: share of the instructed messages that name the value as a word
+    #: ("Tuesday"), and of the unguided messages that do.
+    mention_rate: float
+    mention_base_rate: float
 
 
 class Confusion(BaseModel):
@@ -271,6 +275,11 @@ async def _classify(
     await bar.gather("classify", [one(s, v) for s, v in todo])
 
 
+def _mentions(value: str, samples: list[SteeringSample]) -> float:
+    word = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
+    return sum(bool(word.search(s.message)) for s in samples) / max(1, len(samples))
+
+
 def wilson(correct: int, n: int) -> Accuracy:
     ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
     return Accuracy(
@@ -312,9 +321,11 @@ def _summarise(
             correct, total = correct + hits, total + len(got)
             chance += len(got) / len(options)
             base = sum(field(s)[variant] == value for s in unguided) / max(1, len(unguided))
-            rows.append(
-                InstructionRow(key=key, value=value, accuracy=wilson(hits, len(got)), base_rate=base)
-            )
+            rows.append(InstructionRow(
+                key=key, value=value, accuracy=wilson(hits, len(got)), base_rate=base,
+                mention_rate=_mentions(value, [s for s in mine if s.instructed == value]),
+                mention_base_rate=_mentions(value, unguided),
+            ))
         confusions.append(
             Confusion(key=key, rows=[*options, ANY], columns=options, counts=counts)
         )
