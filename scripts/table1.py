@@ -73,9 +73,9 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             m = summary.metrics
             row.solved = len(summary.instances)
             row.nash_conv = MeanCI(**m.nash_conv.model_dump(exclude={"per_instance"}))
-            row.nash_conv_normalized = MeanCI(
-                **m.nash_conv_normalized.model_dump(exclude={"per_instance"})
-            )
+            # Normalised here, by the config's payoff range, whatever the summary's own choice.
+            row.nash_conv_normalized = mean_ci([v / row.payoff_span
+                                                for v in m.nash_conv.per_instance])
             row.cfr_gain = MeanCI(**m.cfr_gain.model_dump(exclude={"per_instance"}))
             row.cfr_gain_normalized = mean_ci([g / row.payoff_span
                                                for g in m.cfr_gain.per_instance])
