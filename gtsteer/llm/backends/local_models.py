@@ -81,8 +81,9 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     ),
 }
 
-#: The model behind plain `local`: the one place to change it.
-DEFAULT_LOCAL_MODEL = "gemma3-270m"
+#: The model behind plain `local`: the one place to change it. SmolLM2 is the default because it
+#: follows the day-proposal instructions and Gemma does not (docs/BENCHMARKS.md, steering).
+DEFAULT_LOCAL_MODEL = "smollm2-135m"
 
 
 @dataclass
