@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(VENV)/bin/gtsteer solve configs/trade_fruit_tone.yaml --games 1
+	$(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
 
 test: setup
 	$(PY) -m pytest -q
