@@ -45,7 +45,7 @@ class ToneBackend(Backend):
         prompt = request.as_text()
         self.prompts.append(prompt)
         tone = _TONE.search(prompt)
-        return RawCompletion(text=TONE_TEXT[tone.group(1) if tone else None])
+        return RawCompletion(text=TONE_TEXT.get(tone.group(1) if tone else None, TONE_TEXT[None]))
 
     async def score_options(
         self, request: GenerationRequest, options: list[str]

@@ -172,8 +172,7 @@ def test_cli_missing_config_and_bad_model(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("defs", "message"),
     [
-        ({"tone": {"calm": "x", "assertive": "y"}}, "no definition for ['submissive']"),
-        ({"tone": {"calm": "x", "assertive": "y", "submissive": "z", "any": "w"}}, "['any']"),
+        ({"tone": {"calm": "x", "any": "w"}}, "`any` is the unguided baseline"),
         ({"mood": {"calm": "x"}}, "`mood` is not an action key"),
         ({"tone": {"calm": " ", "assertive": "y", "submissive": "z"}}, "empty definition"),
     ],
@@ -184,3 +183,16 @@ def test_bad_definitions_fail_at_load_naming_the_field(defs: dict, message: str)
     with pytest.raises(ConfigError, match="instruction_definitions") as info:
         spec_from_dict(data, "x.yaml")
     assert message in str(info.value)
+
+
+def test_incomplete_definitions_load_but_are_not_used(tmp_path: Path) -> None:
+    # A trimmed action list keeps its definitions block; a partial block is not shown.
+    data = yaml.safe_load(FRUIT.read_text())
+    data["actions"]["tone"] = ["calm", "assertive", "any"]
+    spec_from_dict(data)
+    data["actions"]["tone"] = ["calm", "assertive", "submissive", "meek", "any"]
+    path = tmp_path / "partial.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    report = measure_steering(path, oracle(), samples=1, progress=False)
+    assert report.run(DEFINED) is None
+    assert report.skipped == ["definitions: instruction_definitions.tone lacks ['meek']"]

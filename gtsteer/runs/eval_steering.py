@@ -355,10 +355,14 @@ async def _measure_with(
             skipped.append(f"`{key}`: a single instruction besides `{ANY}`, nothing to classify")
             continue
         todo += [(s, PLAIN) for s in out if s.key == key]
-        if key in spec.instruction_definitions:
+        missing = [v for v in options_of(spec, key)
+                   if v not in spec.instruction_definitions.get(key, {})]
+        if not missing:
             todo += [(s, DEFINED) for s in out if s.key == key]
-        else:
+        elif key not in spec.instruction_definitions:
             skipped.append(f"{DEFINED}: the config has no instruction_definitions for `{key}`")
+        else:
+            skipped.append(f"{DEFINED}: instruction_definitions.{key} lacks {missing}")
     await _classify(spec, classifier, todo, bar)
     return out, skipped, speaker
 
