@@ -12,6 +12,7 @@ from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
 from gtsteer.binding import load_spec
+from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES
 from gtsteer.cli import app
 from gtsteer.domains.fruit_trade import OWNED, VALUES, parse_counts
@@ -20,7 +21,6 @@ from gtsteer.runs.eval_reward import CONFIGURED, FREE, measure_reward, run_rewar
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-SPAN = 40.0  # the fruit config's payoff range, -20..20
 runner = CliRunner()
 
 
@@ -57,10 +57,14 @@ def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
         err = report.error(CONFIGURED, outcome)
         assert err.norm.mean == 0.0 and err.sgn.accuracy == 0.0 and err.failures == 0
         assert err.cases == (15 if outcome == "all" else 5)
-    valid = [t for c in cases if c.outcome == "valid" for t in c.truth]
+    spec = load_spec(FRUIT)
+    bounds = {c.instance.index: payoff_bounds(spec, c.instance) for c in cases}
+    spans = {i: hi - lo for i, (lo, hi) in bounds.items()}
+    assert {c.bounds for c in report.cases} != {(spec.payoff.min, spec.payoff.max)}
+    valid = [(t, spans[c.instance.index]) for c in cases if c.outcome == "valid" for t in c.truth]
     free = report.error(FREE, "valid")
-    assert free.norm.mean == pytest.approx(sum(abs(t) for t in valid) / len(valid) / SPAN)
-    assert free.sgn.accuracy == pytest.approx(sum(t != 0 for t in valid) / len(valid))
+    assert free.norm.mean == pytest.approx(sum(abs(t) / s for t, s in valid) / len(valid))
+    assert free.sgn.accuracy == pytest.approx(sum(t != 0 for t, _ in valid) / len(valid))
     assert free.sgn.n == 10
     for outcome in ("rejected", "incomplete"):
         assert report.error(FREE, outcome).norm.mean == 0.0

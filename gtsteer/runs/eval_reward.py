@@ -9,7 +9,8 @@ rejected, incomplete) whose true payoffs it knows; each is scored by
   transcript (the binding's plain reward path with a prompt that states the payoff rule).
 
 Per path and outcome type: Norm = mean |predicted - true| / (payoff max - payoff min) over
-(case, player) pairs, and Sgn = how often sign(predicted) != sign(true) (the paper's Table 8).
+(case, player) pairs, the range being the instance's own (`binding.reward.payoff_bounds`: fruit
+derives it from the baskets and values, so the config's worst-case range does not shrink it), and Sgn = how often sign(predicted) != sign(true) (the paper's Table 8).
 A case whose structured answer never validated counts as a failure, not as an error size.
 """
 
@@ -25,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec, make_instance
 from gtsteer.binding.instances import stable_int
+from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMError, run_sync
 from gtsteer.runs.eval_steering import Accuracy, eval_out_dir, wilson
@@ -56,6 +58,8 @@ class ScoredCase(BaseModel):
     transcript: str
     facts: dict
     truth: list[float]
+    #: The instance's payoff range (the utility's derived bounds, else the config's): Norm's unit.
+    bounds: tuple[float, float]
     predicted: dict[str, list[float] | None]  # path -> payoffs (None: the path failed)
     failures: dict[str, str]  # path -> why it failed
 
@@ -154,7 +158,9 @@ async def _score(
         out.append(ScoredCase(
             outcome=case.outcome, instance=case.instance.index,
             transcript="\n".join(f"{names[t.speaker]}: {t.text}" for t in case.transcript),
-            facts=case.facts, truth=case.truth, predicted=predicted, failures=failures,
+            facts=case.facts, truth=case.truth,
+            bounds=payoff_bounds(specs[CONFIGURED], case.instance), predicted=predicted,
+            failures=failures,
         ))
     return out
 
@@ -166,10 +172,13 @@ def _nonnegative(m: MeanCI) -> MeanCI:
     return m.model_copy(update={"ci_low": 0.0})
 
 
-def path_error(path: str, outcome: str, scored: list[ScoredCase], span: float) -> PathError:
+def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     mine = [c for c in scored if outcome == "all" or c.outcome == outcome]
     ok = [c for c in mine if c.predicted.get(path) is not None]
-    errs = [abs(p - t) / span for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)]
+    errs = [
+        abs(p - t) / (c.bounds[1] - c.bounds[0])
+        for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)
+    ]
     flips = [
         int(np.sign(p) != np.sign(t))
         for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)
@@ -199,9 +208,8 @@ def measure_reward(
     before = model.usage
     scored = run_sync(_score(specs, model, written, progress))
     after = model.usage
-    span = spec.payoff.max - spec.payoff.min
     errors = [
-        path_error(path, outcome, scored, span)
+        path_error(path, outcome, scored)
         for path in specs for outcome in (*OUTCOMES, "all")
     ]
     return RewardReport(
