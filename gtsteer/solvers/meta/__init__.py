@@ -1,0 +1,36 @@
+"""Meta-solvers for normal-form meta-games (PSRO): one solution concept per module.
+
+    stack = np.array([u0, u1])                 # per-player payoff tensors, never symmetrised
+    replicator_dynamics(stack).marginals       # rd: a product distribution
+    max_welfare_cce(stack).joint               # cce: a joint distribution
+    nash_bargaining(stack, disagreement=[0, 0])
+"""
+
+from gtsteer.solvers.meta.bargaining import nash_bargaining
+from gtsteer.solvers.meta.cce import cce_constraints, max_welfare_cce
+from gtsteer.solvers.meta.common import (
+    MetaGameError,
+    MetaSolution,
+    check_stack,
+    deviation_payoffs,
+    expected_payoffs,
+    marginals,
+    product,
+    regrets,
+)
+from gtsteer.solvers.meta.replicator import replicator_dynamics
+
+__all__ = [
+    "MetaGameError",
+    "MetaSolution",
+    "cce_constraints",
+    "check_stack",
+    "deviation_payoffs",
+    "expected_payoffs",
+    "marginals",
+    "max_welfare_cce",
+    "nash_bargaining",
+    "product",
+    "regrets",
+    "replicator_dynamics",
+]
