@@ -8,6 +8,7 @@
 
 from gtsteer.binding.expand import ExpansionReport, expand, expand_sync
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, DialogueObserver, DialogueState, Request
+from gtsteer.binding.growth import grow_game
 from gtsteer.binding.instances import (
     Instance,
     generate_instances,
@@ -60,6 +61,7 @@ __all__ = [
     "expand_sync",
     "generate_instances",
     "get_utility",
+    "grow_game",
     "load_game",
     "load_spec",
     "make_game",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel
@@ -100,8 +100,16 @@ def _first_failure(results: list[Any]) -> BaseException | None:
     return None
 
 
-async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
-    """Fill `game`'s messages, termination checks and rewards; returns what it took."""
+async def expand(
+    game: DialogueGame,
+    progress: bool = True,
+    follow: Callable[[DialogueState], list[int]] | None = None,
+) -> ExpansionReport:
+    """Fill `game`'s messages, termination checks and rewards; returns what it took.
+
+    `follow(state)` names the actions to expand at a decision node (default: every legal one),
+    so a caller that needs only part of the tree (PSRO's fixed-instruction profiles) pays for
+    only that part."""
     start_time = time.perf_counter()
     before = game.llm.usage
     report = ExpansionReport()
@@ -154,7 +162,7 @@ async def expand(game: DialogueGame, progress: bool = True) -> ExpansionReport:
                     nxt += [s.child(a) for a, _ in s.chance_outcomes()]
                 else:
                     report.decision_nodes += 1
-                    nxt += [s.child(a) for a in s.legal_actions()]
+                    nxt += [s.child(a) for a in (follow(s) if follow else s.legal_actions())]
             level = nxt
             depth += 1
         report.depth = depth - 1
@@ -208,7 +216,11 @@ def _finish(game: DialogueGame, report: ExpansionReport, before: Any,
     return report
 
 
-def expand_sync(game: DialogueGame, progress: bool = True) -> ExpansionReport:
+def expand_sync(
+    game: DialogueGame,
+    progress: bool = True,
+    follow: Callable[[DialogueState], list[int]] | None = None,
+) -> ExpansionReport:
     """`expand` from synchronous code."""
-    return run_sync(expand(game, progress=progress))
+    return run_sync(expand(game, progress=progress, follow=follow))
 

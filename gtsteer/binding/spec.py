@@ -113,6 +113,9 @@ class DomainSpec(_Strict):
     num_deals: int = Field(1, ge=1, le=MAX_DEALS)
     payoff: PayoffSpec
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    #: (key, value) pairs appended at run time by `with_added_instruction` (PSRO), in order.
+    #: Their instructions come after all earlier ones, so no existing action id ever changes.
+    grown: list[tuple[str, str]] = Field(default_factory=list)
 
     @field_validator("actions")
     @classmethod
@@ -161,6 +164,11 @@ class DomainSpec(_Strict):
             raise ValueError("`names` needs at least one distinct name per player")
         if self.opening is not None and self.opening_speaker >= len(self.players):
             raise ValueError("`opening_speaker` is not a player index")
+        for key, value in self.grown:
+            if value not in self.actions.get(key, []):
+                raise ValueError(f"grown instruction {key}={value!r} is not in `actions`")
+        if len(set(self.grown)) != len(self.grown):
+            raise ValueError("`grown` lists an instruction twice")
         if self.private_info_generator is None:
             empty = sorted(k for k, v in self.private_info.items() if not v)
             if empty:
@@ -193,13 +201,35 @@ class DomainSpec(_Strict):
 
     def instructions(self) -> list[str]:
         """The action list: every action as a readable string ("assertive", or
-        "tone=calm|day=Monday"); action id = index here. The one place action ids are made."""
-        combos: list[list[tuple[str, str]]] = [[]]
-        for key, values in self.actions.items():
-            combos = [c + [(key, v)] for c in combos for v in values]
+        "tone=calm|day=Monday"); action id = index here. The one place action ids are made.
+
+        The written values' combinations come first (in key order); each grown value then
+        appends the combinations it creates, so adding a value never renumbers older actions."""
+        grown = set(self.grown)
+        current = {k: [v for v in vals if (k, v) not in grown] for k, vals in self.actions.items()}
+        combos = _combinations(current)
+        for key, value in self.grown:
+            current[key].append(value)
+            combos += _combinations({**current, key: [value]})
         if len(self.actions) == 1:
             return [c[0][1] for c in combos]
         return ["|".join(f"{k}={v}" for k, v in c) for c in combos]
+
+    def with_added_instruction(self, key: str, value: str) -> DomainSpec:
+        """This spec with `value` appended to instruction set `key` (PSRO's growing action
+        set): every existing instruction keeps its action id, so every cached LLM call of the
+        old game stays valid in the new one."""
+        if key not in self.actions:
+            raise ConfigError(f"action key {key!r} does not exist; keys: {self.action_keys}")
+        clean = " ".join(value.split())
+        if not clean or "|" in clean or "=" in clean:
+            raise ConfigError(f"instruction {value!r} for `{key}` is empty or has | or =")
+        if clean == ANY or clean in self.actions[key]:
+            raise ConfigError(f"instruction {clean!r} is already in `{key}`")
+        data = self.model_dump()
+        data["actions"] = {**self.actions, key: [*self.actions[key], clean]}
+        data["grown"] = [*self.grown, (key, clean)]
+        return spec_from_dict(data, f"{self.name} + {key}={clean}")
 
     def any_instruction(self) -> str:
         """The unguided baseline's action string (every key set to "any")."""
@@ -216,6 +246,13 @@ class DomainSpec(_Strict):
         if len(self.actions) == 1:
             return {self.action_keys[0]: instruction}
         return dict(part.split("=", 1) for part in instruction.split("|"))
+
+
+def _combinations(values: dict[str, list[str]]) -> list[list[tuple[str, str]]]:
+    combos: list[list[tuple[str, str]]] = [[]]
+    for key, options in values.items():
+        combos = [c + [(key, v)] for c in combos for v in options]
+    return combos
 
 
 def _check_fields(template: str, allowed: frozenset[str]) -> str:

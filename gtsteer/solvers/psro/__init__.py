@@ -1,0 +1,42 @@
+"""PSRO over instructions: meta-game, LLM best-response operators, the loop (library code)."""
+
+from gtsteer.solvers.psro.candidates import SYNONYMS, Filtered, canonical, filter_candidates
+from gtsteer.solvers.psro.loop import run_psro, solve_meta
+from gtsteer.solvers.psro.metagame import (
+    MetaGame,
+    action_ids,
+    build_metagame,
+    one_instruction_each,
+    profile_values,
+)
+from gtsteer.solvers.psro.oracles import OPERATORS, OracleInput, OracleResult, run_oracle
+from gtsteer.solvers.psro.report import (
+    META_SOLVERS,
+    IterationReport,
+    PSROConfig,
+    PSROResult,
+    SolutionReport,
+)
+
+__all__ = [
+    "META_SOLVERS",
+    "OPERATORS",
+    "SYNONYMS",
+    "Filtered",
+    "IterationReport",
+    "MetaGame",
+    "OracleInput",
+    "OracleResult",
+    "PSROConfig",
+    "PSROResult",
+    "SolutionReport",
+    "action_ids",
+    "build_metagame",
+    "canonical",
+    "filter_candidates",
+    "one_instruction_each",
+    "profile_values",
+    "run_oracle",
+    "run_psro",
+    "solve_meta",
+]

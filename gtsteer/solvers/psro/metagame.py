@@ -1,0 +1,157 @@
+"""The PSRO meta-game: payoffs of "one instruction per player for all of its messages".
+
+Each instance's game is expanded only along the histories such profiles reach (every player
+repeats one instruction from its population), then each profile's value is computed exactly:
+the expectation over the LLM-sample chance nodes of the cached tree. Per-instance tensors are
+averaged over instances with a per-entry 95% Student-t interval. One tensor per player: the
+game is general-sum and need not be symmetric, so nothing is symmetrised.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from gtsteer.binding import DialogueGame, DialogueState, ExpansionReport, expand_sync
+from gtsteer.llm import LLMError
+from gtsteer.solvers.evaluate import expected_returns, fixed
+
+
+def action_ids(game: DialogueGame, populations: Sequence[Sequence[str]]) -> list[list[int]]:
+    """Instruction labels -> the game's action ids, per player (KeyError names a missing one)."""
+    out = []
+    for p, labels in enumerate(populations):
+        names = game.instructions(p)
+        missing = [label for label in labels if label not in names]
+        if missing:
+            raise KeyError(f"player {p}: instructions {missing} are not actions of the game")
+        out.append([names.index(label) for label in labels])
+    return out
+
+
+def one_instruction_each(
+    game: DialogueGame, allowed: Sequence[Sequence[int]]
+) -> Callable[[DialogueState], list[int]]:
+    """Expansion filter: a player's first message may use any allowed instruction, its later
+    ones only the instruction it already chose (the meta-game's strategies)."""
+
+    def follow(state: DialogueState) -> list[int]:
+        player = state.current_player()
+        names = game.instructions(player)
+        chosen = [t.instruction for t in state.turns if t.speaker == player and t.instruction]
+        return [names.index(chosen[0])] if chosen else list(allowed[player])
+
+    return follow
+
+
+def profile_values(game: DialogueGame, allowed: Sequence[Sequence[int]]) -> np.ndarray:
+    """Stack (N, n_0, ..., n_{N-1}): every player's exact expected return for each profile."""
+    n = game.num_players()
+    shape = tuple(len(a) for a in allowed)
+    out = np.zeros((n, *shape))
+    for index in itertools.product(*(range(s) for s in shape)):
+        profile = [allowed[p][i] for p, i in enumerate(index)]
+        out[(slice(None), *index)] = expected_returns(game, [fixed(profile)] * n)
+    return out
+
+
+@dataclass
+class MetaGame:
+    """Per-player payoff tensors over the populations, averaged over instances."""
+
+    labels: list[list[str]]
+    #: (G, N, n_0, ..., n_{N-1}): one stack per instance used.
+    per_instance: np.ndarray
+    instances: list[int]
+    failures: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.per_instance.mean(axis=0)
+
+    def interval(self, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-entry two-sided Student-t interval across instances (None for one instance)."""
+        g = self.per_instance.shape[0]
+        if g < 2:
+            return None
+        sem = self.per_instance.std(axis=0, ddof=1) / np.sqrt(g)
+        half = stats.t.ppf(0.5 + confidence / 2, g - 1) * sem
+        return self.mean - half, self.mean + half
+
+
+@dataclass
+class Expansion:
+    """LLM work of one meta-game build, summed over instances."""
+
+    llm_requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+    reports: dict[int, ExpansionReport] = field(default_factory=dict)
+
+    def add(self, index: int, report: ExpansionReport) -> None:
+        self.reports[index] = report
+        self.llm_requests += report.llm_requests
+        self.cache_hits += report.cache_hits
+        self.new_calls += report.new_calls
+
+
+def build_metagame(
+    games: Sequence[DialogueGame],
+    populations: Sequence[Sequence[str]],
+    *,
+    progress: bool = False,
+    skip: Sequence[int] = (),
+) -> tuple[MetaGame, Expansion]:
+    """Expand what the populations' profiles need in every game and evaluate them exactly.
+
+    An instance whose expansion fails (its LLM could not answer) is left out of the average
+    and named in `failures`; `skip` leaves out instances known to have failed before."""
+    work = Expansion()
+    stacks, used, failures = [], [], {}
+    for game in games:
+        index = game.instance.index
+        if index in skip:
+            continue
+        allowed = action_ids(game, populations)
+        try:
+            report = expand_sync(game, progress=progress, follow=one_instruction_each(game, allowed))
+        except LLMError as exc:
+            failures[index] = f"{type(exc).__name__}: {exc}"
+            continue
+        work.add(index, report)
+        if report.failed:
+            failures[index] = str(report.reason or "expansion failed")
+            continue
+        stacks.append(profile_values(game, allowed))
+        used.append(index)
+    if not stacks:
+        raise RuntimeError(f"every instance failed to expand: {failures}")
+    labels = [list(p) for p in populations]
+    return MetaGame(labels, np.stack(stacks), used, failures), work
+
+
+def sample_dialogues(
+    game: DialogueGame, populations: Sequence[Sequence[str]], player: int,
+    opponents: Sequence[str], payoff_digits: int = 3,
+) -> list[tuple[str, float, str]]:
+    """One dialogue per instruction of `player` against fixed `opponents` instructions
+    (first LLM sample at every chance node): (instruction, player's payoff, transcript).
+    Reads only nodes the meta-game expansion already filled."""
+    names = game.instance.names
+    out = []
+    for label in populations[player]:
+        profile = [label if p == player else opponents[p] for p in range(game.num_players())]
+        ids = action_ids(game, [[x] for x in profile])
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                state.apply_action(state.chance_outcomes()[0][0])
+            else:
+                state.apply_action(ids[state.current_player()][0])
+        transcript = "\n".join(f"{names[t.speaker]}: {t.text}" for t in state.turns)
+        out.append((label, round(float(state.returns()[player]), payoff_digits), transcript))
+    return out

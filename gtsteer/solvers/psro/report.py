@@ -1,0 +1,137 @@
+"""Per-iteration PSRO report data (pydantic: it becomes the run's summary.json)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from gtsteer.solvers.meta import MetaSolution, regrets
+from gtsteer.solvers.psro.metagame import MetaGame
+from gtsteer.solvers.psro.oracles import OracleResult
+
+MetaSolver = Literal["rd", "cce", "nbs"]
+META_SOLVERS: tuple[str, ...] = ("rd", "cce", "nbs")
+
+
+class PSROConfig(BaseModel):
+    """The loop's parameters (the driver adds config path and models)."""
+
+    iterations: int = Field(3, ge=0, le=100)
+    candidates: int = Field(4, ge=1, le=64)
+    operator: Literal["shotgun", "better", "trajectory", "categorical"] = "shotgun"
+    meta_solver: MetaSolver = "rd"
+    seed: int = 0
+    #: The instruction key PSRO grows (default: the spec's only key).
+    key: str | None = None
+    cce_tie_break: Literal["entropy", "none"] = "entropy"
+    #: Stop early when an iteration adds no instruction for any player.
+    stop_when_converged: bool = True
+
+
+class SolutionReport(BaseModel):
+    """A solution concept on the iteration's meta-game."""
+
+    concept: str
+    #: Per player, instruction -> probability.
+    marginals: list[dict[str, float]]
+    #: Joint distribution over profiles (nested lists, player 0 outermost).
+    joint: Any
+    payoffs: list[float]
+    welfare: float
+    #: Per player: best deviation payoff in the restricted game minus expected payoff (>= 0).
+    regret: list[float]
+    #: Sum of regrets: the PSRO gap of this meta-strategy in the restricted game.
+    gap: float
+    note: str = ""
+
+    @classmethod
+    def of(cls, sol: MetaSolution, stack: np.ndarray, labels: list[list[str]]) -> SolutionReport:
+        reg = regrets(stack, sol.joint)
+        return cls(
+            concept=sol.concept,
+            marginals=[{label: _r(p) for label, p in zip(ls, m, strict=True)}
+                       for ls, m in zip(labels, sol.marginals, strict=True)],
+            joint=_nested(sol.joint),
+            payoffs=[_r(v) for v in sol.payoffs(stack)],
+            welfare=_r(sol.welfare(stack)),
+            regret=[_r(v) for v in reg],
+            gap=_r(float(reg.sum())),
+            note=sol.note,
+        )
+
+
+class MetaGameReport(BaseModel):
+    labels: list[list[str]]
+    #: Per player tensor (nested lists): mean over instances.
+    mean: list[Any]
+    #: Per-entry 95% Student-t interval across instances (null with one instance).
+    ci_low: list[Any] | None
+    ci_high: list[Any] | None
+    instances: list[int]
+    failures: dict[int, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, mg: MetaGame) -> MetaGameReport:
+        interval = mg.interval()
+        return cls(
+            labels=mg.labels,
+            mean=[_nested(t) for t in mg.mean],
+            ci_low=None if interval is None else [_nested(t) for t in interval[0]],
+            ci_high=None if interval is None else [_nested(t) for t in interval[1]],
+            instances=mg.instances,
+            failures=mg.failures,
+        )
+
+
+class LLMWork(BaseModel):
+    """Requests to every model the iteration used (dialogue, reward and proposer)."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+    #: The proposer's share, when it is a different model object than the game's.
+    proposer_requests: int = 0
+    proposer_new_calls: int = 0
+
+
+class IterationReport(BaseModel):
+    iteration: int
+    populations: list[list[str]]
+    #: Every action of the grown game (evaluated candidates stay: ids never change).
+    game_actions: list[str]
+    metagame: MetaGameReport
+    solutions: dict[str, SolutionReport]
+    #: The solution concept whose meta-strategy the oracles answered.
+    driver: str
+    oracles: list[OracleResult] = Field(default_factory=list)
+    #: Per player: the instruction added this iteration, or null ("no new instruction").
+    added: list[str | None] = Field(default_factory=list)
+    llm: LLMWork = Field(default_factory=LLMWork)
+    wall_s: float = 0.0
+
+
+class PSROResult(BaseModel):
+    config: PSROConfig
+    key: str
+    iterations: list[IterationReport]
+    converged: bool
+    final_populations: list[list[str]]
+
+    def numbers(self) -> dict[str, Any]:
+        """Everything but timings and LLM accounting: identical across reruns."""
+        data = self.model_dump(mode="json")
+        for it in data["iterations"]:
+            it.pop("wall_s")
+            it.pop("llm")
+        return data
+
+
+def _r(x: float, digits: int = 10) -> float:
+    """Rounded so a rerun's JSON is byte-identical despite float summation order."""
+    return round(float(x), digits) + 0.0
+
+
+def _nested(arr: np.ndarray) -> Any:
+    return np.vectorize(_r, otypes=[float])(np.asarray(arr, dtype=float)).tolist()

@@ -1,0 +1,69 @@
+"""PSRO test doubles: a known-payoff domain and a scripted proposer. Not a test module."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from gtsteer.binding import register_utility
+from gtsteer.llm import LLM, Backend
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+
+STRENGTH_CONFIG = Path(__file__).parent / "data" / "psro_strength.yaml"
+STRENGTH = {"any": 0.0, "calm": 0.0, "assertive": 1.0, "submissive": -1.0, "bold": 2.0,
+            "fierce": 3.0, "meek": -2.0, "timid": -1.5}
+
+
+@register_utility("test_psro_strength")
+async def strength_utility(ctx: Any) -> list[float]:
+    own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
+    return [own[0] - 0.5 * own[1], own[1] - 0.5 * own[0]]
+
+
+class CountingBackend(Backend):
+    """Messages that differ per prompt and sample (so every history is its own request);
+    counts calls. Rewards come from the utility, not from a model."""
+
+    kind = "counting"
+    max_concurrency = 16
+    supports_grammar = True
+
+    def __init__(self) -> None:
+        super().__init__("counting")
+        self.calls = 0
+
+    async def complete(self, request: GenerationRequest,
+                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
+        self.calls += 1
+        digest = hashlib.sha256(request.as_text().encode()).hexdigest()[:6]
+        return RawCompletion(text=f"Fine {digest} (sample {request.seed % 97})", usage=Usage())
+
+
+class ScriptedProposer(Backend):
+    """Answers proposer prompts from per-role scripts (one answer per call, in order; the last
+    one repeats). An answer is a list (sent as JSON) or a raw string (sent as is)."""
+
+    kind = "scripted-proposer"
+    max_concurrency = 1
+    supports_grammar = True
+
+    def __init__(self, scripts: dict[str, list[list[Any] | str]]):
+        super().__init__("scripted-proposer")
+        self.scripts = scripts
+        self.prompts: dict[str, list[str]] = {role: [] for role in scripts}
+
+    async def complete(self, request: GenerationRequest,
+                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
+        text = request.as_text()
+        role = next(r for r in self.scripts if f"the {r} is given" in text)
+        self.prompts[role].append(text)
+        script = self.scripts[role]
+        answer = script[min(len(self.prompts[role]), len(script)) - 1]
+        raw = answer if isinstance(answer, str) else json.dumps({"instructions": answer})
+        return RawCompletion(text=raw, usage=Usage())
+
+
+def llm_for(backend: Backend) -> LLM:
+    return LLM(backend.model, backend=backend, structured_attempts=1, max_retries=0)

@@ -1,0 +1,211 @@
+"""PSRO over instructions: known-payoff loop, growing action sets, bad proposer output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from psro_helpers import STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
+
+from gtsteer.binding import ConfigError, generate_instances, grow_game, load_spec, make_game
+from gtsteer.llm import LLM
+from gtsteer.solvers.psro import (
+    PSROConfig,
+    action_ids,
+    build_metagame,
+    filter_candidates,
+    one_instruction_each,
+    run_psro,
+)
+
+FRUIT = "configs/trade_fruit_tone.yaml"
+
+
+def strength_games(n: int = 2) -> tuple[list, CountingBackend]:
+    spec = load_spec(STRENGTH_CONFIG)
+    backend = CountingBackend()
+    llm = llm_for(backend)
+    return [make_game(spec, inst, llm) for inst in generate_instances(spec, n)], backend
+
+
+def test_psro_adds_the_true_best_response_for_both_players_then_stops():
+    games, _ = strength_games()
+    proposer = ScriptedProposer({
+        "proposer": [["meek", "timid", "bold", "fierce"], ["bold", "Fierce!"]],
+        "responder": [["fierce", "timid"], ["timid", "  BOLD "]],
+    })
+    result = run_psro(games, llm_for(proposer), PSROConfig(iterations=3, candidates=4))
+    first, second = result.iterations[0], result.iterations[1]
+    # both players were asked, each in both iterations
+    assert [len(p) for p in proposer.prompts.values()] == [2, 2]
+    # the strongest proposed stance is the true best response against any meta-strategy
+    assert first.added == ["fierce", "fierce"]
+    scores = {c.instruction: c.score for c in first.oracles[0].candidates}
+    # exact scores: strength(own) - 0.5 * E[strength(other)] under the driver's meta-strategy
+    other = first.solutions["rd"].marginals[1]
+    expected_other = sum(p * {"calm": 0, "assertive": 1, "submissive": -1, "any": 0}[a]
+                         for a, p in other.items())
+    assert scores["fierce"] == pytest.approx(3 - 0.5 * expected_other, abs=1e-9)
+    assert scores["timid"] == pytest.approx(-1.5 - 0.5 * expected_other, abs=1e-9)
+    assert first.oracles[0].dropped == {"duplicate": 1}  # "meek" is a synonym of submissive
+    # nothing beats fierce in iteration 1: no new instruction, and the run stops there
+    assert second.added == [None, None]
+    assert second.oracles[0].reason and "improves" in second.oracles[0].reason
+    assert second.oracles[0].dropped == {"duplicate": 1}  # "Fierce!" is fierce
+    assert second.oracles[1].dropped == {}  # "  BOLD " is new for the responder, but weaker
+    assert result.converged and len(result.iterations) == 2
+    assert result.final_populations == [["calm", "assertive", "submissive", "any", "fierce"]] * 2
+    # the meta-game's equilibrium moves to the new best response
+    for concept in ("rd", "cce"):
+        marg = second.solutions[concept].marginals
+        assert marg[0]["fierce"] == pytest.approx(1.0, abs=2e-3), concept
+    assert second.solutions["rd"].payoffs == pytest.approx([1.5, 1.5], abs=1e-2)
+    # per-player tensors with the right labels and shape
+    assert second.metagame.labels[0][-1] == "fierce"
+    assert np.asarray(second.metagame.mean).shape == (2, 5, 5)
+    assert second.metagame.ci_low is not None
+
+
+def test_growing_the_action_set_keeps_old_ids_and_reuses_every_known_node():
+    games, backend = strength_games(1)
+    game = games[0]
+    base = [list(game.spec.actions["stance"])] * 2
+    build_metagame([game], base)
+    old = game.instructions()
+    grown = grow_game(game, "stance", "fierce")
+    assert grown.instructions()[: len(old)] == old and grown.instructions()[-1] == "fierce"
+    assert grown.spec.grown == [("stance", "fierce")]
+    known = {"messages": set(grown.messages), "rewards": set(grown.rewards)}
+    pops = [[*base[0], "fierce"], base[1]]
+    calls_before = backend.calls
+    _, work = build_metagame([grown], pops)
+    # independent count: LLM nodes (message samples) of the profiles' histories not known before
+    new_nodes = _new_message_nodes(grown, pops, known["messages"])
+    assert new_nodes == 2 * 1  # fierce's message has 2 samples; the responder's replies below
+    assert work.new_calls == backend.calls - calls_before
+    # ... and the responder's replies under "fierce" (4 instructions x 2 samples x 2 branches)
+    assert work.new_calls == _all_new_message_nodes(grown, pops, known["messages"])
+    with pytest.raises(ConfigError, match="already"):
+        grow_game(grown, "stance", "fierce")
+    with pytest.raises(ConfigError, match="already"):
+        grow_game(grown, "stance", "any")
+    with pytest.raises(ConfigError, match="does not exist"):
+        grow_game(grown, "tone", "x")
+
+
+def _new_message_nodes(game, pops, known) -> int:
+    """Message-sample histories of the first messages under new first instructions."""
+    ids = action_ids(game, pops)
+    root = game.new_initial_state()
+    return sum(
+        1
+        for a in ids[root.current_player()]
+        for outcome, _ in root.child(a).chance_outcomes()
+        if (a, outcome) not in known
+    )
+
+
+def _all_new_message_nodes(game, pops, known) -> int:
+    follow = one_instruction_each(game, action_ids(game, pops))
+    count = 0
+
+    def walk(state) -> None:
+        nonlocal count
+        if state.is_terminal():
+            return
+        if state.is_chance_node():
+            for outcome, _ in state.chance_outcomes():
+                count += (*state.history_key, outcome) not in known
+                walk(state.child(outcome))
+            return
+        for a in follow(state):
+            walk(state.child(a))
+
+    walk(game.new_initial_state())
+    return count
+
+
+def test_fruit_iteration_new_calls_equal_new_llm_nodes():
+    """With the fake model (messages and LLM-extracted rewards) and a separate proposer, each
+    iteration's new game calls are exactly the nodes the game tables gained."""
+    spec = load_spec(FRUIT)
+    llm = LLM("fake")
+    games = [make_game(spec, inst, llm) for inst in generate_instances(spec, 1)]
+    proposer = ScriptedProposer({"proposer": [["sarcastic"]], "responder": [["cheerful"]]})
+    new_calls: list[int] = []
+    proposer_calls: list[int] = []
+
+    def on_iteration(report) -> None:
+        new_calls.append(report.llm.new_calls - report.llm.proposer_new_calls)
+        proposer_calls.append(report.llm.proposer_new_calls)
+
+    result = run_psro(games, llm_for(proposer), PSROConfig(iterations=1, candidates=1),
+                      on_iteration=on_iteration)
+    added = result.iterations[0].added
+    # iteration 0: the 4x4 profiles: 4 first messages x 2 samples, 4 x 4 replies x 2 x 2,
+    # and one reward per terminal (4 x 2 x 4 x 2); plus the candidates' branches:
+    # proposer "sarcastic" vs 4 replies (2 + 2*4*2 messages, 16 rewards) and responder
+    # "cheerful" under the 4 first messages (4*2*2 messages, 16 rewards).
+    base = 4 * 2 + 4 * 2 * 4 * 2 + 4 * 2 * 4 * 2
+    candidates = (2 + 2 * 4 * 2 + 16) + (4 * 2 * 2 + 16)
+    assert new_calls[0] == base + candidates
+    # iteration 1: every profile was evaluated already, except (sarcastic, cheerful) when both
+    # were adopted (fake payoffs decide that): its 2 x 2 replies and 4 rewards
+    assert new_calls[1] == (2 * 2 + 2 * 2 if added == ["sarcastic", "cheerful"] else 0)
+    assert proposer_calls == [2, 0]
+
+
+def test_bad_proposer_output_is_dropped_and_counted():
+    games, _ = strength_games(1)
+    junk = ["calm", "CALM ", "", "   ", "x" * 2000, "any", "Any", "a|b", "fierce", "fierce"]
+    proposer = ScriptedProposer({
+        "proposer": [junk],
+        "responder": ["this is not JSON at all"],
+    })
+    result = run_psro(games, llm_for(proposer), PSROConfig(iterations=1, candidates=8))
+    p0, p1 = result.iterations[0].oracles
+    assert p0.dropped == {"duplicate": 3, "empty": 2, "too_long": 1, "any": 2, "invalid": 1}
+    assert [c.instruction for c in p0.candidates] == ["fierce"]
+    assert p0.added == "fierce"
+    assert p1.dropped == {"unparsable": 1}
+    assert p1.added is None and p1.reason == "no valid candidate"
+    assert p1.calls[0].raw == "this is not JSON at all"
+    assert p0.calls[0].parsed == junk and "proposer" in p0.calls[0].prompt
+    # the run went on: a final meta-game with the new instruction for player 0 only
+    assert result.iterations[-1].populations[0][-1] == "fierce"
+    assert "fierce" not in result.iterations[-1].populations[1]
+
+
+def test_filter_is_case_whitespace_and_synonym_insensitive():
+    out = filter_candidates(["Furious", "angrily", "Very  calm tone", "serene", "relaxed", 7],
+                            ["angry", "calm"])
+    assert out.valid == ["relaxed"]
+    assert out.dropped == {"duplicate": 4, "not_text": 1}
+
+
+@pytest.mark.parametrize("operator", ["shotgun", "better", "trajectory", "categorical"])
+def test_every_operator_runs_on_the_fake_model_and_reruns_without_calls(operator):
+    spec = load_spec(FRUIT)
+
+    def once():
+        llm = LLM("fake")
+        games = [make_game(spec, inst, llm) for inst in generate_instances(spec, 2)]
+        config = PSROConfig(iterations=1, candidates=2, operator=operator, meta_solver="cce")
+        return run_psro(games, llm, config)
+
+    first, second = once(), once()
+    assert first.numbers() == second.numbers()
+    assert sum(it.llm.new_calls for it in second.iterations) == 0
+    assert all(len(it.oracles) == 2 for it in first.iterations[:-1])
+    calls = first.iterations[0].oracles[0].calls
+    assert calls and all(c.prompt and c.raw for c in calls)
+    if operator == "trajectory":
+        assert "payoff" in calls[0].prompt and "---" in calls[0].prompt
+    if operator == "categorical":
+        assert calls[0].purpose == "categories"
+
+
+def test_bad_config_is_refused_by_field():
+    with pytest.raises(ValueError):
+        PSROConfig(candidates=0)
+    with pytest.raises(ValueError):
+        PSROConfig(operator="random")  # type: ignore[arg-type]
