@@ -7,6 +7,7 @@ import typer
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.llm import llm_app
+from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
 
@@ -19,5 +20,6 @@ app = typer.Typer(
 app.add_typer(llm_app, name="llm")
 register_solve(app)
 register_imitate(app)
+register_psro(app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")

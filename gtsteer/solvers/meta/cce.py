@@ -58,12 +58,33 @@ def max_welfare_cce(stack: np.ndarray, *, tie_break: TieBreak = "entropy") -> Me
 def _max_entropy(
     a_ub: np.ndarray, welfare: np.ndarray, target: float, start: np.ndarray
 ) -> tuple[np.ndarray, str]:
-    """Maximum-entropy CCE whose welfare is within a hair of `target` (a smooth convex program,
-    so SLSQP; the LP vertex is kept if it fails)."""
+    """Maximum-entropy CCE among those whose welfare is (within a hair of) `target`.
+
+    Entropy pushes every probability off zero, but most profiles have zero mass in every
+    max-welfare CCE, and a solver started at such a boundary crawls. So first one small LP
+    per profile finds which profiles can carry mass at all (the optimal face's support) and a
+    point inside the face (the average of those LP solutions); SLSQP then maximises entropy
+    over that support from that interior point. The LP vertex is kept if anything fails."""
     scale = max(1.0, float(np.abs(welfare).max()))
-    tol = 1e-7 * scale
+    tol = 1e-9 * scale
     size = welfare.size
-    x0 = 0.9 * start + 0.1 / size  # interior start: the entropy gradient is finite there
+    face_ub = np.vstack([a_ub, -welfare[None, :]])
+    face_b = np.append(np.zeros(len(a_ub)), -(target - tol))
+    points = []
+    for j in range(size):
+        c = np.zeros(size)
+        c[j] = -1.0
+        lp = linprog(c, A_ub=face_ub, b_ub=face_b, A_eq=np.ones((1, size)), b_eq=[1.0],
+                     bounds=[(0.0, None)] * size, method="highs")
+        if lp.status == 0 and lp.x[j] > 1e-9:
+            points.append(np.clip(lp.x, 0.0, None))
+    if not points:
+        return start, "max-entropy tie-break found no support; LP vertex kept"
+    interior = np.mean(points, axis=0)
+    support = np.flatnonzero(interior > 1e-12)
+    if len(support) == 1:
+        return interior, ""
+    a_s, w_s = a_ub[:, support], welfare[support]
 
     def neg_entropy(x: np.ndarray) -> float:
         x = np.maximum(x, _FLOOR)
@@ -73,18 +94,21 @@ def _max_entropy(
         return np.log(np.maximum(x, _FLOOR)) + 1.0
 
     result = minimize(
-        neg_entropy, x0, jac=grad, method="SLSQP", bounds=[(0.0, 1.0)] * size,
+        neg_entropy, interior[support], jac=grad, method="SLSQP",
+        bounds=[(0.0, 1.0)] * len(support),
         constraints=[
-            {"type": "eq", "fun": lambda x: np.sum(x) - 1.0, "jac": lambda x: np.ones(size)},
-            {"type": "ineq", "fun": lambda x: -(a_ub @ x) + tol, "jac": lambda x: -a_ub},
-            {"type": "ineq", "fun": lambda x: welfare @ x - (target - tol),
-             "jac": lambda x: welfare},
+            {"type": "eq", "fun": lambda x: np.sum(x) - 1.0,
+             "jac": lambda x: np.ones(len(support))},
+            {"type": "ineq", "fun": lambda x: -(a_s @ x) + 10 * tol, "jac": lambda x: -a_s},
+            {"type": "ineq", "fun": lambda x: w_s @ x - (target - 10 * tol),
+             "jac": lambda x: w_s},
         ],
-        options={"maxiter": 500, "ftol": 1e-12},
+        options={"maxiter": 300, "ftol": 1e-12},
     )
-    x = np.clip(result.x, 0.0, None)
-    x = x / x.sum() if x.sum() > 0 else start
-    feasible = (a_ub @ x).max(initial=0.0) <= 10 * tol and welfare @ x >= target - 10 * tol
-    if not (result.success and feasible):
-        return start, f"max-entropy tie-break failed ({result.message}); LP vertex kept"
-    return x, ""
+    x = np.zeros(size)
+    x[support] = np.clip(result.x, 0.0, None)
+    feasible = (a_ub @ x).max(initial=0.0) <= 1e3 * tol and welfare @ x >= target - 1e3 * tol
+    if not (result.success and feasible and x.sum() > 0):
+        # the interior point is itself a max-welfare CCE, only not the most spread out
+        return interior, f"max-entropy step stopped ({result.message}); face centre kept"
+    return x / x.sum(), ""

@@ -1,0 +1,102 @@
+"""`gtsteer psro CONFIG`: PSRO over instructions; writes DIR/summary.json and DIR/payoffs.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.runs.psro import PSROSummary, default_out_dir, psro_config
+from gtsteer.solvers.psro import META_SOLVERS, OPERATORS, IterationReport, PSROConfig
+
+
+def print_summary(summary: PSROSummary) -> None:
+    """One row per iteration: what was added, each concept's welfare and PSRO gap, new calls
+    (per-player payoffs and the meta-strategies are in summary.json)."""
+    settings = summary.settings
+    table = Table("it", "added (per player)", *(f"{c.upper()} welfare (gap)" for c in META_SOLVERS),
+                  "new calls", title=f"{summary.domain}: PSRO, {settings.operator} oracle, "
+                                     f"{settings.meta_solver} meta-strategy")
+    for it in summary.iterations:
+        added = ", ".join(a or "—" for a in it.added) if it.added else ""
+        cells = [f"{it.solutions[c].welfare:+.3f} ({it.solutions[c].gap:.3f})"
+                 for c in META_SOLVERS]
+        table.add_row(str(it.iteration), added, *cells, str(it.llm.new_calls))
+    console.print(table)
+    final = summary.iterations[-1].solutions[settings.meta_solver]
+    for p, (pop, marg) in enumerate(zip(summary.final_populations, final.marginals,
+                                        strict=True)):
+        shown = ", ".join(f"{x} {marg[x]:.2f}" for x in pop)
+        console.print(f"player {p} ({settings.meta_solver}, payoff {final.payoffs[p]:+.3f}): "
+                      f"{shown}")
+    calls = summary.llm_calls
+    console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
+                  f"{calls.new_calls} new calls · converged: {summary.converged}")
+
+
+def psro(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    proposer_llm: Annotated[
+        str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "
+                                                        "(default: --llm).")
+    ] = None,
+    games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
+    iterations: Annotated[int, typer.Option("--iterations", "-t", help="PSRO iterations.")] = 3,
+    candidates: Annotated[
+        int, typer.Option("--candidates", "-k", help="Candidates per oracle (K).")
+    ] = 4,
+    operator: Annotated[
+        str, typer.Option("--operator", help="shotgun | better | trajectory | categorical")
+    ] = "shotgun",
+    meta_solver: Annotated[
+        str, typer.Option("--meta-solver", help="rd | cce | nbs (drives the oracles)")
+    ] = "rd",
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and proposer seed.")] = 0,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-psro-LLM-SEED)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
+    with friendly_errors():
+        if operator not in OPERATORS:
+            raise ValueError(f"--operator: expected one of {', '.join(OPERATORS)}, "
+                             f"got {operator!r}")
+        if meta_solver not in META_SOLVERS:
+            raise ValueError(f"--meta-solver: expected one of {', '.join(META_SOLVERS)}, "
+                             f"got {meta_solver!r}")
+        if iterations < 0 or candidates < 1:
+            raise ValueError(f"--iterations must be >= 0 and --candidates >= 1, got "
+                             f"{iterations} and {candidates}")
+        settings = PSROConfig(iterations=iterations, candidates=candidates, operator=operator,
+                              meta_solver=meta_solver, seed=seed)  # type: ignore[arg-type]
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=console, disable=quiet, transient=True) as bar:
+            task = bar.add_task("starting", total=None)
+
+            def done(report: IterationReport) -> None:
+                added = ", ".join(a or "—" for a in report.added) or "final meta-game"
+                bar.console.print(f"iteration {report.iteration}: {added} "
+                                  f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
+
+            summary = psro_config(
+                config, llm=llm, proposer_llm=proposer_llm, games=games, settings=settings,
+                out_dir=out, on_iteration=done,
+                on_phase=lambda text: bar.update(task, description=text),
+            )
+    print_summary(summary)
+    where = out if out is not None else default_out_dir(config, llm, seed)
+    console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `psro` command to the top-level app."""
+    app.command("psro")(psro)

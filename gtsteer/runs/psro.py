@@ -1,0 +1,156 @@
+"""`gtsteer psro`: config -> instances -> PSRO over instructions -> summary.json + payoffs.png.
+
+A run is a pure function of (config, models, seed, settings): the config is validated before any
+LLM call, every dialogue, reward and proposer answer comes through the on-disk cache, and the
+meta-solvers are deterministic, so a rerun makes no new call and writes the same numbers; a
+killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from pydantic import BaseModel
+
+from gtsteer.binding import generate_instances, load_spec, make_game
+from gtsteer.llm import LLM
+from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
+from gtsteer.solvers.psro.report import META_SOLVERS
+
+SCHEMA_VERSION = 1
+PLOT = "payoffs.png"
+
+
+class LLMTotals(BaseModel):
+    requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+
+
+class PSROSummary(BaseModel):
+    """summary.json of a PSRO run (docs/PSRO.md)."""
+
+    schema_version: int = SCHEMA_VERSION
+    config: str
+    domain: str
+    model: str
+    proposer_model: str
+    num_games: int
+    num_llm_seeds: int
+    payoff_bounds: tuple[float, float]
+    settings: PSROConfig
+    key: str
+    converged: bool
+    final_populations: list[list[str]]
+    iterations: list[IterationReport]
+    llm_calls: LLMTotals
+    plot: str = PLOT
+
+    def numbers(self) -> dict[str, Any]:
+        """Everything except timings and LLM accounting (identical on a rerun)."""
+        data = self.model_dump(mode="json", exclude={"llm_calls"})
+        for it in data["iterations"]:
+            it.pop("wall_s")
+            it.pop("llm")
+        return data
+
+
+def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
+    """results/<config stem>-psro-<model>-<seed>, with the model string made path-safe."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path("results") / f"{Path(config_path).stem}-psro-{safe}-{seed}"
+
+
+def psro_config(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    proposer_llm: str | LLM | None = None,
+    games: int = 1,
+    settings: PSROConfig | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    on_iteration: Callable[[IterationReport], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> PSROSummary:
+    """Run PSRO on `games` instances of a domain config; write summary.json and the plot."""
+    settings = settings or PSROConfig()
+    if games < 1:
+        raise ValueError(f"games: must be >= 1, got {games}")
+    spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
+    model = llm if isinstance(llm, LLM) else LLM(llm)
+    model_name = llm if isinstance(llm, str) else model.model
+    if proposer_llm is None:
+        proposer, proposer_name = model, model_name
+    elif isinstance(proposer_llm, LLM):
+        proposer, proposer_name = proposer_llm, proposer_llm.model
+    else:
+        proposer = model if proposer_llm == model_name else LLM(proposer_llm)
+        proposer_name = proposer_llm
+    out = prepare_run_dir(
+        out_dir if out_dir is not None else default_out_dir(config_path, model_name,
+                                                            settings.seed),
+        subdirs=("iterations",),
+    )
+    instances = generate_instances(spec, games, settings.seed)
+    dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
+                      for inst in instances]
+    befores = [m.usage for m in _distinct(model, proposer)]
+
+    def record(report: IterationReport) -> None:
+        write_json(out / "iterations" / f"{report.iteration}.json", report)
+        if on_iteration is not None:
+            on_iteration(report)
+
+    result = run_psro(dialogue_games, proposer, settings, on_iteration=record, on_phase=on_phase)
+    totals = LLMTotals()
+    for m, before in zip(_distinct(model, proposer), befores, strict=True):
+        after = m.usage
+        totals.requests += after.requests - before.requests
+        totals.cache_hits += after.cache_hits - before.cache_hits
+        totals.new_calls += after.new_calls - before.new_calls
+    summary = PSROSummary(
+        config=str(config_path), domain=spec.name, model=model_name,
+        proposer_model=proposer_name, num_games=games, num_llm_seeds=spec.num_llm_seeds,
+        payoff_bounds=(spec.payoff.min, spec.payoff.max), settings=settings, key=result.key,
+        converged=result.converged, final_populations=result.final_populations,
+        iterations=result.iterations, llm_calls=totals,
+    )
+    write_json(out / "summary.json", summary)
+    plot_payoffs(result, out / PLOT, title=f"{spec.name}: PSRO ({settings.operator}, "
+                                           f"driver {settings.meta_solver})")
+    return summary
+
+
+def _distinct(*models: LLM) -> list[LLM]:
+    return list({id(m): m for m in models}.values())
+
+
+def plot_payoffs(result: PSROResult, path: Path, title: str = "") -> Path:
+    """One panel per solution concept: each player's expected payoff and the welfare per
+    iteration (the paper's Figures 3-4 track the same quantities)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    its = [r.iteration for r in result.iterations]
+    fig, axes = plt.subplots(1, len(META_SOLVERS), figsize=(4.2 * len(META_SOLVERS), 3.4),
+                             sharey=True)
+    for ax, concept in zip(axes, META_SOLVERS, strict=True):
+        sols = [r.solutions[concept] for r in result.iterations]
+        for p in range(len(sols[0].payoffs)):
+            ax.plot(its, [s.payoffs[p] for s in sols], marker="o", label=f"player {p}")
+        ax.plot(its, [s.welfare for s in sols], linestyle="--", color="gray", label="welfare")
+        ax.set_title(concept.upper())
+        ax.set_xlabel("PSRO iteration")
+        ax.set_xticks(its)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("expected payoff")
+    axes[-1].legend(fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return save_png(fig, path)
