@@ -33,8 +33,10 @@ lint: setup
 	$(VENV)/bin/ruff check gtsteer tests scripts
 
 bench: setup
+	$(PIP) install -q -e '.[bench]'
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_solve.py
+	$(PY) scripts/bench_psro.py --llm local
 	$(PY) scripts/bench_werewolf.py --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
 	$(PY) scripts/bench_imitation.py
 	$(PY) scripts/bench_web.py

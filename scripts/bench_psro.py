@@ -1,0 +1,234 @@
+"""Benchmark `gtsteer psro` and write its section of docs/BENCHMARKS.md.
+
+Same parameters on both sides: the fruit-trading tone domain (2 players, tones calm /
+assertive / submissive / any, 2 LLM samples, 1 reply each), 3 PSRO iterations, shotgun
+oracle with K = 4 candidates.
+
+1. gtsteer: `psro_config` on `configs/trade_fruit_tone.yaml` with a fresh response cache,
+   then the same run again (cache warm): new LLM calls and wall time per iteration.
+2. Reference: OpenSpiel's `examples/chat_game_psro_example.py` flow (its `PSRO` class on
+   `config_trade_fruit_w_tone`, its default 10 simulation trials per payoff entry), with its
+   `MockLLM.generate_response`/`generate_bool` wrapped by a counter (as bench_solve does).
+
+    .venv/bin/python scripts/bench_psro.py --llm local      # the timed run (idle machine)
+    .venv/bin/python scripts/bench_psro.py --llm fake --no-write   # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import datetime
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+START, END = "<!-- bench_psro:start -->", "<!-- bench_psro:end -->"
+ITERATIONS, CANDIDATES = 3, 4
+
+
+@contextlib.contextmanager
+def fresh_cache() -> Iterator[Path]:
+    """A private response cache for the duration of the block (the model dir stays shared)."""
+    old = os.environ.get("GTSTEER_CACHE_DIR")
+    os.environ.setdefault(
+        "GTSTEER_MODEL_DIR", str(Path(old or Path.home() / ".cache" / "gtsteer") / "models")
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-psro-") as tmp:
+        os.environ["GTSTEER_CACHE_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("GTSTEER_CACHE_DIR", None)
+            else:
+                os.environ["GTSTEER_CACHE_DIR"] = old
+
+
+def gtsteer_run(model: str) -> dict:
+    from gtsteer.llm import LLM
+    from gtsteer.runs.psro import psro_config
+    from gtsteer.solvers.psro import PSROConfig
+
+    settings = PSROConfig(iterations=ITERATIONS, candidates=CANDIDATES, operator="shotgun",
+                          meta_solver="rd", seed=0)
+    runs = []
+    with fresh_cache(), tempfile.TemporaryDirectory() as out:
+        for _ in ("cold", "rerun"):
+            start = time.perf_counter()
+            summary = psro_config(FRUIT, LLM(model), games=1, settings=settings, out_dir=out)
+            runs.append((summary, time.perf_counter() - start))
+    (cold, cold_s), (rerun, rerun_s) = runs
+    return {
+        "model": model,
+        "per_iteration": [
+            {"iteration": it.iteration, "new_calls": it.llm.new_calls,
+             "proposer_calls": sum(len(o.calls) for o in it.oracles),
+             "requests": it.llm.requests, "wall_s": it.wall_s,
+             "added": it.added, "population_sizes": [len(p) for p in it.populations]}
+            for it in cold.iterations
+        ],
+        "cold_new_calls": cold.llm_calls.new_calls,
+        "cold_s": cold_s,
+        "rerun_new_calls": rerun.llm_calls.new_calls,
+        "rerun_s": rerun_s,
+        "same_numbers": cold.numbers() == rerun.numbers(),
+        "converged": cold.converged,
+    }
+
+
+def reference_run() -> dict:
+    """OpenSpiel's chat_game_psro_example PSRO class, mock LLM counted per call."""
+    from absl import logging
+
+    logging.set_verbosity(logging.ERROR)
+    from open_spiel.python.examples import chat_game_psro_example as example
+    from open_spiel.python.games.chat_games.configs import config_trade_fruit_w_tone
+    from open_spiel.python.games.chat_games.utils import test_utils
+
+    counts: collections.Counter = collections.Counter()
+    generate, generate_bool = test_utils.MockLLM.generate_response, test_utils.MockLLM.generate_bool
+
+    def counted_generate(self, prompt, seed, num_output_tokens=None):
+        counts["generate"] += 1
+        return generate(self, prompt, seed, num_output_tokens)
+
+    def counted_bool(self, prompt, seed):
+        counts["bool"] += 1
+        return generate_bool(self, prompt, seed)
+
+    marks: list[int] = []
+    report = example.PSROReporting.report
+
+    def counted_report(self, psro_iter, *args, **kwargs):
+        marks.append(counts.total())
+        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
+            return report(self, psro_iter, *args, **kwargs)
+
+    test_utils.MockLLM.generate_response = counted_generate
+    test_utils.MockLLM.generate_bool = counted_bool
+    example.PSROReporting.report = counted_report
+    start = time.perf_counter()
+    try:
+        config = example.get_config()
+        config.num_iters = ITERATIONS
+        config.num_candidates = CANDIDATES
+        config.domain = example.Domain.TRADE_FRUIT_W_TONE
+        config.env_config = config_trade_fruit_w_tone.get_config()
+        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
+            psro = example.PSRO("", config)
+            setup = counts.total()
+            psro.run()
+    finally:
+        test_utils.MockLLM.generate_response = generate
+        test_utils.MockLLM.generate_bool = generate_bool
+        example.PSROReporting.report = report
+    per_iteration = [b - a for a, b in zip([setup, *marks[:-1]], marks, strict=True)]
+    return {
+        "setup_calls": setup,
+        "per_iteration": per_iteration,
+        "total": counts.total(),
+        "generate": counts["generate"],
+        "bool": counts["bool"],
+        "num_trials": config.num_trials,
+        "wall_s": time.perf_counter() - start,
+    }
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
+            f"{platform.system()}, load average at the end {load}")
+
+
+def render(ours: dict, ref: dict, command: str) -> str:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        START,
+        "## `gtsteer psro`: LLM calls per iteration",
+        "",
+        f"Command: `{command}` · {now} · {machine()}",
+        "",
+        f"Fruit trading with tones (4 tones, 2 LLM samples, 1 reply each on both sides), "
+        f"{ITERATIONS} iterations, shotgun oracle with K = {CANDIDATES}. gtsteer: model `{ours['model']}`, fresh response cache, every "
+        "player gets an oracle, payoffs exact on the expanded branches; the first row is the "
+        "initial meta-game plus both players' candidate scoring. Reference: OpenSpiel "
+        "`chat_game_psro_example.py` (`config_trade_fruit_w_tone`, its default "
+        f"{ref['num_trials']} simulated dialogues per payoff entry, oracle for player 0 only), "
+        "its mock LLM counted per call.",
+        "",
+        "| iteration | gtsteer new LLM calls (proposer calls) | gtsteer wall time | "
+        "reference LLM calls | reference / gtsteer |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for i, it in enumerate(ours["per_iteration"]):
+        ref_calls = ref["per_iteration"][i] if i < len(ref["per_iteration"]) else None
+        ratio = (f"{ref_calls / it['new_calls']:.1f}x"
+                 if ref_calls is not None and it["new_calls"] else "—")
+        lines.append(
+            f"| {it['iteration']} | {it['new_calls']} ({it['proposer_calls']}) | "
+            f"{it['wall_s']:.1f} s | {ref_calls if ref_calls is not None else '—'} | {ratio} |"
+        )
+    lines += [
+        "",
+        f"- gtsteer, whole run: {ours['cold_new_calls']} new calls in {ours['cold_s']:.1f} s "
+        f"cold; rerun: **{ours['rerun_new_calls']} new calls** in {ours['rerun_s']:.1f} s, "
+        f"numbers identical: {ours['same_numbers']}.",
+        f"- Reference, whole run: {ref['total']} calls ({ref['generate']} generate + "
+        f"{ref['bool']} yes/no, {ref['setup_calls']} at setup), {ref['wall_s']:.1f} s with its "
+        "mock LLM; every rerun pays the same (no cache).",
+        "- Instructions added per iteration (gtsteer, per player): "
+        + "; ".join(f"{it['iteration']}: {json.dumps(it['added'])}"
+                    for it in ours["per_iteration"] if it["added"]) + ".",
+        "- Goal: at least 10x fewer calls than the reference per iteration, zero on rerun.",
+        END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_section(section: str) -> None:
+    """Replace this script's section of docs/BENCHMARKS.md, leaving every other one alone."""
+    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    DOC.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--llm", default="local", help="gtsteer's model (default: local)")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    command = "python scripts/bench_psro.py" + "".join(
+        f" {a}" for a in sys.argv[1:] if a != "--no-write"
+    )
+    ours = gtsteer_run(args.llm)
+    print("gtsteer", json.dumps(ours), flush=True)
+    ref = reference_run()
+    print("reference", json.dumps(ref), flush=True)
+    section = render(ours, ref, command)
+    print(section)
+    if not args.no_write:
+        write_section(section)
+
+
+if __name__ == "__main__":
+    main()
