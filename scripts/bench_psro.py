@@ -20,6 +20,7 @@ import argparse
 import collections
 import contextlib
 import datetime
+import io
 import json
 import os
 import platform
@@ -111,7 +112,7 @@ def reference_run() -> dict:
 
     def counted_report(self, psro_iter, *args, **kwargs):
         marks.append(counts.total())
-        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
+        with contextlib.redirect_stdout(io.StringIO()):
             return report(self, psro_iter, *args, **kwargs)
 
     test_utils.MockLLM.generate_response = counted_generate
@@ -124,7 +125,7 @@ def reference_run() -> dict:
         config.num_candidates = CANDIDATES
         config.domain = example.Domain.TRADE_FRUIT_W_TONE
         config.env_config = config_trade_fruit_w_tone.get_config()
-        with contextlib.redirect_stdout(open(os.devnull, "w")):  # noqa: SIM115
+        with contextlib.redirect_stdout(io.StringIO()):
             psro = example.PSRO("", config)
             setup = counts.total()
             psro.run()
@@ -164,16 +165,21 @@ def render(ours: dict, ref: dict, command: str) -> str:
         "",
         f"Command: `{command}` · {now} · {machine()}",
         "",
-        f"Fruit trading with tones (4 tones, 2 LLM samples, 1 reply each on both sides), "
-        f"{ITERATIONS} iterations, shotgun oracle with K = {CANDIDATES}. gtsteer: model `{ours['model']}`, fresh response cache, every "
-        "player gets an oracle, payoffs exact on the expanded branches; the first row is the "
-        "initial meta-game plus both players' candidate scoring. Reference: OpenSpiel "
-        "`chat_game_psro_example.py` (`config_trade_fruit_w_tone`, its default "
-        f"{ref['num_trials']} simulated dialogues per payoff entry, oracle for player 0 only), "
-        "its mock LLM counted per call.",
+        (
+            "Fruit trading with tones (4 tones, 2 LLM samples, 1 reply each, on both sides), "
+            f"{ITERATIONS} iterations, shotgun oracle with K = {CANDIDATES}. gtsteer: model "
+            f"`{ours['model']}`, fresh response cache, an oracle for every player, payoffs "
+            "exact on the expanded branches; row 0 is the initial meta-game plus both players' "
+            "candidate scoring, the last row the final meta-game. Reference: OpenSpiel "
+            "`chat_game_psro_example.py` (`config_trade_fruit_w_tone`, its default "
+            f"{ref['num_trials']} simulated dialogues per payoff entry, an oracle for player 0 "
+            "only), its mock LLM counted per call."
+        ),
         "",
-        "| iteration | gtsteer new LLM calls (proposer calls) | gtsteer wall time | "
-        "reference LLM calls | reference / gtsteer |",
+        (
+            "| iteration | gtsteer new LLM calls (proposer calls) | gtsteer wall time | "
+            "reference LLM calls | reference / gtsteer |"
+        ),
         "|---:|---:|---:|---:|---:|",
     ]
     for i, it in enumerate(ours["per_iteration"]):
@@ -186,12 +192,16 @@ def render(ours: dict, ref: dict, command: str) -> str:
         )
     lines += [
         "",
-        f"- gtsteer, whole run: {ours['cold_new_calls']} new calls in {ours['cold_s']:.1f} s "
-        f"cold; rerun: **{ours['rerun_new_calls']} new calls** in {ours['rerun_s']:.1f} s, "
-        f"numbers identical: {ours['same_numbers']}.",
-        f"- Reference, whole run: {ref['total']} calls ({ref['generate']} generate + "
-        f"{ref['bool']} yes/no, {ref['setup_calls']} at setup), {ref['wall_s']:.1f} s with its "
-        "mock LLM; every rerun pays the same (no cache).",
+        (
+            f"- gtsteer, whole run: {ours['cold_new_calls']} new calls in {ours['cold_s']:.1f} s "
+            f"cold; rerun: **{ours['rerun_new_calls']} new calls** in {ours['rerun_s']:.1f} s, "
+            f"numbers identical: {ours['same_numbers']}."
+        ),
+        (
+            f"- Reference, whole run: {ref['total']} calls ({ref['generate']} generate + "
+            f"{ref['bool']} yes/no, {ref['setup_calls']} at setup), {ref['wall_s']:.1f} s with "
+            "its mock LLM; every rerun pays the same (no cache)."
+        ),
         "- Instructions added per iteration (gtsteer, per player): "
         + "; ".join(f"{it['iteration']}: {json.dumps(it['added'])}"
                     for it in ours["per_iteration"] if it["added"]) + ".",
