@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 from pydantic import BaseModel
 
 from gtsteer.binding import generate_instances, load_spec, make_game
 from gtsteer.llm import LLM
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
