@@ -209,3 +209,17 @@ def test_bad_config_is_refused_by_field():
         PSROConfig(candidates=0)
     with pytest.raises(ValueError):
         PSROConfig(operator="random")  # type: ignore[arg-type]
+
+
+def test_psro_refuses_specs_it_cannot_grow():
+    spec = load_spec(STRENGTH_CONFIG)
+    two_keys = spec.model_copy(update={"actions": {"stance": ["calm", "any"],
+                                                   "pace": ["slow", "any"]}})
+    game = make_game(two_keys, generate_instances(spec, 1)[0], llm_for(CountingBackend()))
+    with pytest.raises(ValueError, match="several"):
+        run_psro([game], llm_for(CountingBackend()))
+    games, _ = strength_games(1)
+    with pytest.raises(ValueError, match="key"):
+        run_psro(games, llm_for(CountingBackend()), PSROConfig(key="tone"))
+    with pytest.raises(ValueError, match="at least one game"):
+        run_psro([], llm_for(CountingBackend()))

@@ -59,15 +59,12 @@ class _Run:
         if not games:
             raise ValueError("games: PSRO needs at least one game")
         spec = games[0].spec
+        if len(spec.action_keys) != 1:
+            raise ValueError(f"PSRO grows one instruction key; {spec.name} has several "
+                             f"{spec.action_keys} (one instruction per player needs one key)")
         key = config.key or spec.action_keys[0]
-        if len(spec.action_keys) != 1 and config.key is None:
-            raise ValueError(f"key: the spec has several action keys {spec.action_keys}; "
-                             "name the one PSRO grows")
         if key not in spec.actions:
             raise ValueError(f"key: {key!r} is not an action key of {spec.name}")
-        if len(spec.action_keys) != 1:
-            raise ValueError(f"key: PSRO over one instruction per player needs a spec with one "
-                             f"action key; {spec.name} has {spec.action_keys}")
         self.games = list(games)
         self.key = key
         self.config = config

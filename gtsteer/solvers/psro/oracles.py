@@ -28,6 +28,7 @@ from gtsteer.solvers.psro.prompts import (
     ProposalList,
     SampledDialogue,
     categories_prompt,
+    example_values,
     instructions_prompt,
     ranked_prompt,
 )
@@ -124,11 +125,13 @@ def run_oracle(operator: str, inp: OracleInput) -> OracleResult:
     return result
 
 
-def _ask(inp: OracleInput, prompt: str, purpose: str, round_: int, known: Sequence[str],
-         category: str | None = None) -> tuple[ProposerCall, Filtered]:
-    """One proposer call; never raises for a bad answer (it is recorded and counted)."""
+def _ask(inp: OracleInput, make_prompt: Callable[[list[str]], str], purpose: str, round_: int,
+         known: Sequence[str], category: str | None = None) -> tuple[ProposerCall, Filtered]:
+    """One proposer call; never raises for a bad answer (it is recorded and counted).
+    `make_prompt(example)` builds the prompt around the answer example chosen for this call."""
     seed = stable_int("psro-proposer", inp.seed, inp.iteration, inp.player, purpose, round_,
                       category or "")
+    prompt = make_prompt(example_values(seed, known))
     call = ProposerCall(purpose=purpose, prompt=prompt, seed=seed, category=category)  # type: ignore[arg-type]
     filtered = Filtered()
     try:
@@ -169,16 +172,21 @@ def _score_and_pick(inp: OracleInput, result: OracleResult, labels: list[str],
 
 
 def _shotgun(inp: OracleInput, result: OracleResult) -> None:
-    prompt = instructions_prompt(inp.spec, inp.key, inp.role, inp.population, inp.k)
-    call, filtered = _ask(inp, prompt, "instructions", 0, inp.population)
+    call, filtered = _ask(
+        inp, lambda ex: instructions_prompt(inp.spec, inp.key, inp.role, inp.population, inp.k, ex),
+        "instructions", 0, inp.population,
+    )
     result.calls.append(call)
     result.tries = 1
     _score_and_pick(inp, result, filtered.valid[: inp.k], {})
 
 
 def _trajectory(inp: OracleInput, result: OracleResult) -> None:
-    prompt = ranked_prompt(inp.spec, inp.key, inp.role, inp.scores, inp.k, inp.dialogues)
-    call, filtered = _ask(inp, prompt, "instructions", 0, inp.population)
+    call, filtered = _ask(
+        inp, lambda ex: ranked_prompt(inp.spec, inp.key, inp.role, inp.scores, inp.k,
+                                      inp.dialogues, ex),
+        "instructions", 0, inp.population,
+    )
     result.calls.append(call)
     result.tries = 1
     _score_and_pick(inp, result, filtered.valid[: inp.k], {})
@@ -189,8 +197,12 @@ def _better(inp: OracleInput, result: OracleResult) -> None:
     player's current meta-strategy value is added."""
     tried: list[str] = []
     for round_ in range(inp.k):
-        prompt = instructions_prompt(inp.spec, inp.key, inp.role, [*inp.population, *tried], 1)
-        call, filtered = _ask(inp, prompt, "instructions", round_, [*inp.population, *tried])
+        listed = [*inp.population, *tried]
+        call, filtered = _ask(
+            inp, lambda ex, listed=listed: instructions_prompt(inp.spec, inp.key, inp.role,
+                                                               listed, 1, ex),
+            "instructions", round_, listed,
+        )
         result.calls.append(call)
         result.tries = round_ + 1
         fresh = filtered.valid[:1]
@@ -212,17 +224,21 @@ def _categorical(inp: OracleInput, result: OracleResult) -> None:
     for value in inp.population:
         per_category.setdefault(categories.get(value, inp.key), []).append(inp.scores[value])
     averages = {c: sum(v) / len(v) for c, v in per_category.items()}
-    prompt = categories_prompt(inp.spec, inp.key, inp.role, averages, NUM_CATEGORIES)
-    call, filtered = _ask(inp, prompt, "categories", 0, list(averages))
+    call, filtered = _ask(
+        inp, lambda ex: categories_prompt(inp.spec, inp.key, inp.role, averages, NUM_CATEGORIES,
+                                          ex),
+        "categories", 0, list(averages),
+    )
     result.calls.append(call)
     new_categories = filtered.valid[:NUM_CATEGORIES]
     labels: list[str] = []
     category_of: dict[str, str | None] = {}
     for i, category in enumerate(new_categories):
-        prompt = instructions_prompt(inp.spec, inp.key, inp.role, inp.population, inp.k,
-                                     category=category)
-        call, found = _ask(inp, prompt, "instructions", i, [*inp.population, *labels],
-                           category=category)
+        call, found = _ask(
+            inp, lambda ex, category=category: instructions_prompt(
+                inp.spec, inp.key, inp.role, inp.population, inp.k, ex, category=category),
+            "instructions", i, [*inp.population, *labels], category=category,
+        )
         result.calls.append(call)
         for label in found.valid[: inp.k]:
             labels.append(label)

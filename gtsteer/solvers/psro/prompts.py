@@ -7,6 +7,7 @@ the same prompt, hence the same cache key on a rerun.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,17 +41,36 @@ def _frame(spec: DomainSpec, key: str, role: str) -> list[str]:
     ]
 
 
-def _answer(k: int, what: str) -> list[str]:
+#: Few-shot answer examples. Small base models copy the example they are shown, so each call
+#: shows two values drawn (by the call's seed) from this pool: a copying model still explores,
+#: and a capable one just learns the format.
+EXAMPLE_POOL = (
+    "playful", "formal and brief", "warm", "skeptical", "urgent", "humorous", "patient",
+    "blunt", "flattering", "curious", "apologetic", "confident", "diplomatic", "stubborn",
+)
+
+
+def example_values(seed: int, avoid: Sequence[str] = ()) -> list[str]:
+    """Two pool values for the answer example, chosen by `seed`, none of them in `avoid`."""
+    known = {a.strip().lower() for a in avoid}
+    pool = [v for v in EXAMPLE_POOL if v not in known] or list(EXAMPLE_POOL)
+    first = seed % len(pool)
+    return [pool[first], pool[(first + 1 + seed // len(pool)) % len(pool)]][: min(2, len(pool))]
+
+
+def _answer(k: int, what: str, example: Sequence[str]) -> list[str]:
+    shown = json.dumps({"instructions": list(dict.fromkeys(example))})
     return [
         f"Propose {k} new {what}, each one to three words, none of them already listed.",
-        'Answer with JSON only, for example {"instructions": ["first", "second"]}.',
+        f"Example of the answer format (for other values): {shown}",
+        "Answer with JSON only.",
         "Answer:",
     ]
 
 
 def instructions_prompt(
     spec: DomainSpec, key: str, role: str, current: Sequence[str], k: int,
-    category: str | None = None,
+    example: Sequence[str], category: str | None = None,
 ) -> str:
     """Shotgun / better response: "here are the values so far; propose k new ones"."""
     lines = _frame(spec, key, role)
@@ -59,12 +79,12 @@ def instructions_prompt(
         lines.append(f'The new values must belong to the category "{category}".')
     lines.append(f"Goal: values that earn the {role} a higher payoff against the other players' "
                  "current strategies.")
-    return "\n".join(lines + _answer(k, f"{key} values"))
+    return "\n".join(lines + _answer(k, f"{key} values", example))
 
 
 def ranked_prompt(
     spec: DomainSpec, key: str, role: str, scores: dict[str, float], k: int,
-    dialogues: Sequence[SampledDialogue],
+    dialogues: Sequence[SampledDialogue], example: Sequence[str],
 ) -> str:
     """Trajectory-aware: values ranked by exact payoff and sampled dialogues, lowest first."""
     lines = _frame(spec, key, role)
@@ -78,11 +98,12 @@ def ranked_prompt(
             lines.append(d.transcript)
         lines.append("---")
     lines.append("Goal: values that beat the best one above.")
-    return "\n".join(lines + _answer(k, f"{key} values"))
+    return "\n".join(lines + _answer(k, f"{key} values", example))
 
 
 def categories_prompt(
-    spec: DomainSpec, key: str, role: str, category_scores: dict[str, float], k: int
+    spec: DomainSpec, key: str, role: str, category_scores: dict[str, float], k: int,
+    example: Sequence[str],
 ) -> str:
     """Categorical, step 1: existing categories ranked by average payoff; propose new ones."""
     lines = _frame(spec, key, role)
@@ -92,4 +113,4 @@ def categories_prompt(
               for c, s in sorted(category_scores.items(), key=lambda x: (x[1], x[0]))]
     lines.append("Goal: a new kind of instruction (for example a negotiation tactic, a framing, "
                  "a level of detail) that could earn a higher payoff.")
-    return "\n".join(lines + _answer(k, "categories"))
+    return "\n".join(lines + _answer(k, "categories", example))
