@@ -223,3 +223,18 @@ def test_psro_refuses_specs_it_cannot_grow():
         run_psro(games, llm_for(CountingBackend()), PSROConfig(key="tone"))
     with pytest.raises(ValueError, match="at least one game"):
         run_psro([], llm_for(CountingBackend()))
+
+
+def test_metagame_interval_is_the_per_entry_student_t_interval():
+    from scipy import stats
+
+    from gtsteer.solvers.psro import MetaGame
+
+    per_instance = np.array([[[[1.0]], [[0.0]]], [[[3.0]], [[0.0]]], [[[5.0]], [[0.0]]]])
+    mg = MetaGame(labels=[["a"], ["b"]], per_instance=per_instance, instances=[0, 1, 2])
+    low, high = mg.interval()
+    half = stats.t.ppf(0.975, 2) * 2.0 / np.sqrt(3)  # values 1, 3, 5: sd 2
+    assert mg.mean[0, 0, 0] == 3.0
+    assert (low[0, 0, 0], high[0, 0, 0]) == pytest.approx((3.0 - half, 3.0 + half))
+    assert (low[1, 0, 0], high[1, 0, 0]) == (0.0, 0.0)
+    assert MetaGame([["a"], ["b"]], per_instance[:1], [0]).interval() is None
