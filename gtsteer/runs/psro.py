@@ -120,8 +120,9 @@ def psro_config(
         iterations=result.iterations, llm_calls=totals,
     )
     write_json(out / "summary.json", summary)
-    plot_payoffs(result, out / PLOT, title=f"{spec.name}: PSRO ({settings.operator}, "
-                                           f"driver {settings.meta_solver})")
+    plot_payoffs(result, out / PLOT, roles=list(spec.players),
+                 title=f"{spec.name}: PSRO ({settings.operator} oracle, "
+                       f"{settings.meta_solver} meta-strategy)")
     return summary
 
 
@@ -129,7 +130,8 @@ def _distinct(*models: LLM) -> list[LLM]:
     return list({id(m): m for m in models}.values())
 
 
-def plot_payoffs(result: PSROResult, path: Path, title: str = "") -> Path:
+def plot_payoffs(result: PSROResult, path: Path, title: str = "",
+                 roles: list[str] | None = None) -> Path:
     """One panel per solution concept: each player's expected payoff and the welfare per
     iteration (the paper's Figures 3-4 track the same quantities)."""
     import matplotlib
@@ -143,7 +145,8 @@ def plot_payoffs(result: PSROResult, path: Path, title: str = "") -> Path:
     for ax, concept in zip(axes, META_SOLVERS, strict=True):
         sols = [r.solutions[concept] for r in result.iterations]
         for p in range(len(sols[0].payoffs)):
-            ax.plot(its, [s.payoffs[p] for s in sols], marker="o", label=f"player {p}")
+            name = roles[p] if roles and p < len(roles) else f"player {p}"
+            ax.plot(its, [s.payoffs[p] for s in sols], marker="o", label=name)
         ax.plot(its, [s.welfare for s in sols], linestyle="--", color="gray", label="welfare")
         ax.set_title(concept.upper())
         ax.set_xlabel("PSRO iteration")
@@ -151,6 +154,7 @@ def plot_payoffs(result: PSROResult, path: Path, title: str = "") -> Path:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("expected payoff")
     axes[-1].legend(fontsize="small")
+    fig.tight_layout()
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, y=1.04)
     return save_png(fig, path)
