@@ -238,3 +238,20 @@ def test_metagame_interval_is_the_per_entry_student_t_interval():
     assert (low[0, 0, 0], high[0, 0, 0]) == pytest.approx((3.0 - half, 3.0 + half))
     assert (low[1, 0, 0], high[1, 0, 0]) == (0.0, 0.0)
     assert MetaGame([["a"], ["b"]], per_instance[:1], [0]).interval() is None
+
+
+def test_better_response_stops_at_the_first_candidate_that_beats_the_current_value():
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({
+        "proposer": [["timid"], ["bold"], ["fierce"]],
+        "responder": [["meek"]],  # a synonym of submissive, every time
+    })
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=3, operator="better"))
+    p0, p1 = result.iterations[0].oracles
+    assert p0.current_value == pytest.approx(0.5, abs=1e-2)  # both play assertive: 1 - 0.5
+    assert [c.instruction for c in p0.candidates] == ["timid", "bold"]
+    assert p0.added == "bold" and p0.tries == 2  # fierce was never asked for
+    assert len(proposer.prompts["proposer"]) == 2
+    assert p1.added is None and p1.tries == 3 and p1.dropped == {"duplicate": 3}
+    assert p1.reason == "no valid candidate"
