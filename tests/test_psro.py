@@ -255,3 +255,23 @@ def test_better_response_stops_at_the_first_candidate_that_beats_the_current_val
     assert len(proposer.prompts["proposer"]) == 2
     assert p1.added is None and p1.tries == 3 and p1.dropped == {"duplicate": 3}
     assert p1.reason == "no valid candidate"
+
+
+def test_categorical_proposes_a_category_then_instructions_inside_it():
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({
+        "proposer": [["aggression", "stance"], ["bold", "fierce"],  # iteration 0
+                     ["aggression", "humour"], ["timid"]],  # iteration 1
+        "responder": [[""]],
+    })
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=2, candidates=2, operator="categorical"))
+    p0 = result.iterations[0].oracles[0]
+    assert [c.purpose for c in p0.calls] == ["categories", "instructions"]
+    assert p0.calls[0].dropped == {"duplicate": 1}  # "stance" is the existing category
+    assert p0.added == "fierce" and p0.added_category == "aggression"
+    assert 'category "aggression"' in p0.calls[1].prompt
+    # next iteration: the new category is ranked with its average score
+    nxt = result.iterations[1].oracles[0].calls[0]
+    assert "aggression: +" in nxt.prompt and nxt.dropped == {"duplicate": 1}
+    assert result.iterations[0].oracles[1].reason == "no valid category"
