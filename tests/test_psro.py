@@ -275,3 +275,16 @@ def test_categorical_proposes_a_category_then_instructions_inside_it():
     nxt = result.iterations[1].oracles[0].calls[0]
     assert "aggression: +" in nxt.prompt and nxt.dropped == {"duplicate": 1}
     assert result.iterations[0].oracles[1].reason == "no valid category"
+
+
+def test_trajectory_prompt_ranks_instructions_and_dialogues_lowest_first():
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [["bold"]]})
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=2, operator="trajectory"))
+    prompt = result.iterations[0].oracles[0].calls[0].prompt
+    ranked = [prompt.index(f"  {v}: ") for v in ("submissive", "any", "calm", "assertive")]
+    assert ranked == sorted(ranked)  # scores -1.5, -0.5, -0.5, 0.5 against assertive
+    shown = [prompt.index(f'--- stance "{v}", payoff') for v in ("submissive", "assertive")]
+    assert shown == sorted(shown) and '"assertive", payoff +0.500' in prompt
+    assert "Ada:" in prompt or "Ben:" in prompt or "Cy:" in prompt  # transcripts shown
