@@ -138,8 +138,8 @@ def test_fruit_iteration_new_calls_equal_new_llm_nodes():
         new_calls.append(report.llm.new_calls - report.llm.proposer_new_calls)
         proposer_calls.append(report.llm.proposer_new_calls)
 
-    result = run_psro(games, llm_for(proposer), PSROConfig(iterations=1, candidates=1),
-                      on_iteration=on_iteration)
+    config = PSROConfig(iterations=1, candidates=1, stop_when_converged=False)
+    result = run_psro(games, llm_for(proposer), config, on_iteration=on_iteration)
     added = result.iterations[0].added
     # iteration 0: the 4x4 profiles: 4 first messages x 2 samples, 4 x 4 replies x 2 x 2,
     # and one reward per terminal (4 x 2 x 4 x 2); plus the candidates' branches:
