@@ -53,3 +53,12 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
         result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
                                      *args])
         assert result.exit_code == 2 and name in result.output, result.output
+
+
+def test_dealt_games_hide_private_info_from_the_meta_game(tmp_path: Path) -> None:
+    summary = run(tmp_path / "d", "--deals", "2")
+    assert summary.num_deals == 2
+    assert summary.iterations[0].metagame.instances == [0]
+    bad = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--deals", "0", "--out",
+                              str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "num_deals" in bad.output, bad.output

@@ -58,6 +58,11 @@ def psro(
     meta_solver: Annotated[
         str, typer.Option("--meta-solver", help="rd | cce | nbs (drives the oracles)")
     ] = "rd",
+    deals: Annotated[
+        int | None,
+        typer.Option("--deals", help="Deal private info by chance: each instance's root deals "
+                                     "1 of K draws (default: the config's num_deals)."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and proposer seed.")] = 0,
     out: Annotated[
         Path | None,
@@ -89,7 +94,7 @@ def psro(
 
             summary = psro_config(
                 config, llm=llm, proposer_llm=proposer_llm, games=games, settings=settings,
-                out_dir=out, on_iteration=done,
+                out_dir=out, deals=deals, on_iteration=done,
                 on_phase=lambda text: bar.update(task, description=text),
             )
     print_summary(summary)

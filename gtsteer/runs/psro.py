@@ -41,6 +41,8 @@ class PSROSummary(BaseModel):
     proposer_model: str
     num_games: int
     num_llm_seeds: int
+    #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
+    num_deals: int = 1
     payoff_bounds: tuple[float, float]
     settings: PSROConfig
     key: str
@@ -72,15 +74,21 @@ def psro_config(
     games: int = 1,
     settings: PSROConfig | None = None,
     out_dir: str | Path | None = None,
+    deals: int | None = None,
     *,
     on_iteration: Callable[[IterationReport], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> PSROSummary:
-    """Run PSRO on `games` instances of a domain config; write summary.json and the plot."""
+    """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
+
+    `deals` (default: the config's `num_deals`) > 1 plays each instance as a dealt game (its
+    root chance node deals one of `deals` private-information draws), as in `gtsteer solve`."""
     settings = settings or PSROConfig()
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
+    if deals is not None:
+        spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
     if proposer_llm is None:
@@ -115,7 +123,8 @@ def psro_config(
     summary = PSROSummary(
         config=str(config_path), domain=spec.name, model=model_name,
         proposer_model=proposer_name, num_games=games, num_llm_seeds=spec.num_llm_seeds,
-        payoff_bounds=(spec.payoff.min, spec.payoff.max), settings=settings, key=result.key,
+        num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
+        settings=settings, key=result.key,
         converged=result.converged, final_populations=result.final_populations,
         iterations=result.iterations, llm_calls=totals,
     )
