@@ -60,8 +60,9 @@ def gtsteer_run(model: str) -> dict:
     from gtsteer.runs.psro import psro_config
     from gtsteer.solvers.psro import PSROConfig
 
+    # All iterations run even when one adds nothing (the reference always runs all of them).
     settings = PSROConfig(iterations=ITERATIONS, candidates=CANDIDATES, operator="shotgun",
-                          meta_solver="rd", seed=0)
+                          meta_solver="rd", seed=0, stop_when_converged=False)
     runs = []
     with fresh_cache(), tempfile.TemporaryDirectory() as out:
         for _ in ("cold", "rerun"):
