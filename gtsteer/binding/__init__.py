@@ -6,6 +6,7 @@
     # any OpenSpiel algorithm now traverses `game` with cache hits only
 """
 
+from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
 from gtsteer.binding.expand import ExpansionReport, expand, expand_sync
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, DialogueObserver, DialogueState, Request
 from gtsteer.binding.growth import grow_game
@@ -13,9 +14,11 @@ from gtsteer.binding.instances import (
     Instance,
     generate_instances,
     make_instance,
+    register_joint_private_info,
     register_private_info,
     stable_int,
 )
+from gtsteer.binding.judge import Judgement, ask_judge, judge_prompt
 from gtsteer.binding.loader import load_game, make_game
 from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward import (
@@ -33,6 +36,7 @@ from gtsteer.binding.spec import (
     ConfigError,
     DomainSpec,
     GenerationSettings,
+    JudgeSpec,
     PayoffSpec,
     load_spec,
     spec_from_dict,
@@ -45,16 +49,20 @@ __all__ = [
     "DialogueGame",
     "DialogueObserver",
     "DialogueState",
+    "DomainCheckError",
     "DomainSpec",
     "ExpansionReport",
     "GenerationSettings",
     "Instance",
+    "JudgeSpec",
+    "Judgement",
     "PayoffSpec",
     "Request",
     "Reward",
     "RewardContext",
     "TerminalRecord",
     "Turn",
+    "ask_judge",
     "check_domain",
     "compute_reward",
     "expand",
@@ -62,11 +70,14 @@ __all__ = [
     "generate_instances",
     "get_utility",
     "grow_game",
+    "judge_prompt",
     "load_game",
     "load_spec",
     "make_game",
     "make_instance",
     "payoff_model",
+    "register_domain_check",
+    "register_joint_private_info",
     "register_private_info",
     "register_utility",
     "spec_from_dict",

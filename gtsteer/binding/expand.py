@@ -113,7 +113,6 @@ async def expand(
     start_time = time.perf_counter()
     before = game.llm.usage
     report = ExpansionReport()
-    spec = game.spec
     level: list[DialogueState] = [game.new_initial_state()]
     terminals: list[DialogueState] = []
     with _Bar(progress) as bar:
@@ -133,11 +132,11 @@ async def expand(
             results = await bar.gather(f"depth {depth}: messages", jobs)
             if (err := _first_failure(results)) is not None:
                 return _fail(game, report, f"message generation failed: {err}", before, start_time)
-            # 2. the termination check of every new message that does not end the game anyway
-            if spec.termination_prompt is not None:
+            # 2. the end check (termination prompt or judge) of every new message that gets one
+            if game.has_end_check:
                 jobs = []
                 for s in chance:
-                    if s.replies + 1 >= game.reply_limit:
+                    if not game.needs_end_check(s.replies + 1):
                         continue
                     for outcome, _ in s.chance_outcomes():
                         h = (*s.history_key, outcome)

@@ -23,6 +23,7 @@ import pyspiel
 from pydantic import BaseModel
 
 from gtsteer.binding.instances import Instance, deal_instances, stable_int
+from gtsteer.binding.judge import ask_judge
 from gtsteer.binding.prompts import (
     Turn,
     clean_message,
@@ -125,6 +126,8 @@ class DialogueGame(pyspiel.Game):
         # Results by action history; filled by `expand` or lazily through the cached LLM.
         self.messages: dict[History, str] = {}
         self.terminations: dict[History, bool] = {}
+        #: The judge's answer at each round end of a verdict game (a verdict or "continue").
+        self.verdicts: dict[History, str] = {}
         self.rewards: dict[History, Reward] = {}
         #: Histories whose sampled message repeated its instruction (stripped before use).
         self.echoes: set[History] = set()
@@ -210,24 +213,47 @@ class DialogueGame(pyspiel.Game):
             return self.messages[history]
         return run_sync(self.amessage(history, turns, speaker, instruction, deal))
 
+    @property
+    def has_end_check(self) -> bool:
+        return self.spec.termination_prompt is not None or self.spec.judge is not None
+
+    def needs_end_check(self, replies: int) -> bool:
+        """Whether the message that brings the count to `replies` gets an end check: the
+        termination prompt before the reply limit; a verdict game's judge at every round end,
+        the last one included (it then must give a verdict)."""
+        if self.spec.judge is not None:
+            return replies % self.spec.num_players == 0
+        return self.spec.termination_prompt is not None and replies < self.reply_limit
+
     async def aterminated(self, history: History, turns: list[Turn]) -> bool:
-        """The optional LLM check "is the dialogue over?", asked once per message."""
-        if self.spec.termination_prompt is None:
+        """The optional LLM check "is the dialogue over?" (or the judge's verdict)."""
+        if not self.has_end_check:
             return False
         if history not in self.terminations:
-            result = await self.llm.choose(self.termination_request(turns), ["yes", "no"], seed=0)
-            self.terminations[history] = result.choice == "yes"
+            if self.spec.judge is not None:
+                replies = len(turns) - len(self.opening_turns)
+                judgement = await ask_judge(
+                    self.llm, self.spec, self.instance, turns,
+                    final=replies >= self.reply_limit,
+                    seed=stable_int("gtsteer-judge", self.instance.seed, list(history)),
+                )
+                self.verdicts[history] = judgement.verdict
+                ended = judgement.verdict != self.spec.judge.continue_label
+            else:
+                req = self.termination_request(turns)
+                ended = (await self.llm.choose(req, ["yes", "no"], seed=0)).choice == "yes"
+            self.terminations[history] = ended
         return self.terminations[history]
 
     def terminated(self, history: History, turns: list[Turn]) -> bool:
-        if self.spec.termination_prompt is None or history in self.terminations:
+        if not self.has_end_check or history in self.terminations:
             return self.terminations.get(history, False)
         return run_sync(self.aterminated(history, turns))
 
     def reward_context(self, history: History, turns: list[Turn], deal: int = 0) -> RewardContext:
         return RewardContext(
             spec=self.spec, instance=self.deals[deal], transcript=turns, history=list(history),
-            llm=self.llm,
+            verdict=self.verdicts.get(history), llm=self.llm,
         )
 
     def reward(self, history: History, turns: list[Turn], deal: int = 0) -> Reward:
@@ -302,7 +328,8 @@ class DialogueState(pyspiel.State):
         self.turns = [*self.turns, Turn(speaker=speaker, instruction=instruction, text=text)]
         self._pending = None
         self._replies += 1
-        self._over = self._replies >= game.reply_limit or game.terminated(history, self.turns)
+        ended = game.needs_end_check(self._replies) and game.terminated(history, self.turns)
+        self._over = ended or self._replies >= game.reply_limit
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:

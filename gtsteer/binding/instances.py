@@ -22,6 +22,10 @@ from gtsteer.binding.spec import DomainSpec
 #: (spec, rng, player index, names) -> private info of that player, key -> text.
 PrivateInfoGenerator = Callable[[DomainSpec, random.Random, int, list[str]], dict[str, str]]
 _GENERATORS: dict[str, PrivateInfoGenerator] = {}
+#: (spec, rng, names) -> every player's private info at once, for facts drawn together
+#: (a debate's topic and its two opposite stances).
+JointPrivateInfoGenerator = Callable[[DomainSpec, random.Random, list[str]], list[dict[str, str]]]
+_JOINT_GENERATORS: dict[str, JointPrivateInfoGenerator] = {}
 
 
 def stable_int(*parts: Any, bits: int = 31) -> int:
@@ -38,6 +42,38 @@ def register_private_info(name: str) -> Callable[[PrivateInfoGenerator], Private
         return fn
 
     return deco
+
+
+def register_joint_private_info(
+    name: str,
+) -> Callable[[JointPrivateInfoGenerator], JointPrivateInfoGenerator]:
+    """Register a generator that draws all players' private information together."""
+
+    def deco(fn: JointPrivateInfoGenerator) -> JointPrivateInfoGenerator:
+        _JOINT_GENERATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def _draw_private_info(
+    spec: DomainSpec, rng: random.Random, names: list[str]
+) -> list[dict[str, str]]:
+    name = spec.private_info_generator
+    if name is None:
+        return [
+            {key: rng.choice(examples) for key, examples in spec.private_info.items()}
+            for _ in range(spec.num_players)
+        ]
+    try:
+        joint = lookup(_JOINT_GENERATORS, name, "joint private-info generator")
+    except KeyError:
+        gen = lookup(_GENERATORS, name, "private-info generator")
+        return [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
+    private = [dict(info) for info in joint(spec, rng, names)]
+    if len(private) != spec.num_players:
+        raise ValueError(f"generator {name!r} returned {len(private)} players' private info")
+    return private
 
 
 def lookup(registry: dict[str, Any], name: str, what: str) -> Any:
@@ -133,6 +169,7 @@ __all__ = [
     "deal_instances",
     "generate_instances",
     "make_instance",
+    "register_joint_private_info",
     "register_private_info",
     "stable_int",
 ]

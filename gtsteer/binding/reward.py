@@ -31,6 +31,8 @@ class TerminalRecord(BaseModel):
     instance: Instance
     transcript: list[Turn]
     history: list[int] = Field(default_factory=list)
+    #: The judge's final verdict in a verdict game (None elsewhere).
+    verdict: str | None = None
 
     def instructions(self, player: int) -> list[str]:
         """The instructions `player` chose, in order (private actions, visible to utilities)."""

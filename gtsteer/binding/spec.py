@@ -26,6 +26,7 @@ REWARD_FIELDS = frozenset({"scenario", "players", "private_info_all", "transcrip
 TERMINATION_FIELDS = frozenset({"scenario", "players", "transcript"})
 SCENARIO_FIELDS = frozenset({"players", "name0", "name1", "name2", "name3", "name4", "name5"})
 INSTRUCTION_FIELDS = frozenset({"name", "value", "key"})
+JUDGE_FIELDS = frozenset({"scenario", "players", "transcript", "options"})
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -75,6 +76,48 @@ class GenerationSettings(_Strict):
     stop: list[str] = Field(default_factory=list)
 
 
+class JudgeSpec(_Strict):
+    """A fixed, non-strategic classifier asked after every round (verdict games).
+
+    It picks one of `verdicts` (the game ends) or `continue_label` (it goes on) through
+    `LLM.choose`; after the last round it must pick a verdict. The verdict reaches the utility
+    as `RewardContext.verdict`."""
+
+    prompt: str
+    verdicts: list[str] = Field(min_length=2)
+    continue_label: str = "continue"
+    #: 0: the most likely option; above 0: sampled from softmax(scores / temperature) with a
+    #: seed fixed by the history, so the judge stays a function of the transcript.
+    temperature: float = Field(0.0, ge=0.0, le=5.0)
+    #: Other wordings of the same judge, for robustness checks (`gtsteer eval verdict`).
+    alternative_prompts: list[str] = Field(default_factory=list)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_fields(cls, v: str) -> str:
+        return _check_fields(v, JUDGE_FIELDS)
+
+    @field_validator("alternative_prompts")
+    @classmethod
+    def _alternative_fields(cls, v: list[str]) -> list[str]:
+        for template in v:
+            _check_fields(template, JUDGE_FIELDS)
+        return v
+
+    @model_validator(mode="after")
+    def _labels(self) -> JudgeSpec:
+        if len(set(self.verdicts)) != len(self.verdicts):
+            raise ValueError(f"verdicts {self.verdicts} has duplicates")
+        if self.continue_label in self.verdicts:
+            raise ValueError(f"continue_label `{self.continue_label}` is also a verdict")
+        return self
+
+    @property
+    def prompts(self) -> list[str]:
+        """The judge's prompt followed by its alternative wordings."""
+        return [self.prompt, *self.alternative_prompts]
+
+
 class DomainSpec(_Strict):
     """Everything that defines a dialogue domain; see configs/trade_fruit_tone.yaml."""
 
@@ -105,6 +148,8 @@ class DomainSpec(_Strict):
     opening_speaker: int = Field(0, ge=0)
     message_prompt: str
     termination_prompt: str | None = None
+    #: Verdict games: a classifier after every round instead of a termination prompt.
+    judge: JudgeSpec | None = None
     num_llm_seeds: int = Field(gt=0, le=64)
     num_max_replies: int = Field(gt=0, le=16)
     #: 1: each generated instance is its own game (every private fact is known to the solver).
@@ -169,6 +214,8 @@ class DomainSpec(_Strict):
                 raise ValueError(f"grown instruction {key}={value!r} is not in `actions`")
         if len(set(self.grown)) != len(self.grown):
             raise ValueError("`grown` lists an instruction twice")
+        if self.judge is not None and self.termination_prompt is not None:
+            raise ValueError("give `judge` or `termination_prompt`, not both")
         if self.private_info_generator is None:
             empty = sorted(k for k, v in self.private_info.items() if not v)
             if empty:
@@ -277,10 +324,17 @@ def spec_from_dict(data: Any, source: str = "<config>") -> DomainSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
-        return DomainSpec.model_validate(data)
+        spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
         lines = [_describe(e) for e in exc.errors()]
         raise ConfigError(f"{source}: " + "; ".join(lines)) from None
+    from gtsteer.binding.domain_checks import DomainCheckError, check_domain  # imports spec
+
+    try:
+        check_domain(spec)
+    except DomainCheckError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return spec
 
 
 def load_spec(path: str | Path) -> DomainSpec:

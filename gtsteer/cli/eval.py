@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.eval_verdict import verdict
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, Accuracy, SteeringReport, run_steering
 
@@ -151,3 +152,6 @@ def reward(
         report, where = run_reward(config, llm, cases, seed, out, progress=not quiet)
     print_reward(report)
     console.print(f"report: {where / 'reward.json'}")
+
+
+eval_app.command("verdict")(verdict)

@@ -1,8 +1,8 @@
-"""Domain code that YAML cannot say: exact utilities and structured private information.
+"""Domain code that YAML cannot say: exact utilities, judges, verdict tables, generators.
 
 Importing this package registers every built-in domain with gtsteer.binding.
 """
 
-from gtsteer.domains import fruit_trade, fruit_trade_cases
+from gtsteer.domains import debate, fruit_trade, fruit_trade_cases, schedule_meeting, verdict
 
-__all__ = ["fruit_trade", "fruit_trade_cases"]
+__all__ = ["debate", "fruit_trade", "fruit_trade_cases", "schedule_meeting", "verdict"]

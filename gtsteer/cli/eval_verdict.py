@@ -1,0 +1,73 @@
+"""`gtsteer eval verdict CONFIG`: naive vs strategic questioner, over judge prompts and temperatures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.runs.eval_verdict import (
+    DEFAULT_BREADTH,
+    DEFAULT_DEPTH,
+    VerdictEvalReport,
+    evaluate_verdict,
+)
+
+
+def _rate(wins: int, games: int, rate: float, low: float, high: float) -> str:
+    return f"{rate:.0%} [{low:.0%}, {high:.0%}] ({wins}/{games})"
+
+
+def print_report(report: VerdictEvalReport) -> None:
+    table = Table("judge prompt", "T", *report.totals, "verdicts (naive / strategic)",
+                  title=f"{report.domain}: {report.questioner} win rate, 95% Wilson CI")
+    settings = sorted({(c.prompt_index, c.temperature) for c in report.cells})
+    for p, t in settings:
+        cells = {c.policy: c for c in report.cells if (c.prompt_index, c.temperature) == (p, t)}
+        rates = [_rate(**cells[name].win.model_dump()) for name in report.totals]
+        verdicts = " / ".join(
+            ", ".join(f"{v}: {n}" for v, n in cells[name].verdicts.items())
+            for name in report.totals
+        )
+        table.add_row(str(p), f"{t:g}", *rates, verdicts)
+    table.add_row("all", "", *(_rate(**w.model_dump()) for w in report.totals.values()), "")
+    console.print(table)
+    console.print(
+        f"target verdict: {report.target_verdict} · strategic breadth {report.breadth}, depth"
+        f" {report.depth} · LLM: {report.llm_requests} requests, {report.new_llm_calls} new calls"
+    )
+
+
+def verdict(
+    config: Annotated[Path, typer.Argument(help="A verdict-game config (court, interrogation...).")],
+    games: Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")] = 20,
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir.")] = None,
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and sampling seed.")] = 0,
+    temperatures: Annotated[
+        str, typer.Option("--temperatures", help="Judge temperatures, comma-separated.")
+    ] = "0,1",
+    breadth: Annotated[
+        int, typer.Option("--breadth", help="Strategic candidates per question.")
+    ] = DEFAULT_BREADTH,
+    depth: Annotated[int, typer.Option("--depth", help="Strategic look-ahead rounds.")] = DEFAULT_DEPTH,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Win rate of a naive and a strategic questioner, per judge prompt and temperature."""
+    with friendly_errors():
+        try:
+            temps = [float(t) for t in temperatures.split(",") if t.strip()]
+        except ValueError:
+            raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
+        where = out if out is not None else Path("results") / f"{config.stem}-verdict-{seed}"
+        report = evaluate_verdict(
+            config, llm=llm, games=games, seed=seed, temperatures=temps, breadth=breadth,
+            depth=depth, out_dir=where, progress=not quiet,
+        )
+    print_report(report)
+    console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

@@ -1,0 +1,118 @@
+"""Meeting scheduling with an exact utility (arXiv 2402.01704, Section 3).
+
+Each player has private out-of-office days and a preference value for every day. The reward
+LLM only extracts *which day was agreed* (or none); each player's payoff is then that day's
+preference, and 0 without agreement or when the day is one of its out-of-office days.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
+from gtsteer.binding.instances import register_private_info
+from gtsteer.binding.reward import RewardContext, register_utility
+from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.domains.fruit_trade import parse_counts, render_counts
+
+DOMAIN = "schedule_meeting"
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+OUT_OF_OFFICE, PREFERENCES = "out_of_office", "day_preferences"
+NO_DAY = "none"
+
+
+def days_of(spec: DomainSpec) -> list[str]:
+    return list(spec.params.get("days", DAYS))
+
+
+def _range(spec: DomainSpec, key: str, default: list[int]) -> tuple[int, int]:
+    lo, hi = (int(v) for v in spec.params.get(key, default))
+    return lo, hi
+
+
+def render_days(days: list[str]) -> str:
+    return ", ".join(days) if days else NO_DAY
+
+
+def parse_days(text: str) -> list[str]:
+    """Inverse of `render_days` ("Saturday, Sunday" -> [...]; "none" -> [])."""
+    return [d.strip() for d in text.split(",") if d.strip() and d.strip() != NO_DAY]
+
+
+@register_private_info(DOMAIN)
+def meeting_private_info(
+    spec: DomainSpec, rng: random.Random, player: int, names: list[str]
+) -> dict[str, str]:
+    """Some out-of-office days (a count in `params.out_of_office`) and a value for every day."""
+    days = days_of(spec)
+    lo, hi = _range(spec, "value_range", [1, 10])
+    k_lo, k_hi = _range(spec, "out_of_office", [1, 2])
+    away = set(rng.sample(days, rng.randint(k_lo, k_hi)))
+    values = {d: rng.randint(lo, hi) for d in days}
+    return {OUT_OF_OFFICE: render_days([d for d in days if d in away]),
+            PREFERENCES: render_counts(values)}
+
+
+@register_domain_check(DOMAIN)
+def check_meeting(spec: DomainSpec) -> None:
+    days = spec.params.get("days", DAYS)
+    if not isinstance(days, list) or not days or len(set(days)) != len(days):
+        raise DomainCheckError("params.days", f"expected distinct day names, got {days!r}")
+    if ANY in days or NO_DAY in days:
+        raise DomainCheckError("params.days", f'"{ANY}" and "{NO_DAY}" are not days')
+    day_actions = spec.actions.get("day")
+    if day_actions is not None:
+        unknown = [d for d in day_actions if d != ANY and d not in days]
+        if unknown:
+            raise DomainCheckError("actions.day", f"{unknown} are not in params.days {days}")
+    try:
+        lo, hi = _range(spec, "value_range", [1, 10])
+        k_lo, k_hi = _range(spec, "out_of_office", [1, 2])
+    except (TypeError, ValueError):
+        raise DomainCheckError("params", "value_range and out_of_office are [low, high]") from None
+    if not 0 <= lo <= hi:
+        raise DomainCheckError("params.value_range", f"need 0 <= low <= high, got [{lo}, {hi}]")
+    if not 0 <= k_lo <= k_hi < len(days):
+        raise DomainCheckError(
+            "params.out_of_office", f"need 0 <= low <= high < {len(days)}, got [{k_lo}, {k_hi}]"
+        )
+    if spec.payoff.min > 0 or spec.payoff.max < hi:
+        raise DomainCheckError(
+            "payoff", f"bounds [{spec.payoff.min}, {spec.payoff.max}] must cover 0..{hi}"
+        )
+
+
+@lru_cache(maxsize=16)
+def agreement_model(days: tuple[str, ...]) -> type[BaseModel]:
+    """`{"agreed": bool, "day": <day> | "none"}`: all the reward LLM has to read."""
+    day = Literal[(*days, NO_DAY)]  # type: ignore[valid-type]
+    return create_model(
+        "MeetingAgreement",
+        agreed=(bool, Field(description="True only if both agreed on one day")),
+        day=(day, Field(description='the agreed day, or "none"')),
+    )
+
+
+def meeting_values(
+    agreed_day: str | None, away: list[list[str]], preferences: list[dict[str, int]]
+) -> list[float]:
+    """Each player's preference for the agreed day; 0 with no day or a day it is away."""
+    if agreed_day is None:
+        return [0.0] * len(away)
+    return [
+        0.0 if agreed_day in out else float(prefs.get(agreed_day, 0))
+        for out, prefs in zip(away, preferences, strict=True)
+    ]
+
+
+@register_utility(DOMAIN)
+async def meeting_utility(ctx: RewardContext) -> list[float]:
+    found = (await ctx.extract(agreement_model(tuple(days_of(ctx.spec))))).model_dump()
+    day = found["day"] if found["agreed"] and found["day"] != NO_DAY else None
+    away = [parse_days(info[OUT_OF_OFFICE]) for info in ctx.instance.private_info]
+    prefs = [parse_counts(info[PREFERENCES]) for info in ctx.instance.private_info]
+    return meeting_values(day, away, prefs)

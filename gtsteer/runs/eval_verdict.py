@@ -1,0 +1,212 @@
+"""`gtsteer eval verdict`: naive vs strategic questioner in a verdict game, judge by judge.
+
+The verdict-games paper reports a strategic prosecutor winning 64% against 27% for a naive one,
+with one hand-written judge prompt, no intervals and no code. This driver plays `games`
+instances per (policy, judge prompt, judge temperature) with paired instances and seeds (the
+strategic questioner's first candidate is the naive questioner's message), and reports each
+cell's win rate with a 95% Wilson interval, so a reader sees whether the gap survives another
+wording of the judge or another temperature. Output: report.json, games.jsonl, verdict.png.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from scipy.stats import binomtest
+
+from gtsteer.binding import generate_instances, load_spec
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.domains.verdict import verdict_table
+from gtsteer.domains.verdict_play import (
+    GameOutcome,
+    JudgeSetting,
+    NaiveQuestioner,
+    Questioner,
+    StrategicQuestioner,
+    play_verdict_game,
+)
+from gtsteer.llm import LLM, run_sync
+
+DEFAULT_TEMPERATURES = (0.0, 1.0)
+DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
+
+
+class WinRate(BaseModel):
+    wins: int
+    games: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+
+class VerdictCell(BaseModel):
+    """One policy against one judge setting."""
+
+    policy: str
+    prompt_index: int
+    temperature: float
+    win: WinRate
+    #: How often each verdict was reached (the continue label never ends a game).
+    verdicts: dict[str, int]
+    mean_rounds: float
+
+
+class VerdictEvalReport(BaseModel):
+    config: str
+    domain: str
+    model: str
+    seed: int
+    games: int
+    questioner: str
+    target_verdict: str
+    breadth: int
+    depth: int
+    judge_prompts: list[str]
+    temperatures: list[float]
+    cells: list[VerdictCell]
+    #: Each policy pooled over every judge setting.
+    totals: dict[str, WinRate]
+    llm_requests: int
+    new_llm_calls: int
+
+
+def win_rate(wins: int, games: int) -> WinRate:
+    """Share of wins with a 95% Wilson score interval (scipy's binomtest)."""
+    ci = binomtest(wins, games).proportion_ci(confidence_level=0.95, method="wilson")
+    return WinRate(wins=wins, games=games, rate=wins / games, ci_low=float(ci.low),
+                   ci_high=float(ci.high))
+
+
+def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int,
+           depth: int) -> None:
+    verdict_table(spec)  # a verdict game at all (DomainCheckError names the field otherwise)
+    assert spec.judge is not None
+    if games < 1:
+        raise ValueError(f"games: must be >= 1, got {games}")
+    if len(spec.judge.prompts) < 2:
+        raise ValueError(
+            "judge.alternative_prompts: the robustness check needs at least one other wording"
+        )
+    if len(set(temperatures)) < 2 or any(t < 0 for t in temperatures):
+        raise ValueError(f"temperatures: need two or more distinct values >= 0, got {temperatures}")
+    if breadth < 1 or depth < 1:
+        raise ValueError(f"breadth/depth: must be >= 1, got {breadth}/{depth}")
+
+
+async def _play_all(
+    llm: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]], seed: int,
+    progress: bool,
+) -> list[GameOutcome]:
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), disable=not progress)
+    with bar:
+        task = bar.add_task("verdict games", total=len(jobs))
+
+        async def one(policy: Questioner, setting: JudgeSetting, instance: Any) -> GameOutcome:
+            try:
+                return await play_verdict_game(llm, spec, instance, policy, setting, seed)
+            finally:
+                bar.advance(task)
+
+        return list(await asyncio.gather(*(one(*job) for job in jobs)))
+
+
+def evaluate_verdict(
+    config_path: str | Path,
+    llm: str | LLM = "local",
+    games: int = 20,
+    *,
+    seed: int = 0,
+    temperatures: list[float] | None = None,
+    breadth: int = DEFAULT_BREADTH,
+    depth: int = DEFAULT_DEPTH,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+) -> VerdictEvalReport:
+    """Play every (policy, judge prompt, temperature, instance) game; write the report."""
+    spec = load_spec(config_path)
+    temps = list(DEFAULT_TEMPERATURES if temperatures is None else temperatures)
+    _check(spec, games, temps, breadth, depth)
+    assert spec.judge is not None
+    table = verdict_table(spec)
+    model = llm if isinstance(llm, LLM) else LLM(llm)
+    before = model.usage
+    policies: list[Questioner] = [NaiveQuestioner(), StrategicQuestioner(breadth, depth)]
+    settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
+    instances = generate_instances(spec, games, seed)
+    jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
+    outcomes = run_sync(_play_all(model, spec, jobs, seed, progress))
+    cells: list[VerdictCell] = []
+    totals: dict[str, list[bool]] = {p.name: [] for p in policies}
+    for setting in settings:
+        for policy in policies:
+            mine = [o for (p, s, _), o in zip(jobs, outcomes, strict=True)
+                    if p is policy and s == setting]
+            wins = [o.win for o in mine]
+            totals[policy.name] += wins
+            counts = {v: sum(o.verdict == v for o in mine) for v in spec.judge.verdicts}
+            cells.append(VerdictCell(
+                policy=policy.name, prompt_index=setting.prompt_index,
+                temperature=setting.temperature, win=win_rate(sum(wins), len(wins)),
+                verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
+            ))
+    after = model.usage
+    report = VerdictEvalReport(
+        config=str(config_path), domain=spec.name, model=model.model, seed=seed, games=games,
+        questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
+        breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
+        cells=cells,
+        totals={name: win_rate(sum(w), len(w)) for name, w in totals.items()},
+        llm_requests=after.requests - before.requests,
+        new_llm_calls=after.new_calls - before.new_calls,
+    )
+    if out_dir is not None:
+        _write(Path(out_dir), report, jobs, outcomes)
+    return report
+
+
+def _write(out: Path, report: VerdictEvalReport, jobs: list, outcomes: list[GameOutcome]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    with (out / "games.jsonl").open("w", encoding="utf-8") as fh:
+        for (policy, setting, _), outcome in zip(jobs, outcomes, strict=True):
+            row = {"policy": policy.name, "prompt_index": setting.prompt_index,
+                   "temperature": setting.temperature, **outcome.model_dump(mode="json")}
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    plot_win_rates(report, out / "verdict.png")
+
+
+def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
+    """Grouped bars: one group per judge setting, one bar per policy, 95% intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    policies = list(report.totals)
+    settings = sorted({(c.prompt_index, c.temperature) for c in report.cells})
+    x = np.arange(len(settings))
+    width = 0.8 / len(policies)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(settings), 3.6))
+    for k, name in enumerate(policies):
+        cells = {(c.prompt_index, c.temperature): c for c in report.cells if c.policy == name}
+        rates = [cells[s].win.rate for s in settings]
+        err = [[cells[s].win.rate - cells[s].win.ci_low for s in settings],
+               [cells[s].win.ci_high - cells[s].win.rate for s in settings]]
+        ax.bar(x + (k - (len(policies) - 1) / 2) * width, rates, width, yerr=err, capsize=3,
+               label=name)
+    ax.set_xticks(x, [f"prompt {p}\nT={t:g}" for p, t in settings])
+    ax.set_ylim(0, 1)
+    ax.set_ylabel(f"{report.questioner} win rate")
+    ax.set_title(f"{report.domain}: {report.games} games per bar, 95% Wilson CI")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
