@@ -13,27 +13,26 @@ from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
     VerdictEvalReport,
+    WinRate,
     evaluate_verdict,
 )
 
 
-def _rate(wins: int, games: int, rate: float, low: float, high: float) -> str:
-    return f"{rate:.0%} [{low:.0%}, {high:.0%}] ({wins}/{games})"
+def _rate(win: WinRate) -> str:
+    return f"{win.rate:.0%} [{win.ci_low:.0%}, {win.ci_high:.0%}] ({win.wins}/{win.games})"
 
 
 def print_report(report: VerdictEvalReport) -> None:
-    table = Table("judge prompt", "T", *report.totals, "verdicts (naive / strategic)",
+    names = list(report.totals)
+    table = Table("judge prompt", "T", *names, "difference",
                   title=f"{report.domain}: {report.questioner} win rate, 95% Wilson CI")
     settings = sorted({(c.prompt_index, c.temperature) for c in report.cells})
     for p, t in settings:
         cells = {c.policy: c for c in report.cells if (c.prompt_index, c.temperature) == (p, t)}
-        rates = [_rate(**cells[name].win.model_dump()) for name in report.totals]
-        verdicts = " / ".join(
-            ", ".join(f"{v}: {n}" for v, n in cells[name].verdicts.items())
-            for name in report.totals
-        )
-        table.add_row(str(p), f"{t:g}", *rates, verdicts)
-    table.add_row("all", "", *(_rate(**w.model_dump()) for w in report.totals.values()), "")
+        diff = cells[names[-1]].win.rate - cells[names[0]].win.rate
+        table.add_row(str(p), f"{t:g}", *(_rate(cells[n].win) for n in names), f"{diff:+.0%}")
+    totals = list(report.totals.values())
+    table.add_row("all", "", *(_rate(w) for w in totals), f"{totals[-1].rate - totals[0].rate:+.0%}")
     console.print(table)
     console.print(
         f"target verdict: {report.target_verdict} · strategic breadth {report.breadth}, depth"

@@ -65,11 +65,6 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
     questioner = p.get("questioner", 0)
     if not isinstance(questioner, int) or not 0 <= questioner < n:
         raise DomainCheckError("params.questioner", f"expected a player index, got {questioner!r}")
-    target = p.get("target_verdict", verdicts[0])
-    if target not in verdicts:
-        raise DomainCheckError(
-            "params.target_verdict", f"{target!r} is not one of judge.verdicts {verdicts}"
-        )
     types = p.get("types", [])
     typed = p.get("typed_player")
     if types:
@@ -107,6 +102,11 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
                     f"{values} leaves payoff bounds [{spec.payoff.min}, {spec.payoff.max}]",
                 )
             table[row_type][verdict] = [float(v) for v in values]
+    target = p.get("target_verdict", verdicts[0])
+    if target not in verdicts:
+        raise DomainCheckError(
+            "params.target_verdict", f"{target!r} is not one of judge.verdicts {verdicts}"
+        )
     return VerdictTable(
         questioner=questioner, target_verdict=target, typed_player=typed if types else None,
         types=list(types), utilities=table,
