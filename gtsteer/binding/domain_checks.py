@@ -9,8 +9,12 @@ not hours into a run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gtsteer.binding.spec import DomainSpec
+
+if TYPE_CHECKING:
+    from gtsteer.binding.instances import Instance
 
 
 class DomainCheckError(ValueError):
@@ -22,7 +26,9 @@ class DomainCheckError(ValueError):
 
 
 DomainCheck = Callable[[DomainSpec], None]
+InstanceCheck = Callable[[DomainSpec, "Instance"], None]
 _CHECKS: dict[str, DomainCheck] = {}
+_INSTANCE_CHECKS: dict[str, InstanceCheck] = {}
 
 
 def register_domain_check(name: str) -> Callable[[DomainCheck], DomainCheck]:
@@ -47,3 +53,27 @@ def check_domain(spec: DomainSpec) -> None:
         except KeyError:
             continue  # a domain without extra checks
         _CHECKS[name](spec)
+
+
+def register_instance_check(name: str) -> Callable[[InstanceCheck], InstanceCheck]:
+    """Register `check(spec, instance)` (raising `DomainCheckError`) that an instance written by
+    someone other than the domain's own generator (an LLM) must pass: private information that
+    the utility can parse, a type the verdict table knows."""
+
+    def deco(fn: InstanceCheck) -> InstanceCheck:
+        _INSTANCE_CHECKS[name] = fn
+        return fn
+
+    return deco
+
+
+def check_instance(spec: DomainSpec, instance: Instance) -> None:
+    from gtsteer.binding.instances import lookup
+
+    names = [n for n in (spec.payoff.utility, spec.private_info_generator) if n is not None]
+    for name in dict.fromkeys(names):
+        try:
+            check = lookup(_INSTANCE_CHECKS, name, "instance check")
+        except KeyError:
+            continue
+        check(spec, instance)

@@ -6,6 +6,7 @@ import typer
 
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.imitate import register as register_imitate
+from gtsteer.cli.instances import instances
 from gtsteer.cli.llm import llm_app
 from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
@@ -23,3 +24,4 @@ register_imitate(app)
 register_psro(app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
+app.command("instances")(instances)

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import random
 
-from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
-from gtsteer.binding.instances import register_joint_private_info
+from gtsteer.binding.domain_checks import (
+    DomainCheckError,
+    register_domain_check,
+    register_instance_check,
+)
+from gtsteer.binding.instances import Instance, register_joint_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import DomainSpec
 
@@ -49,6 +53,18 @@ def debate_private_info(
     sides = sides_of(spec)
     rng.shuffle(sides)
     return [{TOPIC: topic, STANCE: side} for side in sides]
+
+
+@register_instance_check(DOMAIN)
+def check_debate_instance(spec: DomainSpec, instance: Instance) -> None:
+    """One topic for both debaters, who hold the two configured sides."""
+    a, b = instance.private_info
+    if not a.get(TOPIC) or a.get(TOPIC) != b.get(TOPIC):
+        raise DomainCheckError(f"private_info.1.{TOPIC}", "both debaters need the same topic")
+    if sorted([a.get(STANCE, ""), b.get(STANCE, "")]) != sorted(sides_of(spec)):
+        raise DomainCheckError(
+            f"private_info.{STANCE}", f"the stances must be the two sides {sides_of(spec)}"
+        )
 
 
 def verdict_returns(names: list[str], winner: str) -> list[float]:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from gtsteer.binding.domain_checks import DomainCheckError, register_instance_check
 from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, player_keys, register_utility
@@ -161,3 +162,21 @@ async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
     trade = await ctx.extract(model)
     owned, values = baskets(ctx.instance)
     return trade_values(owned, values, gives_from(trade, names))
+
+
+@register_instance_check("fruit_trade")
+def check_fruit_instance(spec: DomainSpec, instance: Instance) -> None:
+    """Baskets and values the utility can read: known fruits, counts and values in range."""
+    fruits = fruits_of(spec)
+    max_count = int(spec.params.get("max_count", 3))
+    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
+    for p, info in enumerate(instance.private_info):
+        owned, values = parse_counts(info.get(OWNED, "")), parse_counts(info.get(VALUES, ""))
+        if sorted(owned) != sorted(fruits) or not all(0 <= n <= max_count for n in owned.values()):
+            raise DomainCheckError(
+                f"private_info.{p}.{OWNED}", f"need 0..{max_count} of each of {fruits}"
+            )
+        if sorted(values) != sorted(fruits) or not all(lo <= v <= hi for v in values.values()):
+            raise DomainCheckError(
+                f"private_info.{p}.{VALUES}", f"need a value in {lo}..{hi} for each of {fruits}"
+            )

@@ -13,8 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
-from gtsteer.binding.instances import register_private_info
+from gtsteer.binding.domain_checks import (
+    DomainCheckError,
+    register_domain_check,
+    register_instance_check,
+)
+from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import ANY, DomainSpec
 from gtsteer.domains.fruit_trade import parse_counts, render_counts
@@ -84,6 +88,24 @@ def check_meeting(spec: DomainSpec) -> None:
         raise DomainCheckError(
             "payoff", f"bounds [{spec.payoff.min}, {spec.payoff.max}] must cover 0..{hi}"
         )
+
+
+@register_instance_check(DOMAIN)
+def check_meeting_instance(spec: DomainSpec, instance: Instance) -> None:
+    """Private info the utility can read: known days, a value in range for every day."""
+    days = days_of(spec)
+    lo, hi = _range(spec, "value_range", [1, 10])
+    for p, info in enumerate(instance.private_info):
+        away = parse_days(info.get(OUT_OF_OFFICE, ""))
+        if any(d not in days for d in away) or len(set(away)) >= len(days):
+            raise DomainCheckError(
+                f"private_info.{p}.{OUT_OF_OFFICE}", f"{away} must be some of {days}"
+            )
+        prefs = parse_counts(info.get(PREFERENCES, ""))
+        if sorted(prefs) != sorted(days) or any(not lo <= v <= hi for v in prefs.values()):
+            raise DomainCheckError(
+                f"private_info.{p}.{PREFERENCES}", f"need a value in {lo}..{hi} for each of {days}"
+            )
 
 
 @lru_cache(maxsize=16)

@@ -25,8 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
-from gtsteer.binding.instances import register_private_info
+from gtsteer.binding.domain_checks import (
+    DomainCheckError,
+    register_domain_check,
+    register_instance_check,
+)
+from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import DomainSpec
 
@@ -128,6 +132,17 @@ def verdict_private_info(
     if types and player == spec.params.get("typed_player"):
         info[TYPE] = rng.choice(list(types))
     return info
+
+
+@register_instance_check(DOMAIN)
+def check_verdict_instance(spec: DomainSpec, instance: Instance) -> None:
+    """Each player keeps its role; only the typed player holds a type, one of the table's."""
+    table = verdict_table(spec)
+    for p, info in enumerate(instance.private_info):
+        if info.get(ROLE) != spec.players[p]:
+            raise DomainCheckError(f"private_info.{p}.{ROLE}", f"must be {spec.players[p]!r}")
+        if p == table.typed_player and info.get(TYPE) not in table.types:
+            raise DomainCheckError(f"private_info.{p}.{TYPE}", f"must be one of {table.types}")
 
 
 @register_utility(DOMAIN)

@@ -1,0 +1,143 @@
+"""Instances written by an LLM from the config's examples (optional, next to the seeded ones).
+
+The paper lets the model write new private information (baskets, availabilities, topics) from
+a few examples. Here the model answers one validated JSON object per instance: player names
+and every private-information field the domain's own generator would produce. The object is
+then checked against the spec (distinct names usable as speaker tags, the same fields, and the
+domain's `register_instance_check`, e.g. days the meeting utility can parse); an invalid answer
+is asked again with the next seed, up to `attempts` times. Every call goes through the LLM
+cache with a seed fixed by (domain, seed, index, attempt), so a model and a seed always give the
+same instances, and a rerun makes no call.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, Field, create_model
+
+from gtsteer.binding.domain_checks import DomainCheckError, check_instance
+from gtsteer.binding.instances import Instance, make_instance, name_fields, stable_int
+from gtsteer.binding.prompts import fill_template
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.llm import LLM, run_sync
+
+
+class InstanceGenerationError(ValueError):
+    """The model did not write a valid instance within the allowed attempts."""
+
+
+def _keys(spec: DomainSpec) -> list[list[str]]:
+    """The private-information fields of each player, as the seeded generator makes them."""
+    return [list(info) for info in make_instance(spec, 0).private_info]
+
+
+def _field(player: int, key: str) -> str:
+    return f"player{player}_{key}"
+
+
+@lru_cache(maxsize=32)
+def _schema(num_players: int, keys: tuple[tuple[str, ...], ...]) -> type[BaseModel]:
+    fields: dict = {
+        "names": (list[str], Field(min_length=num_players, max_length=num_players)),
+    }
+    for p, player_keys in enumerate(keys):
+        for key in player_keys:
+            fields[_field(p, key)] = (str, Field(min_length=1, max_length=300))
+    return create_model("GeneratedInstance", **fields)
+
+
+def instance_prompt(spec: DomainSpec, examples: list[Instance]) -> str:
+    """Completion-style request: the domain, a few seeded examples as JSON, then a new one."""
+    keys = _keys(spec)
+    lines = [
+        f"Domain: {spec.name}. {spec.description}".strip(),
+        f"Players: {', '.join(spec.players)}. Example names: {', '.join(spec.names[:6])}.",
+        (
+            "Write a new, different game in the same format. Keep every field's format exactly "
+            "(the same kind of values, lists and numbers as in the examples)."
+        ),
+        "",
+    ]
+    for ex in examples:
+        obj = {"names": ex.names}
+        for p, player_keys in enumerate(keys):
+            for key in player_keys:
+                obj[_field(p, key)] = ex.private_info[p][key]
+        lines.append("Example: " + json.dumps(obj, ensure_ascii=False))
+    lines.append("New game:")
+    return "\n".join(lines)
+
+
+def validate_generated(spec: DomainSpec, data: BaseModel, index: int, seed: int) -> Instance:
+    """An `Instance` from the model's object, or `DomainCheckError` naming what is wrong."""
+    values = data.model_dump()
+    names = [str(n).strip() for n in values["names"]]
+    if len(set(names)) != len(names) or any(
+        not n or len(n) > 40 or ":" in n or "\n" in n for n in names
+    ):
+        raise DomainCheckError("names", f"need distinct short names without ':', got {names}")
+    keys = _keys(spec)
+    private = [{k: str(values[_field(p, k)]).strip() for k in ks} for p, ks in enumerate(keys)]
+    fields = name_fields(names)
+    instance = Instance(
+        index=index,
+        seed=stable_int("gtsteer-llm-instance", spec.name, seed, index),
+        names=names,
+        private_info=private,
+        scenario=fill_template(spec.scenario, fields).strip(),
+        opening=None if spec.opening is None else fill_template(spec.opening, fields).strip(),
+    )
+    check_instance(spec, instance)
+    return instance
+
+
+async def agenerate_llm_instances(
+    spec: DomainSpec, llm: LLM, num: int, seed: int = 0, *, examples: int = 3, attempts: int = 3
+) -> list[Instance]:
+    """`num` LLM-written instances of `spec`, validated; deterministic for a model and seed."""
+    if num < 0 or examples < 1 or attempts < 1:
+        raise ValueError(f"num >= 0, examples >= 1, attempts >= 1; got {num}, {examples}, {attempts}")
+    shots = [make_instance(spec, i, seed) for i in range(examples)]
+    prompt = instance_prompt(spec, shots)
+    schema = _schema(spec.num_players, tuple(tuple(k) for k in _keys(spec)))
+    out: list[Instance] = []
+    for index in range(num):
+        problems: list[str] = []
+        for attempt in range(attempts):
+            answer = await llm.structured(
+                prompt, schema, seed=stable_int("gtsteer-llm-instance", spec.name, seed, index,
+                                                attempt),
+                temperature=max(spec.generation.temperature, 0.7), max_tokens=512,
+            )
+            try:
+                out.append(validate_generated(spec, answer.value, index, seed))
+                break
+            except DomainCheckError as exc:
+                problems.append(str(exc))
+        else:
+            raise InstanceGenerationError(
+                f"{spec.name}: instance {index}: no valid instance in {attempts} attempts: "
+                + "; ".join(problems)
+            )
+    return out
+
+
+def generate_llm_instances(
+    spec: DomainSpec, llm: LLM, num: int, seed: int = 0, **kwargs: int
+) -> list[Instance]:
+    return run_sync(agenerate_llm_instances(spec, llm, num, seed, **kwargs))
+
+
+def write_instances(instances: list[Instance], path: str | Path) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
+    return target
+
+
+def read_instances(path: str | Path) -> list[Instance]:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [Instance.model_validate_json(line) for line in lines if line.strip()]

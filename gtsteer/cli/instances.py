@@ -1,0 +1,37 @@
+"""`gtsteer instances CONFIG`: LLM-written instances, validated against the spec, as JSONL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gtsteer.binding import load_spec
+from gtsteer.binding.llm_instances import generate_llm_instances, write_instances
+from gtsteer.binding.prompts import render_private_info
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.llm import LLM
+
+
+def instances(
+    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,
+    llm: Annotated[
+        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    seed: Annotated[int, typer.Option("--seed", "-s", help="Generation seed.")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")] = None,
+) -> None:
+    """Have the model write NUM new instances from the config's examples (cached, seeded)."""
+    with friendly_errors():
+        spec = load_spec(config)
+        made = generate_llm_instances(spec, LLM(llm), num, seed)
+    table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")
+    for inst in made:
+        private = "\n".join(render_private_info(info) for info in inst.private_info)
+        table.add_row(str(inst.index), ", ".join(inst.names), private)
+    console.print(table)
+    if out is not None:
+        console.print(f"instances: {write_instances(made, out)}")
