@@ -1,0 +1,64 @@
+"""The binding's hooks for domain code: load-time checks and jointly drawn private info."""
+
+from __future__ import annotations
+
+import pytest
+from binding_support import fruit_dict
+
+from gtsteer.binding import (
+    ConfigError,
+    DomainCheckError,
+    make_instance,
+    register_domain_check,
+    register_joint_private_info,
+    register_utility,
+    spec_from_dict,
+)
+
+
+@register_utility("hooked")
+async def _hooked_utility(ctx) -> list[float]:
+    return [0.0, 0.0]
+
+
+@register_domain_check("hooked")
+def _hooked_check(spec) -> None:
+    if spec.params.get("colour") != "blue":
+        raise DomainCheckError("params.colour", f"must be blue, got {spec.params.get('colour')!r}")
+
+
+@register_joint_private_info("pairs")
+def _pairs(spec, rng, names):
+    secret = rng.randint(0, 10**6)
+    return [{"secret": str(secret)}, {"secret": str(-secret)}][: spec.params.get("count", 2)]
+
+
+def hooked(**params) -> dict:
+    data = fruit_dict()
+    data["payoff"]["utility"] = "hooked"
+    data["params"] = params
+    return data
+
+
+def test_domain_check_runs_at_load_and_names_the_field() -> None:
+    assert spec_from_dict(hooked(colour="blue")).params["colour"] == "blue"
+    with pytest.raises(ConfigError, match=r"x\.yaml: field `params\.colour`: must be blue"):
+        spec_from_dict(hooked(colour="red"), "x.yaml")
+
+
+def test_joint_generator_draws_all_players_together_and_deterministically() -> None:
+    data = fruit_dict()
+    data["private_info_generator"] = "pairs"
+    spec = spec_from_dict(data)
+    inst = make_instance(spec, 3, seed=1)
+    a, b = (int(info["secret"]) for info in inst.private_info)
+    assert a == -b and inst == make_instance(spec, 3, seed=1)
+    assert make_instance(spec, 4, seed=1).private_info != inst.private_info
+
+
+def test_joint_generator_must_cover_every_player() -> None:
+    data = fruit_dict()
+    data["private_info_generator"] = "pairs"
+    data["params"]["count"] = 1
+    with pytest.raises(ValueError, match="returned 1 players' private info"):
+        make_instance(spec_from_dict(data), 0)
