@@ -126,3 +126,14 @@ def test_eval_needs_two_judge_wordings(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="judge.alternative_prompts"):
         evaluate_verdict(path, llm="fake", games=1, progress=False)
+
+
+def test_questioner_must_open_each_round(tmp_path: Path) -> None:
+    import yaml
+
+    data = yaml.safe_load((CONFIGS / "court.yaml").read_text())
+    data["params"]["questioner"] = 1
+    path = tmp_path / "court.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="params.questioner"):
+        evaluate_verdict(path, llm="fake", games=1, progress=False)

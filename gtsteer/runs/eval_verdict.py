@@ -84,8 +84,12 @@ def win_rate(wins: int, games: int) -> WinRate:
 
 def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int,
            depth: int) -> None:
-    verdict_table(spec)  # a verdict game at all (DomainCheckError names the field otherwise)
+    table = verdict_table(spec)  # a verdict game at all (DomainCheckError names the field)
     assert spec.judge is not None
+    first = 0 if spec.opening is None else (spec.opening_speaker + 1) % spec.num_players
+    if table.questioner != first:
+        # the strategic look-ahead plays whole rounds that start with the questioner
+        raise ValueError(f"params.questioner: must be the first speaker ({first}) of a round")
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     if len(spec.judge.prompts) < 2:
