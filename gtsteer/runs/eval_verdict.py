@@ -31,6 +31,7 @@ from gtsteer.domains.verdict_play import (
     play_verdict_game,
 )
 from gtsteer.llm import LLM, run_sync
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
 DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
@@ -175,8 +176,8 @@ def evaluate_verdict(
 
 
 def _write(out: Path, report: VerdictEvalReport, jobs: list, outcomes: list[GameOutcome]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    prepare_run_dir(out)
+    write_json(out / "report.json", report)
     with (out / "games.jsonl").open("w", encoding="utf-8") as fh:
         for (policy, setting, _), outcome in zip(jobs, outcomes, strict=True):
             row = {"policy": policy.name, "prompt_index": setting.prompt_index,
@@ -189,7 +190,7 @@ def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
     """Grouped bars: one group per judge setting, one bar per policy, 95% intervals."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # before pyplot: no display needed
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -210,7 +211,4 @@ def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
     ax.set_ylabel(f"{report.questioner} win rate")
     ax.set_title(f"{report.domain}: {report.games} games per bar, 95% Wilson CI")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_png(fig, path)
