@@ -82,3 +82,11 @@ def test_non_zero_sum_payoff_fails_at_load() -> None:
     data = config_dict("debate")
     data["payoff"]["zero_sum"] = False
     assert "field `payoff`" in _error(data)
+
+
+def test_private_features_encode_side_and_topic() -> None:
+    from gtsteer.binding.features import private_features
+
+    spec = spec_of("debate")
+    feats = private_features(spec, {"topic": spec.params["topics"][2], "stance": "against"})
+    assert feats[:2] == [0.0, 1.0] and feats[2:].index(1.0) == 2 and sum(feats) == 2.0

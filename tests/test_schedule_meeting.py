@@ -121,3 +121,11 @@ def test_out_of_office_range_is_checked() -> None:
     data = config_dict("schedule_meeting_dow")
     data["params"]["out_of_office"] = [2, 7]
     assert "field `params.out_of_office`" in _error(data)
+
+
+def test_private_features_encode_absence_and_preferences() -> None:
+    from gtsteer.binding.features import private_features
+
+    spec = spec_of("schedule_meeting_dow")
+    info = {"out_of_office": "Sunday", "day_preferences": ", ".join(f"{d}: 5" for d in DAYS)}
+    assert private_features(spec, info) == [0.0] * 6 + [1.0] + [0.5] * 7

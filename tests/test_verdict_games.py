@@ -200,3 +200,12 @@ def test_judge_labels_are_checked() -> None:
     data = config_dict("court")
     data["termination_prompt"] = "{transcript} Over?"
     assert "not both" in _error(data)
+
+
+def test_private_features_show_only_the_own_type() -> None:
+    from gtsteer.binding.features import private_features
+
+    spec = spec_of("interrogation")
+    assert private_features(spec, {"role": "suspect", "type": "Non-Guilty"}) == [0.0, 1.0]
+    assert private_features(spec, {"role": "interrogator"}) == [0.0, 0.0]
+    assert private_features(spec_of("court"), {"role": "prosecutor"}) == []

@@ -14,6 +14,7 @@ from gtsteer.binding.domain_checks import (
     register_domain_check,
     register_instance_check,
 )
+from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import Instance, register_joint_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import DomainSpec
@@ -65,6 +66,15 @@ def check_debate_instance(spec: DomainSpec, instance: Instance) -> None:
         raise DomainCheckError(
             f"private_info.{STANCE}", f"the stances must be the two sides {sides_of(spec)}"
         )
+
+
+@register_private_features(DOMAIN)
+def debate_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
+    """One-hot of the own side, then one-hot of the topic (0s for a topic not in the list)."""
+    sides, topics = sides_of(spec), list(spec.params["topics"])
+    return [float(info.get(STANCE) == s) for s in sides] + [
+        float(info.get(TOPIC) == t) for t in topics
+    ]
 
 
 def verdict_returns(names: list[str], winner: str) -> list[float]:

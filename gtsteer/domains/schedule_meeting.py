@@ -18,6 +18,7 @@ from gtsteer.binding.domain_checks import (
     register_domain_check,
     register_instance_check,
 )
+from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import ANY, DomainSpec
@@ -59,6 +60,15 @@ def meeting_private_info(
     values = {d: rng.randint(lo, hi) for d in days}
     return {OUT_OF_OFFICE: render_days([d for d in days if d in away]),
             PREFERENCES: render_counts(values)}
+
+
+@register_private_features(DOMAIN)
+def meeting_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
+    """Per day: 1 if out of office, then the preference / top of the value range."""
+    days = days_of(spec)
+    top = _range(spec, "value_range", [1, 10])[1] or 1
+    away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
+    return [float(d in away) for d in days] + [prefs.get(d, 0) / top for d in days]
 
 
 @register_domain_check(DOMAIN)

@@ -30,6 +30,7 @@ from gtsteer.binding.domain_checks import (
     register_domain_check,
     register_instance_check,
 )
+from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import DomainSpec
@@ -143,6 +144,12 @@ def check_verdict_instance(spec: DomainSpec, instance: Instance) -> None:
             raise DomainCheckError(f"private_info.{p}.{ROLE}", f"must be {spec.players[p]!r}")
         if p == table.typed_player and info.get(TYPE) not in table.types:
             raise DomainCheckError(f"private_info.{p}.{TYPE}", f"must be one of {table.types}")
+
+
+@register_private_features(DOMAIN)
+def verdict_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
+    """One-hot of the own type over params.types (all 0 for an untyped player or game)."""
+    return [float(info.get(TYPE) == t) for t in spec.params.get("types", [])]
 
 
 @register_utility(DOMAIN)
