@@ -67,6 +67,8 @@ def test_types_are_dealt_by_chance_and_stay_private() -> None:
     instance = next(i for i in generate_instances(spec, 40) if i.private_info[1]["type"])
     game = make_game(spec, instance, LLM("fake"))
     state = game.new_initial_state()
+    if state.is_chance_node():  # a dealt game (num_deals > 1): deal 0 is `instance` itself
+        state.apply_action(0)
     secret = f"type: {instance.private_info[1]['type']}"
     assert secret in state.information_state_string(1)
     assert secret not in state.information_state_string(0)
