@@ -1,4 +1,4 @@
-"""The binding's hooks for domain code: load-time checks and jointly drawn private info."""
+"""The binding's hooks for domain code: checks when a spec loads, jointly drawn private info."""
 
 from __future__ import annotations
 
@@ -9,22 +9,20 @@ from gtsteer.binding import (
     ConfigError,
     DomainCheckError,
     make_instance,
-    register_domain_check,
     register_joint_private_info,
     register_utility,
     spec_from_dict,
 )
 
 
-@register_utility("hooked")
-async def _hooked_utility(ctx) -> list[float]:
-    return [0.0, 0.0]
-
-
-@register_domain_check("hooked")
 def _hooked_check(spec) -> None:
     if spec.params.get("colour") != "blue":
         raise DomainCheckError("params.colour", f"must be blue, got {spec.params.get('colour')!r}")
+
+
+@register_utility("hooked", validate=_hooked_check)
+async def _hooked_utility(ctx) -> list[float]:
+    return [0.0, 0.0]
 
 
 @register_joint_private_info("pairs")

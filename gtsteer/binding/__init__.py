@@ -6,7 +6,7 @@
     # any OpenSpiel algorithm now traverses `game` with cache hits only
 """
 
-from gtsteer.binding.domain_checks import DomainCheckError, register_domain_check
+from gtsteer.binding.domain_checks import DomainCheckError, register_instance_check
 from gtsteer.binding.expand import ExpansionReport, expand, expand_sync
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, DialogueObserver, DialogueState, Request
 from gtsteer.binding.growth import grow_game
@@ -76,7 +76,7 @@ __all__ = [
     "make_game",
     "make_instance",
     "payoff_model",
-    "register_domain_check",
+    "register_instance_check",
     "register_joint_private_info",
     "register_private_info",
     "register_utility",

@@ -1,9 +1,9 @@
-"""Load-time checks that only a domain's code can make (its `params`, its verdict table).
+"""Checks that only a domain's code can make, with the offending field named.
 
-`DomainSpec` validates what every domain shares; a domain registers a check under the name of
-its utility or private-information generator, and `load_spec` runs it, so a debate with one
-side or a verdict table that disagrees with the judge fails at load with the field named,
-not hours into a run.
+Spec checks (a debate with one side, a verdict table that disagrees with the judge) are
+registered with `register_utility(name, validate=...)` and run by `check_domain` when a spec is
+loaded; they raise `DomainCheckError`. Instance checks (`register_instance_check`) guard
+instances written by something other than the domain's own generator (an LLM).
 """
 
 from __future__ import annotations
@@ -25,34 +25,8 @@ class DomainCheckError(ValueError):
         self.field = field
 
 
-DomainCheck = Callable[[DomainSpec], None]
 InstanceCheck = Callable[[DomainSpec, "Instance"], None]
-_CHECKS: dict[str, DomainCheck] = {}
 _INSTANCE_CHECKS: dict[str, InstanceCheck] = {}
-
-
-def register_domain_check(name: str) -> Callable[[DomainCheck], DomainCheck]:
-    """Register `check(spec)` (raising `DomainCheckError`) for configs that use `name` as their
-    `payoff.utility` or `private_info_generator`."""
-
-    def deco(fn: DomainCheck) -> DomainCheck:
-        _CHECKS[name] = fn
-        return fn
-
-    return deco
-
-
-def check_domain(spec: DomainSpec) -> None:
-    """Run the checks of every domain code name the spec refers to (each at most once)."""
-    from gtsteer.binding.instances import lookup  # instances imports spec: import late
-
-    names = [n for n in (spec.payoff.utility, spec.private_info_generator) if n is not None]
-    for name in dict.fromkeys(names):
-        try:  # importing the domain module registers its checks alongside its utility
-            lookup(_CHECKS, name, "domain check")
-        except KeyError:
-            continue  # a domain without extra checks
-        _CHECKS[name](spec)
 
 
 def register_instance_check(name: str) -> Callable[[InstanceCheck], InstanceCheck]:

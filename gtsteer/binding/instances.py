@@ -127,18 +127,6 @@ def make_instance(spec: DomainSpec, index: int, seed: int = 0) -> Instance:
     )
 
 
-def _draw_private_info(
-    spec: DomainSpec, rng: random.Random, names: list[str]
-) -> list[dict[str, str]]:
-    if spec.private_info_generator is not None:
-        gen = lookup(_GENERATORS, spec.private_info_generator, "private-info generator")
-        return [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
-    return [
-        {key: rng.choice(examples) for key, examples in spec.private_info.items()}
-        for _ in range(spec.num_players)
-    ]
-
-
 def deal_instances(spec: DomainSpec, instance: Instance) -> list[Instance]:
     """The `spec.num_deals` deals of a dealt game: deal 0 is `instance` itself, deal j > 0
     keeps its public part (names, scenario, opening, sample seed) and draws fresh private

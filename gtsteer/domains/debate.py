@@ -11,7 +11,6 @@ import random
 
 from gtsteer.binding.domain_checks import (
     DomainCheckError,
-    register_domain_check,
     register_instance_check,
 )
 from gtsteer.binding.features import register_private_features
@@ -27,7 +26,6 @@ def sides_of(spec: DomainSpec) -> list[str]:
     return list(spec.params.get("sides", []))
 
 
-@register_domain_check(DOMAIN)
 def check_debate(spec: DomainSpec) -> None:
     if spec.num_players != 2:
         raise DomainCheckError("players", f"a debate has 2 players, got {spec.num_players}")
@@ -84,7 +82,7 @@ def verdict_returns(names: list[str], winner: str) -> list[float]:
     return [1.0 if n == winner else -1.0 for n in names]
 
 
-@register_utility(DOMAIN)
+@register_utility(DOMAIN, validate=check_debate)
 async def debate_utility(ctx: RewardContext) -> list[float]:
     names = ctx.instance.names
     result = await ctx.llm.choose(ctx.prompt(), names, seed=0)

@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field, create_model
 
 from gtsteer.binding.domain_checks import (
     DomainCheckError,
-    register_domain_check,
     register_instance_check,
 )
 from gtsteer.binding.features import register_private_features
@@ -71,7 +70,6 @@ def meeting_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     return [float(d in away) for d in days] + [prefs.get(d, 0) / top for d in days]
 
 
-@register_domain_check(DOMAIN)
 def check_meeting(spec: DomainSpec) -> None:
     days = spec.params.get("days", DAYS)
     if not isinstance(days, list) or not days or len(set(days)) != len(days):
@@ -141,7 +139,7 @@ def meeting_values(
     ]
 
 
-@register_utility(DOMAIN)
+@register_utility(DOMAIN, validate=check_meeting)
 async def meeting_utility(ctx: RewardContext) -> list[float]:
     found = (await ctx.extract(agreement_model(tuple(days_of(ctx.spec))))).model_dump()
     day = found["day"] if found["agreed"] and found["day"] != NO_DAY else None

@@ -27,7 +27,6 @@ from pydantic import BaseModel
 
 from gtsteer.binding.domain_checks import (
     DomainCheckError,
-    register_domain_check,
     register_instance_check,
 )
 from gtsteer.binding.features import register_private_features
@@ -118,7 +117,6 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
     )
 
 
-@register_domain_check(DOMAIN)
 def check_verdict_game(spec: DomainSpec) -> None:
     verdict_table(spec)
 
@@ -152,7 +150,7 @@ def verdict_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     return [float(info.get(TYPE) == t) for t in spec.params.get("types", [])]
 
 
-@register_utility(DOMAIN)
+@register_utility(DOMAIN, validate=check_verdict_game)
 async def verdict_utility(ctx: RewardContext) -> list[float]:
     if ctx.verdict is None:
         raise ValueError("a verdict game ended without a verdict (is `judge` set?)")
