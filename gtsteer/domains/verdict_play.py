@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from gtsteer.binding.instances import Instance, stable_int
 from gtsteer.binding.judge import ask_judge, judge_options, judge_prompt, probabilities
 from gtsteer.binding.prompts import Turn, clean_message, message_prompt, message_stop
-from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.llm import LLM
 
@@ -57,19 +57,12 @@ class Table:
         return (len(self.turns if turns is None else turns) - self.opening) // self.spec.num_players
 
 
-def unguided(spec: DomainSpec) -> str:
-    """The instruction label of the unguided baseline ("any", or "k=any|..." for several keys)."""
-    if len(spec.actions) == 1:
-        return ANY
-    return "|".join(f"{k}={ANY}" for k in spec.actions)
-
-
 async def sample_message(
     table: Table, turns: list[Turn], speaker: int, seed_parts: tuple, instruction: str | None = None
 ) -> Turn:
     """One unguided (or `instruction`-guided) message of `speaker` after `turns`."""
     spec, inst = table.spec, table.instance
-    label = instruction or unguided(spec)
+    label = instruction or spec.any_instruction()
     completion = await table.llm.generate(
         message_prompt(spec, inst, turns, speaker, label),
         seed=stable_int("gtsteer-verdict-play", inst.seed, table.game_seed, *seed_parts),
