@@ -211,3 +211,16 @@ def test_private_features_show_only_the_own_type() -> None:
     assert private_features(spec, {"role": "suspect", "type": "Non-Guilty"}) == [0.0, 1.0]
     assert private_features(spec, {"role": "interrogator"}) == [0.0, 0.0]
     assert private_features(spec_of("court"), {"role": "prosecutor"}) == []
+
+
+def test_sampling_judge_is_a_function_of_the_transcript() -> None:
+    # a constant question and answer: every history has the same words, whatever the deal or
+    # the instructions, so a sampling judge must give every one of them the same verdict
+    backend = KeywordJudge(["Where were you?"], questioner_role="role: interrogator")
+    backend.score = lambda prompt, option: -9.0 if option == "continue" else 0.0  # 50/50
+    judge = {**config_dict("interrogation")["judge"], "temperature": 1.0}
+    spec = spec_of("interrogation", judge=judge)
+    game = make_game(spec, make_instance(spec, 0), LLM("keyword", backend=backend))
+    assert game.dealt and not expand_sync(game, progress=False).failed
+    first_round = {h: v for h, v in game.verdicts.items() if len(h) == 5}  # deal + 2 x (a, s)
+    assert len(first_round) == 4 * 4 * 4 and len(set(first_round.values())) == 1

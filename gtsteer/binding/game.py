@@ -235,7 +235,10 @@ class DialogueGame(pyspiel.Game):
                 judgement = await ask_judge(
                     self.llm, self.spec, self.instance, turns,
                     final=replies >= self.reply_limit,
-                    seed=stable_int("gtsteer-judge", self.instance.seed, list(history)),
+                    # seeded by the public transcript, not the history: the judge may not
+                    # tell apart deals or instructions that produced the same words
+                    seed=stable_int("gtsteer-judge", self.instance.seed,
+                                    [[t.speaker, t.text] for t in turns]),
                 )
                 self.verdicts[history] = judgement.verdict
                 ended = judgement.verdict != self.spec.judge.continue_label
