@@ -60,3 +60,4 @@ def test_joint_generator_must_cover_every_player() -> None:
     data["params"]["count"] = 1
     with pytest.raises(ValueError, match="returned 1 players' private info"):
         make_instance(spec_from_dict(data), 0)
+

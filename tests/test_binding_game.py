@@ -209,3 +209,15 @@ def test_multi_key_actions() -> None:
 def test_instance_out_of_range() -> None:
     with pytest.raises(ValueError, match="instance 5"):
         load_game(FRUIT, instance=5, num_games=3)
+
+
+def test_clean_message_drops_a_leading_speaker_tag() -> None:
+    from gtsteer.binding import Instance
+    from gtsteer.binding.prompts import clean_message
+
+    inst = Instance(index=0, seed=0, names=["Emma", "David"], private_info=[{}, {}],
+                    scenario="")
+    assert clean_message("Emma: I was at home.\nDavid: No.", inst) == "I was at home."
+    assert clean_message("  David:  Where were you?", inst) == "Where were you?"
+    assert clean_message("I told Emma: come.", inst) == "I told Emma: come."
+    assert clean_message("\n\nEmma: x", inst) == "x"

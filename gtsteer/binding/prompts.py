@@ -153,8 +153,14 @@ def message_stop(spec: DomainSpec, instance: Instance) -> list[str]:
 
 
 def clean_message(text: str, instance: Instance) -> str:
-    """Trim a sample to the speaker's own words (backends that ignore stop strings)."""
-    text = text.split("\n\n")[0]
+    """Trim a sample to the speaker's own words (backends that ignore stop strings), without a
+    leading "<Name>:" tag (a chat model answering the prompt often starts by repeating it)."""
+    text = text.strip()
+    for name in instance.names:
+        if text.startswith(f"{name}:"):
+            text = text[len(name) + 1 :]
+            break
+    text = text.strip().split("\n\n")[0]
     for name in instance.names:
         text = text.split(f"\n{name}:")[0]
     return " ".join(text.split()) or "..."
