@@ -129,3 +129,8 @@ def test_private_features_encode_absence_and_preferences() -> None:
     spec = spec_of("schedule_meeting_dow")
     info = {"out_of_office": "Sunday", "day_preferences": ", ".join(f"{d}: 5" for d in DAYS)}
     assert private_features(spec, info) == [0.0] * 6 + [1.0] + [0.5] * 7
+
+
+def test_psro_may_grow_the_day_set_with_free_instructions() -> None:
+    spec = spec_of("schedule_meeting_dow").with_added_instruction("day", "the earliest free day")
+    assert "the earliest free day" in spec.actions["day"]

@@ -78,7 +78,8 @@ def check_meeting(spec: DomainSpec) -> None:
         raise DomainCheckError("params.days", f'"{ANY}" and "{NO_DAY}" are not days')
     day_actions = spec.actions.get("day")
     if day_actions is not None:
-        unknown = [d for d in day_actions if d != ANY and d not in days]
+        grown = {v for k, v in spec.grown if k == "day"}  # PSRO's new instructions: free text
+        unknown = [d for d in day_actions if d != ANY and d not in days and d not in grown]
         if unknown:
             raise DomainCheckError("actions.day", f"{unknown} are not in params.days {days}")
     try:
