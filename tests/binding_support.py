@@ -19,8 +19,15 @@ def fruit_dict() -> dict[str, Any]:
 
 
 def fruit_spec(**update: Any) -> DomainSpec:
-    """The fruit spec with fields replaced (and validated again)."""
-    return DomainSpec.model_validate({**load_spec(FRUIT).model_dump(), **update})
+    """The fruit spec with fields replaced (and validated again). Replaced `actions` keep
+    only their own values' definitions (a definition must name a value of its key)."""
+    data = {**load_spec(FRUIT).model_dump(), **update}
+    if "actions" in update and "instruction_definitions" not in update:
+        data["instruction_definitions"] = {
+            k: defs for k, defs in data["instruction_definitions"].items()
+            if set(defs) == {v for v in data["actions"].get(k, []) if v != "any"}
+        }
+    return DomainSpec.model_validate(data)
 
 
 class EchoingFake(FakeBackend):

@@ -115,6 +115,7 @@ def _e2e_config(tmp_path: Path) -> Path:
     data = fruit_dict()
     data.update(
         actions={"tone": ["calm", "any"]},
+        instruction_definitions={},
         num_llm_seeds=1,
         num_max_replies=2,
         opening="Hi {name1}, shall we trade?",

@@ -84,3 +84,16 @@ def test_big_configs_are_checked_on_a_smaller_variant() -> None:
     small, notes = reduced_spec(big, max_leaves=4096)
     assert notes and small.num_llm_seeds == 1
     assert reduced_spec(spec)[1] == []  # the fruit tree (64 leaves) is checked as it is
+
+
+def test_a_trimmed_variant_keeps_only_its_values_definitions() -> None:
+    from gtsteer.binding import load_spec
+
+    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    assert set(spec.instruction_definitions["tone"]) == {"calm", "assertive", "submissive"}
+    big = spec.model_copy(update={"num_max_replies": 8})  # 4^16 leaves: actions get trimmed
+    small, notes = reduced_spec(big, max_leaves=4096)
+    assert "actions -> one value and any per key" in notes
+    assert small.actions["tone"] == ["calm", "any"]
+    assert small.instruction_definitions == {"tone": {"calm": spec.instruction_definitions[
+        "tone"]["calm"]}}

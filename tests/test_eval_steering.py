@@ -175,6 +175,9 @@ def test_cli_missing_config_and_bad_model(tmp_path: Path) -> None:
         ({"tone": {"calm": "x", "any": "w"}}, "`any` is the unguided baseline"),
         ({"mood": {"calm": "x"}}, "`mood` is not an action key"),
         ({"tone": {"calm": " ", "assertive": "y", "submissive": "z"}}, "empty definition"),
+        ({"tone": {"calm": "x", "asertive": "y", "submissive": "z"}},
+         "defines ['asertive'], which are not values of `tone`"),
+        ({"tone": {"calm": "x", "assertive": "y"}}, "no definition for ['submissive']"),
     ],
 )
 def test_bad_definitions_fail_at_load_naming_the_field(defs: dict, message: str) -> None:
@@ -185,13 +188,14 @@ def test_bad_definitions_fail_at_load_naming_the_field(defs: dict, message: str)
     assert message in str(info.value)
 
 
-def test_incomplete_definitions_load_but_are_not_used(tmp_path: Path) -> None:
-    # A trimmed action list keeps its definitions block; a partial block is not shown.
+def test_only_grown_values_may_lack_a_definition(tmp_path: Path) -> None:
+    # A value PSRO appended (`grown`) has no definition; the key is then measured plainly.
     data = yaml.safe_load(FRUIT.read_text())
-    data["actions"]["tone"] = ["calm", "assertive", "any"]
-    spec_from_dict(data)
-    data["actions"]["tone"] = ["calm", "assertive", "submissive", "meek", "any"]
-    path = tmp_path / "partial.yaml"
+    data["actions"]["tone"] = ["calm", "assertive", "submissive", "any", "meek"]
+    with pytest.raises(ConfigError, match=r"no definition for \['meek'\]"):
+        spec_from_dict(data, "x.yaml")
+    data["grown"] = [["tone", "meek"]]
+    path = tmp_path / "grown.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     report = measure_steering(path, oracle(), samples=1, progress=False)
     assert report.run(DEFINED) is None

@@ -82,6 +82,11 @@ def reduced_spec(spec: DomainSpec, max_leaves: int = MAX_LEAVES) -> tuple[Domain
     if too_big():
         fewer = {k: [*[v for v in vs if v != ANY][:1], ANY] for k, vs in data["actions"].items()}
         reduce("actions", fewer, "actions -> one value and any per key")
+        # The trimmed values' definitions go too (a definition must name a value of its key).
+        data["instruction_definitions"] = {
+            k: {v: text for v, text in defs.items() if v in fewer[k]}
+            for k, defs in data["instruction_definitions"].items()
+        }
     if too_big() and data["num_max_replies"] > 1:
         reduce("num_max_replies", 1, "num_max_replies -> 1")
     return spec_from_dict(data, "conformance variant"), notes

@@ -133,7 +133,8 @@ class DomainSpec(_Strict):
     instruction_templates: dict[str, str] = Field(default_factory=dict)
     #: Optional one-line definitions of instruction values, per key (`any` excluded); the
     #: steering classifier of `gtsteer eval steering` is scored with and without them.
-    #: A key is measured with definitions only when every one of its values has one.
+    #: A defined key defines every value but PSRO's `grown` ones; a key is measured with
+    #: definitions only when every one of its values has one.
     instruction_definitions: dict[str, dict[str, str]] = Field(default_factory=dict)
     #: Private-information keys with example values (sampled when no generator is named).
     private_info: dict[str, list[str]] = Field(default_factory=dict)
@@ -223,15 +224,24 @@ class DomainSpec(_Strict):
         return self
 
     def _check_definitions(self) -> None:
-        """Keys must be action keys and texts non-empty. A definition of a value the key does
-        not have (yet) is allowed, and so is a value without one: PSRO appends values at run
-        time, and variants of a config trim them; `eval steering` says what it could not use."""
+        """Keys must be action keys, texts non-empty, and a defined key must define exactly its
+        values (a typo such as `asertive:` fails here). Only values PSRO appended at run time
+        (`grown`) may lack a definition; `eval steering` then says what it could not use."""
+        grown = set(self.grown)
         for key, defs in self.instruction_definitions.items():
             where = f"instruction_definitions.{key}"
             if key not in self.actions:
                 raise ValueError(f"{where}: `{key}` is not an action key {self.action_keys}")
             if ANY in defs:
                 raise ValueError(f"{where}: `{ANY}` is the unguided baseline, not an instruction")
+            wanted = [v for v in self.actions[key] if v != ANY]
+            unknown = sorted(set(defs) - set(wanted))
+            if unknown:
+                raise ValueError(f"{where}: defines {unknown}, which are not values of `{key}`"
+                                 f" ({wanted})")
+            missing = [v for v in wanted if v not in defs and (key, v) not in grown]
+            if missing:
+                raise ValueError(f"{where}: no definition for {missing}")
             empty = [v for v, text in defs.items() if not text.strip()]
             if empty:
                 raise ValueError(f"{where}: empty definition for {empty}")
