@@ -31,6 +31,12 @@ def test_there_are_configs() -> None:
     assert CONFIGS, "configs/*.yaml is empty"
 
 
+def test_the_makefile_demo_config_exists() -> None:
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    configs = [w for w in recipe.split() if w.endswith(".yaml")]
+    assert configs and all((ROOT / c).is_file() for c in configs), recipe
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_config_conforms(config: Path) -> None:
     # The echoing test model repeats every instruction, so the stripping is exercised on this
