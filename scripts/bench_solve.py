@@ -7,8 +7,8 @@
    against `any`, tree traversal for the imitation dataset), its mock LLM wrapped by a counter.
 2. CFR iterations per second: OpenSpiel C++ CFR on the cached tree vs Python CFR on the
    uncached game (both after expansion, so no LLM work is timed).
-3. Wall time of the README main job (`gtsteer solve configs/trade_fruit_tone.yaml --games 1`
-   with the local model), cold cache and rerun, when llama-cpp-python is importable.
+3. Wall time of the README main job (`make demo`: `gtsteer solve DEMO_CONFIG --games 1` with
+   the default local model), cold cache and rerun, when llama-cpp-python is importable.
 4. Instruction echo rate per model: the share of guided messages (instruction other than `any`)
    whose sample carried an instruction-shaped stage direction ("(Alice writes in a calm
    tone.)", any name or tone), and the same for unguided messages (the binding strips them, so
@@ -39,6 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 START, END = "<!-- bench_solve:start -->", "<!-- bench_solve:end -->"
+#: The config of the Makefile's `demo` recipe (the README main job); keep the two in step.
+DEMO_CONFIG = "configs/schedule_meeting_dow.yaml"
+DEMO_COMMAND = f"gtsteer solve {DEMO_CONFIG} --games 1"
 
 
 @contextlib.contextmanager
@@ -208,7 +211,9 @@ def main_job() -> dict | str:
     """
     if (why := local_unavailable()) is not None:
         return why
-    out: dict = {"command": "gtsteer solve configs/trade_fruit_tone.yaml --games 1"}
+    from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
+
+    out: dict = {"command": DEMO_COMMAND, "model": DEFAULT_LOCAL_MODEL}
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()  # fmt: skip
     out["source"] = f"snapshot of the work tree at {head or 'unknown commit'}"
@@ -217,7 +222,7 @@ def main_job() -> dict | str:
         shutil.copytree(ROOT / "configs", Path(snap) / "configs")
         env = {**os.environ, "PYTHONPATH": snap}
         cmd = [sys.executable, "-c", "from gtsteer.cli import app; app()", "solve",
-               "configs/trade_fruit_tone.yaml", "--games", "1", "--quiet", "--out", tmp]  # fmt: skip
+               DEMO_CONFIG, "--games", "1", "--quiet", "--out", tmp]  # fmt: skip
         for label in ("cold", "rerun"):
             start = time.perf_counter()
             proc = subprocess.run(cmd, cwd=snap, env=env, capture_output=True, text=True,
@@ -385,14 +390,13 @@ def render(
     ]
     if isinstance(job, str):
         lines.append(
-            f"TODO: not timed in this run: {job}. Command: "
-            "`gtsteer solve configs/trade_fruit_tone.yaml --games 1`."
+            f"TODO: not timed in this run: {job}. Command: `{DEMO_COMMAND}`."
         )
     else:
         lines += [
             (
-                f"`{job['command']}` (Gemma 3 270M Q4_K_M via llama.cpp, fresh response cache, "
-                f"{job['source']}):"
+                f"`{job['command']}` (local model `{job['model']}` via llama.cpp, "
+                f"fresh response cache, {job['source']}):"
             ),
             "",
             "| run | wall time | LLM calls |",

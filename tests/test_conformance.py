@@ -8,6 +8,7 @@ YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -31,10 +32,22 @@ def test_there_are_configs() -> None:
     assert CONFIGS, "configs/*.yaml is empty"
 
 
-def test_the_makefile_demo_config_exists() -> None:
+def _demo_configs() -> list[str]:
     recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
-    configs = [w for w in recipe.split() if w.endswith(".yaml")]
-    assert configs and all((ROOT / c).is_file() for c in configs), recipe
+    return [w for w in recipe.split() if w.endswith(".yaml")]
+
+
+def test_the_makefile_demo_config_exists() -> None:
+    configs = _demo_configs()
+    assert configs and all((ROOT / c).is_file() for c in configs), configs
+
+
+def test_bench_solve_times_the_makefile_demo() -> None:
+    spec = importlib.util.spec_from_file_location("bench_solve", ROOT / "scripts/bench_solve.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert _demo_configs() == [bench.DEMO_CONFIG]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
