@@ -121,3 +121,25 @@ def test_config_without_exact_utility_is_refused(tmp_path: Path) -> None:
 def test_cli_bad_cases(tmp_path: Path, cases: str) -> None:
     result = runner.invoke(app, ["eval", "reward", str(FRUIT), "--llm", "fake", "-n", cases])
     assert result.exit_code == 2 and "cases" in result.output
+
+
+@pytest.mark.parametrize("driver", ["eval_reward", "solve", "psro"])
+def test_drivers_refuse_what_the_domain_rejects_before_any_llm_call(
+    tmp_path: Path, driver: str
+) -> None:
+    # Loading the spec runs the domain's own checks (fruit trading is bilateral).
+    from gtsteer.binding import ConfigError
+    from gtsteer.runs.psro import psro_config
+    from gtsteer.runs.solve import solve_config
+
+    data = yaml.safe_load(FRUIT.read_text())
+    data["players"] = ["buyer", "seller", "broker"]
+    path = tmp_path / "three.yaml"
+    path.write_text(yaml.safe_dump(data))
+    model = LLM("fake")
+    run = {"eval_reward": lambda: measure_reward(path, model, cases=1, progress=False),
+           "solve": lambda: solve_config(path, model, out_dir=tmp_path / "s", progress=False),
+           "psro": lambda: psro_config(path, model, out_dir=tmp_path / "p")}
+    with pytest.raises(ConfigError, match="fruit trading needs 2 players, got 3"):
+        run[driver]()
+    assert model.usage.requests == 0

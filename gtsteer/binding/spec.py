@@ -345,7 +345,8 @@ def spec_from_dict(data: Any, source: str = "<config>") -> DomainSpec:
 
 
 def load_spec(path: str | Path) -> DomainSpec:
-    """Read and validate a domain YAML; raises `ConfigError` naming the file and field."""
+    """Read and validate a domain YAML, the domain's own checks included (`check_domain`, via
+    `spec_from_dict`), so every driver gets them; raises `ConfigError` naming file and field."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding import check_domain, generate_instances, load_spec, make_game
+from gtsteer.binding import generate_instances, load_spec, make_game
 from gtsteer.llm import LLM
 from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
@@ -86,8 +86,7 @@ def psro_config(
     settings = settings or PSROConfig()
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
-    spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
-    check_domain(spec, str(config_path))  # the domain's own checks (fruit: two players)
+    spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
     if deals is not None:
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)

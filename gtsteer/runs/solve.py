@@ -18,7 +18,6 @@ import numpy as np
 from gtsteer.binding import (
     DialogueGame,
     Instance,
-    check_domain,
     expand_sync,
     generate_instances,
     load_spec,
@@ -80,8 +79,7 @@ def solve_config(
     that instance failed with its stage and reason; the others still finish.
     """
     _check_args(games, iterations, solver)
-    spec = load_spec(config_path)  # ConfigError (a ValueError) before any LLM call
-    check_domain(spec, str(config_path))  # the domain's own checks (fruit: two players)
+    spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
     if deals is not None:
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
