@@ -7,6 +7,7 @@ YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib.util
 from pathlib import Path
@@ -116,3 +117,29 @@ def test_a_trimmed_variant_keeps_only_its_values_definitions() -> None:
     assert small.actions["tone"] == ["calm", "any"]
     assert small.instruction_definitions == {"tone": {"calm": spec.instruction_definitions[
         "tone"]["calm"]}}
+
+
+def test_the_check_raises_a_conformance_error_for_a_foreign_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A runtime check, not an `assert` (which `python -O` drops).
+    import pyspiel
+
+    from gtsteer.binding import conformance
+
+    monkeypatch.setattr(conformance, "expand_sync", lambda game, progress: type(
+        "Report", (), {"failed": False})())
+    with pytest.raises(ConformanceError, match="`DialogueState` failed: a .*State in the tree"):
+        check_game(pyspiel.load_game("kuhn_poker"), "x")
+
+
+def test_binding_imports_nothing_above_it() -> None:
+    # DESIGN.md: gtsteer/binding may import only gtsteer.llm (and itself), even lazily.
+    upward = []
+    for path in sorted((ROOT / "gtsteer" / "binding").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            upward += [f"{path.name}: {n}" for n in names if n.startswith("gtsteer.")
+                       and n.split(".")[1] not in ("binding", "llm")]
+    assert upward == []
