@@ -73,7 +73,7 @@ def test_cli_missing_config_and_bad_solver_exit_2(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["solve", str(tmp_path / "nope.yaml"), "--llm", "fake"])
     assert missing.exit_code == 2 and "nope.yaml" in missing.output
     solver = runner.invoke(app, ["solve", str(MIXED_2X2), "--llm", "fake", "--solver", "dcfr"])
-    assert solver.exit_code == 2 and "--solver" in solver.output
+    assert solver.exit_code == 2 and "solver: expected one of cfr, cfr+" in solver.output
 
 
 SOLVE_IN_SUBPROCESS = """

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.runs.psro import PSROSummary, default_out_dir, psro_config
-from gtsteer.solvers.psro import META_SOLVERS, OPERATORS, IterationReport, PSROConfig
+from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 
 def print_summary(summary: PSROSummary) -> None:
@@ -72,15 +72,7 @@ def psro(
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
     with friendly_errors():
-        if operator not in OPERATORS:
-            raise ValueError(f"--operator: expected one of {', '.join(OPERATORS)}, "
-                             f"got {operator!r}")
-        if meta_solver not in META_SOLVERS:
-            raise ValueError(f"--meta-solver: expected one of {', '.join(META_SOLVERS)}, "
-                             f"got {meta_solver!r}")
-        if iterations < 0 or candidates < 1:
-            raise ValueError(f"--iterations must be >= 0 and --candidates >= 1, got "
-                             f"{iterations} and {candidates}")
+        # PSROConfig validates the options (its error names the field) before any LLM call.
         settings = PSROConfig(iterations=iterations, candidates=candidates, operator=operator,
                               meta_solver=meta_solver, seed=seed)  # type: ignore[arg-type]
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),

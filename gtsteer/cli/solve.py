@@ -16,7 +16,6 @@ from gtsteer.runs.solve import (
     solve_config,
 )
 from gtsteer.runs.solve_schema import Metric, SolveSummary
-from gtsteer.solvers.cfr import SOLVERS
 
 
 def _signed(x: float, digits: int = 4) -> str:
@@ -110,8 +109,6 @@ def solve(
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
     with friendly_errors():
-        if solver not in SOLVERS:
-            raise ValueError(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
         summary = solve_config(
             config,
             llm=llm,
