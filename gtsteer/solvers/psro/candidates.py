@@ -78,10 +78,6 @@ class Filtered:
     valid: list[str] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)
 
-    def merge(self, other: Filtered) -> None:
-        self.valid += other.valid
-        self.dropped.update(other.dropped)
-
 
 def filter_candidates(
     proposals: Iterable[object],
