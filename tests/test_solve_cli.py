@@ -108,3 +108,28 @@ def test_tables_never_print_negative_zero() -> None:
     assert _signed(-1e-9) == "+0.0000"
     assert _signed(-0.25, 3) == "-0.250"
     assert _signed(0.4375, 3) == "+0.438"
+
+
+def test_head_to_head_of_ten_strategies_prints_every_value_in_full_at_80_columns() -> None:
+    import io
+    import re
+
+    from rich.console import Console
+
+    from gtsteer.cli.solve import print_head_to_head
+    from gtsteer.runs.solve_schema import HeadToHead
+
+    days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    names = ["cfr", "any", *(f"always:{d}" for d in days), "uniform"]
+    values = {r: {c: (10 * i + j) / 40 - 1.2 for j, c in enumerate(names)}
+              for i, r in enumerate(names)}
+    out = Console(width=80, file=io.StringIO(), record=True)
+    print_head_to_head(HeadToHead(strategies=names, values=values), out)
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "+0.75" in text and "always:" not in text and "…" not in text
+    for r, label in zip(names, ["cfr", "any", *days, "uniform"], strict=True):
+        # the row's cells, in column order, across every chunk of columns
+        shown = [n for line in text.splitlines() if line.startswith(f"│ {label} ")
+                 for n in re.findall(r"[+-]\d+\.\d\d", line)]
+        assert shown == [f"{round(values[r][c], 2) + 0.0:+.2f}" for c in names], label

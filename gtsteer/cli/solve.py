@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.console import Console
+from rich.table import Column, Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.runs.solve import (
@@ -15,7 +16,8 @@ from gtsteer.runs.solve import (
     default_out_dir,
     solve_config,
 )
-from gtsteer.runs.solve_schema import Metric, SolveSummary
+from gtsteer.runs.solve_schema import HeadToHead, Metric, SolveSummary
+from gtsteer.solvers.analysis import ALWAYS
 
 
 def _signed(x: float, digits: int = 4) -> str:
@@ -48,15 +50,7 @@ def print_summary(summary: SolveSummary) -> None:
             table.add_row(name, _fmt(m.mean), _ci(m), str(m.n))
         console.print(table)
     if summary.head_to_head is not None:
-        h2h = summary.head_to_head
-        table = Table(
-            "row \\ col",
-            *h2h.strategies,
-            title="head-to-head: mean over seats i of V_i(i plays row, others play col)",
-        )
-        for row in h2h.strategies:
-            table.add_row(row, *(_signed(h2h.values[row][c], 3) for c in h2h.strategies))
-        console.print(table)
+        print_head_to_head(summary.head_to_head)
     for dist in summary.instruction_distribution:
         table = Table(
             "instruction", "P(first)", title=f"CFR policy, {dist.role} (player {dist.player})"
@@ -79,6 +73,43 @@ def print_summary(summary: SolveSummary) -> None:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
         )
+
+
+def _h2h_label(name: str, names: list[str]) -> str:
+    """`always:calm` is shown as `calm` (unless that would read as another row's name)."""
+    short = name.removeprefix(ALWAYS)
+    return short if short == name or short not in names else name
+
+
+def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
+    """The head-to-head table, split into column chunks that fit the console, so no cell is
+    ever truncated however many strategies there are (rich would squeeze every column)."""
+    out = out or console
+    names = h2h.strategies
+    labels = [_h2h_label(n, names) for n in names]
+    cells = {r: [_signed(h2h.values[r][c], 2) for c in names] for r in names}
+    corner = "row \\ col"
+    # A rich column costs its content plus 2 of padding and 1 of border; the table 1 more.
+    used = first = max(len(corner), *map(len, labels)) + 3 + 1
+    chunks: list[list[int]] = [[]]
+    for j, label in enumerate(labels):
+        width = max(len(label), *(len(cells[r][j]) for r in names)) + 3
+        if chunks[-1] and used + width > out.width:
+            chunks.append([])
+            used = first
+        chunks[-1].append(j)
+        used += width
+    title = "head-to-head: mean over seats i of V_i(i plays row, others play col)"
+    for k, cols in enumerate(chunks):
+        part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+        table = Table(
+            Column(corner, no_wrap=True),
+            *(Column(labels[j], justify="right", no_wrap=True) for j in cols),
+            title=title + part,
+        )
+        for row, label in zip(names, labels, strict=True):
+            table.add_row(label, *(cells[row][j] for j in cols))
+        out.print(table)
 
 
 def solve(
