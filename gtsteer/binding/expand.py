@@ -207,10 +207,9 @@ def _fail(game: DialogueGame, report: ExpansionReport, reason: str, before: Any,
 def _finish(game: DialogueGame, report: ExpansionReport, before: Any,
             start_time: float) -> ExpansionReport:
     _count_echoes(game, report)
-    after = game.llm.usage
-    report.llm_requests = after.requests - before.requests
-    report.cache_hits = after.cache_hits - before.cache_hits
-    report.new_calls = after.new_calls - before.new_calls
+    calls = game.llm.usage.since(before)
+    report.llm_requests, report.cache_hits = calls.requests, calls.cache_hits
+    report.new_calls = calls.new_calls
     report.wall_s = round(time.perf_counter() - start_time, 3)
     return report
 

@@ -28,10 +28,9 @@ from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
-from gtsteer.llm import LLM, LLMError, run_sync
+from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
 from gtsteer.runs.eval_steering import Accuracy, eval_out_dir, wilson
 from gtsteer.runs.output import write_json
-from gtsteer.runs.solve_schema import LLMCalls
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 SCHEMA_VERSION = 1
@@ -217,11 +216,7 @@ def measure_reward(
         seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         configured_path=f"extract-then-compute (utility `{spec.payoff.utility}`)",
         paths=list(specs), errors=errors, cases=scored,
-        llm_calls=LLMCalls(
-            requests=after.requests - before.requests,
-            cache_hits=after.cache_hits - before.cache_hits,
-            new_calls=after.new_calls - before.new_calls,
-        ),
+        llm_calls=after.since(before),
     )
 
 

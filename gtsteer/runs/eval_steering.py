@@ -33,9 +33,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
-from gtsteer.llm import LLM, ChoiceResult, run_sync
+from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
 from gtsteer.runs.output import save_png, write_json
-from gtsteer.runs.solve_schema import LLMCalls
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -405,11 +404,7 @@ def measure_steering(
         runs=runs,
         skipped=skipped,
         samples=out,
-        llm_calls=LLMCalls(
-            requests=sum(a.requests - b.requests for a, b in zip(after, before, strict=True)),
-            cache_hits=sum(a.cache_hits - b.cache_hits for a, b in zip(after, before, strict=True)),
-            new_calls=sum(a.new_calls - b.new_calls for a, b in zip(after, before, strict=True)),
-        ),
+        llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
     )
 
 

@@ -160,15 +160,15 @@ def evaluate_verdict(
                 temperature=setting.temperature, win=win_rate(sum(wins), len(wins)),
                 verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
             ))
-    after = model.usage
+    calls = model.usage.since(before)
     report = VerdictEvalReport(
         config=str(config_path), domain=spec.name, model=model.model, seed=seed, games=games,
         questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
         breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
         cells=cells,
         totals={name: win_rate(sum(w), len(w)) for name, w in totals.items()},
-        llm_requests=after.requests - before.requests,
-        new_llm_calls=after.new_calls - before.new_calls,
+        llm_requests=calls.requests,
+        new_llm_calls=calls.new_calls,
     )
     if out_dir is not None:
         _write(Path(out_dir), report, jobs, outcomes)

@@ -31,11 +31,11 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train import FitMetrics, split_instances
-from gtsteer.llm import LLM, LLMError
+from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, solve_config
-from gtsteer.runs.solve_schema import Failure, GameRecord, LLMCalls, SolveSummary
+from gtsteer.runs.solve_schema import Failure, GameRecord, SolveSummary
 from gtsteer.solvers.cfr import check_solver_args
 
 SCHEMA_VERSION = 1
@@ -274,11 +274,7 @@ def imitate_config(
         per_instance=evaluations,
         feature_comparison=comparison,
         failures=summary.failures,
-        llm_calls=LLMCalls(
-            requests=after.requests - before.requests,
-            cache_hits=after.cache_hits - before.cache_hits,
-            new_calls=after.new_calls - before.new_calls,
-        ),
+        llm_calls=after.since(before),
         model_dir=MODEL_DIR,
         training_curve=CURVE_FILE,
     )

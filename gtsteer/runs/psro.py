@@ -16,19 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from gtsteer.binding import check_domain, generate_instances, load_spec, make_game
-from gtsteer.llm import LLM
+from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.output import prepare_run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
 SCHEMA_VERSION = 1
 PLOT = "payoffs.png"
-
-
-class LLMTotals(BaseModel):
-    requests: int = 0
-    cache_hits: int = 0
-    new_calls: int = 0
 
 
 class PSROSummary(BaseModel):
@@ -49,7 +43,7 @@ class PSROSummary(BaseModel):
     converged: bool
     final_populations: list[list[str]]
     iterations: list[IterationReport]
-    llm_calls: LLMTotals
+    llm_calls: LLMCalls
     plot: str = PLOT
 
     def numbers(self) -> dict[str, Any]:
@@ -115,12 +109,9 @@ def psro_config(
             on_iteration(report)
 
     result = run_psro(dialogue_games, proposer, settings, on_iteration=record, on_phase=on_phase)
-    totals = LLMTotals()
-    for m, before in zip(_distinct(model, proposer), befores, strict=True):
-        after = m.usage
-        totals.requests += after.requests - before.requests
-        totals.cache_hits += after.cache_hits - before.cache_hits
-        totals.new_calls += after.new_calls - before.new_calls
+    totals = sum((m.usage.since(before)
+                  for m, before in zip(_distinct(model, proposer), befores, strict=True)),
+                 LLMCalls())
     summary = PSROSummary(
         config=str(config_path), domain=spec.name, model=model_name,
         proposer_model=proposer_name, num_games=games, num_llm_seeds=spec.num_llm_seeds,
