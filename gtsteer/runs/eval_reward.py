@@ -29,8 +29,8 @@ from gtsteer.binding.instances import stable_int
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
-from gtsteer.runs.eval_steering import Accuracy, eval_out_dir, wilson
-from gtsteer.runs.output import write_json
+from gtsteer.runs.eval_steering import Accuracy, wilson
+from gtsteer.runs.output import run_dir, write_json
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 SCHEMA_VERSION = 1
@@ -231,7 +231,7 @@ def run_reward(
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else eval_out_dir("reward", config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_reward(config_path, llm, cases, seed, progress=progress)

@@ -34,7 +34,7 @@ from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
-from gtsteer.runs.output import save_png, write_json
+from gtsteer.runs.output import run_dir, save_png, write_json
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -411,12 +411,6 @@ def measure_steering(
 # ---- files ----------------------------------------------------------------------------------
 
 
-def eval_out_dir(kind: str, config_path: str | Path, model: str, seed: int) -> Path:
-    """results/eval-<kind>/<config stem>-<model>-<seed>, the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"eval-{kind}" / f"{Path(config_path).stem}-{safe}-{seed}"
-
-
 def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     """Row-normalised heat map with the counts written in each cell."""
     import matplotlib
@@ -454,7 +448,7 @@ def run_steering(
     _check(samples)
     load_spec(config_path)
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else eval_out_dir("steering", config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)

@@ -8,7 +8,6 @@ killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 
 from gtsteer.binding import check_domain, generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -55,12 +54,6 @@ class PSROSummary(BaseModel):
         return data
 
 
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/<config stem>-psro-<model>-<seed>, with the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"{Path(config_path).stem}-psro-{safe}-{seed}"
-
-
 def psro_config(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -94,8 +87,8 @@ def psro_config(
         proposer = model if proposer_llm == model_name else LLM(proposer_llm)
         proposer_name = proposer_llm
     out = prepare_run_dir(
-        out_dir if out_dir is not None else default_out_dir(config_path, model_name,
-                                                            settings.seed),
+        out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
+                                                    settings.seed),
         subdirs=("iterations",),
     )
     instances = generate_instances(spec, games, settings.seed)

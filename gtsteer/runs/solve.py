@@ -7,7 +7,6 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -25,7 +24,7 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.llm import LLM
-from gtsteer.runs.output import prepare_run_dir, write_json
+from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
 from gtsteer.runs.solve_schema import (
     Failure,
     GameRecord,
@@ -45,12 +44,6 @@ from gtsteer.solvers.metrics import mean_ci
 #: a second, so the default costs nothing next to the LLM calls.
 DEFAULT_SOLVER = "cfr+"
 DEFAULT_ITERATIONS = 1000
-
-
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/<config stem>-<model>-<seed>, with the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"{Path(config_path).stem}-{safe}-{seed}"
 
 
 def _check_args(games: int, iterations: int, solver: str) -> None:
@@ -85,7 +78,7 @@ def solve_config(
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
-    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
     prepare_run_dir(out, subdirs=("games",))
 
     before = model.usage
