@@ -16,16 +16,15 @@ A case whose structured answer never validated counts as a failure, not as an er
 
 from __future__ import annotations
 
-import asyncio
 import random
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec, make_instance
 from gtsteer.binding.instances import stable_int
+from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
@@ -119,13 +118,6 @@ def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
 async def _score(
     specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], progress: bool
 ) -> list[ScoredCase]:
-    bar = (
-        Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeElapsedColumn())
-        if progress else None
-    )
-    task = bar.add_task("rewards", total=len(cases) * len(specs)) if bar else None
-
     async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
         ctx = RewardContext(
             spec=specs[path], instance=case.instance, transcript=case.transcript, llm=model
@@ -134,16 +126,9 @@ async def _score(
             return (await compute_reward(ctx)).returns, None
         except LLMError as exc:
             return None, f"{type(exc).__name__}: {exc}"
-        finally:
-            if bar is not None and task is not None:
-                bar.advance(task)
 
-    jobs = [one(c, p) for c in cases for p in specs]
-    if bar is not None:
-        with bar:
-            results = await asyncio.gather(*jobs)
-    else:
-        results = await asyncio.gather(*jobs)
+    with GatherBar(progress) as bar:
+        results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
     out = []
     it = iter(results)
     for case in cases:

@@ -21,22 +21,19 @@ which is argmax_z P(message | z) under a uniform prior (contextual calibration, 
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Self, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
 from gtsteer.runs.output import run_dir, save_png, write_json
 
-T = TypeVar("T")
 SCHEMA_VERSION = 1
 PLAIN, DEFINED = "plain", "definitions"
 VARIANTS = (PLAIN, DEFINED)
@@ -162,47 +159,13 @@ def classifier_prompt(
 # ---- measurement ----------------------------------------------------------------------------
 
 
-class _Bar:
-    """One rich progress display (a bar per phase) for the whole measurement, or nothing."""
-
-    def __init__(self, enabled: bool):
-        columns = (
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        self.progress = Progress(*columns) if enabled else None
-
-    def __enter__(self) -> Self:
-        if self.progress is not None:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    async def gather(self, label: str, jobs: Sequence[Awaitable[T]]) -> list[T]:
-        progress = self.progress
-        if progress is None:
-            return list(await asyncio.gather(*jobs))
-        task = progress.add_task(label, total=len(jobs))
-
-        async def tracked(job: Awaitable[T]) -> T:
-            try:
-                return await job
-            finally:
-                progress.advance(task)
-
-        return list(await asyncio.gather(*(tracked(j) for j in jobs)))
-
-
 def _check(samples: int) -> None:
     if not 1 <= samples <= MAX_SAMPLES:
         raise ValueError(f"samples: must be between 1 and {MAX_SAMPLES}, got {samples}")
 
 
 async def _generate(
-    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: _Bar
+    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: GatherBar
 ) -> tuple[list[SteeringSample], int]:
     """K messages per (key, value) plus K unguided ones at the game's first decision; also
     returns the index of the player who speaks there."""
@@ -240,7 +203,7 @@ async def _generate(
 
 
 async def _classify(
-    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: _Bar
+    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: GatherBar
 ) -> None:
     async def scores(key: str, speaker: str, message: str, variant: str) -> ChoiceResult:
         prompt = classifier_prompt(spec, key, speaker, message, variant == DEFINED)
@@ -339,13 +302,13 @@ async def _measure(
     spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
     progress: bool,
 ) -> tuple[list[SteeringSample], list[str], int]:
-    with _Bar(progress) as bar:
+    with GatherBar(progress) as bar:
         return await _measure_with(spec, model, classifier, samples, seed, config, bar)
 
 
 async def _measure_with(
     spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
-    bar: _Bar,
+    bar: GatherBar,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
     skipped, todo = [], []
