@@ -28,9 +28,8 @@ from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
-from gtsteer.runs.eval_steering import Accuracy, wilson
 from gtsteer.runs.output import run_dir, write_json
-from gtsteer.solvers.metrics import MeanCI, mean_ci
+from gtsteer.solvers.metrics import Accuracy, MeanCI, mean_ci, wilson
 
 SCHEMA_VERSION = 1
 CONFIGURED, FREE = "configured", "free"

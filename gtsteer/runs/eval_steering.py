@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
 from gtsteer.runs.output import run_dir, save_png, write_json
+from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
 PLAIN, DEFINED = "plain", "definitions"
@@ -41,16 +41,6 @@ VARIANTS = (PLAIN, DEFINED)
 NULL_MESSAGES = ("", "N/A")
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
-
-
-class Accuracy(BaseModel):
-    """`correct` of `n` with a two-sided 95% Wilson interval."""
-
-    correct: int
-    n: int
-    accuracy: float
-    ci_low: float
-    ci_high: float
 
 
 class InstructionRow(BaseModel):
@@ -240,13 +230,6 @@ async def _classify(
 def _mentions(value: str, samples: list[SteeringSample]) -> float:
     word = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
     return sum(bool(word.search(s.message)) for s in samples) / max(1, len(samples))
-
-
-def wilson(correct: int, n: int) -> Accuracy:
-    ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return Accuracy(
-        correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
-    )
 
 
 def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> ClassifierRun:
