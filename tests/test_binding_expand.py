@@ -4,6 +4,7 @@ clipping is counted; a reward that cannot be obtained fails the instance, not th
 from __future__ import annotations
 
 import pyspiel
+import pytest
 from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, walk
 
 from gtsteer.binding import (
@@ -13,8 +14,10 @@ from gtsteer.binding import (
     load_game,
     make_game,
     make_instance,
+    progress,
     register_utility,
 )
+from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, run_sync
 
 
@@ -152,3 +155,20 @@ def test_zero_sum_payoffs_are_centred_and_declared() -> None:
     expand_sync(game, progress=False)
     assert {tuple(r.returns) for r in game.rewards.values()} == {(14.0, -14.0)}
     pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
+
+
+async def _square(i: int) -> int:
+    if i == 3:
+        raise ValueError("three")
+    return i * i
+
+
+def test_gather_bar_keeps_order_across_chunks_and_returns_or_raises_errors(monkeypatch) -> None:
+    monkeypatch.setattr(progress, "CHUNK", 2)  # 7 jobs: four chunks
+    with GatherBar(enabled=False) as bar:
+        got = run_sync(bar.gather("squares", [_square(i) for i in range(7)],
+                                  return_exceptions=True))
+        assert [g if isinstance(g, int) else str(g) for g in got] == [0, 1, 4, "three", 16, 25, 36]
+        with pytest.raises(ValueError, match="three"):
+            run_sync(bar.gather("squares", [_square(i) for i in range(7)]))
+        assert run_sync(bar.gather("none", [])) == []

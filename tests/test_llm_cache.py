@@ -21,6 +21,7 @@ from gtsteer.llm import (
     Backend,
     GenerationRequest,
     LLMCallError,
+    LLMCalls,
     RawCompletion,
     ResponseCache,
     TransientLLMError,
@@ -76,6 +77,18 @@ def test_second_identical_call_is_a_hit_with_no_new_call() -> None:
     usage = llm.usage
     assert (usage.requests, usage.cache_hits, usage.new_calls) == (2, 1, 1)
     assert len(llm.cache) == 1
+
+
+def test_usage_since_counts_only_the_calls_in_between() -> None:
+    llm = LLM("fake")
+    llm.generate_sync("Open the meeting.", seed=1, max_tokens=20)
+    before = llm.usage
+    llm.generate_sync("Open the meeting.", seed=1, max_tokens=20)  # a hit
+    llm.generate_sync("Close the meeting.", seed=1, max_tokens=20)  # a new call
+    calls = llm.usage.since(before)
+    assert (calls.requests, calls.cache_hits, calls.new_calls) == (2, 1, 1)
+    total = sum([calls, calls], LLMCalls())
+    assert (total.requests, total.cache_hits, total.new_calls) == (4, 2, 2)
 
 
 BASE: dict[str, Any] = {"seed": 1, "temperature": 0.5, "max_tokens": 20}

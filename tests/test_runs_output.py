@@ -9,7 +9,7 @@ import pytest
 from solve_helpers import MIXED_2X2, ConstantBackend
 
 from gtsteer.llm import LLM
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.runs.solve import solve_config
 
 
@@ -44,3 +44,20 @@ def test_write_json_and_save_png(tmp_path: Path) -> None:
     ax.plot([0, 1], [1, 0])
     png = save_png(fig, tmp_path / "plot.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("kind", "path"), [
+    ("solve", "results/fruit-openai_gpt-4o-mini-3"),
+    ("psro", "results/fruit-psro-openai_gpt-4o-mini-3"),
+    ("imitate", "results/imitate-fruit-openai_gpt-4o-mini-3"),
+    ("eval-steering", "results/eval-steering/fruit-openai_gpt-4o-mini-3"),
+    ("eval-reward", "results/eval-reward/fruit-openai_gpt-4o-mini-3"),
+    ("eval-verdict", "results/fruit-verdict-3"),
+])
+def test_run_dir_gives_the_documented_default_folders(kind: str, path: str) -> None:
+    assert run_dir(kind, "configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(path)
+
+
+def test_run_dir_rejects_an_unknown_kind() -> None:
+    with pytest.raises(ValueError, match="kind: .*'sovle'"):
+        run_dir("sovle", "configs/fruit.yaml", "local", 0)

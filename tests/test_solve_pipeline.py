@@ -11,7 +11,8 @@ from solve_helpers import MIXED_2X2, ConstantBackend
 
 from gtsteer.binding import ConfigError
 from gtsteer.llm import LLM
-from gtsteer.runs.solve import default_out_dir, solve_config
+from gtsteer.runs.output import run_dir
+from gtsteer.runs.solve import solve_config
 
 
 def constant_llm() -> tuple[LLM, ConstantBackend]:
@@ -196,7 +197,7 @@ def test_bad_arguments_fail_before_any_llm_call(tmp_path: Path, kwargs: dict, fi
 
 
 def test_default_out_dir_is_path_safe() -> None:
-    assert default_out_dir("configs/trade_fruit_tone.yaml", "local", 0) == Path(
+    assert run_dir("solve", "configs/trade_fruit_tone.yaml", "local", 0) == Path(
         "results/trade_fruit_tone-local-0"
     )
-    assert default_out_dir("x.yaml", "openai/gpt-4o-mini", 3).name == "x-openai_gpt-4o-mini-3"
+    assert run_dir("solve", "x.yaml", "openai/gpt-4o-mini", 3).name == "x-openai_gpt-4o-mini-3"

@@ -18,6 +18,7 @@ from gtsteer.solvers import (
     uniform,
 )
 from gtsteer.solvers.cfr import cached_tree, policy_table
+from gtsteer.solvers.metrics import t_interval, wilson
 
 LABELS = ["a", "b", "any"]
 # General-sum; rows are player 0's action, columns player 1's.
@@ -150,3 +151,20 @@ def test_mean_ci_student_t() -> None:
     assert (one.mean, one.ci_low, one.ci_high) == (0.5, None, None)
     flat = mean_ci([0.2, 0.2])
     assert (flat.ci_low, flat.ci_high) == (0.2, 0.2)
+
+
+def test_t_interval_is_element_wise_along_the_axis() -> None:
+    values = np.array([[1.0, 0.5], [3.0, 0.5], [5.0, 0.5]])  # column 0: 1, 3, 5 (sd 2)
+    low, high = t_interval(values, axis=0)
+    half = 4.302652729911275 * 2.0 / np.sqrt(3)
+    assert (low[0], high[0]) == pytest.approx((3.0 - half, 3.0 + half))
+    assert (low[1], high[1]) == (0.5, 0.5)  # no spread: no width, not nan
+    ci = mean_ci(values[:, 0])
+    assert (ci.ci_low, ci.ci_high) == (low[0], high[0])
+    assert t_interval(values[:1], axis=0) is None
+
+
+def test_wilson_share_and_interval() -> None:
+    share = wilson(8, 10)
+    assert (share.correct, share.n, share.accuracy) == (8, 10, 0.8)
+    assert (share.ci_low, share.ci_high) == pytest.approx((0.4902, 0.9433), abs=1e-4)

@@ -7,21 +7,17 @@ an instance whose reward cannot be obtained is marked failed instead of crashing
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Self, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtsteer.binding.game import DialogueGame, DialogueState
+from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward import compute_reward
 from gtsteer.llm import LLMError, run_sync
-
-T = TypeVar("T")
-CHUNK = 1024  # coroutines alive at once; the LLM layer bounds real concurrency itself
 
 
 class ExpansionReport(BaseModel):
@@ -44,51 +40,6 @@ class ExpansionReport(BaseModel):
     #: Messages sent with an instruction other than `any` (the base of the echo rate).
     instructed_messages: int = 0
     wall_s: float = 0.0
-
-
-class _Bar:
-    """A rich progress bar, or nothing."""
-
-    def __init__(self, enabled: bool):
-        self.progress = (
-            Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), transient=False,
-            )
-            if enabled
-            else None
-        )
-
-    def __enter__(self) -> Self:
-        if self.progress is not None:
-            self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(*exc)
-
-    async def gather(self, label: str, jobs: list[Awaitable[T]]) -> list[T | BaseException]:
-        if not jobs:
-            return []
-        task = self.progress.add_task(label, total=len(jobs)) if self.progress else None
-
-        async def tracked(job: Awaitable[T]) -> T:
-            try:
-                return await job
-            finally:
-                if self.progress is not None and task is not None:
-                    self.progress.advance(task)
-
-        results: list[T | BaseException] = []
-        for chunk in _chunks(jobs, CHUNK):
-            results += await asyncio.gather(*(tracked(j) for j in chunk), return_exceptions=True)
-        return results
-
-
-def _chunks(items: list[T], size: int) -> Iterator[list[T]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 def _first_failure(results: list[Any]) -> BaseException | None:
@@ -115,7 +66,7 @@ async def expand(
     report = ExpansionReport()
     level: list[DialogueState] = [game.new_initial_state()]
     terminals: list[DialogueState] = []
-    with _Bar(progress) as bar:
+    with GatherBar(progress) as bar:
         depth = 0
         while level:
             chance = [s for s in level if s.is_chance_node() and not s.is_deal_node()]
@@ -129,7 +80,7 @@ async def expand(
                     if h not in game.messages:
                         jobs.append(game.amessage(h, s.turns, speaker, instruction, s.deal))
             report.message_requests += len(jobs)
-            results = await bar.gather(f"depth {depth}: messages", jobs)
+            results = await bar.gather(f"depth {depth}: messages", jobs, return_exceptions=True)
             if (err := _first_failure(results)) is not None:
                 return _fail(game, report, f"message generation failed: {err}", before, start_time)
             # 2. the end check (termination prompt or judge) of every new message that gets one
@@ -146,7 +97,8 @@ async def expand(
                                     text=game.messages[h])
                         jobs.append(game.aterminated(h, [*s.turns, turn]))
                 report.termination_requests += len(jobs)
-                results = await bar.gather(f"depth {depth}: end checks", jobs)
+                results = await bar.gather(f"depth {depth}: end checks", jobs,
+                                           return_exceptions=True)
                 if (err := _first_failure(results)) is not None:
                     return _fail(game, report, f"termination check failed: {err}", before,
                                  start_time)
@@ -171,6 +123,7 @@ async def expand(
         results = await bar.gather(
             "rewards",
             [compute_reward(game.reward_context(s.history_key, s.turns, s.deal)) for s in todo],
+            return_exceptions=True,
         )
     reasons = []
     for s, res in zip(todo, results, strict=True):
@@ -207,10 +160,9 @@ def _fail(game: DialogueGame, report: ExpansionReport, reason: str, before: Any,
 def _finish(game: DialogueGame, report: ExpansionReport, before: Any,
             start_time: float) -> ExpansionReport:
     _count_echoes(game, report)
-    after = game.llm.usage
-    report.llm_requests = after.requests - before.requests
-    report.cache_hits = after.cache_hits - before.cache_hits
-    report.new_calls = after.new_calls - before.new_calls
+    calls = game.llm.usage.since(before)
+    report.llm_requests, report.cache_hits = calls.requests, calls.cache_hits
+    report.new_calls = calls.new_calls
     report.wall_s = round(time.perf_counter() - start_time, 3)
     return report
 

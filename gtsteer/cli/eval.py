@@ -16,7 +16,8 @@ from rich.table import Table
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.runs.eval_reward import RewardReport, run_reward
-from gtsteer.runs.eval_steering import DEFINED, PLAIN, Accuracy, SteeringReport, run_steering
+from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.solvers.metrics import Accuracy
 
 eval_app = typer.Typer(
     help="Evaluate a domain: steering accuracy, reward error, verdict-game win rates.",

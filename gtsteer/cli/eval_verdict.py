@@ -16,6 +16,7 @@ from gtsteer.runs.eval_verdict import (
     WinRate,
     evaluate_verdict,
 )
+from gtsteer.runs.output import run_dir
 
 
 def _rate(win: WinRate) -> str:
@@ -63,7 +64,7 @@ def verdict(
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        where = out if out is not None else Path("results") / f"{config.stem}-verdict-{seed}"
+        where = out if out is not None else run_dir("eval-verdict", config, llm, seed)
         report = evaluate_verdict(
             config, llm=llm, games=games, seed=seed, temperatures=temps, breadth=breadth,
             depth=depth, out_dir=where, progress=not quiet,

@@ -15,9 +15,9 @@ from gtsteer.runs.imitate import (
     FEATURE_MODES,
     REPORT_FILE,
     ImitationReport,
-    default_out_dir,
     imitate_config,
 )
+from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 
 
@@ -154,7 +154,7 @@ def imitate(
             compare_features=compare_features,
             progress=not quiet,
         )
-    print_report(report, out if out is not None else default_out_dir(config, llm, seed))
+    print_report(report, out if out is not None else run_dir("imitate", config, llm, seed))
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.runs.psro import PSROSummary, default_out_dir, psro_config
+from gtsteer.runs.output import run_dir
+from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 
@@ -90,7 +91,7 @@ def psro(
                 on_phase=lambda text: bar.update(task, description=text),
             )
     print_summary(summary)
-    where = out if out is not None else default_out_dir(config, llm, seed)
+    where = out if out is not None else run_dir("psro", config, llm, seed)
     console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 

@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_SOLVER,
-    default_out_dir,
     solve_config,
 )
 from gtsteer.runs.solve_schema import HeadToHead, Metric, SolveSummary
@@ -152,7 +152,7 @@ def solve(
             progress=not quiet,
         )
     print_summary(summary)
-    where = out if out is not None else default_out_dir(config, llm, seed)
+    where = out if out is not None else run_dir("solve", config, llm, seed)
     console.print(f"summary: {where / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)

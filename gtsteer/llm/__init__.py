@@ -27,7 +27,7 @@ from gtsteer.llm.types import (
     Structured,
     Usage,
 )
-from gtsteer.llm.usage import UsageMeter, UsageReport
+from gtsteer.llm.usage import LLMCalls, UsageMeter, UsageReport
 
 __all__ = [
     "LLM",
@@ -37,6 +37,7 @@ __all__ = [
     "FakeBackend",
     "GenerationRequest",
     "LLMCallError",
+    "LLMCalls",
     "LLMError",
     "Message",
     "ModelConfigError",

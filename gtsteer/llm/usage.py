@@ -9,6 +9,22 @@ from pydantic import BaseModel
 from gtsteer.llm.types import Usage
 
 
+class LLMCalls(BaseModel):
+    """Model requests over a stretch of work: all of them, the cache's share, the new calls."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    new_calls: int = 0
+
+    def __add__(self, other: LLMCalls) -> LLMCalls:
+        """Summed counters, so `sum(calls, LLMCalls())` totals several models."""
+        return LLMCalls(
+            requests=self.requests + other.requests,
+            cache_hits=self.cache_hits + other.cache_hits,
+            new_calls=self.new_calls + other.new_calls,
+        )
+
+
 class UsageReport(BaseModel):
     requests: int = 0
     cache_hits: int = 0
@@ -21,6 +37,14 @@ class UsageReport(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+
+    def since(self, before: UsageReport) -> LLMCalls:
+        """The calls made between the snapshot `before` and this one."""
+        return LLMCalls(
+            requests=self.requests - before.requests,
+            cache_hits=self.cache_hits - before.cache_hits,
+            new_calls=self.new_calls - before.new_calls,
+        )
 
 
 class UsageMeter:

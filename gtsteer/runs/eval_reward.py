@@ -16,23 +16,20 @@ A case whose structured answer never validated counts as a failure, not as an er
 
 from __future__ import annotations
 
-import asyncio
 import random
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec, make_instance
 from gtsteer.binding.instances import stable_int
+from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
-from gtsteer.llm import LLM, LLMError, run_sync
-from gtsteer.runs.eval_steering import Accuracy, eval_out_dir, wilson
-from gtsteer.runs.output import write_json
-from gtsteer.runs.solve_schema import LLMCalls
-from gtsteer.solvers.metrics import MeanCI, mean_ci
+from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
+from gtsteer.runs.output import run_dir, write_json
+from gtsteer.solvers.metrics import Accuracy, MeanCI, mean_ci, wilson
 
 SCHEMA_VERSION = 1
 CONFIGURED, FREE = "configured", "free"
@@ -120,13 +117,6 @@ def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
 async def _score(
     specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], progress: bool
 ) -> list[ScoredCase]:
-    bar = (
-        Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                 TimeElapsedColumn())
-        if progress else None
-    )
-    task = bar.add_task("rewards", total=len(cases) * len(specs)) if bar else None
-
     async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
         ctx = RewardContext(
             spec=specs[path], instance=case.instance, transcript=case.transcript, llm=model
@@ -135,16 +125,9 @@ async def _score(
             return (await compute_reward(ctx)).returns, None
         except LLMError as exc:
             return None, f"{type(exc).__name__}: {exc}"
-        finally:
-            if bar is not None and task is not None:
-                bar.advance(task)
 
-    jobs = [one(c, p) for c in cases for p in specs]
-    if bar is not None:
-        with bar:
-            results = await asyncio.gather(*jobs)
-    else:
-        results = await asyncio.gather(*jobs)
+    with GatherBar(progress) as bar:
+        results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
     out = []
     it = iter(results)
     for case in cases:
@@ -217,11 +200,7 @@ def measure_reward(
         seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         configured_path=f"extract-then-compute (utility `{spec.payoff.utility}`)",
         paths=list(specs), errors=errors, cases=scored,
-        llm_calls=LLMCalls(
-            requests=after.requests - before.requests,
-            cache_hits=after.cache_hits - before.cache_hits,
-            new_calls=after.new_calls - before.new_calls,
-        ),
+        llm_calls=after.since(before),
     )
 
 
@@ -236,7 +215,7 @@ def run_reward(
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else eval_out_dir("reward", config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_reward(config_path, llm, cases, seed, progress=progress)

@@ -21,23 +21,19 @@ which is argmax_z P(message | z) under a uniform prior (contextual calibration, 
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Self, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from scipy import stats
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
-from gtsteer.llm import LLM, ChoiceResult, run_sync
-from gtsteer.runs.output import save_png, write_json
-from gtsteer.runs.solve_schema import LLMCalls
+from gtsteer.binding.progress import GatherBar
+from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
+from gtsteer.runs.output import run_dir, save_png, write_json
+from gtsteer.solvers.metrics import Accuracy, wilson
 
-T = TypeVar("T")
 SCHEMA_VERSION = 1
 PLAIN, DEFINED = "plain", "definitions"
 VARIANTS = (PLAIN, DEFINED)
@@ -45,16 +41,6 @@ VARIANTS = (PLAIN, DEFINED)
 NULL_MESSAGES = ("", "N/A")
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
-
-
-class Accuracy(BaseModel):
-    """`correct` of `n` with a two-sided 95% Wilson interval."""
-
-    correct: int
-    n: int
-    accuracy: float
-    ci_low: float
-    ci_high: float
 
 
 class InstructionRow(BaseModel):
@@ -163,47 +149,13 @@ def classifier_prompt(
 # ---- measurement ----------------------------------------------------------------------------
 
 
-class _Bar:
-    """One rich progress display (a bar per phase) for the whole measurement, or nothing."""
-
-    def __init__(self, enabled: bool):
-        columns = (
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        self.progress = Progress(*columns) if enabled else None
-
-    def __enter__(self) -> Self:
-        if self.progress is not None:
-            self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
-    async def gather(self, label: str, jobs: Sequence[Awaitable[T]]) -> list[T]:
-        progress = self.progress
-        if progress is None:
-            return list(await asyncio.gather(*jobs))
-        task = progress.add_task(label, total=len(jobs))
-
-        async def tracked(job: Awaitable[T]) -> T:
-            try:
-                return await job
-            finally:
-                progress.advance(task)
-
-        return list(await asyncio.gather(*(tracked(j) for j in jobs)))
-
-
 def _check(samples: int) -> None:
     if not 1 <= samples <= MAX_SAMPLES:
         raise ValueError(f"samples: must be between 1 and {MAX_SAMPLES}, got {samples}")
 
 
 async def _generate(
-    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: _Bar
+    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: GatherBar
 ) -> tuple[list[SteeringSample], int]:
     """K messages per (key, value) plus K unguided ones at the game's first decision; also
     returns the index of the player who speaks there."""
@@ -241,7 +193,7 @@ async def _generate(
 
 
 async def _classify(
-    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: _Bar
+    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: GatherBar
 ) -> None:
     async def scores(key: str, speaker: str, message: str, variant: str) -> ChoiceResult:
         prompt = classifier_prompt(spec, key, speaker, message, variant == DEFINED)
@@ -278,13 +230,6 @@ async def _classify(
 def _mentions(value: str, samples: list[SteeringSample]) -> float:
     word = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
     return sum(bool(word.search(s.message)) for s in samples) / max(1, len(samples))
-
-
-def wilson(correct: int, n: int) -> Accuracy:
-    ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return Accuracy(
-        correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
-    )
 
 
 def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> ClassifierRun:
@@ -340,13 +285,13 @@ async def _measure(
     spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
     progress: bool,
 ) -> tuple[list[SteeringSample], list[str], int]:
-    with _Bar(progress) as bar:
+    with GatherBar(progress) as bar:
         return await _measure_with(spec, model, classifier, samples, seed, config, bar)
 
 
 async def _measure_with(
     spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
-    bar: _Bar,
+    bar: GatherBar,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
     skipped, todo = [], []
@@ -405,21 +350,11 @@ def measure_steering(
         runs=runs,
         skipped=skipped,
         samples=out,
-        llm_calls=LLMCalls(
-            requests=sum(a.requests - b.requests for a, b in zip(after, before, strict=True)),
-            cache_hits=sum(a.cache_hits - b.cache_hits for a, b in zip(after, before, strict=True)),
-            new_calls=sum(a.new_calls - b.new_calls for a, b in zip(after, before, strict=True)),
-        ),
+        llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
     )
 
 
 # ---- files ----------------------------------------------------------------------------------
-
-
-def eval_out_dir(kind: str, config_path: str | Path, model: str, seed: int) -> Path:
-    """results/eval-<kind>/<config stem>-<model>-<seed>, the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"eval-{kind}" / f"{Path(config_path).stem}-{safe}-{seed}"
 
 
 def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
@@ -459,7 +394,7 @@ def run_steering(
     _check(samples)
     load_spec(config_path)
     name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else eval_out_dir("steering", config_path, name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out: {out} exists and is not a directory")
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)

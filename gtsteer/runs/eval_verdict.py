@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from scipy.stats import binomtest
 
 from gtsteer.binding import generate_instances, load_spec
 from gtsteer.binding.spec import DomainSpec
@@ -32,6 +31,7 @@ from gtsteer.domains.verdict_play import (
 )
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.solvers.metrics import wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
 DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
@@ -77,10 +77,10 @@ class VerdictEvalReport(BaseModel):
 
 
 def win_rate(wins: int, games: int) -> WinRate:
-    """Share of wins with a 95% Wilson score interval (scipy's binomtest)."""
-    ci = binomtest(wins, games).proportion_ci(confidence_level=0.95, method="wilson")
-    return WinRate(wins=wins, games=games, rate=wins / games, ci_low=float(ci.low),
-                   ci_high=float(ci.high))
+    """Share of wins with a 95% Wilson score interval."""
+    share = wilson(wins, games)
+    return WinRate(wins=wins, games=games, rate=share.accuracy, ci_low=share.ci_low,
+                   ci_high=share.ci_high)
 
 
 def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int,
@@ -160,15 +160,15 @@ def evaluate_verdict(
                 temperature=setting.temperature, win=win_rate(sum(wins), len(wins)),
                 verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
             ))
-    after = model.usage
+    calls = model.usage.since(before)
     report = VerdictEvalReport(
         config=str(config_path), domain=spec.name, model=model.model, seed=seed, games=games,
         questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
         breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
         cells=cells,
         totals={name: win_rate(sum(w), len(w)) for name, w in totals.items()},
-        llm_requests=after.requests - before.requests,
-        new_llm_calls=after.new_calls - before.new_calls,
+        llm_requests=calls.requests,
+        new_llm_calls=calls.new_calls,
     )
     if out_dir is not None:
         _write(Path(out_dir), report, jobs, outcomes)

@@ -14,7 +14,6 @@ run is a pure function of its arguments: a rerun makes no new LLM call, embeds n
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +30,11 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train import FitMetrics, split_instances
-from gtsteer.llm import LLM, LLMError
+from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, solve_config
-from gtsteer.runs.solve_schema import Failure, GameRecord, LLMCalls, SolveSummary
+from gtsteer.runs.solve_schema import Failure, GameRecord, SolveSummary
 from gtsteer.solvers.cfr import check_solver_args
 
 SCHEMA_VERSION = 1
@@ -103,12 +102,6 @@ class ImitationReport(BaseModel):
         data = self.model_dump(exclude={"llm_calls", "solve_reused", "solve_dir"})
         data["training"].pop("seconds")
         return data
-
-
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/imitate-<config stem>-<model>-<seed>."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"imitate-{Path(config_path).stem}-{safe}-{seed}"
 
 
 #: (description, total) -> a callback (done, total); a no-op when progress is off.
@@ -200,7 +193,7 @@ def imitate_config(
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
     client = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else client.model
-    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("imitate", config_path, model_name, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR))
     before = client.usage
@@ -274,11 +267,7 @@ def imitate_config(
         per_instance=evaluations,
         feature_comparison=comparison,
         failures=summary.failures,
-        llm_calls=LLMCalls(
-            requests=after.requests - before.requests,
-            cache_hits=after.cache_hits - before.cache_hits,
-            new_calls=after.new_calls - before.new_calls,
-        ),
+        llm_calls=after.since(before),
         model_dir=MODEL_DIR,
         training_curve=CURVE_FILE,
     )

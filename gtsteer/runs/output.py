@@ -7,11 +7,30 @@ A run folder belongs to one run: `prepare_run_dir` empties what an earlier run l
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+#: Default run folder under results/ per kind of run: the shapes README and docs/*.md name.
+RUN_DIRS = {
+    "solve": "{stem}-{model}-{seed}",
+    "psro": "{stem}-psro-{model}-{seed}",
+    "imitate": "imitate-{stem}-{model}-{seed}",
+    "eval-steering": "eval-steering/{stem}-{model}-{seed}",
+    "eval-reward": "eval-reward/{stem}-{model}-{seed}",
+    "eval-verdict": "{stem}-verdict-{seed}",
+}
+
+
+def run_dir(kind: str, config: str | Path, model: str, seed: int) -> Path:
+    """The default folder of a `kind` run of `config`, the model string made path-safe."""
+    if kind not in RUN_DIRS:
+        raise ValueError(f"kind: expected one of {', '.join(RUN_DIRS)}, got {kind!r}")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+    return Path("results") / RUN_DIRS[kind].format(stem=Path(config).stem, model=safe, seed=seed)
 
 
 def prepare_run_dir(out: str | Path, subdirs: tuple[str, ...] = ()) -> Path:

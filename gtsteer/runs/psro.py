@@ -8,7 +8,6 @@ killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,19 +15,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from gtsteer.binding import generate_instances, load_spec, make_game
-from gtsteer.llm import LLM
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.llm import LLM, LLMCalls
+from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
 SCHEMA_VERSION = 1
 PLOT = "payoffs.png"
-
-
-class LLMTotals(BaseModel):
-    requests: int = 0
-    cache_hits: int = 0
-    new_calls: int = 0
 
 
 class PSROSummary(BaseModel):
@@ -49,7 +42,7 @@ class PSROSummary(BaseModel):
     converged: bool
     final_populations: list[list[str]]
     iterations: list[IterationReport]
-    llm_calls: LLMTotals
+    llm_calls: LLMCalls
     plot: str = PLOT
 
     def numbers(self) -> dict[str, Any]:
@@ -59,12 +52,6 @@ class PSROSummary(BaseModel):
             it.pop("wall_s")
             it.pop("llm")
         return data
-
-
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/<config stem>-psro-<model>-<seed>, with the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"{Path(config_path).stem}-psro-{safe}-{seed}"
 
 
 def psro_config(
@@ -99,8 +86,8 @@ def psro_config(
         proposer = model if proposer_llm == model_name else LLM(proposer_llm)
         proposer_name = proposer_llm
     out = prepare_run_dir(
-        out_dir if out_dir is not None else default_out_dir(config_path, model_name,
-                                                            settings.seed),
+        out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
+                                                    settings.seed),
         subdirs=("iterations",),
     )
     instances = generate_instances(spec, games, settings.seed)
@@ -114,12 +101,9 @@ def psro_config(
             on_iteration(report)
 
     result = run_psro(dialogue_games, proposer, settings, on_iteration=record, on_phase=on_phase)
-    totals = LLMTotals()
-    for m, before in zip(_distinct(model, proposer), befores, strict=True):
-        after = m.usage
-        totals.requests += after.requests - before.requests
-        totals.cache_hits += after.cache_hits - before.cache_hits
-        totals.new_calls += after.new_calls - before.new_calls
+    totals = sum((m.usage.since(before)
+                  for m, before in zip(_distinct(model, proposer), befores, strict=True)),
+                 LLMCalls())
     summary = PSROSummary(
         config=str(config_path), domain=spec.name, model=model_name,
         proposer_model=proposer_name, num_games=games, num_llm_seeds=spec.num_llm_seeds,

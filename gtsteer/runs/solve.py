@@ -7,7 +7,6 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,14 +23,13 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.llm import LLM
-from gtsteer.runs.output import prepare_run_dir, write_json
+from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
 from gtsteer.runs.solve_schema import (
     Failure,
     GameRecord,
     HeadToHead,
     InfoStatePolicy,
     InstructionDistribution,
-    LLMCalls,
     Metric,
     Metrics,
     SolveSummary,
@@ -45,12 +43,6 @@ from gtsteer.solvers.metrics import mean_ci
 #: a second, so the default costs nothing next to the LLM calls.
 DEFAULT_SOLVER = "cfr+"
 DEFAULT_ITERATIONS = 1000
-
-
-def default_out_dir(config_path: str | Path, model: str, seed: int) -> Path:
-    """results/<config stem>-<model>-<seed>, with the model string made path-safe."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
-    return Path("results") / f"{Path(config_path).stem}-{safe}-{seed}"
 
 
 def _check_args(games: int, iterations: int, solver: str) -> None:
@@ -84,7 +76,7 @@ def solve_config(
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
-    out = Path(out_dir) if out_dir is not None else default_out_dir(config_path, model_name, seed)
+    out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
     prepare_run_dir(out, subdirs=("games",))
 
     before = model.usage
@@ -125,11 +117,7 @@ def solve_config(
         metrics=None,
         head_to_head=None,
         instruction_distribution=[],
-        llm_calls=LLMCalls(
-            requests=after.requests - before.requests,
-            cache_hits=after.cache_hits - before.cache_hits,
-            new_calls=after.new_calls - before.new_calls,
-        ),
+        llm_calls=after.since(before),
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from gtsteer.llm import LLMCalls
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
@@ -50,12 +51,6 @@ class InstructionDistribution(BaseModel):
     player: int
     role: str
     probs: dict[str, float]
-
-
-class LLMCalls(BaseModel):
-    requests: int
-    cache_hits: int
-    new_calls: int
 
 
 class Failure(BaseModel):

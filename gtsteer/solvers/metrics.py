@@ -2,13 +2,14 @@
 
 NashConv comes from OpenSpiel (`pyspiel.nash_conv`, best responses in C++ on the cached tree).
 CFR gain, the head-to-head table and the CI over instances are not in OpenSpiel and are written
-here on top of the exact evaluator.
+here on top of the exact evaluator; the intervals (Student-t, Wilson) come from scipy.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyspiel
@@ -60,16 +61,47 @@ class MeanCI(BaseModel):
     n: int
 
 
+def t_interval(
+    values: Any, axis: int = 0, confidence: float = 0.95
+) -> tuple[Any, Any] | None:
+    """Two-sided Student-t interval of the mean along `axis`, element-wise for arrays (the
+    bounds equal the mean where the values do not vary); None for fewer than two values."""
+    vals = np.asarray(values, dtype=float)
+    n = vals.shape[axis]
+    if n < 2:
+        return None
+    mean, sem = vals.mean(axis=axis), stats.sem(vals, axis=axis)
+    # stats.t.interval would do, but gives nan where sem is 0 (scale must be > 0).
+    low = mean + stats.t.ppf((1.0 - confidence) / 2, n - 1) * sem
+    high = mean + stats.t.ppf((1.0 + confidence) / 2, n - 1) * sem
+    return low, high
+
+
 def mean_ci(values: Sequence[float], confidence: float = 0.95) -> MeanCI:
     vals = np.asarray(list(values), dtype=float)
     n = int(vals.size)
     if n == 0:
         return MeanCI(mean=math.nan, n=0)
     mean = float(vals.mean())
-    if n < 2:
+    interval = t_interval(vals, confidence=confidence)
+    if interval is None:
         return MeanCI(mean=mean, n=n)
-    sem = float(stats.sem(vals))
-    if sem == 0.0:
-        return MeanCI(mean=mean, ci_low=mean, ci_high=mean, n=n)
-    low, high = stats.t.interval(confidence, n - 1, loc=mean, scale=sem)
-    return MeanCI(mean=mean, ci_low=float(low), ci_high=float(high), n=n)
+    return MeanCI(mean=mean, ci_low=float(interval[0]), ci_high=float(interval[1]), n=n)
+
+
+class Accuracy(BaseModel):
+    """`correct` of `n` with a two-sided 95% Wilson interval."""
+
+    correct: int
+    n: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+
+
+def wilson(correct: int, n: int) -> Accuracy:
+    """The share `correct / n` with its 95% Wilson score interval (scipy's binomtest)."""
+    ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return Accuracy(
+        correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
+    )

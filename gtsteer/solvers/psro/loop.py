@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from gtsteer.binding import ANY, DialogueGame, grow_game
-from gtsteer.llm import LLM, UsageReport
+from gtsteer.llm import LLM, LLMCalls, UsageReport
 from gtsteer.solvers.meta import (
     MetaSolution,
     deviation_payoffs,
@@ -130,15 +130,12 @@ class _Run:
         return [m.usage for m in self.models]
 
     def work(self, before: list[UsageReport]) -> LLMWork:
-        after = self.usage()
-        out = LLMWork()
-        for model, b, a in zip(self.models, before, after, strict=True):
-            out.requests += a.requests - b.requests
-            out.cache_hits += a.cache_hits - b.cache_hits
-            out.new_calls += a.new_calls - b.new_calls
+        calls = [a.since(b) for a, b in zip(self.usage(), before, strict=True)]
+        out = LLMWork(**sum(calls, LLMCalls()).model_dump())
+        for model, c in zip(self.models, calls, strict=True):
             if model is self.proposer and all(g.llm is not model for g in self.games):
-                out.proposer_requests += a.requests - b.requests
-                out.proposer_new_calls += a.new_calls - b.new_calls
+                out.proposer_requests += c.requests
+                out.proposer_new_calls += c.new_calls
         return out
 
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from gtsteer.binding import DialogueGame, DialogueState, ExpansionReport, expand_sync
 from gtsteer.llm import LLMError
 from gtsteer.solvers.evaluate import expected_returns, fixed
+from gtsteer.solvers.metrics import t_interval
 
 
 def action_ids(game: DialogueGame, populations: Sequence[Sequence[str]]) -> list[list[int]]:
@@ -75,12 +75,7 @@ class MetaGame:
 
     def interval(self, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
         """Per-entry two-sided Student-t interval across instances (None for one instance)."""
-        g = self.per_instance.shape[0]
-        if g < 2:
-            return None
-        sem = self.per_instance.std(axis=0, ddof=1) / np.sqrt(g)
-        half = stats.t.ppf(0.5 + confidence / 2, g - 1) * sem
-        return self.mean - half, self.mean + half
+        return t_interval(self.per_instance, axis=0, confidence=confidence)
 
 
 @dataclass

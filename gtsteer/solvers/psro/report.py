@@ -7,6 +7,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from gtsteer.llm import LLMCalls
 from gtsteer.solvers.meta import MetaSolution, regrets
 from gtsteer.solvers.psro.metagame import MetaGame
 from gtsteer.solvers.psro.oracles import OracleResult
@@ -85,12 +86,9 @@ class MetaGameReport(BaseModel):
         )
 
 
-class LLMWork(BaseModel):
+class LLMWork(LLMCalls):
     """Requests to every model the iteration used (dialogue, reward and proposer)."""
 
-    requests: int = 0
-    cache_hits: int = 0
-    new_calls: int = 0
     #: The proposer's share, when it is a different model object than the game's.
     proposer_requests: int = 0
     proposer_new_calls: int = 0

@@ -1,0 +1,69 @@
+"""One rich progress display for concurrent LLM work: a bar per `gather`, or nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import Literal, Self, TypeVar, overload
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+T = TypeVar("T")
+CHUNK = 1024  # coroutines alive at once; the LLM layer bounds real concurrency itself
+
+
+class GatherBar:
+    """`with GatherBar(enabled) as bar: await bar.gather(label, jobs)`: one bar per phase."""
+
+    def __init__(self, enabled: bool = True):
+        columns = (
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        self.progress = Progress(*columns) if enabled else None
+
+    def __enter__(self) -> Self:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    @overload
+    async def gather(self, label: str, jobs: Sequence[Awaitable[T]], *,
+                     return_exceptions: Literal[False] = False) -> list[T]: ...
+
+    @overload
+    async def gather(self, label: str, jobs: Sequence[Awaitable[T]], *,
+                     return_exceptions: Literal[True]) -> list[T | BaseException]: ...
+
+    async def gather(self, label: str, jobs: Sequence[Awaitable[T]], *,
+                     return_exceptions: bool = False) -> list:
+        """Await `jobs` (CHUNK at a time) and return their results in order, as asyncio.gather
+        does; the bar `label` advances as each finishes."""
+        if not jobs:
+            return []
+        progress = self.progress
+        task = progress.add_task(label, total=len(jobs)) if progress is not None else None
+
+        async def tracked(job: Awaitable[T]) -> T:
+            try:
+                return await job
+            finally:
+                if progress is not None and task is not None:
+                    progress.advance(task)
+
+        results: list = []
+        for start in range(0, len(jobs), CHUNK):
+            chunk = jobs[start : start + CHUNK]
+            try:
+                results += await asyncio.gather(*(tracked(j) for j in chunk),
+                                                return_exceptions=return_exceptions)
+            except BaseException:
+                for job in jobs[start + CHUNK :]:  # never started: close, no "never awaited"
+                    if asyncio.iscoroutine(job):
+                        job.close()
+                raise
+        return results
