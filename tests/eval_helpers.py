@@ -95,3 +95,29 @@ class TradeOracle(Backend):
             gives = case.facts.get(f"{name}_gives", {})
             answer[f"{key}_gives"] = [f for f, n in gives.items() for _ in range(n)]
         return RawCompletion(text=json.dumps(answer))
+
+
+class DayOracle(Backend):
+    """Extracts each case's agreed day exactly (looked up by its transcript); as a "free" payoff
+    model it answers 10 for everyone."""
+
+    kind = "day-oracle"
+    max_concurrency = 16
+    supports_grammar = True
+    FREE_ANSWER = 10.0
+
+    def __init__(self, cases: list[RewardCase]):
+        super().__init__("day-oracle")
+        self.cases = cases
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        assert json_schema is not None, "only reward calls are expected"
+        prompt = request.as_text()
+        props = json_schema["properties"]
+        if "agreed" not in props:  # the free path's payoff object
+            return RawCompletion(text=json.dumps({k: self.FREE_ANSWER for k in props}))
+        case = next(c for c in self.cases if all(t.text in prompt for t in c.transcript)
+                    and all(n in prompt for n in c.instance.names))
+        return RawCompletion(text=json.dumps(case.facts))
