@@ -110,11 +110,14 @@ def test_hook_input_is_situation_first_without_rules_or_reminder(tmp_path):
 
 def test_private_knowledge_is_in_the_view_only_for_its_owner(tmp_path):
     store = GameStore(tmp_path / "k.sqlite")
-    state = create_game(store, n_players=7, seed=3, game_id="k", max_days=3,
-                        max_messages_per_day=2)
-    final = GameRunner(store).run(state)
-    checks = [a for a in final.night_actions if a.verb == "investigate" and not a.blocked]
-    assert checks, "seed 3 must reach a night with an investigation"
+    for seed in range(3, 20):
+        state = create_game(store, n_players=7, seed=seed, game_id=f"k{seed}", max_days=3,
+                            max_messages_per_day=2)
+        final = GameRunner(store).run(state)
+        checks = [a for a in final.night_actions if a.verb == "investigate" and a.result]
+        if checks:
+            break
+    assert checks, "some seed must reach a night with an investigation"
     a = checks[0]
     line = f"Night {a.night}: you investigate {a.target} -> {a.result}."
     seer = hook_input(final, a.actor, Pending(kind="speak", actor=a.actor)).text
