@@ -202,7 +202,10 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     game = PlaystyleGame(root, LLMPool(), config)
     teams = set(game.teams)
     assert teams == {"village", "werewolves"} and len(game.speakers) == 2
+    assert game.expand() == 36
+    calls = len(game.calls)
     report = conformance(game)
+    assert len(game.calls) == calls  # every call was made by expand
     sizes = game.sizes()
     assert sizes["leaves"] == 36 and sizes["message_calls"] == 6 + 36
     assert len(game.calls) == sizes["message_calls"]

@@ -204,9 +204,10 @@ def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance
     game = PlaystyleGame(state, pool, PlaystyleGameConfig(
         num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers, styles=cfg.styles))
     start = time.perf_counter()
+    game.expand()  # every LLM call, so the solve below is pure CFR
+    expanded = time.perf_counter() - start
     result = solve_cfr(game, solver="cfr+", iterations=cfg.iterations,
-                       allow_python_fallback=False)  # the cached tree expands every node once
-    expanded = time.perf_counter() - start - result.seconds
+                       allow_python_fallback=False)
     conv = nash_conv(result.game, result.policy)
     records = records_of(game, result.policy, instance)
     info = SolvedState(

@@ -165,6 +165,23 @@ class PlaystyleGame(pyspiel.Game):
                 "message_calls": sum(per ** k for k in range(1, n + 1)),
                 "prediction_calls": per ** n}
 
+    def expand(self) -> int:
+        """Compute every message and prediction now (all LLM calls); returns the leaves.
+
+        The cached tree would otherwise make them lazily inside CFR's first iteration."""
+        leaves = 0
+        stack = [self.new_initial_state()]
+        while stack:
+            s = stack.pop()
+            if s.is_terminal():
+                s.returns()
+                leaves += 1
+                continue
+            actions = ([a for a, _ in s.chance_outcomes()] if s.is_chance_node()
+                       else s.legal_actions())
+            stack.extend(s.child(a) for a in actions)
+        return leaves
+
     # ---- node contents --------------------------------------------------------------------
 
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
