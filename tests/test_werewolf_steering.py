@@ -126,6 +126,10 @@ def test_private_knowledge_is_in_the_view_only_for_its_owner(tmp_path):
         if p.name != a.actor:
             view = hook_input(final, p.name, Pending(kind="speak", actor=p.name)).text
             assert "investigate" not in view
+    for a in (a for a in final.night_actions if a.notified):
+        told = hook_input(final, a.target, Pending(kind="speak", actor=a.target)).text
+        assert f"Night {a.night}: you were abducted." in told
+        assert a.actor not in told.split("you were abducted")[0].splitlines()[-1]
 
 
 def test_choices_and_probabilities_are_in_the_database(tmp_path):

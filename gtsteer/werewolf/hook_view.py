@@ -59,9 +59,9 @@ def _knowledge(state: GameState, bot: str) -> list[str]:
         mates = [w for w in state.wolves() if w != bot]
         out.append(f"Pack: {', '.join(mates) or 'none (lone wolf)'}.")
     for a in state.night_actions:
+        if bot in a.notified:  # told *that* it happened to them, never by whom
+            out.append(f"Night {a.night}: you were abducted.")
         if bot not in a.observers or a.blocked or a.target is None:
-            if a.verb == "abduct" and a.target == bot and not a.blocked:
-                out.append(f"Night {a.night}: you were abducted.")
             continue
         who = "you" if a.actor == bot else a.actor
         result = f" -> {a.result}" if a.result else ""
