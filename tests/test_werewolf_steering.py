@@ -319,3 +319,13 @@ def test_distilled_chooser_is_a_pure_function_of_its_input(tmp_path, monkeypatch
     assert a == b and set(a.probs) == set(STYLE_OPTIONS)
     draws = {chooser.choose(info.model_copy(update={"seed": s})).style for s in range(40)}
     assert len(draws) > 1
+
+
+def test_logged_states_are_rebuilt_from_sqlite_alone(tmp_path):
+    from gtsteer.runs.werewolf_steer import logged_discussion_states
+
+    store = GameStore(tmp_path / "l.sqlite")
+    live = discussion_states(store, seed=5)
+    rebuilt = logged_discussion_states(GameStore(tmp_path / "l.sqlite"), "log5", 2)
+    assert rebuilt and [s.model_dump_json() for s in rebuilt] == [
+        s.model_dump_json() for s in live]

@@ -3,7 +3,8 @@ a `DistilledPolicy` that `play --steer` and `evaluate` load.
 
 Steps (each writes into OUT):
 1. play `games` bot-only games with the bots' assigned styles (`games.sqlite`: the full logs);
-   every discussion turn's state is a candidate root (`states.jsonl` keeps the sampled ones);
+   every discussion turn, rebuilt from SQLite by replaying the stored decisions, is a
+   candidate root (`states.jsonl` keeps the sampled ones);
 2. sample `states` roots (seeded), build each one's `PlaystyleGame`, check it (random_sim_test
    with serialization, unique history strings) and solve it with C++ CFR+ on the cached tree;
 3. one `DecisionRecord` per information state (text = the hook view, target = the CFR average
@@ -172,31 +173,38 @@ def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
 
 
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
-                      progress: Callable[[str], None] | None = None
-                      ) -> tuple[list[str], list[GameState]]:
-    """Bot-only games into `store`; returns their ids and every discussion-turn state."""
+                      progress: Callable[[str], None] | None = None) -> list[str]:
+    """Bot-only games with the assigned styles, logged into `store`; returns their ids."""
     ids: list[str] = []
-    candidates: list[GameState] = []
-
-    def capture(_before: GameState, after: GameState, _d) -> None:
-        want = pending(after)
-        if after.phase == "discussion" and want is not None and want.kind == "speak":
-            try:
-                pick_speakers(after, cfg.max_speakers)
-            except PlaystyleGameError:
-                return
-            candidates.append(after)
-
     for g in range(cfg.games):
         gid = f"steer-{cfg.seed}-{g}"
         state = create_game(store, n_players=cfg.players, seed=cfg.seed + g, model=cfg.llm,
                             max_days=cfg.max_days, max_messages_per_day=cfg.max_messages,
                             game_id=gid, pool=pool)
-        GameRunner(store, pool, on_step=capture).run(state)
+        GameRunner(store, pool).run(state)
         ids.append(gid)
         if progress:
             progress(gid)
-    return ids, candidates
+    return ids
+
+
+def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
+                             ) -> list[GameState]:
+    """Every discussion turn of a stored game that can root a playstyle game, rebuilt from
+    SQLite alone (the stored decisions replayed from the re-dealt initial state)."""
+    from gtsteer.werewolf.web.replay import replay  # the web app's replay, checked end to end
+
+    out = []
+    for _before, after, _decision in replay(store.load(game_id), store.steps(game_id)):
+        want = pending(after)
+        if after.phase != "discussion" or want is None or want.kind != "speak":
+            continue
+        try:
+            pick_speakers(after, max_speakers)
+        except PlaystyleGameError:
+            continue
+        out.append(after)
+    return out
 
 
 def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
@@ -233,7 +241,9 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
     with Progress(disable=not show_progress) as bar:
         t0 = time.perf_counter()
         task = bar.add_task("bot-only games", total=cfg.games)
-        ids, candidates = play_logged_games(cfg, store, pool, lambda _: bar.advance(task))
+        ids = play_logged_games(cfg, store, pool, lambda _: bar.advance(task))
+        candidates = [s for gid in ids
+                      for s in logged_discussion_states(store, gid, cfg.max_speakers)]
         t1 = time.perf_counter()
         if not candidates:
             raise PlaystyleGameError("the logged games have no discussion turn with a werewolf "
