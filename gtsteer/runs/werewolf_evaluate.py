@@ -168,10 +168,10 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
                yerr=[[r.rate - r.low for r in rates], [r.high - r.rate for r in rates]],
                capsize=3)
     ax.set_xticks(list(x), [r.condition for r in rows], rotation=20, ha="right", fontsize=8)
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.2)  # headroom for the legend above the intervals
     ax.set_ylabel("win rate (95% Wilson)")
     ax.set_title(f"Werewolf steering: {summary.config.games} games per condition, "
                  f"{summary.config.llm}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.tight_layout()
     return save_png(fig, path)
