@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,14 +39,27 @@ from gtsteer.werewolf.state import GameState, Pending
 
 SHORT_NAME = "gtsteer_werewolf_playstyle"
 _PARAMS: dict[str, Any] = {"key": ""}
-#: Games alive in this process, by key (pyspiel deserialization rebuilds a game from params).
-_LIVE: dict[str, PlaystyleGame] = {}
+#: What rebuilds a game of this process from its key (pyspiel deserialization goes through
+#: params). Plain Python only: a pyspiel object held by a module global outlives the
+#: interpreter's teardown.
+_LIVE: dict[str, tuple[GameState, LLMPool, PlaystyleGameConfig, NodeTables]] = {}
 #: Chat lines the elimination predictor reads.
 PREDICT_CHAT_LINES = 24
 
 
 class PlaystyleGameError(ValueError):
     """The logged state cannot root a playstyle game (names the reason)."""
+
+
+@dataclass
+class NodeTables:
+    """Node contents by action history, shared by every copy of one game (so a deserialized
+    game makes no new LLM call), and the calls that filled them."""
+
+    messages: dict[tuple[int, ...], GameState] = field(default_factory=dict)
+    predictions: dict[tuple[int, ...], dict[str, float]] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    prediction_calls: int = 0
 
 
 class PlaystyleGameConfig(BaseModel):
@@ -118,7 +132,7 @@ class PlaystyleGame(pyspiel.Game):
     """One logged discussion turn as a game over playstyles (see the module docstring)."""
 
     def __init__(self, state: GameState, pool: LLMPool | None = None,
-                 config: PlaystyleGameConfig | None = None):
+                 config: PlaystyleGameConfig | None = None, tables: NodeTables | None = None):
         self.config = config or PlaystyleGameConfig()
         self.pool = pool or LLMPool()
         self.source = state
@@ -148,11 +162,17 @@ class PlaystyleGame(pyspiel.Game):
             {"key": self.key},
         )
         #: Node contents by action history, filled lazily (or by `expand`).
-        self.messages: dict[tuple[int, ...], GameState] = {}
-        self.predictions: dict[tuple[int, ...], dict[str, float]] = {}
-        self.calls: list[CallRecord] = []
-        self.prediction_calls = 0
-        _LIVE[self.key] = self
+        self.tables = tables or NodeTables()
+        _LIVE[self.key] = (state, self.pool, self.config, self.tables)
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """The message calls made so far (one `CallRecord` each)."""
+        return self.tables.calls
+
+    @property
+    def prediction_calls(self) -> int:
+        return self.tables.prediction_calls
 
     # ---- sizes ----------------------------------------------------------------------------
 
@@ -187,33 +207,35 @@ class PlaystyleGame(pyspiel.Game):
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
                       style: str) -> GameState:
         """The engine state after `speaker`'s sampled message (sample = history[-1])."""
-        if history not in self.messages:
+        messages = self.tables.messages
+        if history not in messages:
             sample = history[-1]
             # Sample 0 is exactly the live decision; others vary only the message seed.
             draw = state if sample == 0 else state.model_copy(
                 update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
             want = Pending(kind="speak", actor=speaker)
             decision, records = bot_decision(draw, want, self.pool, FixedPlaystyle(style))
-            self.calls += records
-            self.messages[history] = step(state, decision)
-        return self.messages[history]
+            self.tables.calls.extend(records)
+            messages[history] = step(state, decision)
+        return messages[history]
 
     def prediction(self, history: tuple[int, ...], state: GameState) -> dict[str, float]:
         """P(eliminated today) over the living, from one `choose` call on the discussion."""
-        if history not in self.predictions:
+        predictions = self.tables.predictions
+        if history not in predictions:
             living = state.living()
             llm = self.pool.get(self.predictor)
             result = llm.choose_sync(predict_prompt(state), living,
                                      seed=derive_seed(state.seed, state.day, "predict-vote"))
-            self.prediction_calls += 1
+            self.tables.prediction_calls += 1
             if result.method == "constrained":
                 probs = {n: float(n == result.choice) for n in living}
             else:  # log-likelihoods (or the fake backend's stand-ins): softmax
                 top = max(result.scores.values())
                 w = {n: math.exp(result.scores[n] - top) for n in living}
                 probs = {n: w[n] / sum(w.values()) for n in living}
-            self.predictions[history] = probs
-        return self.predictions[history]
+            predictions[history] = probs
+        return predictions[history]
 
     def team_values(self, probs: dict[str, float], state: GameState) -> dict[str, float]:
         wolf = sum(p for n, p in probs.items() if wolf_side(state, n))
@@ -342,7 +364,8 @@ def _from_params(params: dict[str, Any]) -> PlaystyleGame:
     if key not in _LIVE:
         raise PlaystyleGameError(f"{SHORT_NAME}: no live game with key {key!r} in this process "
                                  "(build it with PlaystyleGame(state, pool, config))")
-    return _LIVE[key]
+    state, pool, config, tables = _LIVE[key]
+    return PlaystyleGame(state, pool, config, tables)
 
 
 pyspiel.register_game(_game_type(), _from_params)
