@@ -11,6 +11,7 @@ from gtsteer.cli.llm import llm_app
 from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
+from gtsteer.cli.werewolf_steer import register as register_werewolf_steer
 
 app = typer.Typer(
     name="gtsteer",
@@ -22,6 +23,7 @@ app.add_typer(llm_app, name="llm")
 register_solve(app)
 register_imitate(app)
 register_psro(app)
+register_werewolf_steer(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)

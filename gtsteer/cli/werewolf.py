@@ -91,9 +91,23 @@ def _human_of(state: GameState) -> str | None:
     return next((p.name for p in state.players if p.human), None)
 
 
-def _run(store: GameStore, state: GameState) -> GameState:
+def _chooser(steer: str | None, team: str):
+    """The distilled chooser for `--steer DIR` (steering only `team`), else the default."""
+    if not steer:
+        return None
+    from gtsteer.werewolf.playstyles import TeamChooser
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+    return TeamChooser(DistilledPlaystyleChooser.load(steer), team)
+
+
+STEER_HELP = "A `steer-train` output folder: its distilled policy picks the bots' playstyles."
+STEER_TEAM_HELP = "Which bots are steered: village, werewolves or both."
+
+
+def _run(store: GameStore, state: GameState, chooser=None) -> GameState:
     human = _human_of(state)
-    runner = GameRunner(store, human=_human_agent if human else None,
+    runner = GameRunner(store, chooser=chooser, human=_human_agent if human else None,
                         on_step=_printer(human), step_delay_s=_step_delay())
     if human:
         me = state.player(human)
@@ -125,11 +139,14 @@ def play(
                               help="Night rules: reference (the reference app) or simple."),
     ties: str = typer.Option("none", "--ties",
                              help="Tied vote: none (nobody is eliminated) or random."),
+    steer: str = typer.Option(None, "--steer", help=STEER_HELP),
+    steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
         if not bots_only and not human:
             raise ValueError("--with-human needs --human NAME (the name you play under)")
+        chooser = _chooser(steer, steer_team)
         names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
         store = _store(db)
         state = create_game(
@@ -140,7 +157,7 @@ def play(
         )
         console.print(f"[bold]Game {state.game_id}[/] ({store.path}). {state.scene}")
         console.print("Players: " + ", ".join(p.name for p in state.players))
-        _run(store, state)
+        _run(store, state, chooser)
         console.print(f"Game id: {state.game_id}")
 
 
@@ -148,16 +165,19 @@ def play(
 def resume(
     game_id: str = typer.Argument(..., help="Game to continue."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
+    steer: str = typer.Option(None, "--steer", help=STEER_HELP + " Same as the game's start."),
+    steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
 ) -> None:
     """Continue a game from its last committed step."""
     with friendly_errors():
+        chooser = _chooser(steer, steer_team)
         store = _store(db)
         state = store.load(game_id)
         if state.over:
             console.print(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
         console.print(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
-        _run(store, state)
+        _run(store, state, chooser)
 
 
 @werewolf_app.command("list")

@@ -19,9 +19,10 @@ import re
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
-from gtsteer.werewolf.context import BotContext, build_context, choice_options, info_state
+from gtsteer.werewolf.context import BotContext, build_context, choice_options
+from gtsteer.werewolf.hook_view import choose_style
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
-from gtsteer.werewolf.playstyles import PLAYSTYLES, AssignedPlaystyle, PlaystyleChooser, reminder
+from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
 from gtsteer.werewolf.prompts import pick_prompt
 from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, SummaryNotes
@@ -81,16 +82,15 @@ def bot_decision(
     me = state.player(bot)
     chooser = chooser or AssignedPlaystyle()
     draft = build_context(state, bot, want, me.playstyle)
-    # The chooser reads the situation, not the assigned style's sentence (no label leak).
-    info = info_state(state, bot, want, draft.model_copy(update={"style": ""}).completion(""))
-    style = chooser.choose(info)
-    if style not in PLAYSTYLES:
-        raise ValueError(f"PlaystyleChooser returned unknown playstyle {style!r}")
-    ctx = draft.model_copy(update={"style": reminder(style, me.role is Role.WEREWOLF)})
+    info, choice = choose_style(state, bot, want, chooser)  # the hook never reads the prompt
+    style = choice.style
+    # Only the style sentence depends on the playstyle (none at all when unsteered).
+    ctx = draft.model_copy(update={"style": "" if style == UNSTEERED
+                                   else reminder(style, me.role is Role.WEREWOLF)})
     local = pool.completion_style(me.model)  # transcript form (embedded base model)
     small = pool.small(me.model)  # embedded model: short answers and fields
     seed = decision_seed(state, bot, want.kind)
-    common = {"playstyle": style, "info_state": info.model_dump()}
+    common = {"playstyle": style, "info_state": info.model_dump(), "style_choice": choice}
     purpose = want.kind if want.verb is None else f"night:{want.verb}"
     others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
 

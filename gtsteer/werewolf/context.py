@@ -19,7 +19,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from gtsteer.llm import Message
-from gtsteer.werewolf.playstyles import InfoState, reminder
+from gtsteer.werewolf.hook_view import hook_input
+from gtsteer.werewolf.playstyles import HookInput, reminder
 from gtsteer.werewolf.prompts import (
     abduction_notice,
     action_line,
@@ -265,25 +266,10 @@ def build_context(state: GameState, bot: str, want: Pending, playstyle: str) -> 
     )
 
 
-def info_state(state: GameState, bot: str, want: Pending, text: str) -> InfoState:
-    me = state.player(bot)
-    return InfoState(
-        bot=bot,
-        role=me.role.value,
-        team="werewolves" if me.role is Role.WEREWOLF else "village",
-        assigned_playstyle=me.playstyle,
-        day=state.day,
-        phase=state.phase,
-        decision=want.kind if want.verb is None else f"{want.kind}:{want.verb}",
-        living=state.living(),
-        dead={p.name: p.role.value for p in state.players if not p.alive},
-        legal_targets=want.legal_targets,
-        pack=pack_of(state, bot),
-        votes_against_me_today=sum(1 for v in state.votes
-                                   if v.day == state.day and v.target == bot),
-        messages_today=sum(1 for m in state.today_messages() if m.author == bot),
-        text=text,
-    )
+def info_state(state: GameState, bot: str, want: Pending, text: str = "") -> HookInput:
+    """The playstyle hook's input under its old name; `text` is ignored: the hook never reads
+    the prompt (see `hook_view`)."""
+    return hook_input(state, bot, want)
 
 
 def public_chat_lines(state: GameState) -> list[str]:

@@ -230,6 +230,8 @@ def step(state: GameState, decision: Decision) -> GameState:
         )
     s = state.model_copy(deep=True)
     s.step += 1
+    if decision.style_choice is not None:
+        s.style_history.append(decision.style_choice)
     if want.kind == "summary":
         s.summaries.append(Summary(day=s.day, bot=want.actor or "", notes=decision.notes
                                    or SummaryNotes(), fallback=decision.fallback,

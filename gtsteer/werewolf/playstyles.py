@@ -1,13 +1,15 @@
 """Six playstyles (one description per side) and the hook that picks one at every decision.
 
-The hook is where a trained policy plugs in: `PlaystyleChooser.choose(info)` sees the bot's
-information state both as the text the bot is about to read and as structured fields, and
-returns a playstyle name. The choice and the information state are recorded with the decision,
-so logs double as training data.
+The hook is where a trained policy plugs in: `PlaystyleChooser.choose(info)` sees a compact,
+situation-first `HookInput` (never the rules, never a reminder; see `hook_view`) with the bot's
+own past choices and a decision seed, and returns a distribution and the style drawn from it
+(or `unsteered`: no style sentence at all). Both are stored with the decision, so logs double
+as training data, and a chooser is a pure function of its input.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -72,34 +74,134 @@ def reminder(playstyle: str, wolf: bool) -> str:
     return f"Your playstyle now ({playstyle}): {describe(playstyle, wolf)}"
 
 
-class InfoState(BaseModel):
-    """What a bot knows at a decision: rendered text plus fields a policy can featurize."""
+#: The hook's extra option: no playstyle sentence at all (the unguided baseline, as `any` is in
+#: dialogue domains).
+UNSTEERED = "unsteered"
+#: Everything a chooser may answer, in action order (the playstyle game uses the same order).
+STYLE_OPTIONS: tuple[str, ...] = (*PLAYSTYLE_NAMES, UNSTEERED)
+
+
+class PastStyle(BaseModel):
+    """One of the bot's own earlier playstyle choices (its own past actions, as in CFR)."""
+
+    step: int
+    day: int
+    decision: str
+    style: str
+
+
+class HookInput(BaseModel):
+    """What the playstyle hook sees at one bot decision (built by `hook_view.hook_input`).
+
+    `text` is a compact, situation-first view (role and decision, the living and the dead,
+    votes, private knowledge, own past styles, the last chat lines); it never holds the rules
+    or a playstyle reminder, so an embedder reads the situation and not the label."""
 
     bot: str
     role: str
     team: str
-    assigned_playstyle: str
+    model: str
+    game_id: str
+    step: int
     day: int
     phase: str
     decision: str
-    living: list[str]
+    #: Seed of this decision's style draw, derived from the game seed: replay and resume make
+    #: the same draw.
+    seed: int
+    assigned_playstyle: str
+    options: list[str] = Field(default_factory=lambda: list(STYLE_OPTIONS))
+    past_styles: list[PastStyle] = Field(default_factory=list)
+    living: list[str] = Field(default_factory=list)
     dead: dict[str, str] = Field(default_factory=dict)
     legal_targets: list[str] = Field(default_factory=list)
     pack: list[str] = Field(default_factory=list)
-    votes_against_me_today: int = 0
-    messages_today: int = 0
     text: str = ""
+
+
+#: The former name of the hook input (kept so existing choosers keep importing it).
+InfoState = HookInput
+
+
+class StyleChoice(BaseModel):
+    """A chooser's answer: the distribution and the style drawn from it (stored per decision)."""
+
+    style: str
+    probs: dict[str, float]
+    #: Filled in by the hook (who, when, with which seed), so the state can keep the history.
+    bot: str = ""
+    step: int = 0
+    day: int = 0
+    decision: str = ""
+    seed: int = 0
+
+
+def sample_style(probs: dict[str, float], seed: int) -> str:
+    """Draw one style from `probs` with `seed` (inverse CDF over the sorted-by-option order)."""
+    total = sum(max(p, 0.0) for p in probs.values())
+    if total <= 0:
+        raise ValueError(f"playstyle distribution has no mass: {probs}")
+    u = random.Random(seed).random() * total
+    acc = 0.0
+    names = [o for o in STYLE_OPTIONS if o in probs] + sorted(set(probs) - set(STYLE_OPTIONS))
+    for name in names:
+        acc += max(probs[name], 0.0)
+        if u < acc:
+            return name
+    return names[-1]
 
 
 @runtime_checkable
 class PlaystyleChooser(Protocol):
-    def choose(self, info: InfoState) -> str:
-        """Return one of PLAYSTYLE_NAMES for the decision described by `info`."""
+    """Picks the playstyle of one bot decision.
+
+    A chooser must be a pure function of its `HookInput`: one chooser instance serves every bot
+    of a game, so anything it remembered between calls would carry one bot's private
+    information into another bot's decision (a leak channel), and would break replay. Sample
+    with `info.seed` only. Returning a plain style name means a point mass on it."""
+
+    def choose(self, info: HookInput) -> StyleChoice | str:
         ...
 
 
 class AssignedPlaystyle:
     """The default chooser: always the bot's assigned playstyle."""
 
-    def choose(self, info: InfoState) -> str:
-        return info.assigned_playstyle
+    def choose(self, info: HookInput) -> StyleChoice:
+        return StyleChoice(style=info.assigned_playstyle, probs={info.assigned_playstyle: 1.0})
+
+
+class UniformPlaystyle:
+    """A baseline: each decision draws uniformly from the six playstyles (not `unsteered`)."""
+
+    def choose(self, info: HookInput) -> StyleChoice:
+        probs = {name: 1.0 / len(PLAYSTYLE_NAMES) for name in PLAYSTYLE_NAMES}
+        return StyleChoice(style=sample_style(probs, info.seed), probs=probs)
+
+
+class FixedPlaystyle:
+    """Always one option (a style or `unsteered`): the playstyle game's branches use it."""
+
+    def __init__(self, style: str):
+        if style not in STYLE_OPTIONS:
+            raise ValueError(f"style: {style!r} is not one of {list(STYLE_OPTIONS)}")
+        self.style = style
+
+    def choose(self, info: HookInput) -> StyleChoice:
+        return StyleChoice(style=self.style, probs={self.style: 1.0})
+
+
+class TeamChooser:
+    """Steer one team (or both) with `steered`; everyone else keeps `baseline`'s choice."""
+
+    def __init__(self, steered: PlaystyleChooser, team: str,
+                 baseline: PlaystyleChooser | None = None):
+        if team not in ("village", "werewolves", "both"):
+            raise ValueError(f"steer team: expected village, werewolves or both, got {team!r}")
+        self.steered, self.team = steered, team
+        self.baseline = baseline or AssignedPlaystyle()
+
+    def choose(self, info: HookInput) -> StyleChoice | str:
+        if self.team == "both" or info.team == self.team:
+            return self.steered.choose(info)
+        return self.baseline.choose(info)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gtsteer.werewolf.playstyles import PLAYSTYLES
+from gtsteer.werewolf.playstyles import PLAYSTYLES, StyleChoice
 from gtsteer.werewolf.rules import Role
 
 Phase = Literal["summary", "intro", "discussion", "vote", "night", "over"]
@@ -194,6 +194,8 @@ class Decision(BaseModel):
     #: The playstyle the bot followed and the information state it was chosen from.
     playstyle: str | None = None
     info_state: dict[str, Any] | None = None
+    #: The hook's distribution and draw (None for the router and humans).
+    style_choice: StyleChoice | None = None
 
 
 class GameState(Snapshot):
@@ -221,6 +223,8 @@ class GameState(Snapshot):
     turns_today: int = 0
     winner: Literal["village", "werewolves", "none"] | None = None
     end_reason: str = ""
+    #: Every bot's playstyle choices so far (hidden: the hook shows a bot only its own).
+    style_history: list[StyleChoice] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _names_are_players(self) -> GameState:

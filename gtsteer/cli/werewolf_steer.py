@@ -1,0 +1,80 @@
+"""`gtsteer werewolf steer-train|evaluate`: build a steering policy, and measure it."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, friendly_errors
+from gtsteer.werewolf.playstyles import STYLE_OPTIONS
+
+
+def steer_train(
+    games: int = typer.Option(4, "--games", help="Bot-only games to log (states come from them)."),
+    llm: str = typer.Option("local", "--llm", "-m", help="Model of the bots and the predictor."),
+    out: str = typer.Option(..., "--out", "-o", help="Output folder (policy/, logs, JSON)."),
+    states: int = typer.Option(20, "--states", help="Logged states to solve as playstyle games."),
+    samples: int = typer.Option(1, "--samples", help="num_llm_seeds: samples of each message."),
+    speakers: int = typer.Option(2, "--speakers", help="Next speakers per game (2..4)."),
+    styles: str = typer.Option(",".join(STYLE_OPTIONS), "--styles",
+                               help="Comma-separated options (playstyles and unsteered)."),
+    iterations: int = typer.Option(200, "--iterations", help="CFR+ iterations per state."),
+    players: int = typer.Option(7, "--players", "-n", help="Players per logged game."),
+    max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),
+    max_days: int = typer.Option(2, "--max-days", help="Days per logged game."),
+    embedder: str = typer.Option(None, "--embedder", help="Sentence embedder (default MiniLM)."),
+    train_steps: int = typer.Option(2000, "--train-steps", help="MLP training steps."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the games, the sampling, the training."),
+) -> None:
+    """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
+    distill the solutions into a policy for `play --steer OUT`."""
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig
+    from gtsteer.runs.werewolf_steer import steer_train as run
+
+    with friendly_errors():
+        cfg = SteerTrainConfig(
+            games=games, llm=llm, states=states, num_llm_seeds=samples, max_speakers=speakers,
+            styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
+            players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
+            train_steps=train_steps, seed=seed)
+        summary = run(cfg, out)
+        console.print(f"solved {len(summary.solved)} playstyle games "
+                      f"({summary.llm_calls} LLM calls), {summary.records} records; "
+                      f"policy in {out}/policy")
+
+
+def evaluate(
+    games: int = typer.Option(10, "--games", help="Games per condition (same seeds in each)."),
+    steer: str = typer.Option(..., "--steer", help="A `steer-train` output folder."),
+    llm: str = typer.Option("local", "--llm", "-m", help="Model of every bot."),
+    out: str = typer.Option("results/werewolf-evaluate", "--out", "-o", help="Output folder."),
+    players: int = typer.Option(7, "--players", "-n"),
+    max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),
+    max_days: int = typer.Option(4, "--max-days", help="Day cap (winner none when reached)."),
+    seed: int = typer.Option(0, "--seed", help="First game seed."),
+) -> None:
+    """Steered teams against static and uniformly random playstyles on the same seeds."""
+    from gtsteer.runs.werewolf_evaluate import EvaluateConfig
+    from gtsteer.runs.werewolf_evaluate import evaluate as run
+
+    with friendly_errors():
+        cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
+                             max_days=max_days, seed=seed)
+        summary = run(cfg, steer, out)
+        table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
+                      "village votes on wolves", "days survived", "calls/game", "tokens/game")
+        for r in summary.results:
+            table.add_row(
+                r.condition,
+                f"{r.village.rate:.2f} [{r.village.low:.2f}, {r.village.high:.2f}]",
+                f"{r.werewolves.rate:.2f} [{r.werewolves.low:.2f}, {r.werewolves.high:.2f}]",
+                f"{r.village_votes_on_wolves:.2f}", f"{r.mean_days_survived:.2f}",
+                f"{r.llm_calls_per_game:.1f}", f"{r.tokens_per_game:.0f}")
+        console.print(table)
+        console.print(f"wrote {out}/evaluate.json and {out}/evaluate.png")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `steer-train` and `evaluate` to the werewolf group."""
+    app.command("steer-train")(steer_train)
+    app.command("evaluate")(evaluate)

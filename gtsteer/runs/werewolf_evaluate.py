@@ -1,0 +1,177 @@
+"""`gtsteer werewolf evaluate`: does steering help? Bot-only games on the same seeds under
+each condition (who is steered by the distilled chooser, who keeps a baseline), with win rates
+(95% Wilson intervals), the fraction of village votes that hit a wolf, mean days survived by
+the condition's team, and LLM calls and tokens per game. `evaluate.json` + `evaluate.png`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from rich.progress import Progress
+from scipy.stats import binomtest
+
+from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import (
+    AssignedPlaystyle,
+    PlaystyleChooser,
+    TeamChooser,
+    UniformPlaystyle,
+)
+from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+from gtsteer.werewolf.store import GameStore
+
+#: condition -> (team whose styles differ from the static baseline, chooser of that team).
+CONDITIONS: dict[str, tuple[str, str]] = {
+    "neither steered (static)": ("none", "static"),
+    "village uniform": ("village", "uniform"),
+    "werewolves uniform": ("werewolves", "uniform"),
+    "village steered": ("village", "steer"),
+    "werewolves steered": ("werewolves", "steer"),
+    "both steered": ("both", "steer"),
+}
+
+
+class EvaluateConfig(BaseModel):
+    games: int = Field(10, ge=1)
+    llm: str = "local"
+    players: int = Field(7, ge=5, le=12)
+    max_messages: int = Field(4, ge=1)
+    max_days: int | None = Field(4, ge=1)
+    seed: int = 0
+
+
+class Rate(BaseModel):
+    wins: int
+    games: int
+    rate: float
+    low: float
+    high: float
+
+
+class ConditionResult(BaseModel):
+    condition: str
+    team: str
+    chooser: str
+    village: Rate
+    werewolves: Rate
+    #: Village-side votes whose target was a werewolf, over all village-side votes.
+    village_votes_on_wolves: float
+    #: Mean days survived by the condition's team (all bots when `team` is none or both).
+    mean_days_survived: float
+    llm_calls_per_game: float
+    tokens_per_game: float
+    game_ids: list[str]
+
+
+class EvaluateSummary(BaseModel):
+    config: EvaluateConfig
+    steer: str
+    results: list[ConditionResult]
+
+
+def wilson(wins: int, games: int) -> Rate:
+    ci = binomtest(wins, games).proportion_ci(confidence_level=0.95, method="wilson")
+    return Rate(wins=wins, games=games, rate=wins / games, low=float(ci.low),
+                high=float(ci.high))
+
+
+def chooser_for(team: str, kind: str, steered: PlaystyleChooser) -> PlaystyleChooser:
+    if kind == "static":
+        return AssignedPlaystyle()
+    return TeamChooser(steered if kind == "steer" else UniformPlaystyle(), team)
+
+
+def days_survived(state: GameState, team: str) -> list[int]:
+    out = []
+    for p in state.players:
+        side = "werewolves" if p.role is Role.WEREWOLF else "village"
+        if team in ("none", "both") or side == team:
+            out.append(p.died_day if p.died_day is not None else state.day)
+    return out
+
+
+def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
+             steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
+             show_progress: bool = True) -> EvaluateSummary:
+    root = prepare_run_dir(out)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
+    store = GameStore(root / "evaluate.sqlite")
+    steered = steered or DistilledPlaystyleChooser.load(steer)
+    pool = pool or LLMPool()
+    results = []
+    with Progress(disable=not show_progress) as bar:
+        task = bar.add_task("evaluation games", total=cfg.games * len(CONDITIONS))
+        for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
+            finals, ids = [], []
+            for g in range(cfg.games):
+                gid = f"eval-{c}-{g}"
+                state = create_game(store, n_players=cfg.players, seed=cfg.seed + g,
+                                    model=cfg.llm, max_days=cfg.max_days,
+                                    max_messages_per_day=cfg.max_messages, game_id=gid,
+                                    pool=pool)
+                finals.append(GameRunner(store, pool, chooser_for(team, kind, steered))
+                              .run(state))
+                ids.append(gid)
+                bar.advance(task)
+            results.append(_condition(store, name, team, kind, finals, ids))
+    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results)
+    write_json(root / "evaluate.json", summary)
+    plot(summary, root / "evaluate.png")
+    store.close()
+    return summary
+
+
+def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[GameState],
+               ids: list[str]) -> ConditionResult:
+    n = len(finals)
+    on_wolf = total = 0
+    for s in finals:
+        for v in s.votes:
+            if s.player(v.voter).role is not Role.WEREWOLF:
+                total += 1
+                on_wolf += s.player(v.target).role is Role.WEREWOLF
+    calls = [c for gid in ids for c in store.calls(gid)]
+    days = [d for s in finals for d in days_survived(s, team)]
+    return ConditionResult(
+        condition=name, team=team, chooser=kind,
+        village=wilson(sum(s.winner == "village" for s in finals), n),
+        werewolves=wilson(sum(s.winner == "werewolves" for s in finals), n),
+        village_votes_on_wolves=on_wolf / total if total else 0.0,
+        mean_days_survived=sum(days) / len(days) if days else 0.0,
+        llm_calls_per_game=len(calls) / n,
+        tokens_per_game=sum(c.prompt_tokens + c.completion_tokens for c in calls) / n,
+        game_ids=ids,
+    )
+
+
+def plot(summary: EvaluateSummary, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summary.results
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = range(len(rows))
+    width = 0.38
+    for k, (side, color) in enumerate((("village", "tab:blue"), ("werewolves", "tab:red"))):
+        rates = [getattr(r, side) for r in rows]
+        ax.bar([i + (k - 0.5) * width for i in x], [r.rate for r in rates], width, color=color,
+               label=f"{side} win rate",
+               yerr=[[r.rate - r.low for r in rates], [r.high - r.rate for r in rates]],
+               capsize=3)
+    ax.set_xticks(list(x), [r.condition for r in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.2)  # headroom for the legend above the intervals
+    ax.set_ylabel("win rate (95% Wilson)")
+    ax.set_title(f"Werewolf steering: {summary.config.games} games per condition, "
+                 f"{summary.config.llm}")
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
+    fig.tight_layout()
+    return save_png(fig, path)

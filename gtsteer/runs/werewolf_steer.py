@@ -1,0 +1,282 @@
+"""`gtsteer werewolf steer-train`: logged bot-only games -> playstyle games -> CFR -> records ->
+a `DistilledPolicy` that `play --steer` and `evaluate` load.
+
+Steps (each writes into OUT):
+1. play `games` bot-only games with the bots' assigned styles (`games.sqlite`: the full logs);
+   every discussion turn, rebuilt from SQLite by replaying the stored decisions, is a
+   candidate root (`states.jsonl` keeps the sampled ones);
+2. sample `states` roots (seeded), build each one's `PlaystyleGame`, check it (random_sim_test
+   with serialization, unique history strings) and solve it with C++ CFR+ on the cached tree;
+3. one `DecisionRecord` per information state (text = the hook view, target = the CFR average
+   policy, weight = reach probability) -> `records.jsonl`;
+4. `train_policy` on the records -> `policy/`; numbers in `steer_train.json`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyspiel
+from pydantic import BaseModel, Field
+from rich.progress import Progress
+
+from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
+from gtsteer.imitation.policy import TextEmbedder
+from gtsteer.imitation.train import TrainConfig, train_policy
+from gtsteer.runs.output import prepare_run_dir, write_json
+from gtsteer.solvers.cfr import solve_cfr
+from gtsteer.solvers.metrics import nash_conv
+from gtsteer.werewolf.engine import pending
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import STYLE_OPTIONS
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.steer_game import (
+    PlaystyleGame,
+    PlaystyleGameConfig,
+    PlaystyleGameError,
+    pick_speakers,
+)
+from gtsteer.werewolf.steering import POLICY_DIR
+from gtsteer.werewolf.store import GameStore
+
+
+class SteerTrainConfig(BaseModel):
+    games: int = Field(4, ge=1)
+    llm: str = "local"
+    players: int = Field(7, ge=5, le=12)
+    max_messages: int = Field(4, ge=1)
+    max_days: int = Field(2, ge=1)
+    seed: int = 0
+    #: Playstyle games solved (roots sampled from all logged discussion turns).
+    states: int = Field(20, ge=1)
+    num_llm_seeds: int = Field(1, ge=1, le=8)
+    max_speakers: int = Field(2, ge=2, le=4)
+    styles: list[str] = Field(default_factory=lambda: list(STYLE_OPTIONS))
+    iterations: int = Field(200, ge=1)
+    embedder: str | None = None
+    train_steps: int = Field(2000, ge=1)
+
+
+class SolvedState(BaseModel):
+    game_id: str
+    step: int
+    day: int
+    speakers: list[str]
+    teams: list[str]
+    sizes: dict[str, int]
+    message_calls: int
+    prediction_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    info_states: int
+    nash_conv: float
+    expand_seconds: float
+    solve_seconds: float
+
+
+class SteerTrainSummary(BaseModel):
+    config: SteerTrainConfig
+    logged_games: list[str]
+    candidate_states: int
+    solved: list[SolvedState]
+    records: int
+    llm_calls: int
+    seconds_games: float
+    seconds_states: float
+    seconds_train: float
+    train: dict
+
+
+class ConformanceResult(BaseModel):
+    histories: int
+    info_states: int
+    nash_conv: float
+    cfr_backend: str
+
+
+class SteerConformanceError(AssertionError):
+    """The playstyle game failed a conformance check (named in the message)."""
+
+
+def conformance(game: pyspiel.Game, iterations: int = 20) -> ConformanceResult:
+    """The binding's checks for a game outside the binding: random_sim_test with
+    serialization, one string per history, C++ CFR on the cached tree, a finite NashConv."""
+    try:
+        pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
+    except Exception as exc:
+        raise SteerConformanceError(f"random_sim_test: {type(exc).__name__}: {exc}") from exc
+    seen: dict[str, tuple[int, ...]] = {}
+    stack = [game.new_initial_state()]
+    while stack:
+        s = stack.pop()
+        key, history = str(s), tuple(s.history())
+        if seen.setdefault(key, history) != history:
+            raise SteerConformanceError(f"unique history strings: {history} and {seen[key]}")
+        if s.is_terminal():
+            continue
+        actions = [a for a, _ in s.chance_outcomes()] if s.is_chance_node() else s.legal_actions()
+        stack.extend(s.child(a) for a in actions)
+    try:
+        result = solve_cfr(game, solver="cfr+", iterations=iterations, allow_python_fallback=False)
+    except pyspiel.SpielError as exc:
+        raise SteerConformanceError(f"C++ CFR on the cached tree: {exc}") from exc
+    conv = nash_conv(result.game, result.policy)
+    if not math.isfinite(conv) or conv < -1e-9:
+        raise SteerConformanceError(f"NashConv: got {conv}")
+    return ConformanceResult(histories=len(seen), info_states=len(result.policy),
+                             nash_conv=conv, cfr_backend=result.backend)
+
+
+def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
+               instance: int) -> list[DecisionRecord]:
+    """One record per information state: the hook view, the CFR policy, the reach weight."""
+    labels = game.config.styles
+    found: dict[str, DecisionRecord] = {}
+    reach: dict[str, float] = {}
+
+    def walk(state: pyspiel.State, p: float) -> None:
+        if state.is_terminal():
+            return
+        if state.is_chance_node():
+            for a, q in state.chance_outcomes():
+                walk(state.child(a), p * q)
+            return
+        player = state.current_player()
+        key = state.information_state_string(player)
+        probs = dict(policy[key])
+        if key not in found:
+            bot = game.speakers[player]
+            found[key] = DecisionRecord(
+                text=key, actions=list(labels), target=[float(probs.get(i, 0.0))
+                                                        for i in range(len(labels))],
+                weight=0.0, instance=instance, player=player,
+                metadata={"game_id": game.source.game_id, "step": game.source.step,
+                          "bot": bot, "team": game.teams[player],
+                          "role": game.root.player(bot).role.value})
+            reach[key] = 0.0
+        reach[key] += p
+        for a in state.legal_actions():
+            walk(state.child(a), p * float(probs.get(a, 0.0)))
+
+    walk(game.new_initial_state(), 1.0)
+    out = []
+    for key, rec in found.items():
+        total = sum(rec.target)
+        out.append(rec.model_copy(update={"weight": reach[key],
+                                          "target": [t / total for t in rec.target]}))
+    return out
+
+
+def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
+                      progress: Callable[[str], None] | None = None) -> list[str]:
+    """Bot-only games with the assigned styles, logged into `store`; returns their ids."""
+    ids: list[str] = []
+    for g in range(cfg.games):
+        gid = f"steer-{cfg.seed}-{g}"
+        state = create_game(store, n_players=cfg.players, seed=cfg.seed + g, model=cfg.llm,
+                            max_days=cfg.max_days, max_messages_per_day=cfg.max_messages,
+                            game_id=gid, pool=pool)
+        GameRunner(store, pool).run(state)
+        ids.append(gid)
+        if progress:
+            progress(gid)
+    return ids
+
+
+def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
+                             ) -> list[GameState]:
+    """Every discussion turn of a stored game that can root a playstyle game, rebuilt from
+    SQLite alone (the stored decisions replayed from the re-dealt initial state)."""
+    from gtsteer.werewolf.web.replay import replay  # the web app's replay, checked end to end
+
+    out = []
+    for _before, after, _decision in replay(store.load(game_id), store.steps(game_id)):
+        want = pending(after)
+        if after.phase != "discussion" or want is None or want.kind != "speak":
+            continue
+        try:
+            pick_speakers(after, max_speakers)
+        except PlaystyleGameError:
+            continue
+        out.append(after)
+    return out
+
+
+def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
+                ) -> tuple[list[DecisionRecord], SolvedState]:
+    game = PlaystyleGame(state, pool, PlaystyleGameConfig(
+        num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers, styles=cfg.styles))
+    start = time.perf_counter()
+    game.expand()  # every LLM call, so the solve below is pure CFR
+    expanded = time.perf_counter() - start
+    result = solve_cfr(game, solver="cfr+", iterations=cfg.iterations,
+                       allow_python_fallback=False)
+    conv = nash_conv(result.game, result.policy)
+    records = records_of(game, result.policy, instance)
+    info = SolvedState(
+        game_id=state.game_id, step=state.step, day=state.day, speakers=game.speakers,
+        teams=game.teams, sizes=game.sizes(), message_calls=len(game.calls),
+        prediction_calls=game.prediction_calls,
+        prompt_tokens=sum(c.prompt_tokens for c in game.calls),
+        completion_tokens=sum(c.completion_tokens for c in game.calls),
+        info_states=result.info_states, nash_conv=conv, expand_seconds=expanded,
+        solve_seconds=result.seconds)
+    return records, info
+
+
+def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
+                pool: LLMPool | None = None, show_progress: bool = True) -> SteerTrainSummary:
+    root = prepare_run_dir(out, (POLICY_DIR,))
+    db = root / "games.sqlite"
+    if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+    pool = pool or LLMPool()
+    store = GameStore(db)
+    with Progress(disable=not show_progress) as bar:
+        t0 = time.perf_counter()
+        task = bar.add_task("bot-only games", total=cfg.games)
+        ids = play_logged_games(cfg, store, pool, lambda _: bar.advance(task))
+        candidates = [s for gid in ids
+                      for s in logged_discussion_states(store, gid, cfg.max_speakers)]
+        t1 = time.perf_counter()
+        if not candidates:
+            raise PlaystyleGameError("the logged games have no discussion turn with a werewolf "
+                                     "and a village-side bot among the next speakers")
+        picked = random.Random(cfg.seed).sample(candidates, min(cfg.states, len(candidates)))
+        (root / "states.jsonl").write_text(
+            "".join(s.model_dump_json() + "\n" for s in picked), encoding="utf-8")
+        records: list[DecisionRecord] = []
+        solved: list[SolvedState] = []
+        task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
+        for i, state in enumerate(picked):
+            recs, info = solve_state(state, pool, cfg, i)
+            records += recs
+            solved.append(info)
+            bar.advance(task)
+        t2 = time.perf_counter()
+    (root / "records.jsonl").write_text(records_to_jsonl(records), encoding="utf-8")
+    if embedder is None:
+        from gtsteer.llm.embed import get_embedder
+
+        embedder = get_embedder(cfg.embedder)
+    n_inst = len(picked)
+    train_cfg = TrainConfig(steps=cfg.train_steps, seed=cfg.seed,
+                            holdout=0.2 if n_inst >= 5 else 0.0, curve_points=10)
+    policy, report = train_policy(records, embedder, train_cfg, domain="werewolf-playstyle")
+    policy.save(root / POLICY_DIR)
+    t3 = time.perf_counter()
+    summary = SteerTrainSummary(
+        config=cfg, logged_games=ids, candidate_states=len(candidates), solved=solved,
+        records=len(records),
+        llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
+        seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
+        train=report.model_dump(exclude={"curve"}))
+    write_json(root / "steer_train.json", summary)
+    store.close()
+    return summary

@@ -1,0 +1,44 @@
+"""The distilled chooser: a `DistilledPolicy` (trained on CFR solutions of playstyle games)
+picks each steered bot's playstyle from the hook's text view.
+
+One policy serves both teams: the role and team open the hook text, so the embedder sees them.
+The style is drawn from the policy's distribution with the decision seed, so a game replays
+and resumes with the same draws (and its LLM calls hit the cache). The only import of
+`gtsteer.imitation` in the Werewolf package lives here (DESIGN.md: steering only).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gtsteer.imitation.policy import DistilledPolicy, PolicyError, TextEmbedder
+from gtsteer.werewolf.playstyles import STYLE_OPTIONS, HookInput, StyleChoice, sample_style
+
+#: The policy's directory inside a `steer-train` output folder.
+POLICY_DIR = "policy"
+
+
+class DistilledPlaystyleChooser:
+    """A pure function of the hook input: probabilities from the policy, a seeded draw."""
+
+    def __init__(self, policy: DistilledPolicy):
+        unknown = [a for a in policy.actions if a not in STYLE_OPTIONS]
+        if unknown:
+            raise PolicyError(f"policy actions {unknown} are not playstyles "
+                              f"(expected a subset of {list(STYLE_OPTIONS)})")
+        self.policy = policy
+
+    @classmethod
+    def load(cls, directory: str | Path, embedder: TextEmbedder | None = None
+             ) -> DistilledPlaystyleChooser:
+        """From a `steer-train` output folder (or the policy folder itself)."""
+        path = Path(directory)
+        if (path / POLICY_DIR).is_dir():
+            path = path / POLICY_DIR
+        if not path.is_dir():
+            raise FileNotFoundError(f"--steer: {directory} holds no trained policy")
+        return cls(DistilledPolicy.load(path, embedder))
+
+    def choose(self, info: HookInput) -> StyleChoice:
+        probs = self.policy.probs(info.text)
+        return StyleChoice(style=sample_style(probs, info.seed), probs=probs)

@@ -1,0 +1,331 @@
+"""Steering Werewolf playstyles: the hook's input, seeded draws and resume, the playstyle game,
+and the steer-train -> play --steer -> evaluate pipeline (all on the fake model)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from gtsteer.llm.embed import Embedder
+from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.context import build_context
+from gtsteer.werewolf.engine import pending
+from gtsteer.werewolf.hook_view import hook_input
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import (
+    PLAYSTYLE_NAMES,
+    PLAYSTYLES,
+    STYLE_OPTIONS,
+    UNSTEERED,
+    FixedPlaystyle,
+    HookInput,
+    StyleChoice,
+    UniformPlaystyle,
+    describe,
+)
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameState, Pending
+from gtsteer.werewolf.steer_game import (
+    PlaystyleGame,
+    PlaystyleGameConfig,
+    PlaystyleGameError,
+    pick_speakers,
+)
+from gtsteer.werewolf.store import GameStore
+
+
+class Recorder:
+    """Uniform draws, remembering every input it was given (a test probe, not a chooser to
+    copy: real choosers keep no state)."""
+
+    def __init__(self) -> None:
+        self.seen: list[HookInput] = []
+
+    def choose(self, info: HookInput) -> StyleChoice:
+        self.seen.append(info)
+        return UniformPlaystyle().choose(info)
+
+
+def hash_embedder(name: str = "test-hash") -> Embedder:
+    """A deterministic 32-d embedding of the text's bytes (no model to load)."""
+
+    def encode(texts: list[str]) -> np.ndarray:
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8) for t in texts]
+        return np.stack(rows).astype(np.float32) / 255.0
+
+    return Embedder(name, 32, encode, cache=False)
+
+
+def discussion_states(store: GameStore, seed: int = 1) -> list[GameState]:
+    found: list[GameState] = []
+
+    def grab(_b, after: GameState, _d) -> None:
+        want = pending(after)
+        if after.phase == "discussion" and want is not None and want.kind == "speak":
+            found.append(after)
+
+    state = create_game(store, n_players=7, seed=seed, game_id=f"log{seed}", max_days=1,
+                        max_messages_per_day=4)
+    GameRunner(store, on_step=grab).run(state)
+    return found
+
+
+# ---- 1. the hook's input ---------------------------------------------------------------------
+
+
+def test_hook_input_is_situation_first_without_rules_or_reminder(tmp_path):
+    store = GameStore(tmp_path / "h.sqlite")
+    rec = Recorder()
+    state = create_game(store, n_players=7, seed=4, game_id="h", max_days=2,
+                        max_messages_per_day=3)
+    final = GameRunner(store, chooser=rec).run(state)
+    assert len(rec.seen) > 20
+    system = build_context(final, final.players[0].name,
+                           Pending(kind="speak", actor=final.players[0].name), "balanced").system
+    descriptions = [describe(s, w) for s in PLAYSTYLES for w in (True, False)]
+    for info in rec.seen:
+        assert info.text.splitlines()[0].startswith(f"{info.role} ({info.team}) deciding")
+        assert system[:80] not in info.text and "Reminder" not in info.text
+        assert not any(d in info.text for d in descriptions)
+        assert info.game_id == "h" and info.model == "fake" and info.options == list(
+            STYLE_OPTIONS)
+    # Own past styles: every earlier choice of this bot, in the fields and in the text.
+    later = [i for i in rec.seen if len(i.past_styles) >= 2]
+    assert later
+    for info in later:
+        mine = [c for c in final.style_history if c.bot == info.bot and c.step < info.step]
+        assert [p.style for p in info.past_styles] == [c.style for c in mine]
+        last = info.past_styles[-1]
+        assert f"d{last.day} {last.decision} {last.style}" in info.text
+    # Another bot's styles never reach a bot's input.
+    for info in rec.seen:
+        others = {(c.step, c.style) for c in final.style_history if c.bot != info.bot}
+        assert not others & {(p.step, p.style) for p in info.past_styles}
+
+
+def test_private_knowledge_is_in_the_view_only_for_its_owner(tmp_path):
+    store = GameStore(tmp_path / "k.sqlite")
+    for seed in range(3, 20):
+        state = create_game(store, n_players=7, seed=seed, game_id=f"k{seed}", max_days=3,
+                            max_messages_per_day=2)
+        final = GameRunner(store).run(state)
+        checks = [a for a in final.night_actions if a.verb == "investigate" and a.result]
+        if checks:
+            break
+    assert checks, "some seed must reach a night with an investigation"
+    a = checks[0]
+    line = f"Night {a.night}: you investigate {a.target} -> {a.result}."
+    seer = hook_input(final, a.actor, Pending(kind="speak", actor=a.actor)).text
+    assert line in seer
+    for p in final.players:
+        if p.name != a.actor:
+            view = hook_input(final, p.name, Pending(kind="speak", actor=p.name)).text
+            assert "investigate" not in view
+    for a in (a for a in final.night_actions if a.notified):
+        told = hook_input(final, a.target, Pending(kind="speak", actor=a.target)).text
+        assert f"Night {a.night}: you were abducted." in told
+        assert a.actor not in told.split("you were abducted")[0].splitlines()[-1]
+
+
+def test_choices_and_probabilities_are_in_the_database(tmp_path):
+    store = GameStore(tmp_path / "db.sqlite")
+    state = create_game(store, n_players=6, seed=2, game_id="db", max_days=1,
+                        max_messages_per_day=2)
+    GameRunner(store, chooser=UniformPlaystyle()).run(state)
+    conn = sqlite3.connect(tmp_path / "db.sqlite")
+    rows = conn.execute(
+        "SELECT actor, playstyle, json_extract(decision, '$.style_choice'), info_state "
+        "FROM steps WHERE kind != 'route' ORDER BY step").fetchall()
+    assert rows
+    for actor, style, choice, info in rows:
+        choice = json.loads(choice)
+        assert choice["style"] == style and choice["bot"] == actor
+        assert choice["probs"] == pytest.approx({n: 1 / 6 for n in PLAYSTYLE_NAMES})
+        assert json.loads(info)["seed"] == choice["seed"]
+
+
+def test_unsteered_sends_no_style_sentence(tmp_path):
+    store = GameStore(tmp_path / "u.sqlite")
+    state = create_game(store, n_players=6, seed=1, game_id="u", max_days=1,
+                        max_messages_per_day=2)
+    GameRunner(store, chooser=FixedPlaystyle(UNSTEERED)).run(state)
+    calls = [c for c in store.calls("u") if not c.bot.startswith("(")]
+    assert calls
+    for c in calls:
+        assert not any(f"({s})" in c.prompt for s in PLAYSTYLE_NAMES)
+        assert not any(describe(s, w) in c.prompt for s in PLAYSTYLES for w in (True, False))
+    assert {d.playstyle for d in store.steps("u") if d.kind != "route"} == {UNSTEERED}
+
+
+def test_a_bad_chooser_answer_is_a_clear_error(tmp_path):
+    class Zero:
+        def choose(self, info):
+            return StyleChoice(style="trickster", probs={"trickster": 0.0, "balanced": 1.0})
+
+    store = GameStore(tmp_path / "z.sqlite")
+    state = create_game(store, n_players=5, seed=1, game_id="z", max_days=1)
+    with pytest.raises(ValueError, match="probability 0"):
+        GameRunner(store, chooser=Zero()).run(state)
+
+
+# ---- 2. replay and resume ------------------------------------------------------------------
+
+
+def test_same_seed_replays_the_same_choices_also_after_resume(tmp_path):
+    store = GameStore(tmp_path / "r.sqlite")
+    full = GameRunner(store, chooser=UniformPlaystyle()).run(
+        create_game(store, n_players=7, seed=9, game_id="a", max_days=2,
+                    max_messages_per_day=3))
+    first = create_game(store, n_players=7, seed=9, game_id="b", max_days=2,
+                        max_messages_per_day=3)
+    GameRunner(store, chooser=UniformPlaystyle()).run(first, max_steps=17)
+    resumed = GameRunner(GameStore(tmp_path / "r.sqlite"), chooser=UniformPlaystyle()).run(
+        store.load("b"))
+    key = [(c.bot, c.step, c.style, c.seed) for c in full.style_history]
+    assert key == [(c.bot, c.step, c.style, c.seed) for c in resumed.style_history]
+    assert len({c.style for c in full.style_history}) > 2  # really sampled
+    assert [m.text for m in full.messages] == [m.text for m in resumed.messages]
+    after = [c for c in store.calls("b") if c.extra["step"] > 17]
+    assert after and all(c.cached for c in after)  # the resumed half hit the cache
+
+
+# ---- 3. the playstyle game -----------------------------------------------------------------
+
+
+def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
+    from gtsteer.runs.werewolf_steer import conformance
+
+    states = discussion_states(GameStore(tmp_path / "g.sqlite"))
+    root = states[1]
+    config = PlaystyleGameConfig(num_llm_seeds=2, styles=["trickster", "balanced", UNSTEERED])
+    game = PlaystyleGame(root, LLMPool(), config)
+    teams = set(game.teams)
+    assert teams == {"village", "werewolves"} and len(game.speakers) == 2
+    assert game.expand() == 36
+    calls = len(game.calls)
+    report = conformance(game)
+    assert len(game.calls) == calls  # every call was made by expand
+    sizes = game.sizes()
+    assert sizes["leaves"] == 36 and sizes["message_calls"] == 6 + 36
+    assert len(game.calls) == sizes["message_calls"]
+    assert game.prediction_calls == sizes["prediction_calls"]
+    assert report.info_states == 1 + 6 and report.nash_conv >= 0
+    # Sample 0 of the first speaker is exactly the live bot's line with that style.
+    s = game.new_initial_state()
+    s.apply_action(1)
+    s.apply_action(0)
+    live, _ = bot_decision(game.root, Pending(kind="speak", actor=game.speakers[0]), LLMPool(),
+                           FixedPlaystyle("balanced"))
+    assert s.ww.messages[-1].text == live.text
+    # Players read the live hook's text at their turn.
+    view = s.information_state_string(1)
+    expected = hook_input(s.ww, game.speakers[1],
+                          Pending(kind="speak", actor=game.speakers[1])).text
+    assert view == expected and live.text[:40] in view
+    # Returns: the village gets P(wolf out) - P(village-side out), the wolves the negative.
+    while not s.is_terminal():
+        s.apply_action(0)
+    ret = dict(zip(game.teams, s.returns(), strict=True))
+    assert ret["village"] == pytest.approx(-ret["werewolves"])
+    assert -1.0 <= ret["village"] <= 1.0
+
+
+def test_playstyle_game_needs_both_teams(tmp_path):
+    states = discussion_states(GameStore(tmp_path / "p.sqlite"))
+    speakers = pick_speakers(states[0], 2)
+    roles = {states[0].player(n).role.value for n in speakers}
+    assert "werewolf" in roles and len(roles) == 2
+    wolfless = states[0].model_copy(deep=True)
+    for p in wolfless.players:
+        if p.role.value == "werewolf":
+            p.alive = False
+    with pytest.raises(PlaystyleGameError, match="werewolf"):
+        pick_speakers(wolfless, 2)
+    with pytest.raises(ValueError, match="styles"):
+        PlaystyleGameConfig(styles=["berserker", "balanced"])
+
+
+# ---- 4. train, deploy, evaluate --------------------------------------------------------------
+
+
+def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
+    from gtsteer.cli import app
+    from gtsteer.llm import embed
+
+    emb = hash_embedder()
+    monkeypatch.setattr(embed, "get_embedder", lambda name=None, **kw: emb)
+    out = tmp_path / "steer"
+    cli = CliRunner()
+    res = cli.invoke(app, ["werewolf", "steer-train", "--games", "1", "--llm", "fake",
+                           "--out", str(out), "--states", "2", "--iterations", "20",
+                           "--train-steps", "30", "--max-days", "1", "--embedder", "test-hash"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "steer_train.json").read_text())
+    assert len(summary["solved"]) == 2 and summary["records"] == len(
+        (out / "records.jsonl").read_text().splitlines())
+    assert summary["llm_calls"] == sum(s["message_calls"] + s["prediction_calls"]
+                                       for s in summary["solved"])
+    db = tmp_path / "play.sqlite"
+    res = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
+                           "--steer-team", "werewolves", "--db", str(db), "--game-id", "s",
+                           "--max-days", "1", "--max-messages", "2", "--players", "6"])
+    assert res.exit_code == 0, res.output
+    store = GameStore(db)
+    final = store.load("s")
+    wolves = set(final.wolves())
+    steered = [c for c in final.style_history if c.bot in wolves]
+    static = [c for c in final.style_history if c.bot not in wolves]
+    assert steered and all(set(c.probs) == set(STYLE_OPTIONS) for c in steered)
+    assert all(c.probs == {final.player(c.bot).playstyle: 1.0} for c in static)
+    res = cli.invoke(app, ["werewolf", "evaluate", "--games", "2", "--llm", "fake", "--steer",
+                           str(out), "--out", str(tmp_path / "eval"), "--max-days", "1",
+                           "--max-messages", "2", "--players", "5"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "eval" / "evaluate.json").read_text())
+    rows = {r["condition"]: r for r in report["results"]}
+    assert len(rows) == 6 and "both steered" in rows
+    for r in rows.values():
+        assert 0 <= r["village"]["low"] <= r["village"]["rate"] <= r["village"]["high"] <= 1
+        assert r["village"]["games"] == 2 and r["llm_calls_per_game"] > 0
+    assert (tmp_path / "eval" / "evaluate.png").read_bytes()[:4] == b"\x89PNG"
+    bad = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
+                           "--steer-team", "wolves", "--db", str(db)])
+    assert bad.exit_code == 2 and "steer team" in bad.output
+
+
+def test_distilled_chooser_is_a_pure_function_of_its_input(tmp_path, monkeypatch):
+    from gtsteer.imitation.train import TrainConfig, train_policy
+    from gtsteer.runs.werewolf_steer import records_of
+    from gtsteer.solvers.cfr import solve_cfr
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+    states = discussion_states(GameStore(tmp_path / "d.sqlite"), seed=2)
+    game = PlaystyleGame(states[1], LLMPool())
+    result = solve_cfr(game, solver="cfr+", iterations=30, allow_python_fallback=False)
+    records = records_of(game, result.policy, 0)
+    assert records and all(r.text.split()[0] in {"werewolf", "villager", "doctor", "detective",
+                                                 "maniac"} for r in records)
+    assert sum(r.weight for r in records if r.player == 0) == pytest.approx(1.0)
+    policy, _ = train_policy(records, hash_embedder(), TrainConfig(steps=20, holdout=0.0))
+    chooser = DistilledPlaystyleChooser(policy)
+    info = hook_input(states[1], game.speakers[0], Pending(kind="speak",
+                                                          actor=game.speakers[0]))
+    a, b = chooser.choose(info), chooser.choose(info)
+    assert a == b and set(a.probs) == set(STYLE_OPTIONS)
+    draws = {chooser.choose(info.model_copy(update={"seed": s})).style for s in range(40)}
+    assert len(draws) > 1
+
+
+def test_logged_states_are_rebuilt_from_sqlite_alone(tmp_path):
+    from gtsteer.runs.werewolf_steer import logged_discussion_states
+
+    store = GameStore(tmp_path / "l.sqlite")
+    live = discussion_states(store, seed=5)
+    rebuilt = logged_discussion_states(GameStore(tmp_path / "l.sqlite"), "log5", 2)
+    assert rebuilt and [s.model_dump_json() for s in rebuilt] == [
+        s.model_dump_json() for s in live]
