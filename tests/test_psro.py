@@ -41,9 +41,10 @@ def test_psro_adds_the_true_best_response_for_both_players_then_stops():
     assert first.added == ["fierce", "fierce"]
     scores = {c.instruction: c.score for c in first.oracles[0].candidates}
     # exact scores: strength(own) - 0.5 * E[strength(other)] under the driver's meta-strategy
-    other = first.solutions["rd"].marginals[1]
+    # ... on the meta-strategy's support (RD's ~1e-6 projection floor is left out)
+    other = {a: p for a, p in first.solutions["rd"].marginals[1].items() if p > 1e-4}
     expected_other = sum(p * {"calm": 0, "assertive": 1, "submissive": -1, "any": 0}[a]
-                         for a, p in other.items())
+                         for a, p in other.items()) / sum(other.values())
     assert scores["fierce"] == pytest.approx(3 - 0.5 * expected_other, abs=1e-9)
     assert scores["timid"] == pytest.approx(-1.5 - 0.5 * expected_other, abs=1e-9)
     assert first.oracles[0].dropped == {"duplicate": 1}  # "meek" is a synonym of submissive
@@ -143,14 +144,26 @@ def test_fruit_iteration_new_calls_equal_new_llm_nodes():
     added = result.iterations[0].added
     # iteration 0: the 4x4 profiles: 4 first messages x 2 samples, 4 x 4 replies x 2 x 2,
     # and one reward per terminal (4 x 2 x 4 x 2); plus the candidates' branches:
-    # proposer "sarcastic" vs 4 replies (2 + 2*4*2 messages, 16 rewards) and responder
-    # "cheerful" under the 4 first messages (4*2*2 messages, 16 rewards).
+    # proposer "sarcastic" vs the responder's supported instructions (2 + 2*s1*2 messages, as
+    # many rewards) and responder "cheerful" under the proposer's supported first messages.
+    # (Candidates meet only opponent instructions in the meta-strategy's support.)
+    support = [sum(p > config.support_tolerance for p in m.values())
+               for m in result.iterations[0].solutions["rd"].marginals]
     base = 4 * 2 + 4 * 2 * 4 * 2 + 4 * 2 * 4 * 2
-    candidates = (2 + 2 * 4 * 2 + 16) + (4 * 2 * 2 + 16)
+    candidates = ((2 + 2 * support[1] * 2 + 2 * support[1] * 2)
+                  + (support[0] * 2 * 2 + support[0] * 2 * 2))
     assert new_calls[0] == base + candidates
-    # iteration 1: every profile was evaluated already, except (sarcastic, cheerful) when both
-    # were adopted (fake payoffs decide that): its 2 x 2 replies and 4 rewards
-    assert new_calls[1] == (2 * 2 + 2 * 2 if added == ["sarcastic", "cheerful"] else 0)
+    # iteration 1: an adopted candidate now meets the opponent instructions it was not scored
+    # against (outside the support), and (sarcastic, cheerful) is new when both were adopted
+    # (fake payoffs decide that); every branch costs its replies plus as many rewards
+    missing = 0
+    if added[0] == "sarcastic":
+        missing += 2 * (4 - support[1]) * 2 * 2
+    if added[1] == "cheerful":
+        missing += (4 - support[0]) * 2 * 2 * 2
+    if added == ["sarcastic", "cheerful"]:
+        missing += 2 * 2 * 2
+    assert new_calls[1] == missing
     assert proposer_calls == [2, 0]
 
 
@@ -288,3 +301,30 @@ def test_trajectory_prompt_ranks_instructions_and_dialogues_lowest_first():
     shown = [prompt.index(f'--- stance "{v}", payoff') for v in ("submissive", "assertive")]
     assert shown == sorted(shown) and '"assertive", payoff +0.500' in prompt
     assert "Ada:" in prompt or "Ben:" in prompt or "Cy:" in prompt  # transcripts shown
+
+
+@pytest.mark.parametrize("tolerance", [1e-4, 0.0])
+def test_candidates_are_scored_only_against_the_meta_strategys_support(tolerance):
+    """Every player's best response in the strength game is `assertive`, so RD puts all but its
+    projection floor (~1e-6) there: with the default tolerance a candidate is played only
+    against `assertive` (fewer calls, the same score up to the floor's mass); with 0 against
+    all four instructions."""
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({"proposer": [["bold"]], "responder": [["bold"]]})
+    new_calls: list[int] = []
+    config = PSROConfig(iterations=1, candidates=1, stop_when_converged=False,
+                        support_tolerance=tolerance)
+    result = run_psro(games, llm_for(proposer), config,
+                      on_iteration=lambda r: new_calls.append(r.llm.new_calls
+                                                              - r.llm.proposer_new_calls))
+    first = result.iterations[0]
+    assert first.solutions["rd"].marginals[1]["assertive"] == pytest.approx(1.0, abs=1e-4)
+    base = 4 * 2 + 4 * 2 * 4 * 2  # 4 first messages x 2 samples; 4 x 4 replies x 2 x 2
+    support = 1 if tolerance else 4
+    # proposer "bold": 2 first messages + 2 x support x 2 replies; responder "bold": replies
+    # to the support's first messages (support x 2) x 2 samples
+    assert new_calls[0] == base + (2 + 2 * support * 2) + support * 2 * 2
+    oracle = first.oracles[0]
+    # exact: strength(bold) - 0.5 * strength(assertive) = 2 - 0.5, up to the left-out mass
+    assert oracle.candidates[0].score == pytest.approx(1.5, abs=1e-3)
+    assert 0.0 < oracle.ignored_mass < 1e-3 if tolerance else oracle.ignored_mass == 0.0

@@ -59,6 +59,11 @@ def psro(
     meta_solver: Annotated[
         str, typer.Option("--meta-solver", help="rd | cce | nbs (drives the oracles)")
     ] = "rd",
+    support_tolerance: Annotated[
+        float, typer.Option("--support-tolerance",
+                            help="Score candidates only against opponent instructions played "
+                                 "with more than this probability (0: against all).")
+    ] = 1e-4,
     deals: Annotated[
         int | None,
         typer.Option("--deals", help="Deal private info by chance: each instance's root deals "
@@ -75,7 +80,8 @@ def psro(
     with friendly_errors():
         # PSROConfig validates the options (its error names the field) before any LLM call.
         settings = PSROConfig(iterations=iterations, candidates=candidates, operator=operator,
-                              meta_solver=meta_solver, seed=seed)  # type: ignore[arg-type]
+                              meta_solver=meta_solver, seed=seed,  # type: ignore[arg-type]
+                              support_tolerance=support_tolerance)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, disable=quiet, transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -75,6 +75,8 @@ class _Run:
         self.categories: list[dict[str, str]] = [{v: key for v in spec.actions[key]}
                                                  for _ in range(n)]
         self.failed: set[int] = set()
+        #: Per player: the mass the last scorer left out (see `scorer`).
+        self.ignored_mass = [0.0] * n
         span = spec.payoff.max - spec.payoff.min
         self.tolerance = 1e-9 * span
         self.models = list({id(m): m for m in [*(g.llm for g in self.games), proposer]}.values())
@@ -103,16 +105,32 @@ class _Run:
     # ---- oracle support ----------------------------------------------------------------------
 
     def scorer(self, player: int, joint: np.ndarray) -> Callable[[Sequence[str]], dict[str, float]]:
-        """Exact expected payoff of candidate instructions for `player` against the others'
-        part of `joint` (their joint marginal), averaged over instances."""
+        """Expected payoff of candidate instructions for `player` against the others' part of
+        `joint` (their joint marginal), averaged over instances; exact on the support.
+
+        Opponent instructions with probability at most `support_tolerance` cannot move a score
+        by more than that mass times the payoff span, so their branches are not expanded (a
+        candidate then costs calls only for the profiles the meta-strategy plays)."""
+        others = joint.sum(axis=player, keepdims=True)
+        keep: list[np.ndarray] = []
+        for p in range(joint.ndim):
+            if p == player:
+                keep.append(np.arange(1))
+                continue
+            marginal = others.sum(axis=tuple(a for a in range(joint.ndim) if a != p))
+            kept = np.flatnonzero(marginal > self.config.support_tolerance)
+            keep.append(kept if kept.size else np.arange(marginal.size))
+        supported = others[np.ix_(*keep)]
+        self.ignored_mass[player] = max(0.0, float(1.0 - supported.sum()))
+        weights = supported / supported.sum()
+        axes = tuple(a for a in range(joint.ndim) if a != player)
 
         def score(labels: Sequence[str]) -> dict[str, float]:
             resolved = self.ensure(labels)
-            pops = [resolved if p == player else pop for p, pop in enumerate(self.populations)]
+            pops = [resolved if p == player else [pop[i] for i in keep[p]]
+                    for p, pop in enumerate(self.populations)]
             mg = self.metagame(pops)
-            others = joint.sum(axis=player, keepdims=True)
-            axes = tuple(a for a in range(joint.ndim) if a != player)
-            values = np.sum(mg.mean[player] * others, axis=axes)
+            values = np.sum(mg.mean[player] * weights, axis=axes)
             return {x: float(v) for x, v in zip(labels, values, strict=True)}
 
         return score
@@ -212,4 +230,6 @@ def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
         tolerance=run.tolerance, categories=dict(run.categories[player]),
         dialogues=run.dialogues(player, sol) if run.config.operator == "trajectory" else [],
     )
-    return run_oracle(run.config.operator, inp)
+    result = run_oracle(run.config.operator, inp)
+    result.ignored_mass = run.ignored_mass[player]
+    return result

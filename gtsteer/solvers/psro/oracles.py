@@ -77,6 +77,9 @@ class OracleResult(BaseModel):
     added_category: str | None = None
     #: Why nothing was added ("no valid candidate", "no candidate improves").
     reason: str | None = None
+    #: Meta-strategy probability on opponent profiles left out of candidate scoring (below
+    #: `PSROConfig.support_tolerance`); scores may be off by at most this times the payoff span.
+    ignored_mass: float = 0.0
 
 
 #: Exact scores of candidate instructions for the focal player, labels -> expected payoff.

@@ -29,6 +29,11 @@ class PSROConfig(BaseModel):
     cce_tie_break: Literal["entropy", "none"] = "entropy"
     #: Stop early when an iteration adds no instruction for any player.
     stop_when_converged: bool = True
+    #: Opponent instructions whose meta-strategy probability is at most this are left out when
+    #: candidates are scored (their branches are never expanded). RD's projection floor leaves
+    #: dominated instructions at ~1e-6; the error this can cause is at most the left-out mass
+    #: times the payoff span, and the mass is reported per oracle. 0 scores against every one.
+    support_tolerance: float = Field(1e-4, ge=0, lt=1)
 
 
 class SolutionReport(BaseModel):
