@@ -16,9 +16,7 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -26,24 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
+
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-START, END = "<!-- bench_imitation:start -->", "<!-- bench_imitation:end -->"
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }
+START, END = benchdoc.markers("bench_imitation")
 
 
 def fruit_dataset(games: int) -> tuple[list, Any]:
@@ -175,8 +161,7 @@ def bench_llm_call(game: Any, calls: int) -> dict[str, Any]:
     }
 
 
-def render(command: str, m: dict, emb: dict, train: dict, dec: dict, llm: dict | None) -> str:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+def render(command: str, machine: str, emb: dict, train: dict, dec: dict, llm: dict | None) -> str:
     rows = [
         (f"embedder load (all-MiniLM-L6-v2, {emb['dim']} dims, from the PyPI package)",
          f"{emb['load_s']:.1f} s"),
@@ -204,8 +189,7 @@ def render(command: str, m: dict, emb: dict, train: dict, dec: dict, llm: dict |
         START,
         "## Distilled policy: embedding, training, one steering decision",
         "",
-        (f"Command: `{command}` · {m['date']} · {m['nproc']} CPUs ({m['cpu']}), "
-         f"Python {m['python']}, load average at the end {load} (the machine is shared)"),
+        f"Command: `{command}` · {machine}",
         "",
         (f"Dataset: fruit-trading information states (`configs/trade_fruit_tone.yaml`, `fake` "
          f"model, CFR+), {train['records']} records from {train['instances']} instances; text "
@@ -232,18 +216,6 @@ def render(command: str, m: dict, emb: dict, train: dict, dec: dict, llm: dict |
         END,
     ]
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace only our marked section; create the file or append the section if needed."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -279,10 +251,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"decision: {dec}", flush=True)
         llm = None if args.skip_local else bench_llm_call(game, args.llm_calls)
         print(f"local call: {llm}", flush=True)
-    section = render(command.strip(), machine(), emb, train, dec, llm)
+    machine = benchdoc.machine_line(note=" (the machine is shared)")
+    section = render(command.strip(), machine, emb, train, dec, llm)
     print(section)
     if not args.no_write:
-        write_section(args.out, section)
+        benchdoc.write_section(args.out, START, END, section)
         print(f"wrote {args.out}")
 
 

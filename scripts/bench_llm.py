@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -28,32 +26,18 @@ from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the loopback server lives with the tests
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 
+import benchdoc
 from llm_server import LoopbackServer
 
 from gtsteer.llm import LLM, ResponseCache
 
-START, END = "<!-- bench_llm:start -->", "<!-- bench_llm:end -->"
+START, END = benchdoc.markers("bench_llm")
 console = Console(stderr=True)
 
 
 # ---- measurements --------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "load": os.getloadavg()[0],
-    }
 
 
 def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
@@ -222,15 +206,10 @@ def bench_concurrency(requests: int, latency_s: float, levels: list[int]) -> dic
 
 
 def render(
-    command: str, m: dict[str, Any], local: list[dict] | None, cache: dict, conc: dict
+    command: str, machine: str, local: list[dict] | None, cache: dict, conc: dict
 ) -> str:
     lo, hi = conc["levels"][0], conc["levels"][-1]
-    machine_line = (
-        f"Machine: {m['nproc']} CPUs ({m['cpu']}), Python {m['python']}, {m['date']}, "
-        f"1-min load average {m['load']:.1f} at start (the machine is shared with other jobs; "
-        "numbers taken under load are lower bounds)."
-    )
-    lines = [START, "## LLM layer", "", f"Command: `{command}`  ", machine_line, ""]
+    lines = [START, "## LLM layer", "", f"Command: `{command}`  ", f"Machine: {machine}", ""]
     if local:
         first = local[0]
         how = (
@@ -303,19 +282,6 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: Path, section: str) -> None:
-    """Replace only our marked section; create the file or append the section if needed."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1].lstrip("\n")
-        text = head + section + ("\n" + tail if tail else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "BENCHMARKS.md")
@@ -330,8 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     command = "python scripts/bench_llm.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    m = machine()
-    console.log(f"machine: {m}")
+    machine = benchdoc.machine_line(
+        load_when="at start",
+        note=" (the machine is shared with other jobs; numbers taken under load are lower bounds).",
+    )
+    console.log(f"machine: {machine}")
     local: list[dict] | None = None
     if not args.skip_local:
         local = []
@@ -344,10 +313,10 @@ def main(argv: list[str] | None = None) -> None:
     console.log(f"cache: {cache}")
     with console.status("concurrency against the loopback server"):
         conc = bench_concurrency(args.requests, args.latency_ms / 1000, [1, 16])
-    section = render(command.strip(), m, local, cache, conc)
+    section = render(command.strip(), machine, local, cache, conc)
     print(section)
     if not args.no_write:
-        write_section(args.out, section)
+        benchdoc.write_section(args.out, START, END, section)
         console.log(f"wrote {args.out}")
 
 

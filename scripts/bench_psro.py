@@ -19,21 +19,22 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import datetime
 import io
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
+
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_psro:start -->", "<!-- bench_psro:end -->"
+DOC = benchdoc.DOC
+START, END = benchdoc.markers("bench_psro")
 ITERATIONS, CANDIDATES = 3, 4
 
 
@@ -146,25 +147,12 @@ def reference_run() -> dict:
     }
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-            f"{platform.system()}, load average at the end {load}")
-
-
 def render(ours: dict, ref: dict, command: str) -> str:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         START,
         "## `gtsteer psro`: LLM calls per iteration",
         "",
-        f"Command: `{command}` · {now} · {machine()}",
+        f"Command: `{command}` · {benchdoc.machine_line()}",
         "",
         (
             "Fruit trading with tones (4 tones, 2 LLM samples, 1 reply each, on both sides), "
@@ -212,17 +200,6 @@ def render(ours: dict, ref: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str) -> None:
-    """Replace this script's section of docs/BENCHMARKS.md, leaving every other one alone."""
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    DOC.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm", default="local", help="gtsteer's model (default: local)")
@@ -238,7 +215,7 @@ def main() -> None:
     section = render(ours, ref, command)
     print(section)
     if not args.no_write:
-        write_section(section)
+        benchdoc.write_section(DOC, START, END, section)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import datetime
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -35,10 +33,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
+
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_solve:start -->", "<!-- bench_solve:end -->"
+DOC = benchdoc.DOC
+START, END = benchdoc.markers("bench_solve")
 #: The config of the Makefile's `demo` recipe (the README main job); keep the two in step.
 DEMO_CONFIG = "configs/schedule_meeting_dow.yaml"
 DEMO_COMMAND = f"gtsteer solve {DEMO_CONFIG} --games 1"
@@ -312,30 +313,16 @@ def render_echo(rates: dict[str, dict]) -> list[str]:
 # ---- report ----------------------------------------------------------------------------------
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (
-        f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-        f"{platform.system()}, load average at the end {load} (the machine is shared)"
-    )
-
-
 def render(
     calls: dict, ref: dict, speed: dict, job: dict | str, command: str, echo: dict[str, dict]
 ) -> str:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     ratio = ref["calls"] / calls["first_new_calls"]
+    machine = benchdoc.machine_line(note=" (the machine is shared)")
     lines = [
         START,
         "## `gtsteer solve`: LLM calls, CFR speed, main job",
         "",
-        f"Command: `{command}` · {now} · {machine()}",
+        f"Command: `{command}` · {machine}",
         "",
         "### LLM calls to solve and evaluate one fruit-trading instance",
         "",
@@ -419,19 +406,6 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str) -> None:
-    """Replace this script's section of docs/BENCHMARKS.md, leaving every other one alone."""
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    text = DOC.read_text(encoding="utf-8") if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    DOC.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=1000, help="CFR iterations (both)")
@@ -466,7 +440,7 @@ def main() -> None:
     section = render(calls, ref, speed, job, command, echo)
     print(section)
     if not args.no_write:
-        write_section(section)
+        benchdoc.write_section(DOC, START, END, section)
 
 
 if __name__ == "__main__":

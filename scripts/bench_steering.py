@@ -14,17 +14,19 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
+
+import benchdoc
 
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_steering:start -->", "<!-- bench_steering:end -->"
+DOC = benchdoc.DOC
+START, END = benchdoc.markers("bench_steering")
 MODELS = ["local:gemma3-270m", "local:smollm2-135m"]
 CONFIGS = ["configs/trade_fruit_tone.yaml", "configs/schedule_meeting_dow.yaml"]
 
@@ -63,22 +65,14 @@ def mentions(report: SteeringReport) -> str:
     return f"{pct(named)} vs {pct(base)}"
 
 
-def commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def render(rows: list[tuple[str, str, SteeringReport | str]], command: str, samples: int) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         START,
         "## Steering accuracy of the embedded models",
         "",
-        f"Command: `{command}` · {now} · commit {commit()} · Python {platform.python_version()}",
+        (f"Command: `{command}` · {now} · commit {benchdoc.commit()}"
+         f" · Python {platform.python_version()}"),
         "",
         (f"{samples} messages per instruction at the game's first decision (the binding's own"
         " message prompt and seeds), each classified by argmax_z P(z | message) with the same"
@@ -105,17 +99,6 @@ def render(rows: list[tuple[str, str, SteeringReport | str]], command: str, samp
         )
     lines += ["", END]
     return "\n".join(lines) + "\n"
-
-
-def write_section(section: str, doc: Path) -> None:
-    """Replace this script's section of the doc, leaving every other one alone."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    doc.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -148,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     section = render(rows, command, args.samples)
     print(section)
     if not args.no_write:
-        write_section(section, args.doc)
+        benchdoc.write_section(args.doc, START, END, section)
 
 
 if __name__ == "__main__":

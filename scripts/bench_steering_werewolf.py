@@ -20,21 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from bench_werewolf import _commit, cpu_model
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
 
-START, END = "<!-- bench_steering_werewolf:start -->", "<!-- bench_steering_werewolf:end -->"
-
-
-def write_section(path: Path, body: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{START}\n{body.rstrip()}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
+START, END = benchdoc.markers("bench_steering_werewolf")
 
 
 class Timed:
@@ -87,7 +76,7 @@ def main() -> None:
         Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache/gtsteer") / "models"))
     os.environ["GTSTEER_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-steer-")  # cold calls
 
-    commit = _commit()
+    commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
     from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
     from gtsteer.werewolf.playstyles import AssignedPlaystyle
     from gtsteer.werewolf.steering import DistilledPlaystyleChooser
@@ -133,8 +122,7 @@ def main() -> None:
     body = f"""## Werewolf steering: a policy from {n['states']} states (model `{args.llm}`)
 
 Command: `{cmd}`
-Machine: {os.cpu_count()} cores ({cpu_model()}); load average at the end
-{', '.join(f'{x:.1f}' for x in os.getloadavg())}; commit {commit}.
+Machine: {benchdoc.machine_line(commit=commit)}.
 
 | stage | time (s) | LLM calls |
 |---|---|---|
@@ -150,7 +138,7 @@ the hook itself takes {n['hook_ms_off']} ms off (assigned styles) and {n['hook_m
 (embedding + MLP); a whole decision takes {n['decision_s_off']} s off and
 {n['decision_s_on']} s on (LLM calls: {n['llm_calls_off']} off, {n['llm_calls_on']} on).
 """
-    write_section(Path(args.out), body)
+    benchdoc.write_section(Path(args.out), START, END, benchdoc.wrap(START, END, body))
     if args.json:
         Path(args.json).write_text(json.dumps(numbers, indent=2))
     print(json.dumps(numbers, indent=2))

@@ -12,10 +12,8 @@ with 10 concurrent bot-only games, each watched by one public event stream.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -27,20 +25,10 @@ from pathlib import Path
 
 import httpx
 
-START, END = "<!-- bench_web:start -->", "<!-- bench_web:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
 
-
-def write_section(path: Path, body: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{START}\n{body.rstrip()}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+START, END = benchdoc.markers("bench_web")
 
 
 def free_port() -> int:
@@ -159,11 +147,10 @@ def main() -> None:
     cmd = "python scripts/bench_web.py" + (
         "" if (args.requests, args.games) == (200, 10)
         else f" --requests {args.requests} --games {args.games}")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     body = f"""## Werewolf web server (fake model)
 
-`{cmd}` ({dt.date.today()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores,
-load average {load:.1f} at the end). The server is `gtsteer werewolf serve --llm fake` in its own
+`{cmd}` ({benchdoc.machine_line()}).
+The server is `gtsteer werewolf serve --llm fake` in its own
 process on a temporary database.
 
 | measure | value |
@@ -176,7 +163,7 @@ process on a temporary database.
 Events include the per-step `turn` updates. The fake model answers instantly, so the stream rate
 is the server's own cost per step (engine, SQLite commit, filtering, SSE), not a model's.
 """
-    write_section(Path(args.out), body)
+    benchdoc.write_section(Path(args.out), START, END, benchdoc.wrap(START, END, body))
     print(body)
 
 

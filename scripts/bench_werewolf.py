@@ -25,12 +25,10 @@ Writes its section of docs/BENCHMARKS.md. Three parts:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -38,7 +36,10 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
-START, END = "<!-- bench_werewolf:start -->", "<!-- bench_werewolf:end -->"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
+
+START, END = benchdoc.markers("bench_werewolf")
 Tokenize = Callable[[str], Sequence[int | str]]
 
 
@@ -199,42 +200,6 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
     }
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def write_section(path: Path, body: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{START}\n{body.rstrip()}\n{END}"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def _commit() -> str:
-    """The commit the benchmarked code came from (read before the run starts)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "gtsteer/werewolf",
-                                "gtsteer/llm"], capture_output=True, text=True,
-                               check=False).stdout.strip()
-    except OSError:
-        return "?"
-    return head + (" (uncommitted changes)" if dirty else "")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", default="local")
@@ -261,7 +226,7 @@ def main() -> None:
             Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache/gtsteer") / "models"))
         os.environ["GTSTEER_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-ww-")
 
-    commit = _commit()
+    commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
     from gtsteer.werewolf.llmcalls import LLMPool
     from gtsteer.werewolf.runner import GameRunner, create_game
     from gtsteer.werewolf.store import GameStore
@@ -321,9 +286,7 @@ Targets chosen: {json.dumps(bias['targets'])}
     body = f"""## Werewolf: one bot-only game ({args.players} players, model `{args.llm}`)
 
 Command: `{cmd}`
-Machine: {os.cpu_count()} cores ({cpu_model()}), shared with other jobs (load average at
-the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}); date
-{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}; commit {commit}. Fresh response
+Machine: {benchdoc.machine_line(commit=commit, note="; shared with other jobs")}. Fresh response
 cache (every call is a real model call). Caps: {args.max_days} days,
 {args.max_messages or 'scaled'} discussion turns per day.
 
@@ -344,7 +307,7 @@ Prefix stability = for each bot, the common prefix (in {args.tokenizer} tokens, 
 then over bots; cross-bot = each prompt's longest common prefix with any earlier prompt of
 another bot.
 {bias_rows}"""
-    write_section(Path(args.out), body)
+    benchdoc.write_section(Path(args.out), START, END, benchdoc.wrap(START, END, body))
     if args.json:
         Path(args.json).write_text(json.dumps(numbers, indent=2))
     print(json.dumps(numbers, indent=2))

@@ -18,11 +18,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
+
+import benchdoc
 
 from gtsteer.runs.eval_verdict import VerdictEvalReport, evaluate_verdict
 
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- study_verdict:start -->", "<!-- study_verdict:end -->"
+DOC = benchdoc.DOC
+START, END = benchdoc.markers("study_verdict")
 
 
 def _pct(rate: float, low: float, high: float) -> str:
@@ -69,16 +72,6 @@ def section(reports: list[VerdictEvalReport], command: str) -> str:
     return "\n".join(lines)
 
 
-def write_section(doc: Path, text: str) -> None:
-    old = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    if START in old and END in old:
-        head, rest = old.split(START, 1)
-        new = head + text + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip("\n") + ("\n\n" if old else "") + text + "\n"
-    doc.write_text(new, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", default="local")
@@ -96,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         ))
     command = (f"scripts/study_verdict.py --llm {args.llm} --games {args.games}"
                f" --breadth {args.breadth} --configs {args.configs}")
-    write_section(args.doc, section(reports, command))
+    benchdoc.write_section(args.doc, START, END, section(reports, command))
     print(f"wrote {args.doc}")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,9 @@ from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
+
+import benchdoc
 
 from gtsteer.binding import load_spec
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
@@ -120,15 +122,6 @@ def steerable(rows: list[Row]) -> str:
             f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
 
 
-def commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def render(rows: list[Row], llm: str, command: str) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -141,7 +134,7 @@ def render(rows: list[Row], llm: str, command: str) -> str:
         " intervals over instances, and puts steering accuracy beside them: CFR can only exploit"
         " instructions the model actually follows."),
         "",
-        f"Written by `{command}` · model `{llm}` · {now} · commit {commit()}.",
+        f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
         "",
         ("| domain | solved / instances | NashConv | NashConv / range | CFR gain | CFR gain / range"
         " | steering (no defs / defs / chance) |"),

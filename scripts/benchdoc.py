@@ -1,0 +1,113 @@
+"""What every benchmark script shares: its marked section of docs/BENCHMARKS.md and the
+machine line.
+
+Scripts import it as `import benchdoc` after putting their own folder on sys.path (so it loads
+both when a script runs as `python scripts/bench_x.py` and when a test loads one by file path).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The comments that delimit a script's section, e.g. `<!-- bench_llm:start -->`."""
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def wrap(start: str, end: str, body: str) -> str:
+    """A body between its markers, as `write_section` takes it."""
+    return f"{start}\n{body.strip(chr(10))}\n{end}\n"
+
+
+def read_section(doc: Path, start: str, end: str) -> str | None:
+    """The current section, markers included, or None when the doc has none."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if start not in text or end not in text:
+        return None
+    return start + text.split(start, 1)[1].split(end, 1)[0] + end
+
+
+def write_section(doc: Path, start: str, end: str, section: str) -> None:
+    """Replace the text from `start` to `end` with `section` (which begins and ends with those
+    markers), leaving every other section alone; append it when the doc has none yet."""
+    section = section.strip("\n")
+    if not (section.startswith(start) and section.endswith(end)):
+        raise ValueError(f"section must begin with {start!r} and end with {end!r}")
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where and when a benchmark ran."""
+
+    cpus: int
+    cpu: str
+    python: str
+    date: str
+    load: tuple[float, float, float]
+
+    @property
+    def load_text(self) -> str:
+        return ", ".join(f"{x:.1f}" for x in self.load)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine() -> Machine:
+    """A snapshot now: usable CPUs, CPU model, Python, UTC time, load averages."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return Machine(cpus=cpus or 1, cpu=cpu_model(), python=platform.python_version(),
+                   date=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", load=tuple(load))
+
+
+def machine_line(
+    *, commit: str | None = None, load_when: str = "at the end", note: str = ""
+) -> str:
+    """`2 CPUs (AMD EPYC), Python 3.11.7, 2026-11-30 10:15 UTC, commit 270def3, load average at
+    the end 2.2, 1.8, 2.7` plus `note`; call it when the load should be read."""
+    m = machine()
+    parts = [f"{m.cpus} CPUs ({m.cpu})", f"Python {m.python}", m.date]
+    parts += [f"commit {commit}"] if commit else []
+    parts.append(f"load average {load_when} {m.load_text}")
+    return ", ".join(parts) + note
+
+
+def commit(dirty_paths: Sequence[str] = ()) -> str:
+    """This checkout's short HEAD; ` (uncommitted changes)` when any of `dirty_paths` differ
+    from it (read it before a run starts: that is the code being measured)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = bool(dirty_paths) and bool(git("status", "--porcelain", "--", *dirty_paths))
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (uncommitted changes)" if dirty else "")
