@@ -8,7 +8,9 @@ and a freshly loaded model:
 2. the 7-player Werewolf bench game (the `make bench` settings), off and on;
 3. llama.cpp threads 1 vs 2 on a fixed prefill-heavy workload (reuse off), with the machine
    otherwise idle and beside one busy process (a Python busy loop).
-Only the section between the `bench_prefix` markers is rewritten. Run on an idle machine:
+Only the section between the `bench_prefix` markers is rewritten, and with `--only` only the
+subsections of the parts that ran (each names the command and machine that measured it).
+Run on an idle machine:
 
     .venv/bin/python scripts/bench_prefix.py                 # everything (tens of minutes)
     .venv/bin/python scripts/bench_prefix.py --only threads  # one part
@@ -19,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -39,8 +39,12 @@ from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's gtsteer, not an installed one
-DOC = ROOT / "docs" / "BENCHMARKS.md"
-START, END = "<!-- bench_prefix:start -->", "<!-- bench_prefix:end -->"
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
+
+import benchdoc
+
+DOC = benchdoc.DOC
+START, END = benchdoc.markers("bench_prefix")
 CACHE_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
 console = Console(stderr=True)
 
@@ -220,21 +224,6 @@ def bench_threads(prompts: int, max_tokens: int) -> list[dict[str, Any]]:
 # ---- report --------------------------------------------------------------------------------
 
 
-def machine() -> str:
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True, check=False).stdout.strip()
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return (f"Machine: {len(os.sched_getaffinity(0))} CPUs ({cpu}), Python "
-            f"{platform.python_version()}, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
-            f"commit {commit}, load average at the end {load}.")
-
-
 def on_off_table(result: dict[str, Any], goal: float) -> list[str]:
     off, on = result["off"], result["on"]
     speedup = off["wall_s"] / on["wall_s"]
@@ -261,74 +250,110 @@ def args_tokens(row: dict[str, Any]) -> str:
     return f"{row['max_tokens']} new tokens each,"
 
 
-def render(command: str, results: dict[str, Any]) -> str:
-    lines = [START, "## Local model: prompt-prefix reuse and threads", "",
-             f"Command: `{command}`  ", machine(), "",
-             ("Each variant runs in the same process with a fresh response cache and a freshly "
-             "loaded model, off first, then on (the default bound of "
-             "`GTSTEER_LOCAL_PREFIX_CACHE_MB`). Outputs are identical either way "
-             "(tests/test_llm_local_prefix.py)."), ""]
-    if "main" in results:
-        lines += [f"### README main job, cold: `{results['main']['command']}`", "",
-                  *on_off_table(results["main"], 1.4), ""]
-    if "werewolf" in results:
-        lines += [f"### Werewolf bench game ({results['werewolf']['command']})", "",
-                  *on_off_table(results["werewolf"], 1.5), ""]
-    if "threads" in results:
-        first = results["threads"][0]
-        lines += ["### Threads (`GTSTEER_LOCAL_THREADS`), beside a busy process or not", "",
-                  (f"{first['prompts']} distinct prompts of "
-                   f"{first['tokens_requested'] // first['prompts']} tokens, greedy, "
-                   f"{args_tokens(first)} reuse off; \"busy\" = one Python busy loop running "
-                   "beside it. The default is one thread fewer than the usable cores (at "
-                   "least 1)."), "",
-                  "| threads | machine | wall time |", "|---|---|---|"]
-        lines += [f"| {r['threads']} | {'one busy process' if r['busy'] else 'idle'} "
-                  f"| {r['wall_s']:.1f} s |" for r in results["threads"]]
-        lines.append("")
+#: Each part's subsection starts with its heading; a partial run finds the other parts'
+#: subsections by these and keeps them as they were measured.
+HEADINGS = {
+    "main": "### README main job, cold",
+    "werewolf": "### Werewolf bench game",
+    "threads": "### Threads (`GTSTEER_LOCAL_THREADS`), beside a busy process or not",
+}
+PARTS = tuple(HEADINGS)
+INTRO = [
+    "## Local model: prompt-prefix reuse and threads",
+    "",
+    ("Each variant runs in the same process with a fresh response cache and a freshly loaded "
+     "model, off first, then on (the default bound of `GTSTEER_LOCAL_PREFIX_CACHE_MB`). Outputs "
+     "are identical either way (tests/test_llm_local_prefix.py). Each part names the command "
+     "that measured it and when; `--only` reruns some parts and keeps the others as they are."),
+    "",
+]
+
+
+def render_part(part: str, result: Any, command: str, machine: str) -> list[str]:
+    """One part's subsection: heading, the run that measured it, its numbers."""
+    if part == "main":
+        heading = f"{HEADINGS['main']}: `{result['command']}`"
+    elif part == "werewolf":
+        heading = f"{HEADINGS['werewolf']} ({result['command']})"
+    else:
+        heading = HEADINGS["threads"]
+    lines = [heading, "", f"Command: `{command}`  ", f"Machine: {machine}.", ""]
+    if part in ("main", "werewolf"):
+        return lines + on_off_table(result, 1.4 if part == "main" else 1.5)
+    first = result[0]
+    lines += [(f"{first['prompts']} distinct prompts of "
+               f"{first['tokens_requested'] // first['prompts']} tokens, greedy, "
+               f"{args_tokens(first)} reuse off; \"busy\" = one Python busy loop running "
+               "beside it. The default is one thread fewer than the usable cores (at "
+               "least 1)."), "",
+              "| threads | machine | wall time |", "|---|---|---|"]
+    return lines + [f"| {r['threads']} | {'one busy process' if r['busy'] else 'idle'} "
+                    f"| {r['wall_s']:.1f} s |" for r in result]
+
+
+def split_parts(section: str | None) -> dict[str, str]:
+    """The subsections of a written section by part, each from its heading to the next one."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    body = (section or "").replace(START, "").replace(END, "")
+    for line in body.splitlines():
+        if line.startswith(("## ", "### ")):
+            part = next((p for p, h in HEADINGS.items() if line.startswith(h)), None)
+            current = found.setdefault(part, []) if part else None
+        if current is not None:
+            current.append(line)
+    return {part: "\n".join(lines).strip("\n") for part, lines in found.items()}
+
+
+def render(results: dict[str, Any], measured: dict[str, tuple[str, str]],
+           previous: str | None = None) -> str:
+    """The whole section: the parts in `results` new (with their command and machine line from
+    `measured`), every other part as it stands in `previous`."""
+    kept = split_parts(previous)
+    lines = [START, *INTRO]
+    for part in PARTS:
+        if part in results:
+            lines += [*render_part(part, results[part], *measured[part]), ""]
+        elif part in kept:
+            lines += [kept[part], ""]
     lines.append(END)
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str) -> None:
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    DOC.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("main", "werewolf", "threads"), action="append")
+    parser.add_argument("--only", choices=PARTS, action="append",
+                        help="run these parts; the others keep their written subsections")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes (a shrunken main-job config, a 5-player one-day game, "
                              "two prompts per thread variant); prints, never writes")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    parts = args.only or ["main", "werewolf", "threads"]
-    command = "python scripts/bench_prefix.py " + " ".join(argv or sys.argv[1:])
+    parts = args.only or list(PARTS)
+    command = ("python scripts/bench_prefix.py " + " ".join(argv or sys.argv[1:])).strip()
+    commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
     variants: dict[str, str | None] = {"off": "0", "on": None}
     results: dict[str, Any] = {}
+    measured: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         job = main_job_args()
         if args.smoke:
             job = smoke_config(Path(tmp), job)
-        if "main" in parts:
-            results["main"] = bench_main_job(job, variants)
-        if "werewolf" in parts:
-            size = (5, 1, 1) if args.smoke else (7, 2, 3)
-            results["werewolf"] = bench_werewolf(*size, variants)
-        if "threads" in parts:
-            results["threads"] = bench_threads(2 if args.smoke else 12, 4 if args.smoke else 16)
-    section = render(command.strip(), results)
+        for part in (p for p in PARTS if p in parts):
+            if part == "main":
+                results[part] = bench_main_job(job, variants)
+            elif part == "werewolf":
+                size = (5, 1, 1) if args.smoke else (7, 2, 3)
+                results[part] = bench_werewolf(*size, variants)
+            else:
+                results[part] = bench_threads(2 if args.smoke else 12, 4 if args.smoke else 16)
+            measured[part] = (command, benchdoc.machine_line(commit=commit))
+    previous = None if args.smoke else benchdoc.read_section(DOC, START, END)
+    section = render(results, measured, previous)
     print(section)
     if not (args.smoke or args.no_write):
-        write_section(section)
+        benchdoc.write_section(DOC, START, END, section)
         console.log(f"wrote {DOC.relative_to(ROOT)}")
-
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,198 @@
+"""The benchmark scripts' shared doc helpers (scripts/benchdoc.py) and bench_prefix's partial
+runs, on fake numbers: no model is loaded and no benchmark runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+SECTION_SCRIPTS = sorted(p.stem for p in SCRIPTS.glob("bench_*.py")) + ["study_verdict"]
+
+
+def load(name: str) -> ModuleType:
+    """A script loaded by file path, as tests do, with scripts/ not on sys.path beforehand."""
+    while str(SCRIPTS) in sys.path:
+        sys.path.remove(str(SCRIPTS))
+    sys.modules.pop("benchdoc", None)
+    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- benchdoc ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def benchdoc() -> ModuleType:
+    return load("benchdoc")
+
+
+def test_write_section_replaces_only_its_own_section(benchdoc, tmp_path: Path) -> None:
+    doc = tmp_path / "BENCHMARKS.md"
+    a_start, a_end = benchdoc.markers("a")
+    b_start, b_end = benchdoc.markers("b")
+    doc.write_text(f"# Benchmarks\n\n{a_start}\nold a\n{a_end}\n\n{b_start}\nb stays\n{b_end}\n")
+    benchdoc.write_section(doc, a_start, a_end, f"{a_start}\nnew a\n{a_end}\n")
+    assert doc.read_text() == (
+        f"# Benchmarks\n\n{a_start}\nnew a\n{a_end}\n\n{b_start}\nb stays\n{b_end}\n"
+    )
+    assert benchdoc.read_section(doc, a_start, a_end) == f"{a_start}\nnew a\n{a_end}"
+
+
+def test_write_section_appends_or_creates(benchdoc, tmp_path: Path) -> None:
+    doc = tmp_path / "docs" / "BENCHMARKS.md"
+    start, end = benchdoc.markers("x")
+    assert benchdoc.read_section(doc, start, end) is None
+    benchdoc.write_section(doc, start, end, benchdoc.wrap(start, end, "## X\n\nnumbers\n"))
+    assert doc.read_text() == f"# Benchmarks\n\n{start}\n## X\n\nnumbers\n{end}\n"
+    other, other_end = benchdoc.markers("y")
+    benchdoc.write_section(doc, other, other_end, f"{other}\ny\n{other_end}")
+    assert doc.read_text().endswith(f"{end}\n\n{other}\ny\n{other_end}\n")
+
+
+def test_write_section_refuses_a_section_without_its_markers(benchdoc, tmp_path: Path) -> None:
+    start, end = benchdoc.markers("x")
+    with pytest.raises(ValueError, match="x:start"):
+        benchdoc.write_section(tmp_path / "d.md", start, end, "## X without markers")
+    assert not (tmp_path / "d.md").exists()
+
+
+def test_machine_line_names_cpus_python_commit_load(benchdoc) -> None:
+    line = benchdoc.machine_line(commit="abc1234", load_when="at start", note=" (shared)")
+    m = benchdoc.machine()
+    assert line.startswith(f"{m.cpus} CPUs ({m.cpu}), Python {m.python}, ")
+    assert ", commit abc1234, load average at start " in line and line.endswith(" (shared)")
+    assert m.date.endswith(" UTC") and len(m.load) == 3
+
+
+def test_commit_is_this_checkout_head(benchdoc) -> None:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=False).stdout.strip()
+    if not head:
+        pytest.skip("not a git checkout")
+    assert benchdoc.commit() == head
+    assert benchdoc.commit(["no/such/path"]) == head
+
+
+# ---- every script loads both ways --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SECTION_SCRIPTS)
+def test_script_loads_by_path_and_uses_benchdoc(name: str) -> None:
+    module = load(name)
+    assert (module.START, module.END) == module.benchdoc.markers(name)
+    assert not hasattr(module, "write_section")  # the one in benchdoc, no private copy
+
+
+@pytest.mark.parametrize("name", ["bench_prefix", "bench_web"])
+def test_script_runs_from_the_repo_root_and_elsewhere(name: str, tmp_path: Path) -> None:
+    for cwd in (ROOT, tmp_path):
+        done = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--help"], cwd=cwd,
+                              capture_output=True, text=True, check=False, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "usage:" in done.stdout
+
+
+# ---- bench_prefix: a partial run keeps the other parts ---------------------------------------
+
+
+def on_off(wall_off: float, wall_on: float, outcome: str) -> dict[str, Any]:
+    def variant(wall: float, evaluated: int) -> dict[str, Any]:
+        return {"wall_s": wall, "tokens_requested": 1000, "tokens_evaluated": evaluated,
+                "peak_cache_mb": 10.0, "bound_mb": 2048.0, "restores": 3, "evictions": 0,
+                "outcome": outcome, "models": ["tiny.gguf"]}
+
+    return {"off": variant(wall_off, 1000), "on": variant(wall_on, 400)}
+
+
+def fake_results(wall_off: float) -> dict[str, Any]:
+    return {
+        "main": {"command": "gtsteer solve configs/x.yaml --games 1",
+                 **on_off(wall_off, 50.0, "aaa")},
+        "werewolf": {"command": "7 players, --max-days 2 --max-messages 3 --seed 0",
+                     **on_off(wall_off + 1, 20.0, "bbb")},
+        "threads": [{"threads": t, "busy": busy, "wall_s": wall_off + t, "prompts": 12,
+                     "tokens_requested": 12 * 395, "max_tokens": 16}
+                    for busy in (False, True) for t in (1, 2)],
+    }
+
+
+@pytest.fixture
+def prefix() -> ModuleType:
+    return load("bench_prefix")
+
+
+def test_each_part_names_its_command_and_machine(prefix) -> None:
+    full = "python scripts/bench_prefix.py"
+    section = prefix.render(fake_results(100.0), {p: (full, f"M-{p}") for p in prefix.PARTS})
+    parts = prefix.split_parts(section)
+    assert set(parts) == set(prefix.PARTS)
+    for part, text in parts.items():
+        assert text.startswith(prefix.HEADINGS[part])
+        assert f"Command: `{full}`  \nMachine: M-{part}." in text
+    assert "| off | 100.0 s | 1000 | 1000 |" in parts["main"]
+    assert "| 2 | one busy process | 102.0 s |" in parts["threads"]
+
+
+def test_a_partial_run_replaces_its_part_and_keeps_the_others(prefix) -> None:
+    full = "python scripts/bench_prefix.py"
+    before = prefix.render(fake_results(100.0), {p: (full, "old machine") for p in prefix.PARTS})
+    only = "python scripts/bench_prefix.py --only main"
+    new = fake_results(300.0)
+    after = prefix.render({"main": new["main"]}, {"main": (only, "new machine")}, before)
+
+    old_parts, new_parts = prefix.split_parts(before), prefix.split_parts(after)
+    assert new_parts["werewolf"] == old_parts["werewolf"]
+    assert new_parts["threads"] == old_parts["threads"]
+    assert f"Command: `{only}`  \nMachine: new machine." in new_parts["main"]
+    assert "| off | 300.0 s |" in new_parts["main"] and "100.0 s" not in new_parts["main"]
+    assert "old machine" in new_parts["werewolf"] and "old machine" not in new_parts["main"]
+    # parts stay in their order, each once, inside the markers
+    order = [after.index(prefix.HEADINGS[p]) for p in prefix.PARTS]
+    assert order == sorted(order) and after.count("### ") == 3
+    assert after.startswith(prefix.START) and after.rstrip().endswith(prefix.END)
+
+
+def test_main_with_only_rewrites_one_subsection_of_the_doc(
+    prefix, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = tmp_path / "BENCHMARKS.md"
+    full = prefix.render(fake_results(100.0), {p: ("full run", "old") for p in prefix.PARTS})
+    other_start, other_end = prefix.benchdoc.markers("bench_other")
+    doc.write_text(f"# Benchmarks\n\n{full}\n{other_start}\nother\n{other_end}\n")
+    monkeypatch.setattr(prefix, "DOC", doc)
+    monkeypatch.setattr(prefix, "bench_main_job", lambda job, variants: fake_results(7.0)["main"])
+
+    def never(*args: Any) -> None:
+        raise AssertionError("only the main part may run")
+
+    monkeypatch.setattr(prefix, "bench_werewolf", never)
+    monkeypatch.setattr(prefix, "bench_threads", never)
+    prefix.main(["--only", "main"])
+
+    text = doc.read_text()
+    written = prefix.split_parts(prefix.benchdoc.read_section(doc, prefix.START, prefix.END))
+    before = prefix.split_parts(full)
+    assert "Command: `python scripts/bench_prefix.py --only main`" in written["main"]
+    assert "| off | 7.0 s |" in written["main"]
+    assert written["werewolf"] == before["werewolf"] and written["threads"] == before["threads"]
+    assert text.endswith(f"{other_start}\nother\n{other_end}\n")
+
+
+def test_the_written_doc_section_splits_into_all_parts(prefix) -> None:
+    # a partial run finds the other parts by their headings: the doc must still carry them
+    written = prefix.benchdoc.read_section(prefix.DOC, prefix.START, prefix.END)
+    assert written is not None
+    parts = prefix.split_parts(written)
+    assert set(parts) == set(prefix.PARTS)
+    assert all("\nCommand: `" in text and "\nMachine: " in text for text in parts.values())
