@@ -19,7 +19,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -234,12 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         argv if argv is not None else sys.argv[1:]
     )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    with tempfile.TemporaryDirectory(prefix="bench-imitation-") as tmp:
-        old = os.environ.get("GTSTEER_CACHE_DIR")
-        os.environ.setdefault(
-            "GTSTEER_MODEL_DIR", str(Path(old or Path.home() / ".cache" / "gtsteer") / "models")
-        )
-        os.environ["GTSTEER_CACHE_DIR"] = tmp  # fresh response and embedding caches
+    with benchdoc.fresh_cache("bench-imitation-"):  # fresh response and embedding caches
         records, game = fruit_dataset(args.games)
         print(f"dataset: {len(records)} records", flush=True)
         threads = [int(t) for t in args.embed_threads.split(",")]

@@ -21,11 +21,9 @@ import collections
 import contextlib
 import io
 import json
-import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
@@ -38,24 +36,6 @@ START, END = benchdoc.markers("bench_psro")
 ITERATIONS, CANDIDATES = 3, 4
 
 
-@contextlib.contextmanager
-def fresh_cache() -> Iterator[Path]:
-    """A private response cache for the duration of the block (the model dir stays shared)."""
-    old = os.environ.get("GTSTEER_CACHE_DIR")
-    os.environ.setdefault(
-        "GTSTEER_MODEL_DIR", str(Path(old or Path.home() / ".cache" / "gtsteer") / "models")
-    )
-    with tempfile.TemporaryDirectory(prefix="bench-psro-") as tmp:
-        os.environ["GTSTEER_CACHE_DIR"] = tmp
-        try:
-            yield Path(tmp)
-        finally:
-            if old is None:
-                os.environ.pop("GTSTEER_CACHE_DIR", None)
-            else:
-                os.environ["GTSTEER_CACHE_DIR"] = old
-
-
 def gtsteer_run(model: str) -> dict:
     from gtsteer.llm import LLM
     from gtsteer.runs.psro import psro_config
@@ -65,7 +45,7 @@ def gtsteer_run(model: str) -> dict:
     settings = PSROConfig(iterations=ITERATIONS, candidates=CANDIDATES, operator="shotgun",
                           meta_solver="rd", seed=0, stop_when_converged=False)
     runs = []
-    with fresh_cache(), tempfile.TemporaryDirectory() as out:
+    with benchdoc.fresh_cache("bench-psro-"), tempfile.TemporaryDirectory() as out:
         for _ in ("cold", "rerun"):
             start = time.perf_counter()
             summary = psro_config(FRUIT, LLM(model), games=1, settings=settings, out_dir=out)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import os
 import shutil
@@ -30,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
@@ -45,25 +43,6 @@ DEMO_CONFIG = "configs/schedule_meeting_dow.yaml"
 DEMO_COMMAND = f"gtsteer solve {DEMO_CONFIG} --games 1"
 
 
-@contextlib.contextmanager
-def fresh_cache() -> Iterator[Path]:
-    """A private response cache for the duration of the block (the model dir stays shared)."""
-    old = os.environ.get("GTSTEER_CACHE_DIR")
-    os.environ.setdefault(
-        "GTSTEER_MODEL_DIR",
-        str(Path(old or Path.home() / ".cache" / "gtsteer") / "models"),
-    )
-    with tempfile.TemporaryDirectory(prefix="bench-solve-") as tmp:
-        os.environ["GTSTEER_CACHE_DIR"] = tmp
-        try:
-            yield Path(tmp)
-        finally:
-            if old is None:
-                os.environ.pop("GTSTEER_CACHE_DIR", None)
-            else:
-                os.environ["GTSTEER_CACHE_DIR"] = old
-
-
 # ---- 1. LLM calls --------------------------------------------------------------------------
 
 
@@ -71,7 +50,7 @@ def gtsteer_calls(iterations: int) -> dict:
     from gtsteer.llm import LLM
     from gtsteer.runs.solve import solve_config
 
-    with fresh_cache() as cache, tempfile.TemporaryDirectory() as out:
+    with benchdoc.fresh_cache("bench-solve-") as cache, tempfile.TemporaryDirectory() as out:
         first = solve_config(FRUIT, LLM("fake"), games=1, iterations=iterations, out_dir=out,
                              progress=False)  # fmt: skip
         record = json.loads((Path(out) / "games" / "0.json").read_text())
@@ -169,7 +148,7 @@ def cfr_speed(min_seconds: float) -> dict:
     from gtsteer.binding import expand_sync, load_game
     from gtsteer.llm import LLM
 
-    with fresh_cache():
+    with benchdoc.fresh_cache("bench-solve-"):
         game = load_game(FRUIT, llm=LLM("fake"), instance=0)
         expand_sync(game, progress=False)
 
@@ -215,10 +194,12 @@ def main_job() -> dict | str:
     from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
 
     out: dict = {"command": DEMO_COMMAND, "model": DEFAULT_LOCAL_MODEL}
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True, check=False).stdout.strip()  # fmt: skip
-    out["source"] = f"snapshot of the work tree at {head or 'unknown commit'}"
-    with fresh_cache(), tempfile.TemporaryDirectory() as snap, tempfile.TemporaryDirectory() as tmp:
+    out["source"] = f"snapshot of the work tree at {benchdoc.commit()}"
+    with (
+        benchdoc.fresh_cache("bench-solve-"),
+        tempfile.TemporaryDirectory() as snap,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         shutil.copytree(ROOT / "gtsteer", Path(snap) / "gtsteer")
         shutil.copytree(ROOT / "configs", Path(snap) / "configs")
         env = {**os.environ, "PYTHONPATH": snap}

@@ -1,5 +1,5 @@
-"""What every benchmark script shares: its marked section of docs/BENCHMARKS.md and the
-machine line.
+"""What every benchmark script shares: its marked section of docs/BENCHMARKS.md, the machine
+line, a fresh response cache.
 
 Scripts import it as `import benchdoc` after putting their own folder on sys.path (so it loads
 both when a script runs as `python scripts/bench_x.py` and when a test loads one by file path).
@@ -7,11 +7,13 @@ both when a script runs as `python scripts/bench_x.py` and when a test loads one
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import platform
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,3 +113,22 @@ def commit(dirty_paths: Sequence[str] = ()) -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" (uncommitted changes)" if dirty else "")
+
+
+@contextlib.contextmanager
+def fresh_cache(prefix: str) -> Iterator[Path]:
+    """A private, empty GTSTEER_CACHE_DIR for the block (every model call is a real one); the
+    model files stay where they were (GTSTEER_MODEL_DIR pinned to the old cache's models)."""
+    old = os.environ.get("GTSTEER_CACHE_DIR")
+    os.environ.setdefault(
+        "GTSTEER_MODEL_DIR", str(Path(old or Path.home() / ".cache" / "gtsteer") / "models")
+    )
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        os.environ["GTSTEER_CACHE_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("GTSTEER_CACHE_DIR", None)
+            else:
+                os.environ["GTSTEER_CACHE_DIR"] = old

@@ -4,6 +4,7 @@ runs, on fake numbers: no model is loaded and no benchmark runs."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +197,15 @@ def test_the_written_doc_section_splits_into_all_parts(prefix) -> None:
     parts = prefix.split_parts(written)
     assert set(parts) == set(prefix.PARTS)
     assert all("\nCommand: `" in text and "\nMachine: " in text for text in parts.values())
+
+
+def test_fresh_cache_is_private_and_restored(
+    benchdoc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GTSTEER_CACHE_DIR", str(tmp_path / "shared"))
+    monkeypatch.delenv("GTSTEER_MODEL_DIR", raising=False)
+    with benchdoc.fresh_cache("bench-x-") as cache:
+        assert os.environ["GTSTEER_CACHE_DIR"] == str(cache) and cache.is_dir()
+        assert cache.name.startswith("bench-x-") and not any(cache.iterdir())
+        assert os.environ["GTSTEER_MODEL_DIR"] == str(tmp_path / "shared" / "models")
+    assert os.environ["GTSTEER_CACHE_DIR"] == str(tmp_path / "shared") and not cache.exists()
