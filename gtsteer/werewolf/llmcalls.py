@@ -126,6 +126,18 @@ def prompt_text(prompt: str | list[Message]) -> str:
     return prompt if isinstance(prompt, str) else render_messages(prompt)
 
 
+def failed_record(
+    exc: StructuredOutputError, pool: LLMPool, model: str, prompt: str | list[Message], *,
+    bot: str, purpose: str, seed: int,
+) -> CallRecord:
+    """The record of a call whose answer never validated (the caller applies its fallback)."""
+    return CallRecord(
+        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
+        response=exc.last_raw, seed=seed, attempts=exc.attempts,
+        error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
+    )
+
+
 def call_text(
     pool: LLMPool, model: str, prompt: str | list[Message], *, bot: str, purpose: str,
     seed: int, max_tokens: int, temperature: float = 0.8, stop: list[str] | None = None,
@@ -154,12 +166,7 @@ def call_choice(
     try:
         out = llm.choose_sync(prompt, options, seed=seed)
     except StructuredOutputError as exc:
-        rec = CallRecord(
-            bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-            response=exc.last_raw, seed=seed, attempts=exc.attempts,
-            error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
-        )
-        return None, rec
+        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
         response=out.model_dump_json(exclude={"cached"}), seed=seed, cached=out.cached,
@@ -179,12 +186,7 @@ def call_structured(
         out = llm.structured_sync(prompt, schema, seed=seed, temperature=temperature,
                                   max_tokens=max_tokens)
     except StructuredOutputError as exc:
-        rec = CallRecord(
-            bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-            response=exc.last_raw, seed=seed, attempts=exc.attempts,
-            error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
-        )
-        return None, rec
+        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.raw,
         seed=seed, cached=out.cached, attempts=out.attempts,
