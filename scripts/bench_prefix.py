@@ -353,7 +353,8 @@ def main(argv: list[str] | None = None) -> None:
     print(section)
     if not (args.smoke or args.no_write):
         benchdoc.write_section(DOC, START, END, section)
-        console.log(f"wrote {DOC.relative_to(ROOT)}")
+        console.log(f"wrote {DOC}")
+
 
 if __name__ == "__main__":
     main()
