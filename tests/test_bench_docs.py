@@ -23,9 +23,11 @@ def load(name: str) -> ModuleType:
     while str(SCRIPTS) in sys.path:
         sys.path.remove(str(SCRIPTS))
     sys.modules.pop("benchdoc", None)
-    spec = importlib.util.spec_from_file_location(f"script_{name}", SCRIPTS / f"{name}.py")
+    module_name = name if name == "benchdoc" else f"script_{name}"
+    spec = importlib.util.spec_from_file_location(module_name, SCRIPTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
