@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.werewolf.playstyles import STYLE_OPTIONS
+from gtsteer.werewolf.playstyles import options_for
 
 
 def steer_train(
@@ -16,8 +16,8 @@ def steer_train(
     states: int = typer.Option(20, "--states", help="Logged states to solve as playstyle games."),
     samples: int = typer.Option(1, "--samples", help="num_llm_seeds: samples of each message."),
     speakers: int = typer.Option(2, "--speakers", help="Next speakers per game (2..4)."),
-    styles: str = typer.Option(",".join(STYLE_OPTIONS), "--styles",
-                               help="Comma-separated options (playstyles and unsteered)."),
+    styles: str = typer.Option(",".join(options_for("speak")), "--styles",
+                               help="Comma-separated discussion options (playstyles, unsteered)."),
     iterations: int = typer.Option(200, "--iterations", help="CFR+ iterations per state."),
     players: int = typer.Option(7, "--players", "-n", help="Players per logged game."),
     max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),

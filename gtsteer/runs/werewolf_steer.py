@@ -32,7 +32,7 @@ from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
-from gtsteer.werewolf.playstyles import STYLE_OPTIONS
+from gtsteer.werewolf.playstyles import options_for
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import (
@@ -56,7 +56,7 @@ class SteerTrainConfig(BaseModel):
     states: int = Field(20, ge=1)
     num_llm_seeds: int = Field(1, ge=1, le=8)
     max_speakers: int = Field(2, ge=2, le=4)
-    styles: list[str] = Field(default_factory=lambda: list(STYLE_OPTIONS))
+    styles: list[str] = Field(default_factory=lambda: list(options_for("speak")))
     iterations: int = Field(200, ge=1)
     embedder: str | None = None
     train_steps: int = Field(2000, ge=1)

@@ -3,8 +3,9 @@
 Not from the prompt: the prompt opens with ~170 words of rules and ends with the assigned
 style's reminder, so an embedder truncating at 256 word pieces would see the rules, and a
 policy would learn the label. This view is compact and situation-first: role and decision,
-the living and the dead (with revealed roles), every vote, the bot's private knowledge (pack,
-investigations, protections, abductions, pack chat), its own past styles, the last chat lines.
+where the decision sits in the day (turns left, or votes cast before), the living and the dead
+(with revealed roles), every vote, the bot's private knowledge (pack, investigations,
+protections, abductions, pack chat), its own past styles, the last chat lines.
 The playstyle game (`steer_game`) shows players exactly this text, so what is solved and
 distilled is what the live hook reads.
 """
@@ -12,11 +13,11 @@ distilled is what the live hook reads.
 from __future__ import annotations
 
 from gtsteer.werewolf.playstyles import (
-    STYLE_OPTIONS,
     HookInput,
     PastStyle,
     PlaystyleChooser,
     StyleChoice,
+    options_for,
 )
 from gtsteer.werewolf.rules import Role, derive_seed
 from gtsteer.werewolf.state import GameState, Pending
@@ -44,6 +45,33 @@ def style_seed(state: GameState, bot: str) -> int:
 def own_past_styles(state: GameState, bot: str) -> list[PastStyle]:
     return [PastStyle(step=c.step, day=c.day, decision=c.decision, style=c.style)
             for c in state.style_history if c.bot == bot]
+
+
+def turns_left_today(want: Pending) -> int | None:
+    """Discussion turns left today, this one included (None outside discussion turns)."""
+    if want.kind != "speak" or want.turn is None or want.turns_total is None:
+        return None
+    return want.turns_total - want.turn + 1
+
+
+def votes_today(state: GameState) -> list[str]:
+    """Today's votes so far, in order (public: every later voter sees them)."""
+    return [f"{v.voter}>{v.target}" for v in state.votes if v.day == state.day]
+
+
+def vote_position(state: GameState, want: Pending) -> int | None:
+    """A vote's 0-based position: how many votes were cast today before it."""
+    return len(votes_today(state)) if want.kind == "vote" else None
+
+
+def _pace(state: GameState, want: Pending) -> list[str]:
+    """One short line on where this decision sits in the day (none for other kinds)."""
+    left, position = turns_left_today(want), vote_position(state, want)
+    if left is not None:
+        return [f"Turns left today: {left}, this one included."]
+    if position is not None:
+        return [f"Votes cast before yours today: {position}."]
+    return []
 
 
 def _short(text: str) -> str:
@@ -96,6 +124,7 @@ def hook_text(state: GameState, bot: str, want: Pending, past: list[PastStyle]) 
     lines = [
         (f"{me.role.value} ({team_of(me.role)}) deciding {decision_name(want)}, "
          f"day {state.day} {state.phase}. You are {bot}."),
+        *_pace(state, want),
         f"Living ({len(living)}): {', '.join(living)}.",
         f"Dead: {'; '.join(dead) or 'none'}.",
         *_votes(state),
@@ -117,7 +146,9 @@ def hook_input(state: GameState, bot: str, want: Pending) -> HookInput:
         bot=bot, role=me.role.value, team=team_of(me.role), model=me.model,
         game_id=state.game_id, step=state.step, day=state.day, phase=state.phase,
         decision=decision_name(want), seed=style_seed(state, bot),
-        assigned_playstyle=me.playstyle, past_styles=past, living=state.living(),
+        assigned_playstyle=me.playstyle, options=list(options_for(want.kind)),
+        turns_left_today=turns_left_today(want), vote_position=vote_position(state, want),
+        votes_today=votes_today(state), past_styles=past, living=state.living(),
         dead={p.name: p.role.value for p in state.players if not p.alive},
         legal_targets=list(want.legal_targets),
         pack=[w for w in state.wolves() if w != bot] if me.role is Role.WEREWOLF else [],
@@ -128,16 +159,31 @@ def hook_input(state: GameState, bot: str, want: Pending) -> HookInput:
 def choose_style(
     state: GameState, bot: str, want: Pending, chooser: PlaystyleChooser
 ) -> tuple[HookInput, StyleChoice]:
-    """Ask the chooser; validate its answer; stamp who, when and which seed."""
+    """Ask the chooser; validate its answer; stamp who, when and which seed.
+
+    A decision with a single option (notes, night actions) never consults the chooser: its
+    choice is that option with probability 1, stored like every other."""
     info = hook_input(state, bot, want)
-    answer = chooser.choose(info)
-    choice = StyleChoice(style=answer, probs={answer: 1.0}) if isinstance(answer, str) else answer
-    unknown = sorted({choice.style, *choice.probs} - set(STYLE_OPTIONS))
-    if unknown:
-        raise ValueError(f"PlaystyleChooser returned unknown playstyle {unknown[0]!r}; "
-                         f"options: {list(STYLE_OPTIONS)}")
-    if choice.probs.get(choice.style, 0.0) <= 0.0:
-        raise ValueError(f"PlaystyleChooser drew {choice.style!r}, which has probability 0 in "
-                         f"its distribution {choice.probs}")
+    if len(info.options) == 1:
+        only = info.options[0]
+        choice = StyleChoice(style=only, probs={only: 1.0})
+    else:
+        answer = chooser.choose(info)
+        choice = (StyleChoice(style=answer, probs={answer: 1.0}) if isinstance(answer, str)
+                  else answer)
+        check_answer(info, choice)
     return info, choice.model_copy(update={"bot": bot, "step": state.step, "day": state.day,
                                            "decision": info.decision, "seed": info.seed})
+
+
+def check_answer(info: HookInput, choice: StyleChoice) -> None:
+    """The chooser's style and every name in its distribution must be among `info.options`,
+    and the drawn style must have positive probability; else a `ValueError` naming both."""
+    where = f"{info.bot}'s {info.decision} decision at step {info.step}"
+    illegal = [n for n in dict.fromkeys([choice.style, *choice.probs]) if n not in info.options]
+    if illegal:
+        raise ValueError(f"PlaystyleChooser answered {illegal[0]!r} for {where}, which is not "
+                         f"an allowed option; allowed options: {info.options}")
+    if choice.probs.get(choice.style, 0.0) <= 0.0:
+        raise ValueError(f"PlaystyleChooser drew {choice.style!r} for {where}, which has "
+                         f"probability 0 in its distribution {choice.probs}")

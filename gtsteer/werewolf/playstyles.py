@@ -2,9 +2,11 @@
 
 The hook is where a trained policy plugs in: `PlaystyleChooser.choose(info)` sees a compact,
 situation-first `HookInput` (never the rules, never a reminder; see `hook_view`) with the bot's
-own past choices and a decision seed, and returns a distribution and the style drawn from it
-(or `unsteered`: no style sentence at all). Both are stored with the decision, so logs double
-as training data, and a chooser is a pure function of its input.
+own past choices and a decision seed, and returns a distribution over the decision's options
+(`DECISION_OPTIONS`: every style and `unsteered` for speech and votes, `unsteered` alone for
+notes and night actions) and the style drawn from it (`unsteered`: no style sentence at all).
+Both are stored with the decision, so logs double as training data, and a chooser is a pure
+function of its input.
 """
 
 from __future__ import annotations
@@ -80,6 +82,38 @@ UNSTEERED = "unsteered"
 #: Everything a chooser may answer, in action order (the playstyle game uses the same order).
 STYLE_OPTIONS: tuple[str, ...] = (*PLAYSTYLE_NAMES, UNSTEERED)
 
+#: The options the hook offers, per decision kind (`Pending.kind`; the router is never steered).
+#: - speech (public discussion and intro, pack chat) and votes: every style and `unsteered`;
+#:   the style sentences are about what to say and how to vote;
+#: - summary (JSON notes): `unsteered` only; a speech style makes no sense for notes;
+#: - night actions: `unsteered` only. No style sentence says whom to kill, protect, investigate
+#:   or abduct; the playstyle game solves discussion turns only, so a distilled policy never saw
+#:   a night state; and the reference applies styles to intro, discussion and votes only.
+#: A decision with one option never consults the chooser (see `hook_view.choose_style`).
+DECISION_OPTIONS: dict[str, tuple[str, ...]] = {
+    "speak": STYLE_OPTIONS,
+    "pack_chat": STYLE_OPTIONS,
+    "vote": STYLE_OPTIONS,
+    "night": (UNSTEERED,),
+    "summary": (UNSTEERED,),
+}
+
+
+def options_for(kind: str) -> tuple[str, ...]:
+    """The styles a chooser may answer at a decision of this kind (see `DECISION_OPTIONS`)."""
+    if kind not in DECISION_OPTIONS:
+        raise ValueError(f"decision kind {kind!r} has no playstyle options "
+                         f"(steered kinds: {list(DECISION_OPTIONS)})")
+    return DECISION_OPTIONS[kind]
+
+
+def legal_style(style: str, options: list[str] | tuple[str, ...]) -> str:
+    """`style` when the decision allows it; else `unsteered` when allowed; else the first
+    option. The built-in choosers fall back this way instead of answering an illegal style."""
+    if style in options:
+        return style
+    return UNSTEERED if UNSTEERED in options else options[0]
+
 
 class PastStyle(BaseModel):
     """One of the bot's own earlier playstyle choices (its own past actions, as in CFR)."""
@@ -110,7 +144,14 @@ class HookInput(BaseModel):
     #: the same draw.
     seed: int
     assigned_playstyle: str
+    #: What the chooser may answer at this decision (`options_for(kind)`).
     options: list[str] = Field(default_factory=lambda: list(STYLE_OPTIONS))
+    #: Discussion decisions: turns left today, this one included (None for other decisions).
+    turns_left_today: int | None = None
+    #: Vote decisions: votes already cast today before this one, 0-based (None otherwise).
+    vote_position: int | None = None
+    #: Today's votes so far, in order, as "voter>target" (public).
+    votes_today: list[str] = Field(default_factory=list)
     past_styles: list[PastStyle] = Field(default_factory=list)
     living: list[str] = Field(default_factory=list)
     dead: dict[str, str] = Field(default_factory=dict)
@@ -158,24 +199,29 @@ class PlaystyleChooser(Protocol):
     A chooser must be a pure function of its `HookInput`: one chooser instance serves every bot
     of a game, so anything it remembered between calls would carry one bot's private
     information into another bot's decision (a leak channel), and would break replay. Sample
-    with `info.seed` only. Returning a plain style name means a point mass on it."""
+    with `info.seed` only. Answer within `info.options` only (style and every probability);
+    anything else is a `ValueError`. Returning a plain style name means a point mass on it."""
 
     def choose(self, info: HookInput) -> StyleChoice | str:
         ...
 
 
 class AssignedPlaystyle:
-    """The default chooser: always the bot's assigned playstyle."""
+    """The default chooser: the bot's assigned playstyle (`legal_style`'s fallback where the
+    decision does not allow it)."""
 
     def choose(self, info: HookInput) -> StyleChoice:
-        return StyleChoice(style=info.assigned_playstyle, probs={info.assigned_playstyle: 1.0})
+        style = legal_style(info.assigned_playstyle, info.options)
+        return StyleChoice(style=style, probs={style: 1.0})
 
 
 class UniformPlaystyle:
-    """A baseline: each decision draws uniformly from the six playstyles (not `unsteered`)."""
+    """A baseline: each decision draws uniformly from the playstyles it allows (`unsteered`
+    only when it is the sole option)."""
 
     def choose(self, info: HookInput) -> StyleChoice:
-        probs = {name: 1.0 / len(PLAYSTYLE_NAMES) for name in PLAYSTYLE_NAMES}
+        names = [o for o in info.options if o != UNSTEERED] or list(info.options)
+        probs = {name: 1.0 / len(names) for name in names}
         return StyleChoice(style=sample_style(probs, info.seed), probs=probs)
 
 
@@ -188,11 +234,15 @@ class FixedPlaystyle:
         self.style = style
 
     def choose(self, info: HookInput) -> StyleChoice:
-        return StyleChoice(style=self.style, probs={self.style: 1.0})
+        style = legal_style(self.style, info.options)  # falls back where not allowed
+        return StyleChoice(style=style, probs={style: 1.0})
 
 
 class TeamChooser:
-    """Steer one team (or both) with `steered`; everyone else keeps `baseline`'s choice."""
+    """Steer one team (or both) with `steered`; everyone else keeps `baseline`'s choice.
+
+    It only delegates, so its answer is legal whenever the two choosers' answers are (the
+    built-in ones always are)."""
 
     def __init__(self, steered: PlaystyleChooser, team: str,
                  baseline: PlaystyleChooser | None = None):

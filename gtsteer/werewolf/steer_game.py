@@ -33,7 +33,7 @@ from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.hook_view import hook_text, own_past_styles
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
-from gtsteer.werewolf.playstyles import STYLE_OPTIONS, FixedPlaystyle
+from gtsteer.werewolf.playstyles import FixedPlaystyle, options_for
 from gtsteer.werewolf.rules import Role, derive_seed
 from gtsteer.werewolf.state import GameState, Pending
 
@@ -62,17 +62,22 @@ class NodeTables:
     prediction_calls: int = 0
 
 
+#: The game solves discussion turns, so its actions are a discussion decision's hook options.
+DISCUSSION_OPTIONS: tuple[str, ...] = options_for("speak")
+
+
 class PlaystyleGameConfig(BaseModel):
     num_llm_seeds: int = Field(1, ge=1, le=8)
     max_speakers: int = Field(2, ge=2, le=4)
-    styles: list[str] = Field(default_factory=lambda: list(STYLE_OPTIONS))
+    styles: list[str] = Field(default_factory=lambda: list(DISCUSSION_OPTIONS))
 
     @field_validator("styles")
     @classmethod
     def _known_styles(cls, v: list[str]) -> list[str]:
-        unknown = [s for s in v if s not in STYLE_OPTIONS]
+        unknown = [s for s in v if s not in DISCUSSION_OPTIONS]
         if unknown or len(v) < 2 or len(set(v)) != len(v):
-            raise ValueError(f"styles: need 2+ distinct options of {list(STYLE_OPTIONS)}, got {v}")
+            raise ValueError(f"styles: need 2+ distinct options of {list(DISCUSSION_OPTIONS)}, "
+                             f"got {v}")
         return v
 
 
@@ -143,6 +148,9 @@ class PlaystyleGame(pyspiel.Game):
         root.phase, root.queue = "discussion", list(self.speakers)
         root.config.max_messages_per_day = root.turns_today + len(self.speakers) + 1
         self.root = root
+        #: The logged day's real turn limit: speakers and their views are told this one (the
+        #: root's raised cap only lets every speaker talk).
+        self.turn_limit = state.turn_limit()
         self.teams = ["werewolves" if wolf_side(root, n) else "village" for n in self.speakers]
         self.zero_sum = self.teams.count("village") == self.teams.count("werewolves")
         self.predictor = root.router_model
@@ -204,6 +212,13 @@ class PlaystyleGame(pyspiel.Game):
 
     # ---- node contents --------------------------------------------------------------------
 
+    def speak_pending(self, state: GameState, bot: str) -> Pending:
+        """`bot`'s discussion turn as live play poses it: this turn's number and the logged
+        day's turn limit (never below this turn, where the continuation runs past the cap)."""
+        turn = state.turns_today + 1
+        return Pending(kind="speak", actor=bot, turn=turn,
+                       turns_total=max(self.turn_limit, turn))
+
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
                       style: str) -> GameState:
         """The engine state after `speaker`'s sampled message (sample = history[-1])."""
@@ -213,7 +228,7 @@ class PlaystyleGame(pyspiel.Game):
             # Sample 0 is exactly the live decision; others vary only the message seed.
             draw = state if sample == 0 else state.model_copy(
                 update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
-            want = Pending(kind="speak", actor=speaker)
+            want = self.speak_pending(state, speaker)
             decision, records = bot_decision(draw, want, self.pool, FixedPlaystyle(style))
             self.tables.calls.extend(records)
             messages[history] = step(state, decision)
@@ -330,7 +345,7 @@ class PlaystyleState(pyspiel.State):
         game = self._game
         bot = game.speakers[player]
         past = own_past_styles(self.ww, bot)
-        text = hook_text(self.ww, bot, Pending(kind="speak", actor=bot), past)
+        text = hook_text(self.ww, bot, game.speak_pending(self.ww, bot), past)
         if self._turn == player and self._pending is not None:
             text += f"\n[chosen: {self.chosen[player]}]"
         return text

@@ -2,8 +2,9 @@
 picks each steered bot's playstyle from the hook's text view.
 
 One policy serves both teams: the role and team open the hook text, so the embedder sees them.
-The style is drawn from the policy's distribution with the decision seed, so a game replays
-and resumes with the same draws (and its LLM calls hit the cache). The only import of
+The policy's distribution is restricted (masked and renormalised) to the decision's options,
+then the style is drawn from it with the decision seed, so a game replays and resumes with the
+same draws (and its LLM calls hit the cache). The only import of
 `gtsteer.imitation` in the Werewolf package lives here (DESIGN.md: steering only).
 """
 
@@ -12,7 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from gtsteer.imitation.policy import DistilledPolicy, PolicyError, TextEmbedder
-from gtsteer.werewolf.playstyles import STYLE_OPTIONS, HookInput, StyleChoice, sample_style
+from gtsteer.werewolf.playstyles import (
+    STYLE_OPTIONS,
+    HookInput,
+    StyleChoice,
+    legal_style,
+    sample_style,
+)
 
 #: The policy's directory inside a `steer-train` output folder.
 POLICY_DIR = "policy"
@@ -40,5 +47,9 @@ class DistilledPlaystyleChooser:
         return cls(DistilledPolicy.load(path, embedder))
 
     def choose(self, info: HookInput) -> StyleChoice:
-        probs = self.policy.probs(info.text)
+        allowed = [o for o in info.options if o in self.policy.actions]
+        if not allowed:  # the policy knows none of this decision's options
+            style = legal_style("", info.options)
+            return StyleChoice(style=style, probs={style: 1.0})
+        probs = self.policy.probs(info.text, actions=allowed)  # masked and renormalised
         return StyleChoice(style=sample_style(probs, info.seed), probs=probs)
