@@ -156,13 +156,15 @@ def test_playstyle_hook_is_asked_and_recorded(tmp_path):
     assert first.text and first.bot in first.text and first.legal_targets == []
     assert first.assigned_playstyle in PLAYSTYLE_NAMES
     decisions = [d for d in store.steps("h") if d.kind != "route"]
-    assert all(d.playstyle == "trickster" and d.info_state for d in decisions)
-    assert all(d.info_state["bot"] == d.actor for d in decisions)
+    steered = [d for d in decisions if d.kind in ("speak", "vote", "pack_chat")]
+    assert steered and all(d.playstyle == "trickster" for d in steered)
+    # notes and night actions offer only "unsteered": the chooser is not asked
+    assert all(d.playstyle == "unsteered" for d in decisions if d not in steered)
+    assert all(d.info_state and d.info_state["bot"] == d.actor for d in decisions)
     # every request that reads the playstyle carries the chosen one; the follow-up that only
-    # scores the options after the bot's own sentence carries none
+    # scores the options after the bot's own sentence carries none, and so do unsteered ones
     calls = [c for c in store.calls("h") if c.bot != "(router)"]
-    styled = [c for c in calls if c.purpose in ("speak", "summary", "pack_chat")
-              or c.purpose.endswith(":reason")]
+    styled = [c for c in calls if c.purpose in ("speak", "pack_chat", "vote:reason")]
     assert styled and all("Your playstyle now (trickster)" in c.prompt for c in styled)
     assert all("Your playstyle now" not in c.prompt for c in calls if c not in styled)
     assert all("Your playstyle now" not in i.text for i in chooser.seen)

@@ -18,19 +18,23 @@ from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.hook_view import hook_input
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
+    DECISION_OPTIONS,
     PLAYSTYLE_NAMES,
     PLAYSTYLES,
     STYLE_OPTIONS,
     UNSTEERED,
+    AssignedPlaystyle,
     FixedPlaystyle,
     HookInput,
     StyleChoice,
     UniformPlaystyle,
     describe,
+    options_for,
 )
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameState, Pending
 from gtsteer.werewolf.steer_game import (
+    DISCUSSION_OPTIONS,
     PlaystyleGame,
     PlaystyleGameConfig,
     PlaystyleGameError,
@@ -139,13 +143,16 @@ def test_choices_and_probabilities_are_in_the_database(tmp_path):
     GameRunner(store, chooser=UniformPlaystyle()).run(state)
     conn = sqlite3.connect(tmp_path / "db.sqlite")
     rows = conn.execute(
-        "SELECT actor, playstyle, json_extract(decision, '$.style_choice'), info_state "
+        "SELECT kind, actor, playstyle, json_extract(decision, '$.style_choice'), info_state "
         "FROM steps WHERE kind != 'route' ORDER BY step").fetchall()
-    assert rows
-    for actor, style, choice, info in rows:
+    assert {r[0] for r in rows} >= {"speak", "vote", "night"}
+    for kind, actor, style, choice, info in rows:
         choice = json.loads(choice)
         assert choice["style"] == style and choice["bot"] == actor
-        assert choice["probs"] == pytest.approx({n: 1 / 6 for n in PLAYSTYLE_NAMES})
+        if kind in ("speak", "vote", "pack_chat"):
+            assert choice["probs"] == pytest.approx({n: 1 / 6 for n in PLAYSTYLE_NAMES})
+        else:  # one option: no draw, a point mass on it
+            assert choice["probs"] == {UNSTEERED: 1.0} and style == UNSTEERED
         assert json.loads(info)["seed"] == choice["seed"]
 
 
@@ -171,6 +178,161 @@ def test_a_bad_chooser_answer_is_a_clear_error(tmp_path):
     state = create_game(store, n_players=5, seed=1, game_id="z", max_days=1)
     with pytest.raises(ValueError, match="probability 0"):
         GameRunner(store, chooser=Zero()).run(state)
+
+
+# ---- 1b. options per decision kind, and where the decision sits in the day ------------------
+
+
+def game_decisions(store: GameStore, game_id: str, **kw) -> list[tuple[GameState, Pending]]:
+    """Every (state before, pending) of a finished game, in order."""
+    seen: list[tuple[GameState, Pending]] = []
+
+    def grab(before: GameState, _after, _d) -> None:
+        seen.append((before, pending(before)))
+
+    GameRunner(store, on_step=grab).run(create_game(store, game_id=game_id, **kw))
+    return seen
+
+
+def test_options_depend_on_the_decision_kind(tmp_path):
+    assert options_for("speak") == options_for("pack_chat") == options_for("vote") == (
+        STYLE_OPTIONS)
+    assert options_for("night") == options_for("summary") == (UNSTEERED,)
+    with pytest.raises(ValueError, match="'route' has no playstyle options"):
+        options_for("route")
+    decisions = game_decisions(GameStore(tmp_path / "o.sqlite"), "o", n_players=7, seed=3,
+                               max_days=2, max_messages_per_day=2)
+    kinds = set()
+    for before, want in decisions:
+        if want.kind == "route":
+            continue
+        kinds.add(want.kind)
+        info = hook_input(before, want.actor, want)
+        expected = [UNSTEERED] if want.kind in ("night", "summary") else list(STYLE_OPTIONS)
+        assert info.options == expected, (want.kind, info.options)
+    assert kinds == set(DECISION_OPTIONS)  # every kind of the table came up
+
+
+def test_single_option_decisions_skip_the_chooser_and_are_stored(tmp_path):
+    store = GameStore(tmp_path / "s.sqlite")
+    rec = Recorder()
+    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=3, game_id="s",
+                                                   max_days=2, max_messages_per_day=2))
+    asked = {i.decision.split(":")[0] for i in rec.seen}
+    assert asked == {"speak", "vote", "pack_chat"}
+    conn = sqlite3.connect(tmp_path / "s.sqlite")
+    rows = conn.execute(
+        "SELECT kind, step, actor, playstyle, json_extract(decision, '$.style_choice'), "
+        "info_state FROM steps WHERE kind IN ('night', 'summary') ORDER BY step").fetchall()
+    assert {r[0] for r in rows} == {"night", "summary"}
+    for _kind, step_no, actor, style, choice, info in rows:
+        choice, info = json.loads(choice), json.loads(info)
+        assert style == UNSTEERED and choice["probs"] == {UNSTEERED: 1.0}
+        assert choice["bot"] == actor and choice["step"] == step_no == info["step"]
+        assert choice["seed"] == info["seed"] and info["options"] == [UNSTEERED]
+    consulted = conn.execute("SELECT COUNT(*) FROM steps WHERE kind IN "
+                             "('speak', 'vote', 'pack_chat')").fetchone()[0]
+    assert consulted == len(rec.seen)
+
+
+def test_a_chooser_answer_outside_the_options_is_refused(tmp_path, monkeypatch):
+    from gtsteer.werewolf import playstyles
+
+    monkeypatch.setitem(playstyles.DECISION_OPTIONS, "vote", ("balanced", UNSTEERED))
+
+    class Answer:
+        def __init__(self, choice):
+            self.choice = choice
+
+        def choose(self, info):
+            return self.choice if info.decision == "vote" else "balanced"
+
+    for answer, bad in [("trickster", "trickster"),
+                        (StyleChoice(style="balanced", probs={"balanced": 0.5,
+                                                              "quiet_observer": 0.5}),
+                         "quiet_observer")]:
+        store = GameStore(tmp_path / f"x{bad}.sqlite")
+        state = create_game(store, n_players=5, seed=1, game_id="x", max_days=1,
+                            max_messages_per_day=1)
+        with pytest.raises(ValueError) as err:
+            GameRunner(store, chooser=Answer(answer)).run(state)
+        msg = str(err.value)
+        assert f"answered {bad!r}" in msg and "vote decision" in msg
+        assert "allowed options: ['balanced', 'unsteered']" in msg
+
+
+def test_built_in_choosers_answer_only_allowed_options():
+    narrow = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
+                       step=3, day=1, phase="vote", decision="vote", seed=5,
+                       assigned_playstyle="trickster", options=["balanced", UNSTEERED])
+    no_unsteered = narrow.model_copy(update={"options": ["quiet_observer", "balanced"]})
+    assert AssignedPlaystyle().choose(narrow).style == UNSTEERED
+    assert FixedPlaystyle("trickster").choose(narrow).style == UNSTEERED
+    assert FixedPlaystyle("trickster").choose(no_unsteered).style == "quiet_observer"
+    assert FixedPlaystyle("balanced").choose(narrow).probs == {"balanced": 1.0}
+    draws = [UniformPlaystyle().choose(no_unsteered.model_copy(update={"seed": s}))
+             for s in range(30)]
+    assert {d.style for d in draws} == {"quiet_observer", "balanced"}
+    assert draws[0].probs == {"quiet_observer": 0.5, "balanced": 0.5}
+
+
+def tiny_style_policy(actions: tuple[str, ...] = STYLE_OPTIONS):
+    """A small DistilledPolicy over `actions`, trained to favour trickster."""
+    from gtsteer.imitation.dataset import DecisionRecord
+    from gtsteer.imitation.train import TrainConfig, train_policy
+
+    target = [0.9 if o == "trickster" else 0.1 / (len(actions) - 1) for o in actions]
+    records = [DecisionRecord(text=f"villager (village) deciding vote, day {d}", weight=1.0,
+                              actions=list(actions), target=target, instance=d, player=0)
+               for d in range(4)]
+    policy, _ = train_policy(records, hash_embedder(), TrainConfig(steps=40, holdout=0.0,
+                                                                  hidden=(16,)))
+    return policy
+
+
+def test_distilled_chooser_draws_only_allowed_options():
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+    policy = tiny_style_policy()
+    chooser = DistilledPlaystyleChooser(policy)
+    text = "villager (village) deciding vote, day 1"
+    full = policy.probs(text)
+    assert max(full, key=full.get) == "trickster"  # the masked option carries the most mass
+    allowed = ["balanced", "quiet_observer", UNSTEERED]
+    info = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
+                     step=1, day=1, phase="vote", decision="vote", seed=0,
+                     assigned_playstyle="balanced", options=allowed, text=text)
+    draws = [chooser.choose(info.model_copy(update={"seed": s})) for s in range(60)]
+    assert {d.style for d in draws} <= set(allowed) and len({d.style for d in draws}) > 1
+    probs = draws[0].probs
+    assert list(probs) == allowed and sum(probs.values()) == pytest.approx(1.0)
+    mass = sum(full[o] for o in allowed)
+    assert probs == pytest.approx({o: full[o] / mass for o in allowed})  # renormalised
+    # None of the policy's options allowed here: the fallback is legal.
+    narrower = DistilledPlaystyleChooser(tiny_style_policy(("trickster", "balanced")))
+    narrow = narrower.choose(info.model_copy(update={"options": ["quiet_observer", UNSTEERED]}))
+    assert narrow.style == UNSTEERED and narrow.probs == {UNSTEERED: 1.0}
+
+
+def test_turns_left_and_vote_position_at_known_points(tmp_path):
+    store = GameStore(tmp_path / "t.sqlite")
+    rec = Recorder()
+    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=4, game_id="t",
+                                                   max_days=1, max_messages_per_day=4))
+    talk = [i for i in rec.seen if i.decision == "speak" and i.phase == "discussion"]
+    assert [i.turns_left_today for i in talk] == [4, 3, 2, 1]
+    assert talk[0].text.splitlines()[1] == "Turns left today: 4, this one included."
+    intro = [i for i in rec.seen if i.phase == "intro"]
+    assert intro and all(i.turns_left_today is None and i.vote_position is None for i in intro)
+    votes = [i for i in rec.seen if i.decision == "vote"]
+    assert [i.vote_position for i in votes] == list(range(len(votes))) and len(votes) >= 5
+    assert votes[0].votes_today == [] and all(i.turns_left_today is None for i in votes)
+    final = store.load("t")
+    first = next(v for v in final.votes if v.day == 1)
+    assert votes[1].votes_today == [f"{first.voter}>{first.target}"]
+    assert votes[1].text.splitlines()[1] == "Votes cast before yours today: 1."
+    others = [i for i in rec.seen if i.decision == "pack_chat"]
+    assert all(i.turns_left_today is None and i.vote_position is None for i in others)
 
 
 # ---- 2. replay and resume ------------------------------------------------------------------
@@ -219,14 +381,20 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     s = game.new_initial_state()
     s.apply_action(1)
     s.apply_action(0)
-    live, _ = bot_decision(game.root, Pending(kind="speak", actor=game.speakers[0]), LLMPool(),
-                           FixedPlaystyle("balanced"))
+    live, _ = bot_decision(game.root, game.speak_pending(game.root, game.speakers[0]),
+                           LLMPool(), FixedPlaystyle("balanced"))
     assert s.ww.messages[-1].text == live.text
-    # Players read the live hook's text at their turn.
+    # Players read the live hook's text at their turn, with the logged day's turns left.
     view = s.information_state_string(1)
     expected = hook_input(s.ww, game.speakers[1],
-                          Pending(kind="speak", actor=game.speakers[1])).text
+                          game.speak_pending(s.ww, game.speakers[1])).text
     assert view == expected and live.text[:40] in view
+    first = root.model_copy(update={"queue": [game.speakers[0]]})
+    live_first = hook_input(first, game.speakers[0], pending(first))
+    assert live_first.turns_left_today == root.turn_limit() - root.turns_today
+    assert game.new_initial_state().information_state_string(0) == live_first.text
+    # The game's actions are exactly a discussion decision's hook options.
+    assert PlaystyleGameConfig().styles == list(DISCUSSION_OPTIONS) == live_first.options
     # Returns: the village gets P(wolf out) - P(village-side out), the wolves the negative.
     while not s.is_terminal():
         s.apply_action(0)
@@ -278,10 +446,12 @@ def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
     store = GameStore(db)
     final = store.load("s")
     wolves = set(final.wolves())
-    steered = [c for c in final.style_history if c.bot in wolves]
-    static = [c for c in final.style_history if c.bot not in wolves]
+    multi = [c for c in final.style_history if len(options_for(c.decision.split(":")[0])) > 1]
+    steered = [c for c in multi if c.bot in wolves]
+    static = [c for c in multi if c.bot not in wolves]
     assert steered and all(set(c.probs) == set(STYLE_OPTIONS) for c in steered)
     assert all(c.probs == {final.player(c.bot).playstyle: 1.0} for c in static)
+    assert all(c.probs == {UNSTEERED: 1.0} for c in final.style_history if c not in multi)
     res = cli.invoke(app, ["werewolf", "evaluate", "--games", "2", "--llm", "fake", "--steer",
                            str(out), "--out", str(tmp_path / "eval"), "--max-days", "1",
                            "--max-messages", "2", "--players", "5"])
