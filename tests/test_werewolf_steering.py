@@ -216,7 +216,7 @@ def test_options_depend_on_the_decision_kind(tmp_path):
 def test_single_option_decisions_skip_the_chooser_and_are_stored(tmp_path):
     store = GameStore(tmp_path / "s.sqlite")
     rec = Recorder()
-    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=3, game_id="s",
+    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=4, game_id="s",
                                                    max_days=2, max_messages_per_day=2))
     asked = {i.decision.split(":")[0] for i in rec.seen}
     assert asked == {"speak", "vote", "pack_chat"}
@@ -228,7 +228,8 @@ def test_single_option_decisions_skip_the_chooser_and_are_stored(tmp_path):
     for _kind, step_no, actor, style, choice, info in rows:
         choice, info = json.loads(choice), json.loads(info)
         assert style == UNSTEERED and choice["probs"] == {UNSTEERED: 1.0}
-        assert choice["bot"] == actor and choice["step"] == step_no == info["step"]
+        # the steps row is keyed by the step after the decision; the choice by the one before
+        assert choice["bot"] == actor and choice["step"] == info["step"] == step_no - 1
         assert choice["seed"] == info["seed"] and info["options"] == [UNSTEERED]
     consulted = conn.execute("SELECT COUNT(*) FROM steps WHERE kind IN "
                              "('speak', 'vote', 'pack_chat')").fetchone()[0]
