@@ -5,7 +5,9 @@ assertive / submissive / any, 2 LLM samples, 1 reply each), 3 PSRO iterations, s
 oracle with K = 4 candidates.
 
 1. gtsteer: `psro_config` on `configs/trade_fruit_tone.yaml` with a fresh response cache,
-   then the same run again (cache warm): new LLM calls and wall time per iteration.
+   then the same run again (cache warm): new LLM calls and wall time per iteration. Twice:
+   with an oracle for every player (gtsteer's default), and with an oracle for player 0 only
+   (`oracle_players=[0]`, the reference's work), each with its own fresh cache.
 2. Reference: OpenSpiel's `examples/chat_game_psro_example.py` flow (its `PSRO` class on
    `config_trade_fruit_w_tone`, its default 10 simulation trials per payoff entry), with its
    `MockLLM.generate_response`/`generate_bool` wrapped by a counter (as bench_solve does).
@@ -36,14 +38,15 @@ START, END = benchdoc.markers("bench_psro")
 ITERATIONS, CANDIDATES = 3, 4
 
 
-def gtsteer_run(model: str) -> dict:
+def gtsteer_run(model: str, oracle_players: list[int] | None = None) -> dict:
     from gtsteer.llm import LLM
     from gtsteer.runs.psro import psro_config
     from gtsteer.solvers.psro import PSROConfig
 
     # All iterations run even when one adds nothing (the reference always runs all of them).
     settings = PSROConfig(iterations=ITERATIONS, candidates=CANDIDATES, operator="shotgun",
-                          meta_solver="rd", seed=0, stop_when_converged=False)
+                          meta_solver="rd", seed=0, stop_when_converged=False,
+                          oracle_players=oracle_players)
     runs = []
     with benchdoc.fresh_cache("bench-psro-"), tempfile.TemporaryDirectory() as out:
         for _ in ("cold", "rerun"):
@@ -127,7 +130,8 @@ def reference_run() -> dict:
     }
 
 
-def render(ours: dict, ref: dict, command: str) -> str:
+def render(ours: dict, solo: dict, ref: dict, command: str) -> str:
+    """`ours`: an oracle for every player; `solo`: for player 0 only, as the reference."""
     lines = [
         START,
         "## `gtsteer psro`: LLM calls per iteration",
@@ -137,43 +141,50 @@ def render(ours: dict, ref: dict, command: str) -> str:
         (
             "Fruit trading with tones (4 tones, 2 LLM samples, 1 reply each, on both sides), "
             f"{ITERATIONS} iterations, shotgun oracle with K = {CANDIDATES}. gtsteer: model "
-            f"`{ours['model']}`, fresh response cache, an oracle for every player, payoffs "
-            "exact on the expanded branches; row 0 is the initial meta-game plus both players' "
-            "candidate scoring, the last row the final meta-game. Reference: OpenSpiel "
+            f"`{ours['model']}`, a fresh response cache per run, payoffs exact on the expanded "
+            "branches, candidates scored against the meta-strategy's support; row 0 is the "
+            "initial meta-game plus the oracles' candidate scoring, the last row the final "
+            "meta-game. Run twice: an oracle for every player (the default) and for player 0 "
+            "only (`--oracle-player 0`, the reference's work). Reference: OpenSpiel "
             "`chat_game_psro_example.py` (`config_trade_fruit_w_tone`, its default "
             f"{ref['num_trials']} simulated dialogues per payoff entry, an oracle for player 0 "
             "only), its mock LLM counted per call."
         ),
         "",
         (
-            "| iteration | gtsteer new LLM calls (proposer calls) | gtsteer wall time | "
-            "reference LLM calls | reference / gtsteer |"
+            "| iteration | reference LLM calls | gtsteer, every player: new calls (proposer) "
+            "| wall time | reference / gtsteer | gtsteer, player 0 only: new calls (proposer) "
+            "| wall time | reference / gtsteer |"
         ),
-        "|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for i, it in enumerate(ours["per_iteration"]):
-        ref_calls = ref["per_iteration"][i] if i < len(ref["per_iteration"]) else None
+
+    def cells(it: dict, ref_calls: int | None) -> str:
         ratio = (f"{ref_calls / it['new_calls']:.1f}x"
                  if ref_calls is not None and it["new_calls"] else "—")
-        lines.append(
-            f"| {it['iteration']} | {it['new_calls']} ({it['proposer_calls']}) | "
-            f"{it['wall_s']:.1f} s | {ref_calls if ref_calls is not None else '—'} | {ratio} |"
-        )
+        return f"{it['new_calls']} ({it['proposer_calls']}) | {it['wall_s']:.1f} s | {ratio}"
+
+    for i, (it, it0) in enumerate(zip(ours["per_iteration"], solo["per_iteration"],
+                                      strict=False)):
+        ref_calls = ref["per_iteration"][i] if i < len(ref["per_iteration"]) else None
+        lines.append(f"| {it['iteration']} | {ref_calls if ref_calls is not None else '—'} | "
+                     f"{cells(it, ref_calls)} | {cells(it0, ref_calls)} |")
+    lines.append("")
+    for label, run in (("every player", ours), ("player 0 only", solo)):
+        lines += [
+            (f"- gtsteer, {label}, whole run: {run['cold_new_calls']} new calls in "
+             f"{run['cold_s']:.1f} s cold; rerun: **{run['rerun_new_calls']} new calls** in "
+             f"{run['rerun_s']:.1f} s, numbers identical: {run['same_numbers']}. Added per "
+             "iteration (per player): "
+             + ("; ".join(f"{it['iteration']}: {json.dumps(it['added'])}"
+                          for it in run["per_iteration"] if it["added"]) or "—") + "."),
+        ]
     lines += [
-        "",
-        (
-            f"- gtsteer, whole run: {ours['cold_new_calls']} new calls in {ours['cold_s']:.1f} s "
-            f"cold; rerun: **{ours['rerun_new_calls']} new calls** in {ours['rerun_s']:.1f} s, "
-            f"numbers identical: {ours['same_numbers']}."
-        ),
         (
             f"- Reference, whole run: {ref['total']} calls ({ref['generate']} generate + "
             f"{ref['bool']} yes/no, {ref['setup_calls']} at setup), {ref['wall_s']:.1f} s with "
             "its mock LLM; every rerun pays the same (no cache)."
         ),
-        "- Instructions added per iteration (gtsteer, per player): "
-        + "; ".join(f"{it['iteration']}: {json.dumps(it['added'])}"
-                    for it in ours["per_iteration"] if it["added"]) + ".",
         "- Goal: at least 10x fewer calls than the reference per iteration, zero on rerun.",
         END,
     ]
@@ -190,9 +201,11 @@ def main() -> None:
     )
     ours = gtsteer_run(args.llm)
     print("gtsteer", json.dumps(ours), flush=True)
+    solo = gtsteer_run(args.llm, oracle_players=[0])
+    print("gtsteer player 0", json.dumps(solo), flush=True)
     ref = reference_run()
     print("reference", json.dumps(ref), flush=True)
-    section = render(ours, ref, command)
+    section = render(ours, solo, ref, command)
     print(section)
     if not args.no_write:
         benchdoc.write_section(DOC, START, END, section)

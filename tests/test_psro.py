@@ -328,3 +328,18 @@ def test_candidates_are_scored_only_against_the_meta_strategys_support(tolerance
     # exact: strength(bold) - 0.5 * strength(assertive) = 2 - 0.5, up to the left-out mass
     assert oracle.candidates[0].score == pytest.approx(1.5, abs=1e-3)
     assert 0.0 < oracle.ignored_mass < 1e-3 if tolerance else oracle.ignored_mass == 0.0
+
+
+def test_oracle_players_grow_only_the_named_players():
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [["fierce"]]})
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=2, candidates=1, oracle_players=[0]))
+    # asked in both iterations; the responder never
+    assert [len(p) for p in proposer.prompts.values()] == [2, 0]
+    assert result.iterations[0].added == ["fierce", None]
+    assert [o.player for o in result.iterations[0].oracles] == [0]
+    assert result.final_populations[1] == ["calm", "assertive", "submissive", "any"]
+    assert result.final_populations[0][-1] == "fierce"
+    with pytest.raises(ValueError, match=r"oracle_players: \[2\]"):
+        run_psro(games, llm_for(proposer), PSROConfig(oracle_players=[2]))

@@ -64,6 +64,11 @@ def psro(
                             help="Score candidates only against opponent instructions played "
                                  "with more than this probability (0: against all).")
     ] = 1e-4,
+    oracle_player: Annotated[
+        list[int] | None,
+        typer.Option("--oracle-player", help="Grow only this player's instructions "
+                                             "(repeatable; default: every player)."),
+    ] = None,
     deals: Annotated[
         int | None,
         typer.Option("--deals", help="Deal private info by chance: each instance's root deals "
@@ -81,7 +86,8 @@ def psro(
         # PSROConfig validates the options (its error names the field) before any LLM call.
         settings = PSROConfig(iterations=iterations, candidates=candidates, operator=operator,
                               meta_solver=meta_solver, seed=seed,  # type: ignore[arg-type]
-                              support_tolerance=support_tolerance)
+                              support_tolerance=support_tolerance,
+                              oracle_players=oracle_player)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, disable=quiet, transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -2,9 +2,9 @@
 instructions found so far, ask an LLM for instructions that do better against its solution,
 add the best, repeat. Library code: it returns report data and writes no file.
 
-Every player gets its own population and its own oracle each iteration (simultaneous PSRO);
-all oracles answer the same meta-strategy, the one of `config.meta_solver`; every solution
-concept is computed and reported each iteration. A proposed instruction grows the game's
+Every player (or each of `config.oracle_players`) gets its own population and its own oracle
+each iteration (simultaneous PSRO); all oracles answer the same meta-strategy, the one of
+`config.meta_solver`; every solution concept is computed and reported each iteration. A proposed instruction grows the game's
 action set (old action ids unchanged), so only branches that involve it reach the model.
 """
 
@@ -71,6 +71,11 @@ class _Run:
         self.proposer = proposer
         self.progress = progress
         n = spec.num_players
+        bad = [q for q in config.oracle_players or [] if not 0 <= q < n]
+        if bad:
+            raise ValueError(f"oracle_players: {bad} are not players of {spec.name} "
+                             f"(0..{n - 1})")
+        self.oracle_players = sorted(set(config.oracle_players or range(n)))
         self.populations = [list(spec.actions[key]) for _ in range(n)]
         self.categories: list[dict[str, str]] = [{v: key for v in spec.actions[key]}
                                                  for _ in range(n)]
@@ -195,12 +200,14 @@ def run_psro(
         )
         if t < config.iterations:
             results = []
-            for p in range(len(run.populations)):
+            for p in run.oracle_players:
                 phase(f"iteration {t}: {config.operator} oracle, player {p}")
                 results.append(_oracle(run, p, t, stack, driver))
             report.oracles = results
-            report.added = [r.added for r in results]
-            for p, r in enumerate(results):
+            by_player = {r.player: r.added for r in results}
+            report.added = [by_player.get(p) for p in range(len(run.populations))]
+            for r in results:
+                p = r.player
                 if r.added is not None:
                     label = run.ensure([r.added])[0]
                     run.populations[p].append(label)

@@ -34,6 +34,10 @@ class PSROConfig(BaseModel):
     #: dominated instructions at ~1e-6; the error this can cause is at most the left-out mass
     #: times the payoff span, and the mass is reported per oracle. 0 scores against every one.
     support_tolerance: float = Field(1e-4, ge=0, lt=1)
+    #: Players whose populations grow (their oracles run); None: every player. The others keep
+    #: their instructions (e.g. one side is fixed, or OpenSpiel's example, which grows
+    #: player 0 only).
+    oracle_players: list[int] | None = Field(None, min_length=1)
 
 
 class SolutionReport(BaseModel):
