@@ -38,6 +38,8 @@ bench: setup
 	$(PY) scripts/bench_solve.py
 	$(PY) scripts/bench_psro.py --llm local
 	$(PY) scripts/bench_werewolf.py --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
+	$(PY) scripts/bench_steering.py
+	$(PY) scripts/bench_reward.py
 	$(PY) scripts/bench_imitation.py
 	$(PY) scripts/bench_web.py
 
