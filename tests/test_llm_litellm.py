@@ -133,8 +133,10 @@ def test_concurrency_is_bounded_by_max_concurrency(server: LoopbackServer) -> No
 
 
 def test_client_timeout_becomes_a_retry_then_a_typed_error(server: LoopbackServer) -> None:
-    server.latency_s = 1.0
-    llm = make_llm(server, timeout_s=0.25, max_retries=1)
+    # A timeout of a second leaves a loaded machine time to deliver each request (at 0.25 s a
+    # busy CPU made the client give up before the server had read one).
+    server.latency_s = 4.0
+    llm = make_llm(server, timeout_s=1.0, max_retries=1)
     with pytest.raises(LLMCallError) as info:
         llm.generate_sync("Too slow")
     assert info.value.attempts == 2
