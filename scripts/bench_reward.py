@@ -47,7 +47,8 @@ def render(rows: list[tuple[str, str, RewardReport | str]], command: str, cases:
         (f"{cases} templated two-message dialogues per outcome type with known payoffs "
          "(`gtsteer eval reward`). Each cell: Norm = mean |predicted - true| / payoff range "
          "over (dialogue, player) pairs, with its 95% interval, / Sgn = share of pairs whose "
-         "sign flips. *configured*: the LLM only extracts what was agreed, code computes the "
+         "sign flips (a true payoff of 0, e.g. no trade, counts as flipped by any nonzero "
+         "prediction). *configured*: the LLM only extracts what was agreed, code computes the "
          "payoffs (what the games use); *free*: the LLM states both payoffs from everyone's "
          "private information. A failed case (no valid structured answer) is counted apart. "
          "Errors do not depend on machine load."),
