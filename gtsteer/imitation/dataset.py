@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 #: Targets may come from an average policy that sums to 1 up to float error.
@@ -97,6 +98,27 @@ def check_records(records: Sequence[DecisionRecord], what: str = "dataset") -> N
     if sum(r.weight for r in records) <= 0.0:
         raise DatasetError(f"{what}: every record has weight 0 (no state is reached)")
     feature_dim(records)
+
+
+def split_instances(
+    instances: Sequence[int], holdout: float, seed: int
+) -> tuple[list[int], list[int]]:
+    """(training, held-out) instance ids; a seeded shuffle, so the split is reproducible."""
+    ids = sorted(set(instances))
+    n = len(ids)
+    count = int(holdout) if holdout >= 1 else round(holdout * n)
+    if holdout > 0 and count == 0:
+        raise DatasetError(
+            f"holdout: {holdout} of {n} instance(s) is an empty held-out set; "
+            "use more games or a larger holdout"
+        )
+    if count >= n:
+        raise DatasetError(
+            f"holdout: {count} held-out of {n} instance(s) leaves none to train on"
+        )
+    order = np.random.default_rng(seed).permutation(n)
+    held = sorted(ids[i] for i in order[:count])
+    return [i for i in ids if i not in set(held)], held
 
 
 def records_to_jsonl(records: Iterable[DecisionRecord]) -> str:
