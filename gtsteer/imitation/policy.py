@@ -8,6 +8,9 @@ lives in `pyspiel_policy`. A policy is a directory:
 
 `load` checks the directory before trusting it (missing file, bad JSON, shapes that disagree with
 the config) and says which file is wrong.
+
+torch (and the network module) are imported only where a network is run, saved or loaded:
+the CLI and the Werewolf server import this module, and torch costs them seconds and ~200 MiB.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
-import torch
 from pydantic import BaseModel, Field, ValidationError
 
-from gtsteer.imitation.model import PolicyMLP, assemble_inputs, masked_log_probs, torch_threads
+if TYPE_CHECKING:
+    from gtsteer.imitation.model import PolicyMLP
 
 FORMAT = "gtsteer-distilled-policy"
 FORMAT_VERSION = 1
@@ -124,6 +127,10 @@ class DistilledPolicy:
         """(n, len(actions)) probabilities; each row sums to 1 over `actions`.
 
         `embeddings` skips the embedder when the caller already has the rows (evaluation)."""
+        import torch
+
+        from gtsteer.imitation.model import assemble_inputs, masked_log_probs, torch_threads
+
         labels = self.actions if actions is None else list(actions)
         index = self.action_index(labels)
         n = len(texts)
@@ -221,6 +228,8 @@ def read_config(directory: str | Path) -> PolicyConfig:
 def _read_network(directory: Path, config: PolicyConfig) -> PolicyMLP:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
+
+    from gtsteer.imitation.model import PolicyMLP
 
     path = directory / WEIGHTS_FILE
     if not path.is_file():
