@@ -8,7 +8,13 @@ Everything imported here is free of pyspiel, so Werewolf steering can use it alo
 dialogue games become records in `gtsteer.imitation.build`; the OpenSpiel `Policy` adapter is
 `gtsteer.imitation.pyspiel_policy`; held-out evaluation and the DIM-vs-LLM meta-game are in
 `gtsteer.imitation.evaluate` and `gtsteer.imitation.metagame`.
+
+Nothing here imports torch until a network is built, trained, loaded or run: `train_policy` is
+resolved on first use (PEP 562), so importing the package (the CLI, the Werewolf server) does
+not pay torch's seconds and ~200 MiB.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from gtsteer.imitation.dataset import (
     DatasetError,
@@ -16,6 +22,7 @@ from gtsteer.imitation.dataset import (
     action_labels,
     read_records,
     records_to_jsonl,
+    split_instances,
 )
 from gtsteer.imitation.policy import (
     ActionSetMismatchError,
@@ -23,13 +30,13 @@ from gtsteer.imitation.policy import (
     PolicyConfig,
     PolicyError,
 )
-from gtsteer.imitation.train import (
-    FitMetrics,
-    TrainConfig,
-    TrainReport,
-    split_instances,
-    train_policy,
-)
+from gtsteer.imitation.train_types import FitMetrics, TrainConfig, TrainReport
+
+if TYPE_CHECKING:
+    from gtsteer.imitation.train import train_policy
+
+#: Public names whose modules import torch, and the module each lives in.
+_TORCH_BACKED = {"train_policy": "gtsteer.imitation.train"}
 
 __all__ = [
     "ActionSetMismatchError",
@@ -47,3 +54,17 @@ __all__ = [
     "split_instances",
     "train_policy",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_BACKED:
+        import importlib
+
+        value = getattr(importlib.import_module(_TORCH_BACKED[name]), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -23,13 +23,13 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from gtsteer.binding import DomainSpec, expand_sync, load_spec, make_game, make_instance
-from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport, train_policy
+from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport
 from gtsteer.imitation.build import records_from_game
-from gtsteer.imitation.dataset import records_to_jsonl
+from gtsteer.imitation.dataset import records_to_jsonl, split_instances
 from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, evaluate_instance
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
-from gtsteer.imitation.train import FitMetrics, split_instances
+from gtsteer.imitation.train_types import FitMetrics
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
@@ -208,6 +208,8 @@ def imitate_config(
             f"dataset: no decision records: every instance failed ({len(summary.failures)} "
             "failures, see the solve summary)"
         )
+    from gtsteer.imitation.train import train_policy  # torch: only when training (CLI startup)
+
     with progress_bars(progress) as bar:
         embeddings = emb.embed([r.text for r in records], progress=bar("embedding", len(records)))
         (out / RECORDS_FILE).write_text(records_to_jsonl(records), encoding="utf-8")

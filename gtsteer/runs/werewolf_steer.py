@@ -26,7 +26,7 @@ from rich.progress import Progress
 
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
-from gtsteer.imitation.train import TrainConfig, train_policy
+from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.runs.output import prepare_run_dir, write_json
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
@@ -265,6 +265,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         from gtsteer.llm.embed import get_embedder
 
         embedder = get_embedder(cfg.embedder)
+    from gtsteer.imitation.train import train_policy  # torch: only when training (startup time)
+
     n_inst = len(picked)
     train_cfg = TrainConfig(steps=cfg.train_steps, seed=cfg.seed,
                             holdout=0.2 if n_inst >= 5 else 0.0, curve_points=10)
