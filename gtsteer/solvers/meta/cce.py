@@ -6,6 +6,7 @@ sigma: for every player i and strategy d, E_sigma[u_i(d, a_-i)] <= E_sigma[u_i(a
 linear constraints, so the welfare-maximising CCE is a linear program (scipy's HiGHS). Several
 distributions often reach the maximum welfare (battle of the sexes: any mix of the two
 coordinated outcomes); the entropy tie-break picks the unique least committal one among them.
+scipy.optimize is imported where it is used: it costs every CLI command ~0.4 s at startup.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import linprog, minimize
 
 from gtsteer.solvers.meta.common import MetaGameError, MetaSolution, check_stack
 
@@ -35,6 +35,8 @@ def cce_constraints(stack: np.ndarray) -> np.ndarray:
 
 def max_welfare_cce(stack: np.ndarray, *, tie_break: TieBreak = "entropy") -> MetaSolution:
     """The CCE of maximum total payoff (ties: maximum entropy, unless tie_break="none")."""
+    from scipy.optimize import linprog
+
     arr = check_stack(stack)
     shape = arr.shape[1:]
     welfare = arr.sum(axis=0).ravel()
@@ -65,6 +67,8 @@ def _max_entropy(
     per profile finds which profiles can carry mass at all (the optimal face's support) and a
     point inside the face (the average of those LP solutions); SLSQP then maximises entropy
     over that support from that interior point. The LP vertex is kept if anything fails."""
+    from scipy.optimize import linprog, minimize
+
     scale = max(1.0, float(np.abs(welfare).max()))
     tol = 1e-9 * scale
     size = welfare.size
