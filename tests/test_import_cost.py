@@ -1,7 +1,7 @@
 """Importing the CLI, the Werewolf server and the imitation types must not load torch.
 
 torch costs every command ~2 s and ~200 MiB; it is imported only when a network is built,
-trained, loaded or run. Each check runs in a fresh interpreter (this one has torch loaded).
+trained, loaded or run (scipy.stats and scipy.optimize likewise only where they compute). Each check runs in a fresh interpreter (this one has torch loaded).
 """
 
 from __future__ import annotations
@@ -40,6 +40,14 @@ def test_import_does_not_load_torch(module: str) -> None:
     loaded = modules_after(f"import {module}")
     assert module in loaded
     assert "torch" not in loaded
+
+
+def test_cli_loads_scipy_stats_and_optimize_only_when_used() -> None:
+    loaded = modules_after("import gtsteer.cli")
+    assert not {"scipy.stats", "scipy.optimize"} & loaded
+    assert "scipy.stats" in modules_after(
+        "from gtsteer.solvers.metrics import mean_ci\nassert mean_ci([1.0, 2.0]).ci_low < 1.5"
+    )
 
 
 def test_train_policy_is_resolved_on_first_use() -> None:
