@@ -234,8 +234,10 @@ def test_bad_game_setups_are_refused_with_a_message(tmp_path, body, word):
 def test_bad_moves_are_refused_and_change_nothing(tmp_path):
     db = tmp_path / "web.sqlite"
     with LiveServer(db) as srv, srv.client() as c:
+        # Bots pause 0.3 s between steps: the out-of-turn vote at the end is posted right after
+        # a step, so the bots cannot make it Robin's turn in between (without a pause they could)
         r = c.post("/api/games", json={"players": 5, "seed": 0, "human": "Robin",
-                                       "max_messages_per_day": 3})
+                                       "max_messages_per_day": 3, "step_delay_s": 0.3})
         gid, token = r.json()["id"], r.json()["token"]
         bots = c.post("/api/games", json={"players": 5, "seed": 0}).json()["id"]
         c.cookies.clear()  # the seat is proven by the header below, or not at all
