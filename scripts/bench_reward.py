@@ -79,16 +79,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     command = "python scripts/bench_reward.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-write")
-    rows: list[tuple[str, str, RewardReport | str]] = []
-    for config in args.configs:
-        for model in args.models:
-            out = args.results / f"{Path(config).stem}-{model.replace(':', '_')}"
-            try:
-                report, _ = run_reward(config, model, args.cases, out_dir=out)
-            except Exception as exc:  # noqa: BLE001 -- one failed pair must not lose the others
-                rows.append((config, model, f"{type(exc).__name__}: {exc}"))
-                continue
-            rows.append((config, model, report))
+    def measure(config: str, model: str, folder: str) -> RewardReport:
+        return run_reward(config, model, args.cases, out_dir=args.results / folder)[0]
+
+    rows = benchdoc.run_grid(args.configs, args.models, measure)
     section = render(rows, command.strip(), args.cases)
     print(section)
     if not args.no_write:

@@ -110,21 +110,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
-    rows: list[tuple[str, str, SteeringReport | str]] = []
-    for config in args.configs:
-        for model in args.models:
-            print(f"== {config} · {model}", flush=True)
-            safe = model.replace(":", "_").replace("/", "_")
-            try:
-                report, _ = run_steering(
-                    ROOT / config, model, samples=args.samples,
-                    out_dir=args.results / f"{Path(config).stem}-{safe}",
-                )
-            except Exception as exc:  # noqa: BLE001 - one failed pair must not hide the others
-                rows.append((config, model, f"{type(exc).__name__}: {exc}"))
-                continue
-            report.config = config  # repo-relative in the doc
-            rows.append((config, model, report))
+    def measure(config: str, model: str, folder: str) -> SteeringReport:
+        report, _ = run_steering(ROOT / config, model, samples=args.samples,
+                                 out_dir=args.results / folder)
+        report.config = config  # repo-relative in the doc
+        return report
+
+    rows = benchdoc.run_grid(args.configs, args.models, measure)
     command = "python scripts/bench_steering.py" + " ".join(
         [""] + (sys.argv[1:] if argv is None else argv)
     )

@@ -13,9 +13,10 @@ import os
 import platform
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
@@ -132,3 +133,22 @@ def fresh_cache(prefix: str) -> Iterator[Path]:
                 os.environ.pop("GTSTEER_CACHE_DIR", None)
             else:
                 os.environ["GTSTEER_CACHE_DIR"] = old
+
+
+Report = TypeVar("Report")
+
+
+def run_grid(configs: Sequence[str], models: Sequence[str],
+             measure: Callable[[str, str, str], Report]) -> list[tuple[str, str, Report | str]]:
+    """`measure(config, model, folder_name)` for every config x model pair; a pair that raises
+    becomes its error text, so one failure does not lose the other pairs' numbers."""
+    rows: list[tuple[str, str, Report | str]] = []
+    for config in configs:
+        for model in models:
+            print(f"== {config} · {model}", flush=True)
+            folder = f"{Path(config).stem}-{model.replace(':', '_').replace('/', '_')}"
+            try:
+                rows.append((config, model, measure(config, model, folder)))
+            except Exception as exc:  # noqa: BLE001 - one failed pair must not hide the others
+                rows.append((config, model, f"{type(exc).__name__}: {exc}"))
+    return rows

@@ -78,6 +78,21 @@ def test_machine_line_names_cpus_python_commit_load(benchdoc) -> None:
     assert m.date.endswith(" UTC") and len(m.load) == 3
 
 
+def test_run_grid_keeps_every_pair_and_turns_a_failure_into_its_message(benchdoc) -> None:
+    def measure(config: str, model: str, folder: str) -> str:
+        if model == "bad":
+            raise RuntimeError("no such model")
+        return f"{config}|{model}|{folder}"
+
+    rows = benchdoc.run_grid(["configs/a.yaml", "b.yaml"], ["local:x/y", "bad"], measure)
+    assert rows == [
+        ("configs/a.yaml", "local:x/y", "configs/a.yaml|local:x/y|a-local_x_y"),
+        ("configs/a.yaml", "bad", "RuntimeError: no such model"),
+        ("b.yaml", "local:x/y", "b.yaml|local:x/y|b-local_x_y"),
+        ("b.yaml", "bad", "RuntimeError: no such model"),
+    ]
+
+
 def test_commit_is_this_checkout_head(benchdoc) -> None:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()
