@@ -500,3 +500,13 @@ def test_logged_states_are_rebuilt_from_sqlite_alone(tmp_path):
     rebuilt = logged_discussion_states(GameStore(tmp_path / "l.sqlite"), "log5", 2)
     assert rebuilt and [s.model_dump_json() for s in rebuilt] == [
         s.model_dump_json() for s in live]
+
+
+def test_steer_train_says_when_the_logged_games_hold_too_few_states():
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, shortfall
+
+    cfg = SteerTrainConfig(games=3, states=20, llm="fake")
+    assert shortfall(cfg, 20) == "" and shortfall(cfg, 31) == ""
+    note = shortfall(cfg, 15)  # 5 states per game: 4 games hold 20
+    assert "only 15 discussion states" in note and "asked for 20" in note
+    assert note.endswith("pass --games 4 or more")

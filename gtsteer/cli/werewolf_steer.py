@@ -41,6 +41,8 @@ def steer_train(
         console.print(f"solved {len(summary.solved)} playstyle games "
                       f"({summary.llm_calls} LLM calls), {summary.records} records; "
                       f"policy in {out}/policy")
+        if summary.shortfall:
+            console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
 
 
 def evaluate(

@@ -90,6 +90,20 @@ class SteerTrainSummary(BaseModel):
     seconds_states: float
     seconds_train: float
     train: dict
+    #: Why fewer states were solved than asked for, and what to pass instead (empty when not).
+    shortfall: str = ""
+
+
+def shortfall(cfg: SteerTrainConfig, candidates: int) -> str:
+    """A sentence when the logged games held fewer eligible states than `cfg.states`."""
+    if candidates >= cfg.states:
+        return ""
+    per_game = candidates / cfg.games
+    need = math.ceil(cfg.states / per_game) if per_game else None
+    hint = f"pass --games {need} or more" if need else "play longer games (--max-days)"
+    return (f"{cfg.games} logged games held only {candidates} discussion states with a werewolf "
+            f"and a village-side bot among the next speakers (asked for {cfg.states}); all "
+            f"{candidates} were solved: {hint}")
 
 
 class ConformanceResult(BaseModel):
@@ -278,7 +292,7 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         records=len(records),
         llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
         seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
-        train=report.model_dump(exclude={"curve"}))
+        train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))
     write_json(root / "steer_train.json", summary)
     store.close()
     return summary
