@@ -115,7 +115,17 @@ def main() -> None:
         "decision_s_on": round(per_decision(on, "wall_s"), 3),
         "llm_calls_off": sum(r["llm_calls"] for r in off),
         "llm_calls_on": sum(r["llm_calls"] for r in on),
+        "shortfall": summary.shortfall,
     }
+    def per_state(n: dict, asked: int) -> str:
+        solved = max(n["states"], 1)
+        calls = (n["message_calls"] + n["prediction_calls"]) / solved
+        line = f"Per playstyle game: {n['states_s'] / solved:.1f} s and {calls:.0f} LLM calls."
+        if n["shortfall"]:
+            line += (f" Asked for {asked} states: {n['shortfall']}; {asked} states would take "
+                     f"about {asked * n['states_s'] / solved:.0f} s and {asked * calls:.0f} calls.")
+        return line
+
     cmd = (f".venv/bin/python scripts/bench_steering_werewolf.py --llm {args.llm} --states "
            f"{args.states} --games {args.games} --samples {args.samples}")
     n = numbers
@@ -132,6 +142,7 @@ Machine: {benchdoc.machine_line(commit=commit)}.
 | total | {n['build_s']} | |
 
 One playstyle game: {n['sizes']}; mean NashConv of the CFR+ policies {n['mean_nash_conv']:.4f}.
+{per_state(n, args.states)}
 
 Latency per bot decision ({args.play_games} games of {args.play_days} day(s), same seeds):
 the hook itself takes {n['hook_ms_off']} ms off (assigned styles) and {n['hook_ms_on']} ms on
