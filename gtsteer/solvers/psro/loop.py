@@ -4,8 +4,9 @@ add the best, repeat. Library code: it returns report data and writes no file.
 
 Every player (or each of `config.oracle_players`) gets its own population and its own oracle
 each iteration (simultaneous PSRO); all oracles answer the same meta-strategy, the one of
-`config.meta_solver`; every solution concept is computed and reported each iteration. A proposed instruction grows the game's
-action set (old action ids unchanged), so only branches that involve it reach the model.
+`config.meta_solver`; every solution concept is computed and reported each iteration. A
+proposed instruction grows the game's action set (old action ids unchanged), so only branches
+that involve it reach the model.
 """
 
 from __future__ import annotations
@@ -80,8 +81,6 @@ class _Run:
         self.categories: list[dict[str, str]] = [{v: key for v in spec.actions[key]}
                                                  for _ in range(n)]
         self.failed: set[int] = set()
-        #: Per player: the mass the last scorer left out (see `scorer`).
-        self.ignored_mass = [0.0] * n
         span = spec.payoff.max - spec.payoff.min
         self.tolerance = 1e-9 * span
         self.models = list({id(m): m for m in [*(g.llm for g in self.games), proposer]}.values())
@@ -109,9 +108,11 @@ class _Run:
 
     # ---- oracle support ----------------------------------------------------------------------
 
-    def scorer(self, player: int, joint: np.ndarray) -> Callable[[Sequence[str]], dict[str, float]]:
+    def scorer(self, player: int, joint: np.ndarray
+               ) -> tuple[Callable[[Sequence[str]], dict[str, float]], float]:
         """Expected payoff of candidate instructions for `player` against the others' part of
-        `joint` (their joint marginal), averaged over instances; exact on the support.
+        `joint` (their joint marginal), averaged over instances; exact on the support. Also
+        returns the meta-strategy mass left out of that support.
 
         Opponent instructions with probability at most `support_tolerance` cannot move a score
         by more than that mass times the payoff span, so their branches are not expanded (a
@@ -126,7 +127,7 @@ class _Run:
             kept = np.flatnonzero(marginal > self.config.support_tolerance)
             keep.append(kept if kept.size else np.arange(marginal.size))
         supported = others[np.ix_(*keep)]
-        self.ignored_mass[player] = max(0.0, float(1.0 - supported.sum()))
+        ignored = max(0.0, float(1.0 - supported.sum()))
         weights = supported / supported.sum()
         axes = tuple(a for a in range(joint.ndim) if a != player)
 
@@ -138,7 +139,7 @@ class _Run:
             values = np.sum(mg.mean[player] * weights, axis=axes)
             return {x: float(v) for x, v in zip(labels, values, strict=True)}
 
-        return score
+        return score, ignored
 
     def dialogues(self, player: int, sol: MetaSolution) -> list[SampledDialogue]:
         usable = [g for g in self.games if g.instance.index not in self.failed]
@@ -229,14 +230,15 @@ def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
             ) -> OracleResult:
     dev = deviation_payoffs(stack, sol.joint, player)
     scores = {label: float(v) for label, v in zip(run.populations[player], dev, strict=True)}
+    score, ignored = run.scorer(player, sol.joint)
     inp = OracleInput(
         spec=run.games[0].spec, key=run.key, player=player,
         population=list(run.populations[player]), scores=scores,
-        current_value=float(sol.payoffs(stack)[player]), score=run.scorer(player, sol.joint),
+        current_value=float(sol.payoffs(stack)[player]), score=score,
         proposer=run.proposer, k=run.config.candidates, iteration=t, seed=run.config.seed,
         tolerance=run.tolerance, categories=dict(run.categories[player]),
         dialogues=run.dialogues(player, sol) if run.config.operator == "trajectory" else [],
     )
     result = run_oracle(run.config.operator, inp)
-    result.ignored_mass = run.ignored_mass[player]
+    result.ignored_mass = ignored
     return result
