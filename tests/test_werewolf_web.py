@@ -137,6 +137,9 @@ def test_live_event_stream_for_a_seat_ends_with_the_game(tmp_path):
         gid, token = r.json()["id"], r.json()["token"]
         headers = {"X-Seat-Token": token}
         thread, sink = stream_in_thread(srv.client(), f"/api/games/{gid}/events", headers)
+        # Act only once the stream holds its snapshot: on a loaded machine the thread can connect
+        # after Robin's first line, which then sits in the snapshot's feed, not in a live event.
+        wait_for(lambda: sink)
         while not srv.manager.live(gid).state.over:
             turn = c.get(f"/api/games/{gid}/state", headers=headers).json()["turn"]["turn"]
             if turn and turn["yours"]:

@@ -149,6 +149,7 @@ def test_a_seat_receives_only_what_its_role_may_know(tmp_path, role, n):
         seat_thread, seat_events = stream_in_thread(srv.client(), f"/api/games/{gid}/events",
                                                     {"X-Seat-Token": token})
         pub_thread, pub_events = stream_in_thread(srv.client(), f"/api/games/{gid}/events")
+        wait_for(lambda: seat_events and pub_events)  # both streams hold their snapshots
         # While the human plays, everything god-like is refused, and nothing changes the game.
         for path in (f"/api/games/{gid}/god", f"/api/games/{gid}/calls?step=1",
                      f"/api/games/{gid}/state?view=god", f"/games/{gid}/god"):
