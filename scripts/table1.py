@@ -202,19 +202,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.games < 1 or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
     configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
-    rows = []
+    command = "python scripts/table1.py" + "".join(
+        f" {a}" for a in (sys.argv[1:] if argv is None else argv)
+    )
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[Row] = []
     for config in configs:
         print(f"== {config.name}", flush=True)
         rows.append(measure(config, args.llm, args.games, args.samples, args.results,
                             not args.quiet))
         if rows[-1].error:
             print(f"   failed: {rows[-1].error}", flush=True)
-    command = "python scripts/table1.py" + "".join(
-        f" {a}" for a in (sys.argv[1:] if argv is None else argv)
-    )
-    text = render(rows, args.llm, command)
-    args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(text, encoding="utf-8")
+        # Written after every domain: a run stopped part-way still leaves the finished rows.
+        text = render(rows, args.llm, command)
+        args.doc.write_text(text, encoding="utf-8")
     print(text)
 
 
