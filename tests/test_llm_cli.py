@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,17 @@ def test_info_shows_local_model_settings(monkeypatch: pytest.MonkeyPatch) -> Non
     output = runner.invoke(app, ["llm", "info"]).output
     assert "3 (GTSTEER_LOCAL_THREADS)" in output
     assert "512 MB (GTSTEER_LOCAL_PREFIX_CACHE_MB)" in output
+
+
+def test_python_dash_m_gtsteer_runs_the_same_cli(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "gtsteer", "llm", "ask", "--model", "fake", "--seed", "3",
+         "--json", "Propose a deal."],
+        check=False, capture_output=True, text=True, timeout=120,
+        env={"GTSTEER_CACHE_DIR": str(tmp_path),
+             "PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stderr
+    expected = LLM("fake", use_cache=False).generate_sync(
+        "Propose a deal.", seed=3, temperature=0.7, max_tokens=64)
+    assert json.loads(out.stdout)["text"] == expected.text

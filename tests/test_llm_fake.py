@@ -29,6 +29,16 @@ def test_model_string_selects_fake_backend() -> None:
     assert make_backend("fake:other").model == "fake:other"
 
 
+@pytest.mark.parametrize("model", ["fake", "fake:other", "local", "local:smollm2-135m",
+                                   "openai/gpt-4o-mini"])
+def test_an_llm_names_its_model_as_written_with_or_without_an_explicit_backend(
+        model, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    # Building a local or litellm backend loads nothing until the first call.
+    assert LLM(model).model == model
+    assert LLM(backend=make_backend(model)).model == model
+
+
 def test_same_inputs_give_same_text_across_instances() -> None:
     a = LLM("fake", use_cache=False).generate_sync("Offer me two apples.", seed=3)
     b = LLM("fake", use_cache=False).generate_sync("Offer me two apples.", seed=3)

@@ -44,4 +44,5 @@ class Backend(ABC):
         return await self.score_options(request, options), Usage()
 
     def describe(self) -> str:
-        return f"{self.kind}:{self.model}"
+        """The model string as a user writes it (`local:smollm2-135m`, `openai/gpt-4o-mini`)."""
+        return self.model
