@@ -60,7 +60,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llm", default="local")
     ap.add_argument("--states", type=int, default=20)
-    ap.add_argument("--games", type=int, default=3, help="Logged games the states come from.")
+    ap.add_argument("--games", type=int, default=4,
+                    help="Logged games the states come from (3 hold only 15 states at the defaults).")
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--players", type=int, default=7)
     ap.add_argument("--max-messages", type=int, default=3)
