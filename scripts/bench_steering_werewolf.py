@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -73,9 +72,7 @@ def main() -> None:
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    os.environ.setdefault("GTSTEER_MODEL_DIR", str(
-        Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache/gtsteer") / "models"))
-    os.environ["GTSTEER_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-steer-")  # cold calls
+    benchdoc.fresh_cache_until_exit("bench-steer-")  # cold calls
 
     commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
     from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train

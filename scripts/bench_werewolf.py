@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -222,9 +221,7 @@ def main() -> None:
     args = ap.parse_args()
 
     if not args.warm_cache:
-        os.environ.setdefault("GTSTEER_MODEL_DIR", str(
-            Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache/gtsteer") / "models"))
-        os.environ["GTSTEER_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-ww-")
+        benchdoc.fresh_cache_until_exit("bench-ww-")
 
     commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
     from gtsteer.werewolf.llmcalls import LLMPool

@@ -7,6 +7,7 @@ both when a script runs as `python scripts/bench_x.py` and when a test loads one
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as dt
 import os
@@ -133,6 +134,14 @@ def fresh_cache(prefix: str) -> Iterator[Path]:
                 os.environ.pop("GTSTEER_CACHE_DIR", None)
             else:
                 os.environ["GTSTEER_CACHE_DIR"] = old
+
+
+def fresh_cache_until_exit(prefix: str) -> Path:
+    """`fresh_cache` for the rest of the process (for scripts whose whole body is the block)."""
+    stack = contextlib.ExitStack()
+    path = stack.enter_context(fresh_cache(prefix))
+    atexit.register(stack.close)
+    return path
 
 
 Report = TypeVar("Report")

@@ -226,3 +226,18 @@ def test_fresh_cache_is_private_and_restored(
         assert cache.name.startswith("bench-x-") and not any(cache.iterdir())
         assert os.environ["GTSTEER_MODEL_DIR"] == str(tmp_path / "shared" / "models")
     assert os.environ["GTSTEER_CACHE_DIR"] == str(tmp_path / "shared") and not cache.exists()
+
+
+def test_fresh_cache_until_exit_lasts_the_process_and_is_removed_at_exit(tmp_path: Path) -> None:
+    code = (
+        "import os, sys; sys.path.insert(0, 'scripts'); import benchdoc\n"
+        "path = benchdoc.fresh_cache_until_exit('bench-y-')\n"
+        "assert os.environ['GTSTEER_CACHE_DIR'] == str(path) and path.is_dir()\n"
+        "(path / 'answer').write_text('x')\n"
+        "print(path)\n"
+    )
+    env = {**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "shared")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    cache = Path(out.stdout.strip())
+    assert cache.name.startswith("bench-y-") and not cache.exists()
