@@ -10,15 +10,14 @@ wording of the judge or another temperature. Output: report.json, games.jsonl, v
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gtsteer.binding import generate_instances, load_spec
+from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.domains.verdict_play import (
@@ -107,18 +106,11 @@ async def _play_all(
     llm: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]], seed: int,
     progress: bool,
 ) -> list[GameOutcome]:
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), disable=not progress)
-    with bar:
-        task = bar.add_task("verdict games", total=len(jobs))
-
-        async def one(policy: Questioner, setting: JudgeSetting, instance: Any) -> GameOutcome:
-            try:
-                return await play_verdict_game(llm, spec, instance, policy, setting, seed)
-            finally:
-                bar.advance(task)
-
-        return list(await asyncio.gather(*(one(*job) for job in jobs)))
+    with GatherBar(progress) as bar:
+        return await bar.gather("verdict games", [
+            play_verdict_game(llm, spec, instance, policy, setting, seed)
+            for policy, setting, instance in jobs
+        ])
 
 
 def evaluate_verdict(
