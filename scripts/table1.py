@@ -122,7 +122,7 @@ def steerable(rows: list[Row]) -> str:
             f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
 
 
-def render(rows: list[Row], llm: str, command: str) -> str:
+def render(rows: list[Row], llm: str, command: str, pending: list[str] | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Table 1: how unexploitable and how useful is the CFR guidance?",
@@ -151,6 +151,9 @@ def render(rows: list[Row], llm: str, command: str) -> str:
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {steer} |"
         )
+    if pending:
+        lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
+                  + ", ".join(f"`{name}`" for name in pending) + "."]
     lines += [
         "",
         "## The paper's numbers (PaLM 2, 200 instances, no intervals reported)",
@@ -207,14 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
-    for config in configs:
+    for done, config in enumerate(configs, start=1):
         print(f"== {config.name}", flush=True)
         rows.append(measure(config, args.llm, args.games, args.samples, args.results,
                             not args.quiet))
         if rows[-1].error:
             print(f"   failed: {rows[-1].error}", flush=True)
         # Written after every domain: a run stopped part-way still leaves the finished rows.
-        text = render(rows, args.llm, command)
+        text = render(rows, args.llm, command, [load_spec(c).name for c in configs[done:]])
         args.doc.write_text(text, encoding="utf-8")
     print(text)
 

@@ -4,6 +4,7 @@ runs, on fake numbers: no model is loaded and no benchmark runs."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -241,3 +242,32 @@ def test_fresh_cache_until_exit_lasts_the_process_and_is_removed_at_exit(tmp_pat
                          text=True, timeout=120, check=True)
     cache = Path(out.stdout.strip())
     assert cache.name.startswith("bench-y-") and not cache.exists()
+
+
+# ---- table1 ------------------------------------------------------------------------------------
+
+
+def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
+    table1 = load("table1")
+    written: list[str] = []
+    real_render = table1.render
+
+    def render(*args: Any, **kwargs: Any) -> str:  # the doc as it stood after each domain
+        written.append(real_render(*args, **kwargs))
+        return written[-1]
+
+    monkeypatch.setattr(table1, "render", render)
+    doc = tmp_path / "TABLE1.md"
+    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--quiet", "--results",
+                 str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "configs/court.yaml"),
+                 str(ROOT / "configs/trade_fruit_tone.yaml")])
+    first, last = written
+    assert "| `court` | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
+    assert "Not measured yet" in first and "`trade_fruit_tone`." in first
+    assert "| `trade_fruit_tone` | 2 / 2 |" in last and "Not measured yet" not in last
+    assert doc.read_text(encoding="utf-8") == last
+    summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
+    nash = summary["metrics"]["nash_conv"]["mean"]
+    assert f"| `court` | 2 / 2 | {table1.signed(nash)} " in last
