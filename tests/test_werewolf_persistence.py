@@ -119,7 +119,8 @@ def _cli(*args: str) -> list[str]:
 
 def test_real_sigkill_then_resume(tmp_path):
     db = tmp_path / "k.sqlite"
-    env = {**os.environ, "GTSTEER_WEREWOLF_STEP_DELAY": "0.05"}
+    # 0.2 s a step: a starved test process still sees the game running at step 12.
+    env = {**os.environ, "GTSTEER_WEREWOLF_STEP_DELAY": "0.2"}
     proc = subprocess.Popen(
         _cli("play", "--llm", "fake", "--seed", "13", "--db", str(db), "--game-id", "k",
              "--max-messages", "4"),
