@@ -6,7 +6,9 @@ instances, steering accuracy beside them, written to docs/TABLE1.md next to the 
 
 Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
 `gtsteer eval steering` (K messages per instruction); results land in results/table1/. LLM
-answers are cached, so an interrupted run resumes where it stopped.
+answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
+its row under --results; `--render-only` writes the doc from those rows without a model call,
+so several processes (one per core, on disjoint configs) or sessions can share the work.
 """
 
 from __future__ import annotations
@@ -64,6 +66,34 @@ class Row(BaseModel):
     error: str | None = None
 
 
+class StoredRow(BaseModel):
+    llm: str
+    row: Row
+
+
+ROW_FILE = "table1_row.json"
+
+
+def row_path(results: Path, domain: str) -> Path:
+    return results / domain / ROW_FILE
+
+
+def stored_row(results: Path, domain: str, llm: str, games: int, samples: int) -> Row | None:
+    """The row a finished run saved for these settings, if any."""
+    path = row_path(results, domain)
+    if not path.is_file():
+        return None
+    saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
+    if (saved.llm, saved.row.games, saved.row.steering_samples) != (llm, games, samples):
+        return None
+    return saved.row
+
+
+def solved_so_far(results: Path, domain: str) -> int:
+    """Instances whose games a (possibly stopped) run has written."""
+    return len(list((results / domain / "games").glob("*.json")))
+
+
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool) -> Row:
     spec = load_spec(config)
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
@@ -92,6 +122,10 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             row.steering_low = [r.aggregate.ci_low for r in (plain, defined) if r is not None]
     except Exception as exc:  # noqa: BLE001 - one failing domain must not hide the others
         row.error = f"{type(exc).__name__}: {exc}"
+    if row.error is None:  # a finished domain: `--render-only` and later runs can show it
+        path = row_path(out, spec.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(StoredRow(llm=llm, row=row).model_dump_json(indent=1), encoding="utf-8")
     return row
 
 
@@ -122,7 +156,8 @@ def steerable(rows: list[Row]) -> str:
             f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
 
 
-def render(rows: list[Row], llm: str, command: str, pending: list[str] | None = None) -> str:
+def render(rows: list[Row], llm: str, command: str,
+           pending: list[tuple[str, int]] | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Table 1: how unexploitable and how useful is the CFR guidance?",
@@ -153,7 +188,8 @@ def render(rows: list[Row], llm: str, command: str, pending: list[str] | None = 
         )
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
-                  + ", ".join(f"`{name}`" for name in pending) + "."]
+                  + ", ".join(f"`{name}` ({solved} instances solved so far)"
+                              for name, solved in pending) + "."]
     lines += [
         "",
         "## The paper's numbers (PaLM 2, 200 instances, no intervals reported)",
@@ -201,6 +237,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--render-only", action="store_true",
+                        help="no model calls: write the doc from the rows finished runs saved "
+                             "under --results (several processes or sessions can share the work)")
     args = parser.parse_args(argv)
     if args.games < 1 or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
@@ -209,16 +248,30 @@ def main(argv: list[str] | None = None) -> None:
         f" {a}" for a in (sys.argv[1:] if argv is None else argv)
     )
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    rows: list[Row] = []
-    for done, config in enumerate(configs, start=1):
-        print(f"== {config.name}", flush=True)
-        rows.append(measure(config, args.llm, args.games, args.samples, args.results,
-                            not args.quiet))
-        if rows[-1].error:
-            print(f"   failed: {rows[-1].error}", flush=True)
-        # Written after every domain: a run stopped part-way still leaves the finished rows.
-        text = render(rows, args.llm, command, [load_spec(c).name for c in configs[done:]])
+    domains = [load_spec(c).name for c in configs]
+
+    def write_doc(rows: dict[str, Row]) -> str:
+        pending = [(d, solved_so_far(args.results, d)) for d in domains if d not in rows]
+        text = render([rows[d] for d in domains if d in rows], args.llm, command, pending)
         args.doc.write_text(text, encoding="utf-8")
+        return text
+
+    rows: dict[str, Row] = {}
+    if args.render_only:
+        for domain in domains:
+            row = stored_row(args.results, domain, args.llm, args.games, args.samples)
+            if row is not None:
+                rows[domain] = row
+        print(write_doc(rows))
+        return
+    for config, domain in zip(configs, domains, strict=True):
+        print(f"== {config.name}", flush=True)
+        rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
+                               not args.quiet)
+        if rows[domain].error:
+            print(f"   failed: {rows[domain].error}", flush=True)
+        # Written after every domain: a run stopped part-way still leaves the finished rows.
+        text = write_doc(rows)
     print(text)
 
 

@@ -265,9 +265,30 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  str(ROOT / "configs/trade_fruit_tone.yaml")])
     first, last = written
     assert "| `court` | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
-    assert "Not measured yet" in first and "`trade_fruit_tone`." in first
+    assert "Not measured yet" in first and "`trade_fruit_tone` (0 instances solved so far)." in first
     assert "| `trade_fruit_tone` | 2 / 2 |" in last and "Not measured yet" not in last
     assert doc.read_text(encoding="utf-8") == last
     summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
     nash = summary["metrics"]["nash_conv"]["mean"]
     assert f"| `court` | 2 / 2 | {table1.signed(nash)} " in last
+
+    # --render-only: the saved rows and nothing measured, and a domain with no finished row is
+    # listed with the instances solved so far.
+    def no_measuring(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("--render-only measured a domain")
+
+    monkeypatch.setattr(table1, "measure", no_measuring)
+    (tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").unlink()
+    (tmp_path / "res" / "trade_fruit_tone" / "games" / "1.json").unlink()
+    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml"), str(ROOT / "configs/trade_fruit_tone.yaml")])
+    rendered = doc.read_text(encoding="utf-8")
+    court_line = next(line for line in last.splitlines() if line.startswith("| `court`"))
+    assert court_line in rendered.splitlines()
+    assert "`trade_fruit_tone` (1 instances solved so far)." in rendered
+    # Rows saved for other settings are not shown as these settings' results.
+    table1.main(["--llm", "fake", "--games", "3", "--samples", "1", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml")])
+    assert "| `court` |" not in doc.read_text(encoding="utf-8")
