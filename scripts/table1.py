@@ -156,6 +156,14 @@ def steerable(rows: list[Row]) -> str:
             f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
 
 
+def gain_without_steering(rows: list[Row]) -> list[str]:
+    """Domains whose CFR gain interval excludes 0 while steering is indistinguishable from chance."""
+    return [f"`{r.domain}`" for r in rows
+            if r.cfr_gain is not None and r.cfr_gain.ci_low is not None and r.cfr_gain.ci_low > 0
+            and r.steering_low and r.steering_chance is not None
+            and max(r.steering_low) <= r.steering_chance]
+
+
 def render(rows: list[Row], llm: str, command: str,
            pending: list[tuple[str, int]] | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -215,6 +223,13 @@ def render(rows: list[Row], llm: str, command: str,
         " to about the same payoffs, and a gain near 0 is the honest result, not a solver"
         " failure. Where accuracy is well above chance, the instructions change what is said"
         " and CFR has something to choose between. In this run: " + steerable(rows) + ".",
+        ("- CFR gain is measured on the very samples CFR optimised over, as in the paper: with"
+        " few samples per message, an instruction whose samples happened to score well looks"
+        " better than it is, so part of a gain is selection on sampling noise. A positive gain"
+        " where steering sits at chance is the sign of it (in this run: "
+        + (", ".join(gain_without_steering(rows)) or "none") + "); the instructions may still"
+        " change something the classifier does not see, and only fresh samples (a held-out"
+        " tree) would tell the two apart."),
         ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
         " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
         " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"

@@ -292,3 +292,19 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
+
+
+def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:
+    table1 = load("table1")
+    from gtsteer.solvers.metrics import mean_ci
+
+    def row(domain: str, gains: list[float], low: float) -> Any:
+        return table1.Row(config=f"configs/{domain}.yaml", domain=domain, games=3, solved=3,
+                          cfr_gain=mean_ci(gains), steering_samples=10, steering_plain=0.4,
+                          steering_chance=0.33, steering_low=[low])
+
+    rows = [row("noise", [0.5, 0.7, 0.9], 0.2),      # gain > 0, steering at chance: named
+            row("steered", [0.5, 0.7, 0.9], 0.5),    # gain > 0, steering above chance
+            row("flat", [-0.1, 0.0, 0.1], 0.2)]      # no gain
+    assert table1.gain_without_steering(rows) == ["`noise`"]
+    assert "(in this run: `noise`)" in table1.render(rows, "fake", "table1")
