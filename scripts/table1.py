@@ -41,7 +41,10 @@ PAPER = {
 
 
 def family(domain: str) -> str | None:
-    for key, words in (("fruit", ("fruit",)), ("meeting", ("meeting",)), ("debate", ("debate",))):
+    """The paper's Table 1 row a config compares with. Its meeting domain is steered by the
+    proposed day, so the meeting-by-tone config has no row (PSRO is where the paper uses tones
+    there)."""
+    for key, words in (("fruit", ("fruit",)), ("meeting", ("meeting_dow",)), ("debate", ("debate",))):
         if any(w in domain for w in words):
             return key
     return None
@@ -211,7 +214,8 @@ def render(rows: list[Row], llm: str, command: str,
     lines += [
         "",
         ("The paper does not say whether its values are normalised by the payoff range; both"
-        " are shown here. Domains without a paper row (the verdict games) are gtsteer's own."),
+        " are shown here. Domains without a paper row (meeting by tone, the verdict games)"
+        " are gtsteer's own."),
         "",
         "## What a 270M / 135M model can and cannot show",
         "",

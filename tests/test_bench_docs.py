@@ -307,4 +307,8 @@ def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:
             row("steered", [0.5, 0.7, 0.9], 0.5),    # gain > 0, steering above chance
             row("flat", [-0.1, 0.0, 0.1], 0.2)]      # no gain
     assert table1.gain_without_steering(rows) == ["`noise`"]
+    # The paper's meeting row is the day-proposal game, not the tone one.
+    assert [table1.family(d) for d in ("trade_fruit_tone", "schedule_meeting_dow",
+                                       "schedule_meeting_tone", "debate", "court")] == [
+        "fruit", "meeting", None, "debate", None]
     assert "(in this run: `noise`)" in table1.render(rows, "fake", "table1")
