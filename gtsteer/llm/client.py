@@ -92,7 +92,7 @@ class LLM:
         structured_attempts: int = 3,
     ):
         self.backend = backend or make_backend(model, api_base=api_base, timeout_s=timeout_s)
-        self.model = self.backend.describe() if backend else model
+        self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
         self.cache = (cache if cache is not None else ResponseCache()) if use_cache else None
         self.max_concurrency = max_concurrency or self.backend.max_concurrency

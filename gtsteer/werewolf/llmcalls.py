@@ -57,9 +57,6 @@ class RecordingBackend(Backend):
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
 
-    def describe(self) -> str:
-        return self.inner.describe()
-
     async def complete(self, request: GenerationRequest,
                        json_schema: dict[str, Any] | None = None) -> RawCompletion:
         self.sent.append(request.as_text())

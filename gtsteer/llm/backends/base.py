@@ -42,7 +42,3 @@ class Backend(ABC):
     ) -> tuple[dict[str, float] | None, Usage]:
         """`score_options` plus the tokens it cost (zero where the backend does not count)."""
         return await self.score_options(request, options), Usage()
-
-    def describe(self) -> str:
-        """The model string as a user writes it (`local:smollm2-135m`, `openai/gpt-4o-mini`)."""
-        return self.model
