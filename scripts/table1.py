@@ -60,6 +60,9 @@ class Row(BaseModel):
     nash_conv_normalized: MeanCI | None = None
     cfr_gain: MeanCI | None = None
     cfr_gain_normalized: MeanCI | None = None
+    #: `--heldout`: CFR gain of the same policies on fresh samples of the solved positions.
+    cfr_gain_heldout: MeanCI | None = None
+    cfr_gain_heldout_normalized: MeanCI | None = None
     steering_plain: float | None = None
     steering_defined: float | None = None
     steering_chance: float | None = None
@@ -97,13 +100,14 @@ def solved_so_far(results: Path, domain: str) -> int:
     return len(list((results / domain / "games").glob("*.json")))
 
 
-def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool) -> Row:
+def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
+            heldout: bool = False) -> Row:
     spec = load_spec(config)
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
               domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
     try:
         summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
-                               progress=progress)
+                               heldout=heldout, progress=progress)
         if summary.metrics is not None:
             m = summary.metrics
             row.solved = len(summary.instances)
@@ -114,6 +118,10 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             row.cfr_gain = MeanCI(**m.cfr_gain.model_dump(exclude={"per_instance"}))
             row.cfr_gain_normalized = mean_ci([g / row.payoff_span
                                                for g in m.cfr_gain.per_instance])
+            if m.cfr_gain_heldout is not None:
+                held = m.cfr_gain_heldout.per_instance
+                row.cfr_gain_heldout = mean_ci(held)
+                row.cfr_gain_heldout_normalized = mean_ci([g / row.payoff_span for g in held])
         if samples > 0:
             report: SteeringReport = measure_steering(config, llm, samples=samples,
                                                       progress=progress)
@@ -183,19 +191,19 @@ def render(rows: list[Row], llm: str, command: str,
         f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
         "",
         ("| domain | solved / instances | NashConv | NashConv / range | CFR gain | CFR gain / range"
-        " | steering (no defs / defs / chance) |"),
-        "|---|---:|---|---|---|---|---|",
+        " | CFR gain on fresh samples | steering (no defs / defs / chance) |"),
+        "|---|---:|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.error is not None and r.nash_conv is None:
-            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | |")
+            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | |")
             continue
         steer = (f"{pct(r.steering_plain)} / {pct(r.steering_defined)} / {pct(r.steering_chance)}"
                  f" (K={r.steering_samples})") if r.steering_samples else "—"
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
-            f" {steer} |"
+            f" {ci(r.cfr_gain_heldout)} | {steer} |"
         )
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
@@ -232,8 +240,13 @@ def render(rows: list[Row], llm: str, command: str,
         " better than it is, so part of a gain is selection on sampling noise. A positive gain"
         " where steering sits at chance is the sign of it (in this run: "
         + (", ".join(gain_without_steering(rows)) or "none") + "); the instructions may still"
-        " change something the classifier does not see, and only fresh samples (a held-out"
-        " tree) would tell the two apart."),
+        " change something the classifier does not see. The column *CFR gain on fresh samples*"
+        " (`--heldout`, `gtsteer solve --heldout`) tells the two apart: each instance is built"
+        " again with LLM samples CFR never saw, the CFR policy is replayed position by position"
+        " and its gain measured there; selection on noise does not survive that, an effect of"
+        " the instructions does. Held out so far: "
+        + (", ".join(f"`{r.domain}`" for r in rows if r.cfr_gain_heldout is not None)
+           or "none") + "."),
         ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
         " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
         " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"
@@ -256,6 +269,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--heldout", action="store_true",
+                        help="also measure CFR gain on fresh LLM samples (part of a second "
+                             "tree per instance)")
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the doc from the rows finished runs saved "
                              "under --results (several processes or sessions can share the work)")
@@ -286,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
     for config, domain in zip(configs, domains, strict=True):
         print(f"== {config.name}", flush=True)
         rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                               not args.quiet)
+                               not args.quiet, args.heldout)
         if rows[domain].error:
             print(f"   failed: {rows[domain].error}", flush=True)
         # Written after every domain: a run stopped part-way still leaves the finished rows.

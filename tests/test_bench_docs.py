@@ -312,3 +312,22 @@ def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:
                                        "schedule_meeting_tone", "debate", "court")] == [
         "fruit", "meeting", None, "debate", None]
     assert "(in this run: `noise`)" in table1.render(rows, "fake", "table1")
+
+
+def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
+    tmp_path: Path, isolated_cache: Path
+) -> None:
+    table1 = load("table1")
+    doc = tmp_path / "TABLE1.md"
+    table1.main(["--llm", "fake", "--games", "3", "--samples", "0", "--quiet", "--heldout",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/trade_fruit_tone.yaml")])
+    summary = json.loads((tmp_path / "res" / "trade_fruit_tone" / "summary.json").read_text())
+    held = summary["metrics"]["cfr_gain_heldout"]
+    assert summary["heldout_instances"] == [0, 1, 2] and held["n"] == 3
+    line = next(x for x in doc.read_text(encoding="utf-8").splitlines()
+                if x.startswith("| `trade_fruit_tone`"))
+    cells = [c.strip() for c in line.split("|")]
+    assert cells[7] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
+                        f" {table1.signed(held['ci_high'])}]")
+    assert "Held out so far: `trade_fruit_tone`." in doc.read_text(encoding="utf-8")

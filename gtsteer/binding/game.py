@@ -48,6 +48,9 @@ _DEFAULT_PARAMS: dict[str, Any] = {
     "num_games": 0,
     "deals": 0,  # 0: the spec's num_deals
     "key": "",
+    # Added to every message's sample index when seeding it: a game with offset
+    # num_llm_seeds draws fresh samples of the same positions (held-out CFR gain).
+    "sample_offset": 0,
 }
 History = tuple[int, ...]
 
@@ -103,6 +106,9 @@ class DialogueGame(pyspiel.Game):
         self._instructions = spec.instructions()
         n = spec.num_players
         params = {**_DEFAULT_PARAMS, **(params or {})}
+        self.sample_offset = int(params["sample_offset"])
+        if self.sample_offset < 0:
+            raise ValueError(f"sample_offset: must be >= 0, got {self.sample_offset}")
         bounds = [payoff_bounds(spec, deal) for deal in self.deals]
         super().__init__(
             _game_type(spec),
@@ -166,12 +172,13 @@ class DialogueGame(pyspiel.Game):
     ) -> Request:
         """The request of sample `outcome`; its seed depends on the sample index, so backends
         that ignore prompts' differences still give distinct, reproducible samples. Deals share
-        the seed: the prompt (the speaker's own knowledge) alone decides the message."""
+        the seed: the prompt (the speaker's own knowledge) alone decides the message. A game
+        built with `sample_offset` k seeds sample i as sample i + k of the same position."""
         gen = self.spec.generation
         instance = self.deals[deal]
         return Request(
             prompt=message_prompt(self.spec, instance, turns, speaker, instruction),
-            seed=stable_int("gtsteer-message", instance.seed, outcome),
+            seed=stable_int("gtsteer-message", instance.seed, outcome + self.sample_offset),
             temperature=gen.temperature,
             max_tokens=gen.max_tokens,
             stop=message_stop(self.spec, self.instance),

@@ -35,11 +35,19 @@ def _model_name(llm: LLM) -> str:
 
 
 def make_game(
-    spec: DomainSpec, instance: Instance, llm: str | LLM = "fake", *, config: str = "", seed: int = 0
+    spec: DomainSpec,
+    instance: Instance,
+    llm: str | LLM = "fake",
+    *,
+    config: str = "",
+    seed: int = 0,
+    sample_offset: int = 0,
 ) -> DialogueGame:
     """The game of `instance` under `spec`, answered by `llm` (a model string or an `LLM`).
 
-    With `spec.num_deals` > 1 the game deals `instance`'s private information by chance."""
+    With `spec.num_deals` > 1 the game deals `instance`'s private information by chance.
+    `sample_offset` k seeds every message's sample i as sample i + k: the same tree with other
+    LLM samples (k = num_llm_seeds gives samples disjoint from the default game's)."""
     check_domain(spec)  # ConfigError before any LLM call
     client = _llm(llm)
     blob = json.dumps(
@@ -56,6 +64,7 @@ def make_game(
         "num_games": 0,
         "deals": spec.num_deals,
         "key": key,
+        "sample_offset": sample_offset,
     }
     return DialogueGame(spec, instance, client, params)
 
@@ -68,6 +77,7 @@ def load_game(
     num_games: int | None = None,
     seed: int = 0,
     num_deals: int | None = None,
+    sample_offset: int = 0,
 ) -> DialogueGame:
     """Instance `instance` of the domain in `config_path` as a pyspiel game.
 
@@ -81,7 +91,8 @@ def load_game(
     if instance < 0 or (num_games is not None and instance >= num_games):
         raise ValueError(f"instance {instance} is outside 0..{(num_games or 1) - 1}")
     inst = make_instance(spec, instance, seed)
-    return make_game(spec, inst, llm, config=str(config_path), seed=seed)
+    return make_game(spec, inst, llm, config=str(config_path), seed=seed,
+                     sample_offset=sample_offset)
 
 
 def _from_params(params: dict[str, Any]) -> DialogueGame:
@@ -90,13 +101,15 @@ def _from_params(params: dict[str, Any]) -> DialogueGame:
     if key in _LIVE:
         spec, inst, client = _LIVE[key]
         return make_game(spec, inst, client, config=params.get("config", ""),
-                         seed=params.get("seed", 0))
+                         seed=params.get("seed", 0),
+                         sample_offset=int(params.get("sample_offset", 0)))
     config = params.get("config", "")
     if not config:
         raise ValueError(f"{SHORT_NAME} needs `config` (a YAML path) or a live `key`")
     return load_game(
         config, llm=params.get("llm", "fake"), instance=int(params.get("instance", 0)),
         seed=int(params.get("seed", 0)), num_deals=int(params.get("deals", 0)) or None,
+        sample_offset=int(params.get("sample_offset", 0)),
     )
 
 

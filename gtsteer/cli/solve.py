@@ -46,6 +46,8 @@ def print_summary(summary: SolveSummary) -> None:
     if summary.metrics is not None:
         table = Table("metric", "mean", "95% CI", "n", title=f"{summary.domain}: {summary.solver}")
         for name, metric in summary.metrics.model_dump().items():
+            if metric is None:  # held-out gain not asked for
+                continue
             m = Metric.model_validate(metric)
             table.add_row(name, _fmt(m.mean), _ci(m), str(m.n))
         console.print(table)
@@ -69,6 +71,10 @@ def print_summary(summary: SolveSummary) -> None:
             f"[yellow]{summary.num_failed} of {summary.num_games} instances failed[/]"
             f" ({summary.num_solved} solved)"
         )
+    if summary.heldout and len(summary.heldout_instances) < summary.num_solved:
+        missing = summary.num_solved - len(summary.heldout_instances)
+        console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
+                      " see `heldout_failure` in games/<i>.json[/]")
     for failure in summary.failures:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
@@ -136,6 +142,14 @@ def solve(
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-LLM-SEED)."),
     ] = None,
+    heldout: Annotated[
+        bool,
+        typer.Option(
+            "--heldout",
+            help="Also measure CFR gain on fresh LLM samples of the solved positions (samples"
+            " CFR never chose from; costs part of a second tree per instance).",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
@@ -149,6 +163,7 @@ def solve(
             seed=seed,
             out_dir=out,
             deals=deals,
+            heldout=heldout,
             progress=not quiet,
         )
     print_summary(summary)

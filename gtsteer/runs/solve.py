@@ -23,6 +23,7 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.llm import LLM
+from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
 from gtsteer.runs.solve_schema import (
     Failure,
@@ -61,6 +62,7 @@ def solve_config(
     out_dir: str | Path | None = None,
     *,
     deals: int | None = None,
+    heldout: bool = False,
     progress: bool = True,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
@@ -69,6 +71,10 @@ def solve_config(
     root chance node deals one of `deals` private-information draws, so no player's strategy
     can use another's private information. A failure inside one instance (any exception) marks
     that instance failed with its stage and reason; the others still finish.
+
+    `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
+    positions (`gtsteer.runs.heldout`): samples CFR did not choose from, so selection on
+    sampling noise does not count as gain. It costs part of a second tree per instance.
     """
     _check_args(games, iterations, solver)
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
@@ -84,7 +90,9 @@ def solve_config(
     backend = ""
     for instance in generate_instances(spec, games, seed):
         build = partial(make_game, spec, instance, model, config=str(config_path), seed=seed)
-        record, used = _solve_instance(build, instance, solver, iterations, progress)
+        # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
+        fresh = partial(build, sample_offset=spec.num_llm_seeds) if heldout else None
+        record, used = _solve_instance(build, instance, solver, iterations, progress, fresh)
         backend = used or backend
         records.append(record)
         write_json(out / "games" / f"{instance.index}.json", record)
@@ -121,10 +129,17 @@ def solve_config(
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,
+        heldout=heldout,
+        heldout_instances=[r.index for r in records if r.heldout is not None],
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:
         summary.metrics = _metrics(solved)
+        held = [r.heldout.cfr_gain for r in records if r.heldout is not None]
+        if held:
+            summary.metrics.cfr_gain_heldout = _metric(held)
+            summary.metrics.cfr_gain_heldout_normalized = _metric(
+                [r.heldout.cfr_gain_normalized for r in records if r.heldout is not None])
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     write_json(out / "summary.json", summary)
@@ -137,9 +152,11 @@ def _solve_instance(
     solver: str,
     iterations: int,
     progress: bool,
+    build_heldout: Callable[[], DialogueGame] | None = None,
 ) -> tuple[GameRecord, str]:
     """Build, expand, solve and measure one game. Any exception (an LLM error, a utility bug,
     a SpielError in a metric) marks this record failed with its stage, never the whole run.
+    A held-out tree that fails only records `heldout_failure`: the solved result stands.
 
     Returns the record and which CFR implementation ran ("" when it did not get that far).
     """
@@ -160,6 +177,12 @@ def _solve_instance(
         result = solve_cfr(game, solver=solver, iterations=iterations)
         stage = "metrics"
         _fill_record(record, game, result)
+        if build_heldout is not None:
+            try:
+                record.heldout = measure_heldout(game, result.policy, build_heldout(),
+                                                 progress=progress)
+            except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
+                record.heldout_failure = f"{type(exc).__name__}: {exc}"
         return record, result.backend
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0

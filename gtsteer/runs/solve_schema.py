@@ -12,12 +12,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLMCalls
+from gtsteer.runs.heldout import HeldOutGain
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
-#: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
+#: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`). 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Metric(MeanCI):
@@ -35,6 +36,10 @@ class Metrics(BaseModel):
     cfr_gain: Metric
     #: cfr_gain / (payoff max - payoff min), in [-1, 1].
     cfr_gain_normalized: Metric
+    #: `--heldout`: the CFR gain of the same policies replayed on fresh LLM samples of the
+    #: solved positions (per instance in `heldout_instances` order); None without it.
+    cfr_gain_heldout: Metric | None = None
+    cfr_gain_heldout_normalized: Metric | None = None
 
 
 class HeadToHead(BaseModel):
@@ -87,6 +92,9 @@ class SolveSummary(BaseModel):
     failures: list[Failure] = Field(default_factory=list)
     clipped_rewards: int = 0  # terminal rewards clipped to payoff bounds, all instances
     echoed_messages: int = 0  # messages that repeated their instruction (stripped), all instances
+    heldout: bool = False  # whether the held-out CFR gain was measured (`--heldout`)
+    #: Solved instances whose held-out gain was measured (a failed held-out tree is left out).
+    heldout_instances: list[int] = Field(default_factory=list)
 
     def numbers(self) -> dict[str, Any]:
         """Everything that must be identical on a rerun (all but `llm_calls`)."""
@@ -115,3 +123,6 @@ class GameRecord(BaseModel):
     info_states: int = 0
     policy: list[InfoStatePolicy] = Field(default_factory=list)
     values: GameValues | None = None
+    heldout: HeldOutGain | None = None
+    #: Why the held-out tree failed (the in-sample result above still stands).
+    heldout_failure: str | None = None

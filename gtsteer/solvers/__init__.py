@@ -4,12 +4,14 @@ from gtsteer.solvers.analysis import GameValues, analyze, baseline_strategies
 from gtsteer.solvers.cfr import SOLVERS, CFRResult, PolicyTable, cached_tree, solve_cfr
 from gtsteer.solvers.deals import pool_deal_policies
 from gtsteer.solvers.evaluate import (
+    Replayed,
     Strategy,
     StrategyError,
     expected_returns,
     first_decision_distribution,
     fixed,
     tabular,
+    truncated,
     uniform,
 )
 from gtsteer.solvers.metrics import MeanCI, cfr_gain, head_to_head, mean_ci, nash_conv
@@ -20,6 +22,7 @@ __all__ = [
     "GameValues",
     "MeanCI",
     "PolicyTable",
+    "Replayed",
     "Strategy",
     "StrategyError",
     "analyze",
@@ -35,5 +38,6 @@ __all__ = [
     "pool_deal_policies",
     "solve_cfr",
     "tabular",
+    "truncated",
     "uniform",
 ]

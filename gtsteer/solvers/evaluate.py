@@ -64,6 +64,67 @@ def fixed(actions: Sequence[int]) -> Strategy:
     return strategy
 
 
+def truncated(table: PolicyTable, tolerance: float) -> PolicyTable:
+    """`table` with actions played with probability < `tolerance` dropped and the rest
+    renormalised. CFR's average policy keeps tiny weights on dominated actions; truncating
+    them lets a caller expand only the branches a policy really plays, at a value error of at
+    most the dropped mass times the payoff range."""
+    if not 0.0 <= tolerance < 1.0:
+        raise ValueError(f"tolerance: must be in [0, 1), got {tolerance}")
+    out: PolicyTable = {}
+    for key, probs in table.items():
+        kept = [(a, p) for a, p in probs if p >= tolerance and p > 0.0] or [max(probs, key=_prob)]
+        z = sum(p for _, p in kept)
+        out[key] = [(a, p / z) for a, p in kept]
+    return out
+
+
+def _prob(item: tuple[int, float]) -> float:
+    return item[1]
+
+
+class Replayed:
+    """A tabular policy of game `source` played on another game with the same actions and
+    chance outcomes (the same positions, other LLM samples): at a state, play the table's
+    distribution at the information state `source` has after the same action history.
+
+    Where `source` has no such decision (its dialogue ended earlier there, or another player
+    acts), play `fallback` and remember the history in `misses`, so a caller can say how much
+    of a measurement rests on the fallback instead of the policy.
+    """
+
+    def __init__(self, table: PolicyTable, source: pyspiel.Game, fallback: Strategy):
+        self.table, self.source, self.fallback = table, source, fallback
+        self.misses: set[tuple[int, ...]] = set()
+        self.hits: set[tuple[int, ...]] = set()
+        self._keys: dict[tuple[int, ...], str | None] = {}
+
+    def source_key(self, history: Sequence[int], player: int) -> str | None:
+        """The information state of `player` in `source` after `history`, or None."""
+        h = tuple(history)
+        if h not in self._keys:
+            state = self.source.new_initial_state()
+            key = None
+            for action in h:
+                if state.is_terminal() or action not in state.legal_actions():
+                    break
+                state.apply_action(action)
+            else:
+                if not state.is_terminal() and state.current_player() == player:
+                    key = state.information_state_string(player)
+            self._keys[h] = key
+        return self._keys[h]
+
+    def __call__(self, state: pyspiel.State) -> list[tuple[int, float]]:
+        history = tuple(state.history())
+        key = self.source_key(history, state.current_player())
+        if key is None or key not in self.table:
+            self.misses.add(history)
+            return self.fallback(state)
+        self.hits.add(history)
+        return self.table[key]
+
+
 def expected_returns(game: pyspiel.Game, strategies: Sequence[Strategy]) -> np.ndarray:
     """Each player's exact expected return when player p plays `strategies[p]`."""
     if len(strategies) != game.num_players():

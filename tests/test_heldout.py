@@ -1,0 +1,208 @@
+"""Held-out CFR gain: the solved policy replayed on fresh LLM samples of the same positions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyspiel
+import pytest
+import yaml
+from solve_helpers import MIXED_2X2, ConstantBackend
+from typer.testing import CliRunner
+
+from gtsteer.binding import (
+    expand_sync,
+    generate_instances,
+    load_game,
+    load_spec,
+    make_game,
+    register_utility,
+)
+from gtsteer.binding.instances import stable_int
+from gtsteer.binding.prompts import Turn
+from gtsteer.cli import app
+from gtsteer.llm import LLM, Backend, LLMCallError
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+from gtsteer.runs.heldout import measure_heldout
+from gtsteer.runs.solve import solve_config
+from gtsteer.solvers import (
+    Replayed,
+    cfr_gain,
+    expected_returns,
+    fixed,
+    solve_cfr,
+    tabular,
+    truncated,
+    uniform,
+)
+
+
+class SeededBackend(Backend):
+    """A message is a pseudo-random number of its prompt and seed: each instruction gets
+    other samples, but none is better than another on average."""
+
+    kind = "seeded"
+    max_concurrency = 16
+    supports_grammar = True
+
+    def __init__(self, fail_seeds: frozenset[int] = frozenset()):
+        super().__init__("seeded")
+        self.fail_seeds = fail_seeds
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        if request.seed in self.fail_seeds:
+            raise LLMCallError("model unavailable (injected)")
+        number = stable_int("note", request.prompt, request.seed) % 1000
+        return RawCompletion(text=f"My number is {number}.", usage=Usage(completion_tokens=5))
+
+
+@register_utility("test_noise")
+async def noise_utility(ctx: Any) -> list[float]:
+    """Pays the proposer a hash of the two messages in [-3, 3]: instructions matter only
+    through the samples they happen to draw."""
+    value = float(stable_int("pay", [t.text for t in ctx.transcript]) % 7 - 3)
+    return [value, -value]
+
+
+def noise_spec(tmp_path: Path) -> Path:
+    data = yaml.safe_load(MIXED_2X2.read_text())
+    data["name"] = "noise"
+    data["payoff"]["utility"] = "test_noise"
+    path = tmp_path / "noise.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_sample_offset_seeds_sample_i_as_sample_i_plus_k() -> None:
+    solved = load_game(MIXED_2X2, llm="fake")
+    fresh = load_game(MIXED_2X2, llm="fake", sample_offset=2)
+    turns: list[Turn] = []
+    seeds = [solved.message_request(turns, 0, "a", i).seed for i in range(4)]
+    assert len(set(seeds)) == 4
+    assert [fresh.message_request(turns, 0, "a", i).seed for i in range(2)] == seeds[2:]
+    # OpenSpiel's serialisation rebuilds the game from its parameters, offset included.
+    again = pyspiel.load_game(str(fresh))
+    assert again.sample_offset == 2
+    assert again.message_request(turns, 0, "a", 0).seed == seeds[2]
+    with pytest.raises(ValueError, match="sample_offset"):
+        load_game(MIXED_2X2, llm="fake", sample_offset=-1)
+
+
+def test_truncated_drops_rare_actions_and_renormalises() -> None:
+    table = {"s": [(0, 0.5995), (1, 0.4), (2, 0.0005)], "t": [(0, 0.0004), (1, 0.9996)]}
+    out = truncated(table, 1e-3)
+    assert [a for a, _ in out["s"]] == [0, 1]
+    assert [p for _, p in out["s"]] == pytest.approx([0.5995 / 0.9995, 0.4 / 0.9995])
+    assert out["t"] == [(1, 1.0)]
+    assert truncated(table, 0.0) == table
+    with pytest.raises(ValueError, match="tolerance"):
+        truncated(table, 1.0)
+
+
+def test_replaying_a_policy_on_its_own_game_is_the_policy_itself() -> None:
+    game = pyspiel.load_game("kuhn_poker")
+    table = solve_cfr(game, solver="cfr+", iterations=200).policy
+    replayed = Replayed(table, game, uniform())
+    assert expected_returns(game, [replayed, replayed]) == pytest.approx(
+        expected_returns(game, [tabular(table)] * 2))
+    assert replayed.misses == set() and replayed.hits
+    # A position the source lacks plays the fallback and is remembered.
+    partial = {k: v for k, v in table.items() if not k.startswith("0")}
+    gap = Replayed(partial, game, uniform())
+    expected_returns(game, [gap, gap])
+    assert gap.misses and gap.misses | gap.hits == replayed.hits
+
+
+def test_when_payoffs_depend_only_on_instructions_the_held_out_gain_is_the_same(
+    tmp_path: Path,
+) -> None:
+    llm = LLM(backend=ConstantBackend())
+    summary = solve_config(MIXED_2X2, llm, games=2, iterations=3000, out_dir=tmp_path,
+                           heldout=True, progress=False)
+    assert summary.heldout and summary.heldout_instances == [0, 1]
+    m = summary.metrics
+    assert m is not None and m.cfr_gain_heldout is not None
+    # Equal up to the truncated mass (< 1e-3 per decision) times the payoff range.
+    assert m.cfr_gain_heldout.per_instance == pytest.approx(m.cfr_gain.per_instance, abs=6e-3)
+    assert m.cfr_gain_heldout.mean == pytest.approx(2.0, abs=0.02)  # proposer +3, responder +1
+    assert m.cfr_gain_heldout_normalized.mean == pytest.approx(2.0 / 6, abs=0.01)
+    record = json.loads((tmp_path / "games" / "0.json").read_text())
+    held = record["heldout"]
+    assert held["sample_offset"] == 2 and held["unmatched"] == 0
+    # The proposer's root decision and the responder's two positions after `any`.
+    assert held["decisions"] == 3
+    assert held["cfr_gain_per_player"] == pytest.approx([3.0, 1.0], abs=0.03)
+
+
+def test_selection_on_sampling_noise_vanishes_on_fresh_samples(tmp_path: Path) -> None:
+    """Instructions that change nothing but which samples are drawn: CFR picks the lucky
+    ones, so the in-sample gain is positive; on fresh samples it is gone."""
+    summary = solve_config(noise_spec(tmp_path), LLM(backend=SeededBackend()), games=30,
+                           iterations=300, out_dir=tmp_path / "out", heldout=True,
+                           progress=False)
+    m = summary.metrics
+    assert m is not None and m.cfr_gain_heldout is not None
+    assert summary.heldout_instances == list(range(30))
+    assert m.cfr_gain.ci_low is not None and m.cfr_gain.ci_low > 0.3
+    low, high = m.cfr_gain_heldout.ci_low, m.cfr_gain_heldout.ci_high
+    assert low is not None and high is not None and low < 0 < high
+    assert m.cfr_gain.mean - m.cfr_gain_heldout.mean > 0.5
+
+
+def test_expanding_only_the_needed_branches_gives_the_full_trees_value(tmp_path: Path) -> None:
+    spec = load_spec(noise_spec(tmp_path))
+    instance = generate_instances(spec, 1, 0)[0]
+    llm = LLM(backend=SeededBackend())
+    solved = make_game(spec, instance, llm)
+    expand_sync(solved, progress=False)
+    table = solve_cfr(solved, solver="cfr+", iterations=300).policy
+    restricted = make_game(spec, instance, llm, sample_offset=2)
+    held = measure_heldout(solved, table, restricted, progress=False)
+
+    full = make_game(spec, instance, llm, sample_offset=2)
+    expand_sync(full, progress=False)
+    any_actions = [full.any_action(p) for p in range(2)]
+    policy = Replayed(truncated(table, 1e-3), solved, fixed(any_actions))
+    gains = cfr_gain(full, policy, fixed(any_actions))
+    assert held.cfr_gain_per_player == pytest.approx(gains, abs=1e-12)
+    assert len(restricted.messages) < len(full.messages)
+    assert len(restricted.rewards) < len(full.rewards)
+    with pytest.raises(ValueError, match="other samples"):
+        measure_heldout(solved, table, solved, progress=False)
+
+
+def test_a_failed_held_out_tree_keeps_the_solved_instance(tmp_path: Path) -> None:
+    spec = load_spec(MIXED_2X2)
+    instances = generate_instances(spec, 2, 0)
+    # Instance 1's fresh samples (sample indices 2 and 3) cannot be generated.
+    bad = frozenset(stable_int("gtsteer-message", instances[1].seed, k) for k in (2, 3))
+    summary = solve_config(MIXED_2X2, LLM(backend=SeededBackend(bad)), games=2,
+                           iterations=200, out_dir=tmp_path, heldout=True, progress=False)
+    assert summary.instances == [0, 1] and summary.failures == []
+    assert summary.heldout_instances == [0]
+    record = json.loads((tmp_path / "games" / "1.json").read_text())
+    assert record["status"] == "solved" and record["heldout"] is None
+    assert "model unavailable (injected)" in record["heldout_failure"]
+    assert summary.metrics is not None and summary.metrics.cfr_gain_heldout.n == 1
+
+
+def test_cli_heldout_prints_the_row_and_a_rerun_costs_nothing(tmp_path: Path) -> None:
+    runner = CliRunner()
+    args = ["solve", str(MIXED_2X2), "--llm", "fake", "--games", "2", "-k", "100", "--heldout",
+            "--quiet", "--out", str(tmp_path)]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "cfr_gain_heldout" in first.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["schema_version"] == 3 and summary["heldout"] is True
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0
+    rerun = json.loads((tmp_path / "summary.json").read_text())
+    assert rerun["llm_calls"]["new_calls"] == 0
+    assert rerun["metrics"] == summary["metrics"]
+    plain = runner.invoke(app, args[:-4] + ["--quiet", "--out", str(tmp_path / "plain")])
+    assert "cfr_gain_heldout" not in plain.output
