@@ -12,10 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyspiel
-
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, _game_type
 from gtsteer.binding.instances import Instance, make_instance
+from gtsteer.binding.pyspiel_registry import register_game
 from gtsteer.binding.reward import check_domain
 from gtsteer.binding.spec import DomainSpec, load_spec
 from gtsteer.llm import LLM
@@ -113,4 +112,4 @@ def _from_params(params: dict[str, Any]) -> DialogueGame:
     )
 
 
-pyspiel.register_game(_game_type(), _from_params)
+register_game(_game_type(), _from_params)

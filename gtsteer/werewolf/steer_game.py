@@ -29,6 +29,7 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel, Field, field_validator
 
+from gtsteer.binding.pyspiel_registry import register_game
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.hook_view import hook_text, own_past_styles
@@ -383,4 +384,4 @@ def _from_params(params: dict[str, Any]) -> PlaystyleGame:
     return PlaystyleGame(state, pool, config, tables)
 
 
-pyspiel.register_game(_game_type(), _from_params)
+register_game(_game_type(), _from_params)
