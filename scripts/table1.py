@@ -175,6 +175,25 @@ def gain_without_steering(rows: list[Row]) -> list[str]:
             and max(r.steering_low) <= r.steering_chance]
 
 
+def heldout_summary(rows: list[Row]) -> str:
+    """What the fresh-sample column says, domain by domain, from the intervals alone."""
+    held = [r for r in rows if r.cfr_gain_heldout is not None]
+    if not held:
+        return "Held out so far: none."
+    groups: dict[str, list[str]] = {"survives (interval above 0)": [],
+                                    "vanishes (interval contains 0)": [],
+                                    "turns negative (interval below 0)": []}
+    for r in held:
+        m = r.cfr_gain_heldout
+        assert m is not None
+        key = ("survives (interval above 0)" if m.ci_low is not None and m.ci_low > 0 else
+               "turns negative (interval below 0)" if m.ci_high is not None and m.ci_high < 0
+               else "vanishes (interval contains 0)")
+        groups[key].append(f"`{r.domain}`")
+    parts = [f"{k}: {', '.join(v)}" for k, v in groups.items() if v]
+    return "On fresh samples the gain " + "; ".join(parts) + "."
+
+
 def render(rows: list[Row], llm: str, command: str,
            pending: list[tuple[str, int]] | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -244,9 +263,7 @@ def render(rows: list[Row], llm: str, command: str,
         " (`--heldout`, `gtsteer solve --heldout`) tells the two apart: each instance is built"
         " again with LLM samples CFR never saw, the CFR policy is replayed position by position"
         " and its gain measured there; selection on noise does not survive that, an effect of"
-        " the instructions does. Held out so far: "
-        + (", ".join(f"`{r.domain}`" for r in rows if r.cfr_gain_heldout is not None)
-           or "none") + "."),
+        " the instructions does. " + heldout_summary(rows)),
         ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
         " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
         " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"

@@ -330,4 +330,21 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     cells = [c.strip() for c in line.split("|")]
     assert cells[7] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
                         f" {table1.signed(held['ci_high'])}]")
-    assert "Held out so far: `trade_fruit_tone`." in doc.read_text(encoding="utf-8")
+    assert "On fresh samples the gain " in doc.read_text(encoding="utf-8")
+
+
+def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> None:
+    table1 = load("table1")
+    from gtsteer.solvers.metrics import mean_ci
+
+    def row(domain: str, held: list[float] | None) -> Any:
+        return table1.Row(config=f"configs/{domain}.yaml", domain=domain, games=3, solved=3,
+                          cfr_gain=mean_ci([0.5, 0.7, 0.9]),
+                          cfr_gain_heldout=None if held is None else mean_ci(held))
+
+    rows = [row("real", [0.5, 0.6, 0.7]), row("noise", [-0.2, 0.0, 0.3]),
+            row("worse", [-0.9, -0.8, -0.7]), row("unmeasured", None)]
+    assert table1.heldout_summary(rows) == (
+        "On fresh samples the gain survives (interval above 0): `real`; vanishes (interval"
+        " contains 0): `noise`; turns negative (interval below 0): `worse`.")
+    assert table1.heldout_summary(rows[3:]) == "Held out so far: none."

@@ -34,6 +34,7 @@ pyspiel.register_game(pyspiel.GameType(
 
 def run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          check=False,
                           timeout=120)
 
 
