@@ -34,8 +34,7 @@ pyspiel.register_game(pyspiel.GameType(
 
 def run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
-                          check=False,
-                          timeout=120)
+                          check=False, timeout=120)
 
 
 def test_the_registry_aborts_a_process_that_left_it_the_last_reference(tmp_path: Path) -> None:
