@@ -117,6 +117,25 @@ def test_replaying_a_policy_on_its_own_game_is_the_policy_itself() -> None:
     assert gap.misses and gap.misses | gap.hits == replayed.hits
 
 
+def test_a_missing_position_borrows_the_mean_policy_of_the_other_samples() -> None:
+    game = pyspiel.load_game("kuhn_poker")
+    table = solve_cfr(game, solver="cfr+", iterations=200).policy
+    # Player 0 holding card 0 never got a policy (as if that branch ended earlier).
+    partial = {k: v for k, v in table.items() if not k.startswith("0")}
+    any_card = Replayed(partial, game, fixed([0, 0]), resample=lambda s: True)
+    root = game.new_initial_state()
+    state = root.child(0).child(1)  # cards 0 and 1 dealt, player 0 to act
+    probs = dict(any_card(state))
+    mean = {a: (dict(table["1"])[a] + dict(table["2"])[a]) / 2 for a in (0, 1)}
+    assert probs == pytest.approx(mean)
+    assert any_card.borrowed == {(0, 1)} and not any_card.misses
+    # A chance node `resample` refuses is never swapped (a deal: the player's private info).
+    own_card_kept = Replayed(partial, game, fixed([0, 0]),
+                             resample=lambda s: len(s.history()) >= 1)
+    assert own_card_kept(state) == [(0, 1.0)]  # the fallback
+    assert own_card_kept.misses == {(0, 1)} and not own_card_kept.borrowed
+
+
 def test_when_payoffs_depend_only_on_instructions_the_held_out_gain_is_the_same(
     tmp_path: Path,
 ) -> None:

@@ -35,9 +35,12 @@ class HeldOutGain(BaseModel):
     cfr_gain_normalized: float  # / payoff range
     cfr_gain_per_player: list[float]
     value_any: list[float]  # each player's value when all play `any`, on the fresh samples
-    #: Decision positions where the replayed policy was asked to act, and how many of them
-    #: the solved tree lacks (its dialogue ended earlier there): those played `any`.
+    #: Decision positions where the replayed policy was asked to act. The solved tree lacks
+    #: some of them (its dialogue ended earlier there): `borrowed` ones played the mean of the
+    #: solved policies for the same instructions under the other samples; `unmatched` ones,
+    #: with no such position at all, played `any`.
     decisions: int
+    borrowed: int
     unmatched: int
     support_tolerance: float
     new_calls: int  # LLM calls the held-out tree cost this run (0 when cached)
@@ -64,7 +67,10 @@ def measure_heldout(
     any_actions = [fresh.any_action(p) for p in range(n)]
     any_labels = {fresh.instructions(p)[a] for p, a in enumerate(any_actions)}
     baseline = fixed(any_actions)
-    policy = Replayed(truncated(table, support_tolerance), solved, baseline)
+    # Other message samples may stand in for a missing position; other deals may not (they
+    # change what the player privately knows).
+    policy = Replayed(truncated(table, support_tolerance), solved, baseline,
+                      resample=lambda state: not state.is_deal_node())
 
     def follow(state: DialogueState) -> list[int]:
         player = state.current_player()
@@ -86,7 +92,8 @@ def measure_heldout(
         cfr_gain_normalized=gain / span,
         cfr_gain_per_player=gains,
         value_any=[float(v) for v in expected_returns(fresh, [baseline] * n)],
-        decisions=len(policy.hits | policy.misses),
+        decisions=len(policy.hits | policy.borrowed | policy.misses),
+        borrowed=len(policy.borrowed),
         unmatched=len(policy.misses),
         support_tolerance=support_tolerance,
         new_calls=report.new_calls,

@@ -88,41 +88,72 @@ class Replayed:
     chance outcomes (the same positions, other LLM samples): at a state, play the table's
     distribution at the information state `source` has after the same action history.
 
-    Where `source` has no such decision (its dialogue ended earlier there, or another player
-    acts), play `fallback` and remember the history in `misses`, so a caller can say how much
-    of a measurement rests on the fallback instead of the policy.
+    Where `source` has no such decision (its dialogue ended earlier there) and `resample` is
+    given, the same player actions are looked up under every other outcome of the chance nodes
+    `resample` accepts, and the mean of the table's distributions there is played (the policy
+    for those instructions, averaged over the samples the solver saw). Only where that finds
+    nothing either is `fallback` played. `hits`, `borrowed` and `misses` record which histories
+    got which, so a caller can say how much of a measurement rests on each.
     """
 
-    def __init__(self, table: PolicyTable, source: pyspiel.Game, fallback: Strategy):
+    def __init__(
+        self,
+        table: PolicyTable,
+        source: pyspiel.Game,
+        fallback: Strategy,
+        resample: Callable[[pyspiel.State], bool] | None = None,
+    ):
         self.table, self.source, self.fallback = table, source, fallback
-        self.misses: set[tuple[int, ...]] = set()
+        self.resample = resample
         self.hits: set[tuple[int, ...]] = set()
-        self._keys: dict[tuple[int, ...], str | None] = {}
+        self.borrowed: set[tuple[int, ...]] = set()
+        self.misses: set[tuple[int, ...]] = set()
+        self._found: dict[tuple[int, ...], tuple[list[str], bool]] = {}
 
-    def source_key(self, history: Sequence[int], player: int) -> str | None:
-        """The information state of `player` in `source` after `history`, or None."""
+    def source_keys(self, history: Sequence[int], player: int) -> tuple[list[str], bool]:
+        """The table keys to play after `history` and whether they are the exact position's
+        (else: the same player actions under other chance outcomes; empty: none found)."""
         h = tuple(history)
-        if h not in self._keys:
-            state = self.source.new_initial_state()
-            key = None
-            for action in h:
-                if state.is_terminal() or action not in state.legal_actions():
-                    break
-                state.apply_action(action)
+        if h not in self._found:
+            root = self.source.new_initial_state()
+            exact = [k for k in self._matches(root, h, player, swap=False) if k in self.table]
+            if exact or self.resample is None:
+                self._found[h] = (exact, True)
             else:
-                if not state.is_terminal() and state.current_player() == player:
-                    key = state.information_state_string(player)
-            self._keys[h] = key
-        return self._keys[h]
+                found = [k for k in self._matches(root, h, player, swap=True) if k in self.table]
+                self._found[h] = (found, False)
+        return self._found[h]
+
+    def _matches(self, state: pyspiel.State, rest: tuple[int, ...], player: int,
+                 swap: bool) -> list[str]:
+        if not rest:
+            if state.is_terminal() or state.current_player() != player:
+                return []
+            return [state.information_state_string(player)]
+        if state.is_terminal():
+            return []
+        action, tail = rest[0], rest[1:]
+        if swap and state.is_chance_node() and self.resample is not None and self.resample(state):
+            options = [a for a, _ in state.chance_outcomes()]
+        else:
+            options = [action] if action in state.legal_actions() else []
+        return [k for a in options for k in self._matches(state.child(a), tail, player, swap)]
 
     def __call__(self, state: pyspiel.State) -> list[tuple[int, float]]:
         history = tuple(state.history())
-        key = self.source_key(history, state.current_player())
-        if key is None or key not in self.table:
+        keys, exact = self.source_keys(history, state.current_player())
+        if not keys:
             self.misses.add(history)
             return self.fallback(state)
-        self.hits.add(history)
-        return self.table[key]
+        if exact:
+            self.hits.add(history)
+            return self.table[keys[0]]
+        self.borrowed.add(history)
+        mean: dict[int, float] = {}
+        for key in keys:
+            for a, p in self.table[key]:
+                mean[a] = mean.get(a, 0.0) + p / len(keys)
+        return sorted(mean.items())
 
 
 def expected_returns(game: pyspiel.Game, strategies: Sequence[Strategy]) -> np.ndarray:
