@@ -63,6 +63,8 @@ class Row(BaseModel):
     #: `--heldout`: CFR gain of the same policies on fresh samples of the solved positions.
     cfr_gain_heldout: MeanCI | None = None
     cfr_gain_heldout_normalized: MeanCI | None = None
+    #: Share of the held-out gain's replayed decisions that had no solved position (`any`).
+    heldout_unmatched_share: float | None = None
     steering_plain: float | None = None
     steering_defined: float | None = None
     steering_chance: float | None = None
@@ -122,6 +124,8 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
                 held = m.cfr_gain_heldout.per_instance
                 row.cfr_gain_heldout = mean_ci(held)
                 row.cfr_gain_heldout_normalized = mean_ci([g / row.payoff_span for g in held])
+                row.heldout_unmatched_share = (summary.heldout_unmatched
+                                               / max(1, summary.heldout_decisions))
         if samples > 0:
             report: SteeringReport = measure_steering(config, llm, samples=samples,
                                                       progress=progress)
@@ -175,6 +179,14 @@ def gain_without_steering(rows: list[Row]) -> list[str]:
             and max(r.steering_low) <= r.steering_chance]
 
 
+def heldout_cell(r: Row) -> str:
+    """The fresh-sample gain, with the share of decisions that could only play `any`."""
+    cell = ci(r.cfr_gain_heldout)
+    if r.heldout_unmatched_share:
+        cell += f" ({pct(r.heldout_unmatched_share)} of decisions unmatched)"
+    return cell
+
+
 def heldout_summary(rows: list[Row]) -> str:
     """What the fresh-sample column says, domain by domain, from the intervals alone."""
     held = [r for r in rows if r.cfr_gain_heldout is not None]
@@ -191,7 +203,15 @@ def heldout_summary(rows: list[Row]) -> str:
                else "vanishes (interval contains 0)")
         groups[key].append(f"`{r.domain}`")
     parts = [f"{k}: {', '.join(v)}" for k, v in groups.items() if v]
-    return "On fresh samples the gain " + "; ".join(parts) + "."
+    text = "On fresh samples the gain " + "; ".join(parts) + "."
+    fallback = [f"`{r.domain}` ({pct(r.heldout_unmatched_share)})" for r in held
+                if r.heldout_unmatched_share]
+    if fallback:
+        text += (" Where a fresh dialogue reaches a position the solved tree never had (its"
+                 " dialogue ended earlier, and no other sample of the same instructions went"
+                 " on), the player can only play `any`, which pulls the gain toward 0: "
+                 + ", ".join(fallback) + " of the replayed decisions.")
+    return text
 
 
 def render(rows: list[Row], llm: str, command: str,
@@ -222,7 +242,7 @@ def render(rows: list[Row], llm: str, command: str,
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
-            f" {ci(r.cfr_gain_heldout)} | {steer} |"
+            f" {heldout_cell(r)} | {steer} |"
         )
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
@@ -263,7 +283,7 @@ def render(rows: list[Row], llm: str, command: str,
         " (`--heldout`, `gtsteer solve --heldout`) tells the two apart: each instance is built"
         " again with LLM samples CFR never saw, the CFR policy is replayed position by position"
         " and its gain measured there; selection on noise does not survive that, an effect of"
-        " the instructions does. " + heldout_summary(rows)),
+        " the instructions the solved policy can replay does. " + heldout_summary(rows)),
         ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
         " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
         " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"

@@ -348,3 +348,9 @@ def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> Non
         "On fresh samples the gain survives (interval above 0): `real`; vanishes (interval"
         " contains 0): `noise`; turns negative (interval below 0): `worse`.")
     assert table1.heldout_summary(rows[3:]) == "Held out so far: none."
+    # Decisions that could only play `any` are named, with their share, in the cell and text.
+    rows[1].heldout_unmatched_share = 0.25
+    assert table1.heldout_cell(rows[1]).endswith("(25% of decisions unmatched)")
+    assert table1.heldout_cell(rows[0]) == table1.ci(rows[0].cfr_gain_heldout)
+    assert table1.heldout_summary(rows).endswith(
+        "pulls the gain toward 0: `noise` (25%) of the replayed decisions.")

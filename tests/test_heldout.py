@@ -12,12 +12,14 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
+import gtsteer.runs.heldout as heldout_module
 from gtsteer.binding import (
     expand_sync,
     generate_instances,
     load_game,
     load_spec,
     make_game,
+    register_private_info,
     register_utility,
 )
 from gtsteer.binding.instances import stable_int
@@ -73,6 +75,44 @@ def noise_spec(tmp_path: Path) -> Path:
     data["name"] = "noise"
     data["payoff"]["utility"] = "test_noise"
     path = tmp_path / "noise.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@register_utility("test_heldout_mixed")
+async def mixed_utility(ctx: Any) -> list[float]:
+    """Each player: 1 per `a`, 0.5 per `b` it played, plus transcript noise."""
+    out = []
+    for p in range(ctx.spec.num_players):
+        value = sum({"a": 1.0, "b": 0.5}.get(i, 0.0) for i in ctx.instructions(p))
+        value += (stable_int("pay", p, [t.text for t in ctx.transcript]) % 5 - 2) * 0.5
+        out.append(max(-4.0, min(4.0, value)))
+    return out
+
+
+@register_private_info("test_heldout_secret")
+def secret(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
+    return {"secret": rng.choice(["low", "high", "mid"])}
+
+
+def shaped_spec(tmp_path: Path, players: int, replies: int, opening: bool, deals: int) -> Path:
+    """A dialogue with a termination check (some dialogues end early) in the given shape."""
+    data: dict[str, Any] = {
+        "name": f"shape_{players}p_{replies}r_{int(opening)}o_{deals}d",
+        "players": [f"p{i}" for i in range(players)],
+        "names": ["Ada", "Ben", "Cy"][:players],
+        "actions": {"move": ["a", "b", "any"]},
+        "scenario": "{name0} and {name1} talk.",
+        "message_prompt": "{scenario}\n{private_info}\n{transcript}\n{instruction}{name}:",
+        "termination_prompt": "{transcript}\nIs the conversation over?",
+        "num_llm_seeds": 2, "num_max_replies": replies,
+        "payoff": {"min": -4, "max": 4, "utility": "test_heldout_mixed", "prompt": "{transcript}"},
+    }
+    if opening:
+        data |= {"opening": "Hello {name0}.", "opening_speaker": players - 1}
+    if deals > 1:
+        data |= {"private_info_generator": "test_heldout_secret", "num_deals": deals}
+    path = tmp_path / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
@@ -194,6 +234,75 @@ def test_expanding_only_the_needed_branches_gives_the_full_trees_value(tmp_path:
         measure_heldout(solved, table, solved, progress=False)
 
 
+SHAPES = [(3, 2, True, 1), (2, 2, False, 2), (3, 1, True, 2)]
+
+
+@pytest.mark.parametrize(("players", "replies", "opening", "deals"), SHAPES)
+def test_every_game_shape_is_measured_from_its_expansion_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, players: int, replies: int, opening: bool,
+    deals: int,
+) -> None:
+    """More players, several messages each, an opening turn, early ends, dealt private info:
+    the restricted expansion holds every branch the measurement needs (no model call after
+    it) and gives the value of the fully expanded fresh tree."""
+    spec = load_spec(shaped_spec(tmp_path, players, replies, opening, deals))
+    instance = generate_instances(spec, 1, 0)[0]
+    llm = LLM("fake")
+    solved = make_game(spec, instance, llm)
+    expand_sync(solved, progress=False)
+    table = solve_cfr(solved, solver="cfr+", iterations=300).policy
+    calls_during_measurement: list[int] = []
+    real_gain = heldout_module.cfr_gain
+
+    def counted_gain(game: Any, *args: Any) -> list[float]:
+        before = game.llm.usage
+        out = real_gain(game, *args)
+        calls_during_measurement.append(game.llm.usage.since(before).requests)
+        return out
+
+    monkeypatch.setattr(heldout_module, "cfr_gain", counted_gain)
+    restricted = make_game(spec, instance, llm, sample_offset=2)
+    held = measure_heldout(solved, table, restricted, progress=False)
+    assert calls_during_measurement == [0]
+
+    full = make_game(spec, instance, llm, sample_offset=2)
+    expand_sync(full, progress=False)
+    any_actions = [full.any_action(p) for p in range(players)]
+    same = Replayed(truncated(table, 1e-3), solved, fixed(any_actions),
+                    resample=lambda s: not s.is_deal_node())
+    assert held.cfr_gain_per_player == pytest.approx(real_gain(full, same, fixed(any_actions)),
+                                                     abs=1e-12)
+    assert held.decisions == len(same.hits | same.borrowed | same.misses)
+    assert (held.borrowed, held.unmatched) == (len(same.borrowed), len(same.misses))
+    assert len(restricted.messages) < len(full.messages)
+
+
+def test_missing_positions_borrow_other_samples_but_never_other_deals(tmp_path: Path) -> None:
+    spec = load_spec(shaped_spec(tmp_path, 2, 2, False, 2))
+    borrowed_somewhere = False
+    for instance in generate_instances(spec, 4, 0):
+        llm = LLM("fake")
+        solved = make_game(spec, instance, llm)
+        expand_sync(solved, progress=False)
+        table = solve_cfr(solved, solver="cfr+", iterations=300).policy
+        held = measure_heldout(solved, table, make_game(spec, instance, llm, sample_offset=2),
+                               progress=False)
+        full = make_game(spec, instance, llm, sample_offset=2)
+        expand_sync(full, progress=False)
+        anys = fixed([full.any_action(p) for p in range(2)])
+        results = {}
+        for name, resample in (("none", None), ("samples", lambda s: not s.is_deal_node()),
+                               ("deals too", lambda s: True)):
+            policy = Replayed(truncated(table, 1e-3), solved, anys, resample=resample)
+            results[name] = cfr_gain(full, policy, anys)
+        assert held.cfr_gain_per_player == pytest.approx(results["samples"], abs=1e-12)
+        if held.borrowed:
+            borrowed_somewhere = True
+            assert results["samples"] != pytest.approx(results["none"], abs=1e-9)
+            assert results["samples"] != pytest.approx(results["deals too"], abs=1e-9)
+    assert borrowed_somewhere
+
+
 def test_a_failed_held_out_tree_keeps_the_solved_instance(tmp_path: Path) -> None:
     spec = load_spec(MIXED_2X2)
     instances = generate_instances(spec, 2, 0)
@@ -222,6 +331,8 @@ def test_cli_heldout_prints_the_row_and_a_rerun_costs_nothing(tmp_path: Path) ->
     assert again.exit_code == 0
     rerun = json.loads((tmp_path / "summary.json").read_text())
     assert rerun["llm_calls"]["new_calls"] == 0
-    assert rerun["metrics"] == summary["metrics"]
+    rerun.pop("llm_calls"), summary.pop("llm_calls")
+    assert rerun == summary
+    assert "replayed decisions" in again.output
     plain = runner.invoke(app, args[:-4] + ["--quiet", "--out", str(tmp_path / "plain")])
     assert "cfr_gain_heldout" not in plain.output

@@ -71,6 +71,13 @@ def print_summary(summary: SolveSummary) -> None:
             f"[yellow]{summary.num_failed} of {summary.num_games} instances failed[/]"
             f" ({summary.num_solved} solved)"
         )
+    if summary.heldout:
+        console.print(
+            f"held-out: {len(summary.heldout_instances)} instances, {summary.heldout_decisions}"
+            f" replayed decisions: {summary.heldout_borrowed} borrowed from the solved tree's"
+            f" other samples, {summary.heldout_unmatched} with no solved position (played"
+            " `any`, which pulls the held-out gain toward 0)"
+        )
     if summary.heldout and len(summary.heldout_instances) < summary.num_solved:
         missing = summary.num_solved - len(summary.heldout_instances)
         console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"

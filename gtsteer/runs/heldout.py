@@ -7,13 +7,15 @@ the solver never saw), the CFR policy is replayed position by position (`Replaye
 history, same information state in the solved tree) and the gain is measured there. Selection
 on sampling noise does not survive that; an effect of the instructions does.
 
-Only the branches the gain needs are expanded: at a player's decision, `any` and the replayed
-policy's support when no other player has left `any` so far, otherwise `any` alone.
+Only the branches the gain needs are expanded: at a player's decision, `any` where the path
+so far is the baseline's or another player's deviation, and the replayed policy's support
+where it is this player's own deviation (the others on `any`, its own choices in its support).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyspiel
 from pydantic import BaseModel
 
 from gtsteer.binding import DialogueGame, DialogueState, expand_sync
@@ -43,7 +45,7 @@ class HeldOutGain(BaseModel):
     borrowed: int
     unmatched: int
     support_tolerance: float
-    new_calls: int  # LLM calls the held-out tree cost this run (0 when cached)
+    new_calls: int  # LLM calls the held-out measurement cost this run (0 when cached)
 
 
 class HeldOutError(RuntimeError):
@@ -65,24 +67,45 @@ def measure_heldout(
         raise ValueError("the held-out game must draw other samples: give it another sample_offset")
     n = fresh.num_players()
     any_actions = [fresh.any_action(p) for p in range(n)]
-    any_labels = {fresh.instructions(p)[a] for p, a in enumerate(any_actions)}
     baseline = fixed(any_actions)
     # Other message samples may stand in for a missing position; other deals may not (they
     # change what the player privately knows).
     policy = Replayed(truncated(table, support_tolerance), solved, baseline,
                       resample=lambda state: not state.is_deal_node())
+    before = fresh.llm.usage
+
+    def support(state: pyspiel.State) -> set[int]:
+        return {a for a, p in policy(state) if p > 0.0}
 
     def follow(state: DialogueState) -> list[int]:
+        """The actions some measured profile plays here: everyone `any` (the baseline), or
+        one player i on the replayed policy with the others on `any` (i's deviation)."""
         player = state.current_player()
-        deviators = {t.speaker for t in state.turns
-                     if t.instruction is not None and t.instruction not in any_labels}
-        if deviators - {player}:
-            return [any_actions[player]]
-        return sorted({any_actions[player], *(a for a, p in policy(state) if p > 0.0)})
+        walk = fresh.new_initial_state()
+        moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
+        for action in state.history():
+            if not walk.is_chance_node():
+                moves[walk.current_player()].append((walk.clone(), action))
+            walk.apply_action(action)
+        on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
+        on_policy = [all(a in support(s) for s, a in moves[p]) for p in range(n)]
+
+        def deviation_reaches(i: int) -> bool:
+            return on_policy[i] and all(on_any[p] for p in range(n) if p != i)
+
+        out = set()
+        if all(on_any) or any(deviation_reaches(i) for i in range(n) if i != player):
+            out.add(any_actions[player])
+        if deviation_reaches(player):
+            out |= support(state)
+        return sorted(out) or [any_actions[player]]
 
     report = expand_sync(fresh, progress=progress, follow=follow)
     if report.failed:
         raise HeldOutError(f"held-out tree: {report.reason}")
+    # Count only what the measurement itself asks of the policy (expansion asked more).
+    for seen in (policy.hits, policy.borrowed, policy.misses):
+        seen.clear()
     gains = cfr_gain(fresh, policy, baseline)
     span = fresh.max_utility() - fresh.min_utility()
     gain = float(np.mean(gains))
@@ -96,5 +119,5 @@ def measure_heldout(
         borrowed=len(policy.borrowed),
         unmatched=len(policy.misses),
         support_tolerance=support_tolerance,
-        new_calls=report.new_calls,
+        new_calls=fresh.llm.usage.since(before).new_calls,
     )

@@ -131,6 +131,9 @@ def solve_config(
         echoed_messages=echoed,
         heldout=heldout,
         heldout_instances=[r.index for r in records if r.heldout is not None],
+        heldout_decisions=sum(r.heldout.decisions for r in records if r.heldout is not None),
+        heldout_borrowed=sum(r.heldout.borrowed for r in records if r.heldout is not None),
+        heldout_unmatched=sum(r.heldout.unmatched for r in records if r.heldout is not None),
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:

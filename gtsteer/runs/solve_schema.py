@@ -16,7 +16,8 @@ from gtsteer.runs.heldout import HeldOutGain
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
-#: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`). 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
+#: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
+#: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
 SCHEMA_VERSION = 3
 
@@ -95,6 +96,12 @@ class SolveSummary(BaseModel):
     heldout: bool = False  # whether the held-out CFR gain was measured (`--heldout`)
     #: Solved instances whose held-out gain was measured (a failed held-out tree is left out).
     heldout_instances: list[int] = Field(default_factory=list)
+    #: Over those instances: decision positions the held-out gain replayed the policy at, and
+    #: how many of them the solved tree had only under other samples (`borrowed`) or not at
+    #: all (`unmatched`, played `any`: pulls the held-out gain toward 0).
+    heldout_decisions: int = 0
+    heldout_borrowed: int = 0
+    heldout_unmatched: int = 0
 
     def numbers(self) -> dict[str, Any]:
         """Everything that must be identical on a rerun (all but `llm_calls`)."""
