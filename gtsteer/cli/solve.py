@@ -78,10 +78,9 @@ def print_summary(summary: SolveSummary) -> None:
             f" other samples, {summary.heldout_unmatched} with no solved position (played"
             " `any`, which pulls the held-out gain toward 0)"
         )
-    if summary.heldout and len(summary.heldout_instances) < summary.num_solved:
-        missing = summary.num_solved - len(summary.heldout_instances)
-        console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
-                      " see `heldout_failure` in games/<i>.json[/]")
+        if (missing := summary.num_solved - len(summary.heldout_instances)) > 0:
+            console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
+                          " see `heldout_failure` in games/<i>.json[/]")
     for failure in summary.failures:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"

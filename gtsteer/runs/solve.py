@@ -104,6 +104,7 @@ def solve_config(
     clipped = sum(int((r.expansion or {}).get("clipped_rewards", 0)) for r in records)
     echoed = sum(int((r.expansion or {}).get("echoed_messages", 0)) for r in records)
     roles = list(spec.players)
+    held = [r.heldout for r in records if r.heldout is not None]
 
     after = model.usage
     summary = SolveSummary(
@@ -131,18 +132,17 @@ def solve_config(
         echoed_messages=echoed,
         heldout=heldout,
         heldout_instances=[r.index for r in records if r.heldout is not None],
-        heldout_decisions=sum(r.heldout.decisions for r in records if r.heldout is not None),
-        heldout_borrowed=sum(r.heldout.borrowed for r in records if r.heldout is not None),
-        heldout_unmatched=sum(r.heldout.unmatched for r in records if r.heldout is not None),
+        heldout_decisions=sum(h.decisions for h in held),
+        heldout_borrowed=sum(h.borrowed for h in held),
+        heldout_unmatched=sum(h.unmatched for h in held),
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:
         summary.metrics = _metrics(solved)
-        held = [r.heldout.cfr_gain for r in records if r.heldout is not None]
         if held:
-            summary.metrics.cfr_gain_heldout = _metric(held)
+            summary.metrics.cfr_gain_heldout = _metric([h.cfr_gain for h in held])
             summary.metrics.cfr_gain_heldout_normalized = _metric(
-                [r.heldout.cfr_gain_normalized for r in records if r.heldout is not None])
+                [h.cfr_gain_normalized for h in held])
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     write_json(out / "summary.json", summary)

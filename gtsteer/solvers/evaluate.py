@@ -9,6 +9,7 @@ Dialogue trees are a few hundred nodes, so exact recursion is cheap and has no s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 import numpy as np
 import pyspiel
@@ -73,14 +74,10 @@ def truncated(table: PolicyTable, tolerance: float) -> PolicyTable:
         raise ValueError(f"tolerance: must be in [0, 1), got {tolerance}")
     out: PolicyTable = {}
     for key, probs in table.items():
-        kept = [(a, p) for a, p in probs if p >= tolerance and p > 0.0] or [max(probs, key=_prob)]
+        kept = [(a, p) for a, p in probs if p >= tolerance and p > 0.0] or [max(probs, key=itemgetter(1))]
         z = sum(p for _, p in kept)
         out[key] = [(a, p / z) for a, p in kept]
     return out
-
-
-def _prob(item: tuple[int, float]) -> float:
-    return item[1]
 
 
 class Replayed:
