@@ -17,6 +17,7 @@ import argparse
 import datetime
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -28,6 +29,7 @@ import benchdoc
 
 from gtsteer.binding import load_spec
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
+from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
@@ -214,8 +216,40 @@ def heldout_summary(rows: list[Row]) -> str:
     return text
 
 
+def gain_figure(rows: list[Row]) -> Any:
+    """Per domain: CFR gain / payoff range with its 95% interval, in-sample and on fresh
+    samples side by side (normalised, so domains with different payoffs share one axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if r.cfr_gain_normalized is not None]
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(shown) + 1.4))
+    for offset, label, pick in ((-0.15, "in-sample (the samples CFR chose from)",
+                                 lambda r: r.cfr_gain_normalized),
+                                (0.15, "fresh samples (--heldout)",
+                                 lambda r: r.cfr_gain_heldout_normalized)):
+        ys, xs, lows, highs = [], [], [], []
+        for y, r in enumerate(shown):
+            m = pick(r)
+            if m is None:
+                continue
+            ys.append(y + offset)
+            xs.append(m.mean)
+            lows.append(m.mean - (m.ci_low if m.ci_low is not None else m.mean))
+            highs.append((m.ci_high if m.ci_high is not None else m.mean) - m.mean)
+        ax.errorbar(xs, ys, xerr=[lows, highs], fmt="o", capsize=3, label=label)
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    ax.set_yticks(range(len(shown)), [r.domain for r in shown])
+    ax.invert_yaxis()
+    ax.set_xlabel("CFR gain / payoff range (mean, 95% interval over instances)")
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
 def render(rows: list[Row], llm: str, command: str,
-           pending: list[tuple[str, int]] | None = None) -> str:
+           pending: list[tuple[str, int]] | None = None, figure: str | None = None) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Table 1: how unexploitable and how useful is the CFR guidance?",
@@ -244,6 +278,8 @@ def render(rows: list[Row], llm: str, command: str,
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {heldout_cell(r)} | {steer} |"
         )
+    if figure:
+        lines += ["", f"![CFR gain in-sample and on fresh samples, per domain]({figure})"]
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
                   + ", ".join(f"`{name}` ({solved} instances solved so far)"
@@ -324,7 +360,11 @@ def main(argv: list[str] | None = None) -> None:
 
     def write_doc(rows: dict[str, Row]) -> str:
         pending = [(d, solved_so_far(args.results, d)) for d in domains if d not in rows]
-        text = render([rows[d] for d in domains if d in rows], args.llm, command, pending)
+        shown = [rows[d] for d in domains if d in rows]
+        figure = None
+        if any(r.cfr_gain_normalized is not None for r in shown):
+            figure = save_png(gain_figure(shown), args.doc.with_name(f"{args.doc.stem}_gain.png"))
+        text = render(shown, args.llm, command, pending, figure.name if figure else None)
         args.doc.write_text(text, encoding="utf-8")
         return text
 

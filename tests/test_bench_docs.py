@@ -284,6 +284,10 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "configs/court.yaml"), str(ROOT / "configs/trade_fruit_tone.yaml")])
     rendered = doc.read_text(encoding="utf-8")
+    # The gain chart is drawn from the rows and linked from the page.
+    chart = tmp_path / "TABLE1_gain.png"
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](TABLE1_gain.png)" in rendered
     court_line = next(line for line in last.splitlines() if line.startswith("| `court`"))
     assert court_line in rendered.splitlines()
     assert "`trade_fruit_tone` (1 instances solved so far)." in rendered
@@ -354,3 +358,22 @@ def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> Non
     assert table1.heldout_cell(rows[0]) == table1.ci(rows[0].cfr_gain_heldout)
     assert table1.heldout_summary(rows).endswith(
         "pulls the gain toward 0: `noise` (25%) of the replayed decisions.")
+
+
+def test_table1_gain_chart_plots_each_domains_interval_in_sample_and_held_out() -> None:
+    table1 = load("table1")
+    from gtsteer.solvers.metrics import mean_ci
+
+    rows = [table1.Row(config="a.yaml", domain="a", games=3, solved=3,
+                       cfr_gain_normalized=mean_ci([0.1, 0.2, 0.3]),
+                       cfr_gain_heldout_normalized=mean_ci([-0.1, 0.0, 0.1])),
+            table1.Row(config="b.yaml", domain="b", games=3, solved=3,
+                       cfr_gain_normalized=mean_ci([0.0, 0.0, 0.3]))]
+    fig = table1.gain_figure(rows)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    in_sample, held_out = ax.containers
+    assert list(in_sample.lines[0].get_xdata()) == pytest.approx([0.2, 0.1])
+    assert list(held_out.lines[0].get_xdata()) == pytest.approx([0.0])  # b was not held out
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "in-sample (the samples CFR chose from)", "fresh samples (--heldout)"]
