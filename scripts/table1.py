@@ -282,7 +282,7 @@ def render(rows: list[Row], llm: str, command: str,
         lines += ["", f"![CFR gain in-sample and on fresh samples, per domain]({figure})"]
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
-                  + ", ".join(f"`{name}` ({solved} instances solved so far)"
+                  + ", ".join(f"`{name}` ({solved} instance{'' if solved == 1 else 's'} solved so far)"
                               for name, solved in pending) + "."]
     lines += [
         "",

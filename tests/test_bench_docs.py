@@ -290,7 +290,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     assert "](TABLE1_gain.png)" in rendered
     court_line = next(line for line in last.splitlines() if line.startswith("| `court`"))
     assert court_line in rendered.splitlines()
-    assert "`trade_fruit_tone` (1 instances solved so far)." in rendered
+    assert "`trade_fruit_tone` (1 instance solved so far)." in rendered
     # Rows saved for other settings are not shown as these settings' results.
     table1.main(["--llm", "fake", "--games", "3", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
