@@ -88,13 +88,17 @@ def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
 
-def stored_row(results: Path, domain: str, llm: str, games: int, samples: int) -> Row | None:
-    """The row a finished run saved for these settings, if any."""
+def stored_row(results: Path, domain: str, llm: str, games: int, samples: int,
+               heldout: bool = False) -> Row | None:
+    """The row a finished run saved for these settings (with the held-out gain where
+    `heldout` asks for it), if any."""
     path = row_path(results, domain)
     if not path.is_file():
         return None
     saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
     if (saved.llm, saved.row.games, saved.row.steering_samples) != (llm, games, samples):
+        return None
+    if heldout and saved.row.cfr_gain_heldout is None:
         return None
     return saved.row
 
@@ -184,6 +188,8 @@ def gain_without_steering(rows: list[Row]) -> list[str]:
 def heldout_cell(r: Row) -> str:
     """The fresh-sample gain, with the share of decisions that could only play `any`."""
     cell = ci(r.cfr_gain_heldout)
+    if r.cfr_gain_heldout is not None and r.cfr_gain_heldout.n < r.solved:
+        cell += f" (n={r.cfr_gain_heldout.n}: some held-out trees failed)"
     if r.heldout_unmatched_share:
         cell += f" ({pct(r.heldout_unmatched_share)} of decisions unmatched)"
     return cell
@@ -371,7 +377,8 @@ def main(argv: list[str] | None = None) -> None:
     rows: dict[str, Row] = {}
     if args.render_only:
         for domain in domains:
-            row = stored_row(args.results, domain, args.llm, args.games, args.samples)
+            row = stored_row(args.results, domain, args.llm, args.games, args.samples,
+                             args.heldout)
             if row is not None:
                 rows[domain] = row
         print(write_doc(rows))

@@ -335,6 +335,19 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     assert cells[7] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
                         f" {table1.signed(held['ci_high'])}]")
     assert "On fresh samples the gain " in doc.read_text(encoding="utf-8")
+    # --render-only --heldout shows only rows that have the held-out gain.
+    render = ["--llm", "fake", "--games", "3", "--samples", "0", "--render-only", "--results",
+              str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "configs/trade_fruit_tone.yaml")]
+    table1.main([*render, "--heldout"])
+    assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
+    saved = tmp_path / "res" / "trade_fruit_tone" / "table1_row.json"
+    stored = json.loads(saved.read_text())
+    stored["row"]["cfr_gain_heldout"] = None
+    saved.write_text(json.dumps(stored))
+    table1.main([*render, "--heldout"])
+    assert "| `trade_fruit_tone` |" not in doc.read_text(encoding="utf-8")
+    table1.main(render)
+    assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
 
 
 def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> None:
@@ -356,6 +369,9 @@ def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> Non
     rows[1].heldout_unmatched_share = 0.25
     assert table1.heldout_cell(rows[1]).endswith("(25% of decisions unmatched)")
     assert table1.heldout_cell(rows[0]) == table1.ci(rows[0].cfr_gain_heldout)
+    # A mean over fewer instances than were solved says so.
+    rows[0].cfr_gain_heldout = mean_ci([0.5, 0.6])
+    assert table1.heldout_cell(rows[0]).endswith("(n=2: some held-out trees failed)")
     assert table1.heldout_summary(rows).endswith(
         "pulls the gain toward 0: `noise` (25%) of the replayed decisions.")
 

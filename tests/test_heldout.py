@@ -19,6 +19,7 @@ from gtsteer.binding import (
     load_game,
     load_spec,
     make_game,
+    register_deal_private_info,
     register_private_info,
     register_utility,
 )
@@ -176,6 +177,88 @@ def test_a_missing_position_borrows_the_mean_policy_of_the_other_samples() -> No
     assert own_card_kept.misses == {(0, 1)} and not own_card_kept.borrowed
 
 
+def kuhn_hidden(state: pyspiel.State, action: int, player: int) -> list[int]:
+    """Kuhn poker deals player 0's card, then player 1's: the other's card is hidden."""
+    if len(state.history()) == player:
+        return [action]
+    return [a for a, _ in state.chance_outcomes()]
+
+
+def test_mixing_over_what_the_information_state_already_hides_changes_nothing() -> None:
+    game = pyspiel.load_game("kuhn_poker")
+    table = solve_cfr(game, solver="cfr+", iterations=200).policy
+    pooled = Replayed(table, game, uniform(), indistinct=kuhn_hidden)
+    assert expected_returns(game, [pooled, pooled]) == pytest.approx(
+        expected_returns(game, [tabular(table)] * 2))
+    assert pooled.hits and not pooled.pooled and not pooled.misses
+    # Mixing over a player's own card (which it sees) does change the policy played: with
+    # player 1 holding card 1, player 0 plays the mean of its policies for cards 0 and 2.
+    blind = Replayed(table, game, uniform(), indistinct=lambda s, a, p: kuhn_hidden(s, a, 1 - p))
+    state = game.new_initial_state().child(0).child(1)  # player 0 holds the lowest card
+    assert dict(blind(state)) == pytest.approx(
+        {a: (dict(table["0"])[a] + dict(table["2"])[a]) / 2 for a in (0, 1)})
+    assert dict(blind(state)) != pytest.approx(dict(table["0"]))
+    assert blind.pooled == {(0, 1)}
+
+
+TYPES = ["x", "y"]
+
+
+@register_private_info("test_heldout_typed")
+def typed_info(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
+    """Only the answerer (player 1) has private information: its type."""
+    return {"type": rng.choice(TYPES)} if player == 1 else {"role": "asker"}
+
+
+@register_deal_private_info("test_heldout_typed")
+def typed_deal(spec: Any, first: Any, j: int) -> list[dict[str, str]]:
+    private = [dict(info) for info in first.private_info]
+    private[1]["type"] = TYPES[(TYPES.index(private[1]["type"]) + j) % len(TYPES)]
+    return private
+
+
+@register_utility("test_heldout_match_type")
+async def match_type(ctx: Any) -> list[float]:
+    """The asker scores 1 when its last instruction names the answerer's hidden type."""
+    said = ctx.instructions(0)
+    wanted = {"x": "a", "y": "b"}[ctx.instance.private_info[1]["type"]]
+    return [float(bool(said) and said[-1] == wanted), 0.0]
+
+
+def test_a_replayed_player_is_never_handed_a_hidden_deal(tmp_path: Path) -> None:
+    """The answerer's words depend on its type, so in the solved tree they tell the asker
+    which deal it is in, and CFR matches the type at the asker's second move. Replayed on
+    fresh words, the asker cannot read the deal off the history: it mixes its policies over
+    the deals it cannot tell apart, here worth half the in-sample gain."""
+    data = yaml.safe_load(shaped_spec(tmp_path, 2, 2, False, 2).read_text())
+    data |= {"name": "typed", "private_info_generator": "test_heldout_typed",
+             "num_llm_seeds": 1, "termination_prompt": None,
+             "payoff": {"min": 0, "max": 1, "utility": "test_heldout_match_type",
+                        "prompt": "{transcript}"}}
+    path = tmp_path / "typed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    spec = load_spec(path)
+    instance = generate_instances(spec, 1, 0)[0]
+    llm = LLM(backend=SeededBackend())
+    solved = make_game(spec, instance, llm)
+    expand_sync(solved, progress=False)
+    assert sorted(d.private_info[1]["type"] for d in solved.deals) == TYPES
+    table = solve_cfr(solved, solver="cfr+", iterations=300).policy
+    anys = fixed([solved.any_action(p) for p in range(2)])
+    assert cfr_gain(solved, tabular(table), anys)[0] == pytest.approx(1.0, abs=0.01)
+
+    held = measure_heldout(solved, table, make_game(spec, instance, llm, sample_offset=1),
+                           progress=False)
+    assert held.cfr_gain_per_player[0] == pytest.approx(0.5, abs=0.01)
+    assert held.pooled > 0 and held.unmatched == 0
+    # Looked up by the history alone (deal included), the replay would know the type.
+    full = make_game(spec, instance, llm, sample_offset=1)
+    expand_sync(full, progress=False)
+    by_history = Replayed(truncated(table, 1e-3), solved, anys,
+                          resample=lambda s: not s.is_deal_node())
+    assert cfr_gain(full, by_history, anys)[0] == pytest.approx(1.0, abs=0.01)
+
+
 def test_when_payoffs_depend_only_on_instructions_the_held_out_gain_is_the_same(
     tmp_path: Path,
 ) -> None:
@@ -269,7 +352,8 @@ def test_every_game_shape_is_measured_from_its_expansion_alone(
     expand_sync(full, progress=False)
     any_actions = [full.any_action(p) for p in range(players)]
     same = Replayed(truncated(table, 1e-3), solved, fixed(any_actions),
-                    resample=lambda s: not s.is_deal_node())
+                    resample=lambda s: not s.is_deal_node(),
+                    indistinct=heldout_module.same_private_info(solved))
     assert held.cfr_gain_per_player == pytest.approx(real_gain(full, same, fixed(any_actions)),
                                                      abs=1e-12)
     assert held.decisions == len(same.hits | same.borrowed | same.misses)
@@ -290,13 +374,18 @@ def test_missing_positions_borrow_other_samples_but_never_other_deals(tmp_path: 
         full = make_game(spec, instance, llm, sample_offset=2)
         expand_sync(full, progress=False)
         anys = fixed([full.any_action(p) for p in range(2)])
-        results = {}
+        pooled = Replayed(truncated(table, 1e-3), solved, anys,
+                          resample=lambda s: not s.is_deal_node(),
+                          indistinct=heldout_module.same_private_info(solved))
+        assert held.cfr_gain_per_player == pytest.approx(cfr_gain(full, pooled, anys), abs=1e-12)
+        # Borrowing alone (deals looked up exactly), with and without other deals allowed.
+        results, borrowed = {}, set()
         for name, resample in (("none", None), ("samples", lambda s: not s.is_deal_node()),
                                ("deals too", lambda s: True)):
             policy = Replayed(truncated(table, 1e-3), solved, anys, resample=resample)
             results[name] = cfr_gain(full, policy, anys)
-        assert held.cfr_gain_per_player == pytest.approx(results["samples"], abs=1e-12)
-        if held.borrowed:
+            borrowed |= policy.borrowed if name == "samples" else set()
+        if borrowed:
             borrowed_somewhere = True
             assert results["samples"] != pytest.approx(results["none"], abs=1e-9)
             assert results["samples"] != pytest.approx(results["deals too"], abs=1e-9)

@@ -16,6 +16,7 @@ from gtsteer.binding import (
     make_instance,
     spec_from_dict,
 )
+from gtsteer.binding.instances import deal_instances
 from gtsteer.binding.judge import pick, probabilities
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.llm import LLM, run_sync
@@ -72,6 +73,26 @@ def test_types_are_dealt_by_chance_and_stay_private() -> None:
     secret = f"type: {instance.private_info[1]['type']}"
     assert secret in state.information_state_string(1)
     assert secret not in state.information_state_string(0)
+
+
+@pytest.mark.parametrize("config", ["interrogation", "turing_test"])
+def test_every_instance_deals_each_type_equally_often(config: str) -> None:
+    """A uniform prior in every instance: drawing each deal's type left some instances with
+    one type in every deal (nothing hidden) and others lopsided."""
+    spec = spec_of(config)
+    types = spec.params["types"]
+    for instance in generate_instances(spec, 20):
+        dealt = [d.private_info[1]["type"] for d in deal_instances(spec, instance)]
+        assert dealt[0] == instance.private_info[1]["type"]  # deal 0 is the instance itself
+        assert sorted(dealt) == sorted(types)
+    for instance in generate_instances(spec.with_deals(4), 5):
+        dealt = [d.private_info[1]["type"] for d in deal_instances(spec.with_deals(4), instance)]
+        assert sorted(dealt) == sorted(types * 2)
+        assert all(d.private_info[0] == instance.private_info[0]
+                   for d in deal_instances(spec, instance))
+    with pytest.raises(ConfigError, match="num_deals.*multiple of 2"):
+        spec.with_deals(3)
+    assert spec.with_deals(1).num_deals == 1  # one game per instance stays possible
 
 
 # ---- the judge inside the game ---------------------------------------------------------------
@@ -223,4 +244,4 @@ def test_sampling_judge_is_a_function_of_the_transcript() -> None:
     game = make_game(spec, make_instance(spec, 0), LLM("keyword", backend=backend))
     assert game.dealt and not expand_sync(game, progress=False).failed
     first_round = {h: v for h, v in game.verdicts.items() if len(h) == 5}  # deal + 2 x (a, s)
-    assert len(first_round) == 4 * 4 * 4 and len(set(first_round.values())) == 1
+    assert len(first_round) == 2 * 4 * 4 and len(set(first_round.values())) == 1

@@ -26,6 +26,10 @@ _GENERATORS: dict[str, PrivateInfoGenerator] = {}
 #: (a debate's topic and its two opposite stances).
 JointPrivateInfoGenerator = Callable[[DomainSpec, random.Random, list[str]], list[dict[str, str]]]
 _JOINT_GENERATORS: dict[str, JointPrivateInfoGenerator] = {}
+#: (spec, deal 0, j) -> every player's private info in deal j, for domains whose deals must
+#: cover a prior exactly (each hidden type equally often) rather than draw it.
+DealGenerator = Callable[[DomainSpec, "Instance", int], list[dict[str, str]]]
+_DEAL_GENERATORS: dict[str, DealGenerator] = {}
 
 
 def stable_int(*parts: Any, bits: int = 31) -> int:
@@ -51,6 +55,16 @@ def register_joint_private_info(
 
     def deco(fn: JointPrivateInfoGenerator) -> JointPrivateInfoGenerator:
         _JOINT_GENERATORS[name] = fn
+        return fn
+
+    return deco
+
+
+def register_deal_private_info(name: str) -> Callable[[DealGenerator], DealGenerator]:
+    """Register how the deals j > 0 of a dealt game are made from deal 0 (see `deal_instances`)."""
+
+    def deco(fn: DealGenerator) -> DealGenerator:
+        _DEAL_GENERATORS[name] = fn
         return fn
 
     return deco
@@ -129,12 +143,22 @@ def make_instance(spec: DomainSpec, index: int, seed: int = 0) -> Instance:
 
 def deal_instances(spec: DomainSpec, instance: Instance) -> list[Instance]:
     """The `spec.num_deals` deals of a dealt game: deal 0 is `instance` itself, deal j > 0
-    keeps its public part (names, scenario, opening, sample seed) and draws fresh private
-    information, so the public transcript never tells the deals apart."""
+    keeps its public part (names, scenario, opening, sample seed) and gets other private
+    information, so the public transcript never tells the deals apart. That information is
+    drawn afresh, unless the domain registered a deal generator (`register_deal_private_info`)."""
     deals = [instance]
+    make_deal: DealGenerator | None = None
+    if spec.num_deals > 1 and spec.private_info_generator is not None:
+        try:
+            make_deal = lookup(_DEAL_GENERATORS, spec.private_info_generator, "deal generator")
+        except KeyError:
+            make_deal = None  # deals are drawn
     for j in range(1, spec.num_deals):
-        rng = random.Random(stable_int("gtsteer-deal", spec.name, instance.seed, j))
-        private = _draw_private_info(spec, rng, list(instance.names))
+        if make_deal is not None:
+            private = [dict(info) for info in make_deal(spec, instance, j)]
+        else:
+            rng = random.Random(stable_int("gtsteer-deal", spec.name, instance.seed, j))
+            private = _draw_private_info(spec, rng, list(instance.names))
         deals.append(instance.model_copy(update={"private_info": private, "deal": j}))
     return deals
 
@@ -157,6 +181,7 @@ __all__ = [
     "deal_instances",
     "generate_instances",
     "make_instance",
+    "register_deal_private_info",
     "register_joint_private_info",
     "register_private_info",
     "stable_int",

@@ -77,6 +77,8 @@ def print_summary(summary: SolveSummary) -> None:
             f" replayed decisions: {summary.heldout_borrowed} borrowed from the solved tree's"
             f" other samples, {summary.heldout_unmatched} with no solved position (played"
             " `any`, which pulls the held-out gain toward 0)"
+            + (f", {summary.heldout_pooled} mixed over deals the player cannot tell apart"
+               if summary.heldout_pooled else "")
         )
         if (missing := summary.num_solved - len(summary.heldout_instances)) > 0:
             console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"

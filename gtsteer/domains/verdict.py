@@ -30,7 +30,11 @@ from gtsteer.binding.domain_checks import (
     register_instance_check,
 )
 from gtsteer.binding.features import register_private_features
-from gtsteer.binding.instances import Instance, register_private_info
+from gtsteer.binding.instances import (
+    Instance,
+    register_deal_private_info,
+    register_private_info,
+)
 from gtsteer.binding.reward import RewardContext, register_utility
 from gtsteer.binding.spec import DomainSpec
 
@@ -118,7 +122,13 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
 
 
 def check_verdict_game(spec: DomainSpec) -> None:
-    verdict_table(spec)
+    table = verdict_table(spec)
+    if table.types and spec.num_deals > 1 and spec.num_deals % len(table.types):
+        raise DomainCheckError(
+            "num_deals",
+            f"{spec.num_deals} deals cannot hold each of the {len(table.types)} types"
+            f" {table.types} equally often; use a multiple of {len(table.types)} (or 1)",
+        )
 
 
 @register_private_info(DOMAIN)
@@ -131,6 +141,19 @@ def verdict_private_info(
     if types and player == spec.params.get("typed_player"):
         info[TYPE] = rng.choice(list(types))
     return info
+
+
+@register_deal_private_info(DOMAIN)
+def verdict_deal(spec: DomainSpec, first: Instance, j: int) -> list[dict[str, str]]:
+    """Deal j of a dealt typed game: deal 0's type moved on j places in `params.types`, so the
+    deals hold every type equally often and each instance has the same uniform prior (drawing
+    each deal's type would give some instances no hidden type at all)."""
+    private = [dict(info) for info in first.private_info]
+    table = verdict_table(spec)
+    if table.typed_player is not None:
+        start = table.types.index(private[table.typed_player][TYPE])
+        private[table.typed_player][TYPE] = table.types[(start + j) % len(table.types)]
+    return private
 
 
 @register_instance_check(DOMAIN)

@@ -5,7 +5,10 @@ per message an instruction whose samples happened to score well looks better tha
 the same instance is built again with every message seeded as sample i + num_llm_seeds (samples
 the solver never saw), the CFR policy is replayed position by position (`Replayed`: same action
 history, same information state in the solved tree) and the gain is measured there. Selection
-on sampling noise does not survive that; an effect of the instructions does.
+on sampling noise does not survive that; an effect of the instructions does. In a dealt game
+the replayed player mixes its solved policies over the deals it cannot tell apart: in the
+solved tree the other player's words often reveal the deal (a guilty suspect's reply differs
+from an innocent one's), and replaying by history alone would hand it the deal itself.
 
 Only the branches the gain needs are expanded: at a player's decision, `any` where the path
 so far is the baseline's or another player's deviation, and the replayed policy's support
@@ -20,7 +23,13 @@ from pydantic import BaseModel
 
 from gtsteer.binding import DialogueGame, DialogueState, expand_sync
 from gtsteer.solvers.cfr import PolicyTable
-from gtsteer.solvers.evaluate import Replayed, expected_returns, fixed, truncated
+from gtsteer.solvers.evaluate import (
+    Indistinct,
+    Replayed,
+    expected_returns,
+    fixed,
+    truncated,
+)
 from gtsteer.solvers.metrics import cfr_gain
 
 #: Actions the CFR average policy plays below this probability are not replayed (and their
@@ -44,6 +53,9 @@ class HeldOutGain(BaseModel):
     decisions: int
     borrowed: int
     unmatched: int
+    #: Decisions of a dealt game where the player's solved information states differed across
+    #: deals it cannot tell apart (its replayed policy mixes them by their chance probability).
+    pooled: int = 0
     support_tolerance: float
     new_calls: int  # LLM calls the held-out measurement cost this run (0 when cached)
 
@@ -51,6 +63,20 @@ class HeldOutGain(BaseModel):
 class HeldOutError(RuntimeError):
     """The held-out tree could not be expanded (a failed model call); the in-sample result
     of the instance is unaffected."""
+
+
+def same_private_info(game: DialogueGame) -> Indistinct:
+    """At the deal node, the deals that give the player the private information of the one
+    dealt (an interrogator, who has none, cannot tell a guilty suspect's deal from an innocent
+    one's); every other chance outcome is its own."""
+
+    def indistinct(state: pyspiel.State, action: int, player: int) -> list[int]:
+        if not state.is_deal_node():
+            return [action]
+        mine = game.deals[action].private_info[player]
+        return [j for j, deal in enumerate(game.deals) if deal.private_info[player] == mine]
+
+    return indistinct
 
 
 def measure_heldout(
@@ -69,9 +95,11 @@ def measure_heldout(
     any_actions = [fresh.any_action(p) for p in range(n)]
     baseline = fixed(any_actions)
     # Other message samples may stand in for a missing position; other deals may not (they
-    # change what the player privately knows).
+    # change what the player privately knows). Deals that give the player the same private
+    # information are always mixed: it cannot tell them apart.
     policy = Replayed(truncated(table, support_tolerance), solved, baseline,
-                      resample=lambda state: not state.is_deal_node())
+                      resample=lambda state: not state.is_deal_node(),
+                      indistinct=same_private_info(solved))
     before = fresh.llm.usage
 
     def support(state: pyspiel.State) -> set[int]:
@@ -104,7 +132,7 @@ def measure_heldout(
     if report.failed:
         raise HeldOutError(f"held-out tree: {report.reason}")
     # Count only what the measurement itself asks of the policy (expansion asked more).
-    for seen in (policy.hits, policy.borrowed, policy.misses):
+    for seen in (policy.hits, policy.borrowed, policy.misses, policy.pooled):
         seen.clear()
     gains = cfr_gain(fresh, policy, baseline)
     span = fresh.max_utility() - fresh.min_utility()
@@ -118,6 +146,7 @@ def measure_heldout(
         decisions=len(policy.hits | policy.borrowed | policy.misses),
         borrowed=len(policy.borrowed),
         unmatched=len(policy.misses),
+        pooled=len(policy.pooled),
         support_tolerance=support_tolerance,
         new_calls=fresh.llm.usage.since(before).new_calls,
     )

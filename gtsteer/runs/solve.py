@@ -135,6 +135,7 @@ def solve_config(
         heldout_decisions=sum(h.decisions for h in held),
         heldout_borrowed=sum(h.borrowed for h in held),
         heldout_unmatched=sum(h.unmatched for h in held),
+        heldout_pooled=sum(h.pooled for h in held),
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:

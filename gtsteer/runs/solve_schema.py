@@ -102,6 +102,9 @@ class SolveSummary(BaseModel):
     heldout_decisions: int = 0
     heldout_borrowed: int = 0
     heldout_unmatched: int = 0
+    #: Dealt games: decisions whose replayed policy mixed solved information states of deals
+    #: the player cannot tell apart (see `gtsteer.runs.heldout`).
+    heldout_pooled: int = 0
 
     def numbers(self) -> dict[str, Any]:
         """Everything that must be identical on a rerun (all but `llm_calls`)."""

@@ -80,17 +80,30 @@ def truncated(table: PolicyTable, tolerance: float) -> PolicyTable:
     return out
 
 
+#: (chance state, the outcome that happened, player) -> the outcomes there that the player
+#: cannot tell from it (a deal that gives it the same private information).
+Indistinct = Callable[[pyspiel.State, int, int], Sequence[int]]
+
+
 class Replayed:
     """A tabular policy of game `source` played on another game with the same actions and
     chance outcomes (the same positions, other LLM samples): at a state, play the table's
     distribution at the information state `source` has after the same action history.
+
+    With `indistinct`, the player does not condition on chance outcomes it cannot observe: at
+    each chance node, the outcomes `indistinct` names (say, deals that give this player the
+    same private information) are all looked up, and the tables there are mixed by their
+    chance probabilities. Without it, a replayed player whose information states in `source`
+    tell hidden deals apart (through the other player's words) would be handed the deal
+    itself on the new game, where only other words reveal it.
 
     Where `source` has no such decision (its dialogue ended earlier there) and `resample` is
     given, the same player actions are looked up under every other outcome of the chance nodes
     `resample` accepts, and the mean of the table's distributions there is played (the policy
     for those instructions, averaged over the samples the solver saw). Only where that finds
     nothing either is `fallback` played. `hits`, `borrowed` and `misses` record which histories
-    got which, so a caller can say how much of a measurement rests on each.
+    got which, so a caller can say how much of a measurement rests on each; `pooled` the hits
+    that mixed more than one information state.
     """
 
     def __init__(
@@ -99,42 +112,62 @@ class Replayed:
         source: pyspiel.Game,
         fallback: Strategy,
         resample: Callable[[pyspiel.State], bool] | None = None,
+        indistinct: Indistinct | None = None,
     ):
         self.table, self.source, self.fallback = table, source, fallback
-        self.resample = resample
+        self.resample, self.indistinct = resample, indistinct
         self.hits: set[tuple[int, ...]] = set()
         self.borrowed: set[tuple[int, ...]] = set()
         self.misses: set[tuple[int, ...]] = set()
-        self._found: dict[tuple[int, ...], tuple[list[str], bool]] = {}
+        self.pooled: set[tuple[int, ...]] = set()
+        self._found: dict[tuple[int, ...], tuple[dict[str, float], bool]] = {}
 
-    def source_keys(self, history: Sequence[int], player: int) -> tuple[list[str], bool]:
-        """The table keys to play after `history` and whether they are the exact position's
-        (else: the same player actions under other chance outcomes; empty: none found)."""
+    def source_keys(self, history: Sequence[int], player: int) -> tuple[dict[str, float], bool]:
+        """The table keys to play after `history` with their weights (summing to 1), and
+        whether they are the position's own (else: the same player actions under other chance
+        outcomes; empty: none found)."""
         h = tuple(history)
         if h not in self._found:
             root = self.source.new_initial_state()
-            exact = [k for k in self._matches(root, h, player, swap=False) if k in self.table]
+            exact = self._known(self._matches(root, h, player, swap=False))
             if exact or self.resample is None:
                 self._found[h] = (exact, True)
             else:
-                found = [k for k in self._matches(root, h, player, swap=True) if k in self.table]
-                self._found[h] = (found, False)
+                self._found[h] = (self._known(self._matches(root, h, player, swap=True)), False)
         return self._found[h]
 
+    def _known(self, weighted: list[tuple[str, float]]) -> dict[str, float]:
+        """The keys the table has, their weights summed and renormalised."""
+        out: dict[str, float] = {}
+        for key, w in weighted:
+            if key in self.table:
+                out[key] = out.get(key, 0.0) + w
+        total = sum(out.values())
+        return {k: w / total for k, w in out.items()} if total > 0.0 else {}
+
     def _matches(self, state: pyspiel.State, rest: tuple[int, ...], player: int,
-                 swap: bool) -> list[str]:
+                 swap: bool) -> list[tuple[str, float]]:
         if not rest:
             if state.is_terminal() or state.current_player() != player:
                 return []
-            return [state.information_state_string(player)]
+            return [(state.information_state_string(player), 1.0)]
         if state.is_terminal():
             return []
         action, tail = rest[0], rest[1:]
-        if swap and state.is_chance_node() and self.resample is not None and self.resample(state):
-            options = [a for a, _ in state.chance_outcomes()]
+        if state.is_chance_node():
+            chance = dict(state.chance_outcomes())
+            if swap and self.resample is not None and self.resample(state):
+                options = list(chance)
+            elif self.indistinct is not None:
+                options = [a for a in self.indistinct(state, action, player) if a in chance]
+            else:
+                options = [action] if action in chance else []
+            total = sum(chance[a] for a in options)
+            weights = [(a, chance[a] / total) for a in options if chance[a] > 0.0]
         else:
-            options = [action] if action in state.legal_actions() else []
-        return [k for a in options for k in self._matches(state.child(a), tail, player, swap)]
+            weights = [(action, 1.0)] if action in state.legal_actions() else []
+        return [(k, w * v) for a, w in weights
+                for k, v in self._matches(state.child(a), tail, player, swap)]
 
     def __call__(self, state: pyspiel.State) -> list[tuple[int, float]]:
         history = tuple(state.history())
@@ -142,14 +175,15 @@ class Replayed:
         if not keys:
             self.misses.add(history)
             return self.fallback(state)
+        (self.hits if exact else self.borrowed).add(history)
+        if len(keys) == 1:
+            return self.table[next(iter(keys))]
         if exact:
-            self.hits.add(history)
-            return self.table[keys[0]]
-        self.borrowed.add(history)
+            self.pooled.add(history)
         mean: dict[int, float] = {}
-        for key in keys:
+        for key, weight in keys.items():
             for a, p in self.table[key]:
-                mean[a] = mean.get(a, 0.0) + p / len(keys)
+                mean[a] = mean.get(a, 0.0) + weight * p
         return sorted(mean.items())
 
 
