@@ -332,7 +332,15 @@ def render(rows: list[Row], llm: str, command: str,
         " strategy with reward-model noise; the intervals say how much of it survives N"
         " instances, not whether the reward model is right."),
         ("- Verdict games and debate are judged by the same small model; their numbers describe"
-        " the judge as much as the players."),
+        " the judge as much as the players. The verdict games have one sample per message and a"
+        " temperature-0 judge, so each instance is a deterministic game: NashConv 0 comes"
+        " trivially, and an in-sample gain there is selection among the single samples each"
+        " instruction drew. The fresh-sample column is the one that speaks to strategy. In the"
+        " interrogation and Turing test each instance deals both hidden types (a uniform"
+        " prior); the fresh-sample replay mixes the questioner's policies over them, since only"
+        " the solved samples' words told it which one it faced."),
+        ("- Steering accuracy is measured on the first message of a dialogue, i.e. the first"
+        " speaker's instructions (the prosecutor's or interrogator's in the verdict games)."),
         "",
     ]
     return "\n".join(lines)
