@@ -7,6 +7,7 @@ whose order could depend on PYTHONHASHSEED.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -149,10 +150,8 @@ def deal_instances(spec: DomainSpec, instance: Instance) -> list[Instance]:
     deals = [instance]
     make_deal: DealGenerator | None = None
     if spec.num_deals > 1 and spec.private_info_generator is not None:
-        try:
+        with contextlib.suppress(KeyError):  # no deal generator: the deals are drawn
             make_deal = lookup(_DEAL_GENERATORS, spec.private_info_generator, "deal generator")
-        except KeyError:
-            make_deal = None  # deals are drawn
     for j in range(1, spec.num_deals):
         if make_deal is not None:
             private = [dict(info) for info in make_deal(spec, instance, j)]
