@@ -10,6 +10,7 @@ from domain_support import CONFIGS, spec_of
 from typer.testing import CliRunner
 
 from gtsteer.binding import make_instance
+from gtsteer.binding.domain_checks import DomainCheckError
 from gtsteer.binding.llm_instances import (
     InstanceGenerationError,
     generate_llm_instances,
@@ -111,3 +112,28 @@ def test_jsonl_round_trip_and_cli(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["instances", str(CONFIGS / "debate.yaml"), "--llm", "fake",
                                       "--num", "1"])
     assert result.exit_code == 2 and "InstanceGenerationError" in result.output  # fake: words
+
+
+def test_solve_plays_the_instances_a_file_holds(tmp_path: Path) -> None:
+    spec = spec_of("schedule_meeting_dow")
+    made = generate_llm_instances(spec, llm_of(GOOD)[0], 2)
+    path = write_instances(made, tmp_path / "i.jsonl")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["solve", str(CONFIGS / "schedule_meeting_dow.yaml"),
+                                      "--llm", "fake", "--instances", str(path), "--out",
+                                      str(out), "-k", "5", "-q"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["num_games"] == 2 and summary["instances_file"] == str(path)
+    played = json.loads((out / "games" / "1.json").read_text())["instance"]
+    assert played["names"] == made[1].names and played["private_info"] == made[1].private_info
+
+
+def test_an_instance_file_for_another_domain_is_refused_by_field(tmp_path: Path) -> None:
+    debate = spec_of("debate")
+    path = write_instances([make_instance(debate, 0)], tmp_path / "d.jsonl")
+    with pytest.raises(DomainCheckError, match=r"line 1.*private_info\.0"):
+        read_instances(path, spec_of("schedule_meeting_dow"))
+    result = CliRunner().invoke(app, ["solve", str(CONFIGS / "schedule_meeting_dow.yaml"),
+                                      "--llm", "fake", "--instances", str(path), "-q"])
+    assert result.exit_code == 2 and "private_info.0" in result.output

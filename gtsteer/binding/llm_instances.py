@@ -138,6 +138,29 @@ def write_instances(instances: list[Instance], path: str | Path) -> Path:
     return target
 
 
-def read_instances(path: str | Path) -> list[Instance]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [Instance.model_validate_json(line) for line in lines if line.strip()]
+def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Instance]:
+    """The instances of a JSONL file (`gtsteer instances` writes one). With `spec`, each must
+    fit that domain: same players, same private-information fields, the domain's own checks;
+    a `DomainCheckError` names the line and the field otherwise."""
+    lines = [(n, line) for n, line in
+             enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    instances = [Instance.model_validate_json(line) for _, line in lines]
+    if spec is not None:
+        keys = _keys(spec)
+        for (n, _), instance in zip(lines, instances, strict=True):
+            try:
+                _check_fits(spec, keys, instance)
+            except DomainCheckError as exc:
+                raise DomainCheckError(exc.field, f"{path} line {n}: {exc}") from None
+    return instances
+
+
+def _check_fits(spec: DomainSpec, keys: list[list[str]], instance: Instance) -> None:
+    if len(instance.names) != len(keys) or len(instance.private_info) != len(keys):
+        raise DomainCheckError("names", f"{len(keys)} players in {spec.name}, "
+                               f"the instance has {len(instance.names)}")
+    for p, (want, got) in enumerate(zip(keys, instance.private_info, strict=True)):
+        if sorted(want) != sorted(got):
+            raise DomainCheckError(f"private_info.{p}", f"{spec.name} needs fields {want}, "
+                                   f"the instance has {sorted(got)}")
+    check_instance(spec, instance)

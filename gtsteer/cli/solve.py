@@ -131,7 +131,14 @@ def solve(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
-    games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
+    games: Annotated[
+        int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
+    ] = None,
+    instances: Annotated[
+        Path | None,
+        typer.Option("--instances", help="Solve the instances of this JSONL file (from"
+                     " `gtsteer instances`) instead of generated ones; not with --games."),
+    ] = None,
     iterations: Annotated[
         int, typer.Option("--iterations", "-k", help="CFR iterations.")
     ] = DEFAULT_ITERATIONS,
@@ -161,11 +168,14 @@ def solve(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
+    if games is not None and instances is not None:
+        raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
     with friendly_errors():
         summary = solve_config(
             config,
             llm=llm,
-            games=games,
+            games=1 if games is None else games,
+            instances_file=instances,
             iterations=iterations,
             solver=solver,
             seed=seed,

@@ -22,6 +22,7 @@ from gtsteer.binding import (
     load_spec,
     make_game,
 )
+from gtsteer.binding.llm_instances import read_instances
 from gtsteer.llm import LLM
 from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
@@ -64,6 +65,7 @@ def solve_config(
     deals: int | None = None,
     heldout: bool = False,
     progress: bool = True,
+    instances_file: str | Path | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -75,9 +77,15 @@ def solve_config(
     `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
     positions (`gtsteer.runs.heldout`): samples CFR did not choose from, so selection on
     sampling noise does not count as gain. It costs part of a second tree per instance.
+
+    `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
+    instance in it is solved, and `games` is ignored. It is checked against the config first.
     """
-    _check_args(games, iterations, solver)
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
+    chosen = (read_instances(instances_file, spec) if instances_file is not None
+              else generate_instances(spec, games, seed) if games >= 0 else [])
+    games = len(chosen) if instances_file is not None else games
+    _check_args(games, iterations, solver)
     if deals is not None:
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
@@ -88,7 +96,7 @@ def solve_config(
     before = model.usage
     records: list[GameRecord] = []
     backend = ""
-    for instance in generate_instances(spec, games, seed):
+    for instance in chosen:
         build = partial(make_game, spec, instance, model, config=str(config_path), seed=seed)
         # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
         fresh = partial(build, sample_offset=spec.num_llm_seeds) if heldout else None
@@ -112,6 +120,7 @@ def solve_config(
         domain=spec.name,
         model=model_name,
         seed=seed,
+        instances_file=None if instances_file is None else str(instances_file),
         num_games=games,
         mode="dealt" if spec.num_deals > 1 else "per_instance",
         num_deals=spec.num_deals,

@@ -73,6 +73,8 @@ class SolveSummary(BaseModel):
     domain: str
     model: str
     seed: int  # instance-generation seed
+    #: JSONL file the instances came from (`--instances`); None: generated from `seed`.
+    instances_file: str | None = None
     num_games: int  # instances attempted
     #: "per_instance": each instance is its own game (the solver sees every private fact);
     #: "dealt": a root chance node deals one of `num_deals` private-information draws.
