@@ -132,8 +132,12 @@ def test_solve_plays_the_instances_a_file_holds(tmp_path: Path) -> None:
 def test_an_instance_file_for_another_domain_is_refused_by_field(tmp_path: Path) -> None:
     debate = spec_of("debate")
     path = write_instances([make_instance(debate, 0)], tmp_path / "d.jsonl")
-    with pytest.raises(DomainCheckError, match=r"line 1.*private_info\.0"):
+    with pytest.raises(DomainCheckError, match=r"private_info\.0`: \S*d\.jsonl line 1: ") as refused:
         read_instances(path, spec_of("schedule_meeting_dow"))
+    assert str(refused.value).count("field `") == 1
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match="no instances"):
+        read_instances(tmp_path / "empty.jsonl")
     result = CliRunner().invoke(app, ["solve", str(CONFIGS / "schedule_meeting_dow.yaml"),
                                       "--llm", "fake", "--instances", str(path), "-q"])
     assert result.exit_code == 2 and "private_info.0" in result.output

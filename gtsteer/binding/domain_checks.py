@@ -22,7 +22,7 @@ class DomainCheckError(ValueError):
 
     def __init__(self, field: str, message: str):
         super().__init__(f"field `{field}`: {message}")
-        self.field = field
+        self.field, self.message = field, message
 
 
 InstanceCheck = Callable[[DomainSpec, "Instance"], None]

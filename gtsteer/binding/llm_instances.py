@@ -144,6 +144,8 @@ def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Ins
     a `DomainCheckError` names the line and the field otherwise."""
     lines = [(n, line) for n, line in
              enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    if not lines:
+        raise ValueError(f"{path}: no instances in the file")
     instances = [Instance.model_validate_json(line) for _, line in lines]
     if spec is not None:
         keys = _keys(spec)
@@ -151,7 +153,7 @@ def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Ins
             try:
                 _check_fits(spec, keys, instance)
             except DomainCheckError as exc:
-                raise DomainCheckError(exc.field, f"{path} line {n}: {exc}") from None
+                raise DomainCheckError(exc.field, f"{path} line {n}: {exc.message}") from None
     return instances
 
 

@@ -82,10 +82,10 @@ def solve_config(
     instance in it is solved, and `games` is ignored. It is checked against the config first.
     """
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
-    chosen = (read_instances(instances_file, spec) if instances_file is not None
-              else generate_instances(spec, games, seed) if games >= 0 else [])
-    games = len(chosen) if instances_file is not None else games
+    given = read_instances(instances_file, spec) if instances_file is not None else None
+    games = len(given) if given is not None else games
     _check_args(games, iterations, solver)
+    chosen = given if given is not None else generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
     model = llm if isinstance(llm, LLM) else LLM(llm)
