@@ -132,7 +132,8 @@ def test_solve_plays_the_instances_a_file_holds(tmp_path: Path) -> None:
 def test_an_instance_file_for_another_domain_is_refused_by_field(tmp_path: Path) -> None:
     debate = spec_of("debate")
     path = write_instances([make_instance(debate, 0)], tmp_path / "d.jsonl")
-    with pytest.raises(DomainCheckError, match=r"private_info\.0`: \S*d\.jsonl line 1: ") as refused:
+    refusal = r"private_info\.0`: \S*d\.jsonl line 1: "
+    with pytest.raises(DomainCheckError, match=refusal) as refused:
         read_instances(path, spec_of("schedule_meeting_dow"))
     assert str(refused.value).count("field `") == 1
     (tmp_path / "empty.jsonl").write_text("\n")
