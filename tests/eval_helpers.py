@@ -98,7 +98,7 @@ class TradeOracle(Backend):
 
 
 class DayOracle(Backend):
-    """Extracts each case's agreed day exactly (looked up by its transcript); as a "free" payoff
+    """Reads each case's agreed day exactly (looked up by its transcript); as a "free" payoff
     model it answers 10 for everyone."""
 
     kind = "day-oracle"
@@ -118,6 +118,18 @@ class DayOracle(Backend):
         props = json_schema["properties"]
         if "agreed" not in props:  # the free path's payoff object
             return RawCompletion(text=json.dumps({k: self.FREE_ANSWER for k in props}))
-        case = next(c for c in self.cases if all(t.text in prompt for t in c.transcript)
+        return RawCompletion(text=json.dumps(self._case(prompt).facts))
+
+    async def score_options(self, request: GenerationRequest, options: list[str]):
+        """The meeting utility's two questions: agreed (yes / no), then which day. A content-free
+        calibration prompt matches no case and scores every option alike."""
+        try:
+            facts = self._case(request.as_text()).facts
+        except StopIteration:
+            return dict.fromkeys(options, 0.0)
+        right = ("yes" if facts["agreed"] else "no") if options == ["yes", "no"] else facts["day"]
+        return {o: float(o == right) for o in options}
+
+    def _case(self, prompt: str) -> RewardCase:
+        return next(c for c in self.cases if all(t.text in prompt for t in c.transcript)
                     and all(n in prompt for n in c.instance.names))
-        return RawCompletion(text=json.dumps(case.facts))

@@ -5,20 +5,21 @@ from __future__ import annotations
 import random
 
 import pytest
-from binding_support import ScriptedBackend
 from domain_support import config_dict, context, spec_of
 
 from gtsteer.binding import ConfigError, compute_reward, spec_from_dict
+from gtsteer.binding.prompts import Turn
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import (
     DAYS,
-    agreement_model,
     meeting_private_info,
     meeting_values,
     parse_days,
     render_days,
 )
-from gtsteer.llm import LLM, StructuredOutputError, run_sync
+from gtsteer.llm import LLM, run_sync
+from gtsteer.llm.backends.base import Backend
+from gtsteer.llm.types import GenerationRequest
 
 PREFS = [{"Monday": 3, "Tuesday": 7, "Friday": 6}, {"Monday": 9, "Tuesday": 2, "Friday": 4}]
 AWAY = [["Saturday", "Sunday"], ["Friday"]]
@@ -42,34 +43,65 @@ def test_no_agreement_pays_zero() -> None:
     assert meeting_values(None, AWAY, PREFS) == [0.0, 0.0]
 
 
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [
-        ({"agreed": True, "day": "Tuesday"}, [7.0, 2.0]),
-        ({"agreed": True, "day": "Friday"}, [6.0, 0.0]),
-        ({"agreed": False, "day": "Tuesday"}, [0.0, 0.0]),  # a day named but not agreed
-        ({"agreed": True, "day": "none"}, [0.0, 0.0]),
-    ],
-)
-def test_utility_from_extracted_day(answer: dict, expected: list[float]) -> None:
+class MeetingReader(Backend):
+    """Log-likelihoods that like `favourite` day and "yes" whatever the transcript (a small model's
+    prior), plus a bonus for what the transcript says: "yes" when it holds "Agreed", and the day
+    it names. Calibration must see through the prior."""
+
+    kind = "meeting-reader"
+
+    def __init__(self, favourite: str = "Friday"):
+        super().__init__("meeting-reader")
+        self.favourite = favourite
+        self.prompts: list[str] = []
+
+    async def complete(self, request: GenerationRequest, json_schema: dict | None = None):
+        raise AssertionError("the meeting utility asks choices only")
+
+    async def score_options(self, request: GenerationRequest, options: list[str]):
+        text = request.as_text()
+        self.prompts.append(text)
+        said = text.split("\n\n")[0] if "Ann:" in text else ""
+        scores = {}
+        for option in options:
+            prior = 3.0 if option in (self.favourite, "yes") else 0.0
+            cue = {"yes": "Agreed", "no": "No."}.get(option, option)
+            bonus = 2.0 if cue in said else 0.0
+            scores[option] = prior + bonus
+        return scores
+
+
+def _read(reply: str, favourite: str = "Friday") -> tuple[list[float], MeetingReader]:
     spec = spec_of("schedule_meeting_dow")
-    llm = LLM("scripted", backend=ScriptedBackend(answer), structured_attempts=1)
-    reward = run_sync(compute_reward(context(spec, INFO, llm)))
-    assert reward.returns == expected and not reward.clipped
+    backend = MeetingReader(favourite)
+    ctx = context(spec, INFO, LLM("reader", backend=backend, use_cache=False))
+    ctx = ctx.model_copy(update={"transcript": [
+        Turn(speaker=0, instruction=None, text="Let's meet on Tuesday."),
+        Turn(speaker=1, instruction=None, text=reply),
+    ]})
+    return run_sync(compute_reward(ctx)).returns, backend
 
 
-def test_extraction_rejects_a_day_that_is_not_a_day() -> None:
-    spec = spec_of("schedule_meeting_dow")
-    llm = LLM("scripted", backend=ScriptedBackend({"agreed": True, "day": "Someday"}),
-              structured_attempts=1)
-    with pytest.raises(StructuredOutputError):
-        run_sync(compute_reward(context(spec, INFO, llm)))
+def test_agreed_day_is_read_past_the_models_favourite_day() -> None:
+    # Raw scores pick Friday (3 > 2) and "yes"; calibrated, the named Tuesday wins.
+    returns, backend = _read("Agreed, Tuesday it is.")
+    assert returns == [7.0, 2.0]
+    assert len(backend.prompts) == 4  # yes/no and day, each with its content-free twin
+    assert sum("N/A" in p for p in backend.prompts) == 2
 
 
-def test_extraction_schema_lists_days_and_none() -> None:
-    schema = agreement_model(tuple(DAYS)).model_json_schema()
-    assert list(schema["properties"]) == ["agreed", "day"]
-    assert schema["properties"]["day"]["enum"] == [*DAYS, "none"]
+def test_no_agreement_pays_zero_without_asking_the_day() -> None:
+    # Raw "yes" (3) beats "no" (2); calibrated, "no" wins (0 vs +2) and no day is asked.
+    returns, backend = _read("No. Let's not meet.")
+    assert returns == [0.0, 0.0]
+    assert not any("Which day" in p for p in backend.prompts)
+
+
+def test_day_prompt_placeholders_are_checked_at_load() -> None:
+    data = config_dict("schedule_meeting_dow")
+    data["params"]["day_prompt"] = "{transcript} {weather}?"
+    with pytest.raises(ConfigError, match=r"params\.day_prompt.*weather"):
+        spec_from_dict(data)
 
 
 def test_private_info_is_seeded_and_in_range() -> None:

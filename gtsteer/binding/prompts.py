@@ -166,7 +166,15 @@ def clean_message(text: str, instance: Instance) -> str:
     return " ".join(text.split()) or "..."
 
 
-def reward_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:
+def reward_prompt(
+    spec: DomainSpec,
+    instance: Instance,
+    turns: list[Turn],
+    template: str | None = None,
+    transcript: str | None = None,
+) -> str:
+    """`template` (default: the spec's reward prompt) on this dialogue; `transcript` replaces
+    the rendered turns (a content-free "N/A" for calibration)."""
     everyone = "\n".join(
         f"{instance.names[p]}'s {key.replace('_', ' ')}: {value}"
         for p in range(len(instance.names))
@@ -176,9 +184,9 @@ def reward_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> st
         "scenario": instance.scenario,
         "players": join_names(instance.names),
         "private_info_all": everyone,
-        "transcript": render_transcript(turns, instance.names),
+        "transcript": render_transcript(turns, instance.names) if transcript is None else transcript,
     }
-    return fill_template(spec.payoff.prompt, fields).rstrip() + "\n"
+    return fill_template(spec.payoff.prompt if template is None else template, fields).rstrip() + "\n"
 
 
 def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:

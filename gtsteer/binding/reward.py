@@ -39,14 +39,33 @@ class TerminalRecord(BaseModel):
         return [t.instruction for t in self.transcript if t.speaker == player and t.instruction]
 
 
+#: The transcript a calibrating call sees instead of the dialogue.
+CONTENT_FREE = "N/A"
+
+
 class RewardContext(TerminalRecord):
     """A terminal plus the reward LLM, for utilities that extract facts before computing."""
 
     llm: LLM
 
-    def prompt(self) -> str:
-        """The spec's reward prompt rendered for this transcript."""
-        return reward_prompt(self.spec, self.instance, self.transcript)
+    def prompt(self, template: str | None = None, transcript: str | None = None) -> str:
+        """`template` (default: the spec's reward prompt) rendered for this transcript."""
+        return reward_prompt(self.spec, self.instance, self.transcript, template, transcript)
+
+    async def choose_calibrated(self, template: str, options: list[str]) -> str:
+        """One of `options` for `template` on this transcript, by calibrated log-likelihood.
+
+        A small model puts most of its probability on the option it likes whatever the
+        transcript (SmolLM2 answered "Tuesday" to most meeting transcripts), so each option's
+        score is taken relative to its score with a content-free transcript ("N/A"):
+        argmax_o [log P(o | transcript) - log P(o | N/A)] (contextual calibration, Zhao et al.
+        2021). The content-free call depends only on the instance, so one instance pays it once.
+        A backend without log-likelihoods answers by a constrained choice, uncalibrated."""
+        real = await self.llm.choose(self.prompt(template), options, seed=0)
+        if real.method != "loglik":
+            return real.choice
+        empty = await self.llm.choose(self.prompt(template, CONTENT_FREE), options, seed=0)
+        return max(options, key=lambda o: real.scores[o] - empty.scores[o])
 
     async def extract(self, schema: type[M], prompt: str | None = None) -> M:
         """A validated `schema` object from the reward LLM (temperature 0, cached)."""

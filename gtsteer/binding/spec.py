@@ -312,6 +312,11 @@ def _combinations(values: dict[str, list[str]]) -> list[list[tuple[str, str]]]:
     return combos
 
 
+def check_reward_fields(template: str) -> str:
+    """A domain's extra reward prompt uses only the reward prompt's placeholders."""
+    return _check_fields(template, REWARD_FIELDS)
+
+
 def _check_fields(template: str, allowed: frozenset[str]) -> str:
     unknown = sorted(placeholders(template) - allowed)
     if unknown:

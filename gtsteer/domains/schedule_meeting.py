@@ -1,17 +1,13 @@
 """Meeting scheduling with an exact utility (arXiv 2402.01704, Section 3).
 
 Each player has private out-of-office days and a preference value for every day. The reward
-LLM only extracts *which day was agreed* (or none); each player's payoff is then that day's
+LLM only reads *whether a day was agreed and which*; each player's payoff is then that day's
 preference, and 0 without agreement or when the day is one of its out-of-office days.
 """
 
 from __future__ import annotations
 
 import random
-from functools import lru_cache
-from typing import Literal
-
-from pydantic import BaseModel, Field, create_model
 
 from gtsteer.binding.domain_checks import (
     DomainCheckError,
@@ -20,13 +16,24 @@ from gtsteer.binding.domain_checks import (
 from gtsteer.binding.features import register_private_features
 from gtsteer.binding.instances import Instance, register_private_info
 from gtsteer.binding.reward import RewardContext, register_utility
-from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.binding.spec import ANY, DomainSpec, check_reward_fields
 from gtsteer.domains.fruit_trade import parse_counts, render_counts
 
 DOMAIN = "schedule_meeting"
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 OUT_OF_OFFICE, PREFERENCES = "out_of_office", "day_preferences"
 NO_DAY = "none"
+YES, NO = "yes", "no"
+#: Which day, once the reward prompt has said that both accepted one (`params.day_prompt`).
+DAY_PROMPT = """{players} try to agree on a meeting day.
+{transcript}
+
+Which day did both {players} accept?
+Answer:"""
+
+
+def day_prompt(spec: DomainSpec) -> str:
+    return str(spec.params.get("day_prompt", DAY_PROMPT))
 
 
 def days_of(spec: DomainSpec) -> list[str]:
@@ -93,6 +100,10 @@ def check_meeting(spec: DomainSpec) -> None:
         raise DomainCheckError(
             "params.out_of_office", f"need 0 <= low <= high < {len(days)}, got [{k_lo}, {k_hi}]"
         )
+    try:
+        check_reward_fields(day_prompt(spec))
+    except ValueError as e:
+        raise DomainCheckError("params.day_prompt", str(e)) from None
     if spec.payoff.min > 0 or spec.payoff.max < hi:
         raise DomainCheckError(
             "payoff", f"bounds [{spec.payoff.min}, {spec.payoff.max}] must cover 0..{hi}"
@@ -117,17 +128,6 @@ def check_meeting_instance(spec: DomainSpec, instance: Instance) -> None:
             )
 
 
-@lru_cache(maxsize=16)
-def agreement_model(days: tuple[str, ...]) -> type[BaseModel]:
-    """`{"agreed": bool, "day": <day> | "none"}`: all the reward LLM has to read."""
-    day = Literal[(*days, NO_DAY)]  # type: ignore[valid-type]
-    return create_model(
-        "MeetingAgreement",
-        agreed=(bool, Field(description="True only if both agreed on one day")),
-        day=(day, Field(description='the agreed day, or "none"')),
-    )
-
-
 def meeting_values(
     agreed_day: str | None, away: list[list[str]], preferences: list[dict[str, int]]
 ) -> list[float]:
@@ -142,8 +142,15 @@ def meeting_values(
 
 @register_utility(DOMAIN, validate=check_meeting)
 async def meeting_utility(ctx: RewardContext) -> list[float]:
-    found = (await ctx.extract(agreement_model(tuple(days_of(ctx.spec))))).model_dump()
-    day = found["day"] if found["agreed"] and found["day"] != NO_DAY else None
+    """Two calibrated questions to the reward LLM, then code: did both accept one day (the
+    reward prompt, yes / no), and, only after a yes, which day (`params.day_prompt`, over the days).
+
+    Asked as choices rather than one JSON answer: with the JSON extraction SmolLM2 never reported
+    an agreement on templated accepted proposals (0 of 20) and copied the day of the prompt's
+    example ("Friday") into 111 of 256 game transcripts (docs/BENCHMARKS.md, reward section)."""
+    day = None
+    if await ctx.choose_calibrated(ctx.spec.payoff.prompt, [YES, NO]) == YES:
+        day = await ctx.choose_calibrated(day_prompt(ctx.spec), days_of(ctx.spec))
     away = [parse_days(info[OUT_OF_OFFICE]) for info in ctx.instance.private_info]
     prefs = [parse_counts(info[PREFERENCES]) for info in ctx.instance.private_info]
     return meeting_values(day, away, prefs)
