@@ -36,13 +36,15 @@ def norm_cell(report: RewardReport, path: str, outcome: str) -> str:
     return f"{norm} / {sgn}{failed}"
 
 
-def render(rows: list[tuple[str, str, RewardReport | str]], command: str, cases: int) -> str:
+def render(
+    rows: list[tuple[str, str, RewardReport | str]], command: str, cases: int, commit: str
+) -> str:
     outcomes = ["valid", "rejected", "incomplete", "all"]
     lines = [
         START,
         "## Reward model: error against known payoffs (Table 8)",
         "",
-        f"Command: `{command}` · {benchdoc.machine_line(commit=benchdoc.commit())}",
+        f"Command: `{command}` · {benchdoc.machine_line(commit=commit)}",
         "",
         (f"{cases} templated two-message dialogues per outcome type with known payoffs "
          "(`gtsteer eval reward`). Each cell: Norm = mean |predicted - true| / payoff range "
@@ -79,11 +81,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     command = "python scripts/bench_reward.py " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-write")
+    commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
+
     def measure(config: str, model: str, folder: str) -> RewardReport:
         return run_reward(config, model, args.cases, out_dir=args.results / folder)[0]
 
     rows = benchdoc.run_grid(args.configs, args.models, measure)
-    section = render(rows, command.strip(), args.cases)
+    section = render(rows, command.strip(), args.cases, commit)
     print(section)
     if not args.no_write:
         benchdoc.write_section(args.doc, START, END, section)

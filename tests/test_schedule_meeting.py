@@ -14,6 +14,7 @@ from gtsteer.domains.schedule_meeting import (
     DAYS,
     meeting_private_info,
     meeting_values,
+    named_days,
     parse_days,
     render_days,
 )
@@ -66,35 +67,54 @@ class MeetingReader(Backend):
         for option in options:
             prior = 3.0 if option in (self.favourite, "yes") else 0.0
             cue = {"yes": "Agreed", "no": "No."}.get(option, option)
-            bonus = 2.0 if cue in said else 0.0
+            bonus = 2.0 * said.count(cue)
             scores[option] = prior + bonus
         return scores
 
 
-def _read(reply: str, favourite: str = "Friday") -> tuple[list[float], MeetingReader]:
+def _read(proposal: str, reply: str) -> tuple[list[float], MeetingReader]:
     spec = spec_of("schedule_meeting_dow")
-    backend = MeetingReader(favourite)
+    backend = MeetingReader("Friday")
     ctx = context(spec, INFO, LLM("reader", backend=backend, use_cache=False))
     ctx = ctx.model_copy(update={"transcript": [
-        Turn(speaker=0, instruction=None, text="Let's meet on Tuesday."),
+        Turn(speaker=0, instruction=None, text=proposal),
         Turn(speaker=1, instruction=None, text=reply),
     ]})
     return run_sync(compute_reward(ctx)).returns, backend
 
 
 def test_agreed_day_is_read_past_the_models_favourite_day() -> None:
-    # Raw scores pick Friday (3 > 2) and "yes"; calibrated, the named Tuesday wins.
-    returns, backend = _read("Agreed, Tuesday it is.")
+    # Raw scores pick Friday (3 + 2 > 2 + 2) and "yes"; calibrated, Tuesday (named twice) wins.
+    returns, backend = _read("Tuesday or Friday?", "Agreed, Tuesday it is.")
     assert returns == [7.0, 2.0]
     assert len(backend.prompts) == 4  # yes/no and day, each with its content-free twin
     assert sum("N/A" in p for p in backend.prompts) == 2
+    day_question = next(p for p in backend.prompts if "Which day" in p)
+    assert "Ann: Tuesday or Friday?" in day_question
+
+
+def test_one_named_day_needs_no_day_question() -> None:
+    returns, backend = _read("Let's meet on tuesday.", "Agreed.")
+    assert returns == [7.0, 2.0]
+    assert not any("Which day" in p for p in backend.prompts)
 
 
 def test_no_agreement_pays_zero_without_asking_the_day() -> None:
     # Raw "yes" (3) beats "no" (2); calibrated, "no" wins (0 vs +2) and no day is asked.
-    returns, backend = _read("No. Let's not meet.")
+    returns, backend = _read("Tuesday or Friday?", "No. Let's not meet.")
     assert returns == [0.0, 0.0]
     assert not any("Which day" in p for p in backend.prompts)
+
+
+def test_a_dialogue_that_names_no_day_pays_zero_without_asking() -> None:
+    # The favourite "yes" and "Friday" would win any question; none is asked.
+    returns, backend = _read("Here is a possible conversation:", "Agreed, that day it is.")
+    assert returns == [0.0, 0.0] and backend.prompts == []
+
+
+def test_named_days_match_whole_words_in_any_case() -> None:
+    assert named_days(DAYS, "mondays are bad, how about FRIDAY?") == ["Monday", "Friday"]
+    assert named_days(DAYS, "Sundayish or Mon") == []
 
 
 def test_day_prompt_placeholders_are_checked_at_load() -> None:

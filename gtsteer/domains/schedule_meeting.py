@@ -8,6 +8,7 @@ preference, and 0 without agreement or when the day is one of its out-of-office 
 from __future__ import annotations
 
 import random
+import re
 
 from gtsteer.binding.domain_checks import (
     DomainCheckError,
@@ -140,17 +141,29 @@ def meeting_values(
     ]
 
 
+def named_days(days: list[str], text: str) -> list[str]:
+    """The days `text` names ("monday", "Mondays" count), in `days` order."""
+    return [d for d in days if re.search(rf"\b{re.escape(d)}s?\b", text, re.IGNORECASE)]
+
+
 @register_utility(DOMAIN, validate=check_meeting)
 async def meeting_utility(ctx: RewardContext) -> list[float]:
-    """Two calibrated questions to the reward LLM, then code: did both accept one day (the
-    reward prompt, yes / no), and, only after a yes, which day (`params.day_prompt`, over the days).
+    """The reward LLM reads the transcript, code pays: no day can be agreed that no message
+    names; otherwise one calibrated question, did both accept one day (the reward prompt,
+    yes / no), and after a yes, if several days were named, which one (`params.day_prompt`,
+    over the named days).
 
     Asked as choices rather than one JSON answer: with the JSON extraction SmolLM2 never reported
     an agreement on templated accepted proposals (0 of 20) and copied the day of the prompt's
-    example ("Friday") into 111 of 256 game transcripts (docs/BENCHMARKS.md, reward section)."""
+    example ("Friday") into 111 of 256 game transcripts (docs/BENCHMARKS.md, reward section).
+    The naming rule keeps a calibrated choice from paying some day for a dialogue that names
+    none ("Here is a possible conversation:")."""
+    named = named_days(days_of(ctx.spec), "\n".join(t.text for t in ctx.transcript))
     day = None
-    if await ctx.choose_calibrated(ctx.spec.payoff.prompt, [YES, NO]) == YES:
-        day = await ctx.choose_calibrated(day_prompt(ctx.spec), days_of(ctx.spec))
+    if named and await ctx.choose_calibrated(ctx.spec.payoff.prompt, [YES, NO]) == YES:
+        day = named[0]
+        if len(named) > 1:
+            day = await ctx.choose_calibrated(day_prompt(ctx.spec), named)
     away = [parse_days(info[OUT_OF_OFFICE]) for info in ctx.instance.private_info]
     prefs = [parse_counts(info[PREFERENCES]) for info in ctx.instance.private_info]
     return meeting_values(day, away, prefs)
