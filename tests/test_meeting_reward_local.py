@@ -27,7 +27,6 @@ def test_smollm_reads_agreements_and_refusals_on_templated_meetings() -> None:
         exact[case.outcome] += predicted == case.truth
         if case.outcome == "valid" and predicted == case.truth:
             paid_days.add(case.facts["day"])
-    print(exact, paid_days)
     # The JSON extraction this replaced read 0 of the accepted proposals right.
     assert exact["valid"] >= 3
     assert exact["rejected"] >= 5
