@@ -35,7 +35,8 @@ def test_cli_writes_summary_with_schema_fields(tmp_path: Path) -> None:
     assert summary["solver"] == "cfr+" and summary["instances"] == [0, 1]
     assert set(summary["llm_calls"]) == {"requests", "cache_hits", "new_calls"}
     assert len(summary["metrics"]["cfr_gain"]["per_instance"]) == 2
-    assert sorted(p.name for p in (out / "games").iterdir()) == ["0.json", "1.json"]
+    assert sorted(p.name for p in (out / "games").iterdir()) == [
+        "0.json", "0.terminals.jsonl", "1.json", "1.terminals.jsonl"]
 
     again = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
     assert again.exit_code == 0

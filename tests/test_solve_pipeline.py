@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from solve_helpers import MIXED_2X2, ConstantBackend
+from solve_helpers import MIXED_2X2, MOVES, PAYOFF, ConstantBackend
 
 from gtsteer.binding import ConfigError
 from gtsteer.llm import LLM
@@ -62,6 +62,24 @@ def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
     assert len(proposer) == 1 and proposer[0]["probs"]["b"] == pytest.approx(2 / 3, abs=0.02)
     assert record["values"]["cfr_gain_per_player"] == pytest.approx([3.0, 1.0], abs=0.03)
     assert record["values"]["value_cfr"] == pytest.approx([2 / 3, -2 / 3], abs=0.02)  # game value
+
+
+def test_terminals_file_holds_every_dialogue_and_its_payoff(tmp_path: Path) -> None:
+    llm, _ = constant_llm()
+    solve_config(MIXED_2X2, llm, games=1, iterations=10, out_dir=tmp_path, progress=False)
+    record = json.loads((tmp_path / "games" / "0.json").read_text())
+    lines = (tmp_path / "games" / "0.terminals.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == record["expansion"]["terminal_nodes"] > 0
+    assert len({tuple(r["history"]) for r in rows}) == len(rows)
+    for row in rows:
+        first, second = (t["instruction"] for t in row["turns"])
+        assert [t["speaker"] for t in row["turns"]] == record["instance"]["names"]
+        paid = PAYOFF[MOVES.index(first)][MOVES.index(second)]
+        assert row["returns"] == [paid, -paid] and row["verdict"] is None and row["deal"] is None
+    # every instruction pair is there, each once per pair of LLM samples
+    assert {(r["turns"][0]["instruction"], r["turns"][1]["instruction"]) for r in rows} == {
+        (a, b) for a in MOVES for b in MOVES}
 
 
 def test_one_iteration_nash_conv_by_hand(tmp_path: Path) -> None:

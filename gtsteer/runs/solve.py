@@ -23,6 +23,7 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.binding.llm_instances import read_instances
+from gtsteer.binding.terminals import terminal_rows
 from gtsteer.llm import LLM
 from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
@@ -100,7 +101,8 @@ def solve_config(
         build = partial(make_game, spec, instance, model, config=str(config_path), seed=seed)
         # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
         fresh = partial(build, sample_offset=spec.num_llm_seeds) if heldout else None
-        record, used = _solve_instance(build, instance, solver, iterations, progress, fresh)
+        record, used = _solve_instance(build, instance, solver, iterations, progress, fresh,
+                                       terminals=out / "games" / f"{instance.index}.terminals.jsonl")
         backend = used or backend
         records.append(record)
         write_json(out / "games" / f"{instance.index}.json", record)
@@ -166,10 +168,12 @@ def _solve_instance(
     iterations: int,
     progress: bool,
     build_heldout: Callable[[], DialogueGame] | None = None,
+    terminals: Path | None = None,
 ) -> tuple[GameRecord, str]:
     """Build, expand, solve and measure one game. Any exception (an LLM error, a utility bug,
     a SpielError in a metric) marks this record failed with its stage, never the whole run.
     A held-out tree that fails only records `heldout_failure`: the solved result stands.
+    `terminals` (a JSONL path) receives every terminal of the expanded tree (`terminal_rows`).
 
     Returns the record and which CFR implementation ran ("" when it did not get that far).
     """
@@ -183,6 +187,9 @@ def _solve_instance(
         stage = "expand"
         report = expand_sync(game, progress=progress)
         record.expansion = _dump(report)
+        if terminals is not None:
+            terminals.write_text("".join(row.model_dump_json() + "\n" for row in
+                                         terminal_rows(game)), encoding="utf-8")
         if report.failed:
             record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
             return record, ""
