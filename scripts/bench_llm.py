@@ -1,8 +1,8 @@
 """Benchmark the LLM layer and record the numbers in docs/BENCHMARKS.md.
 
-Measures the embedded local model (load time, prompt and generated tokens/s), the response
-cache (hit latency and throughput), and bounded concurrency against the loopback
-OpenAI-compatible server used by the tests. Only the section between the `bench_llm` markers is
+Measures the embedded local models (load time, prompt and generated tokens/s, each against the
+first in the same run), the response cache (hit latency and throughput), and bounded
+concurrency against the loopback OpenAI-compatible server used by the tests. Only the section between the `bench_llm` markers is
 rewritten, so other benchmarks can share the file.
 
     .venv/bin/python scripts/bench_llm.py            # everything, writes docs/BENCHMARKS.md
@@ -40,14 +40,16 @@ console = Console(stderr=True)
 # ---- measurements --------------------------------------------------------------------------
 
 
-def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
-    """Load time, prompt (prefill) tokens/s and generated tokens/s through LLM("local")."""
+def bench_local(gen_tokens: int, repeats: int, threads: int, model: str) -> dict[str, Any]:
+    """Load time, prompt (prefill) tokens/s and generated tokens/s of one embedded model
+    (`local:<model>`, prompted as that model is: a chat template for SmolLM2)."""
     from gtsteer.llm.backends import local as local_module
 
     local_module._close_engines()  # engines are cached per path, context and threads
     # Reuse off: every repeat must evaluate the whole prompt for prefill to be measured.
-    backend: Any = local_module.LocalBackend("local", threads=threads, prefix_cache_mb=0)
-    llm = LLM("local", backend=backend, use_cache=False)
+    name = f"local:{model}"
+    backend: Any = local_module.LocalBackend(name, threads=threads, prefix_cache_mb=0)
+    llm = LLM(name, backend=backend, use_cache=False)
     backend.choice.resolve_path()  # assemble first; time only the load
     start = time.perf_counter()
     backend.llama()
@@ -65,6 +67,9 @@ def bench_local(gen_tokens: int, repeats: int, threads: int) -> dict[str, Any]:
         c = llm.generate_sync(short_prompt, seed=r, max_tokens=gen_tokens, temperature=0.8)
         generate.append(c.usage.completion_tokens / c.usage.latency_s)
     return {
+        "model": model,
+        "file": backend.path.name,
+        "vocab": backend.llama().n_vocab(),
         "threads": threads,
         "load_s": load_s,
         "long_prompt_tokens": long_tokens,
@@ -205,6 +210,17 @@ def bench_concurrency(requests: int, latency_s: float, levels: list[int]) -> dic
 # ---- report --------------------------------------------------------------------------------
 
 
+def model_ratios(local: list[dict]) -> list[str]:
+    """Generation speed of each model against the first one, thread count by thread count."""
+    base = local[0]["model"]
+    by = {(r["model"], r["threads"]): r["gen_tps"] for r in local}
+    ratios = [
+        f"`{m}` / `{base}` at {t} thread{'s' if t > 1 else ''}: **{v / by[(base, t)]:.2f}x**"
+        for (m, t), v in by.items() if m != base and (base, t) in by
+    ]
+    return [f"Generated tokens/s, {'; '.join(ratios)} (same run).", ""] if ratios else []
+
+
 def render(
     command: str, machine: str, local: list[dict] | None, cache: dict, conc: dict
 ) -> str:
@@ -220,35 +236,36 @@ def render(
         structured_how = (
             f"Structured: the fruit-trade extraction (`trade_model`, {first['structured_tokens']} "
             "tokens of JSON, greedy, so both samplers emit the same tokens; prompt included), "
-            "llama-cpp-python's stock sampler (JSON-schema grammar over all 262k tokens before "
-            "top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled token "
+            "llama-cpp-python's stock sampler (JSON-schema grammar over the whole vocabulary "
+            "before top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled token "
             "first, then the top 40, and runs over the whole vocabulary only when it rejects "
             "them all; the share of such tokens is in the last column). The two alternate "
             "within each repeat; medians. Generation speed without a grammar (above) is the "
             "ceiling."
         )
         lines += [
-            "### Local model (Gemma 3 270M Q4_K_M via llama.cpp, `GTSTEER_LOCAL_THREADS`)",
+            "### Local models (llama.cpp, `GTSTEER_LOCAL_THREADS`)",
             "",
             how,
             "",
-            "| threads | load time | prompt tokens/s | generated tokens/s |",
-            "|---|---|---|---|",
+            "| model | file (vocabulary) | threads | load time | prompt tokens/s | generated tokens/s |",
+            "|---|---|---|---|---|---|",
             *(
-                f"| {r['threads']} | {r['load_s']:.2f} s | {r['prefill_tps']:.0f} "
-                f"| {r['gen_tps']:.1f} |"
+                f"| `local:{r['model']}` | {r['file']} ({r['vocab'] // 1000}k) | {r['threads']} "
+                f"| {r['load_s']:.2f} s | {r['prefill_tps']:.0f} | {r['gen_tps']:.1f} |"
                 for r in local
             ),
             "",
+            *model_ratios(local),
             structured_how,
             "",
             (
-                "| threads | structured tokens/s, stock | structured tokens/s, gtsteer "
+                "| model | threads | structured tokens/s, stock | structured tokens/s, gtsteer "
                 "| speedup | load average after | tokens needing the full grammar |"
             ),
-            "|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|",
             *(
-                f"| {r['threads']} | {r['structured_stock_tps']:.1f} "
+                f"| `local:{r['model']}` | {r['threads']} | {r['structured_stock_tps']:.1f} "
                 f"| {r['structured_fast_tps']:.1f} | **{r['structured_speedup']:.1f}x** "
                 f"| {r['structured_load']:.1f} | {r['structured_resampled']:.0%} |"
                 for r in local
@@ -289,6 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-local", action="store_true", help="skip the local model")
     parser.add_argument("--gen-tokens", type=int, default=64)
     parser.add_argument("--threads", default="1,2", help="llama.cpp thread counts to measure")
+    parser.add_argument("--models", default="gemma3-270m,smollm2-135m",
+                        help="embedded models to measure (the first is the ratios' base)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache-entries", type=int, default=2000)
     parser.add_argument("--requests", type=int, default=64)
@@ -304,10 +323,11 @@ def main(argv: list[str] | None = None) -> None:
     local: list[dict] | None = None
     if not args.skip_local:
         local = []
-        for threads in (int(t) for t in args.threads.split(",")):
-            with console.status(f"local model, {threads} threads: load, prefill, generation"):
-                local.append(bench_local(args.gen_tokens, args.repeats, threads))
-            console.log(f"local: {local[-1]}")
+        for model in args.models.split(","):
+            for threads in (int(t) for t in args.threads.split(",")):
+                with console.status(f"{model}, {threads} threads: load, prefill, generation"):
+                    local.append(bench_local(args.gen_tokens, args.repeats, threads, model))
+                console.log(f"local: {local[-1]}")
     with console.status(f"cache: {args.cache_entries} misses then hits"):
         cache = bench_cache(args.cache_entries)
     console.log(f"cache: {cache}")
