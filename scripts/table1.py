@@ -79,6 +79,10 @@ class Row(BaseModel):
 class StoredRow(BaseModel):
     llm: str
     row: Row
+    #: How the row was measured (absent in rows saved before they kept it).
+    command: str | None = None
+    commit: str | None = None
+    measured_at: str | None = None
 
 
 ROW_FILE = "table1_row.json"
@@ -89,7 +93,7 @@ def row_path(results: Path, domain: str) -> Path:
 
 
 def stored_row(results: Path, domain: str, llm: str, games: int, samples: int,
-               heldout: bool = False) -> Row | None:
+               heldout: bool = False) -> StoredRow | None:
     """The row a finished run saved for these settings (with the held-out gain where
     `heldout` asks for it), if any."""
     path = row_path(results, domain)
@@ -100,7 +104,7 @@ def stored_row(results: Path, domain: str, llm: str, games: int, samples: int,
         return None
     if heldout and saved.row.cfr_gain_heldout is None:
         return None
-    return saved.row
+    return saved
 
 
 def solved_so_far(results: Path, domain: str) -> int:
@@ -109,8 +113,10 @@ def solved_so_far(results: Path, domain: str) -> int:
 
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
-            heldout: bool = False) -> Row:
+            heldout: bool = False, command: str | None = None) -> StoredRow:
+    """Solve and steer one domain; a finished row is saved under `out` with how it was made."""
     spec = load_spec(config)
+    commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
               domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
     try:
@@ -143,11 +149,26 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             row.steering_low = [r.aggregate.ci_low for r in (plain, defined) if r is not None]
     except Exception as exc:  # noqa: BLE001 - one failing domain must not hide the others
         row.error = f"{type(exc).__name__}: {exc}"
+    stored = StoredRow(llm=llm, row=row, command=command, commit=commit, measured_at=utc_now())
     if row.error is None:  # a finished domain: `--render-only` and later runs can show it
         path = row_path(out, spec.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(StoredRow(llm=llm, row=row).model_dump_json(indent=1), encoding="utf-8")
-    return row
+        path.write_text(stored.model_dump_json(indent=1), encoding="utf-8")
+    return stored
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def provenance(stored: list[StoredRow]) -> list[str]:
+    """One line per row: the command and commit that measured it."""
+    lines = ["", "How each row was measured (`--render-only` redraws this page from the saved rows):", ""]
+    for s in stored:
+        how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
+               if s.command else "not recorded (saved before rows kept their command)")
+        lines.append(f"- `{s.row.domain}`: {how}")
+    return lines
 
 
 def signed(x: float, digits: int = 3) -> str:
@@ -255,8 +276,9 @@ def gain_figure(rows: list[Row]) -> Any:
 
 
 def render(rows: list[Row], llm: str, command: str,
-           pending: list[tuple[str, int]] | None = None, figure: str | None = None) -> str:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+           pending: list[tuple[str, int]] | None = None, figure: str | None = None,
+           stored: list[StoredRow] | None = None) -> str:
+    now = utc_now()
     lines = [
         "# Table 1: how unexploitable and how useful is the CFR guidance?",
         "",
@@ -284,6 +306,8 @@ def render(rows: list[Row], llm: str, command: str,
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {heldout_cell(r)} | {steer} |"
         )
+    if stored:
+        lines += provenance(stored)
     if figure:
         lines += ["", f"![CFR gain in-sample and on fresh samples, per domain]({figure})"]
     if pending:
@@ -366,23 +390,28 @@ def main(argv: list[str] | None = None) -> None:
     if args.games < 1 or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
     configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
-    command = "python scripts/table1.py" + "".join(
-        f" {a}" for a in (sys.argv[1:] if argv is None else argv)
-    )
+    given = sys.argv[1:] if argv is None else argv
+    command = "python scripts/table1.py" + "".join(f" {a}" for a in given)
+    # One domain's command: the options without the config list (a row names its own config).
+    config_args = {str(c) for c in args.configs}
+    command_base = "python scripts/table1.py" + "".join(
+        f" {a}" for a in given if a not in config_args)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     domains = [load_spec(c).name for c in configs]
 
-    def write_doc(rows: dict[str, Row]) -> str:
+    def write_doc(rows: dict[str, StoredRow]) -> str:
         pending = [(d, solved_so_far(args.results, d)) for d in domains if d not in rows]
-        shown = [rows[d] for d in domains if d in rows]
+        stored = [rows[d] for d in domains if d in rows]
+        shown = [s.row for s in stored]
         figure = None
         if any(r.cfr_gain_normalized is not None for r in shown):
             figure = save_png(gain_figure(shown), args.doc.with_name(f"{args.doc.stem}_gain.png"))
-        text = render(shown, args.llm, command, pending, figure.name if figure else None)
+        text = render(shown, args.llm, command, pending, figure.name if figure else None,
+                      stored)
         args.doc.write_text(text, encoding="utf-8")
         return text
 
-    rows: dict[str, Row] = {}
+    rows: dict[str, StoredRow] = {}
     if args.render_only:
         for domain in domains:
             row = stored_row(args.results, domain, args.llm, args.games, args.samples,
@@ -393,10 +422,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     for config, domain in zip(configs, domains, strict=True):
         print(f"== {config.name}", flush=True)
+        one = f"{command_base} {config.relative_to(ROOT) if config.is_relative_to(ROOT) else config}"
         rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                               not args.quiet, args.heldout)
-        if rows[domain].error:
-            print(f"   failed: {rows[domain].error}", flush=True)
+                               not args.quiet, args.heldout, command=one)
+        if rows[domain].row.error:
+            print(f"   failed: {rows[domain].row.error}", flush=True)
         # Written after every domain: a run stopped part-way still leaves the finished rows.
         text = write_doc(rows)
     print(text)

@@ -271,6 +271,10 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
     nash = summary["metrics"]["nash_conv"]["mean"]
     assert f"| `court` | 2 / 2 | {table1.signed(nash)} " in last
+    # Each row names the one-domain command and the commit that measured it.
+    court_how = next(line for line in last.splitlines() if line.startswith("- `court`: "))
+    assert court_how.startswith("- `court`: `python scripts/table1.py --llm fake --games 2 ")
+    assert "configs/court.yaml` at commit " in court_how and "trade_fruit" not in court_how
 
     # --render-only: the saved rows and nothing measured, and a domain with no finished row is
     # listed with the instances solved so far.
@@ -291,6 +295,16 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     court_line = next(line for line in last.splitlines() if line.startswith("| `court`"))
     assert court_line in rendered.splitlines()
     assert "`trade_fruit_tone` (1 instance solved so far)." in rendered
+    assert court_how in rendered.splitlines()
+    # A row saved before rows kept their command says so.
+    saved = tmp_path / "res" / "court" / "table1_row.json"
+    old_style = {k: v for k, v in json.loads(saved.read_text()).items()
+                 if k in ("llm", "row")}
+    saved.write_text(json.dumps(old_style))
+    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml")])
+    assert "- `court`: not recorded" in doc.read_text(encoding="utf-8")
     # Rows saved for other settings are not shown as these settings' results.
     table1.main(["--llm", "fake", "--games", "3", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
