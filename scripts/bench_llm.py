@@ -2,8 +2,8 @@
 
 Measures the embedded local models (load time, prompt and generated tokens/s, each against the
 first in the same run), the response cache (hit latency and throughput), and bounded
-concurrency against the loopback OpenAI-compatible server used by the tests. Only the section between the `bench_llm` markers is
-rewritten, so other benchmarks can share the file.
+concurrency against the loopback OpenAI-compatible server used by the tests. Only the section
+between the `bench_llm` markers is rewritten, so other benchmarks can share the file.
 
     .venv/bin/python scripts/bench_llm.py            # everything, writes docs/BENCHMARKS.md
     .venv/bin/python scripts/bench_llm.py --no-write # print only
@@ -80,6 +80,8 @@ def bench_local(gen_tokens: int, repeats: int, threads: int, model: str) -> dict
     }
 
 
+#: The structured answer's token budget (a rambling model is cut there).
+STRUCTURED_MAX_TOKENS = 96
 TRADE_PROMPT = (
     "Ana: I have plenty of apples. Would you give me a kiwi for two apples?\n"
     "Ben: Make it two apples and a banana and the kiwi is yours.\n"
@@ -106,7 +108,7 @@ def bench_structured(backend: Any, threads: int, repeats: int) -> dict[str, Any]
     )
     rates: dict[str, list[float]] = {"stock": [], "fast": []}
     texts: dict[str, str] = {}
-    tokens = 0
+    tokens, finish = 0, "stop"
     try:
         for _ in range(repeats):
             for name, model in (("stock", stock), ("fast", fast)):
@@ -114,17 +116,19 @@ def bench_structured(backend: Any, threads: int, repeats: int) -> dict[str, Any]
                 model.reset()
                 start = time.perf_counter()
                 out = model.create_completion(
-                    TRADE_PROMPT, max_tokens=96, temperature=0.0, grammar=grammar
+                    TRADE_PROMPT, max_tokens=STRUCTURED_MAX_TOKENS, temperature=0.0,
+                    grammar=grammar,
                 )
                 elapsed = time.perf_counter() - start
                 tokens = out["usage"]["completion_tokens"]
                 rates[name].append(tokens / elapsed)
                 texts[name] = out["choices"][0]["text"]
+                finish = out["choices"][0]["finish_reason"]
     finally:
         stock.close()
     # A model that rambles inside a string (SmolLM2 here) is cut at max_tokens: the grammar
     # still held for every token, which is what is timed; only a finished object must parse.
-    complete = tokens < 96
+    complete = finish != "length"
     if complete:
         json.loads(texts["fast"])
     if texts["fast"] != texts["stock"]:
@@ -242,7 +246,8 @@ def render(
             "Load time is llama.cpp's load of the already assembled GGUF."
         )
         structured_how = (
-            "Structured: the fruit-trade extraction (`trade_model`, up to 96 tokens of JSON, "
+            "Structured: the fruit-trade extraction (`trade_model`, up to "
+            f"{STRUCTURED_MAX_TOKENS} tokens of JSON, "
             "greedy, so both samplers emit the same tokens; prompt included; the token count "
             "per model is in the table), "
             "llama-cpp-python's stock sampler (JSON-schema grammar over the whole vocabulary "
