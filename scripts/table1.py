@@ -114,11 +114,13 @@ def solved_so_far(results: Path, domain: str) -> int:
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
             heldout: bool = False, command: str | None = None) -> StoredRow:
-    """Solve and steer one domain; a finished row is saved under `out` with how it was made."""
+    """Solve and steer one domain; a finished row is saved under `out` with how it was made:
+    `command` (the options, without configs) followed by this row's config."""
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
               domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
+    command = None if command is None else f"{command} {row.config}"
     try:
         summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
                                heldout=heldout, progress=progress)
@@ -393,9 +395,9 @@ def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else argv
     command = "python scripts/table1.py" + "".join(f" {a}" for a in given)
     # One domain's command: the options without the config list (a row names its own config).
-    config_args = {str(c) for c in args.configs}
+    config_args = set(args.configs)
     command_base = "python scripts/table1.py" + "".join(
-        f" {a}" for a in given if a not in config_args)
+        f" {a}" for a in given if Path(a) not in config_args)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     domains = [load_spec(c).name for c in configs]
 
@@ -422,9 +424,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     for config, domain in zip(configs, domains, strict=True):
         print(f"== {config.name}", flush=True)
-        one = f"{command_base} {config.relative_to(ROOT) if config.is_relative_to(ROOT) else config}"
         rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                               not args.quiet, args.heldout, command=one)
+                               not args.quiet, args.heldout, command=command_base)
         if rows[domain].row.error:
             print(f"   failed: {rows[domain].row.error}", flush=True)
         # Written after every domain: a run stopped part-way still leaves the finished rows.
