@@ -407,3 +407,35 @@ def test_table1_gain_chart_plots_each_domains_interval_in_sample_and_held_out() 
     assert list(held_out.lines[0].get_xdata()) == pytest.approx([0.0])  # b was not held out
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "in-sample (the samples CFR chose from)", "fresh samples (--heldout)"]
+
+
+# ---- demo_outcomes ---------------------------------------------------------------------------
+
+
+def test_demo_outcomes_decodes_payoffs_back_to_days(tmp_path: Path) -> None:
+    demo = load("demo_outcomes")
+    info = [{"out_of_office": "Sunday",
+             "day_preferences": "Monday: 10, Tuesday: 9, Wednesday: 3, Thursday: 1, Friday: 3, "
+                                "Saturday: 8, Sunday: 3"},
+            {"out_of_office": "Tuesday, Friday",
+             "day_preferences": "Monday: 4, Tuesday: 9, Wednesday: 10, Thursday: 8, Friday: 3, "
+                                "Saturday: 5, Sunday: 3"}]
+    games = tmp_path / "games"
+    games.mkdir()
+    (games / "0.json").write_text(json.dumps({"instance": {"private_info": info}}))
+
+    def row(told: str, paid: list[float]) -> str:
+        turns = [{"speaker": "Iris", "instruction": told, "text": "..."},
+                 {"speaker": "Frank", "instruction": "any", "text": "..."}]
+        return json.dumps({"turns": turns, "returns": paid})
+
+    rows = [row("Friday", [3.0, 0.0]), row("Friday", [3.0, 0.0]), row("Friday", [0.0, 0.0]),
+            row("Wednesday", [10.0, 4.0]),  # read as Monday
+            row("any", [0.0, 0.0])]
+    (games / "0.terminals.jsonl").write_text("\n".join(rows) + "\n")
+    table = demo.outcome_table(tmp_path, ROOT / "configs" / "schedule_meeting_dow.yaml")
+    assert table.splitlines()[2:] == [
+        "| nothing (`any`) | 1 | 0 | 0 |",
+        "| Wednesday | 1 | 1 | 0 |",
+        "| Friday | 3 | 2 | 2 |",
+    ]
