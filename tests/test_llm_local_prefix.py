@@ -56,8 +56,8 @@ PROMPTS = [
 ]
 
 
-def make_llm(model: str, cache_mb: float) -> LLM:
-    backend = LocalBackend(model, prefix_cache_mb=cache_mb)
+def make_llm(model: str, cache_mb: float, batch: int | None = None) -> LLM:
+    backend = LocalBackend(model, prefix_cache_mb=cache_mb, batch=batch)
     return LLM(model, backend=backend, use_cache=False)
 
 
@@ -84,8 +84,8 @@ def engine_of(llm: LLM) -> LlamaEngine:
 
 @pytest.fixture(scope="module")
 def reference() -> tuple[dict[int, Any], UsageReport]:
-    """Every prompt answered one at a time with reuse off."""
-    off = make_llm(SMOL, 0)
+    """Every prompt answered one at a time (unbatched) with reuse off."""
+    off = make_llm(SMOL, 0, batch=1)
     return serve_in_order(off, list(range(len(PROMPTS)))), off.usage
 
 
@@ -104,7 +104,7 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
         "shuffled": random.Random(0).sample(range(len(PROMPTS)), len(PROMPTS)),
     }
     for name, order in orders.items():
-        engine.prefix.clear()
+        engine.active_prefix.clear()
         before = on.usage
         got = serve_in_order(on, order)
         assert got == expected, name
@@ -125,7 +125,7 @@ def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
 
     on = make_llm(SMOL, 128)
     engine = engine_of(on)
-    engine.queue.served.clear()
+    engine.served.clear()
 
     async def burst() -> list[Any]:
         return await asyncio.gather(*(ask(on, i) for i in interleaved))
@@ -133,7 +133,7 @@ def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
     answers = asyncio.run(burst())
     assert dict(zip(interleaved, answers, strict=True)) == expected
     group_of = {engine.render_text(p): i // 6 for i, p in enumerate(PROMPTS)}
-    groups = [group_of[key] for key in engine.queue.served]
+    groups = [group_of[key] for key in engine.served]
     assert sorted(groups) == sorted(group_of.values())
     switches = sum(a != b for a, b in itertools.pairwise(groups))
     assert switches <= 6, groups  # grouped: far fewer switches than the 23 submitted

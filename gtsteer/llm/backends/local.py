@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
+from gtsteer.llm.backends.batch_decode import BatchDecoder, GenerateJob, ScoreJob, local_batch
 from gtsteer.llm.backends.chat_prompt import ChatTemplate, has_chat_template
 from gtsteer.llm.backends.local_models import (
     DEFAULT_LOCAL_MODEL,
@@ -70,7 +71,15 @@ def local_threads() -> int:
 class LlamaEngine:
     """One loaded GGUF: the llama.cpp context, how it is prompted, its prefix cache and queue."""
 
-    def __init__(self, path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None):
+    def __init__(
+        self,
+        path: Path,
+        n_ctx: int,
+        threads: int,
+        cache_bytes: int,
+        chat: bool | None,
+        batch: int = 1,
+    ):
         try:
             # `Llama` with llama.cpp's grammar-check-the-sampled-token-first sampling.
             from gtsteer.llm.backends.llama_sampling import FastGrammarLlama
@@ -81,6 +90,7 @@ class LlamaEngine:
             ) from exc
         self.path = path
         self.threads = threads
+        self.n_ctx = n_ctx
         self.llm = FastGrammarLlama(
             model_path=str(path),
             n_ctx=n_ctx,
@@ -94,6 +104,22 @@ class LlamaEngine:
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
+        # batch > 1: concurrent requests are decoded together (batch_decode); 1: one at a time
+        self.batcher = (
+            BatchDecoder(self, batch, BlockPrefixCache(cache_bytes), f"gtsteer-batch-{path.name}")
+            if batch > 1
+            else None
+        )
+
+    @property
+    def active_prefix(self) -> BlockPrefixCache:
+        """The prefix cache requests go through (the batch context keeps its own)."""
+        return self.batcher.prefix if self.batcher else self.prefix
+
+    @property
+    def served(self) -> Any:
+        """Recent prompts in the order they were served (admitted, when batching)."""
+        return self.batcher.served if self.batcher else self.queue.served
 
     def render(self, request: GenerationRequest) -> str:
         return self.template.render(request) if self.template else request.as_text()
@@ -114,6 +140,8 @@ class LlamaEngine:
     def close(self) -> None:
         # The queue's worker is a daemon thread: at exit (Ctrl-C mid-request) it may still be
         # inside llama.cpp, and freeing the model under it would crash; leaking is harmless.
+        if self.batcher is not None and not self.batcher.close():
+            return
         if not self.queue.running.acquire(timeout=10):
             return
         try:
@@ -124,12 +152,12 @@ class LlamaEngine:
 
 
 def engine_for(
-    path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None
+    path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None, batch: int = 1
 ) -> LlamaEngine:
-    key = (str(path), n_ctx, threads, cache_bytes, chat)
+    key = (str(path), n_ctx, threads, cache_bytes, chat, batch)
     with _engines_lock:
         if key not in _engines:
-            _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat)
+            _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat, batch)
         return _engines[key]
 
 
@@ -141,10 +169,13 @@ def engine_stats() -> list[dict[str, Any]]:
         {
             "model": e.path.name,
             "threads": e.threads,
-            "bound_bytes": e.prefix.max_bytes,
-            "cached_bytes": e.prefix.bytes,
-            "cached_states": len(e.prefix),
-            **dataclasses.asdict(e.prefix.stats),
+            "batch": e.batcher.max_seqs if e.batcher else 1,
+            "batch_steps": e.batcher.steps if e.batcher else 0,
+            "batch_peak": e.batcher.peak_active if e.batcher else 1,
+            "bound_bytes": e.active_prefix.max_bytes,
+            "cached_bytes": e.active_prefix.bytes,
+            "cached_states": len(e.active_prefix),
+            **dataclasses.asdict(e.active_prefix.stats),
         }
         for e in engines
     ]
@@ -186,11 +217,13 @@ class LocalBackend(Backend):
         *,
         prefix_cache_mb: float | None = None,
         threads: int | None = None,
+        batch: int | None = None,
     ):
         super().__init__(model)
         self.choice = parse_local_model(model)
         self.n_ctx = int(os.environ.get("GTSTEER_LOCAL_CTX", DEFAULT_CTX))
         self.threads = threads or local_threads()
+        self.batch = batch or local_batch()
         self.cache_bytes = (
             cache_bytes_from_env() if prefix_cache_mb is None else int(prefix_cache_mb * 2**20)
         )
@@ -203,7 +236,9 @@ class LocalBackend(Backend):
     def engine(self) -> LlamaEngine:
         start = time.perf_counter()
         path = self.choice.resolve_path()  # assembling the Gemma GGUF takes a few seconds
-        engine = engine_for(path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat)
+        engine = engine_for(
+            path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat, self.batch
+        )
         if self.load_seconds is None:
             self.load_seconds = time.perf_counter() - start
         return engine
@@ -235,17 +270,8 @@ class LocalBackend(Backend):
         self, engine: LlamaEngine, text: str, request: GenerationRequest, json_schema: dict | None
     ) -> RawCompletion:
         llm = engine.llm
-        tokens = engine.tokens(text)
-        if len(tokens) + request.max_tokens > self.n_ctx:
-            raise PromptTooLongError(len(tokens), self.n_ctx, request.max_tokens)
-        grammar = None
-        if json_schema is not None:
-            from llama_cpp import LlamaGrammar
-
-            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
-        stop = list(request.stop)
-        if engine.template and engine.template.eos:
-            stop.append(engine.template.eos)
+        job = self._generate_job(engine, text, request, json_schema)
+        tokens = job.tokens
         start = time.perf_counter()
         try:
             # The prompt but its last token goes through the block cache; llama-cpp-python then
@@ -253,11 +279,11 @@ class LocalBackend(Backend):
             evaluated = engine.prefix.load(llm, tokens[:-1]) + 1
             out = llm.create_completion(
                 tokens,
-                max_tokens=request.max_tokens,
-                temperature=request.temperature,
-                seed=request.seed,
-                stop=stop or None,
-                grammar=grammar,
+                max_tokens=job.max_tokens,
+                temperature=job.temperature,
+                seed=job.seed,
+                stop=job.stop or None,
+                grammar=job.grammar,
             )
         except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
             raise LLMCallError(f"llama.cpp failed: {exc}") from exc
@@ -278,15 +304,13 @@ class LocalBackend(Backend):
         import numpy as np
 
         llm = engine.llm
-        prompt_tokens = engine.tokens(text)
+        job = self._score_job(engine, text, options)
+        prompt_tokens = job.tokens
         n_vocab = llm.n_vocab()
         scores: dict[str, float] = {}
         requested = evaluated = 0
         start = time.perf_counter()
-        for option in options:
-            option_tokens = engine.continuation_tokens(text, option)
-            if len(prompt_tokens) + len(option_tokens) > self.n_ctx:
-                raise PromptTooLongError(len(prompt_tokens), self.n_ctx, len(option_tokens))
+        for option, option_tokens in zip(options, job.option_tokens, strict=True):
             evaluated += engine.prefix.load(llm, prompt_tokens[:-1])
             llm.eval(prompt_tokens[-1:])
             evaluated += 1 + len(option_tokens)
@@ -321,15 +345,52 @@ class LocalBackend(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         engine, text = await self._prepared(request)
-        return await engine.queue.run(
-            text, lambda: self._complete_sync(engine, text, request, json_schema)
-        )
+        if engine.batcher is None:
+            return await engine.queue.run(
+                text, lambda: self._complete_sync(engine, text, request, json_schema)
+            )
+        return await engine.batcher.run(text, self._generate_job(engine, text, request, json_schema))
 
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]
     ) -> tuple[dict[str, float] | None, Usage]:
         engine, text = await self._prepared(request)
-        return await engine.queue.run(text, lambda: self._score_sync(engine, text, options))
+        if engine.batcher is None:
+            return await engine.queue.run(text, lambda: self._score_sync(engine, text, options))
+        return await engine.batcher.run(text, self._score_job(engine, text, options))
+
+    # ---- batched requests (checked here, so a bad one fails alone before it is queued) --------
+
+    def _generate_job(
+        self, engine: LlamaEngine, text: str, request: GenerationRequest, json_schema: dict | None
+    ) -> GenerateJob:
+        tokens = engine.tokens(text)
+        if len(tokens) + request.max_tokens > self.n_ctx:
+            raise PromptTooLongError(len(tokens), self.n_ctx, request.max_tokens)
+        grammar = None
+        if json_schema is not None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        stop = list(request.stop)
+        if engine.template and engine.template.eos:
+            stop.append(engine.template.eos)
+        return GenerateJob(
+            tokens=tokens,
+            seed=request.seed,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            stop=stop,
+            grammar=grammar,
+        )
+
+    def _score_job(self, engine: LlamaEngine, text: str, options: list[str]) -> ScoreJob:
+        tokens = engine.tokens(text)
+        option_tokens = [engine.continuation_tokens(text, option) for option in options]
+        for continuation in option_tokens:
+            if len(tokens) + len(continuation) > self.n_ctx:
+                raise PromptTooLongError(len(tokens), self.n_ctx, len(continuation))
+        return ScoreJob(tokens=tokens, options=list(options), option_tokens=option_tokens)
 
     async def score_options(
         self, request: GenerationRequest, options: list[str]
