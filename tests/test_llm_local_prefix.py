@@ -118,12 +118,13 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
 def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
     reference: tuple[dict[int, Any], UsageReport],
 ) -> None:
-    """All 24 submitted at once, interleaving the four prefix groups: the queue serves each
-    group together and the answers equal one-at-a-time serving with reuse off."""
+    """All 24 submitted at once, interleaving the four prefix groups: the unbatched queue serves
+    each group together and the answers equal one-at-a-time serving with reuse off (batched
+    admission follows the same order; tests/test_llm_local_batch.py checks its answers)."""
     interleaved = [g * 6 + q for q in range(6) for g in range(4)]
     expected = reference[0]
 
-    on = make_llm(SMOL, 128)
+    on = make_llm(SMOL, 128, batch=1)
     engine = engine_of(on)
     engine.served.clear()
 

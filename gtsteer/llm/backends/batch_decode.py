@@ -54,6 +54,10 @@ MAX_BATCH = 64
 #: Tokens one `llama_decode` may carry (the batch context's n_batch): scoring many long options
 #: is split into several decodes beyond it.
 BATCH_TOKENS = 512
+#: Coming out of idle, admission waits until no request arrived for BURST_QUIET_S (at most
+#: BURST_MAX_S): a tree level's requests reach the queue over a few milliseconds.
+BURST_QUIET_S = 0.002
+BURST_MAX_S = 0.05
 
 # create_completion's sampling defaults (llama-cpp-python 0.3.x); the chain is built from them
 # so that a batched request samples exactly as the one-at-a-time path does.
@@ -224,6 +228,8 @@ class BatchDecoder:
                     if self._closed:
                         return
                     self._cond.wait()
+                if not self._active:
+                    self._gather_burst()
                 admit = []
                 while self._pending and len(self._active) + len(admit) < self.max_seqs:
                     admit.append(self._pick())
@@ -236,6 +242,17 @@ class BatchDecoder:
                     self._admit(pending)
                 if self._active:
                     self._step()
+
+    def _gather_burst(self) -> None:
+        """Coming out of idle, let a burst of requests arrive before admitting any, so that the
+        first batch is chosen (prefix-ordered) from the whole burst rather than its first few.
+        Only the grouping depends on this timing; outputs never do."""
+        deadline = time.monotonic() + BURST_MAX_S
+        while time.monotonic() < deadline:
+            before = len(self._pending)
+            self._cond.wait(BURST_QUIET_S)
+            if len(self._pending) == before:
+                return
 
     def _finish(self, pending: _Pending, result: Any, error: BaseException | None) -> None:
         with contextlib.suppress(RuntimeError):  # that event loop has closed
