@@ -382,18 +382,24 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     s = game.new_initial_state()
     s.apply_action(1)
     s.apply_action(0)
-    live, _ = bot_decision(game.root, game.speak_pending(game.root, game.speakers[0]),
+    live, _ = bot_decision(game.root, pending(game.root),
                            LLMPool(), FixedPlaystyle("balanced"))
     assert s.ww.messages[-1].text == live.text
-    # Players read the live hook's text at their turn, with the logged day's turns left.
+    # Players read the live hook's text at their turn in the game's day, which ends after its
+    # speakers: turns left = speakers left.
     view = s.information_state_string(1)
-    expected = hook_input(s.ww, game.speakers[1],
-                          game.speak_pending(s.ww, game.speakers[1])).text
-    assert view == expected and live.text[:40] in view
-    first = root.model_copy(update={"queue": [game.speakers[0]]})
-    live_first = hook_input(first, game.speakers[0], pending(first))
-    assert live_first.turns_left_today == root.turn_limit() - root.turns_today
+    expected = hook_input(s.ww, game.speakers[1], pending(s.ww))
+    assert view == expected.text and live.text[:40] in view
+    assert expected.turns_left_today == 1
+    live_first = hook_input(game.root, game.speakers[0], pending(game.root))
+    assert live_first.turns_left_today == 2 < root.turn_limit() - root.turns_today
     assert game.new_initial_state().information_state_string(0) == live_first.text
+    # Where the logged day had as many turns left as the game has speakers, the first view
+    # is the logged live one.
+    last_two = next(r for r in states if r.turn_limit() - r.turns_today == 2)
+    logged = last_two.model_copy(update={"queue": pick_speakers(last_two, 2)})
+    assert PlaystyleGame(last_two, LLMPool()).new_initial_state().information_state_string(
+        0) == hook_input(logged, logged.queue[0], pending(logged)).text
     # The game's actions are exactly a discussion decision's hook options.
     assert PlaystyleGameConfig().styles == list(DISCUSSION_OPTIONS) == live_first.options
     # Returns: the village gets P(wolf out) - P(village-side out), the wolves the negative.
@@ -402,6 +408,39 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     ret = dict(zip(game.teams, s.returns(), strict=True))
     assert ret["village"] == pytest.approx(-ret["werewolves"])
     assert -1.0 <= ret["village"] <= 1.0
+
+
+def solved_records(roots: list[GameState], iterations: int = 40) -> list:
+    """Every root's playstyle game solved with CFR+; its records, instance = the root."""
+    from gtsteer.runs.werewolf_steer import records_of
+    from gtsteer.solvers.cfr import solve_cfr
+
+    out = []
+    for i, root in enumerate(roots):
+        game = PlaystyleGame(root, LLMPool())
+        result = solve_cfr(game, solver="cfr+", iterations=iterations,
+                           allow_python_fallback=False)
+        out += records_of(game, result.policy, i)
+    return out
+
+
+def test_a_view_tells_the_speakers_left_and_so_has_one_target(tmp_path):
+    """Adjacent roots of one logged game: the later root's first speaker can be the earlier
+    root's last one, in the same state. The view must tell the two horizons apart (turns left
+    = speakers left in that game), or one view gets two CFR targets."""
+    roots = discussion_states(GameStore(tmp_path / "h.sqlite"))  # 4 turns of one logged day
+    records = solved_records(roots)
+    assert len(roots) == 4 and len(records) == 4 * 8
+    for rec in records:  # every game has 2 speakers: 2 turns left, then 1
+        assert rec.text.splitlines()[1] == f"Turns left today: {2 - rec.player}, this one included."
+        assert " deciding speak, day 1 discussion." in rec.text.splitlines()[0]
+    targets: dict[str, set[tuple[float, ...]]] = {}
+    roots_of: dict[str, set[int]] = {}
+    for rec in records:
+        targets.setdefault(rec.text, set()).add(tuple(round(t, 6) for t in rec.target))
+        roots_of.setdefault(rec.text, set()).add(rec.instance)
+    assert {t: v for t, v in targets.items() if len(v) > 1} == {}  # (with the logged limit: 2)
+    assert all(len(r) == 1 for r in roots_of.values())
 
 
 def test_playstyle_game_needs_both_teams(tmp_path):
@@ -467,6 +506,28 @@ def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
     bad = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
                            "--steer-team", "wolves", "--db", str(db)])
     assert bad.exit_code == 2 and "steer team" in bad.output
+
+
+def test_steer_train_holds_out_whole_logged_games(tmp_path):
+    """The split is by logged game, so no held-out view is trained on; every view is one
+    record with one target."""
+    from gtsteer.imitation.dataset import read_records
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+
+    cfg = SteerTrainConfig(games=5, llm="fake", players=5, max_messages=3, max_days=1,
+                           states=12, iterations=20, train_steps=5)
+    summary = steer_train(cfg, tmp_path / "s", embedder=hash_embedder(), show_progress=False)
+    records = read_records(tmp_path / "s" / "records.jsonl")
+    games = {}
+    for rec in records:
+        games.setdefault(rec.metadata["game_id"], set()).add(rec.instance)
+    assert len(games) == 5 and all(len(ids) == 1 for ids in games.values())
+    held = set(summary.train["heldout_instances"])
+    assert held and len(held) == 1  # 20% of 5 games
+    held_texts = {r.text for r in records if r.instance in held}
+    train_texts = {r.text for r in records if r.instance not in held}
+    assert held_texts and train_texts and not held_texts & train_texts
+    assert len({r.text for r in records}) == len(records) == summary.records
 
 
 def test_distilled_chooser_is_a_pure_function_of_its_input(tmp_path, monkeypatch):
