@@ -530,6 +530,23 @@ def test_steer_train_holds_out_whole_logged_games(tmp_path):
     assert len({r.text for r in records}) == len(records) == summary.records
 
 
+def test_a_view_reached_from_two_roots_is_one_reach_weighted_record():
+    from gtsteer.imitation.dataset import DecisionRecord
+    from gtsteer.runs.werewolf_steer import pool_shared_views
+
+    def rec(text, target, weight, instance, step):
+        return DecisionRecord(text=text, actions=["a", "b"], target=target, weight=weight,
+                              instance=instance, player=0, metadata={"step": step})
+
+    pooled = pool_shared_views([rec("same", [1.0, 0.0], 1.0, 0, 3),
+                                rec("other", [0.5, 0.5], 1.0, 0, 3),
+                                rec("same", [0.0, 1.0], 3.0, 1, 4)])
+    assert [r.text for r in pooled] == ["same", "other"]
+    assert pooled[0].target == pytest.approx([0.25, 0.75]) and pooled[0].weight == 4.0
+    assert pooled[0].instance == 0 and pooled[0].metadata["pooled_steps"] == [3, 4]
+    assert pooled[1] == rec("other", [0.5, 0.5], 1.0, 0, 3)
+
+
 def test_distilled_chooser_is_a_pure_function_of_its_input(tmp_path, monkeypatch):
     from gtsteer.imitation.train import TrainConfig, train_policy
     from gtsteer.runs.werewolf_steer import records_of
