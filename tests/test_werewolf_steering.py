@@ -283,7 +283,7 @@ def tiny_style_policy(actions: tuple[str, ...] = STYLE_OPTIONS):
     from gtsteer.imitation.train import TrainConfig, train_policy
 
     target = [0.9 if o == "trickster" else 0.1 / (len(actions) - 1) for o in actions]
-    records = [DecisionRecord(text=f"villager (village) deciding vote, day {d}", weight=1.0,
+    records = [DecisionRecord(text=f"villager (village) deciding speak, day {d}", weight=1.0,
                               actions=list(actions), target=target, instance=d, player=0)
                for d in range(4)]
     policy, _ = train_policy(records, hash_embedder(), TrainConfig(steps=40, holdout=0.0,
@@ -296,12 +296,12 @@ def test_distilled_chooser_draws_only_allowed_options():
 
     policy = tiny_style_policy()
     chooser = DistilledPlaystyleChooser(policy)
-    text = "villager (village) deciding vote, day 1"
+    text = "villager (village) deciding speak, day 1"
     full = policy.probs(text)
     assert max(full, key=full.get) == "trickster"  # the masked option carries the most mass
     allowed = ["balanced", "quiet_observer", UNSTEERED]
     info = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
-                     step=1, day=1, phase="vote", decision="vote", seed=0,
+                     step=1, day=1, phase="discussion", decision="speak", seed=0,
                      assigned_playstyle="balanced", options=allowed, text=text)
     draws = [chooser.choose(info.model_copy(update={"seed": s})) for s in range(60)]
     assert {d.style for d in draws} <= set(allowed) and len({d.style for d in draws}) > 1
@@ -313,6 +313,23 @@ def test_distilled_chooser_draws_only_allowed_options():
     narrower = DistilledPlaystyleChooser(tiny_style_policy(("trickster", "balanced")))
     narrow = narrower.choose(info.model_copy(update={"options": ["quiet_observer", UNSTEERED]}))
     assert narrow.style == UNSTEERED and narrow.probs == {UNSTEERED: 1.0}
+
+
+def test_distilled_chooser_steers_only_the_decisions_the_solved_game_holds():
+    """The playstyle game solves discussion turns; the intro, pack chat and votes keep the
+    bot's baseline (assigned) style, whatever the policy would say."""
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+    chooser = DistilledPlaystyleChooser(tiny_style_policy())
+    talk = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
+                     step=1, day=1, phase="discussion", decision="speak", seed=0,
+                     assigned_playstyle="balanced", options=list(STYLE_OPTIONS),
+                     text="villager (village) deciding speak, day 1")
+    assert set(chooser.choose(talk).probs) == set(STYLE_OPTIONS)  # steered
+    unsolved = [("vote", "vote"), ("intro", "speak"), ("night", "pack_chat")]
+    for phase, decision in unsolved:
+        info = talk.model_copy(update={"phase": phase, "decision": decision})
+        assert chooser.choose(info) == StyleChoice(style="balanced", probs={"balanced": 1.0})
 
 
 def test_turns_left_and_vote_position_at_known_points(tmp_path):
@@ -480,16 +497,22 @@ def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
                                        for s in summary["solved"])
     db = tmp_path / "play.sqlite"
     res = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
-                           "--steer-team", "werewolves", "--db", str(db), "--game-id", "s",
-                           "--max-days", "1", "--max-messages", "2", "--players", "6"])
+                           "--steer-team", "village", "--db", str(db), "--game-id", "s",
+                           "--max-days", "1", "--max-messages", "4", "--players", "6"])
     assert res.exit_code == 0, res.output
     store = GameStore(db)
     final = store.load("s")
-    wolves = set(final.wolves())
+    village = {p.name for p in final.players if p.name not in final.wolves()}
     multi = [c for c in final.style_history if len(options_for(c.decision.split(":")[0])) > 1]
-    steered = [c for c in multi if c.bot in wolves]
-    static = [c for c in multi if c.bot not in wolves]
+    with sqlite3.connect(db) as conn:  # the hook input stored with each step
+        phase_at = dict(conn.execute("SELECT step - 1, json_extract(info_state, '$.phase') "
+                                     "FROM steps WHERE game_id='s'").fetchall())
+    steered = [c for c in multi if c.bot in village and c.decision == "speak"
+               and phase_at[c.step] == "discussion"]
+    static = [c for c in multi if c not in steered]
     assert steered and all(set(c.probs) == set(STYLE_OPTIONS) for c in steered)
+    # The steered village's votes and intro keep the assigned style, as the wolves' lines do.
+    assert {"vote", "speak"} <= {c.decision for c in static if c.bot in village}
     assert all(c.probs == {final.player(c.bot).playstyle: 1.0} for c in static)
     assert all(c.probs == {UNSTEERED: 1.0} for c in final.style_history if c not in multi)
     res = cli.invoke(app, ["werewolf", "evaluate", "--games", "2", "--llm", "fake", "--steer",

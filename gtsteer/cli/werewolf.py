@@ -95,7 +95,8 @@ def _chooser(steer: str | None, team: str):
     return TeamChooser(DistilledPlaystyleChooser.load(steer), team)
 
 
-STEER_HELP = "A `steer-train` output folder: its distilled policy picks the bots' playstyles."
+STEER_HELP = ("A `steer-train` output folder: its distilled policy picks the bots' playstyles "
+              "at discussion turns (the decisions it was solved for).")
 STEER_TEAM_HELP = "Which bots are steered: village, werewolves or both."
 
 
