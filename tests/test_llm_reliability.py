@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -75,7 +74,7 @@ def test_backoff_grows_and_is_bounded() -> None:
     assert delays[3] == pytest.approx(0.05)
 
 
-def test_retries_with_small_backoff_are_fast() -> None:
+def test_retries_wait_the_configured_small_backoff() -> None:
     class Flaky(Backend):
         kind = "flaky"
 
@@ -94,7 +93,15 @@ def test_retries_with_small_backoff_are_fast() -> None:
             return RawCompletion(text="ok")
 
     llm = LLM("flaky", backend=Flaky(), use_cache=False, backoff_initial_s=0.01)
-    start = time.perf_counter()
+    waits: list[float] = []
+    backoff = llm._backoff_delay
+
+    def recorded(state):  # the wait tenacity sleeps before each retry
+        waits.append(backoff(state))
+        return waits[-1]
+
+    llm._backoff_delay = recorded  # type: ignore[method-assign]
     assert llm.generate_sync("x").text == "ok"
-    assert time.perf_counter() - start < 0.5  # 3 retries: 0.01-0.02, 0.02-0.04, 0.04-0.08 s
-    assert llm.usage.retries == 3
+    assert llm.usage.retries == 3 and len(waits) == 3
+    for k, wait in enumerate(waits):  # 0.01-0.02, 0.02-0.04, 0.04-0.08 s
+        assert 0.01 * 2**k <= wait <= 0.02 * 2**k

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -117,30 +116,41 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-c", "from gtsteer.cli import app; app()", "werewolf", *args]
 
 
+#: A child that plays the reference game and holds, never returning, inside the commit of
+#: step 13 (decided, its LLM calls made, nothing written): the parent SIGKILLs it there.
+HELD_CHILD = """
+import sys, threading
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.store import GameStore
+
+class HeldStore(GameStore):
+    def commit_step(self, before, after, decision, records):
+        if after.step == 13:
+            print("holding", flush=True)
+            threading.Event().wait()
+        super().commit_step(before, after, decision, records)
+
+store = HeldStore(sys.argv[1])
+state = create_game(store, n_players=7, seed=13, game_id="k", max_messages_per_day=4)
+GameRunner(store).run(state)
+"""
+
+
 def test_real_sigkill_then_resume(tmp_path):
     db = tmp_path / "k.sqlite"
-    # 0.2 s a step: a starved test process still sees the game running at step 12.
-    env = {**os.environ, "GTSTEER_WEREWOLF_STEP_DELAY": "0.2"}
-    proc = subprocess.Popen(
-        _cli("play", "--llm", "fake", "--seed", "13", "--db", str(db), "--game-id", "k",
-             "--max-messages", "4"),
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 60
-    step = 0
-    while time.time() < deadline and step < 12:
-        time.sleep(0.05)
-        try:
-            with sqlite3.connect(db) as c:
-                row = c.execute("SELECT step FROM games WHERE id='k'").fetchone()
-            step = row[0] if row else 0
-        except sqlite3.Error:
-            pass
-        assert proc.poll() is None, proc.stderr.read().decode()
+    proc = subprocess.Popen([sys.executable, "-c", HELD_CHILD, str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    said = proc.stdout.readline() if ready else ""
+    if said != "holding\n":
+        proc.kill()
+        pytest.fail(f"the child never held at step 13: {proc.communicate()[1]}")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    killed_at = GameStore(db).load("k").step
-    assert 12 <= killed_at
+    killed = GameStore(db)
+    assert killed.load("k").step == 12  # the step in flight left nothing behind
+    assert killed.conn.execute("SELECT max(step) FROM llm_calls").fetchone()[0] == 12
+    killed.close()
     done = subprocess.run(_cli("resume", "k", "--db", str(db)), capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr

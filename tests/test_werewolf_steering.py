@@ -283,7 +283,7 @@ def tiny_style_policy(actions: tuple[str, ...] = STYLE_OPTIONS):
     from gtsteer.imitation.train import TrainConfig, train_policy
 
     target = [0.9 if o == "trickster" else 0.1 / (len(actions) - 1) for o in actions]
-    records = [DecisionRecord(text=f"villager (village) deciding vote, day {d}", weight=1.0,
+    records = [DecisionRecord(text=f"villager (village) deciding speak, day {d}", weight=1.0,
                               actions=list(actions), target=target, instance=d, player=0)
                for d in range(4)]
     policy, _ = train_policy(records, hash_embedder(), TrainConfig(steps=40, holdout=0.0,
@@ -296,12 +296,12 @@ def test_distilled_chooser_draws_only_allowed_options():
 
     policy = tiny_style_policy()
     chooser = DistilledPlaystyleChooser(policy)
-    text = "villager (village) deciding vote, day 1"
+    text = "villager (village) deciding speak, day 1"
     full = policy.probs(text)
     assert max(full, key=full.get) == "trickster"  # the masked option carries the most mass
     allowed = ["balanced", "quiet_observer", UNSTEERED]
     info = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
-                     step=1, day=1, phase="vote", decision="vote", seed=0,
+                     step=1, day=1, phase="discussion", decision="speak", seed=0,
                      assigned_playstyle="balanced", options=allowed, text=text)
     draws = [chooser.choose(info.model_copy(update={"seed": s})) for s in range(60)]
     assert {d.style for d in draws} <= set(allowed) and len({d.style for d in draws}) > 1
@@ -313,6 +313,23 @@ def test_distilled_chooser_draws_only_allowed_options():
     narrower = DistilledPlaystyleChooser(tiny_style_policy(("trickster", "balanced")))
     narrow = narrower.choose(info.model_copy(update={"options": ["quiet_observer", UNSTEERED]}))
     assert narrow.style == UNSTEERED and narrow.probs == {UNSTEERED: 1.0}
+
+
+def test_distilled_chooser_steers_only_the_decisions_the_solved_game_holds():
+    """The playstyle game solves discussion turns; the intro, pack chat and votes keep the
+    bot's baseline (assigned) style, whatever the policy would say."""
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+    chooser = DistilledPlaystyleChooser(tiny_style_policy())
+    talk = HookInput(bot="Ann", role="villager", team="village", model="fake", game_id="g",
+                     step=1, day=1, phase="discussion", decision="speak", seed=0,
+                     assigned_playstyle="balanced", options=list(STYLE_OPTIONS),
+                     text="villager (village) deciding speak, day 1")
+    assert set(chooser.choose(talk).probs) == set(STYLE_OPTIONS)  # steered
+    unsolved = [("vote", "vote"), ("intro", "speak"), ("night", "pack_chat")]
+    for phase, decision in unsolved:
+        info = talk.model_copy(update={"phase": phase, "decision": decision})
+        assert chooser.choose(info) == StyleChoice(style="balanced", probs={"balanced": 1.0})
 
 
 def test_turns_left_and_vote_position_at_known_points(tmp_path):
@@ -382,18 +399,24 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     s = game.new_initial_state()
     s.apply_action(1)
     s.apply_action(0)
-    live, _ = bot_decision(game.root, game.speak_pending(game.root, game.speakers[0]),
+    live, _ = bot_decision(game.root, pending(game.root),
                            LLMPool(), FixedPlaystyle("balanced"))
     assert s.ww.messages[-1].text == live.text
-    # Players read the live hook's text at their turn, with the logged day's turns left.
+    # Players read the live hook's text at their turn in the game's day, which ends after its
+    # speakers: turns left = speakers left.
     view = s.information_state_string(1)
-    expected = hook_input(s.ww, game.speakers[1],
-                          game.speak_pending(s.ww, game.speakers[1])).text
-    assert view == expected and live.text[:40] in view
-    first = root.model_copy(update={"queue": [game.speakers[0]]})
-    live_first = hook_input(first, game.speakers[0], pending(first))
-    assert live_first.turns_left_today == root.turn_limit() - root.turns_today
+    expected = hook_input(s.ww, game.speakers[1], pending(s.ww))
+    assert view == expected.text and live.text[:40] in view
+    assert expected.turns_left_today == 1
+    live_first = hook_input(game.root, game.speakers[0], pending(game.root))
+    assert live_first.turns_left_today == 2 < root.turn_limit() - root.turns_today
     assert game.new_initial_state().information_state_string(0) == live_first.text
+    # Where the logged day had as many turns left as the game has speakers, the first view
+    # is the logged live one.
+    last_two = next(r for r in states if r.turn_limit() - r.turns_today == 2)
+    logged = last_two.model_copy(update={"queue": pick_speakers(last_two, 2)})
+    assert PlaystyleGame(last_two, LLMPool()).new_initial_state().information_state_string(
+        0) == hook_input(logged, logged.queue[0], pending(logged)).text
     # The game's actions are exactly a discussion decision's hook options.
     assert PlaystyleGameConfig().styles == list(DISCUSSION_OPTIONS) == live_first.options
     # Returns: the village gets P(wolf out) - P(village-side out), the wolves the negative.
@@ -402,6 +425,39 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     ret = dict(zip(game.teams, s.returns(), strict=True))
     assert ret["village"] == pytest.approx(-ret["werewolves"])
     assert -1.0 <= ret["village"] <= 1.0
+
+
+def solved_records(roots: list[GameState], iterations: int = 40) -> list:
+    """Every root's playstyle game solved with CFR+; its records, instance = the root."""
+    from gtsteer.runs.werewolf_steer import records_of
+    from gtsteer.solvers.cfr import solve_cfr
+
+    out = []
+    for i, root in enumerate(roots):
+        game = PlaystyleGame(root, LLMPool())
+        result = solve_cfr(game, solver="cfr+", iterations=iterations,
+                           allow_python_fallback=False)
+        out += records_of(game, result.policy, i)
+    return out
+
+
+def test_a_view_tells_the_speakers_left_and_so_has_one_target(tmp_path):
+    """Adjacent roots of one logged game: the later root's first speaker can be the earlier
+    root's last one, in the same state. The view must tell the two horizons apart (turns left
+    = speakers left in that game), or one view gets two CFR targets."""
+    roots = discussion_states(GameStore(tmp_path / "h.sqlite"))  # 4 turns of one logged day
+    records = solved_records(roots)
+    assert len(roots) == 4 and len(records) == 4 * 8
+    for rec in records:  # every game has 2 speakers: 2 turns left, then 1
+        assert rec.text.splitlines()[1] == f"Turns left today: {2 - rec.player}, this one included."
+        assert " deciding speak, day 1 discussion." in rec.text.splitlines()[0]
+    targets: dict[str, set[tuple[float, ...]]] = {}
+    roots_of: dict[str, set[int]] = {}
+    for rec in records:
+        targets.setdefault(rec.text, set()).add(tuple(round(t, 6) for t in rec.target))
+        roots_of.setdefault(rec.text, set()).add(rec.instance)
+    assert {t: v for t, v in targets.items() if len(v) > 1} == {}  # (with the logged limit: 2)
+    assert all(len(r) == 1 for r in roots_of.values())
 
 
 def test_playstyle_game_needs_both_teams(tmp_path):
@@ -441,16 +497,22 @@ def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
                                        for s in summary["solved"])
     db = tmp_path / "play.sqlite"
     res = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
-                           "--steer-team", "werewolves", "--db", str(db), "--game-id", "s",
-                           "--max-days", "1", "--max-messages", "2", "--players", "6"])
+                           "--steer-team", "village", "--db", str(db), "--game-id", "s",
+                           "--max-days", "1", "--max-messages", "4", "--players", "6"])
     assert res.exit_code == 0, res.output
     store = GameStore(db)
     final = store.load("s")
-    wolves = set(final.wolves())
+    village = {p.name for p in final.players if p.name not in final.wolves()}
     multi = [c for c in final.style_history if len(options_for(c.decision.split(":")[0])) > 1]
-    steered = [c for c in multi if c.bot in wolves]
-    static = [c for c in multi if c.bot not in wolves]
+    with sqlite3.connect(db) as conn:  # the hook input stored with each step
+        phase_at = dict(conn.execute("SELECT step - 1, json_extract(info_state, '$.phase') "
+                                     "FROM steps WHERE game_id='s'").fetchall())
+    steered = [c for c in multi if c.bot in village and c.decision == "speak"
+               and phase_at[c.step] == "discussion"]
+    static = [c for c in multi if c not in steered]
     assert steered and all(set(c.probs) == set(STYLE_OPTIONS) for c in steered)
+    # The steered village's votes and intro keep the assigned style, as the wolves' lines do.
+    assert {"vote", "speak"} <= {c.decision for c in static if c.bot in village}
     assert all(c.probs == {final.player(c.bot).playstyle: 1.0} for c in static)
     assert all(c.probs == {UNSTEERED: 1.0} for c in final.style_history if c not in multi)
     res = cli.invoke(app, ["werewolf", "evaluate", "--games", "2", "--llm", "fake", "--steer",
@@ -467,6 +529,45 @@ def test_steer_train_play_evaluate_end_to_end(tmp_path, monkeypatch):
     bad = cli.invoke(app, ["werewolf", "play", "--llm", "fake", "--steer", str(out),
                            "--steer-team", "wolves", "--db", str(db)])
     assert bad.exit_code == 2 and "steer team" in bad.output
+
+
+def test_steer_train_holds_out_whole_logged_games(tmp_path):
+    """The split is by logged game, so no held-out view is trained on; every view is one
+    record with one target."""
+    from gtsteer.imitation.dataset import read_records
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+
+    cfg = SteerTrainConfig(games=5, llm="fake", players=5, max_messages=3, max_days=1,
+                           states=12, iterations=20, train_steps=5)
+    summary = steer_train(cfg, tmp_path / "s", embedder=hash_embedder(), show_progress=False)
+    records = read_records(tmp_path / "s" / "records.jsonl")
+    games = {}
+    for rec in records:
+        games.setdefault(rec.metadata["game_id"], set()).add(rec.instance)
+    assert len(games) == 5 and all(len(ids) == 1 for ids in games.values())
+    held = set(summary.train["heldout_instances"])
+    assert held and len(held) == 1  # 20% of 5 games
+    held_texts = {r.text for r in records if r.instance in held}
+    train_texts = {r.text for r in records if r.instance not in held}
+    assert held_texts and train_texts and not held_texts & train_texts
+    assert len({r.text for r in records}) == len(records) == summary.records
+
+
+def test_a_view_reached_from_two_roots_is_one_reach_weighted_record():
+    from gtsteer.imitation.dataset import DecisionRecord
+    from gtsteer.runs.werewolf_steer import pool_shared_views
+
+    def rec(text, target, weight, instance, step):
+        return DecisionRecord(text=text, actions=["a", "b"], target=target, weight=weight,
+                              instance=instance, player=0, metadata={"step": step})
+
+    pooled = pool_shared_views([rec("same", [1.0, 0.0], 1.0, 0, 3),
+                                rec("other", [0.5, 0.5], 1.0, 0, 3),
+                                rec("same", [0.0, 1.0], 3.0, 1, 4)])
+    assert [r.text for r in pooled] == ["same", "other"]
+    assert pooled[0].target == pytest.approx([0.25, 0.75]) and pooled[0].weight == 4.0
+    assert pooled[0].instance == 0 and pooled[0].metadata["pooled_steps"] == [3, 4]
+    assert pooled[1] == rec("other", [0.5, 0.5], 1.0, 0, 3)
 
 
 def test_distilled_chooser_is_a_pure_function_of_its_input(tmp_path, monkeypatch):

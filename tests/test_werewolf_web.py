@@ -71,15 +71,14 @@ def test_pause_step_resume(tmp_path):
         assert c.post(f"/api/games/{gid}/control", json={"action": "pause"}).json()["paused"]
         game = srv.manager.live(gid)
         wait_for(lambda: not game.thinking)
-        at = game.state.step
-        import time
-
-        time.sleep(0.3)
-        assert game.state.step == at  # paused: nothing moves
+        with game.cond:  # the worker steps only when `_may_step()`, under this lock
+            at = game.state.step
+            assert not game._may_step()  # paused: nothing moves
         assert c.post(f"/api/games/{gid}/control", json={"action": "step"}).status_code == 200
-        wait_for(lambda: game.state.step == at + 1)
-        time.sleep(0.3)
-        assert game.state.step == at + 1
+        wait_for(lambda: game.state.step == at + 1 and not game.thinking)
+        with game.cond:
+            assert game.state.step == at + 1 and game.steps_allowed == 0
+            assert not game._may_step()  # one step taken, then held again
         assert c.post(f"/api/games/{gid}/control", json={"action": "resume"}).status_code == 200
         wait_for(lambda: game.state.over, timeout=120)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import typer
@@ -27,11 +26,6 @@ VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
 
 def _store(db: str | None) -> GameStore:
     return GameStore(Path(db) if db else default_db_path())
-
-
-def _step_delay() -> float:
-    """Seconds to sleep after each committed step (tests use it to kill a game mid-way)."""
-    return float(os.environ.get("GTSTEER_WEREWOLF_STEP_DELAY", "0") or 0)
 
 
 def _printer(viewer: str | None):
@@ -101,14 +95,15 @@ def _chooser(steer: str | None, team: str):
     return TeamChooser(DistilledPlaystyleChooser.load(steer), team)
 
 
-STEER_HELP = "A `steer-train` output folder: its distilled policy picks the bots' playstyles."
+STEER_HELP = ("A `steer-train` output folder: its distilled policy picks the bots' playstyles "
+              "at discussion turns (the decisions it was solved for).")
 STEER_TEAM_HELP = "Which bots are steered: village, werewolves or both."
 
 
 def _run(store: GameStore, state: GameState, chooser=None) -> GameState:
     human = _human_of(state)
     runner = GameRunner(store, chooser=chooser, human=_human_agent if human else None,
-                        on_step=_printer(human), step_delay_s=_step_delay())
+                        on_step=_printer(human))
     if human:
         me = state.player(human)
         console.print(f"You are [bold]{me.name}[/], the [bold]{me.role.value}[/].")

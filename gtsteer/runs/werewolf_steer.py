@@ -8,8 +8,10 @@ Steps (each writes into OUT):
 2. sample `states` roots (seeded), build each one's `PlaystyleGame`, check it (random_sim_test
    with serialization, unique history strings) and solve it with C++ CFR+ on the cached tree;
 3. one `DecisionRecord` per information state (text = the hook view, target = the CFR average
-   policy, weight = reach probability) -> `records.jsonl`;
-4. `train_policy` on the records -> `policy/`; numbers in `steer_train.json`.
+   policy, weight = reach probability, instance = the logged game) -> `records.jsonl`; a view
+   reached from two roots is one record (`pool_shared_views`);
+4. `train_policy` on the records, held out by logged game (adjacent roots of one game share
+   their logged chat) -> `policy/`; numbers in `steer_train.json`.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class SteerTrainSummary(BaseModel):
     seconds_games: float
     seconds_states: float
     seconds_train: float
+    #: Records folded into another root's record of the same view (`pool_shared_views`).
+    pooled_views: int = 0
     train: dict
     #: Why fewer states were solved than asked for, and what to pass instead (empty when not).
     shortfall: str = ""
@@ -186,6 +190,31 @@ def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
     return out
 
 
+def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
+    """One record per view text. Two roots' games can reach the same view (the same state, with
+    the same turns left); their targets are averaged by reach weight, which is what
+    cross-entropy training on both records fits anyway. So a view has one target, and it lies
+    on one side of the split (the first record's logged game)."""
+    by_text: dict[str, list[DecisionRecord]] = {}
+    for rec in records:
+        by_text.setdefault(rec.text, []).append(rec)
+    out = []
+    for group in by_text.values():
+        first = group[0]
+        if len(group) == 1:
+            out.append(first)
+            continue
+        total = sum(r.weight for r in group)
+        shares = ([r.weight / total for r in group] if total > 0
+                  else [1.0 / len(group)] * len(group))
+        target = [sum(w * r.target[i] for w, r in zip(shares, group, strict=True))
+                  for i in range(len(first.target))]
+        out.append(first.model_copy(update={
+            "target": target, "weight": total,
+            "metadata": {**first.metadata, "pooled_steps": [r.metadata["step"] for r in group]}}))
+    return out
+
+
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
                       progress: Callable[[str], None] | None = None) -> list[str]:
     """Bot-only games with the assigned styles, logged into `store`; returns their ids."""
@@ -223,6 +252,8 @@ def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
 
 def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
                 ) -> tuple[list[DecisionRecord], SolvedState]:
+    """Build, expand and solve the playstyle game at `state`; its records carry `instance`
+    (the logged game's index: the train/held-out split is by logged game)."""
     game = PlaystyleGame(state, pool, PlaystyleGameConfig(
         num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers, styles=cfg.styles))
     start = time.perf_counter()
@@ -268,12 +299,14 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []
         task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
-        for i, state in enumerate(picked):
-            recs, info = solve_state(state, pool, cfg, i)
+        for state in picked:
+            recs, info = solve_state(state, pool, cfg, ids.index(state.game_id))
             records += recs
             solved.append(info)
             bar.advance(task)
         t2 = time.perf_counter()
+    solved_records = len(records)
+    records = pool_shared_views(records)
     (root / "records.jsonl").write_text(records_to_jsonl(records), encoding="utf-8")
     if embedder is None:
         from gtsteer.llm.embed import get_embedder
@@ -281,15 +314,16 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         embedder = get_embedder(cfg.embedder)
     from gtsteer.imitation.train import train_policy  # torch: only when training (startup time)
 
-    n_inst = len(picked)
+    # Held out by logged game: the roots of one game share its logged chat.
+    n_games = len({r.instance for r in records})
     train_cfg = TrainConfig(steps=cfg.train_steps, seed=cfg.seed,
-                            holdout=0.2 if n_inst >= 5 else 0.0, curve_points=10)
+                            holdout=0.2 if n_games >= 5 else 0.0, curve_points=10)
     policy, report = train_policy(records, embedder, train_cfg, domain="werewolf-playstyle")
     policy.save(root / POLICY_DIR)
     t3 = time.perf_counter()
     summary = SteerTrainSummary(
         config=cfg, logged_games=ids, candidate_states=len(candidates), solved=solved,
-        records=len(records),
+        records=len(records), pooled_views=solved_records - len(records),
         llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
         seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
         train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))

@@ -87,8 +87,8 @@ STYLE_OPTIONS: tuple[str, ...] = (*PLAYSTYLE_NAMES, UNSTEERED)
 #:   the style sentences are about what to say and how to vote;
 #: - summary (JSON notes): `unsteered` only; a speech style makes no sense for notes;
 #: - night actions: `unsteered` only. No style sentence says whom to kill, protect, investigate
-#:   or abduct; the playstyle game solves discussion turns only, so a distilled policy never saw
-#:   a night state; and the reference applies styles to intro, discussion and votes only.
+#:   or abduct, and the reference applies styles to intro, discussion and votes only.
+#: Which of these a distilled policy steers is narrower: `solved_decision`.
 #: A decision with one option never consults the chooser (see `hook_view.choose_style`).
 DECISION_OPTIONS: dict[str, tuple[str, ...]] = {
     "speak": STYLE_OPTIONS,
@@ -97,6 +97,13 @@ DECISION_OPTIONS: dict[str, tuple[str, ...]] = {
     "night": (UNSTEERED,),
     "summary": (UNSTEERED,),
 }
+
+
+def solved_decision(phase: str, decision: str) -> bool:
+    """A discussion turn: the one decision the playstyle game (`steer_game`) contains, so the
+    only one a distilled policy was trained on. The distilled chooser steers these only; the
+    intro, pack chat and votes keep the baseline style (see `steering`)."""
+    return phase == "discussion" and decision == "speak"
 
 
 def options_for(kind: str) -> tuple[str, ...]:

@@ -6,7 +6,6 @@ The loop holds no state of its own: everything is in the `GameState` and the sto
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 
@@ -73,14 +72,12 @@ class GameRunner:
         chooser: PlaystyleChooser | None = None,
         human: HumanAgent | None = None,
         on_step: StepHook | None = None,
-        step_delay_s: float = 0.0,
     ):
         self.store = store
         self.pool = pool or LLMPool()
         self.chooser = chooser or AssignedPlaystyle()
         self.human = human
         self.on_step = on_step
-        self.step_delay_s = step_delay_s
 
     def decide(self, state: GameState, want: Pending) -> tuple[Decision, list[CallRecord]]:
         if want.kind == "route":
@@ -104,6 +101,4 @@ class GameRunner:
                 self.on_step(state, after, decision)
             state = after
             taken += 1
-            if self.step_delay_s:
-                time.sleep(self.step_delay_s)
         return state

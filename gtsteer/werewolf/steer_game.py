@@ -6,7 +6,10 @@ samples of the message, produced by the live bot code (`bots.bot_decision` with 
 builder, so what is solved is what is played); at the terminal one `choose` call over the
 living names predicts the day's elimination from the discussion, and each team gets
 `P(a werewolf is eliminated) - P(a village-side player is eliminated)` (the wolves the
-negative). Players see `hook_view`'s text at their turn, the same text the live hook reads.
+negative). Players see `hook_view`'s text at their turn, the text the live hook reads at that
+state. The game's day ends after its speakers (its turn limit is the root's turns so far plus
+the speakers), so "Turns left today" in a view is the number of speakers left in this game:
+a view tells the horizon its target was solved for.
 
 Its own class rather than the binding's `DialogueGame`: the binding renders YAML prompts over
 an instance, while this game must replay the Werewolf engine and bot context exactly. It passes
@@ -144,14 +147,14 @@ class PlaystyleGame(pyspiel.Game):
         self.source = state
         self.speakers = pick_speakers(state, self.config.max_speakers)
         root = state.model_copy(deep=True)
-        # The hypothetical continuation: these speakers talk next, and the day's cap never cuts
-        # them off (the vote is what the terminal predicts).
+        # The game's day: these speakers talk, then the village votes (what the terminal
+        # predicts). Its turn limit is where the game ends, so every speaker, in its prompt and
+        # in its view ("Turns left today"), is told the horizon the game is solved for; with
+        # the logged day's limit, adjacent roots of one game would show one view with two
+        # horizons, and so two targets.
         root.phase, root.queue = "discussion", list(self.speakers)
-        root.config.max_messages_per_day = root.turns_today + len(self.speakers) + 1
+        root.config.max_messages_per_day = root.turns_today + len(self.speakers)
         self.root = root
-        #: The logged day's real turn limit: speakers and their views are told this one (the
-        #: root's raised cap only lets every speaker talk).
-        self.turn_limit = state.turn_limit()
         self.teams = ["werewolves" if wolf_side(root, n) else "village" for n in self.speakers]
         self.zero_sum = self.teams.count("village") == self.teams.count("werewolves")
         self.predictor = root.router_model
@@ -214,11 +217,11 @@ class PlaystyleGame(pyspiel.Game):
     # ---- node contents --------------------------------------------------------------------
 
     def speak_pending(self, state: GameState, bot: str) -> Pending:
-        """`bot`'s discussion turn as live play poses it: this turn's number and the logged
-        day's turn limit (never below this turn, where the continuation runs past the cap)."""
-        turn = state.turns_today + 1
-        return Pending(kind="speak", actor=bot, turn=turn,
-                       turns_total=max(self.turn_limit, turn))
+        """`bot`'s discussion turn as the engine poses it in the game's day: this turn's number
+        and the game's turn limit, so turns left = speakers left in this game. (pyspiel also
+        asks for the views of players whose turn it is not; they get the same form.)"""
+        return Pending(kind="speak", actor=bot, turn=state.turns_today + 1,
+                       turns_total=state.turn_limit())
 
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
                       style: str) -> GameState:

@@ -4,7 +4,9 @@ picks each steered bot's playstyle from the hook's text view.
 One policy serves both teams: the role and team open the hook text, so the embedder sees them.
 The policy's distribution is restricted (masked and renormalised) to the decision's options,
 then the style is drawn from it with the decision seed, so a game replays and resumes with the
-same draws (and its LLM calls hit the cache). The only import of
+same draws (and its LLM calls hit the cache). It steers only the decisions the playstyle game
+contains (discussion turns, `playstyles.solved_decision`): the intro, pack chat and votes were
+never solved, so there the bot keeps its baseline style (the assigned one). The only import of
 `gtsteer.imitation` in the Werewolf package lives here (DESIGN.md: steering only).
 """
 
@@ -15,10 +17,13 @@ from pathlib import Path
 from gtsteer.imitation.policy import DistilledPolicy, PolicyError, TextEmbedder
 from gtsteer.werewolf.playstyles import (
     STYLE_OPTIONS,
+    AssignedPlaystyle,
     HookInput,
+    PlaystyleChooser,
     StyleChoice,
     legal_style,
     sample_style,
+    solved_decision,
 )
 
 #: The policy's directory inside a `steer-train` output folder.
@@ -26,14 +31,16 @@ POLICY_DIR = "policy"
 
 
 class DistilledPlaystyleChooser:
-    """A pure function of the hook input: probabilities from the policy, a seeded draw."""
+    """A pure function of the hook input: probabilities from the policy, a seeded draw, at
+    the decisions the policy was trained on; `baseline`'s choice at every other one."""
 
-    def __init__(self, policy: DistilledPolicy):
+    def __init__(self, policy: DistilledPolicy, baseline: PlaystyleChooser | None = None):
         unknown = [a for a in policy.actions if a not in STYLE_OPTIONS]
         if unknown:
             raise PolicyError(f"policy actions {unknown} are not playstyles "
                               f"(expected a subset of {list(STYLE_OPTIONS)})")
         self.policy = policy
+        self.baseline = baseline or AssignedPlaystyle()
 
     @classmethod
     def load(cls, directory: str | Path, embedder: TextEmbedder | None = None
@@ -46,7 +53,9 @@ class DistilledPlaystyleChooser:
             raise FileNotFoundError(f"--steer: {directory} holds no trained policy")
         return cls(DistilledPolicy.load(path, embedder))
 
-    def choose(self, info: HookInput) -> StyleChoice:
+    def choose(self, info: HookInput) -> StyleChoice | str:
+        if not solved_decision(info.phase, info.decision):  # never in the solved game
+            return self.baseline.choose(info)
         allowed = [o for o in info.options if o in self.policy.actions]
         if not allowed:  # the policy knows none of this decision's options
             style = legal_style("", info.options)
