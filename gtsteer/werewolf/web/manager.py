@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gtsteer.llm import LLM, Backend, ModelConfigError, make_backend
-from gtsteer.werewolf.engine import new_game
+from gtsteer.werewolf.engine import GAME_ID_RE, new_game
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.rules import RULES_TEXT, WerewolfConfigError
 from gtsteer.werewolf.state import GameConfig, GameState
@@ -22,7 +22,7 @@ from gtsteer.werewolf.themes import builtin_cast, themed_cast
 from gtsteer.werewolf.web.events import GOD, Event, for_viewer, players_view, step_events
 from gtsteer.werewolf.web.live import LiveGame, MeteredPool, WebError
 from gtsteer.werewolf.web.replay import ReplayMismatch, initial_state, replay
-from gtsteer.werewolf.web.schemas import GAME_ID_RE, CreateGame
+from gtsteer.werewolf.web.schemas import CreateGame
 from gtsteer.werewolf.web.webdb import WebDB
 
 log = logging.getLogger("gtsteer.werewolf.web")
