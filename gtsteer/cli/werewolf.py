@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -311,6 +312,11 @@ def serve(
     llm: str = typer.Option("local", "--llm", "-m",
                             help="Models the lobby offers, comma-separated; the first is the "
                             "default (fake is always offered)."),
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host",
+        help="Another Host name the server answers (repeatable; e.g. a name that points at "
+        "this machine). Requests for other names are refused (DNS rebinding); '*' allows any.",
+    )] = None,
 ) -> None:
     """Run the web app: lobby, live tables, a human seat, god view and replays."""
     with friendly_errors():
@@ -322,5 +328,6 @@ def serve(
         if not 0 < port < 65536:
             raise ValueError(f"--port must be between 1 and 65535 (got {port})")
         path = Path(db) if db else default_db_path()
-        console.print(f"Werewolf at [bold]http://{host}:{port}/[/] (games in {path})")
-        serve_web(host, port, path, models, warn=lambda msg: console.print(f"[red]{msg}[/]"))
+        say("Werewolf at ", (f"http://{host}:{port}/", "bold"), f" (games in {path})")
+        serve_web(host, port, path, models, warn=lambda msg: say((msg, "red")),
+                  allow_hosts=allow_host or [])
