@@ -260,3 +260,21 @@ def test_the_documented_chat_line_limit_is_the_enforced_one(tmp_path):
                    json={"kind": "speak", "text": "a" * MAX_LINE_CHARS})
         assert r.status_code == 200
 
+
+
+def test_serve_answers_the_names_given_with_allow_host(tmp_path, monkeypatch):
+    import uvicorn
+    from starlette.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from gtsteer.cli import app as cli
+
+    apps: list = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    res = CliRunner().invoke(cli, ["werewolf", "serve", "--llm", "fake", "--db",
+                                   str(tmp_path / "w.sqlite"), "--allow-host", "ww.example.org"])
+    assert res.exit_code == 0, res.output
+    client = TestClient(apps[0])  # no lifespan: the games are not started
+    assert client.get("/api/config", headers={"Host": "ww.example.org:8000"}).status_code == 200
+    assert client.get("/api/config", headers={"Host": "localhost:8000"}).status_code == 200
+    assert client.get("/api/config", headers={"Host": "other.example.org"}).status_code == 421
