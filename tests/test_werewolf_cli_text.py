@@ -133,3 +133,10 @@ def test_a_second_resume_of_one_game_stops_with_one_line(tmp_path, monkeypatch):
     assert "Traceback" not in res.output and res.exception is None or isinstance(
         res.exception, SystemExit)
     assert GameStore(db).load("r") == before
+
+
+def test_an_error_that_quotes_markup_is_printed_literally(tmp_path):
+    res = CliRunner().invoke(app, ["werewolf", "show", "[/bold]x", "--db",
+                                   str(tmp_path / "x.sqlite")])
+    assert res.exit_code == 2
+    assert "no game '[/bold]x'" in res.output
