@@ -121,8 +121,8 @@ def test_adopt_a_game_started_elsewhere(tmp_path):
         row = next(g for g in c.get("/api/games").json() if g["id"] == "cli1")
         assert not row["managed"]
         assert srv.manager.live("cli1").state.step == state.step  # not driven until adopted
-        assert c.post("/api/games/cli1/adopt").status_code == 200
-        assert c.post("/api/games/cli1/adopt").status_code == 409
+        assert c.post("/api/games/cli1/adopt", json={}).status_code == 200
+        assert c.post("/api/games/cli1/adopt", json={}).status_code == 409
         events: list = []
         read_events(c, "/api/games/cli1/events", events)
         assert events[-1][0]["type"] == "end"

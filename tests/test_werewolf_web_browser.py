@@ -153,3 +153,21 @@ def test_a_human_plays_a_whole_game_in_the_browser(browser, tmp_path):
         for a in mine_at_night:
             assert any(a.target in line for line in log["night_lines"]), (a, log["night_lines"])
         assert errors == []
+
+
+def test_run_it_here_adopts_a_cli_game_from_the_page(browser, tmp_path):
+    """The page's own adopt request passes the server's same-origin check (issue 27, item 2)."""
+    from gtsteer.werewolf.runner import create_game
+
+    db = tmp_path / "web.sqlite"
+    create_game(GameStore(db), n_players=5, seed=7, game_id="cli1", max_messages_per_day=2,
+                max_days=1)
+    with LiveServer(db) as srv:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(srv.url + "/games/cli1")
+        page.click("text=Run it here")
+        page.wait_for_selector(".banner", timeout=120_000)
+        assert GameStore(db).load("cli1").over and srv.manager.live("cli1").managed
+        assert errors == []

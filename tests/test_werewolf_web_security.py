@@ -256,7 +256,8 @@ def test_bad_moves_are_refused_and_change_nothing(tmp_path):
             ("POST", act, seat, {"kind": "speak", "target": "Bram"}, 422),
             ("POST", act, seat, {"kind": "vote"}, 422),
             ("POST", act, seat, {"kind": "dance"}, 422),
-            ("POST", act, seat, "not json", 422),
+            ("POST", act, {**seat, "Content-Type": "application/json"}, "not json", 422),
+            ("POST", act, seat, "not json", 403),  # no JSON type, no Origin: not from the app
             ("POST", f"/api/games/{gid}/control", {}, {"action": "pause"}, 409),
             ("POST", f"/api/games/{gid}/control", {}, {"action": "explode"}, 422),
             ("POST", f"/api/games/{gid}/join", {}, {"name": "Robin"}, 409),  # seat taken

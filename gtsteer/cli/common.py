@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from gtsteer.llm.errors import LLMError
 
@@ -20,5 +21,7 @@ def friendly_errors() -> Iterator[None]:
     try:
         yield
     except (LLMError, ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+        # The message may quote user or model text: never read it as markup.
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
+                          highlight=False)
         raise typer.Exit(code=2) from None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.werewolf.bots import bot_decision
@@ -16,7 +18,7 @@ from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import Decision, GameState, Pending
-from gtsteer.werewolf.store import GameStore, default_db_path
+from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
 
@@ -28,29 +30,52 @@ def _store(db: str | None) -> GameStore:
     return GameStore(Path(db) if db else default_db_path())
 
 
+def shown(text: object) -> str:
+    """Player- or model-written text made inert for a terminal: non-printable characters (ANSI
+    escapes, carriage returns, bidi overrides) are written as escapes. Rich markup is never
+    parsed in such text because it only ever reaches the console inside `Text` (see `line`)."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in s)
+
+
+def line(*parts: str | tuple[object, str]) -> Text:
+    """A console line from (text, style) parts; no part is read as markup."""
+    out = Text()
+    for part in parts:
+        text, style = part if isinstance(part, tuple) else (part, "")
+        out.append(shown(text), style=style)
+    return out
+
+
+def say(*parts: str | tuple[object, str]) -> None:
+    console.print(line(*parts), highlight=False)
+
+
 def _printer(viewer: str | None):
     """Live transcript; a human viewer sees only what their player may know."""
 
     def on_step(before: GameState, after: GameState, decision: Decision) -> None:
         me = after.player(viewer) if viewer else None
         for v in after.votes[len(before.votes):]:
-            flag = " [red](fallback)[/]" if v.fallback else ""
-            console.print(f"  [cyan]vote {v.order}[/]: {v.voter} -> {v.target}{flag}",
-                          highlight=False)
+            say("  ", (f"vote {v.order}", "cyan"), f": {v.voter} -> {v.target}",
+                (" (fallback)" if v.fallback else "", "red"))
         for a in after.night_actions[len(before.night_actions):]:
             if me is None or me.name in a.observers:
-                console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
+                say("  ", (action_line(a), "magenta"))
             if me is not None and me.name in a.notified:
-                console.print(f"  [magenta]{abduction_notice(a.night, me.name)}[/]")
+                say("  ", (abduction_notice(a.night, me.name), "magenta"))
         for m in after.messages[len(before.messages):]:
             if m.channel == "pack":
                 if me is None or me.role is Role.WEREWOLF:
-                    console.print(f"[dim]\\[pack] {m.author}: {m.text}[/]", highlight=False)
+                    say((f"[pack] {m.author}: {m.text}", "dim"))
                 continue
             style = "bold yellow" if m.author == "Moderator" else "bold"
-            console.print(f"[{style}]{m.author}[/]: {m.text}", highlight=False)
+            say((m.author, style), ": ", m.text)
         if after.over:
-            console.print(f"[bold green]Winner: {after.winner}[/] ({after.end_reason})")
+            say((f"Winner: {after.winner}", "bold green"), f" ({after.end_reason})")
 
     return on_step
 
@@ -66,11 +91,11 @@ def _human_agent(state: GameState, want: Pending) -> Decision:
     if want.kind == "summary":
         return Decision(kind="summary", actor=me.name)
     what = "vote for" if want.kind == "vote" else " or ".join(want.actions or [want.verb or ""])
-    console.print(f"[bold]{me.name} ({me.role.value}), choose whom to {what}:[/]")
+    say((f"{me.name} ({me.role.value}), choose whom to {what}:", "bold"))
     actions = want.actions or {want.kind: want.legal_targets}
     menu = [(a, t) for a, targets in actions.items() for t in targets]
     for i, (a, name) in enumerate(menu, 1):
-        console.print(f"  {i}. {name}" + (f" ({a})" if len(actions) > 1 else ""))
+        say(f"  {i}. {name}" + (f" ({a})" if len(actions) > 1 else ""))
     while True:
         pick = typer.prompt("number", type=int)
         if 1 <= pick <= len(menu):
@@ -106,11 +131,15 @@ def _run(store: GameStore, state: GameState, chooser=None) -> GameState:
                         on_step=_printer(human))
     if human:
         me = state.player(human)
-        console.print(f"You are [bold]{me.name}[/], the [bold]{me.role.value}[/].")
+        say("You are ", (me.name, "bold"), ", the ", (me.role.value, "bold"), ".")
         if me.role is Role.WEREWOLF:
             mates = [w for w in state.wolves() if w != me.name]
-            console.print(f"Your pack: {', '.join(mates) or 'just you'}.")
-    return runner.run(state)
+            say(f"Your pack: {', '.join(mates) or 'just you'}.")
+    try:
+        return runner.run(state)
+    except StaleStep as exc:  # the store refused the step: nothing of it was written
+        raise ValueError(f"{exc}: another process is playing game {state.game_id} (run one "
+                         "`werewolf resume` per game at a time); this one stopped") from None
 
 
 @werewolf_app.command()
@@ -150,10 +179,10 @@ def play(
             human=human, max_days=max_days, max_messages_per_day=max_messages,
             game_id=game_id, pool=LLMPool(), rules=rules, ties=ties,  # type: ignore[arg-type]
         )
-        console.print(f"[bold]Game {state.game_id}[/] ({store.path}). {state.scene}")
-        console.print("Players: " + ", ".join(p.name for p in state.players))
+        say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
+        say("Players: " + ", ".join(p.name for p in state.players))
         _run(store, state, chooser)
-        console.print(f"Game id: {state.game_id}")
+        say(f"Game id: {state.game_id}")
 
 
 @werewolf_app.command()
@@ -169,9 +198,9 @@ def resume(
         store = _store(db)
         state = store.load(game_id)
         if state.over:
-            console.print(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
+            say(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
-        console.print(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
+        say(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
         _run(store, state, chooser)
 
 
@@ -180,7 +209,7 @@ def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List stored games."""
     table = Table("game", "phase", "winner", "steps")
     for gid, status, winner, steps in _store(db).games():
-        table.add_row(gid, status, winner or "", str(steps))
+        table.add_row(line(gid), line(status), line(winner or ""), str(steps))
     console.print(table)
 
 
@@ -195,24 +224,24 @@ def show(
         roles = Table("player", "role", "playstyle", "model", "fate")
         for p in state.players:
             fate = "alive" if p.alive else f"died day {p.died_day} ({p.cause})"
-            roles.add_row(p.name + (" (human)" if p.human else ""), p.role.value, p.playstyle,
-                          p.model, fate)
+            roles.add_row(line(p.name + (" (human)" if p.human else "")), p.role.value,
+                          p.playstyle, line(p.model), fate)
         console.print(roles)
         for day in range(1, state.day + 1):
             console.rule(f"Day {day}")
             for m in (m for m in state.messages if m.day == day):
-                tag = "[dim]\\[pack][/] " if m.channel == "pack" else ""
-                console.print(f"{tag}[bold]{m.author}[/]: {m.text}", highlight=False)
+                say(("[pack] " if m.channel == "pack" else "", "dim"), (m.author, "bold"), ": ",
+                    m.text)
                 if m.author == "Moderator" and m.phase == "vote":
                     for v in (v for v in state.votes if v.day == day):
                         flag = " (fallback)" if v.fallback else ""
-                        console.print(f"  vote {v.order}: {v.voter} -> {v.target}{flag}")
+                        say(f"  vote {v.order}: {v.voter} -> {v.target}{flag}")
             for a in (a for a in state.night_actions if a.night == day):
-                console.print(f"  [magenta]{action_line(a)}[/]", highlight=False)
+                say("  ", (action_line(a), "magenta"))
         if state.over:
-            console.print(f"[bold green]Winner: {state.winner}[/] ({state.end_reason})")
+            say((f"Winner: {state.winner}", "bold green"), f" ({state.end_reason})")
         else:
-            console.print(f"In progress: day {state.day}, {state.phase}, step {state.step}.")
+            say(f"In progress: day {state.day}, {state.phase}, step {state.step}.")
 
 
 @werewolf_app.command()
@@ -226,7 +255,7 @@ def export(
         text = _store(db).load(game_id).model_dump_json(indent=2)
         if out:
             Path(out).write_text(text)
-            console.print(f"wrote {out}")
+            say(f"wrote {out}")
         else:
             typer.echo(text)
 
@@ -278,6 +307,11 @@ def serve(
     llm: str = typer.Option("local", "--llm", "-m",
                             help="Models the lobby offers, comma-separated; the first is the "
                             "default (fake is always offered)."),
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host",
+        help="Another Host name the server answers (repeatable; e.g. a name that points at "
+        "this machine). Requests for other names are refused (DNS rebinding); '*' allows any.",
+    )] = None,
 ) -> None:
     """Run the web app: lobby, live tables, a human seat, god view and replays."""
     with friendly_errors():
@@ -289,5 +323,6 @@ def serve(
         if not 0 < port < 65536:
             raise ValueError(f"--port must be between 1 and 65535 (got {port})")
         path = Path(db) if db else default_db_path()
-        console.print(f"Werewolf at [bold]http://{host}:{port}/[/] (games in {path})")
-        serve_web(host, port, path, models, warn=lambda msg: console.print(f"[red]{msg}[/]"))
+        say("Werewolf at ", (f"http://{host}:{port}/", "bold"), f" (games in {path})")
+        serve_web(host, port, path, models, warn=lambda msg: say((msg, "red")),
+                  allow_hosts=allow_host or [])

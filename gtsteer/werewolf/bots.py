@@ -19,7 +19,7 @@ import re
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
-from gtsteer.werewolf.context import BotContext, build_context, choice_options
+from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.hook_view import choose_style
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
@@ -31,6 +31,9 @@ MAX_LINE_CHARS = 600
 #: Notes field lengths: short for the small local model (its grammar stops it there), roomy
 #: for chat models (a limit they overrun means a retry, then empty notes).
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
+#: Context tokens kept free beyond an answer's own budget (a scored option's tokens, the
+#: chat template's closing tokens).
+ANSWER_MARGIN = 32
 
 
 def notes_model(small: bool) -> type[BaseModel]:
@@ -93,45 +96,56 @@ def bot_decision(
     common = {"playstyle": style, "info_state": info.model_dump(), "style_choice": choice}
     purpose = want.kind if want.verb is None else f"night:{want.verb}"
     others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
+    names = [p.name for p in state.players]
 
-    def say(context: BotContext, label: str, why: str, max_tokens: int) -> tuple[str, CallRecord]:
-        prompt = context.completion(f"{label}:") if local else context.messages()
+    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int):
+        """The context guard: the oldest chat is folded until the prompt leaves room for the
+        answer in the model's context (a no-op for models without a known limit)."""
+        def render(c: BotContext):
+            return c.completion(answer_prefix) if local else c.messages()
+
+        return fit_context(context, names, render,
+                           lambda p: pool.fits(me.model, p, answer_tokens + ANSWER_MARGIN))
+
+    def say(context: BotContext, label: str, why: str,
+            max_tokens: int) -> tuple[str, CallRecord, BotContext]:
+        max_tokens = max_tokens if small else 3 * max_tokens
+        context, prompt = fitted(context, f"{label}:", max_tokens)
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
-                             max_tokens=max_tokens if small else 3 * max_tokens,
-                             stop=["\n\n"] if local else None)
+                             max_tokens=max_tokens, stop=["\n\n"] if local else None)
         rec.day = state.day
-        return clean_line(raw, bot, others, first_line=small), rec
+        return clean_line(raw, bot, others, first_line=small), rec, context
 
     if want.kind in ("speak", "pack_chat"):
         label = bot if want.kind == "speak" else f"[pack] {bot}"
-        text, rec = say(ctx, label, purpose, 60)
-        return Decision(kind=want.kind, actor=bot, text=text, **common), [rec]
+        text, rec, used = say(ctx, label, purpose, 60)
+        return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
+                        **common), [rec]
 
     if want.kind == "summary":
-        prompt = ctx.completion("JSON:") if local else ctx.messages()
+        budget = 300 if small else 900
+        used, prompt = fitted(ctx, "JSON:", budget)
         value, rec = call_structured(pool, me.model, prompt, notes_model(small), bot=bot,
-                                     purpose="summary", seed=seed, max_tokens=300 if small
-                                     else 900)
+                                     purpose="summary", seed=seed, max_tokens=budget)
         rec.day = state.day
         if value is None:
             return Decision(kind="summary", actor=bot, notes=SummaryNotes(), fallback=True,
-                            error=rec.error, **common), [rec]
+                            error=rec.error, folded=used.folded, **common), [rec]
         notes = SummaryNotes(**value.model_dump())
-        return Decision(kind="summary", actor=bot, notes=notes, **common), [rec]
+        return Decision(kind="summary", actor=bot, notes=notes, folded=used.folded,
+                        **common), [rec]
 
     options = choice_options(state, bot, want)
-    reason, said = say(ctx, bot, f"{purpose}:reason", 48)
+    reason, said, used = say(ctx, bot, f"{purpose}:reason", 48)
     if len(options) == 1:
         action, target = parse_option(options[0], want)
         return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
-                        **common), [said]
-    pick = ctx.with_answer(bot, reason or "(no comment)", "")
-    if local:
-        prompt = pick.completion(pick_prompt(bot))
-    else:
+                        folded=used.folded, **common), [said]
+    pick = used.with_answer(bot, reason or "(no comment)", "")
+    if not local:
         pick = pick.model_copy(update={"command": f"{pick_prompt(bot)} Options: "
                                        f"{', '.join(options)}."})
-        prompt = pick.messages()
+    pick, prompt = fitted(pick, pick_prompt(bot), 0)
     result, rec = call_choice(pool, me.model, prompt, options, bot=bot, purpose=purpose,
                               seed=seed)
     rec.day = state.day
@@ -139,8 +153,8 @@ def bot_decision(
         option = rng(state.seed, state.step, bot, "fallback").choice(options)
         action, target = parse_option(option, want)
         return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
-                        fallback=True, error=rec.error or "choice not legal", **common), [said,
-                                                                                          rec]
+                        fallback=True, error=rec.error or "choice not legal", folded=pick.folded,
+                        **common), [said, rec]
     action, target = parse_option(sample_choice(result, options, seed), want)
     return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
-                    **common), [said, rec]
+                    folded=pick.folded, **common), [said, rec]

@@ -16,6 +16,10 @@ wolves, `observers`, `notified`); the wording plays no part in isolation.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
 from pydantic import BaseModel
 
 from gtsteer.llm import Message
@@ -41,15 +45,20 @@ from gtsteer.werewolf.state import MODERATOR, ChatMessage, GameState, NightActio
 MAX_CHAT_LINES = 48
 #: Lines are dropped in blocks of this size, so the cut point (and the prefix) moves rarely.
 TRIM_BLOCK = 24
+#: The context guard folds chat lines in blocks of this size (same reason).
+FOLD_BLOCK = 8
 
 
 class Entry(BaseModel):
     """One line of a bot's log. `label` prefixes it in transcripts ("" for records and
-    commands); `own` marks the bot's own answers (assistant turns in chat form)."""
+    commands); `own` marks the bot's own answers (assistant turns in chat form); `author` marks
+    a chat line (and the command that asked the bot for one), which the context guard may
+    fold."""
 
     label: str = ""
     text: str
     own: bool = False
+    author: str | None = None
 
     def line(self) -> str:
         return f"{self.label}: {self.text}" if self.label else self.text
@@ -61,6 +70,8 @@ class BotContext(BaseModel):
     log: list[Entry]
     command: str
     style: str = ""
+    #: Chat lines the context guard folded into a summary line to fit the model's context.
+    folded: int = 0
 
     def messages(self) -> list[Message]:
         """Chat form: own answers are assistant turns, everything else folds into user blocks."""
@@ -120,8 +131,10 @@ def night_entries(state: GameState, bot: str, night: int, commands: bool = True)
             if m.channel == "pack" and m.day == night:
                 own = commands and m.author == bot
                 if own:
-                    out.append(Entry(text=pack_chat_command(bot, night, mates or [bot])))
-                out.append(Entry(label=f"[pack] {m.author}", text=m.text, own=own))
+                    out.append(Entry(text=pack_chat_command(bot, night, mates or [bot]),
+                                     author=bot))
+                out.append(Entry(label=f"[pack] {m.author}", text=m.text, own=own,
+                                 author=m.author))
     for a in actions:
         if a.verb == "abduct" or not knows_action(a, bot):
             continue
@@ -192,14 +205,77 @@ def day_entries(state: GameState, bot: str, day: int) -> list[Entry]:
     for m in chat:
         if m.author == bot:
             out.append(Entry(text=intro_command(bot) if m.turn is None
-                             else speak_command(bot, day, m.turn, total)))
-        out.append(Entry(label=m.author, text=m.text, own=m.author == bot))
+                             else speak_command(bot, day, m.turn, total), author=bot))
+        out.append(Entry(label=m.author, text=m.text, own=m.author == bot, author=m.author))
     out += [Entry(text=vote_line(v)) for v in state.votes if v.day == day]
     out += [Entry(label=MODERATOR, text=m.text) for m in public if m.phase == "vote"]
     out += night_entries(state, bot, day)
     out += [Entry(label=MODERATOR, text=m.text) for m in public
             if m.phase in ("night", "summary", "over")]
     return out
+
+
+P = TypeVar("P")
+
+
+def fold_chat(ctx: BotContext, names: list[str], lines: int) -> BotContext:
+    """The context with its oldest `lines` chat lines (and the commands that asked for the
+    bot's own) folded into one summary line per run of folded lines: who spoke how often and
+    whom they named. Everything else stays in place, so the log stays chronological."""
+    log: list[Entry] = []
+    run: list[Entry] = []
+    left = lines
+
+    def close_run() -> None:
+        if run:
+            log.append(Entry(text=fold_line(ctx.bot, run, names)))
+            run.clear()
+
+    for e in ctx.log:
+        if e.author is not None and left > 0:
+            run.append(e)  # a command comes right before the line it asked for
+            left -= bool(e.label)
+            continue
+        close_run()
+        log.append(e)
+    close_run()
+    return ctx.model_copy(update={"log": log, "folded": ctx.folded + lines - max(left, 0)})
+
+
+def fold_line(bot: str, run: list[Entry], names: list[str]) -> str:
+    said: dict[str, int] = {}
+    named: dict[str, list[str]] = {}
+    for e in run:
+        if not e.label or e.author is None:
+            continue
+        who = "you" if e.author == bot else e.author
+        said[who] = said.get(who, 0) + 1
+        mentioned = named.setdefault(who, [])
+        words = set(re.findall(r"[A-Za-z0-9]+", e.text))
+        mentioned += [n for n in names if n in words and n != e.author and n not in mentioned]
+    parts = [f"{who} {k}" + (f" (named {', '.join(named[who])})" if named[who] else "")
+             for who, k in said.items()]
+    return (f"(Summary of {sum(said.values())} earlier chat lines, folded to fit your memory: "
+            f"{'; '.join(parts)}.)")
+
+
+def chat_lines(ctx: BotContext) -> int:
+    return sum(1 for e in ctx.log if e.author is not None and e.label)
+
+
+def fit_context(ctx: BotContext, names: list[str], render: Callable[[BotContext], P],
+                fits: Callable[[P], bool]) -> tuple[BotContext, P]:
+    """The context guard: the context and its rendered prompt, with the oldest chat folded in
+    blocks of FOLD_BLOCK lines until the prompt fits (`fits`: the model's context minus the
+    answer's tokens). A prompt that fits is returned untouched; one that cannot be made to fit
+    by folding all chat is returned folded as far as it goes (the model call then says why)."""
+    best, prompt = ctx, render(ctx)
+    total, lines = chat_lines(ctx), 0
+    while not fits(prompt) and lines < total:
+        lines = min(total, lines + FOLD_BLOCK)
+        best = fold_chat(ctx, names, lines)
+        prompt = render(best)
+    return best, prompt
 
 
 def log_entries(state: GameState, bot: str) -> list[Entry]:

@@ -8,6 +8,7 @@ bots never reach it with an illegal target because they draw from `legal_targets
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -46,6 +47,14 @@ SLOT_VERB = {"abduct": Role.MANIAC, "kill": Role.WEREWOLF, "protect": Role.DOCTO
 #: Reference rules: roles with a one-time kill next to their own night action.
 ONE_TIME_KILLERS = (Role.DOCTOR, Role.DETECTIVE)
 KILL_CAUSE = {Role.WEREWOLF: "werewolves", Role.DOCTOR: "doctor", Role.DETECTIVE: "detective"}
+#: A game id names the game in web URLs (`/games/ID`), so only URL-safe ids are accepted.
+GAME_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def check_game_id(game_id: str) -> None:
+    if not GAME_ID_RE.match(game_id):
+        raise WerewolfConfigError(f"game id {game_id!r} must be 1-40 letters, digits, '-' or '_' "
+                                  "(the web app opens a game at /games/ID)")
 
 
 class IllegalDecision(ValueError):
@@ -71,6 +80,7 @@ def new_game(
     """Seat the cast (name, story, playstyle) and deal roles from the seed.
 
     `max_messages_per_day=None` scales the discussion with the living players."""
+    check_game_id(game_id)
     n = len(cast)
     wolves = default_wolves(n) if n_wolves is None else n_wolves
     use_maniac = (n >= 6) if maniac is None else maniac

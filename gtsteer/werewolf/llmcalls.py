@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from gtsteer.llm import LLM, Backend, ChoiceResult, Message, StructuredOutputError
+from gtsteer.llm import (
+    LLM,
+    Backend,
+    ChoiceResult,
+    Message,
+    PromptTooLongError,
+    StructuredOutputError,
+)
 from gtsteer.llm.types import GenerationRequest, RawCompletion, render_messages
 
 T = TypeVar("T", bound=BaseModel)
@@ -71,6 +78,12 @@ class RecordingBackend(Backend):
         self.sent.append(request.as_text())
         return await self.inner.score_options_with_usage(request, options)
 
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def count_tokens(self, request: GenerationRequest) -> int | None:
+        return self.inner.count_tokens(request)
+
     def __getattr__(self, name: str) -> Any:
         """Anything else a backend offers (e.g. the local backend's `chat`, `render`)."""
         return getattr(self.inner, name)
@@ -118,6 +131,18 @@ class LLMPool:
         """An embedded (in-process) model: tight token budgets and short fields."""
         return self.get(model).backend.kind == "local"
 
+    def fits(self, model: str, prompt: str | list[Message], reserve: int) -> bool:
+        """Whether `prompt` leaves `reserve` tokens of `model`'s context for the answer (always
+        True where the backend knows no limit)."""
+        backend = self.get(model).backend
+        window = backend.context_window()
+        if window is None:
+            return True
+        request = (GenerationRequest(prompt=prompt) if isinstance(prompt, str)
+                   else GenerationRequest(messages=prompt))
+        used = backend.count_tokens(request)
+        return used is None or used + reserve <= window
+
 
 def prompt_text(prompt: str | list[Message]) -> str:
     return prompt if isinstance(prompt, str) else render_messages(prompt)
@@ -133,6 +158,17 @@ def failed_record(
         response=exc.last_raw, seed=seed, attempts=exc.attempts,
         error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
     )
+
+
+def overflow_record(
+    exc: PromptTooLongError, pool: LLMPool, model: str, prompt: str | list[Message], *,
+    bot: str, purpose: str, seed: int,
+) -> CallRecord:
+    """A retry with feedback outgrew the context the guard made room for: recorded as a
+    failed call, so the caller's fallback applies and the game goes on."""
+    return CallRecord(bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
+                      response="", seed=seed, error=f"PromptTooLongError: {exc}",
+                      sent=pool.sent(model))
 
 
 def call_text(
@@ -164,6 +200,9 @@ def call_choice(
         out = llm.choose_sync(prompt, options, seed=seed)
     except StructuredOutputError as exc:
         return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    except PromptTooLongError as exc:
+        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
+                                     seed=seed)
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
         response=out.model_dump_json(exclude={"cached"}), seed=seed, cached=out.cached,
@@ -184,6 +223,9 @@ def call_structured(
                                   max_tokens=max_tokens)
     except StructuredOutputError as exc:
         return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    except PromptTooLongError as exc:
+        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
+                                     seed=seed)
     rec = CallRecord(
         bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.raw,
         seed=seed, cached=out.cached, attempts=out.attempts,

@@ -43,11 +43,15 @@ def default_wolves(n_players: int) -> int:
     return 1 if n_players <= 6 else 2 if n_players <= 9 else 3
 
 
-def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
+def check_players(n_players: int) -> None:
     if not MIN_PLAYERS <= n_players <= MAX_PLAYERS:
         raise WerewolfConfigError(
             f"players must be between {MIN_PLAYERS} and {MAX_PLAYERS} (got {n_players})"
         )
+
+
+def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
+    check_players(n_players)
     if n_wolves < 1:
         raise WerewolfConfigError(f"wolves must be at least 1 (got {n_wolves})")
     if 2 * n_wolves >= n_players:

@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Callable
 
 from gtsteer.werewolf.bots import bot_decision
-from gtsteer.werewolf.engine import new_game, pending, step
+from gtsteer.werewolf.engine import check_game_id, new_game, pending, step
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle, PlaystyleChooser
 from gtsteer.werewolf.router import route
+from gtsteer.werewolf.rules import check_players
 from gtsteer.werewolf.state import Decision, GameState, Pending, RulesName, TieRule
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.themes import builtin_cast, themed_cast
@@ -41,6 +42,9 @@ def create_game(
     cast: list[tuple[str, str, str]] | None = None,
 ) -> GameState:
     """Build the cast (given, themed or built-in), deal roles, and store the new game."""
+    check_players(n_players)  # before a cast of that size is drawn or asked for
+    game_id = game_id or uuid.uuid4().hex[:10]
+    check_game_id(game_id)
     pool = pool or LLMPool()
     records: list[CallRecord] = []
     if cast is not None:
@@ -58,7 +62,7 @@ def create_game(
         cast, seed=seed, n_wolves=n_wolves, models=models or model,
         humans=[human] if human else [], max_days=max_days,
         max_messages_per_day=max_messages_per_day,
-        game_id=game_id or uuid.uuid4().hex[:10], scene=scene, rules=rules, ties=ties,
+        game_id=game_id, scene=scene, rules=rules, ties=ties,
     )
     store.create(state, records)
     return state

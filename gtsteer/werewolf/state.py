@@ -196,6 +196,9 @@ class Decision(BaseModel):
     info_state: dict[str, Any] | None = None
     #: The hook's distribution and draw (None for the router and humans).
     style_choice: StyleChoice | None = None
+    #: Chat lines the context guard folded into a summary line so the bot's prompt fit its
+    #: model's context (0: the prompt was sent whole).
+    folded: int = 0
 
 
 class GameState(Snapshot):

@@ -31,6 +31,16 @@ class Backend(ABC):
     ) -> RawCompletion:
         """Generate once. With `json_schema`, return JSON text meant to match it."""
 
+    def context_window(self) -> int | None:
+        """Tokens the model attends to, prompt and answer together; None where unknown
+        (API models, whose windows dwarf these prompts)."""
+        return None
+
+    def count_tokens(self, request: GenerationRequest) -> int | None:
+        """Tokens `request` takes as the model reads it (chat template applied); None where
+        the backend cannot tell."""
+        return None
+
     async def score_options(
         self, request: GenerationRequest, options: list[str]
     ) -> dict[str, float] | None:

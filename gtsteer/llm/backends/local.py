@@ -264,6 +264,13 @@ class LocalBackend(Backend):
         """The exact text the model reads for `request` (chat template applied for chat models)."""
         return self.engine().render(request)
 
+    def context_window(self) -> int | None:
+        return self.n_ctx
+
+    def count_tokens(self, request: GenerationRequest) -> int | None:
+        engine = self.engine()
+        return len(engine.tokens(engine.render(request)))
+
     # ---- work done on the engine's thread ----------------------------------------------------
 
     def _complete_sync(

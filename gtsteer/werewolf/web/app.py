@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.web.events import GOD, PUBLIC, Viewer
+from gtsteer.werewolf.web.guard import RequestGuard
 from gtsteer.werewolf.web.live import LiveGame, WebError, stream_payload
 from gtsteer.werewolf.web.manager import GameManager, rule_options, scaled_discussion
 from gtsteer.werewolf.web.schemas import Act, Control, CreateGame, JoinSeat
@@ -45,7 +46,9 @@ def cookie_name(game_id: str) -> str:
     return f"ww_seat_{game_id}"
 
 
-def create_app(manager: GameManager) -> FastAPI:
+def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
+    """The app, answering only requests whose Host is one of `hosts` (web/guard.py)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(manager.start)
@@ -56,6 +59,8 @@ def create_app(manager: GameManager) -> FastAPI:
                   openapi_url=None)
     app.state.manager = manager
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    # Added first, so it runs inside the headers middleware: refusals get the headers too.
+    app.add_middleware(RequestGuard, hosts=hosts)
 
     @app.middleware("http")
     async def headers(request: Request, call_next):  # type: ignore[no-untyped-def]
@@ -179,6 +184,8 @@ def create_app(manager: GameManager) -> FastAPI:
     @app.post("/api/games/{game_id}/control")
     def control(game_id: str, req: Control) -> dict:
         game = manager.live(game_id)
+        if req.action != "pause":
+            manager.check_game_models(game.state)
         game.control(req.action)
         return {"ok": True, "paused": game.paused}
 

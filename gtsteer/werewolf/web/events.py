@@ -50,7 +50,7 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
             "type": "decision", "audience": "god", "step": step, "kind": decision.kind,
             "actor": decision.actor, "playstyle": decision.playstyle, "target": decision.target,
             "speakers": decision.speakers, "fallback": decision.fallback,
-            "error": decision.error,
+            "error": decision.error, "folded": decision.folded,
         })
     for v in after.votes[len(before.votes):]:
         out.append({"type": "vote", "audience": "all", "day": v.day, "order": v.order,

@@ -71,6 +71,8 @@ class Subscriber:
     viewer: Viewer
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    #: The last turn event sent: an unchanged one is not sent again (see `_publish`).
+    last_turn: Event | None = None
 
 
 class LiveGame:
@@ -118,9 +120,14 @@ class LiveGame:
         }
 
     def turn_event(self, viewer: Viewer) -> Event:
-        return {"type": "turn", "turn": turn_view(self.state, viewer, pending(self.state)),
-                "day": self.state.day, "phase": self.state.phase, "paused": self.paused,
-                "thinking": self.thinking and not self.state.over, "halted": self.error}
+        turn = turn_view(self.state, viewer, pending(self.state))
+        thinking = self.thinking and not self.state.over
+        if turn is not None and turn["kind"] == "night" and turn["actor"] is None:
+            # A night turn this viewer may not see: "someone acts" whether a bot is thinking or
+            # a human deciding, so the flag cannot mark the human's slot or count the steps.
+            thinking = not self.state.over
+        return {"type": "turn", "turn": turn, "day": self.state.day, "phase": self.state.phase,
+                "paused": self.paused, "thinking": thinking, "halted": self.error}
 
     def snapshot(self, viewer: Viewer) -> Event:
         with self.cond:
@@ -139,7 +146,9 @@ class LiveGame:
         with self.cond:
             sub = Subscriber(viewer=viewer, loop=loop)
             self.subscribers.append(sub)
-            return sub, self._snapshot(viewer)
+            snap = self._snapshot(viewer)
+            sub.last_turn = snap["turn"]
+            return sub, snap
 
     def unsubscribe(self, sub: Subscriber) -> None:
         with self.cond:
@@ -150,7 +159,13 @@ class LiveGame:
         """Send each subscriber what it may see (called with the lock held)."""
         for sub in list(self.subscribers):
             batch = for_viewer(events, sub.viewer)
-            batch.append(self.turn_event(sub.viewer))
+            turn = self.turn_event(sub.viewer)
+            # Nothing this viewer may see changed: send nothing, or the number of (empty)
+            # batches would count the steps it cannot see, e.g. the night's hidden actions.
+            if not batch and turn == sub.last_turn and not self.state.over:
+                continue
+            sub.last_turn = turn
+            batch.append(turn)
             if self.state.over:
                 batch.append({"type": "end"})
             try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from gtsteer.llm import LLM, Backend, ModelConfigError, make_backend
-from gtsteer.werewolf.engine import new_game
+from gtsteer.werewolf.engine import GAME_ID_RE, new_game
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.rules import RULES_TEXT, WerewolfConfigError
 from gtsteer.werewolf.state import GameConfig, GameState
@@ -22,7 +22,7 @@ from gtsteer.werewolf.themes import builtin_cast, themed_cast
 from gtsteer.werewolf.web.events import GOD, Event, for_viewer, players_view, step_events
 from gtsteer.werewolf.web.live import LiveGame, MeteredPool, WebError
 from gtsteer.werewolf.web.replay import ReplayMismatch, initial_state, replay
-from gtsteer.werewolf.web.schemas import GAME_ID_RE, CreateGame
+from gtsteer.werewolf.web.schemas import CreateGame
 from gtsteer.werewolf.web.webdb import WebDB
 
 log = logging.getLogger("gtsteer.werewolf.web")
@@ -91,6 +91,13 @@ class GameManager:
             except ModelConfigError as exc:
                 raise WebError(422, f"model {model!r}: {exc}") from exc
 
+    def check_game_models(self, state: GameState) -> None:
+        """Every model a stored game would call (its bots' and its router's) is offered here,
+        so driving a game made elsewhere never spends on a model the operator did not list."""
+        for m in dict.fromkeys([*(p.model for p in state.players if not p.human),
+                                state.router_model]):
+            self.check_model(m)
+
     # ---- loading and resuming ----------------------------------------------------------------
 
     def start(self) -> None:
@@ -101,9 +108,16 @@ class GameManager:
             except WebError as exc:  # deleted or unreadable: the others still resume
                 log.warning("not resuming %s: %s", game_id, exc.message)
                 continue
-            if not live.state.over:
-                log.info("resuming game %s at step %s", game_id, live.state.step)
-                live.start()
+            if live.state.over:
+                continue
+            try:
+                self.check_game_models(live.state)
+            except WebError as exc:  # its models are not offered by this server
+                log.warning("not resuming %s: %s", game_id, exc.message)
+                live.error = exc.message
+                continue
+            log.info("resuming game %s at step %s", game_id, live.state.step)
+            live.start()
 
     def stop(self) -> None:
         with self.lock:
@@ -149,6 +163,7 @@ class GameManager:
             raise WebError(409, f"game {game_id} is already run by this server")
         if game.state.over:
             raise WebError(409, f"game {game_id} is over")
+        self.check_game_models(game.state)
         self.webdb.add_game(game_id)
         game.managed = True
         game.start()
@@ -240,12 +255,16 @@ class GameManager:
                 continue
             calls, tokens = usage.get(game_id, (0, 0))
             meta = web.get(game_id)
+            cost = round(meta.cost_usd, 6) if meta else None
+            human = next((p.name for p in state.players if p.human), None)
+            if human and not state.over:
+                # They grow with every committed step, which would count the night's hidden
+                # steps for the seats (and show the stall at a human's night slot).
+                calls = tokens = cost = None
             out.append({
                 "id": game_id, "players": len(state.players), "day": state.day,
                 "phase": state.phase, "winner": state.winner, "over": state.over,
-                "human": next((p.name for p in state.players if p.human), None),
-                "llm_calls": calls, "tokens": tokens,
-                "cost_usd": round(meta.cost_usd, 6) if meta else None,
+                "human": human, "llm_calls": calls, "tokens": tokens, "cost_usd": cost,
                 "managed": meta is not None, "paused": bool(live and live.paused),
                 "models": sorted({p.model for p in state.players if not p.human}),
             })

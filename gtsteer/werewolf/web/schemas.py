@@ -14,7 +14,6 @@ from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.state import MODERATOR
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
-GAME_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
 def check_name(name: str) -> str:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Self
 
 from gtsteer.llm import LLM
 from gtsteer.werewolf.web.app import create_app
+from gtsteer.werewolf.web.guard import allowed_hosts, is_loopback
 from gtsteer.werewolf.web.manager import GameManager
 
 NO_AUTH_WARNING = (
@@ -21,28 +21,25 @@ NO_AUTH_WARNING = (
 )
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a hostname other than localhost may resolve anywhere
+__all__ = ["ThreadedServer", "build_app", "is_loopback", "serve"]
 
 
 def build_app(db: str | Path, models: list[str],
-              llm_factory: Callable[[str], LLM] | None = None):
-    return create_app(GameManager(db, models, llm_factory=llm_factory))
+              llm_factory: Callable[[str], LLM] | None = None,
+              hosts: Iterable[str] | None = None):
+    """The app; `hosts` are the Host names it answers (default: the loopback names)."""
+    return create_app(GameManager(db, models, llm_factory=llm_factory),
+                      hosts=allowed_hosts("127.0.0.1") if hosts is None else hosts)
 
 
 def serve(host: str, port: int, db: str | Path, models: list[str],
-          warn: Callable[[str], None] = print) -> None:
+          warn: Callable[[str], None] = print, allow_hosts: Iterable[str] = ()) -> None:
     import uvicorn
 
     if not is_loopback(host):
         warn(NO_AUTH_WARNING.format(host=host))
-    uvicorn.run(build_app(db, models), host=host, port=port, log_level="info",
-                timeout_graceful_shutdown=5)
+    uvicorn.run(build_app(db, models, hosts=allowed_hosts(host, allow_hosts)), host=host,
+                port=port, log_level="info", timeout_graceful_shutdown=5)
 
 
 class ThreadedServer:

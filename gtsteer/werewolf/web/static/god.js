@@ -17,7 +17,7 @@ async function showCalls(row, d) {
   const calls = await api(`/api/games/${gameId}/calls?step=${d.step}`);
   const box = $("detail");
   const head = el("h2", { text: `Step ${d.step}: ${d.kind}${d.actor ? ` by ${d.actor}` : ""}` });
-  const meta = el("p", { class: "muted small", text: `${d.playstyle ? `playstyle ${d.playstyle} · ` : ""}${d.fallback ? "FALLBACK · " : ""}${calls.length} LLM call(s)` });
+  const meta = el("p", { class: "muted small", text: `${d.playstyle ? `playstyle ${d.playstyle} · ` : ""}${d.fallback ? "FALLBACK · " : ""}${d.folded ? `${d.folded} chat lines folded to fit the context · ` : ""}${calls.length} LLM call(s)` });
   const parts = calls.map((c) => el("div", {},
     el("div", { class: "small muted", text: `${c.purpose} · ${c.model} · seed ${c.seed} · ${c.cached ? "cache hit" : "new call"} · ${c.attempts} attempt(s) · ${c.prompt_tokens}+${c.completion_tokens} tokens${c.error ? ` · error: ${c.error}` : ""}` }),
     el("h3", { class: "small", text: "Prompt" }), el("pre", { class: "prompt", text: c.prompt }),

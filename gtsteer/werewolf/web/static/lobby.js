@@ -57,7 +57,7 @@ async function loadGames() {
     el("td", {}, statusOf(g)),
     el("td", {}, g.winner ? el("span", { class: `pill ${g.winner}`, text: g.winner }) : "—"),
     el("td", { text: g.day }),
-    el("td", { text: g.llm_calls }),
+    el("td", { text: g.llm_calls === null ? "—" : g.llm_calls }),
     el("td", { text: g.cost_usd === null ? "—" : `$${g.cost_usd.toFixed(4)}` }),
     el("td", {}, el("a", { href: `/games/${g.id}`, text: "table" }),
       (!g.human || g.over) ? [" · ", el("a", { href: `/games/${g.id}/god`, text: "god" })] : null,

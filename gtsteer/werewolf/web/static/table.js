@@ -50,7 +50,7 @@ function setupChrome(game) {
   }
   if (!game.managed && !game.over) {
     info.append(el("div", {}, "This game was started outside the web app. ",
-      el("button", { onclick: () => api(`/api/games/${gameId}/adopt`, { method: "POST" }).then(connect), text: "Run it here" })));
+      el("button", { onclick: () => api(`/api/games/${gameId}/adopt`, { method: "POST", body: {} }).then(connect), text: "Run it here" })));
   }
 }
 
