@@ -3,22 +3,57 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from rich.markup import escape
 
+from gtsteer.llm.cache import StorageError
 from gtsteer.llm.errors import LLMError
 
 console = Console()
 err_console = Console(stderr=True)
+Options = TypeVar("Options", bound=BaseModel)
+
+
+def _problems(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
+    """Each error as `name: problem`, the field shown as its flag where `flags` names one."""
+    out = []
+    for e in exc.errors():
+        field = ".".join(str(p) for p in e["loc"])
+        top = str(e["loc"][0]) if e["loc"] else ""
+        name = (flags or {}).get(top, field or "(top level)")
+        value = e.get("input")
+        msg = (f"must be a number, got {value}" if isinstance(value, float) and math.isnan(value)
+               else e["msg"])
+        out.append(f"{name}: {msg}")
+    return "; ".join(out)
+
+
+def parse_options(model: type[Options], flags: dict[str, str], **values: Any) -> Options:
+    """`model(**values)`, its validation errors as one ValueError naming the command's flags."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise ValueError(_problems(exc, flags)) from None
 
 
 @contextlib.contextmanager
 def friendly_errors() -> Iterator[None]:
-    """Turn expected failures (bad model string, missing key, bad config) into a clear message."""
+    """Turn expected failures (bad model string, missing key, bad config, unusable storage)
+    into one clear line and exit 2."""
     try:
         yield
-    except (LLMError, ValueError, FileNotFoundError) as exc:
-        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {exc}", highlight=False)
+    except ValidationError as exc:  # one line naming the fields, not pydantic's dump
+        err_console.print(f"[bold red]error:[/] invalid {escape(exc.title)}: "
+                          f"{escape(_problems(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    except (LLMError, StorageError, ValueError, FileNotFoundError) as exc:
+        # escaped: a path or a message may hold [brackets] that Rich would read as markup
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
+                          highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None
