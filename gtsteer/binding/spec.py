@@ -379,6 +379,14 @@ class _ConfigLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """`line L, column C: problem (context)` in one line, without YAML's quoted source."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = f" ({exc.context})" if exc.context else ""
+    return f"{where}{exc.problem or exc}{context}"
+
+
 def _expanded_size(data: Any, limit: int) -> int:
     """How many values `data` holds with every YAML alias expanded (shared lists and dicts
     counted each time they are used), stopping at `limit`; a self-containing value raises."""
@@ -420,6 +428,8 @@ def load_spec(path: str | Path) -> DomainSpec:
                           f"position {exc.start}); save the config as UTF-8") from None
     try:
         data = yaml.load(text, Loader=_ConfigLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
     try:

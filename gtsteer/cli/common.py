@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -12,12 +13,26 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from gtsteer.llm.cache import StorageError
+from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 
 console = Console()
 err_console = Console(stderr=True)
 Options = TypeVar("Options", bound=BaseModel)
+_show_warning = warnings.showwarning
+
+
+def _one_line_warnings(message: Warning | str, category: type[Warning], filename: str,
+                       lineno: int, file: Any = None, line: str | None = None) -> None:
+    """Warnings meant for the user (a read-only cache) as one line, not Python's source echo."""
+    if issubclass(category, CacheReadOnlyWarning):
+        err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False,
+                          soft_wrap=True)
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
+
+
+warnings.showwarning = _one_line_warnings
 
 
 def _problems(exc: ValidationError, flags: dict[str, str] | None = None) -> str:

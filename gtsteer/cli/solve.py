@@ -190,7 +190,7 @@ def solve(
             heldout=heldout,
             progress=not quiet,
             max_calls=max_calls,
-            report=lambda line: err_console.print(line, highlight=False),
+            report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
         )
     print_summary(summary)
     where = out if out is not None else run_dir("solve", config, llm, seed)
