@@ -17,7 +17,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, CacheError
 from gtsteer.runs import solve as solve_module
 from gtsteer.runs.atomic import ResultWriteError, write_text
-from gtsteer.runs.output import IN_PROGRESS, prepare_run_dir, write_json
+from gtsteer.runs.output import IN_PROGRESS, RunDirError, prepare_run_dir, write_json
 from gtsteer.runs.solve import solve_config
 
 runner = CliRunner()
@@ -105,12 +105,17 @@ def test_a_folder_gtsteer_made_is_emptied_by_the_next_run(tmp_path: Path) -> Non
     assert list((tmp_path / "games").iterdir()) == []
 
 
-def test_old_game_files_of_an_unmarked_folder_are_still_replaced(tmp_path: Path) -> None:
+def test_old_game_files_of_a_folder_gtsteer_did_not_make_are_still_replaced(tmp_path: Path) -> None:
     (tmp_path / "games").mkdir()
     (tmp_path / "games" / "3.json").write_text("{}")
     (tmp_path / "games" / "3.terminals.jsonl").write_text("")
     prepare_run_dir(tmp_path, ("games",))
     assert list((tmp_path / "games").iterdir()) == []
+    # the folder was there before the run: it stays the user's, so their files stay safe
+    (tmp_path / "games" / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match="notes.txt"):
+        prepare_run_dir(tmp_path, ("games",))
+    assert (tmp_path / "games" / "notes.txt").read_text() == "mine"
 
 
 # ---- bad paths: one line, exit 2, before any work -------------------------------------------

@@ -95,6 +95,8 @@ def prepare_run_dir(out: str | Path, subdirs: tuple[str, ...] = (),
     root = check_out_dir(out)
     owned = _owned(root)
     clear = [_owned_content(root / name, name in owned) for name in subdirs]
+    # A folder is gtsteer's when a run made it; one that was already there stays the user's.
+    made = {name for name in subdirs if not (root / name).exists()}
     try:
         root.mkdir(parents=True, exist_ok=True)
         if summary is not None:
@@ -109,8 +111,8 @@ def prepare_run_dir(out: str | Path, subdirs: tuple[str, ...] = (),
                 else:
                     entry.unlink()
             sub.mkdir(parents=True, exist_ok=True)
-        if subdirs:
-            write_text(root / OWNED, json.dumps({"made": sorted(owned | set(subdirs))}) + "\n")
+        if made - owned:
+            write_text(root / OWNED, json.dumps({"made": sorted(owned | made)}) + "\n")
     except OSError as exc:
         raise RunDirError(f"--out: cannot prepare {root}: {exc.strerror or exc}") from exc
     return root
