@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from gtsteer.llm import LLM, CacheError
 from gtsteer.runs import solve as solve_module
-from gtsteer.runs.atomic import ResultWriteError, write_text
+from gtsteer.runs.atomic import ResultWriteError, atomic_dir, write_text
 from gtsteer.runs.output import IN_PROGRESS, RunDirError, prepare_run_dir, write_json
 from gtsteer.runs.solve import solve_config
 
@@ -43,6 +43,20 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
         write_json(target, {"run": 2})
     assert json.loads(target.read_text()) == {"run": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_a_folder_written_atomically_is_whole_or_absent(tmp_path: Path) -> None:
+    target = tmp_path / "model"
+    target.mkdir()
+    with pytest.raises(RuntimeError, match="save failed"), atomic_dir(target) as tmp:
+        (tmp / "config.json").write_text("{}")
+        raise RuntimeError("save failed half-way")
+    assert [p.name for p in tmp_path.iterdir()] == ["model"] and not any(target.iterdir())
+    with atomic_dir(target) as tmp:
+        (tmp / "config.json").write_text("{}")
+        (tmp / "model.safetensors").write_bytes(b"w")
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.safetensors"]
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
 
 
 def test_write_text_gives_the_file_the_usual_permissions(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise ResultWriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary folder next to `path`; on success it replaces `path` (a folder that
+    is missing or empty, as `prepare_run_dir` leaves a subfolder), so a saved model is whole
+    or absent. On any error the temporary folder is removed."""
+    target = Path(path)
+    tmp = target.parent / f".tmp-{secrets.token_hex(4)}-{target.name}"
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()  # rename() may replace an empty folder, but not on every system
+        os.replace(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ResultWriteError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

@@ -32,7 +32,7 @@ from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
-from gtsteer.runs.atomic import atomic_path
+from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.output import (
     IN_PROGRESS,
     check_in_dir,
@@ -232,7 +232,8 @@ def imitate_config(
             records, emb, config, bar("training", config.steps),
             embeddings=embeddings, domain=spec.name,
         )
-    policy.save(out / MODEL_DIR)
+    with atomic_dir(out / MODEL_DIR) as tmp:
+        policy.save(tmp)
     _plot_curve(training, out / CURVE_FILE)
 
     evaluations = _evaluate(policy, records, embeddings, dialogue_games)

@@ -27,6 +27,7 @@ from rich.progress import Progress
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
+from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.output import finish_run_dir, prepare_run_dir, write_text
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
@@ -288,7 +289,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
     train_cfg = TrainConfig(steps=cfg.train_steps, seed=cfg.seed,
                             holdout=0.2 if n_inst >= 5 else 0.0, curve_points=10)
     policy, report = train_policy(records, embedder, train_cfg, domain="werewolf-playstyle")
-    policy.save(root / POLICY_DIR)
+    with atomic_dir(root / POLICY_DIR) as tmp:
+        policy.save(tmp)
     t3 = time.perf_counter()
     summary = SteerTrainSummary(
         config=cfg, logged_games=ids, candidate_states=len(candidates), solved=solved,
