@@ -162,3 +162,65 @@ def test_domain_checks_name_the_field_before_any_llm_call(
     with pytest.raises(ConfigError, match=f"field `{field}`"):
         load_game(write(tmp_path, data), llm=llm)
     assert llm.usage.requests == 0
+
+
+# ---- issue 27: config edge cases -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bounds", [(float("-inf"), float("inf")), (0.0, float("inf"))])
+def test_infinite_payoff_bounds_are_refused(tmp_path: Path, bounds: tuple[float, float]) -> None:
+    data = fruit_dict()
+    data["payoff"]["min"], data["payoff"]["max"] = bounds
+    message = error_of(tmp_path, data)
+    assert "payoff." in message and "finite" in message
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    text = FRUIT.read_text(encoding="utf-8")
+    path.write_text(text + "num_llm_seeds: 1\n", encoding="utf-8")
+    first = next(n for n, line in enumerate(text.splitlines(), 1)
+                 if line.startswith("num_llm_seeds:"))
+    with pytest.raises(ConfigError, match="duplicate key 'num_llm_seeds'") as info:
+        load_spec(path)
+    assert f"first given on line {first}" in str(info.value) and str(path) in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_yaml_merge_key_may_still_be_overridden(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    body = yaml.safe_dump({k: v for k, v in fruit_dict().items() if k != "generation"})
+    path.write_text(body + "generation:\n  <<: {max_tokens: 40, temperature: 0.5}\n"
+                    "  temperature: 0.9\n", encoding="utf-8")
+    spec = load_spec(path)
+    assert (spec.generation.max_tokens, spec.generation.temperature) == (40, 0.9)
+
+
+def test_an_alias_bomb_in_params_is_refused_at_once(tmp_path: Path) -> None:
+    """Nine anchors of ten references each: 10^9 values in a 600-byte file."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "bomb.yaml"
+    body = yaml.safe_dump({k: v for k, v in fruit_dict().items() if k != "params"})
+    path.write_text(body + "params:\n" + "\n".join("  " + line for line in lines) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(ConfigError, match="more than 100000 values") as info:
+        load_spec(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_self_referencing_alias_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    body = yaml.safe_dump({k: v for k, v in fruit_dict().items() if k != "params"})
+    path.write_text(body + "params: &p {loop: *p}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="contains it"):
+        load_spec(path)
+
+
+def test_a_non_utf8_config_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfename: x\n")
+    with pytest.raises(ConfigError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and "not UTF-8" in str(info.value)
+    assert "0xff" in str(info.value)

@@ -47,12 +47,12 @@ def test_a_restarted_run_reuses_every_finished_call(tmp_path: Path) -> None:
 
 
 def test_bad_options_are_named(tmp_path: Path) -> None:
-    # PSROConfig's own validation names the field (and keeps its upper bounds).
-    for args, name in ((["--operator", "random"], "operator"),
-                       (["--meta-solver", "nash"], "meta_solver"),
-                       (["--candidates", "0"], "candidates"),
-                       (["--candidates", "65"], "candidates"),
-                       (["--iterations", "-1"], "iterations")):
+    # PSROConfig's own validation, in one line naming the flag (and keeping its upper bounds).
+    for args, name in ((["--operator", "random"], "--operator:"),
+                       (["--meta-solver", "nash"], "--meta-solver:"),
+                       (["--candidates", "0"], "--candidates:"),
+                       (["--candidates", "65"], "--candidates:"),
+                       (["--iterations", "-1"], "--iterations:")):
         result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
                                      *args])
         assert result.exit_code == 2 and name in result.output, result.output

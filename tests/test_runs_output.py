@@ -9,7 +9,7 @@ import pytest
 from solve_helpers import MIXED_2X2, ConstantBackend
 
 from gtsteer.llm import LLM
-from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.output import RunDirError, prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.runs.solve import solve_config
 
 
@@ -32,7 +32,7 @@ def test_prepare_run_dir_keeps_unrelated_files_and_rejects_a_file(tmp_path: Path
     assert (tmp_path / "notes.txt").read_text() == "mine"
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(NotADirectoryError, match="file"):
+    with pytest.raises(RunDirError, match="file exists and is not a directory"):
         prepare_run_dir(blocker)
 
 

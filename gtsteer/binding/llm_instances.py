@@ -16,12 +16,12 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from gtsteer.binding.domain_checks import DomainCheckError, check_instance
 from gtsteer.binding.instances import Instance, make_instance, name_fields, stable_int
 from gtsteer.binding.prompts import fill_template
-from gtsteer.binding.spec import DomainSpec
+from gtsteer.binding.spec import DomainSpec, validation_summary
 from gtsteer.llm import LLM, run_sync
 
 
@@ -131,10 +131,15 @@ def generate_llm_instances(
     return run_sync(agenerate_llm_instances(spec, llm, num, seed, **kwargs))
 
 
+def instances_jsonl(instances: list[Instance]) -> str:
+    """The JSONL text `read_instances` reads: one instance per line."""
+    return "".join(i.model_dump_json() + "\n" for i in instances)
+
+
 def write_instances(instances: list[Instance], path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(i.model_dump_json() + "\n" for i in instances), encoding="utf-8")
+    target.write_text(instances_jsonl(instances), encoding="utf-8")
     return target
 
 
@@ -146,7 +151,13 @@ def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Ins
              enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
     if not lines:
         raise ValueError(f"{path}: no instances in the file")
-    instances = [Instance.model_validate_json(line) for _, line in lines]
+    instances = []
+    for n, line in lines:
+        try:
+            instances.append(Instance.model_validate_json(line))
+        except ValidationError as exc:
+            raise ValueError(f"{path} line {n}: not an instance: {validation_summary(exc)}") \
+                from None
     if spec is not None:
         keys = _keys(spec)
         for (n, _), instance in zip(lines, instances, strict=True):

@@ -29,6 +29,9 @@ INSTRUCTION_FIELDS = frozenset({"name", "value", "key"})
 JUDGE_FIELDS = frozenset({"scenario", "players", "transcript", "options"})
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+#: Values a config may hold once YAML aliases are expanded: far above any real config, far
+#: below an alias bomb (a 3 KB file can stand for 10^8 values).
+MAX_CONFIG_VALUES = 100_000
 
 
 class ConfigError(ValueError):
@@ -44,8 +47,9 @@ class _Strict(BaseModel):
 
 
 class PayoffSpec(_Strict):
-    min: float
-    max: float
+    #: Finite: an infinite bound cannot normalise a metric (and JSON has no infinity).
+    min: float = Field(allow_inf_nan=False)
+    max: float = Field(allow_inf_nan=False)
     #: The reward prompt: both players' payoffs (or, with a utility, the extraction prompt).
     prompt: str
     #: Name of a utility registered with `gtsteer.binding.register_utility` (exact payoffs).
@@ -335,31 +339,105 @@ def _describe(error: dict[str, Any]) -> str:
     return f"field `{loc}`: {error['msg']}"
 
 
+def validation_summary(exc: ValidationError) -> str:
+    """A pydantic error as one line naming each field (no URLs, no input dump)."""
+    return "; ".join(_describe(e) for e in exc.errors())
+
+
 def spec_from_dict(data: Any, source: str = "<config>") -> DomainSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
-        lines = [_describe(e) for e in exc.errors()]
-        raise ConfigError(f"{source}: " + "; ".join(lines)) from None
+        raise ConfigError(f"{source}: {validation_summary(exc)}") from None
     from gtsteer.binding.reward import check_domain  # reward imports spec: import late
 
     check_domain(spec, source)  # the domain's own checks (ConfigError naming the field)
     return spec
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (YAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeLoader names it below
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r} (first given on line {first})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """`line L, column C: problem (context)` in one line, without YAML's quoted source."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = f" ({exc.context})" if exc.context else ""
+    return f"{where}{exc.problem or exc}{context}"
+
+
+def _expanded_size(data: Any, limit: int) -> int:
+    """How many values `data` holds with every YAML alias expanded (shared lists and dicts
+    counted each time they are used), stopping at `limit`; a self-containing value raises."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(x: Any) -> int:
+        if not isinstance(x, (list, dict)):
+            return 1
+        if id(x) in sizes:
+            return sizes[id(x)]
+        if id(x) in active:
+            raise ConfigError("a YAML alias refers to a value that contains it")
+        active.add(id(x))
+        items = list(x.keys()) + list(x.values()) if isinstance(x, dict) else x
+        total = 1
+        for item in items:
+            total = min(total + size(item), limit)
+        active.discard(id(x))
+        sizes[id(x)] = total
+        return total
+
+    return size(data)
+
+
 def load_spec(path: str | Path) -> DomainSpec:
     """Read and validate a domain YAML, the domain's own checks included (`check_domain`, via
-    `spec_from_dict`), so every driver gets them; raises `ConfigError` naming file and field."""
+    `spec_from_dict`), so every driver gets them; raises `ConfigError` naming file and field.
+
+    Beyond YAML itself: a key given twice is an error, and so is a file whose aliases expand
+    to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                          f"position {exc.start}); save the config as UTF-8") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_ConfigLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {_yaml_problem(exc)}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        raise ConfigError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    try:
+        too_big = _expanded_size(data, MAX_CONFIG_VALUES + 1) > MAX_CONFIG_VALUES
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if too_big:
+        raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_VALUES} values once its "
+                          "YAML aliases are resolved (an alias bomb?); write the values out")
     return spec_from_dict(data, str(path))
 

@@ -3,25 +3,72 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import warnings
 from collections.abc import Iterator
+from typing import Any, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 
 console = Console()
 err_console = Console(stderr=True)
+Options = TypeVar("Options", bound=BaseModel)
+_show_warning = warnings.showwarning
+
+
+def _one_line_warnings(message: Warning | str, category: type[Warning], filename: str,
+                       lineno: int, file: Any = None, line: str | None = None) -> None:
+    """Warnings meant for the user (a read-only cache) as one line, not Python's source echo."""
+    if issubclass(category, CacheReadOnlyWarning):
+        err_console.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False,
+                          soft_wrap=True)
+    else:
+        _show_warning(message, category, filename, lineno, file, line)
+
+
+warnings.showwarning = _one_line_warnings
+
+
+def _problems(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
+    """Each error as `name: problem`, the field shown as its flag where `flags` names one."""
+    out = []
+    for e in exc.errors():
+        field = ".".join(str(p) for p in e["loc"])
+        top = str(e["loc"][0]) if e["loc"] else ""
+        name = (flags or {}).get(top, field or "(top level)")
+        value = e.get("input")
+        msg = (f"must be a number, got {value}" if isinstance(value, float) and math.isnan(value)
+               else e["msg"])
+        out.append(f"{name}: {msg}")
+    return "; ".join(out)
+
+
+def parse_options(model: type[Options], flags: dict[str, str], **values: Any) -> Options:
+    """`model(**values)`, its validation errors as one ValueError naming the command's flags."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise ValueError(_problems(exc, flags)) from None
 
 
 @contextlib.contextmanager
 def friendly_errors() -> Iterator[None]:
-    """Turn expected failures (bad model string, missing key, bad config) into a clear message."""
+    """Turn expected failures (bad model string, missing key, bad config, unusable storage)
+    into one clear line and exit 2."""
     try:
         yield
-    except (LLMError, ValueError, FileNotFoundError) as exc:
-        # The message may quote user or model text: never read it as markup.
+    except ValidationError as exc:  # one line naming the fields, not pydantic's dump
+        err_console.print(f"[bold red]error:[/] invalid {escape(exc.title)}: "
+                          f"{escape(_problems(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
+    except (LLMError, StorageError, ValueError, FileNotFoundError) as exc:
+        # escaped: a path or a message may hold [brackets] that Rich would read as markup
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None

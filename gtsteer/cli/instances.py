@@ -9,10 +9,11 @@ import typer
 from rich.table import Table
 
 from gtsteer.binding import load_spec
-from gtsteer.binding.llm_instances import generate_llm_instances, write_instances
+from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.llm import LLM
+from gtsteer.runs.output import check_out_file, write_text
 
 
 def instances(
@@ -26,6 +27,8 @@ def instances(
 ) -> None:
     """Have the model write NUM new instances from the config's examples (cached, seeded)."""
     with friendly_errors():
+        if out is not None:
+            check_out_file(out)  # before the model writes anything
         spec = load_spec(config)
         made = generate_llm_instances(spec, LLM(llm), num, seed)
     table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")
@@ -34,4 +37,5 @@ def instances(
         table.add_row(str(inst.index), ", ".join(inst.names), private)
     console.print(table)
     if out is not None:
-        console.print(f"instances: {write_instances(made, out)}")
+        with friendly_errors():
+            console.print(f"instances: {write_text(out, instances_jsonl(made))}")

@@ -62,13 +62,15 @@ def ask(
 @llm_app.command()
 def info() -> None:
     """Show backends, the cache location, its entries and size."""
-    cache = ResponseCache()
+    with friendly_errors():
+        cache = ResponseCache()
+        entries, size = len(cache), cache.volume_bytes()
     table = Table("what", "value")
     table.add_row("backends", ", ".join(BACKEND_KINDS))
     table.add_row("default model", f"local = local:{DEFAULT_LOCAL_MODEL} (llama.cpp)")
     table.add_row("local threads", f"{local_threads()} ({THREADS_ENV})")
     table.add_row("local prefix cache", f"{cache_bytes_from_env() / 2**20:.0f} MB ({CACHE_MB_ENV})")
     table.add_row("cache dir", str(default_cache_dir()))
-    table.add_row("cache entries", str(len(cache)))
-    table.add_row("cache size", f"{cache.volume_bytes() / 1e6:.2f} MB")
+    table.add_row("cache entries", str(entries))
+    table.add_row("cache size", f"{size / 1e6:.2f} MB")
     console.print(table)

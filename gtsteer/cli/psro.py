@@ -9,10 +9,15 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.common import console, friendly_errors, parse_options
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
+
+#: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
+PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
+              "operator": "--operator", "meta_solver": "--meta-solver", "seed": "--seed",
+              "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player"}
 
 
 def print_summary(summary: PSROSummary) -> None:
@@ -83,11 +88,11 @@ def psro(
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
     with friendly_errors():
-        # PSROConfig validates the options (its error names the field) before any LLM call.
-        settings = PSROConfig(iterations=iterations, candidates=candidates, operator=operator,
-                              meta_solver=meta_solver, seed=seed,  # type: ignore[arg-type]
-                              support_tolerance=support_tolerance,
-                              oracle_players=oracle_player)
+        # PSROConfig validates the options (its error names the flag) before any LLM call.
+        settings = parse_options(
+            PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
+            operator=operator, meta_solver=meta_solver, seed=seed,
+            support_tolerance=support_tolerance, oracle_players=oracle_player)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, disable=quiet, transient=True) as bar:
             task = bar.add_task("starting", total=None)

@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
+    DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     solve_config,
 )
@@ -165,6 +166,11 @@ def solve(
             " CFR never chose from; costs part of a second tree per instance).",
         ),
     ] = False,
+    max_calls: Annotated[
+        int,
+        typer.Option("--max-calls", help="Refuse a run whose worst-case game trees need more"
+                     " LLM requests than this (the estimate is printed first).", min=1),
+    ] = DEFAULT_MAX_CALLS,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
@@ -183,6 +189,8 @@ def solve(
             deals=deals,
             heldout=heldout,
             progress=not quiet,
+            max_calls=max_calls,
+            report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
         )
     print_summary(summary)
     where = out if out is not None else run_dir("solve", config, llm, seed)

@@ -11,13 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import Decision, GameState, Pending
+from gtsteer.werewolf.state import Decision, GameState, Pending, load_snapshot
 from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
@@ -207,8 +208,10 @@ def resume(
 @werewolf_app.command("list")
 def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List stored games."""
+    with friendly_errors():
+        games = _store(db).games()
     table = Table("game", "phase", "winner", "steps")
-    for gid, status, winner, steps in _store(db).games():
+    for gid, status, winner, steps in games:
         table.add_row(line(gid), line(status), line(winner or ""), str(steps))
     console.print(table)
 
@@ -269,7 +272,7 @@ def act(
 ) -> None:
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
-        state = GameState.model_validate_json(Path(snapshot).read_text())
+        state = load_snapshot(check_in_file(snapshot, "--snapshot").read_bytes(), snapshot)
         me = state.player(bot) if bot in {p.name for p in state.players} else None
         if me is None:
             raise ValueError(f"no player {bot!r}; players: {[p.name for p in state.players]}")

@@ -8,7 +8,7 @@
 """
 
 from gtsteer.llm.backends import Backend, FakeBackend, make_backend
-from gtsteer.llm.cache import ResponseCache, default_cache_dir
+from gtsteer.llm.cache import CacheError, ResponseCache, StorageError, default_cache_dir
 from gtsteer.llm.client import LLM, run_sync
 from gtsteer.llm.errors import (
     LLMCallError,
@@ -32,6 +32,7 @@ from gtsteer.llm.usage import LLMCalls, UsageMeter, UsageReport
 __all__ = [
     "LLM",
     "Backend",
+    "CacheError",
     "ChoiceResult",
     "Completion",
     "FakeBackend",
@@ -44,6 +45,7 @@ __all__ = [
     "PromptTooLongError",
     "RawCompletion",
     "ResponseCache",
+    "StorageError",
     "Structured",
     "StructuredOutputError",
     "TransientLLMError",

@@ -28,7 +28,7 @@ from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
-from gtsteer.runs.output import run_dir, write_json
+from gtsteer.runs.output import check_out_dir, run_dir, write_json
 from gtsteer.solvers.metrics import Accuracy, MeanCI, mean_ci, wilson
 
 SCHEMA_VERSION = 1
@@ -216,8 +216,7 @@ def run_reward(
     """Measure, then write DIR/reward.json."""
     name = llm if isinstance(llm, str) else llm.model
     out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out: {out} exists and is not a directory")
+    check_out_dir(out)
     report = measure_reward(config_path, llm, cases, seed, progress=progress)
     write_json(out / "reward.json", report)
     return report, out

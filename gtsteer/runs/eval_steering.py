@@ -31,7 +31,7 @@ from pydantic import BaseModel
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
-from gtsteer.runs.output import run_dir, save_png, write_json
+from gtsteer.runs.output import check_out_dir, run_dir, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
@@ -395,8 +395,7 @@ def run_steering(
     load_spec(config_path)
     name = llm if isinstance(llm, str) else llm.model
     out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"--out: {out} exists and is not a directory")
+    check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
     for run in report.runs:
         for confusion in run.confusion:

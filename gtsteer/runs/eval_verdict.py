@@ -29,7 +29,7 @@ from gtsteer.domains.verdict_play import (
     play_verdict_game,
 )
 from gtsteer.llm import LLM, run_sync
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png, write_text
 from gtsteer.solvers.metrics import wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
@@ -57,6 +57,8 @@ class VerdictCell(BaseModel):
 
 
 class VerdictEvalReport(BaseModel):
+    #: The report format (1: the first versioned one).
+    schema_version: int = 1
     config: str
     domain: str
     model: str
@@ -168,14 +170,13 @@ def evaluate_verdict(
 
 
 def _write(out: Path, report: VerdictEvalReport, jobs: list, outcomes: list[GameOutcome]) -> None:
-    prepare_run_dir(out)
-    write_json(out / "report.json", report)
-    with (out / "games.jsonl").open("w", encoding="utf-8") as fh:
-        for (policy, setting, _), outcome in zip(jobs, outcomes, strict=True):
-            row = {"policy": policy.name, "prompt_index": setting.prompt_index,
-                   "temperature": setting.temperature, **outcome.model_dump(mode="json")}
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    prepare_run_dir(out, summary="report.json")
+    rows = [{"policy": policy.name, "prompt_index": setting.prompt_index,
+             "temperature": setting.temperature, **outcome.model_dump(mode="json")}
+            for (policy, setting, _), outcome in zip(jobs, outcomes, strict=True)]
+    write_text(out / "games.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     plot_win_rates(report, out / "verdict.png")
+    finish_run_dir(out, "report.json", report)
 
 
 def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:

@@ -32,8 +32,19 @@ from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
-from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.atomic import atomic_dir, atomic_path
+from gtsteer.runs.output import (
+    IN_PROGRESS,
+    check_in_dir,
+    check_out_dir,
+    finish_run_dir,
+    prepare_run_dir,
+    run_dir,
+    save_png,
+    write_text,
+)
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, solve_config
+from gtsteer.runs.solve_schema import SCHEMA_VERSION as SOLVE_SCHEMA_VERSION
 from gtsteer.runs.solve_schema import Failure, GameRecord, SolveSummary
 from gtsteer.solvers.cfr import check_solver_args
 
@@ -190,12 +201,14 @@ def imitate_config(
         config = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
-    client = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else client.model
+    model_name = llm if isinstance(llm, str) else llm.model
     out = Path(out_dir) if out_dir is not None else run_dir("imitate", config_path, model_name, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
-    prepare_run_dir(out, subdirs=("dataset", MODEL_DIR))
+    check_out_dir(out)  # paths before the embedder loads or anything is solved
+    check_in_dir(solved_dir, "--solve-dir")
+    emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
+    client = llm if isinstance(llm, LLM) else LLM(llm)
+    prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
 
     args = SolveArgs(str(config_path), spec, model_name, games, seed, solver, iterations)
@@ -212,13 +225,15 @@ def imitate_config(
 
     with progress_bars(progress) as bar:
         embeddings = emb.embed([r.text for r in records], progress=bar("embedding", len(records)))
-        (out / RECORDS_FILE).write_text(records_to_jsonl(records), encoding="utf-8")
-        np.save(out / EMBEDDINGS_FILE, embeddings)
+        write_text(out / RECORDS_FILE, records_to_jsonl(records))
+        with atomic_path(out / EMBEDDINGS_FILE) as tmp:
+            np.save(tmp, embeddings)
         policy, training = train_policy(
             records, emb, config, bar("training", config.steps),
             embeddings=embeddings, domain=spec.name,
         )
-    policy.save(out / MODEL_DIR)
+    with atomic_dir(out / MODEL_DIR) as tmp:
+        policy.save(tmp)
     _plot_curve(training, out / CURVE_FILE)
 
     evaluations = _evaluate(policy, records, embeddings, dialogue_games)
@@ -273,7 +288,7 @@ def imitate_config(
         model_dir=MODEL_DIR,
         training_curve=CURVE_FILE,
     )
-    write_json(out / REPORT_FILE, report)
+    finish_run_dir(out, REPORT_FILE, report)
     return report
 
 
@@ -317,6 +332,10 @@ def _matching_summary(solve_dir: Path, args: SolveArgs) -> SolveSummary | None:
             (solve_dir / "summary.json").read_text(encoding="utf-8")
         )
     except (OSError, ValidationError):
+        return None
+    if (solve_dir / IN_PROGRESS).exists():  # a rerun into it was killed: not a finished solve
+        return None
+    if summary.schema_version != SOLVE_SCHEMA_VERSION:  # older results: solved again
         return None
     wanted = (args.config, args.model, args.games, args.seed, args.solver, args.iterations,
               args.spec.num_deals)

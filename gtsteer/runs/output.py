@@ -1,7 +1,11 @@
 """Run folders and result files: one place decides how a run writes JSON and PNG.
 
-A run folder belongs to one run: `prepare_run_dir` empties what an earlier run left there
-(e.g. `games/5.json` from a run with more games), so every file in it describes this run.
+A run folder belongs to one run: `prepare_run_dir` empties the subfolders an earlier run made
+(e.g. `games/5.json` from a run with more games) and removes its summary, so every file in it
+describes this run. Until `finish_run_dir` writes the summary, the folder holds `IN_PROGRESS`:
+a reader tells a finished run (summary, no marker) from a partial or killed one. A subfolder
+gtsteer did not make is never emptied: a run that finds files there refuses to start. Every
+file is written atomically (`gtsteer.runs.atomic`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from gtsteer.runs.atomic import atomic_path, write_text
+
+#: Present while a run writes its folder; removed once its summary is written.
+IN_PROGRESS = "IN_PROGRESS"
+#: Names the subfolders gtsteer made in a run folder, so a later run may empty them.
+OWNED = ".gtsteer-run.json"
+#: Files of subfolders made before `OWNED` existed (games/3.json, iterations/2.json, ...).
+_LEGACY_FILE = re.compile(r"\d+\.(json|terminals\.jsonl)")
+
+
+class RunDirError(ValueError):
+    """An output or input path is unusable (a file where a folder is needed, or the reverse,
+    or a folder holding someone else's files); raised before any work."""
 
 #: Default run folder under results/ per kind of run: the shapes README and docs/*.md name.
 RUN_DIRS = {
@@ -33,30 +51,116 @@ def run_dir(kind: str, config: str | Path, model: str, seed: int) -> Path:
     return Path("results") / RUN_DIRS[kind].format(stem=Path(config).stem, model=safe, seed=seed)
 
 
-def prepare_run_dir(out: str | Path, subdirs: tuple[str, ...] = ()) -> Path:
-    """Create `out` (and `subdirs`), removing every subdir's earlier content first."""
+def check_out_dir(out: str | Path, flag: str = "--out") -> Path:
+    """`out` as a folder to write: refused (RunDirError) when it exists and is not one."""
     root = Path(out)
     if root.exists() and not root.is_dir():
-        raise NotADirectoryError(f"--out: {root} exists and is not a directory")
-    root.mkdir(parents=True, exist_ok=True)
-    for name in subdirs:
-        sub = root / name
-        if sub.exists():
-            shutil.rmtree(sub)
-        sub.mkdir(parents=True)
+        raise RunDirError(f"{flag}: {root} exists and is not a directory; give a folder")
     return root
 
 
-def write_json(path: str | Path, data: BaseModel | Any) -> Path:
-    """Write a pydantic model (or plain JSON data) with indent 2 and a final newline."""
+def check_in_dir(path: str | Path, flag: str) -> Path:
+    """An existing folder to read from (e.g. `--solve-dir`): a file there is refused."""
+    root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise RunDirError(f"{flag}: {root} is a file; give the folder of an earlier run")
+    return root
+
+
+def check_out_file(path: str | Path, flag: str = "--out") -> Path:
+    """A file to write: refused when it names an existing folder."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise RunDirError(f"{flag}: {target} is a directory; give a file name")
+    return target
+
+
+def check_in_file(path: str | Path, flag: str) -> Path:
+    """A file to read: refused when it names a folder or does not exist."""
+    source = Path(path)
+    if source.is_dir():
+        raise RunDirError(f"{flag}: {source} is a directory; give a file")
+    if not source.exists():
+        raise RunDirError(f"{flag}: {source} does not exist")
+    return source
+
+
+def prepare_run_dir(out: str | Path, subdirs: tuple[str, ...] = (),
+                    summary: str | None = None) -> Path:
+    """Create `out` (and `subdirs`), emptying every subdir an earlier run made.
+
+    With `summary` (the file `finish_run_dir` writes last), an earlier run's summary is removed
+    and `IN_PROGRESS` is written, so a killed rerun never pairs an old summary with new files.
+    Everything is checked before anything is deleted."""
+    root = check_out_dir(out)
+    owned = _owned(root)
+    clear = [_owned_content(root / name, name in owned) for name in subdirs]
+    # A folder is gtsteer's when a run made it; one that was already there stays the user's.
+    made = {name for name in subdirs if not (root / name).exists()}
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if summary is not None:
+            write_text(root / IN_PROGRESS, "A gtsteer run is writing this folder (or was killed"
+                       f" before writing {summary}); its files are not a finished result.\n")
+            (root / summary).unlink(missing_ok=True)
+        for name, entries in zip(subdirs, clear, strict=True):
+            sub = root / name
+            for entry in entries:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            sub.mkdir(parents=True, exist_ok=True)
+        if made - owned:
+            write_text(root / OWNED, json.dumps({"made": sorted(owned | made)}) + "\n")
+    except OSError as exc:
+        raise RunDirError(f"--out: cannot prepare {root}: {exc.strerror or exc}") from exc
+    return root
+
+
+def finish_run_dir(out: str | Path, summary: str, data: BaseModel | Any) -> Path:
+    """Write the run's summary (atomically), then remove `IN_PROGRESS`: the run is complete."""
+    root = Path(out)
+    path = write_json(root / summary, data)
+    (root / IN_PROGRESS).unlink(missing_ok=True)
+    return path
+
+
+def _owned(root: Path) -> set[str]:
+    """The subfolders of `root` an earlier gtsteer run made (`OWNED`)."""
+    try:
+        return set(json.loads((root / OWNED).read_text(encoding="utf-8"))["made"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def _owned_content(sub: Path, owned: bool) -> list[Path]:
+    """What a run may delete in subfolder `sub`: everything when gtsteer made it; otherwise
+    only old gtsteer game files, and a folder holding anything else is refused."""
+    if not sub.exists():
+        return []
+    if not sub.is_dir():
+        raise RunDirError(f"--out: {sub} exists and is not a directory; move it or choose "
+                          "another --out")
+    entries = list(sub.iterdir())
+    if owned:
+        return entries
+    foreign = sorted(e.name for e in entries if not (e.is_file() and _LEGACY_FILE.fullmatch(e.name)))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise RunDirError(f"--out: {sub} holds files gtsteer did not write ({shown}); a run "
+                          "replaces that folder's content, so move them or choose another --out")
+    return entries
+
+
+def write_json(path: str | Path, data: BaseModel | Any) -> Path:
+    """Write a pydantic model (or plain JSON data) with indent 2 and a final newline,
+    atomically (a reader never sees half a file)."""
     if isinstance(data, BaseModel):
         text = data.model_dump_json(indent=2)
     else:
         text = json.dumps(data, indent=2, sort_keys=True)
-    target.write_text(text + "\n", encoding="utf-8")
-    return target
+    return write_text(path, text + "\n")
 
 
 def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
@@ -67,7 +171,9 @@ def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
     import matplotlib.pyplot as plt
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        with atomic_path(target) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return target

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from gtsteer.binding import generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.output import prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -88,7 +88,7 @@ def psro_config(
     out = prepare_run_dir(
         out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
                                                     settings.seed),
-        subdirs=("iterations",),
+        subdirs=("iterations",), summary="summary.json",
     )
     instances = generate_instances(spec, games, settings.seed)
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
@@ -112,7 +112,7 @@ def psro_config(
         converged=result.converged, final_populations=result.final_populations,
         iterations=result.iterations, llm_calls=totals,
     )
-    write_json(out / "summary.json", summary)
+    finish_run_dir(out, "summary.json", summary)
     plot_payoffs(result, out / PLOT, roles=list(spec.players),
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")

@@ -23,10 +23,20 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.binding.llm_instances import read_instances
+from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
-from gtsteer.llm import LLM
+from gtsteer.binding.tree_size import short, tree_size
+from gtsteer.llm import LLM, StorageError
 from gtsteer.runs.heldout import measure_heldout
-from gtsteer.runs.output import prepare_run_dir, run_dir, write_json
+from gtsteer.runs.output import (
+    check_in_file,
+    check_out_dir,
+    finish_run_dir,
+    prepare_run_dir,
+    run_dir,
+    write_json,
+    write_text,
+)
 from gtsteer.runs.solve_schema import (
     Failure,
     GameRecord,
@@ -46,11 +56,45 @@ from gtsteer.solvers.metrics import mean_ci
 #: a second, so the default costs nothing next to the LLM calls.
 DEFAULT_SOLVER = "cfr+"
 DEFAULT_ITERATIONS = 1000
+SUMMARY_FILE = "summary.json"
+#: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
+#: `max_calls` (`--max-calls`) is raised: ~120 times the 30-game schedule_meeting_dow run.
+DEFAULT_MAX_CALLS = 1_000_000
 
 
-def _check_args(games: int, iterations: int, solver: str) -> None:
+class GameTooLargeError(ValueError):
+    """The worst-case tree of a run needs more LLM requests than its bound allows."""
+
+
+def check_tree_size(spec: DomainSpec, games: int, max_calls: int | None, *, heldout: bool = False,
+                    report: Callable[[str], None] | None = None) -> int:
+    """The worst-case LLM requests of `games` instances (`tree_size`), told to `report` in one
+    line; `GameTooLargeError` past `max_calls` (None: no bound). Returns the request count."""
+    size = tree_size(spec)
+    per_game = size.llm_calls * (2 if heldout else 1)  # held out: part of a second tree
+    total = per_game * games
+    line = (f"game tree: at most {short(size.nodes)} nodes and {short(per_game)} LLM requests per"
+            f" instance, {short(total)} for {games} instance(s)"
+            + (f" (bound {max_calls:,}, --max-calls)" if max_calls is not None else ""))
+    if report is not None:
+        report(line)
+    if max_calls is not None and total > max_calls:
+        raise GameTooLargeError(
+            f"{line}: past the bound. Lower num_llm_seeds ({spec.num_llm_seeds}), "
+            f"num_max_replies ({spec.num_max_replies}), the instructions "
+            f"({len(spec.instructions())}) or the instances, or raise --max-calls")
+    return total
+
+
+#: OpenSpiel stores a game's seed parameter as a C++ 64-bit integer.
+SEED_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None:
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
+    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise ValueError(f"seed: must be a 64-bit integer (-2**63 .. 2**63-1), got {seed}")
     check_solver_args(solver, iterations)
 
 
@@ -67,6 +111,8 @@ def solve_config(
     heldout: bool = False,
     progress: bool = True,
     instances_file: str | Path | None = None,
+    max_calls: int | None = DEFAULT_MAX_CALLS,
+    report: Callable[[str], None] | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -81,18 +127,26 @@ def solve_config(
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
     instance in it is solved, and `games` is ignored. It is checked against the config first.
+
+    Before any LLM call the worst-case tree is estimated (`check_tree_size`, told to `report`);
+    a run needing more than `max_calls` requests is refused (None: no bound).
     """
+    if out_dir is not None:
+        check_out_dir(out_dir)  # bad paths before any work
+    if instances_file is not None:
+        check_in_file(instances_file, "--instances")
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
     given = read_instances(instances_file, spec) if instances_file is not None else None
     games = len(given) if given is not None else games
-    _check_args(games, iterations, solver)
+    _check_args(games, iterations, solver, seed)
     chosen = given if given is not None else generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
+    check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
     out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
-    prepare_run_dir(out, subdirs=("games",))
+    prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
     before = model.usage
     records: list[GameRecord] = []
@@ -157,7 +211,7 @@ def solve_config(
                 [h.cfr_gain_normalized for h in held])
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
-    write_json(out / "summary.json", summary)
+    finish_run_dir(out, SUMMARY_FILE, summary)
     return summary
 
 
@@ -188,8 +242,8 @@ def _solve_instance(
         report = expand_sync(game, progress=progress)
         record.expansion = _dump(report)
         if terminals is not None:
-            terminals.write_text("".join(row.model_dump_json() + "\n" for row in
-                                         terminal_rows(game)), encoding="utf-8")
+            write_text(terminals, "".join(row.model_dump_json() + "\n"
+                                          for row in terminal_rows(game)))
         if report.failed:
             record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
             return record, ""
@@ -201,9 +255,13 @@ def _solve_instance(
             try:
                 record.heldout = measure_heldout(game, result.policy, build_heldout(),
                                                  progress=progress)
+            except StorageError:
+                raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
                 record.heldout_failure = f"{type(exc).__name__}: {exc}"
         return record, result.backend
+    except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
+        raise
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
         record.failure_stage, record.failure = stage, f"{type(exc).__name__}: {exc}"

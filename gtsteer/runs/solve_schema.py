@@ -122,6 +122,8 @@ class InfoStatePolicy(BaseModel):
 class GameRecord(BaseModel):
     """`DIR/games/<i>.json`: one instance, its policy and values (or why it failed)."""
 
+    #: The same version as the run's summary.json (the two are written and read together).
+    schema_version: int = SCHEMA_VERSION
     index: int
     instance: dict[str, Any]
     status: str  # "solved" or "failed"

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from rich.progress import Progress
 from scipy.stats import binomtest
 
-from gtsteer.runs.output import prepare_run_dir, save_png, write_json
+from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
@@ -70,6 +70,8 @@ class ConditionResult(BaseModel):
 
 
 class EvaluateSummary(BaseModel):
+    #: The summary format (1: the first versioned one).
+    schema_version: int = 1
     config: EvaluateConfig
     steer: str
     results: list[ConditionResult]
@@ -99,7 +101,7 @@ def days_survived(state: GameState, team: str) -> list[int]:
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
              steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
              show_progress: bool = True) -> EvaluateSummary:
-    root = prepare_run_dir(out)
+    root = prepare_run_dir(out, summary="evaluate.json")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
     store = GameStore(root / "evaluate.sqlite")
@@ -122,7 +124,7 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
                 bar.advance(task)
             results.append(_condition(store, name, team, kind, finals, ids))
     summary = EvaluateSummary(config=cfg, steer=str(steer), results=results)
-    write_json(root / "evaluate.json", summary)
+    finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
     return summary

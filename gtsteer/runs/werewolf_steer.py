@@ -29,7 +29,8 @@ from rich.progress import Progress
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
-from gtsteer.runs.output import prepare_run_dir, write_json
+from gtsteer.runs.atomic import atomic_dir
+from gtsteer.runs.output import finish_run_dir, prepare_run_dir, write_text
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
@@ -44,6 +45,8 @@ from gtsteer.werewolf.steer_game import (
     pick_speakers,
 )
 from gtsteer.werewolf.steering import POLICY_DIR
+
+SUMMARY_FILE = "steer_train.json"
 from gtsteer.werewolf.store import GameStore
 
 
@@ -82,6 +85,8 @@ class SolvedState(BaseModel):
 
 
 class SteerTrainSummary(BaseModel):
+    #: The summary format (1: the first versioned one).
+    schema_version: int = 1
     config: SteerTrainConfig
     logged_games: list[str]
     candidate_states: int
@@ -276,7 +281,7 @@ def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance
 
 def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
                 pool: LLMPool | None = None, show_progress: bool = True) -> SteerTrainSummary:
-    root = prepare_run_dir(out, (POLICY_DIR,))
+    root = prepare_run_dir(out, (POLICY_DIR,), summary=SUMMARY_FILE)
     db = root / "games.sqlite"
     if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
         for suffix in ("", "-wal", "-shm"):
@@ -294,8 +299,7 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
             raise PlaystyleGameError("the logged games have no discussion turn with a werewolf "
                                      "and a village-side bot among the next speakers")
         picked = random.Random(cfg.seed).sample(candidates, min(cfg.states, len(candidates)))
-        (root / "states.jsonl").write_text(
-            "".join(s.model_dump_json() + "\n" for s in picked), encoding="utf-8")
+        write_text(root / "states.jsonl", "".join(s.model_dump_json() + "\n" for s in picked))
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []
         task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
@@ -307,7 +311,7 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         t2 = time.perf_counter()
     solved_records = len(records)
     records = pool_shared_views(records)
-    (root / "records.jsonl").write_text(records_to_jsonl(records), encoding="utf-8")
+    write_text(root / "records.jsonl", records_to_jsonl(records))
     if embedder is None:
         from gtsteer.llm.embed import get_embedder
 
@@ -319,7 +323,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
     train_cfg = TrainConfig(steps=cfg.train_steps, seed=cfg.seed,
                             holdout=0.2 if n_games >= 5 else 0.0, curve_points=10)
     policy, report = train_policy(records, embedder, train_cfg, domain="werewolf-playstyle")
-    policy.save(root / POLICY_DIR)
+    with atomic_dir(root / POLICY_DIR) as tmp:
+        policy.save(tmp)
     t3 = time.perf_counter()
     summary = SteerTrainSummary(
         config=cfg, logged_games=ids, candidate_states=len(candidates), solved=solved,
@@ -327,6 +332,6 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
         seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
         train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))
-    write_json(root / "steer_train.json", summary)
+    finish_run_dir(root, SUMMARY_FILE, summary)
     store.close()
     return summary

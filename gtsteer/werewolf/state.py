@@ -1,15 +1,24 @@
 """The game state and the decisions that move it: pydantic, JSON-serializable, self-contained.
 
 Everything a step needs lives here (including the seed), so a snapshot can be saved, reloaded
-and replayed anywhere.
+and replayed anywhere. A snapshot carries `schema_version`; an older one is migrated on load
+where the change is mechanical (`migrate_state`), anything else is refused naming both versions.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES, StyleChoice
 from gtsteer.werewolf.rules import Role
@@ -23,6 +32,71 @@ MODERATOR = "Moderator"
 #: Discussion turns per living player and day when no fixed cap is set (the reference app's
 #: (alive + 1) x 3.5 messages).
 TURNS_PER_PLAYER = 3.5
+#: The snapshot format this gtsteer writes. 1 (no `schema_version` key): before versions.
+#: Snapshots of version 1 without `config.rules` predate the rule tables: a night result then
+#: named one `killed` player and its `role`, and a summary carried the day it was written on.
+STATE_VERSION = 2
+
+
+class SnapshotError(ValueError):
+    """A snapshot cannot be read: not JSON, an unknown schema version, or invalid fields."""
+
+
+def migrate_state(data: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's JSON data brought to `STATE_VERSION`.
+
+    Version 1 from before the rule tables (no `config.rules`) is migrated mechanically: each
+    `{"night": n, "killed": name, "role": role}` becomes `{"night": n, "deaths": [{"name":
+    name, "role": role}]}` (`killed: null`: no death; the pack was the only killer then), a
+    summary written at dawn of day d gets day d - 1 (the day it summarises, as `Summary.day`
+    means now), and the game gets the `simple` table, the night rules it was played under.
+    Later version-1 data is already in today's shape. A newer or unknown version is refused,
+    naming both."""
+    version = data.get("schema_version", 1)
+    if version == STATE_VERSION:
+        return data
+    if version != 1:
+        raise SnapshotError(f"snapshot schema version {version!r} cannot be read by this gtsteer,"
+                            f" which writes version {STATE_VERSION} and migrates version 1; "
+                            "use the gtsteer that wrote it")
+    out = {**data, "schema_version": STATE_VERSION}
+    config = data.get("config")
+    if isinstance(config, dict) and "rules" not in config:
+        out["config"] = {**config, "rules": "simple"}
+        out["night_results"] = [_night_result_v1(r) for r in data.get("night_results") or []]
+        out["summaries"] = [{**s, "day": s["day"] - 1} if isinstance(s, dict)
+                            and isinstance(s.get("day"), int) else s
+                            for s in data.get("summaries") or []]
+    return out
+
+
+def _night_result_v1(result: Any) -> Any:
+    if not isinstance(result, dict) or "killed" not in result:
+        return result
+    rest = {k: v for k, v in result.items() if k not in ("killed", "role")}
+    killed = result["killed"]
+    deaths = [] if killed is None else [{"name": killed, "role": result.get("role")}]
+    return {**rest, "deaths": deaths}
+
+
+def load_snapshot(text: str | bytes, source: str = "snapshot") -> GameState:
+    """A `GameState` from snapshot JSON (migrated if older); `SnapshotError` names `source`,
+    the field and the problem in one line, never a raw pydantic dump."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{source}: not a JSON snapshot ({exc})") from None
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return GameState.model_validate(migrate_state(data))
+    except SnapshotError as exc:
+        raise SnapshotError(f"{source}: {exc}") from None
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
+                    for e in exc.errors()[:5]]
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise SnapshotError(f"{source}: invalid snapshot: {'; '.join(problems)}{more}") from None
 
 
 class Snapshot(BaseModel):
@@ -202,6 +276,8 @@ class Decision(BaseModel):
 
 
 class GameState(Snapshot):
+    #: The snapshot format (`STATE_VERSION`); read older ones with `load_snapshot`.
+    schema_version: Literal[2] = STATE_VERSION
     game_id: str
     seed: int
     config: GameConfig

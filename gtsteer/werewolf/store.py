@@ -6,6 +6,11 @@ summaries and every LLM request/response of the step land together or not at all
 killed at any moment therefore leaves the last committed state, and resuming replays the
 in-flight step (its LLM calls are cache hits). The step number is checked on write, so a step
 can never be stored twice.
+
+The file's `PRAGMA user_version` is its schema version (`DB_VERSION`). A database written
+before versions existed gets the columns added since and its game states migrated
+(`migrate_state`) in one transaction; a newer or unknown version is refused naming both. A
+damaged file, a directory, or a full disk is a `StoreError` naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -17,9 +22,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from gtsteer.llm import default_cache_dir
+from gtsteer.llm import StorageError, default_cache_dir
 from gtsteer.werewolf.llmcalls import CallRecord
-from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.state import Decision, GameState, load_snapshot, migrate_state
+
+#: The schema this gtsteer writes. 0: before versions (night_actions without `failed` and
+#: `notified`, summaries without `error`, llm_calls without `sent` and `day`, version-1 states).
+DB_VERSION = 1
+#: Columns added since version 0, with the value old rows get: a mechanical migration.
+ADDED_COLUMNS = {
+    "night_actions": {"failed": "INTEGER DEFAULT 0", "notified": "TEXT DEFAULT '[]'"},
+    "summaries": {"error": "TEXT"},
+    "llm_calls": {"sent": "TEXT DEFAULT '[]'", "day": "INTEGER"},
+}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS games (
@@ -58,6 +73,29 @@ class GameNotFound(ValueError):
         super().__init__(f"no game {game_id!r} in this database (see `gtsteer werewolf list`)")
 
 
+class StoreError(StorageError):
+    """The game database cannot be opened, read or written; the message says what to do."""
+
+
+def store_error(path: Path, exc: BaseException) -> StoreError:
+    text = str(exc)
+    if "malformed" in text or "not a database" in text:
+        how = (f"the file is damaged; move it aside (mv {path} {path}.damaged) and use a new "
+               f"--db (`sqlite3 {path} .recover` may save its games)")
+    elif "full" in text or getattr(exc, "errno", None) == 28:
+        how = ("the disk is full; the last committed step is kept: free space (or move the file "
+               "to another disk) and `gtsteer werewolf resume` the game")
+    elif "readonly" in text or isinstance(exc, PermissionError):
+        how = "the file or its folder is not writable; fix the permissions or use another --db"
+    elif "locked" in text:
+        how = "another process held it for 30 s; retry when it is done"
+    elif "unable to open" in text:
+        how = "its folder is missing or not writable; give another --db"
+    else:
+        how = "give another --db"
+    return StoreError(f"werewolf database {path}: {text}: {how}")
+
+
 class StaleStep(RuntimeError):
     """The stored game has moved past the state this step started from."""
 
@@ -69,28 +107,97 @@ def default_db_path() -> Path:
 class GameStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_db_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(SCHEMA)
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(llm_calls)")}
-        if "sent" not in columns:
-            raise ValueError(f"{self.path} was written by an older gtsteer (no llm_calls.sent "
-                             "column); use a new --db file")
+        if self.path.is_dir():
+            raise StoreError(f"--db {self.path} is a directory; give a file, e.g. "
+                             f"{self.path / 'werewolf.sqlite'}")
+        with self._guard():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            version = self._version()
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            if version < DB_VERSION:
+                self._migrate()
+
+    def _version(self) -> int:
+        version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > DB_VERSION:
+            self.conn.close()
+            raise StoreError(f"werewolf database {self.path} has schema version {version}; this "
+                             f"gtsteer reads versions 0 to {DB_VERSION}: use the gtsteer that "
+                             "wrote it, or a new --db")
+        return version
+
+    def _migrate(self) -> None:
+        """Create the tables (a new file) or bring a version-0 file up to `DB_VERSION`: add the
+        columns added since and migrate every stored state, all in one transaction."""
+        with self._tx() as c:
+            if int(c.execute("PRAGMA user_version").fetchone()[0]) >= DB_VERSION:
+                return  # another process migrated it while we waited for the lock
+            summaries = {row[1] for row in c.execute("PRAGMA table_info(summaries)")}
+            if summaries and "error" not in summaries:  # before the rule tables (migrate_state)
+                # a summary's day was the dawn it was written on; now it is the day summarised
+                # (two passes: the primary key must hold after each row's update)
+                c.execute("UPDATE summaries SET day = -(day - 1)")
+                c.execute("UPDATE summaries SET day = -day")
+            for table, added in ADDED_COLUMNS.items():
+                have = {row[1] for row in c.execute(f"PRAGMA table_info({table})")}
+                for name, decl in added.items():
+                    if have and name not in have:
+                        c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    c.execute(statement)
+            self._check_columns(c)
+            for game_id, text in c.execute("SELECT id, state FROM games").fetchall():
+                try:
+                    data = json.loads(text)
+                    new = migrate_state(data)
+                except (ValueError, AttributeError):
+                    continue  # loading that game names the problem; the others stay usable
+                if new is not data:
+                    c.execute("UPDATE games SET state=? WHERE id=?", (json.dumps(new), game_id))
+            c.execute(f"PRAGMA user_version = {DB_VERSION}")
+
+    def _check_columns(self, c: sqlite3.Connection) -> None:
+        """Every table has today's columns (an unknown older layout is refused, not guessed)."""
+        want = sqlite3.connect(":memory:")
+        want.executescript(SCHEMA)
+        for (table,) in want.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                     "AND name NOT LIKE 'sqlite_%'").fetchall():
+            need = [r[1] for r in want.execute(f"PRAGMA table_info({table})")]
+            have = {r[1] for r in c.execute(f"PRAGMA table_info({table})")}
+            missing = [n for n in need if n not in have]
+            if missing:
+                raise StoreError(f"werewolf database {self.path}: table {table} lacks columns "
+                                 f"{missing}, a layout this gtsteer (schema version {DB_VERSION}) "
+                                 "cannot migrate; use a new --db")
+        want.close()
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """sqlite and file-system failures as one `StoreError` line naming the file."""
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise  # a step stored twice is a bug to see, not a storage failure
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise store_error(self.path, exc) from None
 
     def close(self) -> None:
         self.conn.close()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        with self._guard():
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:  # SQLite may have rolled back itself (disk full)
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
 
     # ---- writes ----------------------------------------------------------------------------
 
@@ -167,29 +274,37 @@ class GameStore:
     # ---- reads -----------------------------------------------------------------------------
 
     def load(self, game_id: str) -> GameState:
-        row = self.conn.execute("SELECT state FROM games WHERE id=?", (game_id,)).fetchone()
+        with self._guard():
+            row = self.conn.execute("SELECT state FROM games WHERE id=?", (game_id,)).fetchone()
         if row is None:
             raise GameNotFound(game_id)
-        return GameState.model_validate_json(row[0])
+        return load_snapshot(row[0], f"{self.path}, game {game_id}")
 
     def games(self) -> list[tuple[str, str, str | None, int]]:
-        return list(self.conn.execute(
-            "SELECT id, status, winner, step FROM games ORDER BY created_at"))
+        with self._guard():
+            return list(self.conn.execute(
+                "SELECT id, status, winner, step FROM games ORDER BY created_at"))
 
     def calls(self, game_id: str) -> list[CallRecord]:
-        rows = self.conn.execute(
-            "SELECT bot, purpose, model, prompt, response, seed, cached, attempts, "
-            "prompt_tokens, completion_tokens, latency_s, error, step, sent, day FROM llm_calls "
-            "WHERE game_id=? ORDER BY id", (game_id,)).fetchall()
+        with self._guard():
+            rows = self._call_rows(game_id)
         return [CallRecord(bot=r[0], purpose=r[1], model=r[2], prompt=r[3], response=r[4],
                            seed=r[5], cached=bool(r[6]), attempts=r[7], prompt_tokens=r[8],
                            completion_tokens=r[9], latency_s=r[10], error=r[11],
                            sent=json.loads(r[13] or "[]"), day=r[14],
                            extra={"step": r[12]}) for r in rows]
 
+    def _call_rows(self, game_id: str) -> list[tuple]:
+        return self.conn.execute(
+            "SELECT bot, purpose, model, prompt, response, seed, cached, attempts, "
+            "prompt_tokens, completion_tokens, latency_s, error, step, sent, day FROM llm_calls "
+            "WHERE game_id=? ORDER BY id", (game_id,)).fetchall()
+
     def steps(self, game_id: str) -> list[Decision]:
-        rows = self.conn.execute(
-            "SELECT decision, info_state FROM steps WHERE game_id=? ORDER BY step", (game_id,))
+        with self._guard():
+            rows = self.conn.execute(
+                "SELECT decision, info_state FROM steps WHERE game_id=? ORDER BY step",
+                (game_id,)).fetchall()
         out = []
         for decision, info in rows:
             d = Decision.model_validate_json(decision)

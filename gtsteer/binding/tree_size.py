@@ -1,0 +1,80 @@
+"""How big a config's game tree can get, computed from the spec alone (before any LLM call).
+
+Each field of a config is bounded on its own, but the tree multiplies them: every message is
+a decision over A instructions followed by S sampled replies, for up to R x N messages (R
+replies per player, N players), so the last level alone has (A S)^(R N) nodes. `tree_size`
+counts the worst case exactly (no dialogue ended early by a termination check or a verdict):
+what `expand` would visit and ask when nothing ends before the reply limit. Runs print it and
+refuse a run past a call bound unless the user raises the bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gtsteer.binding.spec import DomainSpec
+
+
+@dataclass(frozen=True)
+class TreeSize:
+    """Worst-case counts for one game (one instance, all its deals)."""
+
+    decision_nodes: int
+    chance_nodes: int
+    terminal_nodes: int
+    message_calls: int
+    end_check_calls: int
+    reward_calls: int
+
+    @property
+    def nodes(self) -> int:
+        return self.decision_nodes + self.chance_nodes + self.terminal_nodes
+
+    @property
+    def llm_calls(self) -> int:
+        """Every request expansion may make: messages, end checks and one reward per terminal
+        (a domain whose utility needs no extraction makes fewer)."""
+        return self.message_calls + self.end_check_calls + self.reward_calls
+
+
+def tree_size(spec: DomainSpec) -> TreeSize:
+    """The worst-case size of one instance's game under `spec` (see the module docstring)."""
+    actions = len(spec.instructions())
+    samples = spec.num_llm_seeds
+    players = spec.num_players
+    limit = spec.num_max_replies * players
+    deals = spec.num_deals
+    decision = chance = messages = checks = 0
+    for reply in range(1, limit + 1):
+        before = (actions * samples) ** (reply - 1)  # histories that reach this message
+        decision += before
+        chance += before * actions
+        messages += before * actions * samples
+        if _end_check(spec, reply, limit):
+            checks += before * actions * samples
+    terminals = (actions * samples) ** limit
+    return TreeSize(
+        decision_nodes=deals * decision,
+        chance_nodes=deals * chance + (1 if deals > 1 else 0),  # the root deal node
+        terminal_nodes=deals * terminals,
+        message_calls=deals * messages,
+        end_check_calls=deals * checks,
+        reward_calls=deals * terminals,
+    )
+
+
+def _end_check(spec: DomainSpec, reply: int, limit: int) -> bool:
+    """Mirrors `DialogueGame.needs_end_check`: a judge after each round, the last included; a
+    termination prompt after every message but the last."""
+    if spec.judge is not None:
+        return reply % spec.num_players == 0
+    return spec.termination_prompt is not None and reply < limit
+
+
+def short(n: int) -> str:
+    """A count as people read it: 1,234 below a million, 1.2e+09 above (any size of int)."""
+    if n < 1_000_000:
+        return f"{n:,}"
+    exponent = math.floor(math.log10(n))
+    return f"{10 ** (math.log10(n) - exponent):.1f}e+{exponent:02d}"

@@ -1,0 +1,102 @@
+"""llama.cpp's own benchmark tools (`llama-bench`, `llama-batched-bench`), built once from the
+llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist, so a speed claim about the local
+backend has llama.cpp's own number beside it, from the same kernels.
+
+The sdist comes from PyPI (`pip download --no-binary`), is built with cmake and
+`GGML_NATIVE=OFF` (a native build dies with "Illegal instruction" on this machine, as the Python
+package does) and is cached under `GTSTEER_CACHE_DIR/llama-tools`. Run on its own:
+`python scripts/llama_tools.py` prints the two binaries' paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+VERSION = "0.3.36"
+TOOLS = ("llama-bench", "llama-batched-bench")
+
+
+def tools_dir() -> Path:
+    root = os.environ.get("GTSTEER_CACHE_DIR") or str(Path.home() / ".cache" / "gtsteer")
+    return Path(root) / "llama-tools" / VERSION
+
+
+def _source(work: Path) -> Path:
+    src = work / f"llama_cpp_python-{VERSION}"
+    if (src / "vendor" / "llama.cpp" / "CMakeLists.txt").exists():
+        return src
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
+         f"llama-cpp-python=={VERSION}", "-d", str(work)],
+        check=True,
+    )
+    archive = next(work.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+    return src
+
+
+def build() -> dict[str, Path]:
+    """Paths of the built tools (built on first use, about 5 minutes on 2 cores)."""
+    work = tools_dir()
+    bins = {name: work / "build" / "bin" / name for name in TOOLS}
+    if all(p.exists() for p in bins.values()):
+        return bins
+    llama = _source(work) / "vendor" / "llama.cpp"
+    build_dir = work / "build"
+    subprocess.run(
+        ["cmake", "-S", str(llama), "-B", str(build_dir), "-DGGML_NATIVE=OFF",
+         "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+         "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        ["cmake", "--build", str(build_dir), "--target", *TOOLS, "-j", str(os.cpu_count() or 1)],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    missing = [str(p) for p in bins.values() if not p.exists()]
+    if missing:
+        raise SystemExit(f"llama.cpp build produced no {', '.join(missing)}")
+    return bins
+
+
+def llama_bench_tg(bins: dict[str, Path], model: Path, threads: int, n_gen: int = 64) -> float:
+    """llama-bench's generation speed (tokens/s) for `model` at `threads`."""
+    out = subprocess.run(
+        [str(bins["llama-bench"]), "-m", str(model), "-t", str(threads), "-p", "0",
+         "-n", str(n_gen), "-r", "3", "-o", "json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    rows = json.loads(out)
+    return float(next(r["avg_ts"] for r in rows if r["n_gen"] == n_gen))
+
+
+def batched_bench(
+    bins: dict[str, Path], model: Path, threads: int, n_prompt: int, n_gen: int, seqs: list[int]
+) -> dict[int, float]:
+    """llama-batched-bench's aggregate generation speed (tokens/s) per parallel sequence count,
+    the prompt shared between sequences (`-pps`), as gtsteer's tree levels share theirs."""
+    ctx = max(seqs) * (n_prompt + n_gen) + 256
+    out = subprocess.run(
+        [str(bins["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb",
+         str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(n_prompt),
+         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "--output-format", "jsonl"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    speeds = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            speeds[int(row["pl"])] = float(row["speed_tg"])
+    return speeds
+
+
+if __name__ == "__main__":
+    for name, path in build().items():
+        print(name, path)
