@@ -54,6 +54,8 @@ MAX_BATCH = 64
 #: Tokens one `llama_decode` may carry (the batch context's n_batch): scoring many long options
 #: is split into several decodes beyond it.
 BATCH_TOKENS = 512
+#: Rows an interleaved (repacked-weight) kernel groups together; see `_independent_rows`.
+PROBE_ROWS = 4
 #: Coming out of idle, admission waits until no request arrived for BURST_QUIET_S (at most
 #: BURST_MAX_S): a tree level's requests reach the queue over a few milliseconds.
 BURST_QUIET_S = 0.002
@@ -196,8 +198,38 @@ class BatchDecoder:
         self._closed = False
         self.running = threading.Lock()  # held while the worker touches llama.cpp
         self.served: deque[str] = deque(maxlen=1024)  # recent keys in admission order (tests)
-        self.steps = 0  # decodes issued for generation (benchmarks read it)
+        self.steps = 0  # decode steps of the generating sequences (benchmarks read it)
+        self.rows_per_decode = self._independent_rows()
         self.peak_active = 0
+
+    def _independent_rows(self) -> int:
+        """How many sequences one decode may carry with each row's logits the bytes it gets
+        alone. llama.cpp's CPU kernels compute rows independently, except where weights are
+        repacked for an interleaved matrix-matrix kernel (Q4_K/Q4_0 on AVX2), which takes groups
+        of PROBE_ROWS rows together and rounds each row by its group. Probed here: PROBE_ROWS
+        different tokens decoded together and each alone; if any row differs, decodes carry
+        fewer rows than a group (still several sequences per weight pass)."""
+        import llama_cpp
+        import numpy as np
+
+        n = min(PROBE_ROWS, self.max_seqs)
+        tokens = [(self.bos + 7 + 101 * i) % self.n_vocab for i in range(n)]
+
+        def logits(row: int) -> bytes:
+            pointer = llama_cpp.llama_get_logits_ith(self.ctx.ctx, row)
+            return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).tobytes()
+
+        try:
+            self._decode([(t, 0, 1 + i, True) for i, t in enumerate(tokens)])
+            together = [logits(i) for i in range(n)]
+            llama_cpp.llama_memory_clear(self.memory, True)
+            alone = []
+            for i, t in enumerate(tokens):
+                self._decode([(t, 0, 1 + i, True)])
+                alone.append(logits(0))
+        finally:
+            llama_cpp.llama_memory_clear(self.memory, True)
+        return self.max_seqs if together == alone else PROBE_ROWS - 1
 
     # ---- submitting --------------------------------------------------------------------------
 
@@ -345,19 +377,25 @@ class BatchDecoder:
         self._active.remove(slot)
 
     def _step(self) -> None:
+        """One token for every active sequence, in decodes of at most `rows_per_decode`."""
+        self.steps += 1
+        active = list(self._active)
+        for start in range(0, len(active), self.rows_per_decode):
+            self._step_rows(active[start : start + self.rows_per_decode])
+
+    def _step_rows(self, slots: list[_Slot]) -> None:
         rows = []
-        for i, slot in enumerate(self._active):
+        for i, slot in enumerate(slots):
             slot.index = i
             rows.append((slot.next_token, slot.pos, slot.seq, True))
-        self.steps += 1
         try:
             self._decode(rows)
         except Exception as exc:  # noqa: BLE001 - every sequence of this decode fails
-            for slot in list(self._active):
+            for slot in slots:
                 self._finish(slot.pending, None, exc)
                 self._release(slot)
             return
-        for slot in list(self._active):
+        for slot in slots:
             try:
                 token = slot.sampler.sample(self.ctx, slot.index)
                 text = self._advance(slot, token)
@@ -440,7 +478,8 @@ class BatchDecoder:
         evaluated = requested = 0
         seqs = list(self._free)  # admission leaves at least one free
         while todo:
-            chunk, todo = todo[: len(seqs)], todo[len(seqs) :]
+            width = min(len(seqs), self.rows_per_decode)
+            chunk, todo = todo[:width], todo[width:]
             used = seqs[: len(chunk)]
             totals = [0.0] * len(chunk)
             try:

@@ -172,6 +172,7 @@ def engine_stats() -> list[dict[str, Any]]:
             "batch": e.batcher.max_seqs if e.batcher else 1,
             "batch_steps": e.batcher.steps if e.batcher else 0,
             "batch_peak": e.batcher.peak_active if e.batcher else 1,
+            "rows_per_decode": e.batcher.rows_per_decode if e.batcher else 1,
             "bound_bytes": e.active_prefix.max_bytes,
             "cached_bytes": e.active_prefix.bytes,
             "cached_states": len(e.active_prefix),
