@@ -241,7 +241,7 @@ def test_max_entropy_cce_is_the_least_committal_cce():
         ref = minimize(lambda x: float(np.sum(x * np.log(np.maximum(x, 1e-12)))),
                        np.full(size, 1.0 / size), method="trust-constr",
                        constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0},
-                                    {"type": "ineq", "fun": lambda x: -(a_ub @ x)}],
+                                    {"type": "ineq", "fun": lambda x, a=a_ub: -(a @ x)}],
                        bounds=[(0.0, 1.0)] * size)
         np.testing.assert_allclose(sol.joint.ravel(), ref.x, atol=2e-3)
     # battle of the sexes: less cooperative than the max-welfare CCE (welfare 3)
