@@ -494,3 +494,26 @@ def test_categorical_values_must_fit_the_keys_sentence():
         ("bold", "(the speaker takes a bold stance.)")]
     assert "kinds of stance" in p0.calls[0].prompt and "<VALUE>" in p0.calls[0].prompt
     assert "negotiation tactic" not in p0.calls[0].prompt
+
+
+def test_heldout_check_without_fresh_samples_never_passes_the_gate():
+    # every fresh-sample message fails: no evidence, so the gate does not adopt (and says why)
+    spec = load_spec(STRENGTH_CONFIG)
+    instance = generate_instances(spec, 1)[0]
+    solved = {stable_int("gtsteer-message", instance.seed, s) for s in range(spec.num_llm_seeds)}
+
+    class OnlySolvedSamples(CountingBackend):
+        async def complete(self, request, json_schema=None):
+            if request.seed not in solved:
+                raise LLMError("no fresh samples today")
+            return await super().complete(request, json_schema)
+
+    games = games_with("test_psro_strength", 1, OnlySolvedSamples())
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [[""]]})
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=1, heldout=True, heldout_gate=True))
+    oracle = result.iterations[0].oracles[0]
+    assert oracle.heldout is not None and oracle.heldout.error and not oracle.heldout.holds
+    assert oracle.added is None and "not scored" in oracle.reason
+    assert "fierce" not in result.final_populations[0]
+    assert result.iterations[0].metagame.failures == {}  # the solved games are untouched

@@ -90,6 +90,10 @@ def test_rd_meta_strategy_far_from_equilibrium_is_not_converged(tmp_path: Path) 
     assert second.added == [None, None] and second.gap > second.gap_limit
     assert not second.converged and not summary.converged
     assert second.solutions["cce"].gap_name == "cce_gap"
+    # the new column's profiles lie inside the old payoff hull: the exact NBS stays put (the
+    # review saw SLSQP move it to (0.176, 0.801) here; this venv's SLSQP did not)
+    assert second.solutions["nbs"].payoffs == first.solutions["nbs"].payoffs
+    assert first.solutions["nbs"].payoffs == pytest.approx([0.19792, 0.78977], abs=1e-5)
 
 
 def test_nbs_driven_run_keeps_the_same_nbs_while_nothing_is_added(tmp_path: Path) -> None:

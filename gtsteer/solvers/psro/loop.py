@@ -291,9 +291,10 @@ def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
     if result.added is not None and run.config.heldout:
         result.heldout = _heldout(run, player, sol.joint, result)
         if run.config.heldout_gate and not result.heldout.holds:
-            result.reason = (f"{result.added!r} did not beat its baseline on fresh samples "
-                             f"({result.heldout.candidate:+.4f} vs "
-                             f"{result.heldout.baseline:+.4f})")
+            check = result.heldout
+            result.reason = (f"{result.added!r} did not beat its baseline on fresh samples ("
+                             + (f"{check.candidate:+.4f} vs {check.baseline:+.4f})"
+                                if check.error is None else f"not scored: {check.error})"))
             result.added = result.added_category = None
     return result
 
@@ -301,7 +302,10 @@ def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
 def _heldout(run: _Run, player: int, joint: np.ndarray, result: OracleResult) -> HeldOutCheck:
     """The adopted instruction against the same baseline as in-sample, on fresh samples."""
     assert result.added is not None
-    fresh = run.scores(player, joint, [result.added], fresh=True)
+    try:
+        fresh = run.scores(player, joint, [result.added], fresh=True)
+    except RuntimeError as exc:  # every instance failed on fresh samples: no evidence either way
+        return HeldOutCheck(candidate=None, baseline=None, holds=False, error=str(exc))
     baseline = fresh.current_value if result.operator == "better" else fresh.best_current
     candidate = fresh.candidates[result.added]
     return HeldOutCheck(candidate=candidate, baseline=baseline,

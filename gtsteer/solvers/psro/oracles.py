@@ -76,11 +76,13 @@ class ScoredCandidate(BaseModel):
 class HeldOutCheck(BaseModel):
     """An adopted instruction and its baseline re-scored on fresh LLM samples."""
 
-    candidate: float
+    candidate: float | None
     #: The same comparator as in-sample: the best current score, or (better) the current value.
-    baseline: float
+    baseline: float | None
     holds: bool
     instances: list[int] = Field(default_factory=list)
+    #: Why there are no fresh-sample numbers (every instance failed to expand there).
+    error: str | None = None
 
 
 class OracleResult(BaseModel):
