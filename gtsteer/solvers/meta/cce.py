@@ -115,6 +115,12 @@ def _max_entropy(
     if len(support) == 1:
         return interior, ""
     a_s = a_ub[:, support]
+    if welfare is None:
+        x = np.zeros(size)
+        x[support] = _dual_max_entropy(a_s, 10 * tol)
+        if (a_ub @ x).max(initial=0.0) <= 1e3 * tol:
+            return x, ""
+        return interior, "max-entropy step did not reach a CCE; face centre kept"
 
     def neg_entropy(x: np.ndarray) -> float:
         x = np.maximum(x, _FLOOR)
@@ -144,3 +150,28 @@ def _max_entropy(
         # the interior point is itself a (max-welfare) CCE, only not the most spread out
         return interior, f"max-entropy step stopped ({result.message}); face centre kept"
     return x / x.sum(), ""
+
+
+def _dual_max_entropy(g: np.ndarray, slack: float) -> np.ndarray:
+    """argmax entropy(x) subject to g @ x <= slack, sum(x) = 1, through the dual: x is the
+    Gibbs distribution x_j ~ exp(-(g^T lam)_j), and lam >= 0 minimises the convex
+    log-partition log sum_j exp(-(g^T lam)_j) + slack sum(lam) (L-BFGS-B: one variable per
+    constraint instead of one per profile, which is what makes SLSQP crawl on a 10 x 10)."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    scale = max(1.0, float(np.abs(g).max()))
+    gs, hs = g / scale, slack / scale
+
+    def dual(lam: np.ndarray) -> tuple[float, np.ndarray]:
+        logits = -(gs.T @ lam)
+        log_z = logsumexp(logits)
+        x = np.exp(logits - log_z)
+        return float(log_z + hs * lam.sum()), hs - gs @ x
+
+    result = minimize(dual, np.zeros(len(g)), jac=True, method="L-BFGS-B",
+                      bounds=[(0.0, None)] * len(g),
+                      options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
+    logits = -(gs.T @ result.x)
+    x = np.exp(logits - logsumexp(logits))
+    return x / x.sum()
