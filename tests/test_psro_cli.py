@@ -53,7 +53,9 @@ def test_bad_options_are_named(tmp_path: Path) -> None:
                        (["--meta-solver", "lemke"], "meta_solver"),
                        (["--candidates", "0"], "candidates"),
                        (["--candidates", "65"], "candidates"),
-                       (["--iterations", "-1"], "iterations")):
+                       (["--iterations", "-1"], "iterations"),
+                       (["--gap-tolerance", "-1"], "gap_tolerance"),
+                       (["--heldout-gate"], "heldout_gate: needs heldout")):
         result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
                                      *args])
         assert result.exit_code == 2 and name in result.output, result.output
