@@ -13,7 +13,7 @@ from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 STRENGTH_CONFIG = Path(__file__).parent / "data" / "psro_strength.yaml"
 STRENGTH = {"any": 0.0, "calm": 0.0, "assertive": 1.0, "submissive": -1.0, "bold": 2.0,
-            "fierce": 3.0, "meek": -2.0, "timid": -1.5}
+            "fierce": 3.0, "meek": -2.0, "timid": -1.5, "firm": 1.0}
 
 
 @register_utility("test_psro_strength")

@@ -149,3 +149,28 @@ def test_cli_deals_flag_reports_the_mode(tmp_path: Path) -> None:
     assert (summary["mode"], summary["num_deals"]) == ("dealt", 4)
     bad = CliRunner().invoke(app, ["solve", str(GUESS_SECRET), "--llm", "fake", "--deals", "0"])
     assert bad.exit_code == 2 and "num_deals" in bad.output
+
+
+def test_pooled_policy_mixes_deals_by_their_posterior_at_each_state() -> None:
+    # Kuhn poker as a dealt game: the root deals player 0's card (J, Q, K). Deal J's policy
+    # always passes with J and, for player 1 holding Q after a pass, bets; deal K's passes with
+    # K 5% of the time and never bets. At player 1's "Q, pass" state, P(deal J | pass) =
+    # 1 / 1.05. Before: the deals were mixed by their prior (bet 0.5).
+    from gtsteer.solvers.cfr import PolicyTable
+
+    kuhn = pyspiel.load_game("kuhn_poker")
+    uniform: PolicyTable = {}
+    walk(kuhn.new_initial_state(), lambda s: uniform.setdefault(
+        s.information_state_string(), [(a, 1 / len(s.legal_actions())) for a in s.legal_actions()]
+    ) if not (s.is_terminal() or s.is_chance_node()) else None)
+    jack, queen, king = dict(uniform), dict(uniform), dict(uniform)
+    p1_queen_after_pass = "1p"  # player 1's card (Q = 1), then player 0's pass
+    assert p1_queen_after_pass in uniform
+    jack["0"] = [(0, 1.0), (1, 0.0)]  # pass with J
+    jack[p1_queen_after_pass] = [(0, 0.0), (1, 1.0)]  # bet
+    king["2"] = [(0, 0.05), (1, 0.95)]
+    king[p1_queen_after_pass] = [(0, 1.0), (1, 0.0)]
+    pooled = dict(pool_deal_policies(kuhn, [jack, queen, king]))
+    bet = dict(pooled[p1_queen_after_pass])[1]
+    assert bet == pytest.approx(1 / 1.05)
+    assert dict(pooled["0"])[0] == pytest.approx(1.0)  # only deal J reaches it

@@ -44,3 +44,25 @@ def test_bad_growth_is_refused_by_value(key: str, value: str, message: str) -> N
 def test_grown_entries_must_be_actions() -> None:
     with pytest.raises(ValueError, match="grown instruction"):
         fruit_spec(grown=[("tone", "sarcastic")])
+
+
+def test_grown_verdict_game_keeps_every_node_table() -> None:
+    # Before: grow_game copied messages, terminations and rewards only; a grown verdict game
+    # lost `verdicts` (a terminal it already knew was then rewarded as if the judge had said
+    # nothing) and `echoes`, and a fresh-sample game lost its sample offset.
+    from domain_support import spec_of
+
+    from gtsteer.binding import expand_sync, generate_instances, grow_game, make_game
+    from gtsteer.llm import LLM
+
+    spec = spec_of("court", num_llm_seeds=1, num_max_replies=1)
+    game = make_game(spec, generate_instances(spec, 1)[0], LLM("fake"), sample_offset=1)
+    assert not expand_sync(game).failed
+    assert game.verdicts and game.rewards
+    key = spec.action_keys[0]
+    grown = grow_game(game, key, "sarcastic")
+    assert grown.verdicts == game.verdicts
+    assert grown.echoes == game.echoes and grown.messages == game.messages
+    assert grown.sample_offset == 1
+    judged = next(iter(game.verdicts))
+    assert grown.reward_context(judged, []).verdict == game.verdicts[judged]

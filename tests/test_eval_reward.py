@@ -55,7 +55,7 @@ def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
     assert report.paths == [CONFIGURED, FREE]
     for outcome in (*OUTCOMES, "all"):
         err = report.error(CONFIGURED, outcome)
-        assert err.norm.mean == 0.0 and err.sgn.accuracy == 0.0 and err.failures == 0
+        assert err.norm.mean == 0.0 and err.sign_flips.rate == 0.0 and err.failures == 0
         assert err.cases == (15 if outcome == "all" else 5)
     spec = load_spec(FRUIT)
     bounds = {c.instance.index: payoff_bounds(spec, c.instance) for c in cases}
@@ -64,8 +64,8 @@ def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
     valid = [(t, spans[c.instance.index]) for c in cases if c.outcome == "valid" for t in c.truth]
     free = report.error(FREE, "valid")
     assert free.norm.mean == pytest.approx(sum(abs(t) / s for t, s in valid) / len(valid))
-    assert free.sgn.accuracy == pytest.approx(sum(t != 0 for t, _ in valid) / len(valid))
-    assert free.sgn.n == 10
+    assert free.sign_flips.rate == pytest.approx(sum(t != 0 for t, _ in valid) / len(valid))
+    assert free.sign_flips.n == 10
     for outcome in ("rejected", "incomplete"):
         assert report.error(FREE, outcome).norm.mean == 0.0
     everything = report.error(FREE, "all")
@@ -86,7 +86,7 @@ def test_unparseable_rewards_count_as_failures() -> None:
     report = measure_reward(FRUIT, model, cases=2, progress=False)
     for path in (CONFIGURED, FREE):
         err = report.error(path, "all")
-        assert err.failures == 6 and err.norm.n == 0 and err.sgn is None
+        assert err.failures == 6 and err.norm.n == 0 and err.sign_flips is None
     assert "StructuredOutputError" in report.cases[0].failures[CONFIGURED]
 
 
@@ -103,6 +103,12 @@ def test_cli_on_fake_model_writes_report(tmp_path: Path) -> None:
     }
     for err in data["errors"]:
         assert 0.0 <= err["norm"]["mean"] <= 1.0
+    # Sgn is a flip rate and says so (before: `sgn.accuracy`, 0 for a perfect reader)
+    assert data["schema_version"] == 2
+    for err in data["errors"]:
+        assert "sgn" not in err and set(err["sign_flips"]) == {
+            "flipped", "n", "rate", "ci_low", "ci_high"}
+        assert err["sign_flips"]["rate"] == err["sign_flips"]["flipped"] / err["sign_flips"]["n"]
 
 
 def test_config_without_exact_utility_is_refused(tmp_path: Path) -> None:

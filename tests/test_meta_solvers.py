@@ -7,11 +7,14 @@ import pytest
 
 from gtsteer.solvers.meta import (
     MetaGameError,
+    cce_constraints,
     deviation_payoffs,
+    max_entropy_cce,
     max_welfare_cce,
     nash_bargaining,
     regrets,
     replicator_dynamics,
+    two_player_nash,
 )
 
 
@@ -114,3 +117,146 @@ def test_bad_stacks_are_refused_with_the_shape():
         replicator_dynamics(np.full((2, 2, 2), np.nan))
     with pytest.raises(MetaGameError, match="disagreement"):
         nash_bargaining(BOS, disagreement=[0.0])
+
+
+# ---- exact references (issue 22) -----------------------------------------------------------
+
+
+def _nbs_reference(points: np.ndarray, d: np.ndarray) -> float:
+    """Exact 2-player NBS product by brute force: every segment between two profiles' payoff
+    pairs (the hull's edges are among them), the product's maximum on it in closed form."""
+    best = -np.inf
+    for i in range(len(points)):
+        for j in range(i, len(points)):
+            g, step = points[i] - d, points[j] - points[i]
+            ts = [0.0, 1.0]
+            if step[0] * step[1] < 0:  # concave: the vertex of the parabola
+                ts.append(min(1.0, max(0.0, -(g[0] * step[1] + g[1] * step[0])
+                                       / (2 * step[0] * step[1]))))
+            for t in ts:
+                gain = g + t * step
+                if gain.min() > 1e-9:
+                    best = max(best, float(gain[0] * gain[1]))
+    return best
+
+
+def test_two_player_bargaining_is_exact_on_200_random_games():
+    # Before: SLSQP's precision stop ("positive directional derivative") made the solver
+    # return its max-min start in 9 of these 200 games, up to 0.44 short in log-product.
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(200):
+        rows, cols = rng.integers(2, 7, size=2)
+        stack = rng.normal(size=(2, rows, cols))
+        d = stack[:, -1, -1]
+        reference = _nbs_reference(stack.reshape(2, -1).T, d)
+        sol = nash_bargaining(stack, d)
+        gains = sol.payoffs(stack) - d
+        if not np.isfinite(reference):
+            assert "disagreement" in sol.note
+            continue
+        checked += 1
+        assert gains.min() > 0
+        assert np.log(gains).sum() == pytest.approx(np.log(reference), abs=1e-9)
+        # optimality certificate: the hull lies below the tangent line of the product at p*
+        tangent = (stack.reshape(2, -1).T - d) @ (1.0 / gains)
+        assert tangent.max() <= 2.0 + 1e-9
+    assert checked > 100
+
+
+def test_three_player_bargaining_keeps_slsqps_optimal_iterate():
+    # Before: 20 of these 100 games returned the max-min start although SLSQP had reached the
+    # optimum and only reported a precision stop. KKT: no profile's log-gain gradient beats the
+    # solution's (concave objective on the simplex).
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        shape = tuple(rng.integers(2, 4, size=3))
+        stack = rng.normal(size=(3, *shape))
+        d = stack[(slice(None), *(s - 1 for s in shape))]
+        sol = nash_bargaining(stack, d)
+        if "disagreement" in sol.note:
+            continue
+        u, x = stack.reshape(3, -1), sol.joint.ravel()
+        gradient = (u / (u @ x - d)[:, None]).sum(axis=0)
+        assert gradient.max() - gradient @ x <= 1e-3 * abs(gradient @ x), sol.note
+
+
+def test_exact_nash_has_zero_nash_conv_where_replicator_dynamics_does_not():
+    # General-sum 2x2 with a unique, mixed equilibrium (x = 1/3, y = 3/4) around which the
+    # replicator dynamics cycles.
+    game = two_player([[3, 0], [0, 1]], [[0, 2], [1, 0]])
+    sol = two_player_nash(game)
+    np.testing.assert_allclose(sol.marginals[0], [1 / 3, 2 / 3], atol=1e-9)
+    np.testing.assert_allclose(sol.marginals[1], [1 / 4, 3 / 4], atol=1e-9)
+    assert sol.product and sol.gap_name == "nash_conv"
+    assert regrets(game, sol.joint).sum() < 1e-9
+
+
+def test_exact_nash_picks_the_maximum_welfare_equilibrium_of_a_coordination_game():
+    sol = two_player_nash(BOS)  # equilibria: (O, O) welfare 3, (F, F) 3, mixed 4/3
+    assert sol.welfare(BOS) == pytest.approx(3.0, abs=1e-9)
+    sol = two_player_nash(two_player([[2, 0], [0, 1]], [[2, 0], [0, 1]]))
+    assert sol.joint[0, 0] == pytest.approx(1.0)
+
+
+def test_exact_nash_on_random_and_degenerate_games():
+    rng = np.random.default_rng(1)
+    for k in range(60):
+        rows, cols = rng.integers(2, 7, size=2)
+        if k % 3 == 0:  # integer payoffs: ties, degenerate games
+            stack = rng.integers(-2, 3, size=(2, rows, cols)).astype(float)
+        elif k % 3 == 1:  # constant-sum: the minimax LP
+            a = rng.normal(size=(rows, cols))
+            stack = np.array([a, 1.0 - a])
+        else:
+            stack = rng.normal(size=(2, rows, cols))
+        sol = two_player_nash(stack)
+        assert regrets(stack, sol.joint).sum() <= 1e-7 * np.ptp(stack), k
+    with pytest.raises(MetaGameError, match="2-player"):
+        two_player_nash(np.zeros((3, 2, 2, 2)))
+
+
+def test_exact_nash_welfare_matches_support_enumeration():
+    import nashpy
+
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        a, b = rng.normal(size=(2, 3, 3))
+        found = [(x, y) for x, y in nashpy.Game(a, b).support_enumeration()]
+        best = max(float(x @ (a + b) @ y) for x, y in found)
+        assert two_player_nash(np.array([a, b])).welfare(np.array([a, b])) == pytest.approx(
+            best, abs=1e-7)
+
+
+def _entropy(x: np.ndarray) -> float:
+    x = np.asarray(x).ravel()
+    return float(-np.sum(x[x > 0] * np.log(x[x > 0])))
+
+
+def test_max_entropy_cce_is_the_least_committal_cce():
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    compared = 0
+    for game in (BOS, CHICKEN, RPS, PD, rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 4, 4))):
+        sol = max_entropy_cce(game)
+        assert sol.concept == "mecce" and sol.gap_name == "cce_gap"
+        assert regrets(game, sol.joint).max() < 1e-6
+        # independent optimisers of entropy under the CCE constraints, from the uniform joint:
+        # none finds a CCE of higher entropy
+        a_ub = cce_constraints(game)
+        size = a_ub.shape[1]
+        ref = minimize(lambda x: float(np.sum(x * np.log(np.maximum(x, 1e-12)))),
+                       np.full(size, 1.0 / size), method="SLSQP",
+                       constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1.0},
+                                    {"type": "ineq", "fun": lambda x, a=a_ub: -(a @ x)}],
+                       bounds=[(0.0, 1.0)] * size)
+        if regrets(game, ref.x.reshape(game.shape[1:])).max() < 1e-6:
+            compared += 1
+            assert _entropy(sol.joint) >= _entropy(ref.x) - 1e-6
+    assert compared >= 4
+    np.testing.assert_allclose(max_entropy_cce(RPS).joint, np.full((3, 3), 1 / 9), atol=1e-6)
+    bos = max_entropy_cce(BOS).joint  # symmetric under swapping players and strategies
+    assert bos[0, 0] == pytest.approx(bos[1, 1], abs=1e-6)
+    # battle of the sexes: less cooperative than the max-welfare CCE (welfare 3)
+    assert max_entropy_cce(BOS).welfare(BOS) < max_welfare_cce(BOS).welfare(BOS) - 0.5

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from psro_helpers import STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
+from psro_helpers import STRENGTH, STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
 
-from gtsteer.binding import ConfigError, generate_instances, grow_game, load_spec, make_game
-from gtsteer.llm import LLM
+from gtsteer.binding import (
+    ConfigError,
+    generate_instances,
+    grow_game,
+    load_spec,
+    make_game,
+    register_utility,
+    stable_int,
+)
+from gtsteer.llm import LLM, LLMError
 from gtsteer.solvers.psro import (
     PSROConfig,
     action_ids,
@@ -343,3 +351,169 @@ def test_oracle_players_grow_only_the_named_players():
     assert result.final_populations[0][-1] == "fierce"
     with pytest.raises(ValueError, match=r"oracle_players: \[2\]"):
         run_psro(games, llm_for(proposer), PSROConfig(oracle_players=[2]))
+
+
+# ---- issue 22: adoption decisions, labels, held-out check, categories ------------------------
+
+
+@register_utility("test_psro_cooperative_strength")
+async def _cooperative_strength(ctx) -> list[float]:
+    own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
+    return [own[0] + 0.5 * own[1], own[1] + 0.5 * own[0]]
+
+
+@register_utility("test_psro_instance_strength")
+async def _instance_strength(ctx) -> list[float]:
+    own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
+    bonus = 6.0 if "Ben" in ctx.instance.names else 0.0
+    return [own[0] - 0.5 * own[1] + bonus, own[1] - 0.5 * own[0] + bonus]
+
+
+def games_with(utility: str, n: int, backend=None) -> list:
+    spec = load_spec(STRENGTH_CONFIG)
+    spec = spec.model_copy(update={"payoff": spec.payoff.model_copy(update={"utility": utility})})
+    llm = llm_for(backend or CountingBackend())
+    return [make_game(spec, inst, llm) for inst in generate_instances(spec, n)]
+
+
+def test_a_payoff_identical_copy_of_the_best_instruction_is_never_added():
+    # `firm` pays exactly what `assertive` pays. RD leaves ~1e-6 on the other instructions,
+    # below the support tolerance, so candidates are scored without them (they pay the
+    # opponent less here). Before: the exact baseline was compared with the truncated score and
+    # the clone won by 2e-6 (1000x the add threshold).
+    proposer = ScriptedProposer({"proposer": [["firm"]], "responder": [[""]]})
+    result = run_psro(games_with("test_psro_cooperative_strength", 1), llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=1))
+    oracle = result.iterations[0].oracles[0]
+    assert 0.0 < oracle.ignored_mass < 1e-4
+    assert oracle.candidates[0].score == oracle.best_current == pytest.approx(1.5)
+    assert oracle.added is None and result.iterations[0].added == [None, None]
+
+
+class FailingOn(CountingBackend):
+    """Message calls fail (after no retries) when the prompt holds every one of `words`."""
+
+    def __init__(self, *words: str) -> None:
+        super().__init__()
+        self.words = words
+
+    async def complete(self, request, json_schema=None):
+        if all(w in request.as_text() for w in self.words):
+            raise LLMError("scripted failure")
+        return await super().complete(request, json_schema)
+
+
+def test_an_instance_lost_while_scoring_a_candidate_leaves_its_baseline_too():
+    # Instance 2 (Ben and Cy; +6 for everyone there) fails to expand "fierce". Before: fierce
+    # was scored on instances 0-1 (2.5) against a baseline that still averaged in instance 2
+    # (0.5 + 2 = 2.5), so the true best response was not added.
+    games = games_with("test_psro_instance_strength", 3, FailingOn("fierce", "Ben"))
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [[""]]})
+    result = run_psro(games, llm_for(proposer), PSROConfig(iterations=1, candidates=1))
+    oracle = result.iterations[0].oracles[0]
+    assert oracle.candidates[0].score == pytest.approx(2.5, abs=1e-4)
+    assert oracle.best_current == pytest.approx(0.5, abs=1e-4)
+    assert oracle.added == "fierce"
+    assert result.iterations[1].metagame.instances == [0, 1]
+
+
+def test_added_names_the_action_the_population_received():
+    # The responder's "FIERCE" is the action "fierce" the proposer's oracle just added to the
+    # game. Before: `added` said "FIERCE" while the population got "fierce".
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [["FIERCE"]]})
+    result = run_psro(strength_games(1)[0], llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=1))
+    first = result.iterations[0]
+    assert first.added == ["fierce", "fierce"]
+    assert first.oracles[1].proposed == "FIERCE" and first.oracles[0].proposed is None
+    assert result.final_populations[1][-1] == "fierce"
+
+
+@register_utility("test_psro_lucky")
+async def _lucky(ctx) -> list[float]:
+    """`charm` is worth nothing, except +4 for a speaker whose sampled message was lucky."""
+    own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
+    luck = [4.0 if ctx.instructions(p)[0] == "charm"
+            and any(t.speaker == p and "lucky" in t.text for t in ctx.transcript) else 0.0
+            for p in range(2)]
+    return [own[0] - 0.5 * own[1] + luck[0], own[1] - 0.5 * own[0] + luck[1]]
+
+
+class LuckyOnSolvedSamples(CountingBackend):
+    """Every message of the solved samples (sample index 0..S-1) is lucky; fresh ones are not."""
+
+    def __init__(self, lucky_seeds: set[int]) -> None:
+        super().__init__()
+        self.lucky_seeds = lucky_seeds
+
+    async def complete(self, request, json_schema=None):
+        out = await super().complete(request, json_schema)
+        if request.seed in self.lucky_seeds:
+            out = out.model_copy(update={"text": "I feel lucky. " + out.text})
+        return out
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_heldout_check_rescores_the_adopted_instruction_on_fresh_samples(gate):
+    spec = load_spec(STRENGTH_CONFIG)
+    instance = generate_instances(spec, 1)[0]
+    seeds = {stable_int("gtsteer-message", instance.seed, s) for s in range(spec.num_llm_seeds)}
+    games = games_with("test_psro_lucky", 1, LuckyOnSolvedSamples(seeds))
+    proposer = ScriptedProposer({"proposer": [["charm"]], "responder": [[""]]})
+    config = PSROConfig(iterations=1, candidates=1, heldout=True, heldout_gate=gate)
+    result = run_psro(games, llm_for(proposer), config)
+    oracle = result.iterations[0].oracles[0]
+    # in-sample: 0 + 4 - 0.5 (the responder plays assertive) beats assertive's 0.5 ...
+    assert oracle.candidates[0].score == pytest.approx(3.5, abs=1e-3)
+    # ... on fresh samples charm is worth 0 - 0.5
+    assert oracle.heldout is not None and not oracle.heldout.holds
+    assert oracle.heldout.candidate == pytest.approx(-0.5, abs=1e-3)
+    assert oracle.heldout.baseline == pytest.approx(0.5, abs=1e-3)
+    assert (oracle.added is None) is gate
+    assert ("charm" in result.final_populations[0]) is not gate
+    if gate:
+        assert "fresh samples" in oracle.reason
+    with pytest.raises(ValueError, match="heldout"):
+        PSROConfig(heldout_gate=True)
+
+
+def test_categorical_values_must_fit_the_keys_sentence():
+    # Before: the category prompt invited "a negotiation tactic" and its sentence-long values
+    # were rendered through the stance template ("(Ada takes a offer a small concession first
+    # stance.)").
+    games, _ = strength_games(1)
+    proposer = ScriptedProposer({
+        "proposer": [["forceful stances"], ["bold", "offer a small concession first"]],
+        "responder": [[""]],
+    })
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=2, operator="categorical"))
+    p0 = result.iterations[0].oracles[0]
+    assert p0.calls[1].dropped == {"does_not_fit": 1} and p0.calls[1].valid == ["bold"]
+    assert [(c.instruction, c.rendered) for c in p0.candidates] == [
+        ("bold", "(the speaker takes a bold stance.)")]
+    assert "kinds of stance" in p0.calls[0].prompt and "<VALUE>" in p0.calls[0].prompt
+    assert "negotiation tactic" not in p0.calls[0].prompt
+
+
+def test_heldout_check_without_fresh_samples_never_passes_the_gate():
+    # every fresh-sample message fails: no evidence, so the gate does not adopt (and says why)
+    spec = load_spec(STRENGTH_CONFIG)
+    instance = generate_instances(spec, 1)[0]
+    solved = {stable_int("gtsteer-message", instance.seed, s) for s in range(spec.num_llm_seeds)}
+
+    class OnlySolvedSamples(CountingBackend):
+        async def complete(self, request, json_schema=None):
+            if request.seed not in solved:
+                raise LLMError("no fresh samples today")
+            return await super().complete(request, json_schema)
+
+    games = games_with("test_psro_strength", 1, OnlySolvedSamples())
+    proposer = ScriptedProposer({"proposer": [["fierce"]], "responder": [[""]]})
+    result = run_psro(games, llm_for(proposer),
+                      PSROConfig(iterations=1, candidates=1, heldout=True, heldout_gate=True))
+    oracle = result.iterations[0].oracles[0]
+    assert oracle.heldout is not None and oracle.heldout.error and not oracle.heldout.holds
+    assert oracle.added is None and "not scored" in oracle.reason
+    assert "fierce" not in result.final_populations[0]
+    assert result.iterations[0].metagame.failures == {}  # the solved games are untouched

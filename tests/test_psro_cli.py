@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gtsteer.cli import app
@@ -27,7 +28,7 @@ def test_psro_writes_summary_and_plot_and_a_rerun_is_free(tmp_path: Path) -> Non
     assert (tmp_path / "a" / "payoffs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads((tmp_path / "a" / "summary.json").read_text())
     it0 = data["iterations"][0]
-    assert set(it0["solutions"]) == {"rd", "cce", "nbs"}
+    assert set(it0["solutions"]) == {"rd", "nash", "cce", "mecce", "nbs"}
     assert len(it0["oracles"]) == 2 and it0["oracles"][0]["calls"][0]["prompt"]
     assert len(it0["metagame"]["mean"]) == 2  # one tensor per player
     assert [len(p) for p in it0["populations"]] == [4, 4]
@@ -49,10 +50,12 @@ def test_a_restarted_run_reuses_every_finished_call(tmp_path: Path) -> None:
 def test_bad_options_are_named(tmp_path: Path) -> None:
     # PSROConfig's own validation, in one line naming the flag (and keeping its upper bounds).
     for args, name in ((["--operator", "random"], "--operator:"),
-                       (["--meta-solver", "nash"], "--meta-solver:"),
+                       (["--meta-solver", "lemke"], "--meta-solver:"),
                        (["--candidates", "0"], "--candidates:"),
                        (["--candidates", "65"], "--candidates:"),
-                       (["--iterations", "-1"], "--iterations:")):
+                       (["--iterations", "-1"], "--iterations:"),
+                       (["--gap-tolerance", "-1"], "--gap-tolerance:"),
+                       (["--heldout-gate"], "heldout_gate: needs heldout")):
         result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
                                      *args])
         assert result.exit_code == 2 and name in result.output, result.output
@@ -65,3 +68,45 @@ def test_dealt_games_hide_private_info_from_the_meta_game(tmp_path: Path) -> Non
     bad = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--deals", "0", "--out",
                               str(tmp_path / "x")])
     assert bad.exit_code == 2 and "num_deals" in bad.output, bad.output
+
+
+def _fruit(out: Path, *extra: str) -> PSROSummary:
+    """The review's fake fruit run (issue 22): 2 games, 2 iterations, 3 candidates."""
+    result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--iterations", "2",
+                                 "--candidates", "3", "--games", "2", "--out", str(out),
+                                 "--quiet", *extra])
+    assert result.exit_code == 0, result.output
+    return PSROSummary.model_validate_json((out / "summary.json").read_text())
+
+
+def test_rd_meta_strategy_far_from_equilibrium_is_not_converged(tmp_path: Path) -> None:
+    # Iteration 1's 4x5 general-sum meta-game: RD's time average has NashConv 0.184 (5.4% of
+    # the span 3.375) and no candidate improves on it. Before: "converged: true".
+    summary = _fruit(tmp_path / "rd")
+    first, second = summary.iterations[0], summary.iterations[1]
+    assert first.added == [None, "perhaps"]
+    rd, nash = second.solutions["rd"], second.solutions["nash"]
+    assert rd.gap_name == "nash_conv" and rd.gap == pytest.approx(0.1836, abs=1e-4)
+    assert nash.gap < 1e-9  # the exact solver's equilibrium: payoffs (0.216, 0.372), as support enumeration
+    assert nash.payoffs == pytest.approx([0.2159, 0.3723], abs=1e-4)
+    assert second.added == [None, None] and second.gap > second.gap_limit
+    assert not second.converged and not summary.converged
+    assert second.solutions["cce"].gap_name == "cce_gap"
+    # the new column's profiles lie inside the old payoff hull: the exact NBS stays put (the
+    # review saw SLSQP move it to (0.176, 0.801) here; this venv's SLSQP did not)
+    assert second.solutions["nbs"].payoffs == first.solutions["nbs"].payoffs
+    assert first.solutions["nbs"].payoffs == pytest.approx([0.19792, 0.78977], abs=1e-5)
+
+
+def test_nbs_driven_run_keeps_the_same_nbs_while_nothing_is_added(tmp_path: Path) -> None:
+    # The NBS is not an equilibrium (CCE gap 0.625 here), so an iteration that adds nothing
+    # has not converged and the run goes on; with the same populations the NBS is the same.
+    # Before: the run stopped after iteration 0 reporting "converged: true".
+    summary = _fruit(tmp_path / "nbs", "--meta-solver", "nbs")
+    assert len(summary.iterations) == 3 and not summary.converged
+    first, second = summary.iterations[0], summary.iterations[1]
+    assert first.added == [None, None] and first.populations == second.populations
+    assert first.solutions["nbs"].payoffs == second.solutions["nbs"].payoffs
+    # the exact NBS of this meta-game (hull edge (calm, assertive)-(any, submissive) mixed)
+    assert first.solutions["nbs"].payoffs == pytest.approx([0.19792, 0.78977], abs=1e-5)
+    assert first.gap == pytest.approx(0.625) and not first.converged

@@ -108,15 +108,15 @@ def print_reward(report: RewardReport) -> None:
     """Norm and Sgn per reward path and outcome type."""
     low, high = report.payoff_bounds
     table = Table(
-        "path", "outcome", "cases", "Norm (95% CI)", "Sgn (95% CI)", "failed",
+        "path", "outcome", "cases", "Norm (95% CI)", "Sgn: sign flips (95% CI)", "failed",
         title=f"reward error: {report.domain} · {report.model} · payoffs {low:g}..{high:g}",
     )
     for err in report.errors:
         norm = err.norm
         ci = "" if norm.ci_low is None else f" [{norm.ci_low:.3f}, {norm.ci_high:.3f}]"
-        sgn = "—" if err.sgn is None else (
-            f"{err.sgn.accuracy:.3f} [{err.sgn.ci_low:.3f}, {err.sgn.ci_high:.3f}]"
-        )
+        flips = err.sign_flips
+        sgn = "—" if flips is None else (
+            f"{flips.rate:.3f} [{flips.ci_low:.3f}, {flips.ci_high:.3f}]")
         bold = err.outcome == "all"
         table.add_row(
             err.path, f"[bold]{err.outcome}[/]" if bold else err.outcome, str(err.cases),

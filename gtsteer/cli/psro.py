@@ -17,20 +17,22 @@ from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
 PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
               "operator": "--operator", "meta_solver": "--meta-solver", "seed": "--seed",
-              "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player"}
+              "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player",
+              "gap_tolerance": "--gap-tolerance", "heldout": "--heldout",
+              "heldout_gate": "--heldout-gate"}
 
 
 def print_summary(summary: PSROSummary) -> None:
     """One row per iteration: what was added, each concept's welfare and PSRO gap, new calls
     (per-player payoffs and the meta-strategies are in summary.json)."""
     settings = summary.settings
-    table = Table("it", "added (per player)", *(f"{c.upper()} welfare (gap)" for c in META_SOLVERS),
+    concepts = [c for c in META_SOLVERS if c in summary.iterations[0].solutions]
+    table = Table("it", "added (per player)", *(f"{c.upper()} welfare (gap)" for c in concepts),
                   "new calls", title=f"{summary.domain}: PSRO, {settings.operator} oracle, "
                                      f"{settings.meta_solver} meta-strategy")
     for it in summary.iterations:
         added = ", ".join(a or "—" for a in it.added) if it.added else ""
-        cells = [f"{it.solutions[c].welfare:+.3f} ({it.solutions[c].gap:.3f})"
-                 for c in META_SOLVERS]
+        cells = [f"{it.solutions[c].welfare:+.3f} ({it.solutions[c].gap:.3f})" for c in concepts]
         table.add_row(str(it.iteration), added, *cells, str(it.llm.new_calls))
     console.print(table)
     final = summary.iterations[-1].solutions[settings.meta_solver]
@@ -40,6 +42,10 @@ def print_summary(summary: PSROSummary) -> None:
         console.print(f"player {p} ({settings.meta_solver}, payoff {final.payoffs[p]:+.3f}): "
                       f"{shown}")
     calls = summary.llm_calls
+    last = summary.iterations[-1]
+    gap_name = "NashConv" if final.gap_name == "nash_conv" else "CCE gap"
+    console.print(f"{settings.meta_solver} meta-strategy's {gap_name} in the restricted game: "
+                  f"{last.gap:.4g} (converged needs <= {last.gap_limit:.4g})")
     console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
                   f"{calls.new_calls} new calls · converged: {summary.converged}")
 
@@ -62,8 +68,23 @@ def psro(
         str, typer.Option("--operator", help="shotgun | better | trajectory | categorical")
     ] = "shotgun",
     meta_solver: Annotated[
-        str, typer.Option("--meta-solver", help="rd | cce | nbs (drives the oracles)")
+        str, typer.Option("--meta-solver",
+                          help="rd | nash | cce | mecce | nbs (drives the oracles; nash: exact, "
+                               "2 players; cce: max welfare; mecce: max entropy)")
     ] = "rd",
+    gap_tolerance: Annotated[
+        float, typer.Option("--gap-tolerance",
+                            help="Converged needs the driver's restricted-game gap <= this x "
+                                 "the meta-game's payoff span.")
+    ] = 1e-3,
+    heldout: Annotated[
+        bool, typer.Option("--heldout", help="Re-score each adopted instruction on fresh LLM "
+                                             "samples.")
+    ] = False,
+    heldout_gate: Annotated[
+        bool, typer.Option("--heldout-gate", help="With --heldout: adopt only instructions that "
+                                                  "also win on fresh samples.")
+    ] = False,
     support_tolerance: Annotated[
         float, typer.Option("--support-tolerance",
                             help="Score candidates only against opponent instructions played "
@@ -92,7 +113,8 @@ def psro(
         settings = parse_options(
             PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
             operator=operator, meta_solver=meta_solver, seed=seed,
-            support_tolerance=support_tolerance, oracle_players=oracle_player)
+            support_tolerance=support_tolerance, oracle_players=oracle_player,
+            gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, disable=quiet, transient=True) as bar:
             task = bar.add_task("starting", total=None)

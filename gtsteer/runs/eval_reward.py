@@ -10,7 +10,9 @@ rejected, incomplete) whose true payoffs it knows; each is scored by
 
 Per path and outcome type: Norm = mean |predicted - true| / (payoff max - payoff min) over
 (case, player) pairs, the range being the instance's own (`binding.reward.payoff_bounds`: fruit
-derives it from the baskets and values, so the config's worst-case range does not shrink it), and Sgn = how often sign(predicted) != sign(true) (the paper's Table 8).
+derives it from the baskets and values, so the config's worst-case range does not shrink it), and
+Sgn = how often sign(predicted) != sign(true) (the paper's Table 8), reported as `sign_flips`
+(a flip rate: 0 is a perfect reader).
 A case whose structured answer never validated counts as a failure, not as an error size.
 """
 
@@ -29,9 +31,10 @@ from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
 from gtsteer.runs.output import check_out_dir, run_dir, write_json
-from gtsteer.solvers.metrics import Accuracy, MeanCI, mean_ci, wilson
+from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
-SCHEMA_VERSION = 1
+#: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
+SCHEMA_VERSION = 2
 CONFIGURED, FREE = "configured", "free"
 MAX_CASES = 1000
 
@@ -61,6 +64,23 @@ class ScoredCase(BaseModel):
     failures: dict[str, str]  # path -> why it failed
 
 
+class SignFlips(BaseModel):
+    """(case, player) pairs whose predicted payoff has another sign than the truth (0 is its
+    own sign): `flipped` of `n`, the `rate` with its 95% Wilson interval. Lower is better."""
+
+    flipped: int
+    n: int
+    rate: float
+    ci_low: float
+    ci_high: float
+
+    @classmethod
+    def of(cls, flipped: int, n: int) -> SignFlips:
+        share = wilson(flipped, n)
+        return cls(flipped=flipped, n=n, rate=share.accuracy, ci_low=share.ci_low,
+                   ci_high=share.ci_high)
+
+
 class PathError(BaseModel):
     """Error of one reward path on one outcome type ("all": every outcome type together)."""
 
@@ -69,8 +89,8 @@ class PathError(BaseModel):
     cases: int
     failures: int
     norm: MeanCI  # |predicted - true| / range, over (case, player) pairs
-    #: Sign flips among (case, player) pairs: `accuracy` is the flip rate, with its interval.
-    sgn: Accuracy | None
+    #: Sgn: the sign-flip rate among (case, player) pairs (None when no case was scored).
+    sign_flips: SignFlips | None
 
 
 class RewardReport(BaseModel):
@@ -168,7 +188,8 @@ def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     ]
     return PathError(
         path=path, outcome=outcome, cases=len(mine), failures=len(mine) - len(ok),
-        norm=_nonnegative(mean_ci(errs)), sgn=wilson(sum(flips), len(flips)) if flips else None,
+        norm=_nonnegative(mean_ci(errs)),
+        sign_flips=SignFlips.of(sum(flips), len(flips)) if flips else None,
     )
 
 

@@ -20,7 +20,9 @@ from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_p
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
-SCHEMA_VERSION = 1
+#: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
+#: the oracles' `proposed` and `heldout`.
+SCHEMA_VERSION = 2
 PLOT = "payoffs.png"
 
 
@@ -133,9 +135,10 @@ def plot_payoffs(result: PSROResult, path: Path, title: str = "",
     import matplotlib.pyplot as plt
 
     its = [r.iteration for r in result.iterations]
-    fig, axes = plt.subplots(1, len(META_SOLVERS), figsize=(4.2 * len(META_SOLVERS), 3.4),
+    concepts = [c for c in META_SOLVERS if c in result.iterations[0].solutions]
+    fig, axes = plt.subplots(1, len(concepts), figsize=(4.2 * len(concepts), 3.4),
                              sharey=True)
-    for ax, concept in zip(axes, META_SOLVERS, strict=True):
+    for ax, concept in zip(axes, concepts, strict=True):
         sols = [r.solutions[concept] for r in result.iterations]
         for p in range(len(sols[0].payoffs)):
             name = roles[p] if roles and p < len(roles) else f"player {p}"

@@ -2,12 +2,14 @@
 
     stack = np.array([u0, u1])                 # per-player payoff tensors, never symmetrised
     replicator_dynamics(stack).marginals       # rd: a product distribution
+    two_player_nash(stack).marginals           # nash: exact, 2 players
     max_welfare_cce(stack).joint               # cce: a joint distribution
+    max_entropy_cce(stack).joint               # mecce: JPSRO's CCE
     nash_bargaining(stack, disagreement=[0, 0])
 """
 
 from gtsteer.solvers.meta.bargaining import nash_bargaining
-from gtsteer.solvers.meta.cce import cce_constraints, max_welfare_cce
+from gtsteer.solvers.meta.cce import cce_constraints, max_entropy_cce, max_welfare_cce
 from gtsteer.solvers.meta.common import (
     MetaGameError,
     MetaSolution,
@@ -18,6 +20,7 @@ from gtsteer.solvers.meta.common import (
     product,
     regrets,
 )
+from gtsteer.solvers.meta.nash import two_player_nash
 from gtsteer.solvers.meta.replicator import replicator_dynamics
 
 __all__ = [
@@ -28,9 +31,11 @@ __all__ = [
     "deviation_payoffs",
     "expected_payoffs",
     "marginals",
+    "max_entropy_cce",
     "max_welfare_cce",
     "nash_bargaining",
     "product",
     "regrets",
     "replicator_dynamics",
+    "two_player_nash",
 ]

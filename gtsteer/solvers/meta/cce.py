@@ -1,4 +1,5 @@
-"""Coarse correlated equilibrium meta-solver: maximum welfare, maximum entropy among ties.
+"""Coarse correlated equilibrium meta-solvers: maximum welfare (ties: maximum entropy), and
+maximum entropy (JPSRO's MECCE, Marris et al. 2021, arXiv 2106.09435).
 
 Definition (Moulin & Vial 1978; Hannan): a joint distribution sigma over strategy profiles is a
 CCE when no player gains by committing in advance to a fixed strategy d instead of following
@@ -6,6 +7,8 @@ sigma: for every player i and strategy d, E_sigma[u_i(d, a_-i)] <= E_sigma[u_i(a
 linear constraints, so the welfare-maximising CCE is a linear program (scipy's HiGHS). Several
 distributions often reach the maximum welfare (battle of the sexes: any mix of the two
 coordinated outcomes); the entropy tie-break picks the unique least committal one among them.
+The maximum-entropy CCE ignores welfare: the least committal CCE of all, JPSRO's convention; it
+is less cooperative than the max-welfare one, which tends toward the bargaining solution.
 scipy.optimize is imported where it is used: it costs every CLI command ~0.4 s at startup.
 """
 
@@ -57,10 +60,29 @@ def max_welfare_cce(stack: np.ndarray, *, tie_break: TieBreak = "entropy") -> Me
     return MetaSolution.of("cce", joint.reshape(shape), note=note)
 
 
+def max_entropy_cce(stack: np.ndarray) -> MetaSolution:
+    """The CCE of maximum entropy (unique: entropy is strictly concave on a polytope)."""
+    from scipy.optimize import linprog
+
+    arr = check_stack(stack)
+    shape = arr.shape[1:]
+    a_ub = cce_constraints(arr)
+    size = a_ub.shape[1]
+    lp = linprog(np.zeros(size), A_ub=a_ub, b_ub=np.zeros(len(a_ub)), A_eq=np.ones((1, size)),
+                 b_eq=[1.0], bounds=[(0.0, None)] * size, method="highs")
+    if lp.status != 0:
+        raise MetaGameError(f"CCE linear program failed: {lp.message}")
+    scale = max(1.0, float(np.abs(arr).max()))
+    joint, note = _max_entropy(a_ub, None, 0.0, np.clip(lp.x, 0.0, None), scale=scale)
+    return MetaSolution.of("mecce", joint.reshape(shape), note=note)
+
+
 def _max_entropy(
-    a_ub: np.ndarray, welfare: np.ndarray, target: float, start: np.ndarray
+    a_ub: np.ndarray, welfare: np.ndarray | None, target: float, start: np.ndarray,
+    scale: float | None = None,
 ) -> tuple[np.ndarray, str]:
-    """Maximum-entropy CCE among those whose welfare is (within a hair of) `target`.
+    """Maximum-entropy CCE among those whose welfare is (within a hair of) `target` (among all
+    CCEs when `welfare` is None; `scale` is then the payoffs' magnitude).
 
     Entropy pushes every probability off zero, but most profiles have zero mass in every
     max-welfare CCE, and a solver started at such a boundary crawls. So first one small LP
@@ -69,11 +91,15 @@ def _max_entropy(
     over that support from that interior point. The LP vertex is kept if anything fails."""
     from scipy.optimize import linprog, minimize
 
-    scale = max(1.0, float(np.abs(welfare).max()))
-    tol = 1e-9 * scale
-    size = welfare.size
-    face_ub = np.vstack([a_ub, -welfare[None, :]])
-    face_b = np.append(np.zeros(len(a_ub)), -(target - tol))
+    if welfare is not None:
+        scale = max(1.0, float(np.abs(welfare).max()))
+    tol = 1e-9 * (scale or 1.0)
+    size = a_ub.shape[1]
+    if welfare is None:
+        face_ub, face_b = a_ub, np.zeros(len(a_ub))
+    else:
+        face_ub = np.vstack([a_ub, -welfare[None, :]])
+        face_b = np.append(np.zeros(len(a_ub)), -(target - tol))
     points = []
     for j in range(size):
         c = np.zeros(size)
@@ -88,7 +114,13 @@ def _max_entropy(
     support = np.flatnonzero(interior > 1e-12)
     if len(support) == 1:
         return interior, ""
-    a_s, w_s = a_ub[:, support], welfare[support]
+    a_s = a_ub[:, support]
+    if welfare is None:
+        x = np.zeros(size)
+        x[support] = _dual_max_entropy(a_s, 10 * tol)
+        if (a_ub @ x).max(initial=0.0) <= 1e3 * tol:
+            return x, ""
+        return interior, "max-entropy step did not reach a CCE; face centre kept"
 
     def neg_entropy(x: np.ndarray) -> float:
         x = np.maximum(x, _FLOOR)
@@ -97,22 +129,49 @@ def _max_entropy(
     def grad(x: np.ndarray) -> np.ndarray:
         return np.log(np.maximum(x, _FLOOR)) + 1.0
 
+    constraints = [
+        {"type": "eq", "fun": lambda x: np.sum(x) - 1.0, "jac": lambda x: np.ones(len(support))},
+        {"type": "ineq", "fun": lambda x: -(a_s @ x) + 10 * tol, "jac": lambda x: -a_s},
+    ]
+    if welfare is not None:
+        w_s = welfare[support]
+        constraints.append({"type": "ineq", "fun": lambda x: w_s @ x - (target - 10 * tol),
+                            "jac": lambda x: w_s})
     result = minimize(
         neg_entropy, interior[support], jac=grad, method="SLSQP",
-        bounds=[(0.0, 1.0)] * len(support),
-        constraints=[
-            {"type": "eq", "fun": lambda x: np.sum(x) - 1.0,
-             "jac": lambda x: np.ones(len(support))},
-            {"type": "ineq", "fun": lambda x: -(a_s @ x) + 10 * tol, "jac": lambda x: -a_s},
-            {"type": "ineq", "fun": lambda x: w_s @ x - (target - 10 * tol),
-             "jac": lambda x: w_s},
-        ],
+        bounds=[(0.0, 1.0)] * len(support), constraints=constraints,
         options={"maxiter": 300, "ftol": 1e-12},
     )
     x = np.zeros(size)
     x[support] = np.clip(result.x, 0.0, None)
-    feasible = (a_ub @ x).max(initial=0.0) <= 1e3 * tol and welfare @ x >= target - 1e3 * tol
+    feasible = (a_ub @ x).max(initial=0.0) <= 1e3 * tol and (
+        welfare is None or welfare @ x >= target - 1e3 * tol)
     if not (result.success and feasible and x.sum() > 0):
-        # the interior point is itself a max-welfare CCE, only not the most spread out
+        # the interior point is itself a (max-welfare) CCE, only not the most spread out
         return interior, f"max-entropy step stopped ({result.message}); face centre kept"
     return x / x.sum(), ""
+
+
+def _dual_max_entropy(g: np.ndarray, slack: float) -> np.ndarray:
+    """argmax entropy(x) subject to g @ x <= slack, sum(x) = 1, through the dual: x is the
+    Gibbs distribution x_j ~ exp(-(g^T lam)_j), and lam >= 0 minimises the convex
+    log-partition log sum_j exp(-(g^T lam)_j) + slack sum(lam) (L-BFGS-B: one variable per
+    constraint instead of one per profile, which is what makes SLSQP crawl on a 10 x 10)."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    scale = max(1.0, float(np.abs(g).max()))
+    gs, hs = g / scale, slack / scale
+
+    def dual(lam: np.ndarray) -> tuple[float, np.ndarray]:
+        logits = -(gs.T @ lam)
+        log_z = logsumexp(logits)
+        x = np.exp(logits - log_z)
+        return float(log_z + hs * lam.sum()), hs - gs @ x
+
+    result = minimize(dual, np.zeros(len(g)), jac=True, method="L-BFGS-B",
+                      bounds=[(0.0, None)] * len(g),
+                      options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12})
+    logits = -(gs.T @ result.x)
+    x = np.exp(logits - logsumexp(logits))
+    return x / x.sum()

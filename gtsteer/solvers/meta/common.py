@@ -62,7 +62,8 @@ def deviation_payoffs(stack: np.ndarray, joint: np.ndarray, player: int) -> np.n
 
 def regrets(stack: np.ndarray, joint: np.ndarray) -> np.ndarray:
     """Per player: max(0, best deviation payoff - expected payoff). Their sum is the PSRO gap
-    in the restricted game (NashConv of the meta-strategy; 0 for an exact CCE)."""
+    in the restricted game: NashConv for a product distribution, the CCE gap for a joint one
+    (deviations against the others' joint marginal); 0 exactly at an equilibrium."""
     values = expected_payoffs(stack, joint)
     return np.array(
         [max(0.0, float(deviation_payoffs(stack, joint, i).max() - values[i]))
@@ -79,15 +80,25 @@ class MetaSolution:
     marginals: list[np.ndarray] = field(default_factory=list)
     #: Anything the solver wants to say about how it got there (e.g. a degenerate fallback).
     note: str = ""
+    #: True for a product of independent mixtures (replicator dynamics, Nash): its gap
+    #: (the sum of `regrets`) is then NashConv; for a joint distribution it is the CCE gap.
+    product: bool = False
 
     @classmethod
-    def of(cls, concept: str, joint: np.ndarray, note: str = "") -> MetaSolution:
+    def of(cls, concept: str, joint: np.ndarray, note: str = "", *,
+           product: bool = False) -> MetaSolution:
         joint = np.clip(np.asarray(joint, dtype=float), 0.0, None)
         total = joint.sum()
         if total <= 0.0:
             raise MetaGameError(f"{concept}: the solver returned no probability mass")
         joint = joint / total
-        return cls(concept=concept, joint=joint, marginals=marginals(joint), note=note)
+        return cls(concept=concept, joint=joint, marginals=marginals(joint), note=note,
+                   product=product)
+
+    @property
+    def gap_name(self) -> str:
+        """What the sum of regrets measures for this kind of distribution."""
+        return "nash_conv" if self.product else "cce_gap"
 
     def payoffs(self, stack: np.ndarray) -> np.ndarray:
         return expected_payoffs(stack, self.joint)

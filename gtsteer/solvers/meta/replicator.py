@@ -47,4 +47,4 @@ def replicator_dynamics(
         prd_gamma=gamma,
         average_over_last_n_strategies=max(1, iterations // 2),
     )
-    return MetaSolution.of("rd", product([np.asarray(s) for s in strategies]))
+    return MetaSolution.of("rd", product([np.asarray(s) for s in strategies]), product=True)

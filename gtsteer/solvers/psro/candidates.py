@@ -19,6 +19,7 @@ from gtsteer.binding import ANY
 MAX_INSTRUCTION_CHARS = 60
 DROP_REASONS = (
     "empty", "too_long", "not_text", "any", "invalid", "duplicate", "unparsable", "failed_call",
+    "does_not_fit",
 )
 
 _FILLER = frozenset({

@@ -6,7 +6,8 @@ Every player (or each of `config.oracle_players`) gets its own population and it
 each iteration (simultaneous PSRO); all oracles answer the same meta-strategy, the one of
 `config.meta_solver`; every solution concept is computed and reported each iteration. A
 proposed instruction grows the game's action set (old action ids unchanged), so only branches
-that involve it reach the model.
+that involve it reach the model. The run has converged when no oracle adds anything and the
+driver's meta-strategy is an equilibrium of the restricted game up to `gap_tolerance`.
 """
 
 from __future__ import annotations
@@ -16,18 +17,26 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gtsteer.binding import ANY, DialogueGame, grow_game
+from gtsteer.binding import ANY, DialogueGame, grow_game, make_game
 from gtsteer.llm import LLM, LLMCalls, UsageReport
 from gtsteer.solvers.meta import (
     MetaSolution,
     deviation_payoffs,
+    max_entropy_cce,
     max_welfare_cce,
     nash_bargaining,
     replicator_dynamics,
+    two_player_nash,
 )
 from gtsteer.solvers.psro.candidates import canonical
 from gtsteer.solvers.psro.metagame import MetaGame, build_metagame, sample_dialogues
-from gtsteer.solvers.psro.oracles import OracleInput, OracleResult, run_oracle
+from gtsteer.solvers.psro.oracles import (
+    HeldOutCheck,
+    OracleInput,
+    OracleResult,
+    Scores,
+    run_oracle,
+)
 from gtsteer.solvers.psro.prompts import SampledDialogue
 from gtsteer.solvers.psro.report import (
     IterationReport,
@@ -44,12 +53,14 @@ MAX_DIALOGUES = 6
 
 def solve_meta(stack: np.ndarray, disagreement: Sequence[float],
                tie_break: str = "entropy") -> dict[str, MetaSolution]:
-    """Every solution concept on one meta-game."""
-    return {
-        "rd": replicator_dynamics(stack),
-        "cce": max_welfare_cce(stack, tie_break=tie_break),  # type: ignore[arg-type]
-        "nbs": nash_bargaining(stack, disagreement),
-    }
+    """Every solution concept on one meta-game (`nash`: 2-player meta-games only)."""
+    out = {"rd": replicator_dynamics(stack)}
+    if stack.shape[0] == 2:
+        out["nash"] = two_player_nash(stack)
+    out["cce"] = max_welfare_cce(stack, tie_break=tie_break)  # type: ignore[arg-type]
+    out["mecce"] = max_entropy_cce(stack)
+    out["nbs"] = nash_bargaining(stack, disagreement)
+    return out
 
 
 class _Run:
@@ -72,6 +83,8 @@ class _Run:
         self.proposer = proposer
         self.progress = progress
         n = spec.num_players
+        if config.meta_solver == "nash" and n != 2:
+            raise ValueError(f"meta_solver: 'nash' is exact for 2 players; {spec.name} has {n}")
         bad = [q for q in config.oracle_players or [] if not 0 <= q < n]
         if bad:
             raise ValueError(f"oracle_players: {bad} are not players of {spec.name} "
@@ -83,6 +96,13 @@ class _Run:
         self.failed: set[int] = set()
         span = spec.payoff.max - spec.payoff.min
         self.tolerance = 1e-9 * span
+        #: The same positions with fresh LLM samples (`heldout`): seeds after the solved ones.
+        self.fresh: list[DialogueGame] = [
+            make_game(g.spec, g.instance, g.llm, config=str(g.get_parameters().get("config", "")),
+                      seed=int(g.get_parameters().get("seed", 0)),
+                      sample_offset=g.sample_offset + g.spec.num_llm_seeds)
+            for g in self.games
+        ] if config.heldout else []
         self.models = list({id(m): m for m in [*(g.llm for g in self.games), proposer]}.values())
 
     # ---- game growth -----------------------------------------------------------------------
@@ -98,48 +118,68 @@ class _Run:
         for label in resolved:
             if label not in self.games[0].instructions():
                 self.games = [grow_game(g, self.key, label) for g in self.games]
+            if self.fresh and label not in self.fresh[0].instructions():
+                self.fresh = [grow_game(g, self.key, label) for g in self.fresh]
         return resolved
 
-    def metagame(self, populations: Sequence[Sequence[str]]) -> MetaGame:
-        mg, _ = build_metagame(self.games, populations, progress=self.progress,
-                               skip=sorted(self.failed))
-        self.failed |= set(mg.failures)
+    def metagame(self, populations: Sequence[Sequence[str]], *, fresh: bool = False
+                 ) -> MetaGame:
+        """The meta-game of `populations` on the solved games (or the fresh-sample ones, whose
+        failures are not carried over: they are only a check)."""
+        mg, _ = build_metagame(self.fresh if fresh else self.games, populations,
+                               progress=self.progress, skip=sorted(self.failed))
+        if not fresh:
+            self.failed |= set(mg.failures)
         return mg
 
     # ---- oracle support ----------------------------------------------------------------------
 
-    def scorer(self, player: int, joint: np.ndarray
-               ) -> tuple[Callable[[Sequence[str]], dict[str, float]], float]:
-        """Expected payoff of candidate instructions for `player` against the others' part of
-        `joint` (their joint marginal), averaged over instances; exact on the support. Also
-        returns the meta-strategy mass left out of that support.
+    def support(self, player: int, joint: np.ndarray) -> tuple[list[np.ndarray], float]:
+        """Per opponent, the indices of its instructions played with probability above
+        `support_tolerance` (the focal player: all of its own), and the joint mass outside.
 
-        Opponent instructions with probability at most `support_tolerance` cannot move a score
-        by more than that mass times the payoff span, so their branches are not expanded (a
-        candidate then costs calls only for the profiles the meta-strategy plays)."""
+        Opponent instructions below the tolerance cannot move a score by more than their mass
+        times the payoff span, so their branches are not expanded (a candidate then costs
+        calls only for the profiles the meta-strategy plays)."""
         others = joint.sum(axis=player, keepdims=True)
         keep: list[np.ndarray] = []
         for p in range(joint.ndim):
             if p == player:
-                keep.append(np.arange(1))
+                keep.append(np.arange(joint.shape[p]))
                 continue
             marginal = others.sum(axis=tuple(a for a in range(joint.ndim) if a != p))
             kept = np.flatnonzero(marginal > self.config.support_tolerance)
             keep.append(kept if kept.size else np.arange(marginal.size))
-        supported = others[np.ix_(*keep)]
-        ignored = max(0.0, float(1.0 - supported.sum()))
-        weights = supported / supported.sum()
+        opponents = [np.arange(1) if p == player else k for p, k in enumerate(keep)]
+        ignored = max(0.0, float(1.0 - others[np.ix_(*opponents)].sum()))
+        return keep, ignored
+
+    def scores(self, player: int, joint: np.ndarray, labels: Sequence[str], *,
+               fresh: bool = False) -> Scores:
+        """Candidates' expected payoffs for `player` against the others' part of `joint`
+        (their joint marginal on its support, renormalised), averaged over instances, and the
+        baselines from the same meta-game: the current instructions' best score and the
+        current value u_i(joint), both on the same support and instances."""
+        keep, _ = self.support(player, joint)
+        resolved = self.ensure(labels)
+        population = self.populations[player]
+        mine = list(dict.fromkeys([*population, *resolved]))
+        pops = [mine if p == player else [pop[i] for i in keep[p]]
+                for p, pop in enumerate(self.populations)]
+        mg = self.metagame(pops, fresh=fresh)
         axes = tuple(a for a in range(joint.ndim) if a != player)
-
-        def score(labels: Sequence[str]) -> dict[str, float]:
-            resolved = self.ensure(labels)
-            pops = [resolved if p == player else [pop[i] for i in keep[p]]
-                    for p, pop in enumerate(self.populations)]
-            mg = self.metagame(pops)
-            values = np.sum(mg.mean[player] * weights, axis=axes)
-            return {x: float(v) for x, v in zip(labels, values, strict=True)}
-
-        return score, ignored
+        played = joint[np.ix_(*keep)]  # the joint on the kept opponent profiles
+        others = played.sum(axis=player, keepdims=True)
+        weights = others / others.sum()
+        values = np.sum(mg.mean[player] * weights, axis=axes)
+        by_label = dict(zip(mine, values, strict=True))
+        n = len(population)
+        current_block = np.take(mg.mean[player], np.arange(n), axis=player)
+        current = float(np.sum(current_block * played) / played.sum())
+        return Scores(candidates={x: float(by_label[r]) for x, r in zip(labels, resolved,
+                                                                         strict=True)},
+                      best_current=float(values[:n].max()), current_value=current,
+                      instances=list(mg.instances))
 
     def dialogues(self, player: int, sol: MetaSolution) -> list[SampledDialogue]:
         usable = [g for g in self.games if g.instance.index not in self.failed]
@@ -199,21 +239,26 @@ def run_psro(
             solutions={c: SolutionReport.of(s, stack, mg.labels) for c, s in solutions.items()},
             driver=config.meta_solver,
         )
+        report.gap = report.solutions[config.meta_solver].gap
+        report.gap_limit = config.gap_tolerance * float(stack.max() - stack.min())
         if t < config.iterations:
             results = []
             for p in run.oracle_players:
                 phase(f"iteration {t}: {config.operator} oracle, player {p}")
                 results.append(_oracle(run, p, t, stack, driver))
             report.oracles = results
-            by_player = {r.player: r.added for r in results}
-            report.added = [by_player.get(p) for p in range(len(run.populations))]
             for r in results:
-                p = r.player
                 if r.added is not None:
                     label = run.ensure([r.added])[0]
-                    run.populations[p].append(label)
-                    run.categories[p][label] = r.added_category or run.key
-            converged = all(r.added is None for r in results)
+                    if label != r.added:  # the proposal was an existing action in other words
+                        r.proposed, r.added = r.added, label
+                    run.populations[r.player].append(label)
+                    run.categories[r.player][label] = r.added_category or run.key
+            by_player = {r.player: r.added for r in results}
+            report.added = [by_player.get(p) for p in range(len(run.populations))]
+            report.converged = (all(r.added is None for r in results)
+                                and report.gap <= report.gap_limit)
+            converged = report.converged
         report.game_actions = list(run.games[0].instructions())
         report.llm = run.work(before)
         report.wall_s = round(time.perf_counter() - start, 3)
@@ -228,17 +273,40 @@ def run_psro(
 
 def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
             ) -> OracleResult:
+    # what the proposer is shown: the exact deviation payoffs on the whole meta-game
     dev = deviation_payoffs(stack, sol.joint, player)
     scores = {label: float(v) for label, v in zip(run.populations[player], dev, strict=True)}
-    score, ignored = run.scorer(player, sol.joint)
+    _, ignored = run.support(player, sol.joint)
     inp = OracleInput(
         spec=run.games[0].spec, key=run.key, player=player,
         population=list(run.populations[player]), scores=scores,
-        current_value=float(sol.payoffs(stack)[player]), score=score,
+        current_value=float(sol.payoffs(stack)[player]),
+        score=lambda labels: run.scores(player, sol.joint, labels),
         proposer=run.proposer, k=run.config.candidates, iteration=t, seed=run.config.seed,
         tolerance=run.tolerance, categories=dict(run.categories[player]),
         dialogues=run.dialogues(player, sol) if run.config.operator == "trajectory" else [],
     )
     result = run_oracle(run.config.operator, inp)
     result.ignored_mass = ignored
+    if result.added is not None and run.config.heldout:
+        result.heldout = _heldout(run, player, sol.joint, result)
+        if run.config.heldout_gate and not result.heldout.holds:
+            check = result.heldout
+            result.reason = (f"{result.added!r} did not beat its baseline on fresh samples ("
+                             + (f"{check.candidate:+.4f} vs {check.baseline:+.4f})"
+                                if check.error is None else f"not scored: {check.error})"))
+            result.added = result.added_category = None
     return result
+
+
+def _heldout(run: _Run, player: int, joint: np.ndarray, result: OracleResult) -> HeldOutCheck:
+    """The adopted instruction against the same baseline as in-sample, on fresh samples."""
+    assert result.added is not None
+    try:
+        fresh = run.scores(player, joint, [result.added], fresh=True)
+    except RuntimeError as exc:  # every instance failed on fresh samples: no evidence either way
+        return HeldOutCheck(candidate=None, baseline=None, holds=False, error=str(exc))
+    baseline = fresh.current_value if result.operator == "better" else fresh.best_current
+    candidate = fresh.candidates[result.added]
+    return HeldOutCheck(candidate=candidate, baseline=baseline,
+                        holds=candidate > baseline + run.tolerance, instances=fresh.instances)

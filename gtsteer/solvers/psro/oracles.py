@@ -2,15 +2,20 @@
 
 An LLM (the proposer, any model string) invents instructions; each candidate is then scored
 exactly: its expected payoff against the others' part of the current meta-strategy, on the
-expanded branches (no sampling). Proposals that are empty, over-long, `any`, duplicates or
-unparsable are dropped and counted; an operator whose proposer yields nothing valid returns
-"no new instruction" instead of failing the run.
+expanded branches (no sampling). It is compared with a baseline computed in the same call, on
+the same instances and opponent weights (the current instructions' best score, or the current
+value), so truncating the meta-strategy's support or losing an instance moves both alike.
+Proposals that are empty, over-long, `any`, duplicates or unparsable are dropped and counted;
+an operator whose proposer yields nothing valid returns "no new instruction" instead of
+failing the run.
 
 - shotgun: one call for K candidates, keep the best if it beats every current instruction;
 - better: up to K calls of one candidate each, keep the first that beats the current value;
 - trajectory: like shotgun, but the proposer sees the instructions ranked by payoff and sampled
   dialogues with their payoffs, lowest first;
-- categorical: one call for new categories, then one call for K instructions per category.
+- categorical: one call for new categories (kinds of the key's values), then one call for K
+  instructions per category; each must fit the key's sentence (at most
+  `MAX_CATEGORY_VALUE_WORDS` words, as the prompt asks), else it is dropped as `does_not_fit`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gtsteer.binding import DomainSpec, stable_int
+from gtsteer.binding.prompts import DEFAULT_INSTRUCTION, fill_template
 from gtsteer.llm import LLM, LLMError, StructuredOutputError, run_sync
 from gtsteer.solvers.psro.candidates import MAX_INSTRUCTION_CHARS, Filtered, filter_candidates
 from gtsteer.solvers.psro.prompts import (
@@ -39,6 +45,10 @@ PROPOSER_TEMPERATURE = 0.8
 PROPOSER_MAX_TOKENS = 160
 #: Categories asked for by the categorical operator (each then gets K instructions).
 NUM_CATEGORIES = 2
+#: A category's value fills the key's template slot ("in a {value} tone"): the prompt asks for
+#: one to three words, and a longer answer is a sentence of its own ("offer a small concession
+#: first"), which the template would make ungrammatical.
+MAX_CATEGORY_VALUE_WORDS = 3
 
 
 class ProposerCall(BaseModel):
@@ -59,6 +69,20 @@ class ScoredCandidate(BaseModel):
     instruction: str
     score: float
     category: str | None = None
+    #: The sentence the dialogue model is given for it (the key's template, filled).
+    rendered: str = ""
+
+
+class HeldOutCheck(BaseModel):
+    """An adopted instruction and its baseline re-scored on fresh LLM samples."""
+
+    candidate: float | None
+    #: The same comparator as in-sample: the best current score, or (better) the current value.
+    baseline: float | None
+    holds: bool
+    instances: list[int] = Field(default_factory=list)
+    #: Why there are no fresh-sample numbers (every instance failed to expand there).
+    error: str | None = None
 
 
 class OracleResult(BaseModel):
@@ -66,15 +90,21 @@ class OracleResult(BaseModel):
 
     player: int
     operator: str
-    #: u_i(meta-strategy) and the best current instruction's deviation payoff.
+    #: u_i(meta-strategy) and the best current instruction's deviation payoff: the baselines
+    #: the candidates were compared with (scored with them: same instances, same support).
     current_value: float
     best_current: float
     calls: list[ProposerCall] = Field(default_factory=list)
     candidates: list[ScoredCandidate] = Field(default_factory=list)
     dropped: dict[str, int] = Field(default_factory=dict)
     tries: int = 0
+    #: The action added to the population (an existing action of the game when the proposal
+    #: was one in other words, e.g. "Fierce!" -> "fierce"); `proposed` is the proposer's text.
     added: str | None = None
+    proposed: str | None = None
     added_category: str | None = None
+    #: `PSROConfig.heldout`: the adopted instruction on fresh samples (None without it).
+    heldout: HeldOutCheck | None = None
     #: Why nothing was added ("no valid candidate", "no candidate improves").
     reason: str | None = None
     #: Meta-strategy probability on opponent profiles left out of candidate scoring (below
@@ -82,8 +112,20 @@ class OracleResult(BaseModel):
     ignored_mass: float = 0.0
 
 
-#: Exact scores of candidate instructions for the focal player, labels -> expected payoff.
-Scorer = Callable[[Sequence[str]], dict[str, float]]
+@dataclass(frozen=True)
+class Scores:
+    """Candidates' expected payoffs and the baselines, from one meta-game build."""
+
+    candidates: dict[str, float]
+    #: max over the current instructions of their score (same opponents' weights).
+    best_current: float
+    #: u_i(meta-strategy) restricted to the same opponent profiles.
+    current_value: float
+    instances: list[int] = field(default_factory=list)
+
+
+#: Exact scores of candidate instructions for the focal player (with their baselines).
+Scorer = Callable[[Sequence[str]], Scores]
 
 
 @dataclass
@@ -158,17 +200,27 @@ def _ask(inp: OracleInput, make_prompt: Callable[[list[str]], str], purpose: str
     return call, filtered
 
 
+def rendered(spec: DomainSpec, key: str, value: str, name: str = "the speaker") -> str:
+    """The instruction sentence the dialogue model reads for `value` of `key`."""
+    template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
+    return fill_template(template, {"name": name, "key": key, "value": value}).strip()
+
+
 def _score_and_pick(inp: OracleInput, result: OracleResult, labels: list[str],
                     category_of: dict[str, str | None]) -> None:
     """Score `labels` exactly and add the best if it beats every current instruction."""
     if not labels:
         result.reason = "no valid candidate"
         return
-    scores = inp.score(labels)
+    scored = inp.score(labels)
+    scores = scored.candidates
+    result.best_current, result.current_value = scored.best_current, scored.current_value
     result.candidates += [ScoredCandidate(instruction=c, score=scores[c],
-                                          category=category_of.get(c)) for c in labels]
+                                          category=category_of.get(c),
+                                          rendered=rendered(inp.spec, inp.key, c))
+                          for c in labels]
     best = max(labels, key=lambda c: (scores[c], -labels.index(c)))
-    if scores[best] > result.best_current + inp.tolerance:
+    if scores[best] > scored.best_current + inp.tolerance:
         result.added, result.added_category = best, category_of.get(best)
     else:
         result.reason = "no candidate improves on the current instructions"
@@ -212,9 +264,12 @@ def _better(inp: OracleInput, result: OracleResult) -> None:
         if not fresh:
             continue
         tried += fresh
-        score = inp.score(fresh)[fresh[0]]
-        result.candidates.append(ScoredCandidate(instruction=fresh[0], score=score))
-        if score > inp.current_value + inp.tolerance:
+        scored = inp.score(fresh)
+        score = scored.candidates[fresh[0]]
+        result.best_current, result.current_value = scored.best_current, scored.current_value
+        result.candidates.append(ScoredCandidate(instruction=fresh[0], score=score,
+                                                 rendered=rendered(inp.spec, inp.key, fresh[0])))
+        if score > scored.current_value + inp.tolerance:
             result.added = fresh[0]
             return
     result.reason = ("no valid candidate" if not tried
@@ -242,8 +297,12 @@ def _categorical(inp: OracleInput, result: OracleResult) -> None:
                 inp.spec, inp.key, inp.role, inp.population, inp.k, ex, category=category),
             "instructions", i, [*inp.population, *labels], category=category,
         )
+        fitting = [v for v in found.valid if len(v.split()) <= MAX_CATEGORY_VALUE_WORDS]
+        if len(fitting) < len(found.valid):
+            call.dropped["does_not_fit"] = len(found.valid) - len(fitting)
+            call.valid = fitting
         result.calls.append(call)
-        for label in found.valid[: inp.k]:
+        for label in fitting[: inp.k]:
             labels.append(label)
             category_of[label] = category
     result.tries = len(result.calls)

@@ -76,7 +76,8 @@ def instructions_prompt(
     lines = _frame(spec, key, role)
     lines.append(f"Current {key} values of the {role}: {', '.join(current)}.")
     if category is not None:
-        lines.append(f'The new values must belong to the category "{category}".')
+        lines.append(f'The new values must belong to the category "{category}", and each must '
+                     "fit in the sentence above in place of <VALUE>.")
     lines.append(f"Goal: values that earn the {role} a higher payoff against the other players' "
                  "current strategies.")
     return "\n".join(lines + _answer(k, f"{key} values", example))
@@ -111,6 +112,6 @@ def categories_prompt(
                  "(lowest first):")
     lines += [f"  {c}: {s:+.3f}"
               for c, s in sorted(category_scores.items(), key=lambda x: (x[1], x[0]))]
-    lines.append("Goal: a new kind of instruction (for example a negotiation tactic, a framing, "
-                 "a level of detail) that could earn a higher payoff.")
-    return "\n".join(lines + _answer(k, "categories", example))
+    lines.append(f"Goal: a new kind of {key} (a group of {key} values that each fit in the "
+                 "sentence above, in place of <VALUE>) that could earn a higher payoff.")
+    return "\n".join(lines + _answer(k, f"kinds of {key}", example))

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from gtsteer.llm import LLMCalls
 from gtsteer.solvers.meta import MetaSolution, regrets
 from gtsteer.solvers.psro.metagame import MetaGame
 from gtsteer.solvers.psro.oracles import OracleResult
 
-MetaSolver = Literal["rd", "cce", "nbs"]
-META_SOLVERS: tuple[str, ...] = ("rd", "cce", "nbs")
+MetaSolver = Literal["rd", "nash", "cce", "mecce", "nbs"]
+#: Every solution concept a report holds (`nash` only for 2-player meta-games).
+META_SOLVERS: tuple[str, ...] = ("rd", "nash", "cce", "mecce", "nbs")
 
 
 class PSROConfig(BaseModel):
@@ -38,6 +39,21 @@ class PSROConfig(BaseModel):
     #: their instructions (e.g. one side is fixed, or OpenSpiel's example, which grows
     #: player 0 only).
     oracle_players: list[int] | None = Field(None, min_length=1)
+    #: The run has converged only when no oracle adds an instruction AND the driver's gap in
+    #: the restricted game (NashConv or CCE gap) is at most this times the meta-game's payoff
+    #: span (its largest entry minus its smallest).
+    gap_tolerance: float = Field(1e-3, ge=0)
+    #: Re-score each adopted instruction and its baseline on fresh LLM samples (a second set
+    #: of `num_llm_seeds` samples of the same positions, as `gtsteer solve --heldout`).
+    heldout: bool = False
+    #: With `heldout`: adopt an instruction only when it also beats its baseline there.
+    heldout_gate: bool = False
+
+    @model_validator(mode="after")
+    def _gate_needs_heldout(self) -> PSROConfig:
+        if self.heldout_gate and not self.heldout:
+            raise ValueError("heldout_gate: needs heldout (the check it gates on)")
+        return self
 
 
 class SolutionReport(BaseModel):
@@ -54,6 +70,9 @@ class SolutionReport(BaseModel):
     regret: list[float]
     #: Sum of regrets: the PSRO gap of this meta-strategy in the restricted game.
     gap: float
+    #: What `gap` is: "nash_conv" for a product distribution (rd, nash), "cce_gap" for a joint
+    #: one (cce, mecce, nbs: deviations against the others' joint marginal).
+    gap_name: Literal["nash_conv", "cce_gap"] = "cce_gap"
     note: str = ""
 
     @classmethod
@@ -68,6 +87,7 @@ class SolutionReport(BaseModel):
             welfare=_r(sol.welfare(stack)),
             regret=[_r(v) for v in reg],
             gap=_r(float(reg.sum())),
+            gap_name=sol.gap_name,  # type: ignore[arg-type]
             note=sol.note,
         )
 
@@ -113,8 +133,16 @@ class IterationReport(BaseModel):
     #: The solution concept whose meta-strategy the oracles answered.
     driver: str
     oracles: list[OracleResult] = Field(default_factory=list)
-    #: Per player: the instruction added this iteration, or null ("no new instruction").
+    #: Per player: the action added this iteration (an existing action when the proposal was
+    #: one in other words), or null ("no new instruction").
     added: list[str | None] = Field(default_factory=list)
+    #: The driver's gap in this restricted game and the bound `converged` holds it to
+    #: (`gap_tolerance` x the meta-game's payoff span).
+    gap: float = 0.0
+    gap_limit: float = 0.0
+    #: This iteration's oracles added nothing and `gap` <= `gap_limit` (always False for the
+    #: last report, which has no oracle step).
+    converged: bool = False
     llm: LLMWork = Field(default_factory=LLMWork)
     wall_s: float = 0.0
 
