@@ -196,6 +196,8 @@ class Decision(BaseModel):
     info_state: dict[str, Any] | None = None
     #: The hook's distribution and draw (None for the router and humans).
     style_choice: StyleChoice | None = None
+    #: Sentences of private prompt text stripped from this public line (`werewolf.echoes`).
+    echoes: int = 0
 
 
 class GameState(Snapshot):
