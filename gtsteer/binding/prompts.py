@@ -244,11 +244,11 @@ def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
     for paragraph in paragraphs:
         lines = paragraph.splitlines()
         for i, line in enumerate(lines):
-            if i > 0 and tag.match(line):
+            if (i > 0 or kept) and tag.match(line):
                 lines = lines[:i]  # another turn starts here
                 break
         kept += lines
-        if len(lines) < len(paragraph.splitlines()) or not kept[-1].rstrip().endswith(":"):
+        if len(lines) < len(paragraph.splitlines()) or not kept or not kept[-1].endswith(":"):
             break  # a paragraph ending in ":" introduces the next one
     message = _unquote(" ".join(" ".join(kept).split()))
     return (_whole_sentences(message) if cut else message) or "..."
