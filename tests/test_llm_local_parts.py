@@ -31,6 +31,10 @@ def test_model_strings_name_the_embedded_models() -> None:
     smol = parse_local_model("local:smollm2-135m")
     assert (gemma.chat, smol.chat) == (False, True)
     assert gemma.label != smol.label  # the label goes into the response-cache key
+    small = parse_local_model("local:qwen2.5-coder-0.5b")
+    large = parse_local_model("local:qwen2.5-coder-1.5b")
+    assert small.chat and large.chat and small.path is None  # joined only on first use
+    assert len({gemma.label, smol.label, small.label, large.label}) == 4
 
 
 def test_an_unknown_local_model_names_the_choices(tmp_path) -> None:
@@ -38,6 +42,7 @@ def test_an_unknown_local_model_names_the_choices(tmp_path) -> None:
         parse_local_model("local:llama-70b")
     message = str(info.value)
     assert "local:smollm2-135m" in message and "local:gemma3-270m" in message
+    assert "local:qwen2.5-coder-0.5b" in message and "local:qwen2.5-coder-1.5b" in message
     assert "llama-70b" in message
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF")

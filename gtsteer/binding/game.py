@@ -28,15 +28,16 @@ from gtsteer.binding.prompts import (
     Turn,
     clean_message,
     echo_patterns,
-    message_prompt,
+    message_request_prompt,
     message_stop,
+    reads_chat,
     render_private_info,
     strip_instruction_echo,
     termination_prompt,
 )
 from gtsteer.binding.reward import Reward, RewardContext, compute_reward, payoff_bounds
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.llm import LLM, run_sync
+from gtsteer.llm import LLM, Message, run_sync
 
 SHORT_NAME = "gtsteer_dialogue"
 MAX_PLAYERS = 10
@@ -79,9 +80,10 @@ def _game_type(spec: DomainSpec | None = None) -> pyspiel.GameType:
 
 
 class Request(BaseModel):
-    """One text-generation request; a pure function of the history, hence one cache key."""
+    """One text-generation request; a pure function of the history, hence one cache key.
+    `prompt` is chat messages for an instruct model (`prompts.chat_message_prompt`)."""
 
-    prompt: str
+    prompt: str | list[Message]
     seed: int
     temperature: float
     max_tokens: int
@@ -176,13 +178,19 @@ class DialogueGame(pyspiel.Game):
         built with `sample_offset` k seeds sample i as sample i + k of the same position."""
         gen = self.spec.generation
         instance = self.deals[deal]
+        chat = self.chat
         return Request(
-            prompt=message_prompt(self.spec, instance, turns, speaker, instruction),
+            prompt=message_request_prompt(self.spec, instance, turns, speaker, instruction, chat),
             seed=stable_int("gtsteer-message", instance.seed, outcome + self.sample_offset),
             temperature=gen.temperature,
             max_tokens=gen.max_tokens,
-            stop=message_stop(self.spec, self.instance),
+            stop=message_stop(self.spec, self.instance, speaker, chat),
         )
+
+    @property
+    def chat(self) -> bool:
+        """Whether messages are asked of an instruct model (chat form, chat cleaning)."""
+        return reads_chat(self.llm)
 
     def termination_request(self, turns: list[Turn]) -> str:
         return termination_prompt(self.spec, self.instance, turns)
@@ -206,8 +214,9 @@ class DialogueGame(pyspiel.Game):
             completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
             instance = self.deals[deal]
             patterns = echo_patterns(self.spec, instruction)
-            text, echoed = strip_instruction_echo(clean_message(completion.text, instance),
-                                                  patterns)  # fmt: skip
+            cut = completion.usage.completion_tokens >= req.max_tokens
+            raw = clean_message(completion.text, instance, self.chat, cut)
+            text, echoed = strip_instruction_echo(raw, patterns)
             if echoed:
                 self.echoes.add(history)
             self.messages[history] = text

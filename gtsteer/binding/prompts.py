@@ -1,7 +1,15 @@
-"""Completion-style prompts for a base model: message, reward and termination.
+"""Prompts for messages, reward and termination, and the cleaning of sampled messages.
 
 Each prompt is a pure function of (spec, instance, transcript, ...), so the expansion and every
 later traversal build byte-identical requests and therefore hit the same cache keys.
+
+A message is asked for in one of two forms, by the kind of model (`reads_chat`). A base model
+continues the domain's prompt, which ends with the speaker's `Name:` cue, and stops at a blank
+line or another speaker's cue. An embedded instruct (chat) model gets the same prompt as its
+user turn and an assistant turn already opened with the speaker's `Name:` cue, so it answers as
+the speaker, in the first person, instead of describing the speaker; its answer ends at its own
+end-of-turn token or another speaker's cue, and its cleaning allows what chat answers open
+with (a blank line, a `Name:` tag, a lead-in line, a quotation).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from gtsteer.binding.spec import ANY, DomainSpec
+from gtsteer.llm import LLM, Message
 
 if TYPE_CHECKING:
     from gtsteer.binding.instances import Instance
@@ -146,15 +155,67 @@ def message_prompt(
     return fill_template(spec.message_prompt, fields).rstrip()
 
 
-def message_stop(spec: DomainSpec, instance: Instance) -> list[str]:
-    """Stop at a blank line or when the model starts writing the next speaker's turn."""
-    stops = ["\n\n", *(f"\n{n}:" for n in instance.names), *spec.generation.stop]
+def reads_chat(llm: LLM) -> bool:
+    """Whether `llm` is an embedded instruct model, prompted through its chat template (its
+    backend's `chat`), rather than a base model reading text to continue. API models keep the
+    plain prompt: not every provider continues a started assistant turn."""
+    return bool(getattr(llm.backend, "chat", False))
+
+
+def chat_message_prompt(
+    spec: DomainSpec, instance: Instance, turns: list[Turn], speaker: int, instruction: str
+) -> list[Message]:
+    """The message prompt for an instruct model: the domain's prompt as the user's turn, and
+    the assistant's turn already opened with the speaker's `Name:` cue, so the answer is the
+    speaker's own line, as a base model continues the same cue. Asked to "write Alice's next
+    message" without it, small instruct models narrate ("Alice proposes Monday.") or answer as
+    an assistant instead of speaking as Alice."""
+    name = instance.names[speaker]
+    return [
+        Message(role="user", content=message_prompt(spec, instance, turns, speaker, instruction)),
+        Message(role="assistant", content=f"{name}:"),
+    ]
+
+
+def message_request_prompt(
+    spec: DomainSpec, instance: Instance, turns: list[Turn], speaker: int, instruction: str,
+    chat: bool,
+) -> str | list[Message]:
+    if chat:
+        return chat_message_prompt(spec, instance, turns, speaker, instruction)
+    return message_prompt(spec, instance, turns, speaker, instruction)
+
+
+def message_stop(
+    spec: DomainSpec, instance: Instance, speaker: int | None = None, chat: bool = False
+) -> list[str]:
+    """Base models: stop at a blank line or when the model starts writing a speaker's turn.
+    Chat models end their turn themselves, and may open it with a blank line or their own
+    `Name:` tag, so they stop only at another speaker's turn."""
+    if chat:
+        others = [n for i, n in enumerate(instance.names) if i != speaker]
+        stops = [*(f"\n{n}:" for n in others), *spec.generation.stop]
+    else:
+        stops = ["\n\n", *(f"\n{n}:" for n in instance.names), *spec.generation.stop]
     return list(dict.fromkeys(stops))
 
 
-def clean_message(text: str, instance: Instance) -> str:
+_QUOTES = {'"': '"', "\u201c": "\u201d"}
+_SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d)\]]*(?=\s|$)")
+
+
+def _name_tag(names: list[str]) -> re.Pattern[str]:
+    """A leading speaker tag as chat models write it: `Alice:`, `**Alice:**`, `Alice (to Bob):`."""
+    alternatives = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"^[*_\s]*(?:{alternatives})(?:\s*\([^)\n]*\))?[*_]*\s*:[*_]*\s*")
+
+
+def clean_message(text: str, instance: Instance, chat: bool = False, cut: bool = False) -> str:
     """Trim a sample to the speaker's own words (backends that ignore stop strings), without a
-    leading "<Name>:" tag (a chat model answering the prompt often starts by repeating it)."""
+    leading "<Name>:" tag. `chat`: an instruct model's answer (`clean_chat_message`); `cut`:
+    the answer ran into the token limit."""
+    if chat:
+        return clean_chat_message(text, instance, cut)
     text = text.strip()
     for name in instance.names:
         if text.startswith(f"{name}:"):
@@ -164,6 +225,48 @@ def clean_message(text: str, instance: Instance) -> str:
     for name in instance.names:
         text = text.split(f"\n{name}:")[0]
     return " ".join(text.split()) or "..."
+
+
+def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
+    """A chat model's answer as one message: leading blank lines, a repeated `Name:` tag and a
+    lead-in line ("Here is Alice's message:") dropped, cut at the first blank line after the
+    content (what follows is commentary) or at a line opening another turn, lines joined, a
+    quoted message unquoted; when the answer was `cut` at the token limit, its unfinished last
+    sentence is dropped (where a whole one precedes it)."""
+    tag = _name_tag(instance.names)
+    names = "|".join(re.escape(n) for n in instance.names)
+    lead_in = re.compile(rf"\b(?:message|reply|response|{names})\b", re.IGNORECASE)
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", tag.sub("", text.strip(), count=1))]
+    paragraphs = [p for p in paragraphs if p]
+    while len(paragraphs) > 1 and paragraphs[0].endswith(":") and lead_in.search(paragraphs[0]):
+        paragraphs = paragraphs[1:]
+    kept: list[str] = []
+    for paragraph in paragraphs:
+        lines = paragraph.splitlines()
+        for i, line in enumerate(lines):
+            if (i > 0 or kept) and tag.match(line):
+                lines = lines[:i]  # another turn starts here
+                break
+        kept += lines
+        if len(lines) < len(paragraph.splitlines()) or not kept or not kept[-1].endswith(":"):
+            break  # a paragraph ending in ":" introduces the next one
+    message = _unquote(" ".join(" ".join(kept).split()))
+    return (_whole_sentences(message) if cut else message) or "..."
+
+
+def _unquote(text: str) -> str:
+    """The quoted part of `"Hi Bob," Alice says.`, or of a message wrapped in quotes."""
+    close = _QUOTES.get(text[:1])
+    if close is None:
+        return text
+    end = text.find(close, 1)
+    return (text[1:end] if end != -1 else text[1:]).strip()
+
+
+def _whole_sentences(text: str) -> str:
+    """`text` up to its last sentence end (all of it when it has none)."""
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()] if ends else text
 
 
 def reward_prompt(

@@ -21,7 +21,13 @@ from pydantic import BaseModel
 
 from gtsteer.binding.instances import Instance, stable_int
 from gtsteer.binding.judge import ask_judge, judge_options, judge_prompt, probabilities
-from gtsteer.binding.prompts import Turn, clean_message, message_prompt, message_stop
+from gtsteer.binding.prompts import (
+    Turn,
+    clean_message,
+    message_request_prompt,
+    message_stop,
+    reads_chat,
+)
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.llm import LLM
@@ -63,14 +69,18 @@ async def sample_message(
     """One unguided (or `instruction`-guided) message of `speaker` after `turns`."""
     spec, inst = table.spec, table.instance
     label = instruction or spec.any_instruction()
+    chat = reads_chat(table.llm)
+    max_tokens = spec.generation.max_tokens
     completion = await table.llm.generate(
-        message_prompt(spec, inst, turns, speaker, label),
+        message_request_prompt(spec, inst, turns, speaker, label, chat),
         seed=stable_int("gtsteer-verdict-play", inst.seed, table.game_seed, *seed_parts),
         temperature=spec.generation.temperature,
-        max_tokens=spec.generation.max_tokens,
-        stop=message_stop(spec, inst),
+        max_tokens=max_tokens,
+        stop=message_stop(spec, inst, speaker, chat),
     )
-    return Turn(speaker=speaker, instruction=label, text=clean_message(completion.text, inst))
+    cut = completion.usage.completion_tokens >= max_tokens
+    return Turn(speaker=speaker, instruction=label,
+                text=clean_message(completion.text, inst, chat, cut))
 
 
 async def target_probability(table: Table, turns: list[Turn], final: bool) -> float:

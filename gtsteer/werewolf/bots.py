@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
+from gtsteer.werewolf.echoes import EchoFilter, private_texts
 from gtsteer.werewolf.hook_view import choose_style
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
@@ -119,8 +120,12 @@ def bot_decision(
     if want.kind in ("speak", "pack_chat"):
         label = bot if want.kind == "speak" else f"[pack] {bot}"
         text, rec, used = say(ctx, label, purpose, 60)
+        echoes = 0
+        if want.kind == "speak":  # a public line must not read out the bot's private prompt
+            text, echoes = EchoFilter(private_texts(state, bot, ctx.command, ctx.style)).strip(
+                text)
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
-                        **common), [rec]
+                        echoes=echoes, **common), [rec]
 
     if want.kind == "summary":
         budget = 300 if small else 900

@@ -273,6 +273,8 @@ class Decision(BaseModel):
     #: Chat lines the context guard folded into a summary line so the bot's prompt fit its
     #: model's context (0: the prompt was sent whole).
     folded: int = 0
+    #: Sentences of private prompt text stripped from this public line (`werewolf.echoes`).
+    echoes: int = 0
 
 
 class GameState(Snapshot):

@@ -3,8 +3,9 @@
 Domains write one prompt. A base model continues it as plain text; an instruct model gets it as
 the user's turn, rendered with the chat template stored in its GGUF (`tokenizer.chat_template`,
 through llama-cpp-python's `Jinja2ChatFormatter`, as `create_chat_completion` does), ending with
-the assistant's generation prompt. The rendered text is then evaluated like any completion, so
-the prefix cache and grammar sampling apply to chat models unchanged.
+the assistant's generation prompt (followed by the start of the answer when the last message
+is the assistant's). The rendered text is then evaluated like any completion, so the prefix
+cache and grammar sampling apply to chat models unchanged.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ class ChatTemplate:
         )
 
     def render(self, request: GenerationRequest) -> str:
+        """A final assistant message is the start of the answer, continued rather than closed
+        (as `continue_final_message` in transformers' `apply_chat_template`): a caller opens
+        the assistant's turn with a speaker's `Name:` to have it answer as that speaker."""
         if request.messages is not None:
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
         else:
             messages = [{"role": "user", "content": request.prompt or ""}]
-        return self._formatter(messages=messages).prompt
+        opened = ""
+        if messages and messages[-1]["role"] == "assistant":
+            opened = messages.pop()["content"]
+        return self._formatter(messages=messages).prompt + opened

