@@ -12,7 +12,7 @@ from gtsteer.binding import load_spec
 from gtsteer.binding.llm_instances import generate_llm_instances, write_instances
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.llm import LLM
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 
 
 def instances(
@@ -21,13 +21,17 @@ def instances(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Generation seed.")] = 0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")] = None,
 ) -> None:
     """Have the model write NUM new instances from the config's examples (cached, seeded)."""
     with friendly_errors():
         spec = load_spec(config)
-        made = generate_llm_instances(spec, LLM(llm), num, seed)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
+        made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
     table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")
     for inst in made:
         private = "\n".join(render_private_info(info) for info in inst.private_info)
