@@ -7,15 +7,21 @@ fail the next N requests with a chosen status (and `Retry-After`), can refuse `r
 types the way a server that lacks them does, returns `top_logprobs` when asked and told what to
 return, and records how many requests it saw and how many were in flight at once.
 Imported by tests (`from llm_server import LoopbackServer`) and by `scripts/bench_llm.py`.
+`LlamaServer` starts the real thing instead: llama-cpp-python's server as a child process.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
 
 #: Builds the reply content from the parsed request body.
@@ -253,3 +259,50 @@ class LoopbackServer:
                     server._leave()
 
         return Handler
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """llama-cpp-python's server as a child process; `kill()` and `start()` again on the
+    same port, as an operator restarting a crashed server would."""
+
+    def __init__(self, model_path: str | Path, log: Path, threads: int = 1):
+        self.model_path = model_path
+        self.threads = threads
+        self.port = _free_port()
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                   "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
+                   "--port", str(self.port)]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"llama.cpp server exited ({self.process.returncode}):\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)  # not listening yet: poll again
+        self.kill()
+        raise RuntimeError(f"llama.cpp server not up within {timeout_s:g} s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
