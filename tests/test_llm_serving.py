@@ -190,7 +190,11 @@ def test_ollama_structured_output_and_a_choice_without_logprobs() -> None:
     # litellm sends the schema as ollama's `format`.
     assert srv.bodies[0]["format"]["properties"]["who"]["enum"] == ["Akira", "Yuki"]
     assert (first.method, first.choice, second.method) == ("constrained", "Rome", "constrained")
-    # The log-probability probe found none once; later choices skip it.
+    # litellm's ollama_chat drops `logprobs` (the probe went without) and sends the seed as
+    # ollama's `options.seed`; the probe found none once, later choices skip it.
+    probe = srv.bodies[1]
+    assert "logprobs" not in probe and probe["options"]["num_predict"] == 1
+    assert probe["options"]["seed"] == 0
     assert srv.requests == 1 + 2 + 1
     assert llm.capabilities() == {"structured_output": "json_schema", "choice": "constrained"}
 

@@ -186,7 +186,7 @@ def resume(
             console.print(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
         endpoint = Endpoint(api_base, api_key_env)
-        endpoint.check(state.model, *{p.model for p in state.players})
+        endpoint.check(state.router_model, *{p.model for p in state.players})
         console.print(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
         _run(store, state, chooser, LLMPool(factory=endpoint.llm))
 
