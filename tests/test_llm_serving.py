@@ -67,7 +67,7 @@ def served(server: LoopbackServer, model: str = "openai/test-model", **kwargs: A
 
 
 def test_a_server_without_json_schema_costs_one_failed_request_per_endpoint() -> None:
-    with LoopbackServer(responder=schema_answer, rejected_formats=("json_schema",)) as srv:
+    with LoopbackServer(0.2, schema_answer, rejected_formats=("json_schema",)) as srv:
         llm = served(srv)
 
         async def burst() -> list[Vote]:
@@ -79,6 +79,8 @@ def test_a_server_without_json_schema_costs_one_failed_request_per_endpoint() ->
         # One refused json_schema request, then every request (the refused one again too)
         # goes as json_object with the schema, which llama.cpp's server turns into a grammar.
         assert formats(srv) == ["json_schema"] + ["json_object"] * 6
+        # Only the probe ran alone: the requests that waited for it went out together.
+        assert srv.max_in_flight > 1
         assert srv.bodies[-1]["response_format"]["schema"] == Vote.model_json_schema()
         assert llm.usage.retries == 0 and llm.usage.failures == 0
         assert llm.capabilities()["structured_output"] == "json_object"

@@ -175,13 +175,16 @@ class LiteLLMBackend(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         kwargs = self._kwargs(request)
+        answer = None
         if json_schema is None:
-            response, usage = await self._send(kwargs)
-        elif self.modes.structured is not None:
-            response, usage = await self._send_structured(kwargs, json_schema, self.modes.structured)
-        else:
+            answer = await self._send(kwargs)
+        elif self.modes.structured is None:
             async with self.modes.probe_lock():
-                response, usage = await self._probe_structured(kwargs, json_schema)
+                if self.modes.structured is None:  # else found while this request waited
+                    answer = await self._probe_structured(kwargs, json_schema)
+        if answer is None:  # the mode is known: requests go out concurrently again
+            answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
+        response, usage = answer
         return RawCompletion(text=response.choices[0].message.content or "", usage=usage)
 
     async def _send_structured(
@@ -194,10 +197,7 @@ class LiteLLMBackend(Backend):
         self, kwargs: dict[str, Any], json_schema: dict[str, Any]
     ) -> tuple[Any, Usage]:
         """Try the modes in order; the first the server accepts is this endpoint's mode."""
-        modes = STRUCTURED_MODES
-        if self.modes.structured is not None:  # learned while this request waited its turn
-            modes = (self.modes.structured,)
-        for mode in modes:
+        for mode in STRUCTURED_MODES:
             try:
                 answer = await self._send_structured(kwargs, json_schema, mode)
             except (TransientLLMError, LLMCallError) as exc:
