@@ -2,22 +2,32 @@
 
 Real HTTP (not a mocked transport) so that litellm, the OpenAI SDK, httpx, timeouts and
 connection handling are all exercised exactly as against a provider. It answers
-`POST .../chat/completions`, can sleep before answering, can fail the next N requests with a
-chosen status, and records how many requests it saw and how many were in flight at once.
+`POST .../chat/completions` (and ollama's `POST /api/chat`), can sleep before answering, can
+fail the next N requests with a chosen status (and `Retry-After`), can refuse `response_format`
+types the way a server that lacks them does, returns `top_logprobs` when asked and told what to
+return, and records how many requests it saw and how many were in flight at once.
 Imported by tests (`from llm_server import LoopbackServer`) and by `scripts/bench_llm.py`.
+`LlamaServer` starts the real thing instead: llama-cpp-python's server as a child process.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
 
 #: Builds the reply content from the parsed request body.
 Responder = Callable[[dict[str, Any]], str]
+#: `(token, logprob)` alternatives of the first generated token, likeliest first.
+TopLogprobs = Callable[[dict[str, Any]], list[tuple[str, float]]]
 
 
 def default_responder(body: dict[str, Any]) -> str:
@@ -36,16 +46,28 @@ class _Server(ThreadingHTTPServer):
 class LoopbackServer:
     """ThreadingHTTPServer on 127.0.0.1 with an ephemeral port; use as a context manager."""
 
-    def __init__(self, latency_s: float = 0.0, responder: Responder = default_responder):
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        responder: Responder = default_responder,
+        *,
+        rejected_formats: tuple[str, ...] = (),
+        top_logprobs: TopLogprobs | None = None,
+    ):
         self.latency_s = latency_s
         self.responder = responder
+        #: `response_format.type` values answered with llama-cpp-python's 500 (a validation
+        #: error naming the field), e.g. ("json_schema",) for llama.cpp's server.
+        self.rejected_formats = rejected_formats
+        self.top_logprobs = top_logprobs
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request
         self.authorizations: list[str] = []
-        self._failures: list[int] = []
+        self._failures: list[tuple[int, str | None]] = []
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -61,10 +83,10 @@ class LoopbackServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def fail_next(self, n: int, status: int = 429) -> None:
-        """Answer the next `n` requests with HTTP `status` instead of a completion."""
+    def fail_next(self, n: int, status: int = 429, retry_after: str | None = None) -> None:
+        """Answer the next `n` requests with HTTP `status` (and a `Retry-After` header)."""
         with self._lock:
-            self._failures.extend([status] * n)
+            self._failures.extend([(status, retry_after)] * n)
 
     def reset_counters(self) -> None:
         with self._lock:
@@ -72,6 +94,7 @@ class LoopbackServer:
             self.max_in_flight = 0
             self.bodies.clear()
             self.paths.clear()
+            self.arrivals.clear()
             self.authorizations.clear()
 
     def start(self) -> Self:
@@ -93,10 +116,13 @@ class LoopbackServer:
 
     # ---- serving ------------------------------------------------------------------------
 
-    def _admit(self, body: dict[str, Any], path: str, authorization: str) -> int | None:
-        """Count the request; return a status to fail with, if one is queued."""
+    def _admit(
+        self, body: dict[str, Any], path: str, authorization: str
+    ) -> tuple[int, str | None] | None:
+        """Count the request; return a (status, Retry-After) to fail with, if one is queued."""
         with self._lock:
             self.requests += 1
+            self.arrivals.append(time.monotonic())
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.bodies.append(body)
@@ -108,21 +134,66 @@ class LoopbackServer:
         with self._lock:
             self.in_flight -= 1
 
+    def _rejection(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """llama-cpp-python's answer to a `response_format` type it lacks (HTTP 500)."""
+        kind = (body.get("response_format") or {}).get("type")
+        if kind not in self.rejected_formats:
+            return None
+        message = (
+            "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+            f"  Input should be 'text' or 'json_object' [type=literal_error, input_value='{kind}']"
+        )
+        return {"error": {"message": message, "type": "internal_server_error"}}
+
+    def _logprobs(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """OpenAI's chat `logprobs` block (as vLLM and llama.cpp's server return it)."""
+        if not body.get("logprobs") or self.top_logprobs is None:
+            return None
+        top = self.top_logprobs(body)[: int(body.get("top_logprobs") or 1)]
+        first = top[0]
+        return {
+            "content": [
+                {
+                    "token": first[0],
+                    "logprob": first[1],
+                    "bytes": list(first[0].encode()),
+                    "top_logprobs": [
+                        {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top
+                    ],
+                }
+            ]
+        }
+
+    def _ollama(self, body: dict[str, Any]) -> dict[str, Any]:
+        """ollama's native `/api/chat` reply (not streamed)."""
+        content = self.responder(body)
+        prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        return {
+            "model": body.get("model", "test-model"),
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": content},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": prompt_words,
+            "eval_count": len(content.split()),
+        }
+
     def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
         content = self.responder(body)
         prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+        }
+        if (logprobs := self._logprobs(body)) is not None:
+            choice["logprobs"] = logprobs
         return {
             "id": f"chatcmpl-loopback-{self.requests}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "test-model"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_words,
                 "completion_tokens": len(content.split()),
@@ -139,9 +210,13 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return  # keep test output clean
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], retry_after: str | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -153,28 +228,81 @@ class LoopbackServer:
                 path = self.path
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                if not path.endswith("chat/completions"):
+                ollama = path.endswith("/api/chat")
+                if not (ollama or path.endswith("chat/completions")):
                     self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
                     return
                 try:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {}
-                status = server._admit(body, path, self.headers.get("Authorization", ""))
+                failure = server._admit(body, path, self.headers.get("Authorization", ""))
                 try:
                     if server.latency_s:
                         time.sleep(server.latency_s)
-                    if status is not None:
+                    if failure is not None:
+                        status, retry_after = failure
                         kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
                             status, "server_error"
                         )
                         message = f"loopback: injected HTTP {status}"
-                        self._send(status, {"error": {"message": message, "type": kind}})
+                        error = {"error": {"message": message, "type": kind}}
+                        self._send(status, error, retry_after)
                         return
-                    self._send(200, server._completion(body))
+                    if (rejection := server._rejection(body)) is not None:
+                        self._send(500, rejection)
+                        return
+                    self._send(200, server._ollama(body) if ollama else server._completion(body))
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client gave up (its timeout); nothing to answer
                 finally:
                     server._leave()
 
         return Handler
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """llama-cpp-python's server as a child process; `kill()` and `start()` again on the
+    same port, as an operator restarting a crashed server would."""
+
+    def __init__(self, model_path: str | Path, log: Path, threads: int = 1):
+        self.model_path = model_path
+        self.threads = threads
+        self.port = _free_port()
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                   "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
+                   "--port", str(self.port)]
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"llama.cpp server exited ({self.process.returncode}):\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)  # not listening yet: poll again
+        self.kill()
+        raise RuntimeError(f"llama.cpp server not up within {timeout_s:g} s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)

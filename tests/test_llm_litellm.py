@@ -167,18 +167,25 @@ def test_structured_output_through_litellm(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_choose_without_logprobs_is_a_constrained_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
-    with LoopbackServer(responder=lambda body: '{"choice": "pathos"}') as srv:
+    def answer(body: dict[str, Any]) -> str:
+        return '{"choice": "pathos"}' if "pathos" in json.dumps(body) else '{"choice": "calm"}'
+
+    with LoopbackServer(responder=answer) as srv:
         llm = make_llm(srv)
         result = llm.choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
         again = llm.choose_sync("Pick a style.", ["logos", "pathos", "ethos"])
+        # The first choice asked for log-probabilities (and got none): later ones don't.
+        assert [bool(b.get("logprobs")) for b in srv.bodies] == [True, False]
+        llm.choose_sync("Pick a tone.", ["calm", "angry"])
+        assert srv.requests == 3 and not srv.bodies[-1].get("logprobs")
     assert result.method == "constrained"
     assert result.choice == "pathos"
     assert result.scores == {"logos": 0.0, "pathos": 1.0, "ethos": 0.0}
     assert again.cached is True and again.choice == "pathos"
-    # One choice is one metered request (the inner structured call is not counted twice).
+    # One choice is one metered request (the inner structured call is not counted twice);
+    # the probe that found no log-probabilities is a call of its own.
     usage = llm.usage
-    assert (usage.requests, usage.cache_hits, usage.new_calls) == (2, 1, 1)
-    assert srv.requests == 1
+    assert (usage.requests, usage.cache_hits, usage.new_calls) == (3, 1, 3)
 
 
 def test_the_cache_never_contains_a_secret(

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 from gtsteer.solvers.metrics import Accuracy
@@ -84,6 +85,8 @@ def steering(
         str | None,
         typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: --llm)."),
     ] = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     samples: Annotated[
         int, typer.Option("--samples", "-k", help="Messages per instruction value.")
     ] = 10,
@@ -97,8 +100,12 @@ def steering(
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     with friendly_errors():
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm, classifier_llm)
+        writer = endpoint.resolve(llm)
+        reader = None if classifier_llm in (None, llm) else endpoint.resolve(classifier_llm)
         report, where = run_steering(
-            config, llm, classifier_llm, samples, seed, out, progress=not quiet
+            config, writer, reader, samples, seed, out, progress=not quiet
         )
     print_steering(report)
     console.print(f"report: {where / 'steering.json'}")
@@ -137,6 +144,8 @@ def print_reward(report: RewardReport) -> None:
 def reward(
     config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
     llm: Annotated[str, typer.Option("--llm", "-m", help="The reward model.")] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     cases: Annotated[
         int, typer.Option("--cases", "-n", help="Templated dialogues per outcome type.")
     ] = 10,
@@ -150,7 +159,11 @@ def reward(
     """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
     with friendly_errors():
-        report, where = run_reward(config, llm, cases, seed, out, progress=not quiet)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
+        report, where = run_reward(
+            config, endpoint.resolve(llm), cases, seed, out, progress=not quiet
+        )
     print_reward(report)
     console.print(f"report: {where / 'reward.json'}")
 

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
@@ -47,6 +48,8 @@ def verdict(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir.")] = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and sampling seed.")] = 0,
     temperatures: Annotated[
@@ -65,8 +68,10 @@ def verdict(
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
         where = out if out is not None else run_dir("eval-verdict", config, llm, seed)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
         report = evaluate_verdict(
-            config, llm=llm, games=games, seed=seed, temperatures=temps, breadth=breadth,
+            config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps, breadth=breadth,
             depth=depth, out_dir=where, progress=not quiet,
         )
     print_report(report)

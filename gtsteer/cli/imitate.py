@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -92,6 +93,8 @@ def imitate(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     games: Annotated[
         int, typer.Option("--games", "-n", help="Generated instances (train + held-out).")
     ] = DEFAULT_GAMES,
@@ -137,9 +140,11 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
         report = imitate_config(
             config,
-            llm=llm,
+            llm=endpoint.resolve(llm),
             games=games,
             holdout=holdout,
             steps=steps,

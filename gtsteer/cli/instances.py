@@ -12,7 +12,7 @@ from gtsteer.binding import load_spec
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.llm import LLM
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
@@ -22,6 +22,8 @@ def instances(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Generation seed.")] = 0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")] = None,
 ) -> None:
@@ -30,7 +32,9 @@ def instances(
         if out is not None:
             check_out_file(out)  # before the model writes anything
         spec = load_spec(config)
-        made = generate_llm_instances(spec, LLM(llm), num, seed)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
+        made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
     table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")
     for inst in made:
         private = "\n".join(render_private_info(info) for info in inst.private_info)

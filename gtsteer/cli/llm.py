@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.llm import LLM, ResponseCache, default_cache_dir
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import THREADS_ENV, local_threads
 from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
@@ -25,12 +26,15 @@ def ask(
     temperature: float = typer.Option(0.7, help="Sampling temperature."),
     max_tokens: int = typer.Option(64, "--max-tokens", help="Most tokens to generate."),
     choices: str = typer.Option(None, help='Comma-separated options, e.g. "A,B,C": pick one.'),
-    api_base: str = typer.Option(None, "--api-base", help="Base URL for litellm servers."),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
 ) -> None:
     """Print a completion, or with --choices the chosen option and per-option scores."""
     with friendly_errors():
-        llm = LLM(model, api_base=api_base)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(model)
+        llm = endpoint.llm(model)
         if choices:
             options = [c.strip() for c in choices.split(",") if c.strip()]
             result = llm.choose_sync(prompt, options, seed=seed)

@@ -10,6 +10,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors, parse_options
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
@@ -59,6 +60,8 @@ def psro(
         str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "
                                                         "(default: --llm).")
     ] = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
     iterations: Annotated[int, typer.Option("--iterations", "-t", help="PSRO iterations.")] = 3,
     candidates: Annotated[
@@ -109,6 +112,10 @@ def psro(
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
     with friendly_errors():
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm, proposer_llm)
+        writer = endpoint.resolve(llm)
+        proposer = None if proposer_llm in (None, llm) else endpoint.resolve(proposer_llm)
         # PSROConfig validates the options (its error names the flag) before any LLM call.
         settings = parse_options(
             PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
@@ -125,7 +132,7 @@ def psro(
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
             summary = psro_config(
-                config, llm=llm, proposer_llm=proposer_llm, games=games, settings=settings,
+                config, llm=writer, proposer_llm=proposer, games=games, settings=settings,
                 out_dir=out, deals=deals, on_iteration=done,
                 on_phase=lambda text: bar.update(task, description=text),
             )

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
@@ -132,6 +133,8 @@ def solve(
     llm: Annotated[
         str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
     ] = "local",
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
     games: Annotated[
         int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
     ] = None,
@@ -177,9 +180,11 @@ def solve(
     if games is not None and instances is not None:
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
     with friendly_errors():
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
         summary = solve_config(
             config,
-            llm=llm,
+            llm=endpoint.resolve(llm),
             games=1 if games is None else games,
             instances_file=instances,
             iterations=iterations,

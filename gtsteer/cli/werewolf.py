@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
@@ -126,9 +127,10 @@ STEER_HELP = ("A `steer-train` output folder: its distilled policy picks the bot
 STEER_TEAM_HELP = "Which bots are steered: village, werewolves or both."
 
 
-def _run(store: GameStore, state: GameState, chooser=None) -> GameState:
+def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None = None
+         ) -> GameState:
     human = _human_of(state)
-    runner = GameRunner(store, chooser=chooser, human=_human_agent if human else None,
+    runner = GameRunner(store, pool=pool, chooser=chooser, human=_human_agent if human else None,
                         on_step=_printer(human))
     if human:
         me = state.player(human)
@@ -166,6 +168,8 @@ def play(
                              help="Tied vote: none (nobody is eliminated) or random."),
     steer: str = typer.Option(None, "--steer", help=STEER_HELP),
     steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
@@ -173,16 +177,19 @@ def play(
             raise ValueError("--with-human needs --human NAME (the name you play under)")
         chooser = _chooser(steer, steer_team)
         names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(*names)
+        pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
         state = create_game(
             store, n_players=players, n_wolves=wolves, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, max_days=max_days, max_messages_per_day=max_messages,
-            game_id=game_id, pool=LLMPool(), rules=rules, ties=ties,  # type: ignore[arg-type]
+            game_id=game_id, pool=pool, rules=rules, ties=ties,  # type: ignore[arg-type]
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
         say("Players: " + ", ".join(p.name for p in state.players))
-        _run(store, state, chooser)
+        _run(store, state, chooser, pool)
         say(f"Game id: {state.game_id}")
 
 
@@ -192,6 +199,8 @@ def resume(
     db: str = typer.Option(None, "--db", help=DB_HELP),
     steer: str = typer.Option(None, "--steer", help=STEER_HELP + " Same as the game's start."),
     steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Continue a game from its last committed step."""
     with friendly_errors():
@@ -201,8 +210,10 @@ def resume(
         if state.over:
             say(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(state.router_model, *{p.model for p in state.players})
         say(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
-        _run(store, state, chooser)
+        _run(store, state, chooser, LLMPool(factory=endpoint.llm))
 
 
 @werewolf_app.command("list")
@@ -269,6 +280,8 @@ def act(
     bot: str = typer.Option(..., "--bot", help="The bot that decides."),
     action: str = typer.Option(..., "--action", help="vote | night | speak"),
     llm: str = typer.Option(None, "--llm", "-m", help="Override the bot's model."),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
@@ -294,7 +307,9 @@ def act(
                            turns_total=state.turn_limit())
         else:
             raise ValueError(f"--action must be vote, night or speak (got {action!r})")
-        decision, records = bot_decision(state, want, LLMPool())
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(me.model)
+        decision, records = bot_decision(state, want, LLMPool(factory=endpoint.llm))
         payload = decision.model_dump(exclude={"info_state", "notes"}, exclude_defaults=True)
         payload["legal_targets"] = want.legal_targets
         payload["llm_calls"] = [{"purpose": r.purpose, "cached": r.cached,

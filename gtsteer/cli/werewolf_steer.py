@@ -6,6 +6,8 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
 
 
@@ -25,6 +27,8 @@ def steer_train(
     embedder: str = typer.Option(None, "--embedder", help="Sentence embedder (default MiniLM)."),
     train_steps: int = typer.Option(2000, "--train-steps", help="MLP training steps."),
     seed: int = typer.Option(0, "--seed", help="Seed of the games, the sampling, the training."),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
     distill the solutions into a policy for `play --steer OUT`."""
@@ -37,7 +41,9 @@ def steer_train(
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        summary = run(cfg, out)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
+        summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm))
         console.print(f"solved {len(summary.solved)} playstyle games "
                       f"({summary.llm_calls} LLM calls), {summary.records} records; "
                       f"policy in {out}/policy")
@@ -54,6 +60,8 @@ def evaluate(
     max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),
     max_days: int = typer.Option(4, "--max-days", help="Day cap (winner none when reached)."),
     seed: int = typer.Option(0, "--seed", help="First game seed."),
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds."""
     from gtsteer.runs.werewolf_evaluate import EvaluateConfig
@@ -62,7 +70,9 @@ def evaluate(
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed)
-        summary = run(cfg, steer, out)
+        endpoint = Endpoint(api_base, api_key_env)
+        endpoint.check(llm)
+        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm))
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
         for r in summary.results:

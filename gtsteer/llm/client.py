@@ -42,6 +42,8 @@ from gtsteer.llm.usage import UsageMeter, UsageReport
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 PromptLike = str | Sequence[Message] | Sequence[dict[str, str]]
+#: The longest `Retry-After` the client waits out before its next try.
+RETRY_AFTER_MAX_S = 300.0
 
 
 def to_request(prompt: PromptLike, **params: Any) -> GenerationRequest:
@@ -84,6 +86,7 @@ class LLM:
         cache: ResponseCache | None = None,
         use_cache: bool = True,
         api_base: str | None = None,
+        api_key: str | None = None,
         max_concurrency: int | None = None,
         timeout_s: float = 120.0,
         max_retries: int = 4,
@@ -91,7 +94,9 @@ class LLM:
         backoff_max_s: float = 30.0,
         structured_attempts: int = 3,
     ):
-        self.backend = backend or make_backend(model, api_base=api_base, timeout_s=timeout_s)
+        self.backend = backend or make_backend(
+            model, api_base=api_base, timeout_s=timeout_s, api_key=api_key
+        )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
         self.cache = (cache if cache is not None else ResponseCache()) if use_cache else None
@@ -115,6 +120,12 @@ class LLM:
     @property
     def usage(self) -> UsageReport:
         return self.meter.snapshot()
+
+    def capabilities(self) -> dict[str, str | None]:
+        """How this model serves structured output (`json_schema`, `json_object`, `prompt`,
+        `grammar`) and `choose` (`loglik`, `constrained`, `hash`), for run summaries; a
+        served endpoint's entries stay None until a request has found them out."""
+        return self.backend.capabilities()
 
     async def generate(
         self,
@@ -237,6 +248,8 @@ class LLM:
         scores, usage = await self._limited(
             self.backend.score_options_with_usage(request, options)
         )
+        if scores is None and usage.latency_s > 0:
+            self.meter.call(usage)  # a scoring call that found no log-probabilities still ran
         if scores is not None:
             self.meter.request(cached=False)
             self.meter.call(usage)
@@ -329,7 +342,13 @@ class LLM:
         tenacity's `wait_exponential_jitter` adds up to 1 s of jitter whatever the base delay,
         so a small `backoff_initial_s` would still wait about a second per retry."""
         base = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
-        return min(self.backoff_max_s, base + random.uniform(0.0, base))
+        delay = min(self.backoff_max_s, base + random.uniform(0.0, base))
+        outcome = getattr(state, "outcome", None)
+        error = outcome.exception() if outcome is not None else None
+        asked = getattr(error, "retry_after_s", None)
+        # A server that says when to come back is believed (up to RETRY_AFTER_MAX_S): asking
+        # sooner only earns another 429.
+        return max(delay, min(asked, RETRY_AFTER_MAX_S)) if asked else delay
 
     async def _call(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
         """One metered backend call with timeout and exponential backoff on transient errors."""

@@ -25,7 +25,13 @@ class PromptTooLongError(LLMError):
 
 
 class TransientLLMError(LLMError):
-    """A failure worth retrying: rate limit, server error, timeout, dropped connection."""
+    """A failure worth retrying: rate limit, server error, timeout, dropped connection.
+
+    `retry_after_s` is the wait the server asked for (a 429's `Retry-After`), if any."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None):
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
 
 
 class LLMCallError(LLMError):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
@@ -109,6 +109,8 @@ class SteeringReport(BaseModel):
     skipped: list[str]
     samples: list[SteeringSample]
     llm_calls: LLMCalls
+    #: How the classifier served structured output and `choose` (`LLM.capabilities`).
+    llm_modes: dict[str, str | None] = Field(default_factory=dict)
 
     def run(self, variant: str) -> ClassifierRun | None:
         return next((r for r in self.runs if r.variant == variant), None)
@@ -351,6 +353,7 @@ def measure_steering(
         skipped=skipped,
         samples=out,
         llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
+        llm_modes=classifier.capabilities(),
     )
 
 

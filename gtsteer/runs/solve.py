@@ -192,6 +192,7 @@ def solve_config(
         head_to_head=None,
         instruction_distribution=[],
         llm_calls=after.since(before),
+        llm_modes=model.capabilities(),
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,

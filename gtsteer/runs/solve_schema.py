@@ -2,7 +2,7 @@
 
 These pydantic models are the documented schema (see docs/SOLVE.md). Everything in them is a
 pure function of (config, model, seeds, solver, iterations) except `llm_calls`, which says what
-this particular run had to ask the model (zero new calls on a rerun).
+this particular run had to ask the model (zero new calls on a rerun), and `llm_modes`.
 """
 
 from __future__ import annotations
@@ -92,6 +92,9 @@ class SolveSummary(BaseModel):
     head_to_head: HeadToHead | None
     instruction_distribution: list[InstructionDistribution]
     llm_calls: LLMCalls
+    #: How the model served structured output and `choose` in this run (`LLM.capabilities`:
+    #: e.g. `json_object` and `loglik` for llama.cpp's server); None where it was not asked.
+    llm_modes: dict[str, str | None] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)
     clipped_rewards: int = 0  # terminal rewards clipped to payoff bounds, all instances
     echoed_messages: int = 0  # messages that repeated their instruction (stripped), all instances
@@ -109,8 +112,9 @@ class SolveSummary(BaseModel):
     heldout_pooled: int = 0
 
     def numbers(self) -> dict[str, Any]:
-        """Everything that must be identical on a rerun (all but `llm_calls`)."""
-        return self.model_dump(exclude={"llm_calls"})
+        """Everything that must be identical on a rerun (all but `llm_calls` and `llm_modes`,
+        which a rerun answered from the cache never finds out)."""
+        return self.model_dump(exclude={"llm_calls", "llm_modes"})
 
 
 class InfoStatePolicy(BaseModel):

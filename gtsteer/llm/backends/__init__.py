@@ -16,11 +16,21 @@ BACKEND_KINDS = (
 )
 
 
-def make_backend(model: str, api_base: str | None = None, timeout_s: float = 120.0) -> Backend:
+def make_backend(
+    model: str,
+    api_base: str | None = None,
+    timeout_s: float = 120.0,
+    api_key: str | None = None,
+) -> Backend:
     """Choose a backend from a model string (see DESIGN.md, "The LLM layer")."""
     model = (model or "").strip()
     if not model:
         raise ModelConfigError("Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`.")
+    if (api_base or api_key) and (model in ("local", "fake") or model.startswith(("local:", "fake:"))):
+        raise ModelConfigError(
+            f"--api-base/--api-key-env apply to served models (litellm ids such as "
+            f"openai/NAME or hosted_vllm/NAME), not to {model!r}, which runs in-process."
+        )
     if model == "local" or model.startswith("local:"):
         from gtsteer.llm.backends.local import LocalBackend
 
@@ -29,7 +39,7 @@ def make_backend(model: str, api_base: str | None = None, timeout_s: float = 120
         return FakeBackend(model)
     from gtsteer.llm.backends.litellm_backend import LiteLLMBackend
 
-    return LiteLLMBackend(model, api_base=api_base, timeout_s=timeout_s)
+    return LiteLLMBackend(model, api_base=api_base, timeout_s=timeout_s, api_key=api_key)
 
 
 __all__ = ["BACKEND_KINDS", "Backend", "FakeBackend", "make_backend"]

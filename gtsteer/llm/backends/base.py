@@ -21,6 +21,15 @@ class Backend(ABC):
     def __init__(self, model: str):
         self.model = model
 
+    def capabilities(self) -> dict[str, str | None]:
+        """How structured output and `choose` are served here (recorded in run summaries);
+        None where a served endpoint has not been asked yet."""
+        choice = "loglik" if type(self).score_options is not Backend.score_options else None
+        return {
+            "structured_output": "grammar" if self.supports_grammar else "prompt",
+            "choice": choice or "constrained",
+        }
+
     def identity(self) -> dict[str, Any]:
         """What identifies this backend's answers in the cache key (never a secret)."""
         return {"backend": self.kind, "model": self.model}

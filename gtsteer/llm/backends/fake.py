@@ -65,6 +65,9 @@ class FakeBackend(Backend):
         usage = Usage(prompt_tokens=len(text.split()), completion_tokens=len(out.split()))
         return RawCompletion(text=out, usage=usage)
 
+    def capabilities(self) -> dict[str, str | None]:
+        return {"structured_output": "grammar", "choice": "hash"}
+
     async def score_options(
         self, request: GenerationRequest, options: list[str]
     ) -> dict[str, float] | None:

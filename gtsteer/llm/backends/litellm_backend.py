@@ -1,20 +1,32 @@
 """Every non-local model goes through litellm (OpenAI, Anthropic, Ollama, vLLM, ...).
 
-litellm is imported lazily (about 5 s). Keys come only from the environment; litellm's own
-retries are off because the client owns backoff, so that every try is metered.
+litellm is imported lazily (about 5 s). Keys come from the environment (or a variable named by
+`--api-key-env`) and never enter the cache key; litellm's own retries are off because the
+client owns backoff, so that every try is metered.
+
+Servers differ in what they accept (docs/SERVING.md): structured output is sent as a JSON
+schema, else as `json_object` with the schema (llama.cpp's server), else as a plain prompt that
+the client validates and retries with feedback. The mode is learned once per endpoint: the
+first structured request probes it alone, and a rejection that names `response_format` costs
+that one request, never a retry per call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
+import math
 import os
 import re
+import threading
 import time
+import weakref
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import public_url
 from gtsteer.llm.errors import LLMCallError, ModelConfigError, TransientLLMError
-from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
 
 # Providers that run without a key (local servers).
 _KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile"}
@@ -30,14 +42,64 @@ def _litellm() -> Any:
     return litellm
 
 
+#: Structured-output modes, most constrained first; each endpoint uses the first it accepts.
+STRUCTURED_MODES = ("json_schema", "json_object", "prompt")
+#: Alternatives the server's top log-probabilities are read from in `score_options`.
+TOP_LOGPROBS = 20
+# A rejection of the structured-output request itself (not of the prompt or the key).
+_REJECTS_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+
+
+class EndpointModes:
+    """What one endpoint (model + base URL) was found to accept, shared by every client of
+    it in the process, so each capability is probed once per endpoint, not once per `LLM`."""
+
+    def __init__(self) -> None:
+        self.structured: str | None = None  # one of STRUCTURED_MODES once known
+        self.logprobs: bool | None = None  # does the chat endpoint return top_logprobs?
+        # The probe runs alone: concurrent first requests wait for its verdict (one lock
+        # per event loop, as asyncio locks bind to the loop that made them).
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
+        self._locks = weakref.WeakKeyDictionary()
+
+    def probe_lock(self) -> asyncio.Lock:
+        return self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+
+
+_ENDPOINTS: dict[tuple[str, str | None], EndpointModes] = {}
+_ENDPOINTS_LOCK = threading.Lock()
+
+
+def endpoint_modes(model: str, api_base: str | None) -> EndpointModes:
+    with _ENDPOINTS_LOCK:
+        return _ENDPOINTS.setdefault((model, public_url(api_base)), EndpointModes())
+
+
+def response_format(mode: str, json_schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` a `mode` sends (None: the schema travels in the prompt only)."""
+    if mode == "json_schema":
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", str(json_schema.get("title", "answer")))[:64]
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
+    if mode == "json_object":  # llama.cpp's server turns the schema into a grammar
+        return {"type": "json_object", "schema": json_schema}
+    return None
+
+
 class LiteLLMBackend(Backend):
     kind = "litellm"
     max_concurrency = 16
 
-    def __init__(self, model: str, api_base: str | None = None, timeout_s: float = 120.0):
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None = None,
+        timeout_s: float = 120.0,
+        api_key: str | None = None,
+    ):
         super().__init__(model)
         self.api_base = api_base
         self.timeout_s = timeout_s
+        self._api_key = api_key  # sent with each request; never part of identity()
         litellm = _litellm()
         try:
             _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
@@ -49,7 +111,8 @@ class LiteLLMBackend(Backend):
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
             ) from exc
         self.provider = provider
-        if provider not in _KEYLESS_PROVIDERS and not api_base:
+        self.modes = endpoint_modes(model, api_base)
+        if provider not in _KEYLESS_PROVIDERS and not api_base and not api_key:
             env = litellm.validate_environment(model=model)
             missing = env.get("missing_keys") or []
             if missing:
@@ -61,10 +124,11 @@ class LiteLLMBackend(Backend):
     def identity(self) -> dict[str, Any]:
         return {"backend": self.kind, "model": self.model, "api_base": public_url(self.api_base)}
 
-    async def complete(
-        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
-    ) -> RawCompletion:
-        litellm = _litellm()
+    def capabilities(self) -> dict[str, str | None]:
+        choice = {True: "loglik", False: "constrained", None: None}[self.modes.logprobs]
+        return {"structured_output": self.modes.structured, "choice": choice}
+
+    def _kwargs(self, request: GenerationRequest) -> dict[str, Any]:
         messages = (
             [m.model_dump() for m in request.messages]
             if request.messages is not None
@@ -83,32 +147,127 @@ class LiteLLMBackend(Backend):
             kwargs["stop"] = request.stop
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        if json_schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": json_schema.get("title", "answer"), "schema": json_schema},
-            }
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        return kwargs
+
+    async def _send(self, kwargs: dict[str, Any]) -> tuple[Any, Usage]:
+        litellm = _litellm()
         start = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             raise _classify(exc) from exc
         latency = time.perf_counter() - start
-        text = response.choices[0].message.content or ""
         usage = getattr(response, "usage", None)
         try:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:  # noqa: BLE001 - a model missing from the cost map costs "unknown" -> 0
             cost = 0.0
-        return RawCompletion(
-            text=text,
-            usage=Usage(
-                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                cost_usd=cost,
-                latency_s=latency,
-            ),
+        return response, Usage(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            cost_usd=cost,
+            latency_s=latency,
         )
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        kwargs = self._kwargs(request)
+        answer = None
+        if json_schema is None:
+            answer = await self._send(kwargs)
+        elif self.modes.structured is None:
+            async with self.modes.probe_lock():
+                if self.modes.structured is None:  # else found while this request waited
+                    answer = await self._probe_structured(kwargs, json_schema)
+        if answer is None:  # the mode is known: requests go out concurrently again
+            answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
+        response, usage = answer
+        return RawCompletion(text=response.choices[0].message.content or "", usage=usage)
+
+    async def _send_structured(
+        self, kwargs: dict[str, Any], json_schema: dict[str, Any], mode: str
+    ) -> tuple[Any, Usage]:
+        fmt = response_format(mode, json_schema)
+        return await self._send({**kwargs, "response_format": fmt} if fmt else kwargs)
+
+    async def _probe_structured(
+        self, kwargs: dict[str, Any], json_schema: dict[str, Any]
+    ) -> tuple[Any, Usage]:
+        """Try the modes in order; the first the server accepts is this endpoint's mode."""
+        for mode in STRUCTURED_MODES:
+            try:
+                answer = await self._send_structured(kwargs, json_schema, mode)
+            except (TransientLLMError, LLMCallError) as exc:
+                said = f"{exc} {exc.__cause__}"  # the provider's full text, not the 300-char cut
+                if mode != "prompt" and _REJECTS_FORMAT.search(said):
+                    continue  # the server named the format it refuses: try the next mode
+                raise
+            self.modes.structured = mode
+            return answer
+        raise AssertionError("unreachable: the prompt mode sends no response_format")
+
+    async def score_options_with_usage(
+        self, request: GenerationRequest, options: list[str]
+    ) -> tuple[dict[str, float] | None, Usage]:
+        """First-token log-probabilities of the options, read from the server's chat
+        `top_logprobs`; None where the endpoint returns none (then the client asks for a
+        constrained choice) or where its top alternatives cannot tell the options apart."""
+        if self.modes.logprobs is False:
+            return None, Usage()
+        listed = "Answer with exactly one of: " + ", ".join(options) + "."
+        asked = (
+            request.model_copy(update={"prompt": f"{request.prompt}\n\n{listed}"})
+            if request.prompt is not None
+            else request.model_copy(
+                update={"messages": [*(request.messages or []), Message(role="user", content=listed)]}
+            )
+        )
+        kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
+        response, usage = await self._send({**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
+        top = _top_logprobs(response)
+        self.modes.logprobs = top is not None
+        if top is None:
+            return None, usage
+        return first_token_scores(top, options), usage
+
+
+def _top_logprobs(response: Any) -> dict[str, float] | None:
+    """`{token: logprob}` of the first generated token, or None when the server sent none."""
+    logprobs = getattr(response.choices[0], "logprobs", None)
+    if logprobs is None:
+        return None
+    content = logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)
+    if not content:
+        return None
+    first = content[0]
+    first = first if isinstance(first, dict) else first.model_dump()
+    top = {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
+    top.setdefault(str(first["token"]), float(first["logprob"]))
+    return top
+
+
+def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, float] | None:
+    """Each option scores the log-probability of the likeliest top token that starts it
+    (case and leading space ignored). None when no option is among the top tokens, or two
+    options share their best token (the server's answer does not separate them). An option
+    absent from the top scores the smallest top log-probability, an upper bound on its own."""
+    floor = min(top.values())
+    scores: dict[str, float] = {}
+    best_token: dict[str, str] = {}
+    for option in options:
+        wanted = option.strip().lower()
+        matches = [
+            (lp, tok) for tok, lp in top.items() if tok.strip() and wanted.startswith(tok.strip().lower())
+        ]
+        if matches:
+            lp, tok = max(matches)
+            scores[option], best_token[option] = lp, tok.strip().lower()
+    if not scores or len(set(best_token.values())) < len(best_token):
+        return None
+    return {o: scores.get(o, floor if math.isfinite(floor) else -1e9) for o in options}
 
 
 _URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
@@ -131,6 +290,26 @@ def scrub_secrets(text: str) -> str:
     return _KEY_SHAPED.sub(lambda m: f"{m.group(1)}-***", text)
 
 
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds from the error response's `Retry-After` header (delta-seconds or HTTP date)."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
 def _classify(exc: Exception) -> Exception:
     """Map litellm/OpenAI exceptions to retryable or final gtsteer errors (secrets scrubbed)."""
     status = getattr(exc, "status_code", None)
@@ -146,7 +325,7 @@ def _classify(exc: Exception) -> Exception:
         "BadGatewayError",
     }
     if name in transient_names or (isinstance(status, int) and (status == 429 or status >= 500)):
-        return TransientLLMError(f"{name} (status {status}): {detail}")
+        return TransientLLMError(f"{name} (status {status}): {detail}", _retry_after(exc))
     if name == "AuthenticationError":
         return ModelConfigError(
             "The provider rejected the API key (authentication error). Check the key in your "
