@@ -133,7 +133,7 @@ def main_job(batch: int) -> dict:
         env["GTSTEER_CACHE_DIR"] = str(cache)
         out = cache / "results"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "gtsteer.cli", *DEMO, "--out", str(out)], env=env,
+        subprocess.run([str(Path(sys.executable).parent / "gtsteer"), *DEMO, "--out", str(out)], env=env,
                        check=True, cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
         wall = time.perf_counter() - start
         summary = json.loads((out / "summary.json").read_text())

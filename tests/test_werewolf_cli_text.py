@@ -63,9 +63,10 @@ def test_show_prints_markup_and_escapes_in_chat_and_names_as_text(tmp_path):
 
 
 def test_bots_only_play_prints_model_markup_as_text(tmp_path, monkeypatch):
-    from gtsteer.werewolf import runner
+    from gtsteer.cli import werewolf as cli_werewolf
 
-    monkeypatch.setattr(runner, "LLMPool", hostile_pool)
+    # the CLI builds the game's model pool (served endpoints included): hand it the hostile one
+    monkeypatch.setattr(cli_werewolf, "LLMPool", lambda factory=None: hostile_pool())
     res = CliRunner().invoke(app, ["werewolf", "play", "--llm", "fake", "--seed", "3", "--db",
                                    str(tmp_path / "p.sqlite"), "--game-id", "p", "--players",
                                    "5", "--max-days", "1", "--max-messages", "2"])
