@@ -110,3 +110,13 @@ def test_nbs_driven_run_keeps_the_same_nbs_while_nothing_is_added(tmp_path: Path
     # the exact NBS of this meta-game (hull edge (calm, assertive)-(any, submissive) mixed)
     assert first.solutions["nbs"].payoffs == pytest.approx([0.19792, 0.78977], abs=1e-5)
     assert first.gap == pytest.approx(0.625) and not first.converged
+
+
+def test_a_game_too_large_is_refused_before_any_call(tmp_path):
+    """PSRO expands the same trees as solve: the worst-case estimate is printed and a run past
+    --max-calls is refused (exit 2) before a model is called."""
+    result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
+                                 "--max-calls", "10"])
+    assert result.exit_code == 2, result.output
+    assert "game tree: at most" in result.output and "past the bound" in result.output
+    assert not (tmp_path / "summary.json").exists()

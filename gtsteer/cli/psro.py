@@ -9,10 +9,11 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors, parse_options
+from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.psro import PSROSummary, psro_config
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
@@ -108,6 +109,11 @@ def psro(
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-psro-LLM-SEED)."),
     ] = None,
+    max_calls: Annotated[
+        int,
+        typer.Option("--max-calls", help="Refuse a run whose starting game trees need more LLM"
+                     " requests than this, worst case (the estimate is printed first).", min=1),
+    ] = DEFAULT_MAX_CALLS,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
@@ -134,7 +140,8 @@ def psro(
             summary = psro_config(
                 config, llm=writer, proposer_llm=proposer, games=games, settings=settings,
                 out_dir=out, deals=deals, on_iteration=done,
-                on_phase=lambda text: bar.update(task, description=text),
+                on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
+                report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
             )
     print_summary(summary)
     where = out if out is not None else run_dir("psro", config, llm, seed)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from gtsteer.binding import generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -67,6 +68,8 @@ def psro_config(
     *,
     on_iteration: Callable[[IterationReport], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    max_calls: int | None = DEFAULT_MAX_CALLS,
+    report: Callable[[str], None] | None = None,
 ) -> PSROSummary:
     """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
 
@@ -78,6 +81,8 @@ def psro_config(
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
     if deals is not None:
         spec = spec.with_deals(deals)
+    # the starting trees, before any LLM call (each adopted instruction grows them further)
+    check_tree_size(spec, games, max_calls, report=report)
     model = llm if isinstance(llm, LLM) else LLM(llm)
     model_name = llm if isinstance(llm, str) else model.model
     if proposer_llm is None:

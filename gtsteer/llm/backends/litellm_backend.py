@@ -105,7 +105,7 @@ class LiteLLMBackend(Backend):
             _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
         except Exception as exc:
             raise ModelConfigError(
-                f"Unknown model string {model!r}. Use `local` (the embedded Gemma 3 270M), "
+                f"Unknown model string {model!r}. Use `local` (the default embedded model, SmolLM2-135M-Instruct), "
                 "`local:/path/model.gguf`, `fake` (offline test double), or a litellm model such "
                 "as `openai/gpt-4o-mini`, `anthropic/claude-3-5-haiku-latest`, "
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
