@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.backends.batch_decode import BatchDecoder, GenerateJob, ScoreJob, local_batch
+from gtsteer.llm.backends.batch_decode import (
+    PROBE_ROWS,
+    BatchDecoder,
+    GenerateJob,
+    ScoreJob,
+    local_batch,
+)
 from gtsteer.llm.backends.chat_prompt import ChatTemplate, has_chat_template
 from gtsteer.llm.backends.local_models import (
     DEFAULT_LOCAL_MODEL,
@@ -110,6 +116,15 @@ class LlamaEngine:
             if batch > 1
             else None
         )
+        #: Why requests are served one at a time although batching was asked for (or None).
+        self.unbatched_reason: str | None = None
+        if self.batcher is not None and self.batcher.rows_per_decode < min(batch, PROBE_ROWS):
+            # Row-grouped (repacked) kernels: identical answers allow only decodes of fewer rows
+            # than a group, which compute each row alone and stream the weights once per row,
+            # so batching buys nothing (measured: docs/BENCHMARKS.md); serve one at a time.
+            self.batcher.close()
+            self.batcher = None
+            self.unbatched_reason = "row-grouped kernels (repacked weights)"
 
     @property
     def active_prefix(self) -> BlockPrefixCache:
@@ -173,6 +188,7 @@ def engine_stats() -> list[dict[str, Any]]:
             "batch_steps": e.batcher.steps if e.batcher else 0,
             "batch_peak": e.batcher.peak_active if e.batcher else 1,
             "rows_per_decode": e.batcher.rows_per_decode if e.batcher else 1,
+            "unbatched_reason": e.unbatched_reason,
             "bound_bytes": e.active_prefix.max_bytes,
             "cached_bytes": e.active_prefix.bytes,
             "cached_states": len(e.active_prefix),
