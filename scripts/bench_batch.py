@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc
 import llama_tools
 
-from gtsteer.llm.backends import batch_decode
 from gtsteer.llm.backends.local import LocalBackend, _close_engines
 from gtsteer.llm.backends.local_models import parse_local_model
 from gtsteer.llm.types import GenerationRequest
@@ -43,6 +42,8 @@ ROOT = benchdoc.ROOT
 START, END = benchdoc.markers("bench_batch")
 PNG = ROOT / "docs" / "bench_batch.png"
 N_PROMPT, N_GEN = 128, 32
+#: The batch size compared against one at a time in parts 3-5.
+COMPARE_BATCH = 8
 DEMO = ["solve", "configs/schedule_meeting_dow.yaml", "--games", "1"]
 
 
@@ -115,7 +116,7 @@ def busy(model: str) -> dict:
     spinner.start()
     try:
         threads = batch_decode_threads()
-        return {"threads": threads, **throughput(model, threads, batch_decode.local_batch())}
+        return {"threads": threads, **throughput(model, threads, COMPARE_BATCH)}
     finally:
         stop.set()
         spinner.join()
@@ -191,11 +192,11 @@ def main() -> None:
                             "llama_bench": llama_tools.llama_bench_tg(bins, path, threads)})
             print(json.dumps(singles[-1]), flush=True)
     smol = f"local:{models[0]}"
-    prefix = {b: long_prefix(smol, 1, b) for b in (1, batch_decode.local_batch())}
+    prefix = {b: long_prefix(smol, 1, b) for b in (1, COMPARE_BATCH)}
     print("long prefix", prefix, flush=True)
     loaded = busy(smol)
     print("busy", loaded, flush=True)
-    mains = {b: main_job(b) for b in (1, batch_decode.local_batch())} if args.main_job else {}
+    mains = {b: main_job(b) for b in (1, COMPARE_BATCH)} if args.main_job else {}
     body = render(rows, singles, prefix, loaded, mains, code)
     print(body)
     if not args.no_write:
@@ -205,7 +206,7 @@ def main() -> None:
 
 def render(rows: list[dict], singles: list[dict], prefix: dict, loaded: dict, mains: dict,
            code: str) -> str:  # fmt: skip
-    default = batch_decode.local_batch()
+    default = COMPARE_BATCH
     lines = [
         "## Local model: batched decoding",
         "",

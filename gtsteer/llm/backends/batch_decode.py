@@ -47,9 +47,11 @@ from gtsteer.llm.errors import LLMCallError, ModelConfigError
 from gtsteer.llm.types import RawCompletion, Usage
 
 BATCH_ENV = "GTSTEER_LOCAL_BATCH"
-#: Sequences decoded together by default: measured in scripts/bench_batch.py (docs/BENCHMARKS.md):
-#: on 2 cores most of the aggregate gain is reached by 4-8 sequences.
-DEFAULT_BATCH = 8
+#: Sequences decoded together by default. Measured (scripts/bench_batch.py, docs/BENCHMARKS.md):
+#: on this 2-core machine B = 8 made the README main job 0.91x as fast as one at a time (its
+#: prompts' 64-token blocks run one sequence at a time and dominate), and 16 requests sharing a
+#: long prefix 1.05x; so batching is opt-in (GTSTEER_LOCAL_BATCH=8) until prefill is batched too.
+DEFAULT_BATCH = 1
 MAX_BATCH = 64
 #: Tokens one `llama_decode` may carry (the batch context's n_batch): scoring many long options
 #: is split into several decodes beyond it.
