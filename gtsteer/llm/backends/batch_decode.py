@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from gtsteer.llm.backends.prefix_queue import common_prefix_len
+from gtsteer.llm.backends.prefix_queue import pop_longest_shared
 from gtsteer.llm.errors import LLMCallError, ModelConfigError
 from gtsteer.llm.types import RawCompletion, Usage
 
@@ -249,11 +249,7 @@ class BatchDecoder:
     # ---- the worker --------------------------------------------------------------------------
 
     def _pick(self) -> _Pending:
-        best = max(
-            self._pending, key=lambda p: (common_prefix_len(p.key, self._last_key), -p.order)
-        )
-        self._pending.remove(best)
-        return best
+        return pop_longest_shared(self._pending, self._last_key)
 
     def _work(self) -> None:
         while True:

@@ -30,6 +30,14 @@ def common_prefix_len(a: str, b: str) -> int:
     return lo
 
 
+def pop_longest_shared(pending: list[Any], last_key: str) -> Any:
+    """Remove and return the item (with `.key`, `.order`) whose key shares the longest prefix
+    with `last_key`; ties: the oldest (lowest order)."""
+    best = max(pending, key=lambda j: (common_prefix_len(j.key, last_key), -j.order))
+    pending.remove(best)
+    return best
+
+
 @dataclass(order=True)
 class _Job:
     order: int
@@ -73,12 +81,7 @@ class PrefixOrderedQueue:
         return await job.future
 
     def _pick(self) -> _Job:
-        best = max(
-            self._pending,
-            key=lambda j: (common_prefix_len(j.key, self._last_key), -j.order),
-        )
-        self._pending.remove(best)
-        return best
+        return pop_longest_shared(self._pending, self._last_key)
 
     def _work(self) -> None:
         while True:
