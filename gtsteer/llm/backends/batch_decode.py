@@ -193,7 +193,10 @@ class BatchDecoder:
         self._cond = threading.Condition()
         self._pending: list[_Pending] = []
         self._active: list[_Slot] = []
-        self._free = list(range(max_seqs, 0, -1))
+        # Lowest sequence ids first, rows in id order: llama.cpp puts only consecutive sequence
+        # ids into one micro-batch (split_equal, one KV stream per sequence), so a gap in the ids
+        # costs another pass over the weights.
+        self._free = list(range(1, max_seqs + 1))
         self._counter = itertools.count()
         self._last_key = ""
         self._thread: threading.Thread | None = None
@@ -326,14 +329,14 @@ class BatchDecoder:
         job = pending.job
         assert isinstance(job, GenerateJob)
         start = time.perf_counter()
-        seq = self._free.pop()
+        seq = self._free.pop(0)
         try:
             evaluated = self._load_prompt(job.tokens[:-1], [seq]) + 1
             llm = self.engine.llm
             llm.set_seed(job.seed)  # `_init_sampler` seeds the chain from it, as create_completion
             sampler = llm._init_sampler(temp=job.temperature, grammar=job.grammar, **_SAMPLING)
         except BaseException:
-            self._free.append(seq)
+            self._return_seq(seq)
             raise
         return _Slot(
             seq=seq,
@@ -371,13 +374,17 @@ class BatchDecoder:
         llama_cpp.llama_memory_seq_rm(self.memory, slot.seq, -1, -1)
         with contextlib.suppress(Exception):
             slot.sampler.close()
-        self._free.append(slot.seq)
+        self._return_seq(slot.seq)
         self._active.remove(slot)
+
+    def _return_seq(self, seq: int) -> None:
+        self._free.append(seq)
+        self._free.sort()
 
     def _step(self) -> None:
         """One token for every active sequence, in decodes of at most `rows_per_decode`."""
         self.steps += 1
-        active = list(self._active)
+        active = sorted(self._active, key=lambda slot: slot.seq)
         for start in range(0, len(active), self.rows_per_decode):
             self._step_rows(active[start : start + self.rows_per_decode])
 
