@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc
 import llama_tools
 
-from gtsteer.llm.backends.local import LocalBackend, _close_engines
+from gtsteer.llm.backends.local import LocalBackend, _close_engines, local_threads
 from gtsteer.llm.backends.local_models import parse_local_model
 from gtsteer.llm.types import GenerationRequest
 
@@ -115,17 +115,11 @@ def busy(model: str) -> dict:
     spinner = multiprocessing.Process(target=spin, args=(stop,), daemon=True)
     spinner.start()
     try:
-        threads = batch_decode_threads()
+        threads = local_threads()
         return {"threads": threads, **throughput(model, threads, COMPARE_BATCH)}
     finally:
         stop.set()
         spinner.join()
-
-
-def batch_decode_threads() -> int:
-    from gtsteer.llm.backends.local import local_threads
-
-    return local_threads()
 
 
 def main_job(batch: int) -> dict:
