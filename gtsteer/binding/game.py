@@ -101,6 +101,8 @@ class DialogueGame(pyspiel.Game):
         params: dict[str, Any] | None = None,
     ):
         self.spec = spec
+        #: The domain's code, bound to the spec when it was loaded (`DomainSpec.with_domain`).
+        self.domain = spec.hooks
         self.instance = instance
         #: The private-information draws of this game: [instance] unless num_deals > 1.
         self.deals: list[Instance] = deal_instances(spec, instance)

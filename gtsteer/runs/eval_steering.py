@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
 from gtsteer.runs.output import check_out_dir, run_dir, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding import generate_instances, load_spec
+from gtsteer.binding import generate_instances
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.spec import DomainSpec
+from gtsteer.domains import load_spec
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.domains.verdict_play import (
     GameOutcome,

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from gtsteer.binding import DomainSpec, expand_sync, load_spec, make_game, make_instance
+from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
+from gtsteer.domains import load_spec
 from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport
 from gtsteer.imitation.build import records_from_game
 from gtsteer.imitation.dataset import records_to_jsonl, split_instances

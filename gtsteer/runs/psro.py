@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding import generate_instances, load_spec, make_game
+from gtsteer.binding import generate_instances, make_game
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size

@@ -14,18 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from gtsteer.binding import (
-    DialogueGame,
-    Instance,
-    expand_sync,
-    generate_instances,
-    load_spec,
-    make_game,
-)
+from gtsteer.binding import DialogueGame, Instance, expand_sync, generate_instances, make_game
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
 from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import (

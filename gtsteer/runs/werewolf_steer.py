@@ -115,46 +115,6 @@ def shortfall(cfg: SteerTrainConfig, candidates: int) -> str:
             f"{candidates} were solved: {hint}")
 
 
-class ConformanceResult(BaseModel):
-    histories: int
-    info_states: int
-    nash_conv: float
-    cfr_backend: str
-
-
-class SteerConformanceError(AssertionError):
-    """The playstyle game failed a conformance check (named in the message)."""
-
-
-def conformance(game: pyspiel.Game, iterations: int = 20) -> ConformanceResult:
-    """The binding's checks for a game outside the binding: random_sim_test with
-    serialization, one string per history, C++ CFR on the cached tree, a finite NashConv."""
-    try:
-        pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
-    except Exception as exc:
-        raise SteerConformanceError(f"random_sim_test: {type(exc).__name__}: {exc}") from exc
-    seen: dict[str, tuple[int, ...]] = {}
-    stack = [game.new_initial_state()]
-    while stack:
-        s = stack.pop()
-        key, history = str(s), tuple(s.history())
-        if seen.setdefault(key, history) != history:
-            raise SteerConformanceError(f"unique history strings: {history} and {seen[key]}")
-        if s.is_terminal():
-            continue
-        actions = [a for a, _ in s.chance_outcomes()] if s.is_chance_node() else s.legal_actions()
-        stack.extend(s.child(a) for a in actions)
-    try:
-        result = solve_cfr(game, solver="cfr+", iterations=iterations, allow_python_fallback=False)
-    except pyspiel.SpielError as exc:
-        raise SteerConformanceError(f"C++ CFR on the cached tree: {exc}") from exc
-    conv = nash_conv(result.game, result.policy)
-    if not math.isfinite(conv) or conv < -1e-9:
-        raise SteerConformanceError(f"NashConv: got {conv}")
-    return ConformanceResult(histories=len(seen), info_states=len(result.policy),
-                             nash_conv=conv, cfr_backend=result.backend)
-
-
 def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
                instance: int) -> list[DecisionRecord]:
     """One record per information state: the hook view, the CFR policy, the reach weight."""
