@@ -10,7 +10,7 @@ import yaml
 from binding_support import FRUIT, fruit_dict
 
 from gtsteer.binding import ANY, ConfigError
-from gtsteer.domains import load_game, load_spec
+from gtsteer.domains import load_game, load_spec, spec_from_dict
 from gtsteer.llm import LLM
 
 
@@ -224,3 +224,13 @@ def test_a_non_utf8_config_names_the_file(tmp_path: Path) -> None:
         load_spec(path)
     assert str(path) in str(info.value) and "not UTF-8" in str(info.value)
     assert "0xff" in str(info.value)
+
+
+@pytest.mark.parametrize("old", [{"private_info_generator": "fruit_trade"},
+                                 {"payoff": {"min": -1, "max": 1, "prompt": "x",
+                                             "utility": "fruit_trade"}}])
+def test_the_two_old_domain_keys_say_what_replaced_them(old: dict) -> None:
+    data = {**fruit_dict(), **old}
+    with pytest.raises(ConfigError, match=r"a config names its code once now, as `domain: "
+                                          r"fruit_trade`"):
+        spec_from_dict(data, "old.yaml")

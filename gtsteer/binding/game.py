@@ -91,7 +91,8 @@ class Request(BaseModel):
 
 
 class DialogueGame(pyspiel.Game):
-    """One instance of a domain as an OpenSpiel game. Build with `make_game` or `load_game`."""
+    """One instance of a domain as an OpenSpiel game. Build with `make_game` (or, from a
+    config path, `gtsteer.domains.load_game`)."""
 
     def __init__(
         self,

@@ -408,6 +408,12 @@ def parse_spec(data: Any, source: str = "<config>") -> DomainSpec:
     """A validated spec from a mapping, its domain not yet bound (`with_domain`)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    payoff = data.get("payoff")
+    for field, old_name in (("private_info_generator", data.get("private_info_generator")),
+                            ("payoff.utility", isinstance(payoff, dict) and payoff.get("utility"))):
+        if old_name:  # the two keys that both named a domain's code before `domain:`
+            raise ConfigError(f"{source}: field `{field}`: a config names its code once now, "
+                              f"as `domain: {old_name}`")
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
