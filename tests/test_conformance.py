@@ -266,6 +266,20 @@ def test_binding_imports_nothing_above_it() -> None:
     assert upward == []
 
 
+#: DESIGN.md's "may import" column (runs/ and cli/ may import everything).
+MAY_IMPORT = {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
+              "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
+              "checks": {"binding", "solvers"}, "werewolf": {"llm", "binding", "imitation"}}
+
+
+def test_every_room_imports_only_what_design_allows() -> None:
+    wrong = [f"{path.relative_to(ROOT)}: {sorted(bad)}"
+             for path in sorted((ROOT / "gtsteer").rglob("*.py")) if _room(path) in MAY_IMPORT
+             if (bad := {_package(m) for m in gtsteer_imports(path)}
+                 - MAY_IMPORT[_room(path)] - {_room(path)})]
+    assert wrong == []
+
+
 def test_no_import_circle_between_gtsteer_packages() -> None:
     # One arrow per (package, package it imports), every kind of import counted; the root
     # `gtsteer/__init__.py` (a lazy `load_game` shortcut) and `__main__` sit above every room.
