@@ -58,3 +58,18 @@ def test_joint_generator_must_cover_every_player() -> None:
     with pytest.raises(ValueError, match="returned 1 players' private info"):
         make_instance(spec_from_dict(data), 0)
 
+
+
+def test_the_domain_checks_run_once_when_the_spec_is_bound_not_per_game() -> None:
+    # They ran in load_spec and again in every make_game (once per instance) before.
+    from gtsteer.binding import generate_instances, make_game
+
+    calls: list[str] = []
+    counted = Domain(name="counted", joint_private_info=_pairs,
+                     validate=lambda spec: calls.append(spec.name))
+    data = fruit_dict() | {"domain": "counted"}
+    spec = spec_from_dict(data, "counted.yaml", counted)
+    games = [make_game(spec, inst, "fake") for inst in generate_instances(spec, 3)]
+    assert calls == [spec.name] and all(g.domain is counted for g in games)
+    spec.with_deals(2)  # a changed spec is checked again: its values are new
+    assert len(calls) == 2
