@@ -28,7 +28,7 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
-from gtsteer.llm import LLM, run_sync
+from gtsteer.llm import LLM, as_llm, run_sync
 from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png, write_text
 from gtsteer.solvers.metrics import wilson
 
@@ -133,7 +133,7 @@ def evaluate_verdict(
     _check(spec, games, temps, breadth, depth)
     assert spec.judge is not None
     table = verdict_table(spec)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
+    model = as_llm(llm)
     before = model.usage
     policies: list[Questioner] = [NaiveQuestioner(), StrategicQuestioner(breadth, depth)]
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]

@@ -30,7 +30,7 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
-from gtsteer.llm import LLM, LLMCalls, LLMError
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, model_string
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.output import (
@@ -201,13 +201,13 @@ def imitate_config(
         config = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    model_name = llm if isinstance(llm, str) else llm.model
+    model_name = model_string(llm)
     out = Path(out_dir) if out_dir is not None else run_dir("imitate", config_path, model_name, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
-    client = llm if isinstance(llm, LLM) else LLM(llm)
+    client = as_llm(llm)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gtsteer.binding import generate_instances, load_spec, make_game
-from gtsteer.llm import LLM, LLMCalls
+from gtsteer.llm import LLM, LLMCalls, as_llm
 from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
@@ -83,15 +83,13 @@ def psro_config(
         spec = spec.with_deals(deals)
     # the starting trees, before any LLM call (each adopted instruction grows them further)
     check_tree_size(spec, games, max_calls, report=report)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else model.model
-    if proposer_llm is None:
-        proposer, proposer_name = model, model_name
-    elif isinstance(proposer_llm, LLM):
-        proposer, proposer_name = proposer_llm, proposer_llm.model
+    model = as_llm(llm)
+    model_name = model.model
+    if proposer_llm is None or proposer_llm == model_name:
+        proposer = model  # both roles name one model: one client, one meter
     else:
-        proposer = model if proposer_llm == model_name else LLM(proposer_llm)
-        proposer_name = proposer_llm
+        proposer = as_llm(proposer_llm)
+    proposer_name = proposer.model
     out = prepare_run_dir(
         out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
                                                     settings.seed),

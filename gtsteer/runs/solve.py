@@ -26,7 +26,7 @@ from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
-from gtsteer.llm import LLM, StorageError
+from gtsteer.llm import LLM, StorageError, as_llm
 from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import (
     check_in_file,
@@ -143,8 +143,8 @@ def solve_config(
     if deals is not None:
         spec = spec.with_deals(deals)
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else model.model
+    model = as_llm(llm)
+    model_name = model.model
     out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
