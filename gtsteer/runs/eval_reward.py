@@ -29,8 +29,8 @@ from gtsteer.binding.instances import stable_int
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
-from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, model_string, run_sync
-from gtsteer.runs.output import check_out_dir, run_dir, write_json
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
+from gtsteer.runs.output import check_out_dir, run_folder, write_json
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -235,8 +235,7 @@ def run_reward(
     progress: bool = True,
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
-    name = model_string(llm)
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
+    out = run_folder("eval-reward", config_path, llm, seed, out_dir)
     check_out_dir(out)
     report = measure_reward(config_path, llm, cases, seed, progress=progress)
     write_json(out / "reward.json", report)

@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 
 from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
-from gtsteer.llm import LLM, ChoiceResult, LLMCalls, as_llm, model_string, run_sync
-from gtsteer.runs.output import check_out_dir, run_dir, save_png, write_json
+from gtsteer.llm import LLM, ChoiceResult, LLMCalls, as_llm, run_sync
+from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
@@ -393,8 +393,7 @@ def run_steering(
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
     load_spec(config_path)
-    name = model_string(llm)
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
+    out = run_folder("eval-steering", config_path, llm, seed, out_dir)
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
     for run in report.runs:

@@ -29,7 +29,7 @@ from gtsteer.domains.verdict_play import (
     play_verdict_game,
 )
 from gtsteer.llm import LLM, as_llm, run_sync
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png, write_text
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
 from gtsteer.solvers.metrics import wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
@@ -56,7 +56,7 @@ class VerdictCell(BaseModel):
     mean_rounds: float
 
 
-class VerdictEvalReport(BaseModel):
+class VerdictEvalReport(RunResult):
     #: The report format (1: the first versioned one).
     schema_version: int = 1
     config: str
@@ -166,6 +166,7 @@ def evaluate_verdict(
     )
     if out_dir is not None:
         _write(Path(out_dir), report, jobs, outcomes)
+        report.written_to(out_dir)
     return report
 
 

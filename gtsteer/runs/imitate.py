@@ -35,11 +35,12 @@ from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.output import (
     IN_PROGRESS,
+    RunResult,
     check_in_dir,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_dir,
+    run_folder,
     save_png,
     write_text,
 )
@@ -78,7 +79,7 @@ class FeatureVariant(BaseModel):
     heldout: EvaluationSummary
 
 
-class ImitationReport(BaseModel):
+class ImitationReport(RunResult):
     """`DIR/report.json` (schema in docs/IMITATION.md)."""
 
     schema_version: int = SCHEMA_VERSION
@@ -202,7 +203,7 @@ def imitate_config(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
     model_name = model_string(llm)
-    out = Path(out_dir) if out_dir is not None else run_dir("imitate", config_path, model_name, seed)
+    out = run_folder("imitate", config_path, llm, seed, out_dir)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
@@ -289,7 +290,7 @@ def imitate_config(
         training_curve=CURVE_FILE,
     )
     finish_run_dir(out, REPORT_FILE, report)
-    return report
+    return report.written_to(out)
 
 
 @dataclass(frozen=True)

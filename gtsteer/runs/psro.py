@@ -12,11 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from gtsteer.binding import generate_instances, load_spec, make_game
 from gtsteer.llm import LLM, LLMCalls, as_llm
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.output import (
+    RunResult,
+    finish_run_dir,
+    prepare_run_dir,
+    run_folder,
+    save_png,
+    write_json,
+)
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
@@ -27,7 +32,7 @@ SCHEMA_VERSION = 2
 PLOT = "payoffs.png"
 
 
-class PSROSummary(BaseModel):
+class PSROSummary(RunResult):
     """summary.json of a PSRO run (docs/PSRO.md)."""
 
     schema_version: int = SCHEMA_VERSION
@@ -90,11 +95,8 @@ def psro_config(
     else:
         proposer = as_llm(proposer_llm)
     proposer_name = proposer.model
-    out = prepare_run_dir(
-        out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
-                                                    settings.seed),
-        subdirs=("iterations",), summary="summary.json",
-    )
+    out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
+                          subdirs=("iterations",), summary="summary.json")
     instances = generate_instances(spec, games, settings.seed)
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
                       for inst in instances]
@@ -121,7 +123,7 @@ def psro_config(
     plot_payoffs(result, out / PLOT, roles=list(spec.players),
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")
-    return summary
+    return summary.written_to(out)
 
 
 def _distinct(*models: LLM) -> list[LLM]:

@@ -33,7 +33,7 @@ from gtsteer.runs.output import (
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_dir,
+    run_folder,
     write_json,
     write_text,
 )
@@ -145,7 +145,7 @@ def solve_config(
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
     model = as_llm(llm)
     model_name = model.model
-    out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
+    out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
     before = model.usage
@@ -213,7 +213,7 @@ def solve_config(
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     finish_run_dir(out, SUMMARY_FILE, summary)
-    return summary
+    return summary.written_to(out)
 
 
 def _solve_instance(

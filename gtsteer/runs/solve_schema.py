@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLMCalls
 from gtsteer.runs.heldout import HeldOutGain
+from gtsteer.runs.output import RunResult
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
@@ -65,8 +66,8 @@ class Failure(BaseModel):
     reason: str  # "<exception type>: <message>" (or the expansion's reason)
 
 
-class SolveSummary(BaseModel):
-    """`DIR/summary.json`."""
+class SolveSummary(RunResult):
+    """`DIR/summary.json` (`folder`: the DIR this run wrote)."""
 
     schema_version: int = SCHEMA_VERSION
     config: str
