@@ -12,7 +12,7 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
-import gtsteer.runs.heldout as heldout_module
+import gtsteer.solvers.heldout as heldout_module
 from gtsteer.binding import (
     expand_sync,
     generate_instances,
@@ -28,7 +28,6 @@ from gtsteer.binding.prompts import Turn
 from gtsteer.cli import app
 from gtsteer.llm import LLM, Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import (
     Replayed,
@@ -40,6 +39,7 @@ from gtsteer.solvers import (
     truncated,
     uniform,
 )
+from gtsteer.solvers.heldout import measure_heldout
 
 
 class SeededBackend(Backend):

@@ -27,7 +27,6 @@ from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.llm import LLM, StorageError, as_llm
-from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -49,6 +48,7 @@ from gtsteer.runs.solve_schema import (
 )
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.heldout import measure_heldout
 from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
@@ -122,7 +122,7 @@ def solve_config(
     that instance failed with its stage and reason; the others still finish.
 
     `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
-    positions (`gtsteer.runs.heldout`): samples CFR did not choose from, so selection on
+    positions (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on
     sampling noise does not count as gain. It costs part of a second tree per instance.
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
