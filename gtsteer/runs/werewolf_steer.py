@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyspiel
 from pydantic import BaseModel, Field
 from rich.progress import Progress
 
+from gtsteer.imitation.build import reach_weighted_records
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
@@ -157,42 +158,26 @@ def conformance(game: pyspiel.Game, iterations: int = 20) -> ConformanceResult:
 
 def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
                instance: int) -> list[DecisionRecord]:
-    """One record per information state: the hook view, the CFR policy, the reach weight."""
+    """One record per information state (`imitation.build`'s reach-weighted walk): the hook
+    view, the CFR policy, the reach weight."""
     labels = game.config.styles
-    found: dict[str, DecisionRecord] = {}
-    reach: dict[str, float] = {}
 
-    def walk(state: pyspiel.State, p: float) -> None:
-        if state.is_terminal():
-            return
-        if state.is_chance_node():
-            for a, q in state.chance_outcomes():
-                walk(state.child(a), p * q)
-            return
-        player = state.current_player()
-        key = state.information_state_string(player)
-        probs = dict(policy[key])
-        if key not in found:
-            bot = game.speakers[player]
-            found[key] = DecisionRecord(
-                text=key, actions=list(labels), target=[float(probs.get(i, 0.0))
-                                                        for i in range(len(labels))],
-                weight=0.0, instance=instance, player=player,
-                metadata={"game_id": game.source.game_id, "step": game.source.step,
-                          "bot": bot, "team": game.teams[player],
-                          "role": game.root.player(bot).role.value})
-            reach[key] = 0.0
-        reach[key] += p
-        for a in state.legal_actions():
-            walk(state.child(a), p * float(probs.get(a, 0.0)))
+    def probs_at(_state: pyspiel.State, _player: int, key: str) -> dict[int, float]:
+        return dict(policy[key])
 
-    walk(game.new_initial_state(), 1.0)
-    out = []
-    for key, rec in found.items():
-        total = sum(rec.target)
-        out.append(rec.model_copy(update={"weight": reach[key],
-                                          "target": [t / total for t in rec.target]}))
-    return out
+    def record_at(_state: pyspiel.State, player: int, key: str,
+                  probs: Mapping[int, float]) -> DecisionRecord:
+        bot = game.speakers[player]
+        target = [float(probs.get(i, 0.0)) for i in range(len(labels))]
+        total = sum(target)
+        return DecisionRecord(
+            text=key, actions=list(labels), target=[t / total for t in target],
+            weight=0.0, instance=instance, player=player,
+            metadata={"game_id": game.source.game_id, "step": game.source.step,
+                      "bot": bot, "team": game.teams[player],
+                      "role": game.root.player(bot).role.value})
+
+    return reach_weighted_records(game, probs_at, record_at)
 
 
 def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
