@@ -225,7 +225,7 @@ def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
                              ) -> list[GameState]:
     """Every discussion turn of a stored game that can root a playstyle game, rebuilt from
     SQLite alone (the stored decisions replayed from the re-dealt initial state)."""
-    from gtsteer.werewolf.web.replay import replay  # the web app's replay, checked end to end
+    from gtsteer.werewolf.replay import replay  # the replay the web app serves, checked end to end
 
     out = []
     for _before, after, _decision in replay(store.load(game_id), store.steps(game_id)):
