@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.progress import Progress
 
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png
 from gtsteer.solvers.metrics import wilson
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
@@ -69,7 +69,7 @@ class ConditionResult(BaseModel):
     game_ids: list[str]
 
 
-class EvaluateSummary(BaseModel):
+class EvaluateSummary(RunResult):
     #: The summary format (1: the first versioned one).
     schema_version: int = 1
     config: EvaluateConfig
@@ -127,7 +127,7 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
-    return summary
+    return summary.written_to(root)
 
 
 def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[GameState],

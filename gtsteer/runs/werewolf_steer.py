@@ -31,7 +31,7 @@ from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.runs.atomic import atomic_dir
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, write_text
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
@@ -85,7 +85,7 @@ class SolvedState(BaseModel):
     solve_seconds: float
 
 
-class SteerTrainSummary(BaseModel):
+class SteerTrainSummary(RunResult):
     #: The summary format (1: the first versioned one).
     schema_version: int = 1
     config: SteerTrainConfig
@@ -319,4 +319,4 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))
     finish_run_dir(root, SUMMARY_FILE, summary)
     store.close()
-    return summary
+    return summary.written_to(root)
