@@ -243,14 +243,14 @@ def imitate_config(
     comparison = []
     if compare_features:
         for mode in FEATURE_MODES:
-            variant, report = (policy, training) if mode == features else train_policy(
+            variant, fit = (policy, training) if mode == features else train_policy(
                 records, emb, config.model_copy(update={"features": mode}),
                 embeddings=embeddings, domain=spec.name,
             )
-            assert report.heldout is not None
+            assert fit.heldout is not None
             ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
             comparison.append(FeatureVariant(
-                features=mode, heldout_fit=report.heldout, heldout=summarize_evaluations(ev)
+                features=mode, heldout_fit=fit.heldout, heldout=summarize_evaluations(ev)
             ))
 
     after = client.usage

@@ -55,9 +55,9 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
         out.append({"type": "day_result", "audience": ALL, "day": r.day, "tally": r.tally,
                     "eliminated": r.eliminated, "role": r.role.value if r.role else None,
                     "tie": r.tie})
-    for r in after.night_results[len(before.night_results):]:
-        deaths = night_deaths(r)
-        out.append({"type": "night_result", "audience": ALL, "night": r.night,
+    for nr in after.night_results[len(before.night_results):]:
+        deaths = night_deaths(nr)
+        out.append({"type": "night_result", "audience": ALL, "night": nr.night,
                     "deaths": [{"name": d["name"], "role": d["role"]} for d in deaths],
                     "secret": {"causes": {d["name"]: d.get("cause") for d in deaths}}})
     alive_before = set(before.living())
