@@ -12,7 +12,7 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
-import gtsteer.runs.heldout as heldout_module
+import gtsteer.solvers.heldout as heldout_module
 from gtsteer.binding import Domain, expand_sync, generate_instances, make_game
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.prompts import Turn
@@ -20,7 +20,6 @@ from gtsteer.cli import app
 from gtsteer.domains import load_game, load_spec, register_domain
 from gtsteer.llm import LLM, Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import (
     Replayed,
@@ -32,6 +31,7 @@ from gtsteer.solvers import (
     truncated,
     uniform,
 )
+from gtsteer.solvers.heldout import measure_heldout
 
 
 class SeededBackend(Backend):

@@ -18,7 +18,7 @@ from gtsteer.binding.game import SHORT_NAME, DialogueGame, _game_type
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.pyspiel_registry import register_game
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.llm import LLM
+from gtsteer.llm import LLM, as_llm
 
 #: Games built in this process, by key, so pyspiel.load_game(str(game)) finds them.
 _LIVE: dict[str, tuple[DomainSpec, Instance, LLM]] = {}
@@ -31,12 +31,6 @@ _CONFIG_LOADER: list[ConfigLoader] = []
 def install_config_loader(loader: ConfigLoader) -> None:
     """Let `pyspiel.load_game` rebuild games from a config path (see the module docstring)."""
     _CONFIG_LOADER[:] = [loader]
-
-
-def _llm(llm: str | LLM) -> LLM:
-    """A model string gets its own client (own usage meter; the disk cache is shared).
-    Pass one `LLM` to several games to meter them together."""
-    return llm if isinstance(llm, LLM) else LLM(llm)
 
 
 def _model_name(llm: LLM) -> str:
@@ -60,7 +54,7 @@ def make_game(
     The spec's domain checks ran when it was bound (`DomainSpec.with_domain`); an unbound
     spec that names a domain fails here, before any LLM call."""
     domain = spec.hooks
-    client = _llm(llm)
+    client = as_llm(llm)
     blob = json.dumps(
         [spec.model_dump(mode="json"), domain.fingerprint(), instance.model_dump(mode="json"),
          _model_name(client)],

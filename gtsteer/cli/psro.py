@@ -11,7 +11,6 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
-from gtsteer.runs.output import run_dir
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
@@ -144,7 +143,7 @@ def psro(
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
             )
     print_summary(summary)
-    where = out if out is not None else run_dir("psro", config, llm, seed)
+    where = summary.folder
     console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 

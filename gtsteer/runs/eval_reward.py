@@ -31,8 +31,8 @@ from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
-from gtsteer.runs.output import check_out_dir, run_dir, write_json
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
+from gtsteer.runs.output import check_out_dir, run_folder, write_json
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -209,7 +209,7 @@ def measure_reward(
         raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
     spec = load_spec(config_path)
     domain = reward_cases_for(spec)  # a clear error for domains without known payoffs
-    model = llm if isinstance(llm, LLM) else LLM(llm)
+    model = as_llm(llm)
     specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
     written = write_cases(spec, cases, seed)
     before = model.usage
@@ -238,8 +238,7 @@ def run_reward(
     progress: bool = True,
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
-    name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
+    out = run_folder("eval-reward", config_path, llm, seed, out_dir)
     check_out_dir(out)
     report = measure_reward(config_path, llm, cases, seed, progress=progress)
     write_json(out / "reward.json", report)

@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field
 from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
-from gtsteer.runs.output import check_out_dir, run_dir, save_png, write_json
+from gtsteer.llm import LLM, ChoiceResult, LLMCalls, as_llm, run_sync
+from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
@@ -330,11 +330,8 @@ def measure_steering(
     if all(len(options_of(spec, k)) < 2 for k in spec.actions):
         raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
                          f"`{ANY}`, so there is nothing to classify")
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    if classifier_llm is None or classifier_llm == llm:
-        classifier = model
-    else:
-        classifier = classifier_llm if isinstance(classifier_llm, LLM) else LLM(classifier_llm)
+    model = as_llm(llm)
+    classifier = model if classifier_llm is None or classifier_llm == llm else as_llm(classifier_llm)
     meters = [model] if classifier is model else [model, classifier]
     before = [m.usage for m in meters]
     out, skipped, speaker = run_sync(
@@ -397,8 +394,7 @@ def run_steering(
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
     load_spec(config_path)
-    name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
+    out = run_folder("eval-steering", config_path, llm, seed, out_dir)
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
     for run in report.runs:

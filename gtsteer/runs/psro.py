@@ -12,12 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from gtsteer.binding import generate_instances, make_game
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.llm import LLM, LLMCalls, as_llm
+from gtsteer.runs.output import (
+    RunResult,
+    finish_run_dir,
+    prepare_run_dir,
+    run_folder,
+    save_png,
+    write_json,
+)
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
@@ -28,7 +33,7 @@ SCHEMA_VERSION = 2
 PLOT = "payoffs.png"
 
 
-class PSROSummary(BaseModel):
+class PSROSummary(RunResult):
     """summary.json of a PSRO run (docs/PSRO.md)."""
 
     schema_version: int = SCHEMA_VERSION
@@ -84,20 +89,15 @@ def psro_config(
         spec = spec.with_deals(deals)
     # the starting trees, before any LLM call (each adopted instruction grows them further)
     check_tree_size(spec, games, max_calls, report=report)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else model.model
-    if proposer_llm is None:
-        proposer, proposer_name = model, model_name
-    elif isinstance(proposer_llm, LLM):
-        proposer, proposer_name = proposer_llm, proposer_llm.model
+    model = as_llm(llm)
+    model_name = model.model
+    if proposer_llm is None or proposer_llm == model_name:
+        proposer = model  # both roles name one model: one client, one meter
     else:
-        proposer = model if proposer_llm == model_name else LLM(proposer_llm)
-        proposer_name = proposer_llm
-    out = prepare_run_dir(
-        out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
-                                                    settings.seed),
-        subdirs=("iterations",), summary="summary.json",
-    )
+        proposer = as_llm(proposer_llm)
+    proposer_name = proposer.model
+    out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
+                          subdirs=("iterations",), summary="summary.json")
     instances = generate_instances(spec, games, settings.seed)
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
                       for inst in instances]
@@ -124,7 +124,7 @@ def psro_config(
     plot_payoffs(result, out / PLOT, roles=list(spec.players),
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")
-    return summary
+    return summary.written_to(out)
 
 
 def _distinct(*models: LLM) -> list[LLM]:

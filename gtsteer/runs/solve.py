@@ -20,14 +20,13 @@ from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, StorageError
-from gtsteer.runs.heldout import measure_heldout
+from gtsteer.llm import LLM, StorageError, as_llm
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_dir,
+    run_folder,
     write_json,
     write_text,
 )
@@ -43,6 +42,7 @@ from gtsteer.runs.solve_schema import (
 )
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.heldout import measure_heldout
 from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
@@ -116,7 +116,7 @@ def solve_config(
     that instance failed with its stage and reason; the others still finish.
 
     `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
-    positions (`gtsteer.runs.heldout`): samples CFR did not choose from, so selection on
+    positions (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on
     sampling noise does not count as gain. It costs part of a second tree per instance.
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
@@ -137,9 +137,9 @@ def solve_config(
     if deals is not None:
         spec = spec.with_deals(deals)
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else model.model
-    out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
+    model = as_llm(llm)
+    model_name = model.model
+    out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
     before = model.usage
@@ -207,7 +207,7 @@ def solve_config(
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     finish_run_dir(out, SUMMARY_FILE, summary)
-    return summary
+    return summary.written_to(out)
 
 
 def _solve_instance(
