@@ -178,10 +178,10 @@ def _check_views(game: DialogueGame, state: DialogueState, config: str) -> None:
             patterns = echo_patterns(game.spec, turn.instruction)
             if contains_instruction(turn.text, patterns):
                 raise _fail(config, "no instruction echo", f"{turn.text!r} carries an instruction")
-            own = instruction_parts(game.spec, turn.instruction, names[turn.speaker])
+            parts = instruction_parts(game.spec, turn.instruction, names[turn.speaker])
             tag = f"{names[turn.speaker]} ({turn.instruction})"
-            if turn.speaker != player and (tag in view or any(part in view for part in own)):
-                raise _fail(config, "no instruction echo", f"player {player} sees {own or tag}")
+            if turn.speaker != player and (tag in view or any(part in view for part in parts)):
+                raise _fail(config, "no instruction echo", f"player {player} sees {parts or tag}")
 
 
 def check_config(

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 ANY = "any"
 #: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
@@ -330,7 +331,7 @@ def _check_fields(template: str, allowed: frozenset[str]) -> str:
     return template
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
     if error["type"] == "extra_forbidden":
         return f"field `{loc}`: unknown field (mistyped?)"
