@@ -74,9 +74,9 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
         out.append({"type": "day_result", "audience": "all", "day": r.day, "tally": r.tally,
                     "eliminated": r.eliminated, "role": r.role.value if r.role else None,
                     "tie": r.tie})
-    for r in after.night_results[len(before.night_results):]:
-        deaths = night_deaths(r)
-        out.append({"type": "night_result", "audience": "all", "night": r.night,
+    for n in after.night_results[len(before.night_results):]:
+        deaths = night_deaths(n)
+        out.append({"type": "night_result", "audience": "all", "night": n.night,
                     "deaths": [{"name": d["name"], "role": d["role"]} for d in deaths],
                     "secret": {"causes": {d["name"]: d.get("cause") for d in deaths}}})
     alive_before = set(before.living())
