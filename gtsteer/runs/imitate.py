@@ -242,14 +242,14 @@ def imitate_config(
     comparison = []
     if compare_features:
         for mode in FEATURE_MODES:
-            variant, report = (policy, training) if mode == features else train_policy(
+            variant, fit = (policy, training) if mode == features else train_policy(
                 records, emb, config.model_copy(update={"features": mode}),
                 embeddings=embeddings, domain=spec.name,
             )
-            assert report.heldout is not None
+            assert fit.heldout is not None
             ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
             comparison.append(FeatureVariant(
-                features=mode, heldout_fit=report.heldout, heldout=summarize_evaluations(ev)
+                features=mode, heldout_fit=fit.heldout, heldout=summarize_evaluations(ev)
             ))
 
     after = client.usage
@@ -416,8 +416,8 @@ def _plot_curve(report: TrainReport, path: Path) -> None:
     steps = [p.step for p in report.curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(steps, [p.train_loss for p in report.curve], label="training loss (batch CE)")
-    held = [p.heldout_cross_entropy for p in report.curve]
-    if all(h is not None for h in held):
+    held = [h for p in report.curve if (h := p.heldout_cross_entropy) is not None]
+    if len(held) == len(steps):
         ax.plot(steps, held, label="held-out cross-entropy (reach-weighted)")
     if report.heldout is not None and report.heldout.target_entropy is not None:
         ax.axhline(report.heldout.target_entropy, ls="--", c="gray",
