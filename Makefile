@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.gtsteer-installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint docs bench clean
 
 setup: $(STAMP)
 
@@ -27,11 +27,17 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
 
-test: setup
+# `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest.
+test: lint
 	$(PY) -m pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check gtsteer tests scripts
+	$(VENV)/bin/mypy
+
+# The API reference, generated from the docstrings into docs/reference/ (not committed).
+docs: setup
+	$(PY) scripts/build_reference.py docs/reference
 
 bench: setup
 	$(PIP) install -q -e '.[bench]'
@@ -45,4 +51,4 @@ bench: setup
 	$(PY) scripts/bench_web.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache docs/reference

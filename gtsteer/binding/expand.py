@@ -74,7 +74,7 @@ async def expand(
             jobs: list[Awaitable[Any]] = []
             for s in chance:
                 speaker, instruction = s.current_speaker, s.pending_instruction
-                assert instruction is not None
+                assert instruction is not None and s.deal is not None, "past the deal node"
                 for outcome, _ in s.chance_outcomes():
                     h = (*s.history_key, outcome)
                     if h not in game.messages:
@@ -120,11 +120,11 @@ async def expand(
         # 4. one reward per terminal
         todo = [s for s in terminals if s.history_key not in game.rewards]
         report.reward_requests = len(todo)
-        results = await bar.gather(
-            "rewards",
-            [compute_reward(game.reward_context(s.history_key, s.turns, s.deal)) for s in todo],
-            return_exceptions=True,
-        )
+        reward_jobs = []
+        for s in todo:
+            assert s.deal is not None, "terminals come after the deal node"
+            reward_jobs.append(compute_reward(game.reward_context(s.history_key, s.turns, s.deal)))
+        results = await bar.gather("rewards", reward_jobs, return_exceptions=True)
     reasons = []
     for s, res in zip(todo, results, strict=True):
         if isinstance(res, BaseException):

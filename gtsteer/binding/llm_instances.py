@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
@@ -62,7 +63,7 @@ def instance_prompt(spec: DomainSpec, examples: list[Instance]) -> str:
         "",
     ]
     for ex in examples:
-        obj = {"names": ex.names}
+        obj: dict[str, Any] = {"names": ex.names}
         for p, player_keys in enumerate(keys):
             for key in player_keys:
                 obj[_field(p, key)] = ex.private_info[p][key]

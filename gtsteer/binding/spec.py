@@ -21,6 +21,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from gtsteer.binding.domain import GENERIC
 
@@ -389,7 +390,7 @@ def _check_fields(template: str, allowed: frozenset[str]) -> str:
     return template
 
 
-def _describe(error: dict[str, Any], prefix: tuple[str, ...] = ()) -> str:
+def _describe(error: ErrorDetails, prefix: tuple[str, ...] = ()) -> str:
     loc = ".".join(str(p) for p in (*prefix, *error["loc"])) or "(top level)"
     if error["type"] == "extra_forbidden":
         return f"field `{loc}`: unknown field (mistyped?)"

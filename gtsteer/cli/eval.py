@@ -46,13 +46,14 @@ def print_steering(report: SteeringReport) -> None:
         title=f"steering: {report.domain} · {report.model} · classifier {report.classifier_model}"
         f" · {report.samples_per_instruction} per instruction ({report.speaker_role}'s message)",
     )
+    plain_keys = plain.keys if plain else []
     for row in plain.per_instruction if plain else []:
         other = next(
             (r for r in (defined.per_instruction if defined else [])
              if (r.key, r.value) == (row.key, row.value)),
             None,
         )
-        label = row.value if len(plain.keys) == 1 else f"{row.key}={row.value}"
+        label = row.value if len(plain_keys) == 1 else f"{row.key}={row.value}"
         table.add_row(label, _acc(row.accuracy), _acc(other.accuracy if other else None),
                       _pct(row.base_rate),
                       f"{_pct(row.mention_rate)} ({_pct(row.mention_base_rate)})")

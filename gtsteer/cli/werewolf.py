@@ -300,7 +300,7 @@ def act(
             if verb is None:
                 raise ValueError(f"{bot} is a {me.role.value} and has no night action")
             actions = night_actions_for(state, bot, verb)
-            want = Pending(kind="night", actor=bot, verb=verb,  # type: ignore[arg-type]
+            want = Pending(kind="night", actor=bot, verb=verb,
                            legal_targets=actions.get(verb, []), actions=actions)
         elif action == "speak":
             want = Pending(kind="speak", actor=bot, turn=state.turns_today + 1,

@@ -107,7 +107,7 @@ def trade_model(names: tuple[str, ...], fruits: tuple[str, ...], max_items: int)
     fields: dict = {"deal": (bool, Field(description="True if they agreed on a trade"))}
     for key, name in zip(player_keys(names), names, strict=True):
         fields[f"{key}_gives"] = (
-            list[fruit],  # type: ignore[valid-type]
+            list[fruit],
             Field(max_length=max_items, description=f"fruits {name} hands over, one per fruit"),
         )
     return create_model("FruitTrade", **fields)

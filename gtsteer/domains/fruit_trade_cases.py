@@ -8,6 +8,7 @@ refusal (rejected) or a counter-offer left unanswered (incomplete). The truth co
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.prompts import Turn
@@ -64,7 +65,7 @@ def fruit_case(
         Turn(speaker=1, instruction="any", text=reply),
     ]
     names = instance.names
-    facts = {"deal": gives is not None}
+    facts: dict[str, Any] = {"deal": gives is not None}
     if gives is not None:
         facts.update({f"{names[p]}_gives": gives[p] for p in range(2)})
     return RewardCase(

@@ -70,7 +70,9 @@ def distilled_table(
         groups.setdefault(tuple(r.actions), []).append(i)
     for actions, rows in groups.items():
         feats = (
-            [records[i].features for i in rows] if policy.config.uses_features else None
+            np.asarray([records[i].features for i in rows], float)
+            if policy.config.uses_features
+            else None
         )
         probs = policy.probs_batch(
             [records[i].text for i in rows],
@@ -158,8 +160,8 @@ def summarize(evaluations: Sequence[InstanceEvaluation]) -> EvaluationSummary:
     ev = list(evaluations)
     names = list(ev[0].head_to_head)
     pooled = np.mean([e.metagame.per_player for e in ev], axis=0)
-    joints = [e.metagame.joint for e in ev]
-    pooled_joint = None if any(j is None for j in joints) else np.mean(joints, axis=0)
+    joints = [e.metagame.joint for e in ev if e.metagame.joint is not None]
+    pooled_joint = np.mean(joints, axis=0) if len(joints) == len(ev) else None
     return EvaluationSummary(
         instances=[e.instance for e in ev],
         nash_conv=_metric([e.nash_conv for e in ev]),

@@ -17,9 +17,13 @@ unique one when there is only one; a coordination game has three).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 STRATEGIES = ("DIM", "LLM")
 #: Payoff differences below this count as ties.
@@ -64,8 +68,8 @@ def symmetric_equilibria(table: Sequence[Sequence[float]]) -> tuple[float, list[
 
 
 def meta_game(
-    per_player: Sequence[Sequence[Sequence[float]]],
-    joint: Sequence[Sequence[Sequence[float]]] | None = None,
+    per_player: ArrayLike,
+    joint: ArrayLike | None = None,
 ) -> MetaGame:
     """The meta-game from per-player deviation values (see the module docstring)."""
     arr = np.asarray(per_player, float)

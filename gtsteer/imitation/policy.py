@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 if TYPE_CHECKING:
     from gtsteer.imitation.model import PolicyMLP
 
-FORMAT = "gtsteer-distilled-policy"
+FORMAT: Final = "gtsteer-distilled-policy"
 FORMAT_VERSION = 1
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -209,7 +209,7 @@ class LLM:
         """Ask until the answer validates (with feedback naming the problem), then cache it."""
         total = Usage()
         current = request
-        raw, problems = "", []
+        raw, problems = "", list[str]()
         for attempt in range(1, attempts + 1):
             result = await self._call(current, json_schema)
             total = _add(total, result.usage)
@@ -419,7 +419,7 @@ def _with_schema_hint(request: GenerationRequest, json_schema: dict) -> Generati
     if request.prompt is not None:
         return request.model_copy(update={"prompt": f"{request.prompt}\n\n{hint}"})
     return request.model_copy(
-        update={"messages": [*request.messages, Message(role="user", content=hint)]}
+        update={"messages": [*(request.messages or []), Message(role="user", content=hint)]}
     )
 
 
@@ -430,7 +430,7 @@ def _with_feedback(request: GenerationRequest, raw: str, problems: list[str]) ->
     return request.model_copy(
         update={
             "messages": [
-                *request.messages,
+                *(request.messages or []),
                 Message(role="assistant", content=raw),
                 Message(role="user", content=note),
             ]

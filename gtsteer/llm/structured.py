@@ -6,6 +6,7 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, create_model
+from pydantic_core import ErrorDetails
 
 
 def extract_json(raw: str) -> Any:
@@ -33,7 +34,7 @@ def problems_of(raw: str, schema: type[BaseModel]) -> tuple[BaseModel | None, li
         return None, [_describe(err) for err in exc.errors()]
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _describe(err: ErrorDetails) -> str:
     field = ".".join(str(p) for p in err.get("loc", ())) or "the object"
     kind = err.get("type", "")
     if kind in ("literal_error", "enum"):
@@ -55,4 +56,5 @@ def feedback_text(raw: str, problems: list[str]) -> str:
 
 def choice_model(options: list[str]) -> type[BaseModel]:
     """A one-field model whose `choice` is an enum of the options (for constrained choice)."""
-    return create_model("Choice", choice=(Literal[tuple(options)], ...))  # type: ignore[valid-type]
+    choice: Any = Literal[tuple(options)]  # built at run time, so a value, not a type to mypy
+    return create_model("Choice", choice=(choice, ...))

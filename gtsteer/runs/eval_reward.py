@@ -180,14 +180,14 @@ def _nonnegative(m: MeanCI) -> MeanCI:
 
 def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     mine = [c for c in scored if outcome == "all" or c.outcome == outcome]
-    ok = [c for c in mine if c.predicted.get(path) is not None]
+    ok = [(c, pred) for c in mine if (pred := c.predicted.get(path)) is not None]
     errs = [
         abs(p - t) / (c.bounds[1] - c.bounds[0])
-        for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)
+        for c, pred in ok for p, t in zip(pred, c.truth, strict=True)
     ]
     flips = [
         int(np.sign(p) != np.sign(t))
-        for c in ok for p, t in zip(c.predicted[path], c.truth, strict=True)
+        for c, pred in ok for p, t in zip(pred, c.truth, strict=True)
     ]
     return PathError(
         path=path, outcome=outcome, cases=len(mine), failures=len(mine) - len(ok),

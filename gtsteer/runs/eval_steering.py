@@ -375,7 +375,7 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     ax.set_ylabel(f"instructed {confusion.key}")
     for i in range(counts.shape[0]):
         for j in range(counts.shape[1]):
-            ax.text(j, i, int(counts[i, j]), ha="center", va="center",
+            ax.text(j, i, str(int(counts[i, j])), ha="center", va="center",
                     color="white" if share[i, j] > 0.6 else "black")
     ax.set_title(title)
     return fig

@@ -418,8 +418,8 @@ def _plot_curve(report: TrainReport, path: Path) -> None:
     steps = [p.step for p in report.curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(steps, [p.train_loss for p in report.curve], label="training loss (batch CE)")
-    held = [p.heldout_cross_entropy for p in report.curve]
-    if all(h is not None for h in held):
+    held = [h for p in report.curve if (h := p.heldout_cross_entropy) is not None]
+    if len(held) == len(steps):
         ax.plot(steps, held, label="held-out cross-entropy (reach-weighted)")
     if report.heldout is not None and report.heldout.target_entropy is not None:
         ax.axhline(report.heldout.target_entropy, ls="--", c="gray",

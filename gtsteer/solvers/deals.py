@@ -46,9 +46,9 @@ def pool_deal_policies(dealt: pyspiel.Game, tables: Sequence[PolicyTable]) -> Po
                 total[key] = total.get(key, 0.0) + w
     out = {}
     for key, prior_total in prior.items():
-        dist, total = ((mass[key], weight[key]) if weight[key] > 0
-                       else (prior_mass[key], prior_total))
-        out[key] = [(a, q / total) for a, q in sorted(dist.items())]
+        dist, norm = ((mass[key], weight[key]) if weight[key] > 0
+                      else (prior_mass[key], prior_total))
+        out[key] = [(a, q / norm) for a, q in sorted(dist.items())]
     return out
 
 

@@ -6,8 +6,11 @@
     state = create_game(store, n_players=7, seed=1, model="fake", rules="reference")
     GameRunner(store).run(state)
 
-Only `gtsteer.llm` is imported: the engine never knows how a playstyle policy was trained; it
-only asks a `PlaystyleChooser`.
+The engine, bots, router and store import only `gtsteer.llm`: the engine never knows how a
+playstyle policy was trained; it only asks a `PlaystyleChooser`. Steering alone reaches further
+(DESIGN.md): `steer_game` registers the playstyle game through `gtsteer.binding`'s pyspiel
+registry, and `steering` loads a `gtsteer.imitation` distilled policy as a chooser. The web app
+is `gtsteer.werewolf.web`.
 """
 
 from gtsteer.werewolf.engine import IllegalDecision, legal_targets, new_game, pending, step

@@ -150,8 +150,8 @@ def night_slot_actor(state: GameState, slot: str) -> str | None:
             return None
         # Reference: the last wolf to speak in the pack chat picks; simple: the first free wolf.
         return free[-1] if reference else free[0]
-    p = state.with_role(role)
-    return p.name if p is not None and p.name != state.abducted else None
+    holder = state.with_role(role)
+    return holder.name if holder is not None and holder.name != state.abducted else None
 
 
 def legal_targets(state: GameState, actor: str, kind: str, verb: str | None = None) -> list[str]:
@@ -214,13 +214,13 @@ def pending(state: GameState) -> Pending | None:
         actor = state.queue[0]
         return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
     slot = state.queue[0]
-    actor = night_slot_actor(state, slot)
-    assert actor is not None, "normalized night queues start with an actionable slot"
+    night_actor = night_slot_actor(state, slot)
+    assert night_actor is not None, "normalized night queues start with an actionable slot"
     if slot.startswith("pack_chat:"):
-        return Pending(kind="pack_chat", actor=actor)
-    actions = night_actions_for(state, actor, slot)
+        return Pending(kind="pack_chat", actor=night_actor)
+    actions = night_actions_for(state, night_actor, slot)
     return Pending(
-        kind="night", actor=actor, verb=slot,  # type: ignore[arg-type]
+        kind="night", actor=night_actor, verb=slot,
         legal_targets=actions.get(slot, []), actions=actions,
     )
 
@@ -293,7 +293,7 @@ def _check_target(want: Pending, target: str | None, legal: list[str]) -> None:
 def _post(s: GameState, author: str, text: str, channel: str = "public",
           turn: int | None = None) -> None:
     s.messages.append(ChatMessage(id=len(s.messages) + 1, day=s.day, phase=s.phase,
-                                  channel=channel, author=author, text=text.strip(),  # type: ignore[arg-type]
+                                  channel=channel, author=author, text=text.strip(),
                                   turn=turn))
 
 
@@ -375,7 +375,7 @@ def _night_action(s: GameState, want: Pending, d: Decision, action: str) -> None
     elif action == "investigate" and not failed:
         result = "evil" if reads_evil(s.player(target).role) else "good"
     s.night_actions.append(NightAction(
-        night=s.day, actor=actor.name, role=actor.role, verb=action,  # type: ignore[arg-type]
+        night=s.day, actor=actor.name, role=actor.role, verb=action,
         target=target, result=result, failed=failed, reason=d.reason, fallback=d.fallback,
         error=d.error, observers=list(dict.fromkeys(observers)), notified=notified,
     ))
@@ -392,7 +392,7 @@ def _normalize(s: GameState) -> None:
         if blocked is not None:
             p = s.player(blocked)
             s.night_actions.append(NightAction(
-                night=s.day, actor=p.name, role=p.role, verb=slot,  # type: ignore[arg-type]
+                night=s.day, actor=p.name, role=p.role, verb=slot,
                 target=None, blocked=True, observers=[p.name],
             ))
     if s.phase == "night" and not s.queue:
@@ -423,7 +423,7 @@ def night_deaths(s: GameState) -> list[NightDeath]:
         maniac = next((n for n in deaths if s.player(n).role is Role.MANIAC), None)
         if maniac is not None:
             deaths[s.abducted] = "abduction"
-    return [NightDeath(name=n, role=s.player(n).role, cause=c)  # type: ignore[arg-type]
+    return [NightDeath(name=n, role=s.player(n).role, cause=c)
             for n, c in deaths.items()]
 
 

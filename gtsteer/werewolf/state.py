@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -35,7 +35,7 @@ TURNS_PER_PLAYER = 3.5
 #: The snapshot format this gtsteer writes. 1 (no `schema_version` key): before versions.
 #: Snapshots of version 1 without `config.rules` predate the rule tables: a night result then
 #: named one `killed` player and its `role`, and a summary carried the day it was written on.
-STATE_VERSION = 2
+STATE_VERSION: Final = 2
 
 
 class SnapshotError(ValueError):

@@ -89,15 +89,15 @@ def themed_cast(
     if value is None:
         scene, cast = builtin_cast(n_players, seed)
         return scene, cast, rec, True
-    cast = [(p.name, p.story, p.playstyle) for p in value.players]  # type: ignore[attr-defined]
-    return value.scene, cast, rec, False  # type: ignore[attr-defined]
+    cast = [(p.name, p.story, p.playstyle) for p in value.players]
+    return value.scene, cast, rec, False
 
 
 def _sized(n: int) -> type[ThemeCast]:
     """ThemeCast with exactly n players (so grammar-constrained models emit the right count)."""
     from pydantic import create_model
 
-    return create_model(  # type: ignore[call-overload]
+    return create_model(
         "ThemeCast", __base__=ThemeCast,
         players=(list[CastMember], Field(min_length=n, max_length=n)),
     )

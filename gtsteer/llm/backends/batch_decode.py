@@ -263,7 +263,7 @@ class BatchDecoder:
                     self._cond.wait()
                 if not self._active:
                     self._gather_burst()
-                admit = []
+                admit: list[_Pending] = []
                 while self._pending and len(self._active) + len(admit) < self.max_seqs:
                     admit.append(self._pick())
             with self.running:
@@ -428,7 +428,7 @@ class BatchDecoder:
             buffer = (ctypes.c_char * -n)()
             n = llama_cpp.llama_token_to_piece(self.vocab, token, buffer, -n, 0, False)
             return bytes(buffer[:n])
-        return bytes(self._piece[:n])
+        return self._piece.raw[:n]
 
     def _text(self, slot: _Slot) -> bytes:
         out = b"".join(slot.pieces)

@@ -44,6 +44,7 @@ class ChatTemplate:
         """A final assistant message is the start of the answer, continued rather than closed
         (as `continue_final_message` in transformers' `apply_chat_template`): a caller opens
         the assistant's turn with a speaker's `Name:` to have it answer as that speaker."""
+        messages: list[Any]  # plain role/content dicts: all the template reads
         if request.messages is not None:
             messages = [{"role": m.role, "content": m.content} for m in request.messages]
         else:

@@ -183,6 +183,7 @@ class LiteLLMBackend(Backend):
                 if self.modes.structured is None:  # else found while this request waited
                     answer = await self._probe_structured(kwargs, json_schema)
         if answer is None:  # the mode is known: requests go out concurrently again
+            assert json_schema is not None and self.modes.structured is not None
             answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
         response, usage = answer
         return RawCompletion(text=response.choices[0].message.content or "", usage=usage)

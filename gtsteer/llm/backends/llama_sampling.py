@@ -102,9 +102,9 @@ class GrammarCheckedSampler:
         cur = self._full_array(ctx, idx)
         llama_cpp.llama_sampler_apply(self.prefilter.sampler, ctypes.byref(cur))
         n = min(int(cur.size), self.top_k)
-        ctypes.memmove(
-            self._top.ctypes.data, ctypes.addressof(cur.data.contents), n * _TOKEN_DATA.itemsize
-        )
+        # llama_cpp annotates `data` as an Array; at run time it is a POINTER, with `.contents`.
+        first = cur.data.contents  # type: ignore[attr-defined]
+        ctypes.memmove(self._top.ctypes.data, ctypes.addressof(first), n * _TOKEN_DATA.itemsize)
         top = self._top[:n]
         checked = _candidates(top)
         llama_cpp.llama_sampler_apply(self.grammar.sampler, ctypes.byref(checked))
@@ -146,7 +146,7 @@ class FastGrammarLlama(Llama):
     """`Llama` whose grammar-constrained sampling checks the grammar on the sampled token first."""
 
     def _init_sampler(self, *args: Any, grammar: LlamaGrammar | None = None, **kwargs: Any) -> Any:
-        chain = super()._init_sampler(*args, grammar=None, **kwargs)
+        chain = super()._init_sampler(*args, **{**kwargs, "grammar": None})
         if grammar is None:
             return chain
         top_k = int(kwargs.get("top_k", 40))

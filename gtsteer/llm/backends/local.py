@@ -311,6 +311,7 @@ class LocalBackend(Backend):
             )
         except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
             raise LLMCallError(f"llama.cpp failed: {exc}") from exc
+        assert isinstance(out, dict), "not streamed, so one response"
         usage = out.get("usage", {})
         return RawCompletion(
             text=out["choices"][0]["text"],

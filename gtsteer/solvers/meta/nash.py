@@ -75,26 +75,33 @@ def _max_welfare_equilibrium(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, 
     rows: list[np.ndarray] = []
     low: list[float] = []
     high: list[float] = []
+
+    def constrain(row: np.ndarray, lo: float, hi: float) -> None:
+        """One row of the linear constraints lo <= row @ z <= hi."""
+        rows.append(row)
+        low.append(lo)
+        high.append(hi)
+
     for idx in (x, y):
         row = np.zeros(size)
         row[idx] = 1.0
-        rows.append(row), low.append(1.0), high.append(1.0)
+        constrain(row, 1.0, 1.0)
     for i in range(m):  # u - (A y)_i - r_i = 0
         row = np.zeros(size)
         row[u], row[y], row[r[i]] = 1.0, -a[i], -1.0
-        rows.append(row), low.append(0.0), high.append(0.0)
+        constrain(row, 0.0, 0.0)
     for j in range(n):  # v - (B^T x)_j - s_j = 0
         row = np.zeros(size)
         row[v], row[x], row[s[j]] = 1.0, -b[:, j], -1.0
-        rows.append(row), low.append(0.0), high.append(0.0)
+        constrain(row, 0.0, 0.0)
     for prob, regret, off in ((x, r, px), (y, s, py)):
         for k in range(len(prob)):
             row = np.zeros(size)  # played only if allowed: prob + off <= 1
             row[prob[k]], row[off[k]] = 1.0, 1.0
-            rows.append(row), low.append(-np.inf), high.append(1.0)
+            constrain(row, -np.inf, 1.0)
             row = np.zeros(size)  # regret only if not played: regret - off <= 0
             row[regret[k]], row[off[k]] = 1.0, -1.0
-            rows.append(row), low.append(-np.inf), high.append(0.0)
+            constrain(row, -np.inf, 0.0)
     lower = np.zeros(size)
     upper = np.ones(size)
     lower[[u, v]], upper[[u, v]] = -np.inf, np.inf

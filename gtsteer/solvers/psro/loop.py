@@ -228,8 +228,8 @@ def run_psro(
         phase(f"iteration {t}: meta-game {sizes}")
         mg = run.metagame(run.populations)
         stack = mg.mean
-        any_index = tuple(pop.index(ANY) for pop in run.populations)
-        solutions = solve_meta(stack, stack[(slice(None), *any_index)], config.cce_tie_break)
+        all_any: tuple[slice | int, ...] = (slice(None), *(pop.index(ANY) for pop in run.populations))
+        solutions = solve_meta(stack, stack[all_any].tolist(), config.cce_tie_break)
         driver = solutions[config.meta_solver]
         report = IterationReport(
             iteration=t,

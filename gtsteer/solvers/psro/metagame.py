@@ -55,7 +55,8 @@ def profile_values(game: DialogueGame, allowed: Sequence[Sequence[int]]) -> np.n
     out = np.zeros((n, *shape))
     for index in itertools.product(*(range(s) for s in shape)):
         profile = [allowed[p][i] for p, i in enumerate(index)]
-        out[(slice(None), *index)] = expected_returns(game, [fixed(profile)] * n)
+        every_player: tuple[slice | int, ...] = (slice(None), *index)
+        out[every_player] = expected_returns(game, [fixed(profile)] * n)
     return out
 
 

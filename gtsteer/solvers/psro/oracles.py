@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -177,7 +178,7 @@ def _ask(inp: OracleInput, make_prompt: Callable[[list[str]], str], purpose: str
     seed = stable_int("psro-proposer", inp.seed, inp.iteration, inp.player, purpose, round_,
                       category or "")
     prompt = make_prompt(example_values(seed, known))
-    call = ProposerCall(purpose=purpose, prompt=prompt, seed=seed, category=category)  # type: ignore[arg-type]
+    call = ProposerCall(purpose=purpose, prompt=prompt, seed=seed, category=category)
     filtered = Filtered()
     try:
         answer = run_sync(inp.proposer.structured(
@@ -254,8 +255,7 @@ def _better(inp: OracleInput, result: OracleResult) -> None:
     for round_ in range(inp.k):
         listed = [*inp.population, *tried]
         call, filtered = _ask(
-            inp, lambda ex, listed=listed: instructions_prompt(inp.spec, inp.key, inp.role,
-                                                               listed, 1, ex),
+            inp, partial(instructions_prompt, inp.spec, inp.key, inp.role, listed, 1),
             "instructions", round_, listed,
         )
         result.calls.append(call)
@@ -293,8 +293,8 @@ def _categorical(inp: OracleInput, result: OracleResult) -> None:
     category_of: dict[str, str | None] = {}
     for i, category in enumerate(new_categories):
         call, found = _ask(
-            inp, lambda ex, category=category: instructions_prompt(
-                inp.spec, inp.key, inp.role, inp.population, inp.k, ex, category=category),
+            inp, partial(instructions_prompt, inp.spec, inp.key, inp.role, inp.population, inp.k,
+                         category=category),
             "instructions", i, [*inp.population, *labels], category=category,
         )
         fitting = [v for v in found.valid if len(v.split()) <= MAX_CATEGORY_VALUE_WORDS]

@@ -87,7 +87,7 @@ class SolutionReport(BaseModel):
             welfare=_r(sol.welfare(stack)),
             regret=[_r(v) for v in reg],
             gap=_r(float(reg.sum())),
-            gap_name=sol.gap_name,  # type: ignore[arg-type]
+            gap_name=sol.gap_name,
             note=sol.note,
         )
 

@@ -63,7 +63,7 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
     app.add_middleware(RequestGuard, hosts=hosts)
 
     @app.middleware("http")
-    async def headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def headers(request: Request, call_next):
         response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
         return response
