@@ -18,6 +18,7 @@ cluster together keeps the limit one process would.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import os
 import time
@@ -204,7 +205,9 @@ class TaskResult:
 
 @ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)
 def _run_unit(work: Callable[[Any, LLM], Any], unit: Any, spec: ModelSpec, use_cache: bool,
-              reader: Any | None, limiter: Any | None) -> TaskResult:
+              reader: Any | None, limiter: Any | None, imports: tuple[str, ...]) -> TaskResult:
+    for module in imports:
+        importlib.import_module(module)
     cache = TravelCache(reader)
     backend = worker_backend(spec)
     if limiter is not None:
@@ -280,7 +283,7 @@ def run_on_ray(
         limiter = _limiter_for(spec)
         spec_ref = ray.put(spec)
         pending = {_run_unit.remote(work, unit, spec_ref, model.cache is not None, reader,
-                                    limiter): i for i, unit in enumerate(units)}
+                                    limiter, options.imports): i for i, unit in enumerate(units)}
         results: dict[int, TaskResult] = {}
         try:
             with Progress(disable=not progress, transient=True) as bar:

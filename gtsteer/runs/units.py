@@ -26,6 +26,9 @@ class RayOptions:
 
     address: str
     workers: int | None = None
+    #: Modules each task imports first: domain code registered outside gtsteer (a utility a
+    #: config names), which a worker process has not loaded otherwise.
+    imports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.address.strip():
