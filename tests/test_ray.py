@@ -148,3 +148,17 @@ def test_rate_limiter_holds_the_limit_and_takes_back_a_dead_holders_slot() -> No
         return [int(blocked), first, second, third]
 
     assert asyncio.run(scenario()) == [1, 0, 1, 2]
+
+
+def test_a_served_models_requests_pass_the_shared_limiter(ray_node: None) -> None:
+    import ray
+
+    from gtsteer.llm.backends import FakeBackend
+    from gtsteer.runs.ray_pool import GatedBackend, RateLimiter
+
+    limiter = ray.remote(RateLimiter).remote(1, None, 60.0)
+    gated = LLM(backend=GatedBackend(FakeBackend("fake"), limiter), use_cache=False)
+    texts = [gated.generate_sync(f"hello {i}", seed=i).text for i in range(3)]
+    plain = LLM("fake", use_cache=False)
+    assert texts == [plain.generate_sync(f"hello {i}", seed=i).text for i in range(3)]
+    assert ray.get(limiter.counts.remote()) == (0, 3)  # 3 started, every slot given back

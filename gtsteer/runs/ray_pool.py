@@ -113,6 +113,12 @@ class RateLimiter:
     def release(self, token: int) -> None:
         self.held.pop(token, None)
 
+    def counts(self) -> tuple[int, int]:
+        """(slots held now, requests started in the last minute)."""
+        now = time.monotonic()
+        return (sum(until > now for until in self.held.values()),
+                sum(s > now - 60.0 for s in self.started))
+
 
 # ---- worker side ------------------------------------------------------------------------
 
@@ -164,7 +170,7 @@ class GatedBackend(Backend):
         try:
             return await self.inner.complete(request, json_schema)
         finally:
-            self.limiter.release.remote(token)
+            await self.limiter.release.remote(token)
 
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]
@@ -173,7 +179,7 @@ class GatedBackend(Backend):
         try:
             return await self.inner.score_options_with_usage(request, options)
         finally:
-            self.limiter.release.remote(token)
+            await self.limiter.release.remote(token)
 
 
 #: This worker process's backends, one per model: a local GGUF is loaded once per process.
@@ -247,12 +253,13 @@ def _on_driver_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
-def _limiter_for(spec: ModelSpec) -> Any | None:
+def _limiter_for(spec: ModelSpec, max_in_flight: int) -> Any | None:
     if spec.backend is not None or not _served(spec.model):
         return None
-    per_minute = int(os.environ.get(RPM_ENV) or 0) or None
-    max_in_flight = make_backend(spec.model, api_base=spec.api_base,
-                                 api_key=spec.api_key).max_concurrency
+    raw = os.environ.get(RPM_ENV, "").strip()
+    if raw and not raw.isdigit():
+        raise ValueError(f"{RPM_ENV}={raw!r}: must be a whole number of requests per minute")
+    per_minute = int(raw or 0) or None
     actor = ray.remote(RateLimiter).options(num_cpus=0, scheduling_strategy=_on_driver_node())
     return actor.remote(max_in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
 
@@ -280,7 +287,7 @@ def run_on_ray(
             reader = ray.remote(CacheReader).options(
                 num_cpus=0, scheduling_strategy=_on_driver_node()
             ).remote(str(model.cache.directory))
-        limiter = _limiter_for(spec)
+        limiter = _limiter_for(spec, model.max_concurrency)
         spec_ref = ray.put(spec)
         pending = {_run_unit.remote(work, unit, spec_ref, model.cache is not None, reader,
                                     limiter, options.imports): i for i, unit in enumerate(units)}
