@@ -83,6 +83,7 @@ def local_ratio(config: Path, games: int, iterations: int) -> dict:
 
     os.environ["GTSTEER_LOCAL_THREADS"] = "1"  # serial: one thread, as each Ray task gets
     serial, s1 = solve_wall(config, "local", games, iterations, None)
+    print(f"local model, serial: {serial:.0f} s, {s1.num_solved} solved", flush=True)
     start = time.perf_counter()
     on_ray, s2 = solve_wall(config, "local", games, iterations, RayOptions("local", WORKERS))
     return {"config": config, "games": games, "serial_s": serial, "ray_s": on_ray, "ratio": serial / on_ray,
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     command = "python scripts/bench_ray.py" + "".join(f" {a}" for a in given)
     commit = benchdoc.commit(["gtsteer", "scripts/bench_ray.py"])
     fake = fake_overhead(args.fake_games, args.iterations)
+    print(f"fake model: {fake}", flush=True)  # a run stopped in part 2 still shows part 1
     local = None if args.fake_only else local_ratio(args.config, args.games, args.iterations)
     body = render(fake, local, command, benchdoc.machine_line(commit=commit))
     print(body)
