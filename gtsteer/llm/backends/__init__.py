@@ -21,8 +21,10 @@ def make_backend(
     api_base: str | None = None,
     timeout_s: float = 120.0,
     api_key: str | None = None,
+    threads: int | None = None,
 ) -> Backend:
-    """Choose a backend from a model string (see DESIGN.md, "The LLM layer")."""
+    """Choose a backend from a model string (see DESIGN.md, "The LLM layer"); `threads` sets
+    an in-process model's threads (default: `local_threads()`), e.g. a Ray worker's CPUs."""
     model = (model or "").strip()
     if not model:
         raise ModelConfigError("Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`.")
@@ -34,7 +36,7 @@ def make_backend(
     if model == "local" or model.startswith("local:"):
         from gtsteer.llm.backends.local import LocalBackend
 
-        return LocalBackend(model)
+        return LocalBackend(model, threads=threads)
     if model == "fake" or model.startswith("fake:"):
         return FakeBackend(model)
     from gtsteer.llm.backends.litellm_backend import LiteLLMBackend

@@ -1,0 +1,320 @@
+"""Units of work as Ray tasks (`--ray ADDRESS`); see docs/SCALE.md.
+
+What travels where:
+- driver -> task: the unit, the per-unit function (by reference: gtsteer is installed on every
+  node) and a `ModelSpec` (model string, api base, key), never a loaded model;
+- task -> driver: the unit's result, the cache entries the task created, its usage counters;
+- cache lookups: a `CacheReader` actor on the driver's node reads the driver's cache, so a
+  worker on another node sees every answer the driver has, without a shared disk.
+
+The driver is the only writer of the cache, and writes a task's entries only once the task has
+finished: a worker killed mid-task leaves no entry behind, and Ray's retry of that task asks
+the model again (or hits what finished tasks stored). Each worker process builds its backend
+once per model (a local GGUF is loaded once and reused across its tasks, with as many threads
+as CPUs Ray gave the task); requests of a served model pass one `RateLimiter` actor, so the
+cluster together keeps the limit one process would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import itertools
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from rich.progress import Progress
+
+from gtsteer.llm import LLM, ResponseCache
+from gtsteer.llm.backends import Backend, make_backend
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+from gtsteer.llm.usage import LLMCalls, UsageReport
+from gtsteer.runs.units import RayOptions, UnitsRun
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+#: Tries of a task whose worker process died (Ray re-runs it elsewhere); an exception raised
+#: by the task itself is never retried: that unit's failure is the run's, as serially.
+TASK_RETRIES = 3
+#: A requests-per-minute bound for served models, cluster-wide (unset: no such bound).
+RPM_ENV = "GTSTEER_RPM"
+_BUILT_IN = ("gtsteer.llm.backends.fake", "gtsteer.llm.backends.local",
+             "gtsteer.llm.backends.litellm_backend")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How a worker builds the driver's model: the model string and the client's settings, or
+    (a backend that no model string names, e.g. a test double) the backend object itself."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # travels inside the cluster only
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    structured_attempts: int = 3
+    backend: Backend | None = None
+
+    @classmethod
+    def of(cls, llm: LLM) -> ModelSpec:
+        b = llm.backend
+        settings = {"timeout_s": llm.timeout_s, "max_retries": llm.max_retries,
+                    "structured_attempts": llm.structured_attempts}
+        if type(b).__module__ not in _BUILT_IN:
+            return cls(llm.model, backend=b, **settings)
+        return cls(llm.model, api_base=getattr(b, "api_base", None),
+                   api_key=getattr(b, "_api_key", None), **settings)
+
+
+# ---- actors (on the driver's node) --------------------------------------------------------
+
+
+class CacheReader:
+    """Serves lookups in the driver's response cache to workers on any node."""
+
+    def __init__(self, directory: str):
+        self.cache = ResponseCache(directory)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.cache.get(key)
+
+
+class RateLimiter:
+    """One gate for a served model's requests from every worker: at most `max_in_flight` at
+    once and `per_minute` started in any 60 s. A slot whose holder died is taken back after
+    `lease_s` (a killed worker cannot release it)."""
+
+    def __init__(self, max_in_flight: int, per_minute: int | None, lease_s: float):
+        self.max_in_flight, self.per_minute, self.lease_s = max_in_flight, per_minute, lease_s
+        self.held: dict[int, float] = {}
+        self.started: list[float] = []
+        self.tokens = itertools.count()
+
+    async def acquire(self) -> int:
+        while True:
+            now = time.monotonic()
+            self.held = {t: until for t, until in self.held.items() if until > now}
+            self.started = [s for s in self.started if s > now - 60.0]
+            if len(self.held) < self.max_in_flight and (
+                    not self.per_minute or len(self.started) < self.per_minute):
+                token = next(self.tokens)
+                self.held[token] = now + self.lease_s
+                self.started.append(now)
+                return token
+            await asyncio.sleep(0.05)
+
+    def release(self, token: int) -> None:
+        self.held.pop(token, None)
+
+    def counts(self) -> tuple[int, int]:
+        """(slots held now, requests started in the last minute)."""
+        now = time.monotonic()
+        return (sum(until > now for until in self.held.values()),
+                sum(s > now - 60.0 for s in self.started))
+
+
+# ---- worker side ------------------------------------------------------------------------
+
+
+class TravelCache:
+    """The cache a task's LLM sees: the driver's answers through `CacheReader`, its own new
+    answers kept here and returned with the task's result (the driver stores them)."""
+
+    def __init__(self, reader: Any | None):
+        self.reader = reader
+        self.new: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if key in self.new:
+            return self.new[key]
+        return None if self.reader is None else ray.get(self.reader.get.remote(key))
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        self.new[key] = value
+
+
+class GatedBackend(Backend):
+    """A served backend whose every request first takes a slot of the shared `RateLimiter`."""
+
+    def __init__(self, inner: Backend, limiter: Any):
+        super().__init__(inner.model)
+        self.inner, self.limiter = inner, limiter
+        self.kind, self.max_concurrency = inner.kind, inner.max_concurrency
+        self.supports_grammar, self.cancellable = inner.supports_grammar, inner.cancellable
+
+    def __getattr__(self, name: str) -> Any:  # provider details (modes, api_base, ...)
+        return getattr(self.inner, name)
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def capabilities(self) -> dict[str, str | None]:
+        return self.inner.capabilities()
+
+    def context_window(self) -> int | None:
+        return self.inner.context_window()
+
+    def count_tokens(self, request: GenerationRequest) -> int | None:
+        return self.inner.count_tokens(request)
+
+    async def complete(self, request: GenerationRequest,
+                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
+        token = await self.limiter.acquire.remote()
+        try:
+            return await self.inner.complete(request, json_schema)
+        finally:
+            await self.limiter.release.remote(token)
+
+    async def score_options_with_usage(
+        self, request: GenerationRequest, options: list[str]
+    ) -> tuple[dict[str, float] | None, Usage]:
+        token = await self.limiter.acquire.remote()
+        try:
+            return await self.inner.score_options_with_usage(request, options)
+        finally:
+            await self.limiter.release.remote(token)
+
+
+#: This worker process's backends, one per model: a local GGUF is loaded once per process.
+_backends: dict[tuple[str, str | None, int], Backend] = {}
+
+
+def worker_backend(spec: ModelSpec) -> Backend:
+    """The backend of `spec` in this worker process, built on first use; a local model gets as
+    many threads as CPUs Ray assigned to the task."""
+    if spec.backend is not None:
+        return spec.backend
+    cpus = int(ray.get_runtime_context().get_assigned_resources().get("CPU", 1) or 1)
+    key = (spec.model, spec.api_base, cpus)
+    if key not in _backends:
+        _backends[key] = make_backend(spec.model, api_base=spec.api_base,
+                                      timeout_s=spec.timeout_s, api_key=spec.api_key,
+                                      threads=max(1, cpus))
+    return _backends[key]
+
+
+@dataclass
+class TaskResult:
+    value: Any
+    entries: dict[str, dict[str, Any]]
+    usage: UsageReport
+    capabilities: dict[str, str | None]
+    node: str
+
+
+@ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)
+def _run_unit(work: Callable[[Any, LLM], Any], unit: Any, spec: ModelSpec, use_cache: bool,
+              reader: Any | None, limiter: Any | None, imports: tuple[str, ...]) -> TaskResult:
+    for module in imports:
+        importlib.import_module(module)
+    cache = TravelCache(reader)
+    backend = worker_backend(spec)
+    if limiter is not None:
+        backend = GatedBackend(backend, limiter)
+    model = LLM(spec.model, backend=backend, cache=cache, use_cache=use_cache,
+                timeout_s=spec.timeout_s, max_retries=spec.max_retries,
+                structured_attempts=spec.structured_attempts)
+    value = work(unit, model)
+    return TaskResult(value, cache.new, model.usage, model.capabilities(),
+                      ray.get_runtime_context().get_node_id())
+
+
+# ---- driver side ------------------------------------------------------------------------
+
+
+@contextmanager
+def connected(options: RayOptions) -> Iterator[None]:
+    """Ray for one run: reuse a session already started in this process (a test, a script
+    running several configs), else start one (`local`, loopback only) or join a cluster, and
+    leave it afterwards."""
+    if ray.is_initialized():
+        yield
+        return
+    if options.address == "local":
+        ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
+                 _node_ip_address="127.0.0.1", logging_level="WARNING")
+    else:
+        ray.init(address=options.address, logging_level="WARNING")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _on_driver_node() -> NodeAffinitySchedulingStrategy:
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
+                                          soft=False)
+
+
+def _limiter_for(spec: ModelSpec, max_in_flight: int) -> Any | None:
+    if spec.backend is not None or not _served(spec.model):
+        return None
+    raw = os.environ.get(RPM_ENV, "").strip()
+    if raw and not raw.isdigit():
+        raise ValueError(f"{RPM_ENV}={raw!r}: must be a whole number of requests per minute")
+    per_minute = int(raw or 0) or None
+    actor = ray.remote(RateLimiter).options(num_cpus=0, scheduling_strategy=_on_driver_node())
+    return actor.remote(max_in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
+
+
+def _served(model: str) -> bool:
+    return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
+
+
+def run_on_ray(
+    work: Callable[[U, LLM], R],
+    units: Sequence[U],
+    model: LLM,
+    options: RayOptions,
+    *,
+    on_result: Callable[[int, R], None] | None = None,
+    progress: bool = False,
+    label: str = "units",
+) -> UnitsRun[R]:
+    """`run_units` on Ray: one task per unit, results in the units' order, each task's new
+    cache entries stored by this process as the task finishes."""
+    spec = ModelSpec.of(model)
+    with connected(options):
+        reader = None
+        if model.cache is not None:
+            reader = ray.remote(CacheReader).options(
+                num_cpus=0, scheduling_strategy=_on_driver_node()
+            ).remote(str(model.cache.directory))
+        limiter = _limiter_for(spec, model.max_concurrency)
+        spec_ref = ray.put(spec)
+        pending = {_run_unit.remote(work, unit, spec_ref, model.cache is not None, reader,
+                                    limiter, options.imports): i for i, unit in enumerate(units)}
+        results: dict[int, TaskResult] = {}
+        try:
+            with Progress(disable=not progress, transient=True) as bar:
+                task = bar.add_task(f"{label} (Ray)", total=len(units))
+                while pending:
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    i = pending.pop(done[0])
+                    try:
+                        result = ray.get(done[0])
+                    except ray.exceptions.RayTaskError as exc:
+                        raise exc.as_instanceof_cause() from None
+                    if model.cache is not None:
+                        for key, value in result.entries.items():
+                            model.cache.set(key, value)
+                    results[i] = result
+                    if on_result is not None:
+                        on_result(i, result.value)
+                    bar.advance(task)
+        finally:
+            for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
+                ray.cancel(ref, force=True)
+    ordered = [results[i] for i in range(len(units))]
+    calls = sum((r.usage.since(UsageReport()) for r in ordered), LLMCalls())
+    modes = ordered[0].capabilities if ordered else model.capabilities()
+    return UnitsRun([r.value for r in ordered], calls, modes,
+                    cost_usd=sum(r.usage.cost_usd for r in ordered),
+                    nodes=[r.node for r in ordered])

@@ -1,0 +1,84 @@
+"""Run a driver's units of work (one instance, one game) serially or as Ray tasks.
+
+Every driver hands its per-unit function here instead of looping itself, so the serial run and
+the Ray run (`--ray ADDRESS`) share one code path: `work(unit, model)` is the same function in
+both, called with the driver's model here and with a worker-built model on a Ray worker.
+Without `ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from gtsteer.llm import LLM
+from gtsteer.llm.usage import LLMCalls
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where Ray tasks run: `local` (a Ray instance started on this machine with `workers`
+    CPUs), `auto` (the cluster this machine belongs to) or `HOST:PORT` (a head node)."""
+
+    address: str
+    workers: int | None = None
+    #: Modules each task imports first: domain code registered outside gtsteer (a utility a
+    #: config names), which a worker process has not loaded otherwise.
+    imports: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.address.strip():
+            raise ValueError("--ray: give `local`, `auto` or HOST:PORT")
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"--workers: must be >= 1, got {self.workers}")
+        if self.workers is not None and self.address != "local":
+            raise ValueError("--workers: only with --ray local (a joined cluster has its own"
+                             " CPUs)")
+
+
+@dataclass
+class UnitsRun(Generic[R]):
+    """Per-unit results in the units' order, the model calls they made and their cost, how the
+    model served structured output and choices (`LLM.capabilities`)."""
+
+    values: list[R]
+    calls: LLMCalls
+    capabilities: dict[str, str | None] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    #: The Ray node each unit ran on (empty for a serial run).
+    nodes: list[str] = field(default_factory=list)
+
+
+def run_units(
+    work: Callable[[U, LLM], R],
+    units: Sequence[U],
+    model: LLM,
+    *,
+    ray: RayOptions | None = None,
+    on_result: Callable[[int, R], None] | None = None,
+    progress: bool = False,
+    label: str = "units",
+) -> UnitsRun[R]:
+    """`work(unit, model)` for every unit; `on_result(i, value)` runs in this process as each
+    unit finishes (drivers write their per-unit files there); `progress` shows a bar of units
+done across the cluster on Ray. An exception `work` lets out
+    stops the run, serial or on Ray, so drivers catch what belongs to one unit themselves."""
+    if ray is not None:
+        from gtsteer.runs.ray_pool import run_on_ray  # Ray is imported only here
+
+        return run_on_ray(work, units, model, ray, on_result=on_result, progress=progress,
+                          label=label)
+    before = model.usage
+    values: list[R] = []
+    for i, unit in enumerate(units):  # serial: the units' own bars show progress
+        value = work(unit, model)
+        values.append(value)
+        if on_result is not None:
+            on_result(i, value)
+    after = model.usage
+    return UnitsRun(values, after.since(before), model.capabilities(),
+                    cost_usd=after.cost_usd - before.cost_usd)

@@ -1,0 +1,79 @@
+"""Real Ray sessions for the Ray tests, on this machine only (127.0.0.1), always shut down.
+
+Not a test module. Workers inherit the driver's environment, so putting tests/ on PYTHONPATH
+lets them import the test helpers (the test domains register their utilities on import).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TESTS = str(Path(__file__).parent)
+ROOT = str(Path(__file__).parent.parent)
+
+
+#: Off, Ray's node-address lookup answers 127.0.0.1 instead of this machine's interface
+#: address (`ray._private.services.get_node_ip_address`), which joining a cluster by
+#: "127.0.0.1:PORT" would otherwise be rewritten to.
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextmanager
+def _environment() -> Iterator[None]:
+    from ray._private import ray_constants
+
+    old = {k: os.environ.get(k) for k in ("PYTHONPATH", LOOPBACK_ONLY)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, TESTS, old["PYTHONPATH"]) if p)
+    os.environ[LOOPBACK_ONLY] = "0"
+    cluster_mode, ray_constants.ENABLE_RAY_CLUSTER = ray_constants.ENABLE_RAY_CLUSTER, False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster_mode
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def one_node(cpus: int = 2) -> Iterator[None]:
+    """`ray.init` with `cpus` CPUs, no dashboard, loopback only."""
+    import ray
+
+    with _environment():
+        ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                 logging_level="WARNING")
+        try:
+            yield
+        finally:
+            ray.shutdown()
+
+
+@contextmanager
+def two_nodes(worker_cpus: int = 2) -> Iterator[tuple[str, str]]:
+    """A head node with no CPU (the driver and its actors live there) and one worker node
+    with `worker_cpus`: every task runs on a node other than the driver's. Yields the node
+    ids (head, worker)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    with _environment():
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+        try:
+            worker = cluster.add_node(num_cpus=worker_cpus, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            ray.init(address=cluster.address, _node_ip_address="127.0.0.1",
+                     logging_level="WARNING")
+            try:
+                head = ray.get_runtime_context().get_node_id()
+                yield head, worker.node_id
+            finally:
+                ray.shutdown()
+        finally:
+            cluster.shutdown()

@@ -1,0 +1,164 @@
+"""`--ray` on one real Ray node (2 CPUs, loopback): same results as serial, the cache as the
+single source of truth, failures confined to their instance, and no Ray without `--ray`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from ray_support import ROOT, one_node
+from solve_helpers import MIXED_2X2, ConstantBackend
+from typer.testing import CliRunner
+
+from gtsteer.cli import app
+from gtsteer.llm import LLM, ResponseCache
+from gtsteer.runs.solve import solve_config
+from gtsteer.runs.units import RayOptions
+
+FRUIT = str(Path(ROOT) / "configs" / "trade_fruit_tone.yaml")
+ON_RAY = RayOptions("local", 2)
+
+
+@pytest.fixture(scope="module")
+def ray_node() -> Iterator[None]:
+    with one_node(cpus=2):
+        yield
+
+
+def games_of(out: Path) -> dict[str, object]:
+    """Every per-game file, minus the expansion's wall time (the one field timing fills)."""
+    files = {}
+    for path in sorted((out / "games").iterdir()):
+        if path.suffix == ".json":
+            record = json.loads(path.read_text())
+            record["expansion"].pop("wall_s")
+            files[path.name] = record
+        else:
+            files[path.name] = path.read_text()
+    return files
+
+
+def solve_cli(out: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(app, ["solve", FRUIT, "--llm", "fake", "--games", "6", "-q",
+                                      "-o", str(out), *extra])
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_without_ray_flag_ray_is_never_imported(tmp_path: Path) -> None:
+    code = f"""
+import sys
+from typer.testing import CliRunner
+import gtsteer.cli, gtsteer.runs.solve, gtsteer.runs.units
+r = CliRunner().invoke(gtsteer.cli.app, ["solve", {FRUIT!r}, "--llm", "fake", "-q",
+                                         "-k", "10", "-o", {str(tmp_path / "o")!r}])
+assert r.exit_code == 0, r.output
+print("ray" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_solve_on_ray_equals_serial_and_a_rerun_makes_no_call(
+    ray_node: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's done-when: 6 fruit instances, `--ray local --workers 2`."""
+    monkeypatch.setenv("GTSTEER_CACHE_DIR", str(tmp_path / "serial-cache"))
+    serial = solve_cli(tmp_path / "serial")
+    monkeypatch.setenv("GTSTEER_CACHE_DIR", str(tmp_path / "ray-cache"))
+    on_ray = solve_cli(tmp_path / "ray", "--ray", "local", "--workers", "2")
+    assert on_ray["num_solved"] == 6 and on_ray["metrics"] == serial["metrics"]
+    assert on_ray == serial  # everything, the model calls included (a fresh cache each)
+    assert serial["llm_calls"]["new_calls"] > 0
+    assert games_of(tmp_path / "ray") == games_of(tmp_path / "serial")
+    again = solve_cli(tmp_path / "again", "--ray", "local", "--workers", "2")
+    assert again["llm_calls"]["new_calls"] == 0
+    assert again["llm_calls"]["cache_hits"] == serial["llm_calls"]["requests"]
+    assert again["metrics"] == serial["metrics"]
+    keys = lambda name: set(ResponseCache(tmp_path / name / "responses")._cache)
+    assert keys("ray-cache") == keys("serial-cache")  # the same answers, stored once each
+
+
+def test_a_crashing_utility_fails_only_its_instance_on_ray(
+    ray_node: None, tmp_path: Path
+) -> None:
+    data = yaml.safe_load(MIXED_2X2.read_text())
+    data["params"] = {"crash_instances": [1]}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    summary = solve_config(spec, LLM(backend=ConstantBackend()), games=3, iterations=100,
+                           out_dir=tmp_path / "o", progress=False, ray=ON_RAY)
+    assert summary.instances == [0, 2]
+    assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
+    assert summary.failures[0].reason == "ZeroDivisionError: utility bug (injected)"
+
+
+def test_two_ray_runs_sharing_a_cache_leave_it_whole(ray_node: None, tmp_path: Path) -> None:
+    """Two drivers' runs at once into one cache: afterwards each rerun is all hits."""
+    cache = tmp_path / "shared"
+    runs = {seed: tmp_path / f"run{seed}" for seed in (1, 2)}
+
+    def run(seed: int) -> None:
+        solve_config(FRUIT, LLM("fake", cache=ResponseCache(cache)), games=2, seed=seed,
+                     iterations=10, out_dir=runs[seed], progress=False, ray=ON_RAY)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for seed, out in runs.items():
+        first = json.loads((out / "summary.json").read_text())
+        again = solve_config(FRUIT, LLM("fake", cache=ResponseCache(cache)), games=2, seed=seed,
+                             iterations=10, out_dir=tmp_path / f"again{seed}", progress=False)
+        assert first["num_solved"] == 2
+        assert again.llm_calls.new_calls == 0
+        assert again.metrics.model_dump() == first["metrics"]
+
+
+def test_workers_needs_ray_local() -> None:
+    result = CliRunner().invoke(app, ["solve", FRUIT, "--llm", "fake", "--workers", "2"])
+    assert result.exit_code == 2 and "only with --ray local" in result.output
+    result = CliRunner().invoke(app, ["solve", FRUIT, "--llm", "fake", "--ray", "auto",
+                                      "--workers", "2"])
+    assert result.exit_code == 2 and "--ray local" in result.output
+
+
+def test_rate_limiter_holds_the_limit_and_takes_back_a_dead_holders_slot() -> None:
+    from gtsteer.runs.ray_pool import RateLimiter
+
+    async def scenario() -> list[int]:
+        limiter = RateLimiter(max_in_flight=1, per_minute=None, lease_s=3600.0)
+        first = await limiter.acquire()
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0.2)
+        blocked = not waiting.done()
+        limiter.release(first)
+        second = await waiting
+        limiter.held[second] = 0.0  # its holder died: the lease has run out
+        third = await limiter.acquire()
+        return [int(blocked), first, second, third]
+
+    assert asyncio.run(scenario()) == [1, 0, 1, 2]
+
+
+def test_a_served_models_requests_pass_the_shared_limiter(ray_node: None) -> None:
+    import ray
+
+    from gtsteer.llm.backends import FakeBackend
+    from gtsteer.runs.ray_pool import GatedBackend, RateLimiter
+
+    limiter = ray.remote(RateLimiter).remote(1, None, 60.0)
+    gated = LLM(backend=GatedBackend(FakeBackend("fake"), limiter), use_cache=False)
+    texts = [gated.generate_sync(f"hello {i}", seed=i).text for i in range(3)]
+    plain = LLM("fake", use_cache=False)
+    assert texts == [plain.generate_sync(f"hello {i}", seed=i).text for i in range(3)]
+    assert ray.get(limiter.counts.remote()) == (0, 3)  # 3 started, every slot given back
