@@ -20,7 +20,7 @@ import os
 import sqlite3
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import diskcache
@@ -80,6 +80,15 @@ def cache_error(directory: Path, exc: BaseException) -> CacheError:
     else:
         how = "move the folder aside or set GTSTEER_CACHE_DIR to another folder"
     return CacheError(f"response cache {db}: {text}: {how}")
+
+
+class AnswerStore(Protocol):
+    """What an `LLM` needs of a cache: `ResponseCache` on disk, or a stand-in such as the Ray
+    task's `TravelCache`, which reads the driver's cache and keeps its new answers."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def set(self, key: str, value: dict[str, Any]) -> None: ...
 
 
 class ResponseCache:

@@ -25,7 +25,7 @@ from tenacity import (
 )
 
 from gtsteer.llm.backends import Backend, make_backend
-from gtsteer.llm.cache import ResponseCache, cache_key
+from gtsteer.llm.cache import AnswerStore, ResponseCache, cache_key
 from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
 from gtsteer.llm.structured import choice_model, feedback_text, problems_of
 from gtsteer.llm.types import (
@@ -96,7 +96,7 @@ class LLM:
         model: str = "local",
         *,
         backend: Backend | None = None,
-        cache: ResponseCache | None = None,
+        cache: AnswerStore | None = None,
         use_cache: bool = True,
         api_base: str | None = None,
         api_key: str | None = None,
@@ -112,7 +112,7 @@ class LLM:
         )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
-        self.cache = (cache if cache is not None else ResponseCache()) if use_cache else None
+        self.cache: AnswerStore | None = (cache if cache is not None else ResponseCache()) if use_cache else None
         self.max_concurrency = max_concurrency or self.backend.max_concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries

@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import importlib
 import itertools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import ray
@@ -65,12 +66,12 @@ class ModelSpec:
     @classmethod
     def of(cls, llm: LLM) -> ModelSpec:
         b = llm.backend
-        settings = {"timeout_s": llm.timeout_s, "max_retries": llm.max_retries,
-                    "structured_attempts": llm.structured_attempts}
+        settings = cls(llm.model, timeout_s=llm.timeout_s, max_retries=llm.max_retries,
+                       structured_attempts=llm.structured_attempts)
         if type(b).__module__ not in _BUILT_IN:
-            return cls(llm.model, backend=b, **settings)
-        return cls(llm.model, api_base=getattr(b, "api_base", None),
-                   api_key=getattr(b, "_api_key", None), **settings)
+            return replace(settings, backend=b)
+        return replace(settings, api_base=getattr(b, "api_base", None),
+                       api_key=getattr(b, "_api_key", None))
 
 
 # ---- actors (on the driver's node) --------------------------------------------------------
@@ -239,9 +240,9 @@ def connected(options: RayOptions) -> Iterator[None]:
         return
     if options.address == "local":
         ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", logging_level="WARNING")
+                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
     else:
-        ray.init(address=options.address, logging_level="WARNING")
+        ray.init(address=options.address, logging_level=logging.WARNING)
     try:
         yield
     finally:
@@ -284,6 +285,8 @@ def run_on_ray(
     with connected(options):
         reader = None
         if model.cache is not None:
+            if not isinstance(model.cache, ResponseCache):
+                raise TypeError("a Ray run reads and writes the driver's on-disk ResponseCache")
             reader = ray.remote(CacheReader).options(
                 num_cpus=0, scheduling_strategy=_on_driver_node()
             ).remote(str(model.cache.directory))
