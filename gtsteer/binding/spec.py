@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gtsteer.binding.run_models import RunModels
+
 ANY = "any"
 #: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
 MAX_DEALS = 256
@@ -166,6 +168,9 @@ class DomainSpec(_Strict):
     #: (key, value) pairs appended at run time by `with_added_instruction` (PSRO), in order.
     #: Their instructions come after all earlier ones, so no existing action id ever changes.
     grown: list[tuple[str, str]] = Field(default_factory=list)
+    #: Optional model per role of a run (`gtsteer.binding.run_models`); run settings, not the
+    #: game, so excluded from dumps (game keys and hashes stay those of the game alone).
+    models: RunModels | None = Field(None, exclude=True)
 
     @field_validator("actions")
     @classmethod

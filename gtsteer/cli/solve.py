@@ -11,6 +11,7 @@ from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
@@ -62,6 +63,7 @@ def print_summary(summary: SolveSummary) -> None:
         for label, p in dist.probs.items():
             table.add_row(label, f"{p:.3f}")
         console.print(table)
+    print_roles(summary.roles)
     calls = summary.llm_calls
     console.print(
         f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
@@ -89,6 +91,14 @@ def print_summary(summary: SolveSummary) -> None:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
         )
+
+
+def print_roles(roles: dict[str, RoleRecord]) -> None:
+    """One line: which model played each role and where it came from (no key, ever)."""
+    if roles:
+        console.print("models: " + ", ".join(
+            f"{role} {r.model}" + (f" at {r.api_base}" if r.api_base else "") + f" ({r.source})"
+            for role, r in roles.items()), highlight=False)
 
 
 def _h2h_label(name: str, names: list[str]) -> str:
@@ -131,8 +141,9 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
 def solve(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
+                                 " (default: the config's models.writer, else local)")
+    ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     games: Annotated[
@@ -180,11 +191,10 @@ def solve(
     if games is not None and instances is not None:
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
-        endpoint.check(llm)
         summary = solve_config(
             config,
-            llm=endpoint.resolve(llm),
+            llm=llm,
+            endpoint=Endpoint(api_base, api_key_env),
             games=1 if games is None else games,
             instances_file=instances,
             iterations=iterations,
@@ -198,7 +208,7 @@ def solve(
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
         )
     print_summary(summary)
-    where = out if out is not None else run_dir("solve", config, llm, seed)
+    where = out if out is not None else run_dir("solve", config, summary.model, seed)
     console.print(f"summary: {where / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)

@@ -28,6 +28,7 @@ from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.llm import LLM, StorageError
 from gtsteer.runs.heldout import measure_heldout
+from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -100,7 +101,7 @@ def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None
 
 def solve_config(
     config_path: str | Path,
-    llm: str | LLM = "local",
+    llm: str | LLM | None = None,
     games: int = 1,
     iterations: int = DEFAULT_ITERATIONS,
     solver: str = DEFAULT_SOLVER,
@@ -113,6 +114,7 @@ def solve_config(
     instances_file: str | Path | None = None,
     max_calls: int | None = DEFAULT_MAX_CALLS,
     report: Callable[[str], None] | None = None,
+    endpoint: Endpoint | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -130,6 +132,9 @@ def solve_config(
 
     Before any LLM call the worst-case tree is estimated (`check_tree_size`, told to `report`);
     a run needing more than `max_calls` requests is refused (None: no bound).
+
+    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`);
+    `endpoint` holds the CLI's `--api-base`/`--api-key-env` for the served models.
     """
     if out_dir is not None:
         check_out_dir(out_dir)  # bad paths before any work
@@ -143,8 +148,8 @@ def solve_config(
     if deals is not None:
         spec = spec.with_deals(deals)
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
-    model_name = llm if isinstance(llm, str) else model.model
+    model, _, role_models = pick_roles(spec, endpoint, llm)
+    model_name = model.model
     out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
@@ -175,6 +180,7 @@ def solve_config(
         config=str(config_path),
         domain=spec.name,
         model=model_name,
+        roles=role_models,
         seed=seed,
         instances_file=None if instances_file is None else str(instances_file),
         num_games=games,

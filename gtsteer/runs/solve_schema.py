@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLMCalls
 from gtsteer.runs.heldout import HeldOutGain
+from gtsteer.runs.models import RoleRecord
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.metrics import MeanCI
 
@@ -72,6 +73,8 @@ class SolveSummary(BaseModel):
     config: str
     domain: str
     model: str
+    #: Which model wrote the messages and scored the rewards, and where it came from.
+    roles: dict[str, RoleRecord] = Field(default_factory=dict)
     seed: int  # instance-generation seed
     #: JSONL file the instances came from (`--instances`); None: generated from `seed`.
     instances_file: str | None = None
