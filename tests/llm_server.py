@@ -282,12 +282,14 @@ class LlamaServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
+                "--port", str(self.port)]
+
     def start(self, timeout_s: float = 180.0) -> None:
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
-                   "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
-                   "--port", str(self.port)]
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
