@@ -38,28 +38,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # the server launcher lives with the te
 sys.path.insert(0, str(ROOT / "scripts"))
 import benchdoc
 import llama_tools
-from llm_server import LlamaServer
+from llm_server import CTX_PER_SLOT, LlamaCppServer, LlamaServer
 
 CONFIG = "configs/schedule_meeting_dow.yaml"
 START, END = benchdoc.markers("bench_served")
 SLOTS_START, SLOTS_END = benchdoc.markers("bench_served_slots")
-#: Context per slot: a README-job prompt (~300 tokens) plus its 48 generated tokens fit twice.
-CTX_PER_SLOT = 1024
-
-
-class LlamaCppServer(LlamaServer):
-    """llama.cpp's `llama-server` with `slots` parallel sequences (continuous batching)."""
-
-    def __init__(self, binary: Path, model_path: str | Path, log: Path, threads: int,
-                 slots: int):
-        super().__init__(model_path, log, threads=threads)
-        self.binary, self.slots = binary, slots
-
-    def command(self) -> list[str]:
-        return [str(self.binary), "-m", str(self.model_path), "--alias", "smollm2",
-                "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads),
-                "--threads-batch", str(self.threads), "--parallel", str(self.slots),
-                "--ctx-size", str(CTX_PER_SLOT * self.slots)]
 
 
 def message_requests(calls: int) -> list:
