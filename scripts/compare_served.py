@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,6 +170,8 @@ def main() -> None:
         "choose_agree": {"settled yes/no": f"{sum(agree[:n])}/{n}",
                          "which day": f"{sum(agree[n:])}/{n}"},
         "choose_methods": sorted({c.method for c in served_choice}),
+        "day_choices": {side: dict(Counter(c.choice for c in picks[n:])) for side, picks
+                        in (("local", local_choice), ("served", served_choice))},
         "served_modes": served.capabilities(),
         "wall_s": {"local": round(local_s, 1), "served": round(served_s, 1)},
         "examples": {k: v[:3] for k, v in rows.items()},
