@@ -82,7 +82,11 @@ def burst(base_url: str, requests: list) -> tuple[float, int]:
 def slots_main(args: argparse.Namespace) -> None:
     from gtsteer.llm.backends.local import default_model_path
 
-    binary = llama_tools.build()["llama-server"]
+    bins = llama_tools.built()
+    if bins is None:  # never compile for minutes while holding the model lock
+        raise SystemExit(f"no llama-server under {llama_tools.tools_dir()}: run"
+                         " `python scripts/llama_tools.py` first (without the model lock)")
+    binary = bins["llama-server"]
     head = benchdoc.commit(["gtsteer", "scripts", "configs"])
     requests = message_requests(args.calls)
     rows = []

@@ -46,6 +46,13 @@ def _source(work: Path) -> Path:
     return src
 
 
+def built() -> dict[str, Path] | None:
+    """The tools' paths if all are built already, else None (building takes minutes: do it
+    outside the model lock)."""
+    bins = {name: tools_dir() / "build" / "bin" / name for name in TOOLS}
+    return bins if all(p.exists() for p in bins.values()) else None
+
+
 def build() -> dict[str, Path]:
     """Paths of the built tools (built on first use, about 5 minutes on 2 cores; the server
     about as long again)."""
