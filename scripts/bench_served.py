@@ -62,12 +62,13 @@ def message_requests(calls: int) -> list:
     return out[:calls]
 
 
-def burst(base_url: str, requests: list) -> tuple[float, int]:
+def burst(base_url: str | None, requests: list) -> tuple[float, int]:
     """Wall time of all `requests` sent at once (gtsteer's own concurrency bound, 16) and the
-    completion tokens they produced."""
+    completion tokens they produced; `base_url` None: the in-process backend, same requests."""
     from gtsteer.llm import LLM
 
-    llm = LLM("openai/smollm2", api_base=base_url, api_key="no-key", use_cache=False)
+    llm = (LLM("local:smollm2-135m", use_cache=False) if base_url is None else
+           LLM("openai/smollm2", api_base=base_url, api_key="no-key", use_cache=False))
 
     async def run() -> list:
         return await asyncio.gather(*(llm.generate(r.prompt, seed=r.seed, temperature=r.temperature,
@@ -105,8 +106,18 @@ def slots_main(args: argparse.Namespace) -> None:
             rows.append((slots, wall, tokens, load_before, load_after))
             print(f"--parallel {slots}: {len(requests)} calls in {wall:.1f} s, {tokens} tokens,"
                   f" load {load_before:.1f} -> {load_after:.1f}", flush=True)
+    os.environ["GTSTEER_LOCAL_THREADS"] = str(args.threads)
+    burst(None, requests[:2])  # model loaded, not timed
+    load_before = os.getloadavg()[0]
+    wall, tokens = burst(None, requests)
+    rows.append(("in-process", wall, tokens, load_before, os.getloadavg()[0]))
+    print(f"in-process: {len(requests)} calls in {wall:.1f} s, {tokens} tokens", flush=True)
     base = rows[0][1]
-    table = [f"| `--parallel {n}` | {wall:.1f} s | {len(requests) / (wall / 60):.0f} | "
+    def label(n: int | str) -> str:
+        return (f"`llama-server --parallel {n}`" if n != "in-process" else
+                "in-process `local:smollm2-135m` (batched decoding)")
+
+    table = [f"| {label(n)} | {wall:.1f} s | {len(requests) / (wall / 60):.0f} | "
              f"{tokens / wall:.1f} | {base / wall:.2f}x | {lb:.1f} / {la:.1f} |"
              for n, wall, tokens, lb, la in rows]
     body = "\n".join([
@@ -119,7 +130,8 @@ def slots_main(args: argparse.Namespace) -> None:
          f" built from the vendored llama.cpp (scripts/llama_tools.py), `--threads {args.threads}`"
          f" and `--ctx-size {CTX_PER_SLOT} x N`. "
          + benchdoc.machine_line(commit=head) + "; `uptime` load (1 min) before / after each"
-         " burst in the last column (other agents' jobs shared the 2 CPUs)."),
+         " burst in the last column (other agents' jobs shared the 2 CPUs). The last row sends"
+         " the same requests to the in-process backend, same thread count."),
         "",
         "| server | wall | calls/minute | generated tokens/s | speed-up | load before / after |",
         "|---|---:|---:|---:|---:|---|",
