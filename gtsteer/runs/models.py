@@ -76,6 +76,9 @@ class Endpoint:
         return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env")
 
 
+Source = Literal["given", "config", "default", "writer"]
+
+
 class RoleRecord(BaseModel):
     """Which model played a role, as a run summary records it (no key, no URL credentials)."""
 
@@ -83,7 +86,7 @@ class RoleRecord(BaseModel):
     api_base: str | None = None
     #: given: the command line (--llm, --classifier-llm, --proposer-llm) or the driver's
     #: argument; config: the config's `models:` block; default: `local`; writer: the writer's.
-    source: Literal["given", "config", "default", "writer"]
+    source: Source
 
 
 def _name(llm: str | LLM) -> str:
@@ -102,6 +105,7 @@ def pick(spec: DomainSpec, role: Role, given: str | LLM | None, endpoint: Endpoi
     flag says otherwise."""
     endpoint = endpoint or Endpoint()
     configured = getattr(spec.models, role) if spec.models is not None else None
+    source: Source
     if given is not None:
         chosen, source = (endpoint.resolve(given) if isinstance(given, str) else given), "given"
     elif configured is not None:
