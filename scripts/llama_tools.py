@@ -54,8 +54,8 @@ def built() -> dict[str, Path] | None:
 
 
 def build() -> dict[str, Path]:
-    """Paths of the built tools (built on first use, about 5 minutes on 2 cores; the server
-    about as long again)."""
+    """Paths of the built tools (built on first use: the server with them took 23 minutes at
+    `nice` on 2 shared cores, the two benchmark tools alone about 5)."""
     work = tools_dir()
     bins = {name: work / "build" / "bin" / name for name in TOOLS}
     if all(p.exists() for p in bins.values()):

@@ -1,8 +1,8 @@
 """llama.cpp's C++ `llama-server` as a served backend (issue 25, item 5): `llm ask`, `--choices`
 and a structured request through litellm as `openai/smollm2`, with 2 parallel slots.
 
-Slow, and skipped unless the binary was built (`python scripts/llama_tools.py`, about 10
-minutes on 2 cores): `make test` does not build it. Run under `flock /tmp/gtsteer-model.lock`.
+Slow, and skipped unless the binary was built (`python scripts/llama_tools.py`, 23
+minutes on 2 shared cores): `make test` does not build it. Run under `flock /tmp/gtsteer-model.lock`.
 """
 
 from __future__ import annotations
