@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 
 def load_game(config_path: str, llm: Any = "fake", instance: int = 0, **kwargs: Any) -> Any:
-    """Load one instance of a dialogue domain as a pyspiel game (see gtsteer.binding)."""
-    from gtsteer.binding import load_game as _load_game
+    """Load one instance of a dialogue domain as a pyspiel game (see gtsteer.domains)."""
+    from gtsteer.domains import load_game as _load_game
 
     return _load_game(config_path, llm=llm, instance=instance, **kwargs)

@@ -33,7 +33,8 @@ START, END = benchdoc.markers("bench_imitation")
 
 def fruit_dataset(games: int) -> tuple[list, Any]:
     """Records of `games` fruit instances solved with the fake model, and instance 0's game."""
-    from gtsteer.binding import expand_sync, load_spec, make_game, make_instance
+    from gtsteer.binding import expand_sync, make_game, make_instance
+    from gtsteer.domains import load_spec
     from gtsteer.imitation.build import label_policy, records_from_game
     from gtsteer.llm import LLM
     from gtsteer.solvers import solve_cfr

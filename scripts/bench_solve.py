@@ -145,7 +145,8 @@ def cfr_speed(min_seconds: float) -> dict:
     import pyspiel
     from open_spiel.python.algorithms import cfr
 
-    from gtsteer.binding import expand_sync, load_game
+    from gtsteer.binding import expand_sync
+    from gtsteer.domains import load_game
     from gtsteer.llm import LLM
 
     with benchdoc.fresh_cache("bench-solve-"):
@@ -228,7 +229,8 @@ def echo_rates(models: list[str], games: int) -> dict[str, dict]:
 
     A quality number, not a timing: it uses the normal response cache, so a model already run
     on these instances (e.g. by the main job) answers from it."""
-    from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
+    from gtsteer.binding import expand_sync, generate_instances, make_game
+    from gtsteer.domains import load_spec
     from gtsteer.llm import LLM
 
     spec = load_spec(FRUIT)

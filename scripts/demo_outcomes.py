@@ -17,7 +17,7 @@ import collections
 import json
 from pathlib import Path
 
-from gtsteer.binding import load_spec
+from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import (
     OUT_OF_OFFICE,

@@ -18,7 +18,8 @@ import json
 import re
 import time
 
-from gtsteer.binding import ANY, load_spec, make_game, make_instance
+from gtsteer.binding import ANY, make_game, make_instance
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 
 EMPTY = "..."

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 
 import benchdoc
 
-from gtsteer.binding import load_spec
+from gtsteer.domains import load_spec
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
 from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config

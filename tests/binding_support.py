@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from gtsteer.binding import DialogueGame, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.binding import DialogueGame, Domain, DomainSpec, make_game, make_instance
+from gtsteer.domains import load_spec, spec_from_dict
 from gtsteer.llm import LLM, Backend, FakeBackend, GenerationRequest, RawCompletion
 
 FRUIT = Path(__file__).resolve().parent.parent / "configs" / "trade_fruit_tone.yaml"
@@ -18,16 +19,19 @@ def fruit_dict() -> dict[str, Any]:
     return yaml.safe_load(FRUIT.read_text())
 
 
-def fruit_spec(**update: Any) -> DomainSpec:
-    """The fruit spec with fields replaced (and validated again). Replaced `actions` keep
-    only their own values' definitions (a definition must name a value of its key)."""
+def fruit_spec(hooks: Domain | None = None, **update: Any) -> DomainSpec:
+    """The fruit spec with fields replaced (and validated again), played by `hooks` when given
+    (a test's variant of the fruit domain). Replaced `actions` keep only their own values'
+    definitions (a definition must name a value of its key)."""
     data = {**load_spec(FRUIT).model_dump(), **update}
+    if hooks is not None:
+        data["domain"] = hooks.name
     if "actions" in update and "instruction_definitions" not in update:
         data["instruction_definitions"] = {
             k: defs for k, defs in data["instruction_definitions"].items()
             if set(defs) == {v for v in data["actions"].get(k, []) if v != "any"}
         }
-    return DomainSpec.model_validate(data)
+    return spec_from_dict(data, "fruit spec", hooks)
 
 
 class EchoingFake(FakeBackend):

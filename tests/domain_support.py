@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-from gtsteer.binding import DomainSpec, Instance, RewardContext, Turn, spec_from_dict
+from gtsteer.binding import DomainSpec, Instance, RewardContext, Turn
+from gtsteer.domains import spec_from_dict
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"

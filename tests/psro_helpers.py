@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gtsteer.binding import register_utility
+from gtsteer.binding import Domain
+from gtsteer.domains import register_domain
 from gtsteer.llm import LLM, Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
@@ -16,10 +17,12 @@ STRENGTH = {"any": 0.0, "calm": 0.0, "assertive": 1.0, "submissive": -1.0, "bold
             "fierce": 3.0, "meek": -2.0, "timid": -1.5, "firm": 1.0}
 
 
-@register_utility("test_psro_strength")
 async def strength_utility(ctx: Any) -> list[float]:
     own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
     return [own[0] - 0.5 * own[1], own[1] - 0.5 * own[0]]
+
+
+STRENGTH_DOMAIN = register_domain(Domain(name="test_psro_strength", utility=strength_utility))
 
 
 class CountingBackend(Backend):

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gtsteer.binding import register_private_info, register_utility
+from gtsteer.binding import Domain
+from gtsteer.domains import register_domain
 from gtsteer.llm import Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
@@ -37,7 +38,6 @@ class ConstantBackend(Backend):
         return RawCompletion(text="I have made my choice.", usage=Usage(completion_tokens=5))
 
 
-@register_utility("test_mixed_2x2")
 async def mixed_2x2_utility(ctx: Any) -> list[float]:
     if ctx.instance.index in ctx.spec.params.get("fail_instances", []):
         raise LLMCallError("reward model unavailable (injected)")
@@ -48,15 +48,19 @@ async def mixed_2x2_utility(ctx: Any) -> list[float]:
     return [PAYOFF[row][col], -PAYOFF[row][col]]
 
 
-@register_private_info("test_secret")
 def secret_info(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
     """The guesser knows nothing private; the keeper's secret is low or high."""
     return {"role": "guesser"} if player == 0 else {"secret": rng.choice(["low", "high"])}
 
 
-@register_utility("test_guess_secret")
 async def guess_secret_utility(ctx: Any) -> list[float]:
     move = ctx.instructions(0)[0]
     low = ctx.instance.private_info[1]["secret"] == "low"
     value = {"bold": 3.0 if low else 0.0, "safe": 1.0, "any": 0.0}[move]
     return [value, 0.0]
+
+
+MIXED_2X2_DOMAIN = register_domain(Domain(name="test_mixed_2x2", utility=mixed_2x2_utility))
+GUESS_SECRET_DOMAIN = register_domain(
+    Domain(name="test_guess_secret", private_info=secret_info, utility=guess_secret_utility)
+)

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from gtsteer.binding import Instance, load_spec, make_game, make_instance
+from gtsteer.binding import Instance, make_game, make_instance
 from gtsteer.binding.prompts import clean_message, message_stop
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 

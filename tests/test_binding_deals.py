@@ -11,8 +11,9 @@ import pytest
 from binding_support import fruit_spec, walk
 from solve_helpers import GUESS_SECRET, ConstantBackend
 
-from gtsteer.binding import expand_sync, load_spec, make_game, make_instance
+from gtsteer.binding import expand_sync, make_game, make_instance
 from gtsteer.binding.instances import deal_instances
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import nash_conv, pool_deal_policies, solve_cfr

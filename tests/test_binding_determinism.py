@@ -13,7 +13,8 @@ from gtsteer.binding import generate_instances, make_instance
 
 SCRIPT = f"""
 import hashlib, json
-from gtsteer.binding import generate_instances, load_game, load_spec
+from gtsteer.binding import generate_instances
+from gtsteer.domains import load_game, load_spec
 spec = load_spec({str(FRUIT)!r})
 print(json.dumps([i.model_dump() for i in generate_instances(spec, 5, seed=3)], sort_keys=True))
 game = load_game({str(FRUIT)!r}, llm="fake", instance=2, seed=3)
@@ -56,7 +57,7 @@ def test_instances_depend_on_seed_and_index_only() -> None:
 
 def test_instances_from_examples_without_generator() -> None:
     spec = fruit_spec(
-        private_info_generator=None,
+        domain=None,
         private_info={"mood": ["happy", "sad", "tired"], "goal": ["win", "share"]},
     )
     insts = generate_instances(spec, 20, seed=0)
@@ -67,7 +68,7 @@ def test_instances_from_examples_without_generator() -> None:
 def test_serialized_state_loads_in_another_process(tmp_path: Path) -> None:
     import pyspiel
 
-    from gtsteer.binding import load_game
+    from gtsteer.domains import load_game
 
     game = load_game(str(FRUIT), llm="fake", instance=1)
     state = game.new_initial_state()
@@ -76,7 +77,7 @@ def test_serialized_state_loads_in_another_process(tmp_path: Path) -> None:
     blob = pyspiel.serialize_game_and_state(game, state)
     (tmp_path / "state.txt").write_text(blob)
     script = (
-        "import sys, pyspiel, gtsteer.binding\n"
+        "import sys, pyspiel, gtsteer.domains\n"
         f"game, state = pyspiel.deserialize_game_and_state(open({str(tmp_path / 'state.txt')!r}).read())\n"
         "print(state.information_state_string(0))\n"
     )

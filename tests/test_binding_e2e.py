@@ -13,13 +13,7 @@ import yaml
 from binding_support import EchoingFake, ScriptedBackend, fruit_dict, fruit_spec, walk
 from solve_helpers import ConstantBackend
 
-from gtsteer.binding import (
-    RewardContext,
-    expand_sync,
-    make_game,
-    make_instance,
-    register_utility,
-)
+from gtsteer.binding import Domain, RewardContext, expand_sync, make_game, make_instance
 from gtsteer.binding.prompts import (
     contains_instruction,
     echo_patterns,
@@ -148,7 +142,7 @@ def test_end_to_end_opening_end_check_and_two_replies_each(tmp_path: Path) -> No
 
 
 def test_end_to_end_game_structure(tmp_path: Path) -> None:
-    from gtsteer.binding import load_game
+    from gtsteer.domains import load_game
 
     game = load_game(_e2e_config(tmp_path), llm="fake", instance=0)
     expand_sync(game, progress=False)
@@ -172,7 +166,7 @@ def three_player_spec(**update: Any):
         "players": ["a", "b", "c"],
         "names": ["Ann", "Ben", "Cat", "Dan"],
         "payoff": {"min": 0, "max": 10, "prompt": "{transcript}\nScores:"},
-        "private_info_generator": None,
+        "domain": None,
         "private_info": {"mood": ["happy", "sad"]},
         "actions": {"tone": ["calm", "any"]},
         "num_llm_seeds": 1,
@@ -201,15 +195,17 @@ def test_three_players_rotate_and_payoff_fields_map_to_players() -> None:
     pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
 
 
-@register_utility("test_three_way_split")
 async def _three_way(ctx: RewardContext) -> list[float]:
     return [10.0, -5.0, -5.0]
 
 
+THREE_WAY = Domain(name="test_three_way_split", utility=_three_way)
+
+
 def test_three_player_zero_sum_stays_zero_sum_within_bounds() -> None:
     spec = three_player_spec(
-        payoff={"min": -6, "max": 6, "prompt": "x", "utility": "test_three_way_split",
-                "zero_sum": True}, num_max_replies=1)  # fmt: skip
+        hooks=THREE_WAY, payoff={"min": -6, "max": 6, "prompt": "x", "zero_sum": True},
+        num_max_replies=1)  # fmt: skip
     game = make_game(spec, make_instance(spec, 0), LLM(backend=ScriptedBackend()))
     assert game.get_type().utility == pyspiel.GameType.Utility.ZERO_SUM
     expand_sync(game, progress=False)

@@ -3,6 +3,8 @@ clipping is counted; a reward that cannot be obtained fails the instance, not th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyspiel
 import pytest
 from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, walk
@@ -11,13 +13,12 @@ from gtsteer.binding import (
     RewardContext,
     expand,
     expand_sync,
-    load_game,
     make_game,
     make_instance,
     progress,
-    register_utility,
 )
 from gtsteer.binding.progress import GatherBar
+from gtsteer.domains import FRUIT_TRADE, load_game
 from gtsteer.llm import LLM, run_sync
 
 
@@ -79,17 +80,18 @@ def test_expand_inside_a_running_event_loop() -> None:
     assert run_sync(main()) == 64
 
 
-@register_utility("test_out_of_bounds")
 async def _out_of_bounds(ctx: RewardContext) -> list[float]:
     # Payoff from the instructions: "assertive" by the first speaker is off the scale.
     first = ctx.instructions(0)[0]
     return [100.0, -100.0] if first == "assertive" else [1.0, -1.0]
 
 
+OUT_OF_BOUNDS = replace(FRUIT_TRADE, name="test_out_of_bounds", utility=_out_of_bounds, bounds=None)
+
+
 def test_rewards_are_clipped_and_counted() -> None:
-    payoff = {**fruit_spec().payoff.model_dump(), "utility": "test_out_of_bounds", "min": -20,
-              "max": 20}  # fmt: skip
-    spec = fruit_spec(payoff=payoff)
+    payoff = {**fruit_spec().payoff.model_dump(), "min": -20, "max": 20}
+    spec = fruit_spec(OUT_OF_BOUNDS, payoff=payoff)
     game = make_game(spec, make_instance(spec, 0), "fake")
     report = expand_sync(game, progress=False)
     assert report.clipped_rewards == 16  # 1 assertive opening x 2 samples x 4 replies x 2 samples
@@ -102,7 +104,8 @@ def test_rewards_are_clipped_and_counted() -> None:
 
 
 def test_llm_payoffs_without_utility() -> None:
-    spec = fruit_spec(payoff={"min": -5, "max": 5, "prompt": "{transcript}\nPayoffs:"})
+    spec = fruit_spec(FRUIT_TRADE.without_utility(),
+                      payoff={"min": -5, "max": 5, "prompt": "{transcript}\nPayoffs:"})
     names = make_instance(spec, 0).names
     answer = {f"{names[0].lower()}": 3.5, f"{names[1].lower()}": 9.0}
     game = scripted_game(spec, ScriptedBackend(answer))
@@ -142,14 +145,16 @@ def test_failed_calls_are_not_cached() -> None:
     assert report.cache_hits == 72 + 60
 
 
-@register_utility("test_lopsided")
 async def _lopsided(ctx: RewardContext) -> list[float]:
     return [30.0, 2.0]
 
 
+LOPSIDED = replace(FRUIT_TRADE, name="test_lopsided", utility=_lopsided, bounds=None)
+
+
 def test_zero_sum_payoffs_are_centred_and_declared() -> None:
-    payoff = {**fruit_spec().payoff.model_dump(), "utility": "test_lopsided", "zero_sum": True}
-    spec = fruit_spec(payoff=payoff)
+    payoff = {**fruit_spec().payoff.model_dump(), "zero_sum": True}
+    spec = fruit_spec(LOPSIDED, payoff=payoff)
     game = make_game(spec, make_instance(spec, 0), "fake")
     assert game.get_type().utility == pyspiel.GameType.Utility.ZERO_SUM
     expand_sync(game, progress=False)

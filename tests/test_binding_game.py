@@ -7,8 +7,9 @@ import pytest
 from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, walk
 
 import gtsteer
-from gtsteer.binding import ANY, DialogueGame, load_game, make_game, make_instance
+from gtsteer.binding import ANY, DialogueGame, make_game, make_instance
 from gtsteer.binding.prompts import message_prompt
+from gtsteer.domains import load_game
 from gtsteer.domains.fruit_trade import trade_bounds
 
 
@@ -158,7 +159,7 @@ def test_three_player_game_with_llm_payoffs() -> None:
     spec = fruit_spec(
         players=["a", "b", "c"],
         payoff={"min": 0, "max": 10, "prompt": "{transcript}\nScores:"},
-        private_info_generator=None,
+        domain=None,
         private_info={"mood": ["happy", "sad"]},
     )
     game = make_game(spec, make_instance(spec, 0), "fake")

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from binding_support import FRUIT, fruit_dict
 
-from gtsteer.binding import ANY, ConfigError, load_game, load_spec
+from gtsteer.binding import ANY, ConfigError
+from gtsteer.domains import load_game, load_spec, spec_from_dict
 from gtsteer.llm import LLM
 
 
@@ -31,7 +32,7 @@ def test_fruit_config_loads() -> None:
     spec = load_spec(FRUIT)
     assert spec.instructions() == ["calm", "assertive", "submissive", "any"]
     assert (spec.num_llm_seeds, spec.num_max_replies) == (2, 1)
-    assert (spec.payoff.min, spec.payoff.max, spec.payoff.utility) == (-96, 96, "fruit_trade")
+    assert (spec.payoff.min, spec.payoff.max, spec.domain) == (-96, 96, "fruit_trade")
     assert spec.num_deals == 1
 
 
@@ -146,8 +147,7 @@ def test_json_braces_in_prompts_are_not_placeholders() -> None:
         ({"players": ["a", "b", "c"], "names": ["A", "B", "C"]}, "players"),
         ({"params": {"fruits": ["apple"], "max_count": 0}}, "params.max_count"),
         ({"params": {"fruits": ["apple"], "value_range": [5, 2]}}, "params.value_range"),
-        ({"payoff": {"min": -1, "max": 1, "prompt": "x", "utility": "no_such_utility"}},
-         "payoff.utility"),
+        ({"domain": "no_such_domain"}, "domain"),
     ],
 )
 def test_domain_checks_name_the_field_before_any_llm_call(
@@ -224,3 +224,13 @@ def test_a_non_utf8_config_names_the_file(tmp_path: Path) -> None:
         load_spec(path)
     assert str(path) in str(info.value) and "not UTF-8" in str(info.value)
     assert "0xff" in str(info.value)
+
+
+@pytest.mark.parametrize("old", [{"private_info_generator": "fruit_trade"},
+                                 {"payoff": {"min": -1, "max": 1, "prompt": "x",
+                                             "utility": "fruit_trade"}}])
+def test_the_two_old_domain_keys_say_what_replaced_them(old: dict) -> None:
+    data = {**fruit_dict(), **old}
+    with pytest.raises(ConfigError, match=r"a config names its code once now, as `domain: "
+                                          r"fruit_trade`"):
+        spec_from_dict(data, "old.yaml")

@@ -1,4 +1,5 @@
-"""Every config in configs/ passes the conformance check and matches its recorded playthrough.
+"""Every config in configs/ passes the conformance check and replays its recorded playthrough;
+every game gtsteer registers with pyspiel has a playthrough; the import layers hold.
 
 Parametrized over configs/*.yaml at collection time, so a new domain is checked as soon as its
 YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
@@ -9,24 +10,38 @@ from __future__ import annotations
 
 import ast
 import difflib
+import graphlib
 import importlib.util
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
+import pyspiel
 import pytest
 from binding_support import EchoingFake
 
-from gtsteer.binding.conformance import (
+from gtsteer.checks import (
+    CheckWarning,
     ConformanceError,
-    check_config,
     check_game,
-    record_playthrough,
+    check_spec,
+    echo_rate_warnings,
+    read_playthrough,
     reduced_spec,
+    replay,
 )
+from gtsteer.domains import BUILTIN, game_from_params, load_spec
 from gtsteer.llm import LLM
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 PLAYTHROUGHS = ROOT / "tests" / "data" / "playthroughs"
+#: The playthrough of each gtsteer game that is not a config (tests/test_werewolf_steering.py).
+OTHER_GAMES = {"gtsteer_werewolf_playstyle": "werewolf_playstyle.txt"}
+
+
+def check_config(config: Path, llm: LLM):
+    return check_spec(load_spec(config), str(config), llm)
 
 
 def test_there_are_configs() -> None:
@@ -60,13 +75,42 @@ def test_config_conforms(config: Path) -> None:
     assert report.cfr_backend.startswith("open_spiel C++")
 
 
+def test_an_echoing_model_is_warned_about_not_failed() -> None:
+    # The warning tier: echoed instructions are stripped (the hard checks pass), and a model
+    # that echoes most of them is reported, as PettingZoo's api_test warns for soft problems.
+    fruit = ROOT / "configs" / "trade_fruit_tone.yaml"
+    with pytest.warns(CheckWarning, match="repeated their instruction"):
+        report = check_config(fruit, LLM(backend=EchoingFake()))
+    assert report.echoed_messages > report.messages / 2 and len(report.warnings) == 1
+    quiet = check_config(fruit, LLM("fake"))
+    assert quiet.echoed_messages <= quiet.messages / 2 and quiet.warnings == []
+
+
+def test_the_echo_rate_limit_is_a_share_of_messages() -> None:
+    game = SimpleNamespace(messages=dict.fromkeys("abcd", "x"), echoes=set("abc"))
+    with pytest.warns(CheckWarning, match="3 of 4 messages"):
+        assert len(echo_rate_warnings(game, "g", limit=0.5)) == 1
+    game.echoes = set("ab")
+    assert echo_rate_warnings(game, "g", limit=0.5) == []
+
+
+def _replayed(recorded: str) -> str:
+    """The recorded actions of a dialogue playthrough played again on the game its header
+    names (the config path in the header is relative to the repository)."""
+    params = read_playthrough(recorded).params()
+    game = game_from_params({**params, "config": str(ROOT / params["config"])})
+    return replay(recorded, game)
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
-def test_playthrough_matches_recording(config: Path) -> None:
+def test_playthrough_replays_its_recorded_actions(config: Path) -> None:
     recorded = PLAYTHROUGHS / f"{config.stem}.txt"
     command = f"python scripts/record_playthroughs.py configs/{config.name}"
     assert recorded.exists(), f"no recorded playthrough for {config.name}: run `{command}`"
-    fresh = record_playthrough(config)
     expected = recorded.read_text(encoding="utf-8")
+    header = read_playthrough(expected).header
+    assert header["config"] == f"configs/{config.name}" and header["model"] == "fake"
+    fresh = _replayed(expected)
     if fresh != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), fresh.splitlines(True),
                                             "recorded", "now", n=2))  # fmt: skip
@@ -74,8 +118,38 @@ def test_playthrough_matches_recording(config: Path) -> None:
                     f"`{command}`):\n{diff[:4000]}")  # fmt: skip
 
 
+def test_a_replay_follows_the_file_not_a_seed() -> None:
+    # Another recorded action at the last decision: the replay takes it from the file, and
+    # the text changes from that step on only (OpenSpiel's playthroughs replay the same way).
+    recorded = (PLAYTHROUGHS / "trade_fruit_tone.txt").read_text(encoding="utf-8")
+    lines = recorded.splitlines(True)
+    last = max(i for i, ln in enumerate(lines) if ln.startswith("action: ") and "(" in ln
+               and "sample" not in ln)
+    action = int(lines[last].split()[1])
+    lines[last] = f"action: {(action + 1) % 4} (edited)\n"
+    fresh = _replayed("".join(lines))
+    assert fresh.splitlines()[:last] == recorded.splitlines()[:last]
+    assert fresh.splitlines()[last].startswith(f"action: {(action + 1) % 4} (")
+    assert fresh != recorded
+
+
+def test_every_registered_game_and_domain_has_a_playthrough() -> None:
+    # OpenSpiel's test_all_games_tested: a game registered without a recording fails here.
+    import gtsteer.werewolf.steer_game  # noqa: F401  registers the playstyle game
+
+    ours = [n for n in pyspiel.registered_names() if n.startswith("gtsteer_")]
+    assert "gtsteer_dialogue" in ours and "gtsteer_werewolf_playstyle" in ours
+    missing = [n for n in ours if n != "gtsteer_dialogue"
+               and not (PLAYTHROUGHS / OTHER_GAMES.get(n, f"{n}.txt")).exists()]
+    missing += [c.name for c in CONFIGS if not (PLAYTHROUGHS / f"{c.stem}.txt").exists()]
+    assert missing == [], f"no playthrough for {missing}: run scripts/record_playthroughs.py"
+    played = {load_spec(c).domain for c in CONFIGS}
+    assert sorted(d.name for d in BUILTIN if d.name not in played) == []
+
+
 def test_the_check_catches_colliding_history_strings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gtsteer.binding import DialogueState, load_spec, make_game, make_instance
+    from gtsteer.binding import DialogueState, make_game, make_instance
+    from gtsteer.domains import load_spec
 
     monkeypatch.setattr(DialogueState, "__str__", lambda self: "\n".join(
         t.text for t in self.turns))  # the old, transcript-only string
@@ -87,7 +161,8 @@ def test_the_check_catches_colliding_history_strings(monkeypatch: pytest.MonkeyP
 
 def test_the_check_catches_an_unstripped_echo(monkeypatch: pytest.MonkeyPatch) -> None:
     import gtsteer.binding.game as game_module
-    from gtsteer.binding import load_spec, make_game, make_instance
+    from gtsteer.binding import make_game, make_instance
+    from gtsteer.domains import load_spec
 
     monkeypatch.setattr(game_module, "strip_instruction_echo", lambda text, parts: (text, False))
     spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
@@ -97,7 +172,7 @@ def test_the_check_catches_an_unstripped_echo(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_big_configs_are_checked_on_a_smaller_variant() -> None:
-    from gtsteer.binding import load_spec
+    from gtsteer.domains import load_spec
 
     spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
     big = spec.model_copy(update={"num_max_replies": 4})
@@ -107,7 +182,7 @@ def test_big_configs_are_checked_on_a_smaller_variant() -> None:
 
 
 def test_a_trimmed_variant_keeps_only_its_values_definitions() -> None:
-    from gtsteer.binding import load_spec
+    from gtsteer.domains import load_spec
 
     spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
     assert set(spec.instruction_definitions["tone"]) == {"calm", "assertive", "submissive"}
@@ -125,21 +200,98 @@ def test_the_check_raises_a_conformance_error_for_a_foreign_state(
     # A runtime check, not an `assert` (which `python -O` drops).
     import pyspiel
 
-    from gtsteer.binding import conformance
+    from gtsteer.checks import dialogue
 
-    monkeypatch.setattr(conformance, "expand_sync", lambda game, progress: type(
+    monkeypatch.setattr(dialogue, "expand_sync", lambda game, progress: type(
         "Report", (), {"failed": False})())
     with pytest.raises(ConformanceError, match="`DialogueState` failed: a .*State in the tree"):
         check_game(pyspiel.load_game("kuhn_poker"), "x")
 
 
+_IMPORTERS = {"import_module", "__import__"}
+_MODULE_NAME = re.compile(r"gtsteer(\.\w+)*\.?")
+
+
+def gtsteer_imports(path: Path) -> list[str]:
+    """Every gtsteer module `path` imports: import statements (also inside functions and
+    TYPE_CHECKING blocks) and string imports. A file that calls `importlib.import_module` or
+    `__import__` is taken to import every gtsteer module name its strings spell (also one
+    held in a variable, `for m in ("gtsteer.domains", ...)`, or an f-string's head)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    dynamic = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.append(node.module or "")
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            dynamic = dynamic or name in _IMPORTERS
+    if dynamic:
+        found += [node.value.rstrip(".") for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and _MODULE_NAME.fullmatch(node.value)]
+    return [m for m in found if m == "gtsteer" or m.startswith("gtsteer.")]
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _room(path: Path) -> str:
+    rel = path.relative_to(ROOT / "gtsteer").parts
+    return rel[0] if len(rel) > 1 else ""
+
+
+def test_the_layer_scan_sees_string_imports(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("import importlib\n"
+                      "def f(name):\n"
+                      "    for module in ('gtsteer.domains', f'gtsteer.domains.{name}'):\n"
+                      "        importlib.import_module(module)\n"
+                      "    from gtsteer.llm import LLM\n")
+    assert sorted(gtsteer_imports(source)) == ["gtsteer.domains", "gtsteer.domains",
+                                               "gtsteer.llm"]
+    source.write_text("__import__('gtsteer.runs')\n")
+    assert gtsteer_imports(source) == ["gtsteer.runs"]
+
+
 def test_binding_imports_nothing_above_it() -> None:
     # DESIGN.md: gtsteer/binding may import only gtsteer.llm (and itself), even lazily.
-    upward = []
-    for path in sorted((ROOT / "gtsteer" / "binding").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
-                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            upward += [f"{path.name}: {n}" for n in names if n.startswith("gtsteer.")
-                       and n.split(".")[1] not in ("binding", "llm")]
+    upward = [f"{path.name}: {m}" for path in sorted((ROOT / "gtsteer" / "binding").glob("*.py"))
+              for m in gtsteer_imports(path) if _package(m) not in ("binding", "llm")]
     assert upward == []
+
+
+#: DESIGN.md's "may import" column (runs/ and cli/ may import everything).
+MAY_IMPORT = {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
+              "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
+              "checks": {"binding", "solvers"}, "werewolf": {"llm", "binding", "imitation"}}
+
+
+def test_every_room_imports_only_what_design_allows() -> None:
+    wrong = [f"{path.relative_to(ROOT)}: {sorted(bad)}"
+             for path in sorted((ROOT / "gtsteer").rglob("*.py")) if _room(path) in MAY_IMPORT
+             if (bad := {_package(m) for m in gtsteer_imports(path)}
+                 - MAY_IMPORT[_room(path)] - {_room(path)})]
+    assert wrong == []
+
+
+def test_no_import_circle_between_gtsteer_packages() -> None:
+    # One arrow per (package, package it imports), every kind of import counted; the root
+    # `gtsteer/__init__.py` (a lazy `load_game` shortcut) and `__main__` sit above every room.
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "gtsteer").rglob("*.py")):
+        room = _room(path)
+        if not room:
+            continue
+        targets = {_package(m) for m in gtsteer_imports(path)} - {room}
+        graph.setdefault(room, set()).update(targets)
+        assert "" not in targets, f"{path}: imports the root package, which imports every room"
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import circle between gtsteer packages: {' -> '.join(exc.args[1])}")

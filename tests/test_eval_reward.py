@@ -11,10 +11,10 @@ from eval_helpers import TradeOracle
 from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
-from gtsteer.binding import load_spec
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES
 from gtsteer.cli import app
+from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import OWNED, VALUES, parse_counts
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 from gtsteer.runs.eval_reward import CONFIGURED, FREE, measure_reward, run_reward, write_cases
@@ -113,12 +113,12 @@ def test_cli_on_fake_model_writes_report(tmp_path: Path) -> None:
 
 def test_config_without_exact_utility_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "reward", str(MIXED_2X2), "--llm", "fake", "-q"])
-    assert result.exit_code == 2 and "payoff.utility" in result.output
+    assert result.exit_code == 2 and "domain: `test_mixed_2x2`" in result.output
     data = yaml.safe_load(FRUIT.read_text())
-    del data["payoff"]["utility"]
+    del data["domain"]
     path = tmp_path / "free.yaml"
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ValueError, match="payoff.utility: .* has no exact utility"):
+    with pytest.raises(ValueError, match="domain: .* has no exact utility"):
         run_reward(path, "fake", cases=1, out_dir=tmp_path / "o", progress=False)
     assert not (tmp_path / "o").exists()
 

@@ -10,9 +10,9 @@ import yaml
 from eval_helpers import DayOracle
 from typer.testing import CliRunner
 
-from gtsteer.binding import load_spec
 from gtsteer.binding.reward_cases import OUTCOMES
 from gtsteer.cli import app
+from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import OUT_OF_OFFICE, PREFERENCES, parse_days
 from gtsteer.llm import LLM

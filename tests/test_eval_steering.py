@@ -10,8 +10,9 @@ import yaml
 from eval_helpers import TONE_TEXT, ToneBackend
 from typer.testing import CliRunner
 
-from gtsteer.binding import ConfigError, load_game, spec_from_dict
+from gtsteer.binding import ConfigError
 from gtsteer.cli import app
+from gtsteer.domains import load_game, spec_from_dict
 from gtsteer.llm import LLM
 from gtsteer.runs.eval_steering import (
     DEFINED,

@@ -8,6 +8,7 @@ import pytest
 from binding_support import ScriptedBackend, fruit_spec
 
 from gtsteer.binding import Instance, RewardContext, Turn, compute_reward
+from gtsteer.domains import FRUIT_TRADE
 from gtsteer.domains.fruit_trade import (
     FRUITS,
     fruit_private_info,
@@ -140,7 +141,7 @@ def _basket(owned: dict[str, int]) -> list[str]:
 
 
 def test_llm_payoffs_out_of_range_are_still_clipped_and_counted() -> None:
-    spec = fruit_spec(payoff={"min": -5, "max": 5, "prompt": "{transcript}"})
+    spec = fruit_spec(FRUIT_TRADE.without_utility(), payoff={"min": -5, "max": 5, "prompt": "{transcript}"})
     ctx = _context({"ann": 9.0, "ben": -1.0})
     ctx = ctx.model_copy(update={"spec": spec})
     reward = run_sync(compute_reward(ctx))
@@ -167,3 +168,21 @@ def test_players_whose_names_collide_as_fields_keep_separate_trade_lists() -> No
     model = trade_model(("Ann", "ann"), ("apple", "kiwi"), 6)
     trade = model(deal=True, ann_gives=["apple"], ann_1_gives=["kiwi", "kiwi"])
     assert gives_from(trade, ["Ann", "ann"]) == [{"apple": 1}, {"kiwi": 2}]
+
+
+def test_fruit_params_are_typed_a_typo_fails_and_defaults_are_the_models() -> None:
+    # Untyped params took a typo silently and fell back to defaults spelled in four places.
+    from binding_support import fruit_dict
+
+    from gtsteer.binding import ConfigError
+    from gtsteer.domains import spec_from_dict
+    from gtsteer.domains.fruit_trade import FruitParams, fruits_of, max_count_of
+
+    data = fruit_dict()
+    data["params"] = {"max_cont": 2}
+    with pytest.raises(ConfigError, match=r"fruit\.yaml: field `params\.max_cont`: unknown field"):
+        spec_from_dict(data, "fruit.yaml")
+    data["params"] = {}
+    spec = spec_from_dict(data, "fruit.yaml")
+    assert fruits_of(spec) == FruitParams().fruits == ["apple", "banana", "blueberry", "kiwi"]
+    assert max_count_of(spec) == FruitParams().max_count == 3

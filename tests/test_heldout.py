@@ -12,23 +12,14 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
-import gtsteer.runs.heldout as heldout_module
-from gtsteer.binding import (
-    expand_sync,
-    generate_instances,
-    load_game,
-    load_spec,
-    make_game,
-    register_deal_private_info,
-    register_private_info,
-    register_utility,
-)
+import gtsteer.solvers.heldout as heldout_module
+from gtsteer.binding import Domain, expand_sync, generate_instances, make_game
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.prompts import Turn
 from gtsteer.cli import app
+from gtsteer.domains import load_game, load_spec, register_domain
 from gtsteer.llm import LLM, Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import (
     Replayed,
@@ -40,6 +31,7 @@ from gtsteer.solvers import (
     truncated,
     uniform,
 )
+from gtsteer.solvers.heldout import measure_heldout
 
 
 class SeededBackend(Backend):
@@ -63,7 +55,6 @@ class SeededBackend(Backend):
         return RawCompletion(text=f"My number is {number}.", usage=Usage(completion_tokens=5))
 
 
-@register_utility("test_noise")
 async def noise_utility(ctx: Any) -> list[float]:
     """Pays the proposer a hash of the two messages in [-3, 3]: instructions matter only
     through the samples they happen to draw."""
@@ -74,13 +65,12 @@ async def noise_utility(ctx: Any) -> list[float]:
 def noise_spec(tmp_path: Path) -> Path:
     data = yaml.safe_load(MIXED_2X2.read_text())
     data["name"] = "noise"
-    data["payoff"]["utility"] = "test_noise"
+    data["domain"] = "test_noise"
     path = tmp_path / "noise.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-@register_utility("test_heldout_mixed")
 async def mixed_utility(ctx: Any) -> list[float]:
     """Each player: 1 per `a`, 0.5 per `b` it played, plus transcript noise."""
     out = []
@@ -91,9 +81,13 @@ async def mixed_utility(ctx: Any) -> list[float]:
     return out
 
 
-@register_private_info("test_heldout_secret")
 def secret(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
     return {"secret": rng.choice(["low", "high", "mid"])}
+
+
+register_domain(Domain(name="test_noise", utility=noise_utility))
+register_domain(Domain(name="test_heldout_mixed", utility=mixed_utility))
+register_domain(Domain(name="test_heldout_secret", private_info=secret, utility=mixed_utility))
 
 
 def shaped_spec(tmp_path: Path, players: int, replies: int, opening: bool, deals: int) -> Path:
@@ -107,12 +101,13 @@ def shaped_spec(tmp_path: Path, players: int, replies: int, opening: bool, deals
         "message_prompt": "{scenario}\n{private_info}\n{transcript}\n{instruction}{name}:",
         "termination_prompt": "{transcript}\nIs the conversation over?",
         "num_llm_seeds": 2, "num_max_replies": replies,
-        "payoff": {"min": -4, "max": 4, "utility": "test_heldout_mixed", "prompt": "{transcript}"},
+        "domain": "test_heldout_mixed",
+        "payoff": {"min": -4, "max": 4, "prompt": "{transcript}"},
     }
     if opening:
         data |= {"opening": "Hello {name0}.", "opening_speaker": players - 1}
     if deals > 1:
-        data |= {"private_info_generator": "test_heldout_secret", "num_deals": deals}
+        data |= {"domain": "test_heldout_secret", "num_deals": deals}
     path = tmp_path / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -204,25 +199,26 @@ def test_mixing_over_what_the_information_state_already_hides_changes_nothing() 
 TYPES = ["x", "y"]
 
 
-@register_private_info("test_heldout_typed")
 def typed_info(spec: Any, rng: Any, player: int, names: list[str]) -> dict[str, str]:
     """Only the answerer (player 1) has private information: its type."""
     return {"type": rng.choice(TYPES)} if player == 1 else {"role": "asker"}
 
 
-@register_deal_private_info("test_heldout_typed")
 def typed_deal(spec: Any, first: Any, j: int) -> list[dict[str, str]]:
     private = [dict(info) for info in first.private_info]
     private[1]["type"] = TYPES[(TYPES.index(private[1]["type"]) + j) % len(TYPES)]
     return private
 
 
-@register_utility("test_heldout_match_type")
 async def match_type(ctx: Any) -> list[float]:
     """The asker scores 1 when its last instruction names the answerer's hidden type."""
     said = ctx.instructions(0)
     wanted = {"x": "a", "y": "b"}[ctx.instance.private_info[1]["type"]]
     return [float(bool(said) and said[-1] == wanted), 0.0]
+
+
+register_domain(Domain(name="test_heldout_typed", private_info=typed_info, deals=typed_deal,
+                       utility=match_type))
 
 
 def test_a_replayed_player_is_never_handed_a_hidden_deal(tmp_path: Path) -> None:
@@ -231,10 +227,9 @@ def test_a_replayed_player_is_never_handed_a_hidden_deal(tmp_path: Path) -> None
     fresh words, the asker cannot read the deal off the history: it mixes its policies over
     the deals it cannot tell apart, here worth half the in-sample gain."""
     data = yaml.safe_load(shaped_spec(tmp_path, 2, 2, False, 2).read_text())
-    data |= {"name": "typed", "private_info_generator": "test_heldout_typed",
+    data |= {"name": "typed", "domain": "test_heldout_typed",
              "num_llm_seeds": 1, "termination_prompt": None,
-             "payoff": {"min": 0, "max": 1, "utility": "test_heldout_match_type",
-                        "prompt": "{transcript}"}}
+             "payoff": {"min": 0, "max": 1, "prompt": "{transcript}"}}
     path = tmp_path / "typed.yaml"
     path.write_text(yaml.safe_dump(data))
     spec = load_spec(path)

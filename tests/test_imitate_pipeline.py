@@ -126,7 +126,7 @@ def test_cli_prints_one_paragraph_errors(tmp_path: Path) -> None:
 
 
 def test_solve_results_of_other_arguments_are_not_reused(run) -> None:
-    from gtsteer.binding import load_spec
+    from gtsteer.domains import load_spec
     from gtsteer.runs.imitate import SolveArgs, _matching_summary
 
     out, _ = run

@@ -12,7 +12,8 @@ from imitation_helpers import situation_embedder
 from open_spiel.python.algorithms import exploitability
 from solve_helpers import MIXED_2X2, ConstantBackend
 
-from gtsteer.binding import expand_sync, load_spec, make_game, make_instance
+from gtsteer.binding import expand_sync, make_game, make_instance
+from gtsteer.domains import load_spec
 from gtsteer.imitation import ActionSetMismatchError, DecisionRecord, TrainConfig, train_policy
 from gtsteer.imitation.build import label_policy, records_from_game
 from gtsteer.imitation.evaluate import evaluate_instance, summarize
@@ -140,7 +141,7 @@ def test_evaluation_with_a_text_policy(game_and_records) -> None:
 
 
 def test_second_decision_carries_own_earlier_instruction() -> None:
-    from gtsteer.binding import spec_from_dict
+    from gtsteer.domains import spec_from_dict
 
     spec = spec_from_dict({**load_spec(MIXED_2X2).model_dump(), "num_max_replies": 2})
     game = make_game(spec, make_instance(spec, 0), LLM(backend=ConstantBackend()))

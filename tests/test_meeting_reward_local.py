@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gtsteer.binding import load_spec
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.eval_reward import CONFIGURED, measure_reward, write_cases
 

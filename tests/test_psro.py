@@ -8,13 +8,13 @@ from psro_helpers import STRENGTH, STRENGTH_CONFIG, CountingBackend, ScriptedPro
 
 from gtsteer.binding import (
     ConfigError,
+    Domain,
     generate_instances,
     grow_game,
-    load_spec,
     make_game,
-    register_utility,
     stable_int,
 )
+from gtsteer.domains import get_domain, load_spec, register_domain
 from gtsteer.llm import LLM, LLMError
 from gtsteer.solvers.psro import (
     PSROConfig,
@@ -356,22 +356,24 @@ def test_oracle_players_grow_only_the_named_players():
 # ---- issue 22: adoption decisions, labels, held-out check, categories ------------------------
 
 
-@register_utility("test_psro_cooperative_strength")
 async def _cooperative_strength(ctx) -> list[float]:
     own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
     return [own[0] + 0.5 * own[1], own[1] + 0.5 * own[0]]
 
 
-@register_utility("test_psro_instance_strength")
 async def _instance_strength(ctx) -> list[float]:
     own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
     bonus = 6.0 if "Ben" in ctx.instance.names else 0.0
     return [own[0] - 0.5 * own[1] + bonus, own[1] - 0.5 * own[0] + bonus]
 
 
+register_domain(Domain(name="test_psro_cooperative_strength", utility=_cooperative_strength))
+register_domain(Domain(name="test_psro_instance_strength", utility=_instance_strength))
+
+
 def games_with(utility: str, n: int, backend=None) -> list:
     spec = load_spec(STRENGTH_CONFIG)
-    spec = spec.model_copy(update={"payoff": spec.payoff.model_copy(update={"utility": utility})})
+    spec = spec.model_copy(update={"domain": utility}).with_domain(get_domain(utility))
     llm = llm_for(backend or CountingBackend())
     return [make_game(spec, inst, llm) for inst in generate_instances(spec, n)]
 
@@ -429,7 +431,6 @@ def test_added_names_the_action_the_population_received():
     assert result.final_populations[1][-1] == "fierce"
 
 
-@register_utility("test_psro_lucky")
 async def _lucky(ctx) -> list[float]:
     """`charm` is worth nothing, except +4 for a speaker whose sampled message was lucky."""
     own = [STRENGTH.get(ctx.instructions(p)[0], 0.0) for p in range(2)]
@@ -437,6 +438,9 @@ async def _lucky(ctx) -> list[float]:
             and any(t.speaker == p and "lucky" in t.text for t in ctx.transcript) else 0.0
             for p in range(2)]
     return [own[0] - 0.5 * own[1] + luck[0], own[1] - 0.5 * own[0] + luck[1]]
+
+
+register_domain(Domain(name="test_psro_lucky", utility=_lucky))
 
 
 class LuckyOnSolvedSamples(CountingBackend):

@@ -7,8 +7,9 @@ import random
 import pytest
 from domain_support import config_dict, context, spec_of
 
-from gtsteer.binding import ConfigError, compute_reward, spec_from_dict
+from gtsteer.binding import ConfigError, compute_reward
 from gtsteer.binding.prompts import Turn
+from gtsteer.domains import spec_from_dict
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import (
     DAYS,
@@ -140,7 +141,7 @@ def test_tone_and_day_configs_share_the_scenario() -> None:
     dow, tone = config_dict("schedule_meeting_dow"), config_dict("schedule_meeting_tone")
     assert dow["actions"] == {"day": [*DAYS, "any"]}
     assert tone["actions"] == {"tone": ["calm", "assertive", "submissive", "any"]}
-    for key in ("scenario", "params", "payoff", "private_info_generator", "message_prompt"):
+    for key in ("scenario", "params", "payoff", "domain", "message_prompt"):
         assert dow[key] == tone[key], key
 
 

@@ -11,8 +11,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gtsteer.binding.spec import ConfigError, load_spec
+from gtsteer.binding.spec import ConfigError
 from gtsteer.cli import app
+from gtsteer.domains import load_spec
 from gtsteer.llm import ModelConfigError
 from gtsteer.runs.models import Endpoint, pick, pick_roles
 

@@ -11,9 +11,10 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
-from gtsteer.binding import expand_sync, generate_instances, load_spec, make_game
+from gtsteer.binding import expand_sync, generate_instances, make_game
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.cli import app
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,10 +14,10 @@ from gtsteer.binding import (
     generate_instances,
     make_game,
     make_instance,
-    spec_from_dict,
 )
 from gtsteer.binding.instances import deal_instances
 from gtsteer.binding.judge import pick, probabilities
+from gtsteer.domains import spec_from_dict
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.llm import LLM, run_sync
 

@@ -3,14 +3,18 @@ and the steer-train -> play --steer -> evaluate pipeline (all on the fake model)
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from gtsteer.checks import playthrough, pyspiel_api_check, read_playthrough, replay
 from gtsteer.llm.embed import Embedder
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.context import build_context
@@ -377,9 +381,46 @@ def test_same_seed_replays_the_same_choices_also_after_resume(tmp_path):
 # ---- 3. the playstyle game -----------------------------------------------------------------
 
 
-def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
-    from gtsteer.runs.werewolf_steer import conformance
+PLAYTHROUGH = Path(__file__).parent / "data" / "playthroughs" / "werewolf_playstyle.txt"
+#: Where the playthrough's root state comes from (its header says so too).
+PLAYSTYLE_ROOT = ("tests/test_werewolf_steering.py: discussion_states(seed=1)[1] (7 players, "
+                  "1 day, 4 messages a day, fake models)")
 
+
+def playstyle_game(store_dir: Path, config: PlaystyleGameConfig | None = None) -> PlaystyleGame:
+    """The playstyle game of the tests and of the recorded playthrough."""
+    root = discussion_states(GameStore(store_dir / "g.sqlite"))[1]
+    config = config or PlaystyleGameConfig(num_llm_seeds=2,
+                                           styles=["trickster", "balanced", UNSTEERED])
+    return PlaystyleGame(root, LLMPool(), config)
+
+
+def record_playstyle_playthrough() -> str:
+    """The playthrough file (`scripts/record_playthroughs.py --werewolf`)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        game = playstyle_game(Path(tmp))
+        header = {"config": game.config.model_dump_json(), "model": game.predictor,
+                  "params": json.dumps({"speakers": game.speakers, "teams": game.teams}),
+                  "root": PLAYSTYLE_ROOT}
+        return playthrough(game, header, seed=0)
+
+
+def test_playstyle_game_replays_its_recorded_playthrough(tmp_path):
+    command = "python scripts/record_playthroughs.py --werewolf"
+    assert PLAYTHROUGH.exists(), f"no playthrough for the playstyle game: run `{command}`"
+    recorded = PLAYTHROUGH.read_text(encoding="utf-8")
+    header = read_playthrough(recorded).header
+    assert header["root"] == PLAYSTYLE_ROOT
+    config = PlaystyleGameConfig.model_validate_json(header["config"])
+    fresh = replay(recorded, playstyle_game(tmp_path, config))
+    if fresh != recorded:
+        diff = "".join(difflib.unified_diff(recorded.splitlines(True), fresh.splitlines(True),
+                                            "recorded", "now", n=2))  # fmt: skip
+        pytest.fail(f"the playstyle game plays differently from its recording (if intended, "
+                    f"run `{command}`):\n{diff[:4000]}")
+
+
+def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     states = discussion_states(GameStore(tmp_path / "g.sqlite"))
     root = states[1]
     config = PlaystyleGameConfig(num_llm_seeds=2, styles=["trickster", "balanced", UNSTEERED])
@@ -388,7 +429,7 @@ def test_playstyle_game_passes_conformance_and_plays_what_bots_play(tmp_path):
     assert teams == {"village", "werewolves"} and len(game.speakers) == 2
     assert game.expand() == 36
     calls = len(game.calls)
-    report = conformance(game)
+    report = pyspiel_api_check(game, "playstyle game")
     assert len(game.calls) == calls  # every call was made by expand
     sizes = game.sizes()
     assert sizes["leaves"] == 36 and sizes["message_calls"] == 6 + 36

@@ -91,7 +91,8 @@ class Request(BaseModel):
 
 
 class DialogueGame(pyspiel.Game):
-    """One instance of a domain as an OpenSpiel game. Build with `make_game` or `load_game`."""
+    """One instance of a domain as an OpenSpiel game. Build with `make_game` (or, from a
+    config path, `gtsteer.domains.load_game`)."""
 
     def __init__(
         self,
@@ -101,6 +102,8 @@ class DialogueGame(pyspiel.Game):
         params: dict[str, Any] | None = None,
     ):
         self.spec = spec
+        #: The domain's code, bound to the spec when it was loaded (`DomainSpec.with_domain`).
+        self.domain = spec.hooks
         self.instance = instance
         #: The private-information draws of this game: [instance] unless num_deals > 1.
         self.deals: list[Instance] = deal_instances(spec, instance)

@@ -7,30 +7,15 @@ whose order could depend on PYTHONHASHSEED.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib
 import json
 import random
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from gtsteer.binding.prompts import fill_template, join_names
 from gtsteer.binding.spec import DomainSpec
-
-#: (spec, rng, player index, names) -> private info of that player, key -> text.
-PrivateInfoGenerator = Callable[[DomainSpec, random.Random, int, list[str]], dict[str, str]]
-_GENERATORS: dict[str, PrivateInfoGenerator] = {}
-#: (spec, rng, names) -> every player's private info at once, for facts drawn together
-#: (a debate's topic and its two opposite stances).
-JointPrivateInfoGenerator = Callable[[DomainSpec, random.Random, list[str]], list[dict[str, str]]]
-_JOINT_GENERATORS: dict[str, JointPrivateInfoGenerator] = {}
-#: (spec, deal 0, j) -> every player's private info in deal j, for domains whose deals must
-#: cover a prior exactly (each hidden type equally often) rather than draw it.
-DealGenerator = Callable[[DomainSpec, "Instance", int], list[dict[str, str]]]
-_DEAL_GENERATORS: dict[str, DealGenerator] = {}
 
 
 def stable_int(*parts: Any, bits: int = 31) -> int:
@@ -39,72 +24,24 @@ def stable_int(*parts: Any, bits: int = 31) -> int:
     return int.from_bytes(digest[:8], "big") % (1 << bits)
 
 
-def register_private_info(name: str) -> Callable[[PrivateInfoGenerator], PrivateInfoGenerator]:
-    """Register a generator for domains whose private information is structured (fruit values)."""
-
-    def deco(fn: PrivateInfoGenerator) -> PrivateInfoGenerator:
-        _GENERATORS[name] = fn
-        return fn
-
-    return deco
-
-
-def register_joint_private_info(
-    name: str,
-) -> Callable[[JointPrivateInfoGenerator], JointPrivateInfoGenerator]:
-    """Register a generator that draws all players' private information together."""
-
-    def deco(fn: JointPrivateInfoGenerator) -> JointPrivateInfoGenerator:
-        _JOINT_GENERATORS[name] = fn
-        return fn
-
-    return deco
-
-
-def register_deal_private_info(name: str) -> Callable[[DealGenerator], DealGenerator]:
-    """Register how the deals j > 0 of a dealt game are made from deal 0 (see `deal_instances`)."""
-
-    def deco(fn: DealGenerator) -> DealGenerator:
-        _DEAL_GENERATORS[name] = fn
-        return fn
-
-    return deco
-
-
 def _draw_private_info(
     spec: DomainSpec, rng: random.Random, names: list[str]
 ) -> list[dict[str, str]]:
-    name = spec.private_info_generator
-    if name is None:
-        return [
-            {key: rng.choice(examples) for key, examples in spec.private_info.items()}
-            for _ in range(spec.num_players)
-        ]
-    try:
-        joint = lookup(_JOINT_GENERATORS, name, "joint private-info generator")
-    except KeyError:
-        gen = lookup(_GENERATORS, name, "private-info generator")
+    domain = spec.hooks
+    if domain.joint_private_info is not None:
+        private = [dict(info) for info in domain.joint_private_info(spec, rng, names)]
+        if len(private) != spec.num_players:
+            raise ValueError(
+                f"domain {domain.name!r} returned {len(private)} players' private info"
+            )
+        return private
+    if domain.private_info is not None:
+        gen = domain.private_info
         return [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
-    private = [dict(info) for info in joint(spec, rng, names)]
-    if len(private) != spec.num_players:
-        raise ValueError(f"generator {name!r} returned {len(private)} players' private info")
-    return private
-
-
-def lookup(registry: dict[str, Any], name: str, what: str) -> Any:
-    """Find `name` in a registry, importing gtsteer.domains (and gtsteer.domains.<name>) on a miss."""
-    if name not in registry:
-        for module in ("gtsteer.domains", f"gtsteer.domains.{name}"):
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name != module:
-                    raise
-            if name in registry:
-                break
-    if name not in registry:
-        raise KeyError(f"no {what} named {name!r} is registered; known: {sorted(registry)}")
-    return registry[name]
+    return [
+        {key: rng.choice(examples) for key, examples in spec.private_info.items()}
+        for _ in range(spec.num_players)
+    ]
 
 
 class Instance(BaseModel):
@@ -146,12 +83,9 @@ def deal_instances(spec: DomainSpec, instance: Instance) -> list[Instance]:
     """The `spec.num_deals` deals of a dealt game: deal 0 is `instance` itself, deal j > 0
     keeps its public part (names, scenario, opening, sample seed) and gets other private
     information, so the public transcript never tells the deals apart. That information is
-    drawn afresh, unless the domain registered a deal generator (`register_deal_private_info`)."""
+    drawn afresh, unless the domain has a deal generator (`Domain.deals`)."""
     deals = [instance]
-    make_deal: DealGenerator | None = None
-    if spec.num_deals > 1 and spec.private_info_generator is not None:
-        with contextlib.suppress(KeyError):  # no deal generator: the deals are drawn
-            make_deal = lookup(_DEAL_GENERATORS, spec.private_info_generator, "deal generator")
+    make_deal = spec.hooks.deals
     for j in range(1, spec.num_deals):
         if make_deal is not None:
             private = [dict(info) for info in make_deal(spec, instance, j)]
@@ -180,8 +114,5 @@ __all__ = [
     "deal_instances",
     "generate_instances",
     "make_instance",
-    "register_deal_private_info",
-    "register_joint_private_info",
-    "register_private_info",
     "stable_int",
 ]

@@ -4,7 +4,7 @@ The paper lets the model write new private information (baskets, availabilities,
 a few examples. Here the model answers one validated JSON object per instance: player names
 and every private-information field the domain's own generator would produce. The object is
 then checked against the spec (distinct names usable as speaker tags, the same fields, and the
-domain's `register_instance_check`, e.g. days the meeting utility can parse); an invalid answer
+domain's `instance_check`, e.g. days the meeting utility can parse); an invalid answer
 is asked again with the next seed, up to `attempts` times. Every call goes through the LLM
 cache with a seed fixed by (domain, seed, index, attempt), so a model and a seed always give the
 same instances, and a rerun makes no call.

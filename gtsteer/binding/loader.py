@@ -1,32 +1,36 @@
-"""Building games: from a config path (`load_game`) or from objects (`make_game`).
+"""Building games from objects (`make_game`); from a config path, `gtsteer.domains.load_game`.
 
-Both register the game under one pyspiel short name whose parameters (config path, instance,
+Every game is registered under one pyspiel short name whose parameters (config path, instance,
 model, seed) are enough to rebuild it, so `pyspiel.load_game(str(game))` — which OpenSpiel's
-serialization uses — returns an equivalent game in this or another process.
+serialization uses — returns an equivalent game in this process (by its live key) or in
+another (by its config path, through the config loader `gtsteer.domains` installs: binding
+cannot resolve a config's domain itself, DESIGN.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, _game_type
-from gtsteer.binding.instances import Instance, make_instance
+from gtsteer.binding.instances import Instance
 from gtsteer.binding.pyspiel_registry import register_game
-from gtsteer.binding.reward import check_domain
-from gtsteer.binding.spec import DomainSpec, load_spec
-from gtsteer.llm import LLM
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.llm import LLM, as_llm
 
-#: Games built from in-memory specs, by key, so pyspiel.load_game(str(game)) finds them.
+#: Games built in this process, by key, so pyspiel.load_game(str(game)) finds them.
 _LIVE: dict[str, tuple[DomainSpec, Instance, LLM]] = {}
+#: Rebuilds a game from its pyspiel parameters when its key is not live (another process):
+#: `gtsteer.domains` installs one that loads the config and binds its domain.
+ConfigLoader = Callable[[dict[str, Any]], DialogueGame]
+_CONFIG_LOADER: list[ConfigLoader] = []
 
 
-def _llm(llm: str | LLM) -> LLM:
-    """A model string gets its own client (own usage meter; the disk cache is shared).
-    Pass one `LLM` to several games to meter them together."""
-    return llm if isinstance(llm, LLM) else LLM(llm)
+def install_config_loader(loader: ConfigLoader) -> None:
+    """Let `pyspiel.load_game` rebuild games from a config path (see the module docstring)."""
+    _CONFIG_LOADER[:] = [loader]
 
 
 def _model_name(llm: LLM) -> str:
@@ -46,11 +50,14 @@ def make_game(
 
     With `spec.num_deals` > 1 the game deals `instance`'s private information by chance.
     `sample_offset` k seeds every message's sample i as sample i + k: the same tree with other
-    LLM samples (k = num_llm_seeds gives samples disjoint from the default game's)."""
-    check_domain(spec)  # ConfigError before any LLM call
-    client = _llm(llm)
+    LLM samples (k = num_llm_seeds gives samples disjoint from the default game's).
+    The spec's domain checks ran when it was bound (`DomainSpec.with_domain`); an unbound
+    spec that names a domain fails here, before any LLM call."""
+    domain = spec.hooks
+    client = as_llm(llm)
     blob = json.dumps(
-        [spec.model_dump(mode="json"), instance.model_dump(mode="json"), _model_name(client)],
+        [spec.model_dump(mode="json"), domain.fingerprint(), instance.model_dump(mode="json"),
+         _model_name(client)],
         sort_keys=True,
     )
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -68,32 +75,6 @@ def make_game(
     return DialogueGame(spec, instance, client, params)
 
 
-def load_game(
-    config_path: str | Path,
-    llm: str | LLM = "fake",
-    instance: int = 0,
-    *,
-    num_games: int | None = None,
-    seed: int = 0,
-    num_deals: int | None = None,
-    sample_offset: int = 0,
-) -> DialogueGame:
-    """Instance `instance` of the domain in `config_path` as a pyspiel game.
-
-    The config is validated before anything else (`ConfigError` names the field); no LLM is
-    called until a chance node or terminal is reached (or `expand` runs). `num_deals`
-    overrides the config's (`--deals` on the command line).
-    """
-    spec = load_spec(config_path)
-    if num_deals is not None:
-        spec = spec.with_deals(num_deals)
-    if instance < 0 or (num_games is not None and instance >= num_games):
-        raise ValueError(f"instance {instance} is outside 0..{(num_games or 1) - 1}")
-    inst = make_instance(spec, instance, seed)
-    return make_game(spec, inst, llm, config=str(config_path), seed=seed,
-                     sample_offset=sample_offset)
-
-
 def _from_params(params: dict[str, Any]) -> DialogueGame:
     """pyspiel factory: rebuild a game from its parameters (used by deserialization)."""
     key = params.get("key", "")
@@ -102,14 +83,12 @@ def _from_params(params: dict[str, Any]) -> DialogueGame:
         return make_game(spec, inst, client, config=params.get("config", ""),
                          seed=params.get("seed", 0),
                          sample_offset=int(params.get("sample_offset", 0)))
-    config = params.get("config", "")
-    if not config:
+    if not params.get("config", ""):
         raise ValueError(f"{SHORT_NAME} needs `config` (a YAML path) or a live `key`")
-    return load_game(
-        config, llm=params.get("llm", "fake"), instance=int(params.get("instance", 0)),
-        seed=int(params.get("seed", 0)), num_deals=int(params.get("deals", 0)) or None,
-        sample_offset=int(params.get("sample_offset", 0)),
-    )
+    if not _CONFIG_LOADER:
+        raise ValueError(f"{SHORT_NAME}(config=...) is rebuilt by gtsteer.domains, which binds "
+                         "the config's domain: import gtsteer.domains first")
+    return _CONFIG_LOADER[0](params)
 
 
 register_game(_game_type(), _from_params)

@@ -8,15 +8,14 @@ the equilibrium.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from gtsteer.binding.instances import Instance, lookup
+from gtsteer.binding.instances import Instance
 from gtsteer.binding.prompts import Turn, reward_prompt
-from gtsteer.binding.spec import ConfigError, DomainSpec
+from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM
 
 M = TypeVar("M", bound=BaseModel)
@@ -79,69 +78,16 @@ class RewardContext(TerminalRecord):
         return result.value
 
 
-Utility = Callable[[RewardContext], Awaitable[list[float]]]
-#: (spec, instance) -> (lowest, highest) payoff any legal outcome of that instance can give.
-Bounds = Callable[[DomainSpec, Instance], tuple[float, float]]
-_UTILITIES: dict[str, Utility] = {}
-#: spec -> None, raising ValueError("field `x`: ...") when the domain cannot run this spec.
-Validator = Callable[[DomainSpec], None]
-_BOUNDS: dict[str, Bounds] = {}
-_VALIDATORS: dict[str, Validator] = {}
-
-
-def register_utility(
-    name: str, bounds: Bounds | None = None, validate: Validator | None = None
-) -> Callable[[Utility], Utility]:
-    """Register `async def utility(ctx) -> list[float]` under `name` (used by `payoff.utility`).
-
-    `bounds`, when given, derives each instance's payoff range from its private information
-    (it then replaces the config's `payoff.min`/`max`), so no legal outcome is ever clipped.
-    `validate`, when given, checks a spec the utility cannot handle (player count, params)
-    before any LLM call (`check_domain`)."""
-
-    def deco(fn: Utility) -> Utility:
-        _UTILITIES[name] = fn
-        if bounds is not None:
-            _BOUNDS[name] = bounds
-        if validate is not None:
-            _VALIDATORS[name] = validate
-        return fn
-
-    return deco
-
-
-def check_domain(spec: DomainSpec, source: str = "<config>") -> None:
-    """The utility's own checks of `spec`; a failure is a `ConfigError` naming the field."""
-    name = spec.payoff.utility
-    if name is None:
-        return
-    try:
-        get_utility(name)  # imports the domain module, which registers its validator
-    except KeyError as exc:
-        raise ConfigError(f"{source}: field `payoff.utility`: {exc.args[0]}") from None
-    if name in _VALIDATORS:
-        try:
-            _VALIDATORS[name](spec)
-        except ValueError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-
-
-def get_utility(name: str) -> Utility:
-    return lookup(_UTILITIES, name, "utility")
-
-
 def payoff_bounds(spec: DomainSpec, instance: Instance) -> tuple[float, float]:
     """The payoff range of one instance: the utility's derived bounds, else the config's.
 
     Zero-sum payoffs get symmetric bounds (the centred vector is scaled into them)."""
     lo, hi = float(spec.payoff.min), float(spec.payoff.max)
-    name = spec.payoff.utility
-    if name is not None:
-        get_utility(name)  # imports the domain module, which registers its bounds
-        if name in _BOUNDS:
-            lo, hi = (float(v) for v in _BOUNDS[name](spec, instance))
-            if not lo < hi:
-                raise ValueError(f"utility {name!r} derived empty payoff bounds [{lo}, {hi}]")
+    domain = spec.hooks
+    if domain.bounds is not None:
+        lo, hi = (float(v) for v in domain.bounds(spec, instance))
+        if not lo < hi:
+            raise ValueError(f"domain {domain.name!r} derived empty payoff bounds [{lo}, {hi}]")
     if spec.payoff.zero_sum:
         b = max(abs(lo), abs(hi))
         lo, hi = -b, b
@@ -184,8 +130,9 @@ def payoff_model(names: tuple[str, ...], low: float, high: float) -> type[BaseMo
 
 async def compute_reward(ctx: RewardContext) -> Reward:
     spec = ctx.spec
-    if spec.payoff.utility is not None:
-        raw = [float(v) for v in await get_utility(spec.payoff.utility)(ctx)]
+    utility = spec.hooks.utility
+    if utility is not None:
+        raw = [float(v) for v in await utility(ctx)]
     else:
         model = payoff_model(tuple(ctx.instance.names), spec.payoff.min, spec.payoff.max)
         value = await ctx.extract(model)

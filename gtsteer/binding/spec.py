@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from gtsteer.binding.domain import GENERIC
 from gtsteer.binding.run_models import RunModels
+
+if TYPE_CHECKING:
+    from gtsteer.binding.domain import Domain
 
 ANY = "any"
 #: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
@@ -54,8 +66,6 @@ class PayoffSpec(_Strict):
     max: float = Field(allow_inf_nan=False)
     #: The reward prompt: both players' payoffs (or, with a utility, the extraction prompt).
     prompt: str
-    #: Name of a utility registered with `gtsteer.binding.register_utility` (exact payoffs).
-    utility: str | None = None
     #: Payoffs are centred to sum to zero (the game is then declared ZERO_SUM to OpenSpiel);
     #: a centred vector outside the bounds is scaled down as a whole, so it still sums to zero.
     zero_sum: bool = False
@@ -142,11 +152,12 @@ class DomainSpec(_Strict):
     #: A defined key defines every value but PSRO's `grown` ones; a key is measured with
     #: definitions only when every one of its values has one.
     instruction_definitions: dict[str, dict[str, str]] = Field(default_factory=dict)
-    #: Private-information keys with example values (sampled when no generator is named).
+    #: The `Domain` whose code plays this spec (`gtsteer.domains`: generators, exact utility,
+    #: checks); none: private info sampled from `private_info`, payoffs from the reward LLM.
+    domain: str | None = None
+    #: Private-information keys with example values (sampled when the domain generates none).
     private_info: dict[str, list[str]] = Field(default_factory=dict)
-    #: Name of a registered private-information generator (domains with structured info).
-    private_info_generator: str | None = None
-    #: Free-form parameters for domain code (e.g. the fruit list).
+    #: Parameters for the domain's code, validated by its `params` model (e.g. the fruit list).
     params: dict[str, Any] = Field(default_factory=dict)
     #: The situation, shown at the top of every prompt; may use {name0}, {name1}, {players}.
     scenario: str
@@ -171,6 +182,8 @@ class DomainSpec(_Strict):
     #: Optional model per role of a run (`gtsteer.binding.run_models`); run settings, not the
     #: game, so excluded from dumps (game keys and hashes stay those of the game alone).
     models: RunModels | None = Field(None, exclude=True)
+    #: The `Domain` record bound by `with_domain` (never dumped: the config holds its name).
+    _domain: Domain | None = PrivateAttr(default=None)
 
     @field_validator("actions")
     @classmethod
@@ -226,7 +239,7 @@ class DomainSpec(_Strict):
             raise ValueError("`grown` lists an instruction twice")
         if self.judge is not None and self.termination_prompt is not None:
             raise ValueError("give `judge` or `termination_prompt`, not both")
-        if self.private_info_generator is None:
+        if self.domain is None:
             empty = sorted(k for k, v in self.private_info.items() if not v)
             if empty:
                 raise ValueError(f"private_info keys without examples: {empty}")
@@ -254,6 +267,49 @@ class DomainSpec(_Strict):
             empty = [v for v, text in defs.items() if not text.strip()]
             if empty:
                 raise ValueError(f"{where}: empty definition for {empty}")
+
+    # ---- the domain's code ----------------------------------------------------------------
+
+    @property
+    def hooks(self) -> Domain:
+        """The bound `Domain` record (`GENERIC` for a spec that names none)."""
+        if self._domain is not None:
+            return self._domain
+        if self.domain is None:
+            return GENERIC
+        raise ConfigError(
+            f"spec `{self.name}` names domain `{self.domain}` but none is bound: load it with "
+            "gtsteer.domains.load_spec / spec_from_dict (or call spec.with_domain(domain))"
+        )
+
+    def with_domain(self, domain: Domain, source: str = "<config>") -> DomainSpec:
+        """This spec played by `domain`, after the domain's checks: `params` through its model,
+        then its validator; a failure is a `ConfigError` naming the field. The one place a
+        domain's spec checks run (a spec derived by `with_deals`/`with_added_instruction`
+        is bound again, so its checks see the new values)."""
+        if self.domain is not None and domain.name != self.domain:
+            raise ConfigError(f"{source}: field `domain`: `{self.domain}` is not the domain "
+                              f"given to play it (`{domain.name}`)")
+        try:
+            domain.params.model_validate(self.params)
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: {validation_summary(exc, ('params',))}") from None
+        if not domain.generates_private_info:
+            empty = sorted(k for k, v in self.private_info.items() if not v)
+            if empty:
+                raise ConfigError(f"{source}: field `private_info`: keys without examples "
+                                  f"{empty} (domain `{domain.name}` generates none)")
+        bound = self.model_copy()
+        bound._domain = domain
+        if domain.validate is not None:
+            try:
+                domain.validate(bound)
+            except ValueError as exc:
+                raise ConfigError(f"{source}: {exc}") from None
+        return bound
+
+    def _rebound(self, spec: DomainSpec, source: str) -> DomainSpec:
+        return spec if self._domain is None else spec.with_domain(self._domain, source)
 
     # ---- derived ------------------------------------------------------------------------
 
@@ -295,7 +351,8 @@ class DomainSpec(_Strict):
         data = self.model_dump()
         data["actions"] = {**self.actions, key: [*self.actions[key], clean]}
         data["grown"] = [*self.grown, (key, clean)]
-        return spec_from_dict(data, f"{self.name} + {key}={clean}")
+        source = f"{self.name} + {key}={clean}"
+        return self._rebound(parse_spec(data, source), source)
 
     def any_instruction(self) -> str:
         """The unguided baseline's action string (every key set to "any")."""
@@ -305,7 +362,8 @@ class DomainSpec(_Strict):
 
     def with_deals(self, num_deals: int) -> DomainSpec:
         """The same spec with `num_deals` replaced (validated: `num_deals` is named on error)."""
-        return spec_from_dict({**self.model_dump(), "num_deals": num_deals}, "--deals")
+        spec = parse_spec({**self.model_dump(), "num_deals": num_deals}, "--deals")
+        return self._rebound(spec, "--deals")
 
     def parse_instruction(self, instruction: str) -> dict[str, str]:
         """Inverse of `instructions()`: key -> chosen value."""
@@ -335,8 +393,8 @@ def _check_fields(template: str, allowed: frozenset[str]) -> str:
     return template
 
 
-def _describe(error: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+def _describe(error: dict[str, Any], prefix: tuple[str, ...] = ()) -> str:
+    loc = ".".join(str(p) for p in (*prefix, *error["loc"])) or "(top level)"
     if error["type"] == "extra_forbidden":
         return f"field `{loc}`: unknown field (mistyped?)"
     if error["type"] == "missing":
@@ -344,21 +402,26 @@ def _describe(error: dict[str, Any]) -> str:
     return f"field `{loc}`: {error['msg']}"
 
 
-def validation_summary(exc: ValidationError) -> str:
-    """A pydantic error as one line naming each field (no URLs, no input dump)."""
-    return "; ".join(_describe(e) for e in exc.errors())
+def validation_summary(exc: ValidationError, prefix: tuple[str, ...] = ()) -> str:
+    """A pydantic error as one line naming each field (no URLs, no input dump); `prefix`
+    is where the validated object sits in the config (`params`)."""
+    return "; ".join(_describe(e, prefix) for e in exc.errors())
 
 
-def spec_from_dict(data: Any, source: str = "<config>") -> DomainSpec:
+def parse_spec(data: Any, source: str = "<config>") -> DomainSpec:
+    """A validated spec from a mapping, its domain not yet bound (`with_domain`)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    payoff = data.get("payoff")
+    for field, old_name in (("private_info_generator", data.get("private_info_generator")),
+                            ("payoff.utility", isinstance(payoff, dict) and payoff.get("utility"))):
+        if old_name:  # the two keys that both named a domain's code before `domain:`
+            raise ConfigError(f"{source}: field `{field}`: a config names its code once now, "
+                              f"as `domain: {old_name}`")
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {validation_summary(exc)}") from None
-    from gtsteer.binding.reward import check_domain  # reward imports spec: import late
-
-    check_domain(spec, source)  # the domain's own checks (ConfigError naming the field)
     return spec
 
 
@@ -417,9 +480,9 @@ def _expanded_size(data: Any, limit: int) -> int:
     return size(data)
 
 
-def load_spec(path: str | Path) -> DomainSpec:
-    """Read and validate a domain YAML, the domain's own checks included (`check_domain`, via
-    `spec_from_dict`), so every driver gets them; raises `ConfigError` naming file and field.
+def read_spec(path: str | Path) -> DomainSpec:
+    """Read and validate a domain YAML, its domain not yet bound (`gtsteer.domains.load_spec`
+    binds it); raises `ConfigError` naming file and field.
 
     Beyond YAML itself: a key given twice is an error, and so is a file whose aliases expand
     to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation)."""
@@ -444,5 +507,5 @@ def load_spec(path: str | Path) -> DomainSpec:
     if too_big:
         raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_VALUES} values once its "
                           "YAML aliases are resolved (an alias bomb?); write the values out")
-    return spec_from_dict(data, str(path))
+    return parse_spec(data, str(path))
 

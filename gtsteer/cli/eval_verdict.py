@@ -17,7 +17,7 @@ from gtsteer.runs.eval_verdict import (
     WinRate,
     evaluate_verdict,
 )
-from gtsteer.runs.output import run_dir
+from gtsteer.runs.output import run_folder
 
 
 def _rate(win: WinRate) -> str:
@@ -67,7 +67,7 @@ def verdict(
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        where = out if out is not None else run_dir("eval-verdict", config, llm, seed)
+        where = run_folder("eval-verdict", config, llm, seed, out)
         endpoint = Endpoint(api_base, api_key_env)
         endpoint.check(llm)
         report = evaluate_verdict(

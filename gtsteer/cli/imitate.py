@@ -18,7 +18,6 @@ from gtsteer.runs.imitate import (
     ImitationReport,
     imitate_config,
 )
-from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 
 
@@ -159,7 +158,7 @@ def imitate(
             compare_features=compare_features,
             progress=not quiet,
         )
-    print_report(report, out if out is not None else run_dir("imitate", config, llm, seed))
+    print_report(report, report.folder)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.binding import load_spec
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.domains import load_spec
 from gtsteer.runs.output import check_out_file, write_text
 
 

@@ -12,7 +12,6 @@ from rich.table import Table
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.cli.solve import print_roles
-from gtsteer.runs.output import run_dir
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
@@ -144,7 +143,7 @@ def psro(
             )
     print_summary(summary)
     print_roles(summary.roles)
-    where = out if out is not None else run_dir("psro", config, summary.model, seed)
+    where = summary.folder
     console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 

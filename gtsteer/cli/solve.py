@@ -12,7 +12,6 @@ from rich.table import Column, Table
 from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.models import RoleRecord
-from gtsteer.runs.output import run_dir
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
@@ -208,8 +207,7 @@ def solve(
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
         )
     print_summary(summary)
-    where = out if out is not None else run_dir("solve", config, summary.model, seed)
-    console.print(f"summary: {where / 'summary.json'}")
+    console.print(f"summary: {summary.folder / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)
 

@@ -15,12 +15,14 @@ from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
+from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import LLMPool
-from gtsteer.werewolf.prompts import abduction_notice, action_line
+from gtsteer.werewolf.prompts import action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import Decision, GameState, Pending, load_snapshot
+from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, load_snapshot
 from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
+from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
 
@@ -56,28 +58,27 @@ def say(*parts: str | tuple[object, str]) -> None:
     console.print(line(*parts), highlight=False)
 
 
-def _printer(viewer: str | None):
-    """Live transcript; a human viewer sees only what their player may know."""
+def _printer(human: str | None):
+    """Live transcript: a human's seat sees only what their player may know, a bot-only game is
+    shown in the god view; `visibility.for_viewer` decides, as for the web app."""
+    viewer = Viewer(kind="seat", name=human) if human else GOD
 
     def on_step(before: GameState, after: GameState, decision: Decision) -> None:
-        me = after.player(viewer) if viewer else None
-        for v in after.votes[len(before.votes):]:
-            say("  ", (f"vote {v.order}", "cyan"), f": {v.voter} -> {v.target}",
-                (" (fallback)" if v.fallback else "", "red"))
-        for a in after.night_actions[len(before.night_actions):]:
-            if me is None or me.name in a.observers:
-                say("  ", (action_line(a), "magenta"))
-            if me is not None and me.name in a.notified:
-                say("  ", (abduction_notice(a.night, me.name), "magenta"))
-        for m in after.messages[len(before.messages):]:
-            if m.channel == "pack":
-                if me is None or me.role is Role.WEREWOLF:
-                    say((f"[pack] {m.author}: {m.text}", "dim"))
-                continue
-            style = "bold yellow" if m.author == "Moderator" else "bold"
-            say((m.author, style), ": ", m.text)
-        if after.over:
-            say((f"Winner: {after.winner}", "bold green"), f" ({after.end_reason})")
+        for e in for_viewer(step_events(before, after, decision), viewer):
+            if e["type"] == "vote":
+                say("  ", (f"vote {e['order']}", "cyan"), f": {e['voter']} -> {e['target']}",
+                    (" (fallback)" if e.get("fallback") else "", "red"))
+            elif e["type"] == "night_action":
+                say("  ", (e["text"], "magenta"))
+            elif e["type"] == "notice" and e["player"] == viewer.seat:
+                say("  ", (e["text"], "magenta"))  # the god view has the action line already
+            elif e["type"] == "message" and e["channel"] == "pack":
+                say((f"[pack] {e['author']}: {e['text']}", "dim"))
+            elif e["type"] == "message":
+                say((e["author"], "bold yellow" if e["author"] == MODERATOR else "bold"), ": ",
+                    e["text"])
+            elif e["type"] == "over":
+                say((f"Winner: {e['winner']}", "bold green"), f" ({e['end_reason']})")
 
     return on_step
 
@@ -132,12 +133,11 @@ def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None 
     human = _human_of(state)
     runner = GameRunner(store, pool=pool, chooser=chooser, human=_human_agent if human else None,
                         on_step=_printer(human))
-    if human:
-        me = state.player(human)
-        say("You are ", (me.name, "bold"), ", the ", (me.role.value, "bold"), ".")
-        if me.role is Role.WEREWOLF:
-            mates = [w for w in state.wolves() if w != me.name]
-            say(f"Your pack: {', '.join(mates) or 'just you'}.")
+    card = me_view(state, Viewer(kind="seat", name=human)) if human else None
+    if card is not None:
+        say("You are ", (card["name"], "bold"), ", the ", (card["role"], "bold"), ".")
+        if card["role"] == Role.WEREWOLF.value:
+            say(f"Your pack: {', '.join(card['pack']) or 'just you'}.")
     try:
         return runner.run(state)
     except StaleStep as exc:  # the store refused the step: nothing of it was written

@@ -46,7 +46,7 @@ def steer_train(
         summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm))
         console.print(f"solved {len(summary.solved)} playstyle games "
                       f"({summary.llm_calls} LLM calls), {summary.records} records; "
-                      f"policy in {out}/policy")
+                      f"policy in {summary.folder}/policy")
         if summary.shortfall:
             console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
 
@@ -83,7 +83,8 @@ def evaluate(
                 f"{r.village_votes_on_wolves:.2f}", f"{r.mean_days_survived:.2f}",
                 f"{r.llm_calls_per_game:.1f}", f"{r.tokens_per_game:.0f}")
         console.print(table)
-        console.print(f"wrote {out}/evaluate.json and {out}/evaluate.png")
+        where = summary.folder
+        console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
 
 
 def register(app: typer.Typer) -> None:

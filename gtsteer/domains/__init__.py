@@ -1,8 +1,12 @@
 """Domain code that YAML cannot say: exact utilities, judges, verdict tables, generators.
 
-Importing this package registers every built-in domain with gtsteer.binding.
+Each built-in domain is one `Domain` record below, registered by name; a config picks one with
+`domain: <name>`. Load configs through this package (`load_spec`, `load_game`), which binds
+the record to the spec; the binding then plays it without knowing any domain.
 """
 
+from gtsteer.binding import Domain, RewardCases
+from gtsteer.binding.loader import install_config_loader
 from gtsteer.domains import (
     debate,
     fruit_trade,
@@ -11,12 +15,69 @@ from gtsteer.domains import (
     schedule_meeting_cases,
     verdict,
 )
+from gtsteer.domains.load import bind, game_from_params, load_game, load_spec, spec_from_dict
+from gtsteer.domains.registry import DOMAINS, get_domain, register_domain
+
+FRUIT_TRADE = Domain(
+    name="fruit_trade",
+    params=fruit_trade.FruitParams,
+    private_info=fruit_trade.fruit_private_info,
+    utility=fruit_trade.fruit_trade_utility,
+    bounds=fruit_trade.trade_bounds,
+    validate=fruit_trade.check_fruit_spec,
+    instance_check=fruit_trade.check_fruit_instance,
+    features=fruit_trade.fruit_features,
+    reward_cases=RewardCases(fruit_trade_cases.fruit_case, fruit_trade_cases.RULE.strip()),
+)
+SCHEDULE_MEETING = Domain(
+    name=schedule_meeting.DOMAIN,
+    params=schedule_meeting.MeetingParams,
+    private_info=schedule_meeting.meeting_private_info,
+    utility=schedule_meeting.meeting_utility,
+    validate=schedule_meeting.check_meeting,
+    instance_check=schedule_meeting.check_meeting_instance,
+    features=schedule_meeting.meeting_features,
+    reward_cases=RewardCases(
+        schedule_meeting_cases.meeting_case, schedule_meeting_cases.RULE.strip()
+    ),
+)
+DEBATE = Domain(
+    name=debate.DOMAIN,
+    params=debate.DebateParams,
+    joint_private_info=debate.debate_private_info,
+    utility=debate.debate_utility,
+    validate=debate.check_debate,
+    instance_check=debate.check_debate_instance,
+    features=debate.debate_features,
+)
+VERDICT_GAME = Domain(
+    name=verdict.DOMAIN,
+    params=verdict.VerdictParams,
+    private_info=verdict.verdict_private_info,
+    deals=verdict.verdict_deal,
+    utility=verdict.verdict_utility,
+    validate=verdict.check_verdict_game,
+    instance_check=verdict.check_verdict_instance,
+    features=verdict.verdict_features,
+)
+#: The domains this package ships (each played by a config in configs/).
+BUILTIN = (FRUIT_TRADE, SCHEDULE_MEETING, DEBATE, VERDICT_GAME)
+for _domain in BUILTIN:
+    register_domain(_domain)
+# pyspiel.load_game("gtsteer_dialogue(config=...)") in a fresh process lands here.
+install_config_loader(game_from_params)
 
 __all__ = [
-    "debate",
-    "fruit_trade",
-    "fruit_trade_cases",
-    "schedule_meeting",
-    "schedule_meeting_cases",
-    "verdict",
+    "BUILTIN",
+    "DEBATE",
+    "DOMAINS",
+    "FRUIT_TRADE",
+    "SCHEDULE_MEETING",
+    "VERDICT_GAME",
+    "bind",
+    "get_domain",
+    "load_game",
+    "load_spec",
+    "register_domain",
+    "spec_from_dict",
 ]

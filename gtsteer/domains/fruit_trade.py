@@ -13,12 +13,12 @@ from collections import Counter
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator
 
-from gtsteer.binding.domain_checks import DomainCheckError, register_instance_check
-from gtsteer.binding.features import register_private_features
-from gtsteer.binding.instances import Instance, register_private_info
-from gtsteer.binding.reward import RewardContext, player_keys, register_utility
+from gtsteer.binding.domain import DomainParams
+from gtsteer.binding.domain_checks import DomainCheckError
+from gtsteer.binding.instances import Instance
+from gtsteer.binding.reward import RewardContext, player_keys
 from gtsteer.binding.spec import DomainSpec
 
 FRUITS = ["apple", "banana", "blueberry", "kiwi"]
@@ -26,12 +26,36 @@ OWNED, VALUES = "fruits_owned", "fruit_values"
 _PAIR = re.compile(r"([A-Za-z][\w ]*?)\s*:\s*(-?\d+)")
 
 
+class FruitParams(DomainParams):
+    """`params` of a fruit-trading config: a basket and a value range."""
+
+    fruits: list[str] = Field(default_factory=lambda: list(FRUITS))
+    #: The most of one fruit a basket holds.
+    max_count: int = Field(3, ge=1)
+    #: Each fruit's value is drawn from [low, high].
+    value_range: tuple[int, int] = (1, 8)
+
+    @field_validator("fruits")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError("needs distinct fruit names")
+        return v
+
+    @field_validator("value_range")
+    @classmethod
+    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError(f"need 0 <= low <= high, got [{v[0]}, {v[1]}]")
+        return v
+
+
 def fruits_of(spec: DomainSpec) -> list[str]:
-    return list(spec.params.get("fruits", FRUITS))
+    return FruitParams.of(spec).fruits
 
 
 def max_count_of(spec: DomainSpec) -> int:
-    return int(spec.params.get("max_count", 3))
+    return FruitParams.of(spec).max_count
 
 
 def max_items(spec: DomainSpec) -> int:
@@ -48,14 +72,13 @@ def parse_counts(text: str) -> dict[str, int]:
     return {m.group(1).strip(): int(m.group(2)) for m in _PAIR.finditer(text)}
 
 
-@register_private_info("fruit_trade")
 def fruit_private_info(
     spec: DomainSpec, rng: random.Random, player: int, names: list[str]
 ) -> dict[str, str]:
     """A basket (0..max_count of each fruit, at least one fruit) and a value per fruit."""
-    fruits = fruits_of(spec)
-    max_count = max_count_of(spec)
-    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
+    params = FruitParams.of(spec)
+    fruits, max_count = params.fruits, params.max_count
+    lo, hi = params.value_range
     owned = {f: rng.randint(0, max_count) for f in fruits}
     if not any(owned.values()):
         owned[rng.choice(fruits)] = 1
@@ -63,12 +86,11 @@ def fruit_private_info(
     return {OWNED: render_counts(owned), VALUES: render_counts(values)}
 
 
-@register_private_features("fruit_trade")
 def fruit_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     """Own counts / max_count, then own values / top of the value range, fruit by fruit."""
-    fruits = fruits_of(spec)
-    max_count = max_count_of(spec) or 1
-    top = int(spec.params.get("value_range", [1, 8])[1]) or 1
+    params = FruitParams.of(spec)
+    fruits, max_count = params.fruits, params.max_count
+    top = params.value_range[1] or 1
     owned, values = parse_counts(info[OWNED]), parse_counts(info[VALUES])
     return [owned.get(f, 0) / max_count for f in fruits] + [values.get(f, 0) / top for f in fruits]
 
@@ -143,19 +165,11 @@ def trade_bounds(spec: DomainSpec, instance: Instance) -> tuple[float, float]:
 
 
 def check_fruit_spec(spec: DomainSpec) -> None:
-    """Fruit trading is bilateral, and its params must describe a basket and a value range."""
+    """Fruit trading is bilateral (its params are checked by `FruitParams`)."""
     if spec.num_players != 2:
         raise ValueError(f"field `players`: fruit trading needs 2 players, got {spec.num_players}")
-    if not fruits_of(spec) or len(set(fruits_of(spec))) != len(fruits_of(spec)):
-        raise ValueError("field `params.fruits`: needs distinct fruit names")
-    if max_count_of(spec) < 1:
-        raise ValueError(f"field `params.max_count`: must be >= 1, got {max_count_of(spec)}")
-    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
-    if not 0 <= lo <= hi:
-        raise ValueError(f"field `params.value_range`: need 0 <= low <= high, got [{lo}, {hi}]")
 
 
-@register_utility("fruit_trade", bounds=trade_bounds, validate=check_fruit_spec)
 async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
     names = ctx.instance.names
     model = trade_model(tuple(names), tuple(fruits_of(ctx.spec)), max_items(ctx.spec))
@@ -164,12 +178,11 @@ async def fruit_trade_utility(ctx: RewardContext) -> list[float]:
     return trade_values(owned, values, gives_from(trade, names))
 
 
-@register_instance_check("fruit_trade")
 def check_fruit_instance(spec: DomainSpec, instance: Instance) -> None:
     """Baskets and values the utility can read: known fruits, counts and values in range."""
-    fruits = fruits_of(spec)
-    max_count = int(spec.params.get("max_count", 3))
-    lo, hi = (int(v) for v in spec.params.get("value_range", [1, 8]))
+    params = FruitParams.of(spec)
+    fruits, max_count = params.fruits, params.max_count
+    lo, hi = params.value_range
     for p, info in enumerate(instance.private_info):
         owned, values = parse_counts(info.get(OWNED, "")), parse_counts(info.get(VALUES, ""))
         if sorted(owned) != sorted(fruits) or not all(0 <= n <= max_count for n in owned.values()):

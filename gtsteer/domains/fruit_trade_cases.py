@@ -11,7 +11,7 @@ import random
 
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.prompts import Turn
-from gtsteer.binding.reward_cases import Outcome, RewardCase, register_reward_cases
+from gtsteer.binding.reward_cases import Outcome, RewardCase
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains.fruit_trade import OWNED, VALUES, fruits_of, parse_counts, trade_values
 
@@ -43,7 +43,6 @@ def _side(rng: random.Random, owned: dict[str, int], avoid: set[str]) -> dict[st
     return {fruit: rng.randint(1, min(2, owned[fruit]))}
 
 
-@register_reward_cases("fruit_trade", RULE)
 def fruit_case(
     spec: DomainSpec, rng: random.Random, instance: Instance, outcome: Outcome
 ) -> RewardCase:

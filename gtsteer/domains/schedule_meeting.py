@@ -10,13 +10,12 @@ from __future__ import annotations
 import random
 import re
 
-from gtsteer.binding.domain_checks import (
-    DomainCheckError,
-    register_instance_check,
-)
-from gtsteer.binding.features import register_private_features
-from gtsteer.binding.instances import Instance, register_private_info
-from gtsteer.binding.reward import RewardContext, register_utility
+from pydantic import Field, field_validator
+
+from gtsteer.binding.domain import DomainParams
+from gtsteer.binding.domain_checks import DomainCheckError
+from gtsteer.binding.instances import Instance
+from gtsteer.binding.reward import RewardContext
 from gtsteer.binding.spec import ANY, DomainSpec, check_reward_fields
 from gtsteer.domains.fruit_trade import parse_counts, render_counts
 
@@ -33,17 +32,45 @@ Which day did both {players} accept?
 Answer:"""
 
 
+class MeetingParams(DomainParams):
+    """`params` of a meeting config (the cross-field checks are in `check_meeting`)."""
+
+    days: list[str] = Field(default_factory=lambda: list(DAYS))
+    #: Each day's preference is drawn from [low, high].
+    value_range: tuple[int, int] = (1, 10)
+    #: How many days each player is away: [low, high].
+    out_of_office: tuple[int, int] = (1, 2)
+    #: Which day, once both accepted one (asked over the named days).
+    day_prompt: str = DAY_PROMPT
+
+    @field_validator("days")
+    @classmethod
+    def _days(cls, v: list[str]) -> list[str]:
+        if not v or len(set(v)) != len(v):
+            raise ValueError(f"expected distinct day names, got {v!r}")
+        if ANY in v or NO_DAY in v:
+            raise ValueError(f'"{ANY}" and "{NO_DAY}" are not days')
+        return v
+
+    @field_validator("value_range")
+    @classmethod
+    def _values(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError(f"need 0 <= low <= high, got [{v[0]}, {v[1]}]")
+        return v
+
+    @field_validator("day_prompt")
+    @classmethod
+    def _day_prompt(cls, v: str) -> str:
+        return check_reward_fields(v)
+
+
 def day_prompt(spec: DomainSpec) -> str:
-    return str(spec.params.get("day_prompt", DAY_PROMPT))
+    return MeetingParams.of(spec).day_prompt
 
 
 def days_of(spec: DomainSpec) -> list[str]:
-    return list(spec.params.get("days", DAYS))
-
-
-def _range(spec: DomainSpec, key: str, default: list[int]) -> tuple[int, int]:
-    lo, hi = (int(v) for v in spec.params.get(key, default))
-    return lo, hi
+    return MeetingParams.of(spec).days
 
 
 def render_days(days: list[str]) -> str:
@@ -55,67 +82,56 @@ def parse_days(text: str) -> list[str]:
     return [d.strip() for d in text.split(",") if d.strip() and d.strip() != NO_DAY]
 
 
-@register_private_info(DOMAIN)
 def meeting_private_info(
     spec: DomainSpec, rng: random.Random, player: int, names: list[str]
 ) -> dict[str, str]:
     """Some out-of-office days (a count in `params.out_of_office`) and a value for every day."""
-    days = days_of(spec)
-    lo, hi = _range(spec, "value_range", [1, 10])
-    k_lo, k_hi = _range(spec, "out_of_office", [1, 2])
+    params = MeetingParams.of(spec)
+    days = params.days
+    lo, hi = params.value_range
+    k_lo, k_hi = params.out_of_office
     away = set(rng.sample(days, rng.randint(k_lo, k_hi)))
     values = {d: rng.randint(lo, hi) for d in days}
     return {OUT_OF_OFFICE: render_days([d for d in days if d in away]),
             PREFERENCES: render_counts(values)}
 
 
-@register_private_features(DOMAIN)
 def meeting_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     """Per day: 1 if out of office, then the preference / top of the value range."""
-    days = days_of(spec)
-    top = _range(spec, "value_range", [1, 10])[1] or 1
+    params = MeetingParams.of(spec)
+    days = params.days
+    top = params.value_range[1] or 1
     away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
     return [float(d in away) for d in days] + [prefs.get(d, 0) / top for d in days]
 
 
 def check_meeting(spec: DomainSpec) -> None:
-    days = spec.params.get("days", DAYS)
-    if not isinstance(days, list) or not days or len(set(days)) != len(days):
-        raise DomainCheckError("params.days", f"expected distinct day names, got {days!r}")
-    if ANY in days or NO_DAY in days:
-        raise DomainCheckError("params.days", f'"{ANY}" and "{NO_DAY}" are not days')
+    """What `MeetingParams` cannot see alone: day actions, away-day counts, payoff bounds."""
+    params = MeetingParams.of(spec)
+    days = params.days
     day_actions = spec.actions.get("day")
     if day_actions is not None:
         grown = {v for k, v in spec.grown if k == "day"}  # PSRO's new instructions: free text
         unknown = [d for d in day_actions if d != ANY and d not in days and d not in grown]
         if unknown:
             raise DomainCheckError("actions.day", f"{unknown} are not in params.days {days}")
-    try:
-        lo, hi = _range(spec, "value_range", [1, 10])
-        k_lo, k_hi = _range(spec, "out_of_office", [1, 2])
-    except (TypeError, ValueError):
-        raise DomainCheckError("params", "value_range and out_of_office are [low, high]") from None
-    if not 0 <= lo <= hi:
-        raise DomainCheckError("params.value_range", f"need 0 <= low <= high, got [{lo}, {hi}]")
+    hi = params.value_range[1]
+    k_lo, k_hi = params.out_of_office
     if not 0 <= k_lo <= k_hi < len(days):
         raise DomainCheckError(
             "params.out_of_office", f"need 0 <= low <= high < {len(days)}, got [{k_lo}, {k_hi}]"
         )
-    try:
-        check_reward_fields(day_prompt(spec))
-    except ValueError as e:
-        raise DomainCheckError("params.day_prompt", str(e)) from None
     if spec.payoff.min > 0 or spec.payoff.max < hi:
         raise DomainCheckError(
             "payoff", f"bounds [{spec.payoff.min}, {spec.payoff.max}] must cover 0..{hi}"
         )
 
 
-@register_instance_check(DOMAIN)
 def check_meeting_instance(spec: DomainSpec, instance: Instance) -> None:
     """Private info the utility can read: known days, a value in range for every day."""
-    days = days_of(spec)
-    lo, hi = _range(spec, "value_range", [1, 10])
+    params = MeetingParams.of(spec)
+    days = params.days
+    lo, hi = params.value_range
     for p, info in enumerate(instance.private_info):
         away = parse_days(info.get(OUT_OF_OFFICE, ""))
         if any(d not in days for d in away) or len(set(away)) >= len(days):
@@ -146,7 +162,6 @@ def named_days(days: list[str], text: str) -> list[str]:
     return [d for d in days if re.search(rf"\b{re.escape(d)}s?\b", text, re.IGNORECASE)]
 
 
-@register_utility(DOMAIN, validate=check_meeting)
 async def meeting_utility(ctx: RewardContext) -> list[float]:
     """The reward LLM reads the transcript, code pays: no day can be agreed that no message
     names; otherwise one calibrated question, did both accept one day (the reward prompt,

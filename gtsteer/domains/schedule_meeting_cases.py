@@ -13,11 +13,10 @@ import random
 
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.prompts import Turn
-from gtsteer.binding.reward_cases import Outcome, RewardCase, register_reward_cases
+from gtsteer.binding.reward_cases import Outcome, RewardCase
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import (
-    DOMAIN,
     NO_DAY,
     OUT_OF_OFFICE,
     PREFERENCES,
@@ -38,7 +37,6 @@ COUNTER = ["{day} is bad for me. What about {other}?", "Could we do {other} inst
 UNDECIDED = "I'm not sure about {day} yet; let me check and get back to you."  # a one-day week
 
 
-@register_reward_cases(DOMAIN, RULE)
 def meeting_case(
     spec: DomainSpec, rng: random.Random, instance: Instance, outcome: Outcome
 ) -> RewardCase:

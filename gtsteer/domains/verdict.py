@@ -23,23 +23,29 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from gtsteer.binding.domain_checks import (
-    DomainCheckError,
-    register_instance_check,
-)
-from gtsteer.binding.features import register_private_features
-from gtsteer.binding.instances import (
-    Instance,
-    register_deal_private_info,
-    register_private_info,
-)
-from gtsteer.binding.reward import RewardContext, register_utility
+from gtsteer.binding.domain import DomainParams
+from gtsteer.binding.domain_checks import DomainCheckError
+from gtsteer.binding.instances import Instance
+from gtsteer.binding.reward import RewardContext
 from gtsteer.binding.spec import DomainSpec
 
 DOMAIN = "verdict_game"
 ROLE, TYPE = "role", "type"
+
+
+class VerdictParams(DomainParams):
+    """`params` of a verdict game as written; `verdict_table` checks them against the judge,
+    the players and the payoff bounds."""
+
+    questioner: int = 0
+    #: Default: the judge's first verdict.
+    target_verdict: str | None = None
+    typed_player: int | None = None
+    types: list[str] = Field(default_factory=list)
+    #: [type ->] verdict -> one payoff per player.
+    utilities: dict[str, Any]
 
 
 class VerdictTable(BaseModel):
@@ -68,23 +74,21 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
     if spec.judge is None:
         raise DomainCheckError("judge", "a verdict game needs a `judge`")
     verdicts = list(spec.judge.verdicts)
-    p: dict[str, Any] = spec.params
+    p = VerdictParams.of(spec)
     n = spec.num_players
-    questioner = p.get("questioner", 0)
-    if not isinstance(questioner, int) or not 0 <= questioner < n:
+    questioner = p.questioner
+    if not 0 <= questioner < n:
         raise DomainCheckError("params.questioner", f"expected a player index, got {questioner!r}")
-    types = p.get("types", [])
-    typed = p.get("typed_player")
+    types = p.types
+    typed = p.typed_player
     if types:
-        if not isinstance(types, list) or len(set(types)) != len(types) or len(types) < 2:
+        if len(set(types)) != len(types) or len(types) < 2:
             raise DomainCheckError("params.types", f"expected 2+ distinct types, got {types!r}")
-        if not isinstance(typed, int) or not 0 <= typed < n:
+        if typed is None or not 0 <= typed < n:
             raise DomainCheckError("params.typed_player", f"expected a player index, got {typed!r}")
     elif typed is not None:
         raise DomainCheckError("params.typed_player", "given without params.types")
-    raw = p.get("utilities")
-    if not isinstance(raw, dict):
-        raise DomainCheckError("params.utilities", "expected a table of payoffs")
+    raw = p.utilities
     rows = raw if types else {"": raw}
     if types and sorted(rows) != sorted(types):
         raise DomainCheckError(
@@ -110,7 +114,7 @@ def verdict_table(spec: DomainSpec) -> VerdictTable:
                     f"{values} leaves payoff bounds [{spec.payoff.min}, {spec.payoff.max}]",
                 )
             table[row_type][verdict] = [float(v) for v in values]
-    target = p.get("target_verdict", verdicts[0])
+    target = verdicts[0] if p.target_verdict is None else p.target_verdict
     if target not in verdicts:
         raise DomainCheckError(
             "params.target_verdict", f"{target!r} is not one of judge.verdicts {verdicts}"
@@ -131,19 +135,17 @@ def check_verdict_game(spec: DomainSpec) -> None:
         )
 
 
-@register_private_info(DOMAIN)
 def verdict_private_info(
     spec: DomainSpec, rng: random.Random, player: int, names: list[str]
 ) -> dict[str, str]:
     """Each player's role; the typed player also gets its type, drawn uniformly (by chance)."""
     info = {ROLE: spec.players[player]}
-    types = spec.params.get("types", [])
-    if types and player == spec.params.get("typed_player"):
-        info[TYPE] = rng.choice(list(types))
+    params = VerdictParams.of(spec)
+    if params.types and player == params.typed_player:
+        info[TYPE] = rng.choice(params.types)
     return info
 
 
-@register_deal_private_info(DOMAIN)
 def verdict_deal(spec: DomainSpec, first: Instance, j: int) -> list[dict[str, str]]:
     """Deal j of a dealt typed game: deal 0's type moved on j places in `params.types`, so the
     deals hold every type equally often and each instance has the same uniform prior (drawing
@@ -156,7 +158,6 @@ def verdict_deal(spec: DomainSpec, first: Instance, j: int) -> list[dict[str, st
     return private
 
 
-@register_instance_check(DOMAIN)
 def check_verdict_instance(spec: DomainSpec, instance: Instance) -> None:
     """Each player keeps its role; only the typed player holds a type, one of the table's."""
     table = verdict_table(spec)
@@ -167,13 +168,11 @@ def check_verdict_instance(spec: DomainSpec, instance: Instance) -> None:
             raise DomainCheckError(f"private_info.{p}.{TYPE}", f"must be one of {table.types}")
 
 
-@register_private_features(DOMAIN)
 def verdict_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     """One-hot of the own type over params.types (all 0 for an untyped player or game)."""
-    return [float(info.get(TYPE) == t) for t in spec.params.get("types", [])]
+    return [float(info.get(TYPE) == t) for t in VerdictParams.of(spec).types]
 
 
-@register_utility(DOMAIN, validate=check_verdict_game)
 async def verdict_utility(ctx: RewardContext) -> list[float]:
     if ctx.verdict is None:
         raise ValueError("a verdict game ended without a verdict (is `judge` set?)")

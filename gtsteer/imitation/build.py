@@ -8,7 +8,7 @@ best responder (NashConv) can still steer the game there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pyspiel
 
@@ -28,6 +28,46 @@ def label_policy(table: PolicyTable, game: pyspiel.Game, players: Mapping[str, i
     }
 
 
+#: Action id -> probability at one information state (absent actions have probability 0).
+ActionProbs = Mapping[int, float]
+
+
+def reach_weighted_records(
+    game: pyspiel.Game,
+    probs_at: Callable[[pyspiel.State, int, str], ActionProbs],
+    record_at: Callable[[pyspiel.State, int, str, ActionProbs], DecisionRecord],
+) -> list[DecisionRecord]:
+    """The walk every dataset of a solved game is made by: one record per information state,
+    in first-visit order, weighted by its reach probability when everyone plays the policy.
+
+    `probs_at(state, player, key)` is the policy at information state `key` (it may raise for
+    a state the policy lacks); `record_at(state, player, key, probs)` makes the state's record
+    on its first visit (its `weight` is replaced by the reach). Every information state gets a
+    record, reached or not, so a best responder's states are in the dataset too."""
+    reach: dict[str, float] = {}
+    found: dict[str, DecisionRecord] = {}
+
+    def walk(state: pyspiel.State, p_reach: float) -> None:
+        if state.is_terminal():
+            return
+        if state.is_chance_node():
+            for action, prob in state.chance_outcomes():
+                walk(state.child(action), p_reach * prob)
+            return
+        player = state.current_player()
+        key = state.information_state_string(player)
+        probs = probs_at(state, player, key)
+        if key not in found:
+            found[key] = record_at(state, player, key, probs)
+            reach[key] = 0.0
+        reach[key] += p_reach
+        for action in state.legal_actions():
+            walk(state.child(action), p_reach * float(probs.get(action, 0.0)))
+
+    walk(game.new_initial_state(), 1.0)
+    return [rec.model_copy(update={"weight": reach[k]}) for k, rec in found.items()]
+
+
 def records_from_game(
     game: pyspiel.Game,
     policy: LabelPolicy,
@@ -39,36 +79,21 @@ def records_from_game(
 
     `policy` must cover every information state of the tree; a missing one means the solve
     results belong to another game (other model, config or seed) and is a `DatasetError`."""
-    reach: dict[str, float] = {}
-    found: dict[str, DecisionRecord] = {}
-    order: list[str] = []
 
-    def walk(state: pyspiel.State, p_reach: float) -> None:
-        if state.is_terminal():
-            return
-        if state.is_chance_node():
-            for action, prob in state.chance_outcomes():
-                walk(state.child(action), p_reach * prob)
-            return
-        player = state.current_player()
-        key = state.information_state_string(player)
+    def probs_at(state: pyspiel.State, player: int, key: str) -> dict[int, float]:
         if key not in policy:
             raise DatasetError(
                 f"instance {instance}: information state not in the solved policy (were the "
                 f"solve results made with another model, config or seed?): {key[:120]!r}..."
             )
-        labels = game.instructions(player)
-        probs = policy[key]
-        if key not in found:
-            found[key] = _record(state, player, labels, probs, instance, key, with_features)
-            order.append(key)
-            reach[key] = 0.0
-        reach[key] += p_reach
-        for action in state.legal_actions():
-            walk(state.child(action), p_reach * float(probs.get(labels[action], 0.0)))
+        labels, probs = game.instructions(player), policy[key]
+        return {a: float(probs.get(labels[a], 0.0)) for a in state.legal_actions()}
 
-    walk(game.new_initial_state(), 1.0)
-    return [found[k].model_copy(update={"weight": reach[k]}) for k in order]
+    def record_at(state: pyspiel.State, player: int, key: str, _: ActionProbs) -> DecisionRecord:
+        return _record(state, player, game.instructions(player), policy[key], instance, key,
+                       with_features)
+
+    return reach_weighted_records(game, probs_at, record_at)
 
 
 def _record(

@@ -9,7 +9,7 @@
 
 from gtsteer.llm.backends import Backend, FakeBackend, make_backend
 from gtsteer.llm.cache import CacheError, ResponseCache, StorageError, default_cache_dir
-from gtsteer.llm.client import LLM, run_sync
+from gtsteer.llm.client import LLM, as_llm, model_string, run_sync
 from gtsteer.llm.errors import (
     LLMCallError,
     LLMError,
@@ -52,7 +52,9 @@ __all__ = [
     "Usage",
     "UsageMeter",
     "UsageReport",
+    "as_llm",
     "default_cache_dir",
     "make_backend",
+    "model_string",
     "run_sync",
 ]

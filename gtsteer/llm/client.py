@@ -75,6 +75,19 @@ def run_sync(coro: Coroutine[Any, Any, R]) -> R:
     return result["value"]
 
 
+def as_llm(llm: str | LLM) -> LLM:
+    """The client of a run: an `LLM` as given (its meter and cache shared with the caller), or
+    a new one built from a model string (`"local"`, `"fake"`, `"openai/gpt-4o-mini"`, ...).
+    The one place a driver turns the `llm` it was given into a client."""
+    return llm if isinstance(llm, LLM) else LLM(llm)
+
+
+def model_string(llm: str | LLM) -> str:
+    """The model string of `llm` without building a client: what run folders and result
+    files name. Equal to `as_llm(llm).model` (make_backend strips the string the same way)."""
+    return llm.strip() if isinstance(llm, str) else llm.model
+
+
 class LLM:
     """A model with cache, retries and metering. `LLM("fake")`, `LLM("local")`, `LLM("openai/...")`."""
 

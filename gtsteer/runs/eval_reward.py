@@ -24,13 +24,15 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
-from gtsteer.binding import DomainSpec, RewardContext, compute_reward, load_spec, make_instance
+from gtsteer.binding import DomainSpec, RewardContext, compute_reward, make_instance
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
-from gtsteer.llm import LLM, LLMCalls, LLMError, run_sync
-from gtsteer.runs.output import check_out_dir, run_dir, write_json
+from gtsteer.binding.spec import parse_spec
+from gtsteer.domains import load_spec
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
+from gtsteer.runs.output import check_out_dir, run_folder, write_json
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -115,11 +117,12 @@ class RewardReport(BaseModel):
 
 
 def free_spec(spec: DomainSpec, rule: str) -> DomainSpec:
-    """The spec with its utility removed and a prompt asking the LLM for the payoffs."""
+    """The spec played by its domain without the utility, and a prompt asking the LLM for the
+    payoffs."""
     prompt = FREE_PROMPT % {"rule": rule, "low": spec.payoff.min, "high": spec.payoff.max}
     data = spec.model_dump()
-    data["payoff"] = {**data["payoff"], "utility": None, "prompt": prompt}
-    return DomainSpec.model_validate(data)
+    data["payoff"] = {**data["payoff"], "prompt": prompt}
+    return parse_spec(data, "free path").with_domain(spec.hooks.without_utility(), "free path")
 
 
 def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
@@ -206,7 +209,7 @@ def measure_reward(
         raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
     spec = load_spec(config_path)
     domain = reward_cases_for(spec)  # a clear error for domains without known payoffs
-    model = llm if isinstance(llm, LLM) else LLM(llm)
+    model = as_llm(llm)
     specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
     written = write_cases(spec, cases, seed)
     before = model.usage
@@ -219,7 +222,7 @@ def measure_reward(
     return RewardReport(
         config=str(config_path), domain=spec.name, model=model.model, cases_per_outcome=cases,
         seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
-        configured_path=f"extract-then-compute (utility `{spec.payoff.utility}`)",
+        configured_path=f"extract-then-compute (utility `{spec.hooks.name}`)",
         paths=list(specs), errors=errors, cases=scored,
         llm_calls=after.since(before),
     )
@@ -235,8 +238,7 @@ def run_reward(
     progress: bool = True,
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
-    name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-reward", config_path, name, seed)
+    out = run_folder("eval-reward", config_path, llm, seed, out_dir)
     check_out_dir(out)
     report = measure_reward(config_path, llm, cases, seed, progress=progress)
     write_json(out / "reward.json", report)

@@ -28,11 +28,12 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import ANY, DomainSpec, load_spec, make_game, make_instance
+from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
-from gtsteer.runs.output import check_out_dir, run_dir, save_png, write_json
+from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
@@ -400,8 +401,8 @@ def run_steering(
 ) -> tuple[SteeringReport, Path]:
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
-    name = writer_name(load_spec(config_path), llm)
-    out = Path(out_dir) if out_dir is not None else run_dir("eval-steering", config_path, name, seed)
+    out = run_folder("eval-steering", config_path, writer_name(load_spec(config_path), llm), seed,
+                     out_dir)
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
                               endpoint=endpoint)

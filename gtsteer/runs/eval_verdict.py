@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding import generate_instances, load_spec
+from gtsteer.binding import generate_instances
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.spec import DomainSpec
+from gtsteer.domains import load_spec
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.domains.verdict_play import (
     GameOutcome,
@@ -28,8 +29,8 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
-from gtsteer.llm import LLM, run_sync
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png, write_text
+from gtsteer.llm import LLM, as_llm, run_sync
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
 from gtsteer.solvers.metrics import wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
@@ -56,7 +57,7 @@ class VerdictCell(BaseModel):
     mean_rounds: float
 
 
-class VerdictEvalReport(BaseModel):
+class VerdictEvalReport(RunResult):
     #: The report format (1: the first versioned one).
     schema_version: int = 1
     config: str
@@ -133,7 +134,7 @@ def evaluate_verdict(
     _check(spec, games, temps, breadth, depth)
     assert spec.judge is not None
     table = verdict_table(spec)
-    model = llm if isinstance(llm, LLM) else LLM(llm)
+    model = as_llm(llm)
     before = model.usage
     policies: list[Questioner] = [NaiveQuestioner(), StrategicQuestioner(breadth, depth)]
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
@@ -166,6 +167,7 @@ def evaluate_verdict(
     )
     if out_dir is not None:
         _write(Path(out_dir), report, jobs, outcomes)
+        report.written_to(out_dir)
     return report
 
 

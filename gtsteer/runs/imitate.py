@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from gtsteer.binding import DomainSpec, expand_sync, load_spec, make_game, make_instance
+from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
+from gtsteer.domains import load_spec
 from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport
 from gtsteer.imitation.build import records_from_game
 from gtsteer.imitation.dataset import records_to_jsonl, split_instances
@@ -30,16 +31,17 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
-from gtsteer.llm import LLM, LLMCalls, LLMError
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, model_string
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.output import (
     IN_PROGRESS,
+    RunResult,
     check_in_dir,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_dir,
+    run_folder,
     save_png,
     write_text,
 )
@@ -78,7 +80,7 @@ class FeatureVariant(BaseModel):
     heldout: EvaluationSummary
 
 
-class ImitationReport(BaseModel):
+class ImitationReport(RunResult):
     """`DIR/report.json` (schema in docs/IMITATION.md)."""
 
     schema_version: int = SCHEMA_VERSION
@@ -201,13 +203,13 @@ def imitate_config(
         config = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    model_name = llm if isinstance(llm, str) else llm.model
-    out = Path(out_dir) if out_dir is not None else run_dir("imitate", config_path, model_name, seed)
+    model_name = model_string(llm)
+    out = run_folder("imitate", config_path, llm, seed, out_dir)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
-    client = llm if isinstance(llm, LLM) else LLM(llm)
+    client = as_llm(llm)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
 
@@ -242,14 +244,14 @@ def imitate_config(
     comparison = []
     if compare_features:
         for mode in FEATURE_MODES:
-            variant, report = (policy, training) if mode == features else train_policy(
+            variant, fit = (policy, training) if mode == features else train_policy(
                 records, emb, config.model_copy(update={"features": mode}),
                 embeddings=embeddings, domain=spec.name,
             )
-            assert report.heldout is not None
+            assert fit.heldout is not None
             ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
             comparison.append(FeatureVariant(
-                features=mode, heldout_fit=report.heldout, heldout=summarize_evaluations(ev)
+                features=mode, heldout_fit=fit.heldout, heldout=summarize_evaluations(ev)
             ))
 
     after = client.usage
@@ -289,7 +291,7 @@ def imitate_config(
         training_curve=CURVE_FILE,
     )
     finish_run_dir(out, REPORT_FILE, report)
-    return report
+    return report.written_to(out)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
+from gtsteer.llm import LLM, model_string
 from gtsteer.runs.atomic import atomic_path, write_text
 
 #: Present while a run writes its folder; removed once its summary is written.
@@ -49,6 +50,42 @@ def run_dir(kind: str, config: str | Path, model: str, seed: int) -> Path:
         raise ValueError(f"kind: expected one of {', '.join(RUN_DIRS)}, got {kind!r}")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
     return Path("results") / RUN_DIRS[kind].format(stem=Path(config).stem, model=safe, seed=seed)
+
+
+def run_folder(kind: str, config: str | Path, llm: str | LLM, seed: int,
+               out_dir: str | Path | None = None) -> Path:
+    """The folder a `kind` run writes: `out_dir` as given, else its default `run_dir`, named
+    by the model string. Each driver asks this once and returns the answer (`RunResult`), so
+    a caller never works the folder out a second time."""
+    return Path(out_dir) if out_dir is not None else run_dir(kind, config, model_string(llm), seed)
+
+
+class RunResult(BaseModel):
+    """A driver's result that knows the folder it was written to (`folder`). The folder is a
+    private attribute: it is not part of the JSON, so the result files keep their schema."""
+
+    _folder: Path | None = PrivateAttr(default=None)
+
+    @property
+    def folder(self) -> Path:
+        """Where the driver wrote this result; an error for a result read back from a file."""
+        if self._folder is None:
+            raise RunDirError(f"{type(self).__name__}: not written by a driver in this process"
+                              " (read from a file?), so its folder is unknown")
+        return self._folder
+
+    def __eq__(self, other: object) -> bool:
+        """Results are equal whatever folder they were written to (pydantic would compare
+        private attributes too, so a result would differ from the same one read back)."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return (type(self) is type(other) and self.__dict__ == other.__dict__
+                and self.__pydantic_extra__ == other.__pydantic_extra__)
+
+    def written_to(self, folder: str | Path) -> Self:
+        """Record the folder a driver wrote this result to; returns the result."""
+        self._folder = Path(folder)
+        return self
 
 
 def check_out_dir(out: str | Path, flag: str = "--out") -> Path:

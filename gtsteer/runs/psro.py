@@ -12,12 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from gtsteer.binding import generate_instances, load_spec, make_game
+from gtsteer.binding import generate_instances, make_game
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, run_dir, save_png, write_json
+from gtsteer.runs.output import (
+    RunResult,
+    finish_run_dir,
+    prepare_run_dir,
+    run_folder,
+    save_png,
+    write_json,
+)
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.report import META_SOLVERS
@@ -28,7 +36,7 @@ SCHEMA_VERSION = 2
 PLOT = "payoffs.png"
 
 
-class PSROSummary(BaseModel):
+class PSROSummary(RunResult):
     """summary.json of a PSRO run (docs/PSRO.md)."""
 
     schema_version: int = SCHEMA_VERSION
@@ -92,11 +100,8 @@ def psro_config(
     model, others, roles = pick_roles(spec, endpoint, llm, proposer=proposer_llm)
     proposer = others["proposer"]
     model_name, proposer_name = model.model, proposer.model
-    out = prepare_run_dir(
-        out_dir if out_dir is not None else run_dir("psro", config_path, model_name,
-                                                    settings.seed),
-        subdirs=("iterations",), summary="summary.json",
-    )
+    out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
+                          subdirs=("iterations",), summary="summary.json")
     instances = generate_instances(spec, games, settings.seed)
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
                       for inst in instances]
@@ -123,7 +128,7 @@ def psro_config(
     plot_payoffs(result, out / PLOT, roles=list(spec.players),
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")
-    return summary
+    return summary.written_to(out)
 
 
 def _distinct(*models: LLM) -> list[LLM]:

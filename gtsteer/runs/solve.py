@@ -14,27 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from gtsteer.binding import (
-    DialogueGame,
-    Instance,
-    expand_sync,
-    generate_instances,
-    load_spec,
-    make_game,
-)
+from gtsteer.binding import DialogueGame, Instance, expand_sync, generate_instances, make_game
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
-from gtsteer.runs.heldout import measure_heldout
 from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_dir,
+    run_folder,
     write_json,
     write_text,
 )
@@ -50,6 +43,7 @@ from gtsteer.runs.solve_schema import (
 )
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.heldout import measure_heldout
 from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
@@ -124,7 +118,7 @@ def solve_config(
     that instance failed with its stage and reason; the others still finish.
 
     `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
-    positions (`gtsteer.runs.heldout`): samples CFR did not choose from, so selection on
+    positions (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on
     sampling noise does not count as gain. It costs part of a second tree per instance.
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
@@ -150,7 +144,7 @@ def solve_config(
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
     model, _, role_models = pick_roles(spec, endpoint, llm)
     model_name = model.model
-    out = Path(out_dir) if out_dir is not None else run_dir("solve", config_path, model_name, seed)
+    out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
     before = model.usage
@@ -219,7 +213,7 @@ def solve_config(
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     finish_run_dir(out, SUMMARY_FILE, summary)
-    return summary
+    return summary.written_to(out)
 
 
 def _solve_instance(

@@ -12,9 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLMCalls
-from gtsteer.runs.heldout import HeldOutGain
 from gtsteer.runs.models import RoleRecord
+from gtsteer.runs.output import RunResult
 from gtsteer.solvers.analysis import GameValues
+from gtsteer.solvers.heldout import HeldOutGain
 from gtsteer.solvers.metrics import MeanCI
 
 #: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
@@ -66,8 +67,8 @@ class Failure(BaseModel):
     reason: str  # "<exception type>: <message>" (or the expansion's reason)
 
 
-class SolveSummary(BaseModel):
-    """`DIR/summary.json`."""
+class SolveSummary(RunResult):
+    """`DIR/summary.json` (`folder`: the DIR this run wrote)."""
 
     schema_version: int = SCHEMA_VERSION
     config: str
@@ -111,7 +112,7 @@ class SolveSummary(BaseModel):
     heldout_borrowed: int = 0
     heldout_unmatched: int = 0
     #: Dealt games: decisions whose replayed policy mixed solved information states of deals
-    #: the player cannot tell apart (see `gtsteer.runs.heldout`).
+    #: the player cannot tell apart (see `gtsteer.solvers.heldout`).
     heldout_pooled: int = 0
 
     def numbers(self) -> dict[str, Any]:

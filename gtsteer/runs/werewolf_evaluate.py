@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.progress import Progress
-from scipy.stats import binomtest
 
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, save_png
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png
+from gtsteer.solvers.metrics import wilson
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
@@ -69,7 +69,7 @@ class ConditionResult(BaseModel):
     game_ids: list[str]
 
 
-class EvaluateSummary(BaseModel):
+class EvaluateSummary(RunResult):
     #: The summary format (1: the first versioned one).
     schema_version: int = 1
     config: EvaluateConfig
@@ -77,10 +77,10 @@ class EvaluateSummary(BaseModel):
     results: list[ConditionResult]
 
 
-def wilson(wins: int, games: int) -> Rate:
-    ci = binomtest(wins, games).proportion_ci(confidence_level=0.95, method="wilson")
-    return Rate(wins=wins, games=games, rate=wins / games, low=float(ci.low),
-                high=float(ci.high))
+def win_rate(wins: int, games: int) -> Rate:
+    """`wins` of `games` with the 95% Wilson interval of `solvers.metrics.wilson`."""
+    share = wilson(wins, games)
+    return Rate(wins=wins, games=games, rate=share.accuracy, low=share.ci_low, high=share.ci_high)
 
 
 def chooser_for(team: str, kind: str, steered: PlaystyleChooser) -> PlaystyleChooser:
@@ -127,7 +127,7 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
-    return summary
+    return summary.written_to(root)
 
 
 def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[GameState],
@@ -143,8 +143,8 @@ def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[G
     days = [d for s in finals for d in days_survived(s, team)]
     return ConditionResult(
         condition=name, team=team, chooser=kind,
-        village=wilson(sum(s.winner == "village" for s in finals), n),
-        werewolves=wilson(sum(s.winner == "werewolves" for s in finals), n),
+        village=win_rate(sum(s.winner == "village" for s in finals), n),
+        werewolves=win_rate(sum(s.winner == "werewolves" for s in finals), n),
         village_votes_on_wolves=on_wolf / total if total else 0.0,
         mean_days_survived=sum(days) / len(days) if days else 0.0,
         llm_calls_per_game=len(calls) / n,

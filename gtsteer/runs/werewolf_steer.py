@@ -19,18 +19,19 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyspiel
 from pydantic import BaseModel, Field
 from rich.progress import Progress
 
+from gtsteer.imitation.build import reach_weighted_records
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.runs.atomic import atomic_dir
-from gtsteer.runs.output import finish_run_dir, prepare_run_dir, write_text
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
@@ -84,7 +85,7 @@ class SolvedState(BaseModel):
     solve_seconds: float
 
 
-class SteerTrainSummary(BaseModel):
+class SteerTrainSummary(RunResult):
     #: The summary format (1: the first versioned one).
     schema_version: int = 1
     config: SteerTrainConfig
@@ -115,84 +116,28 @@ def shortfall(cfg: SteerTrainConfig, candidates: int) -> str:
             f"{candidates} were solved: {hint}")
 
 
-class ConformanceResult(BaseModel):
-    histories: int
-    info_states: int
-    nash_conv: float
-    cfr_backend: str
-
-
-class SteerConformanceError(AssertionError):
-    """The playstyle game failed a conformance check (named in the message)."""
-
-
-def conformance(game: pyspiel.Game, iterations: int = 20) -> ConformanceResult:
-    """The binding's checks for a game outside the binding: random_sim_test with
-    serialization, one string per history, C++ CFR on the cached tree, a finite NashConv."""
-    try:
-        pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
-    except Exception as exc:
-        raise SteerConformanceError(f"random_sim_test: {type(exc).__name__}: {exc}") from exc
-    seen: dict[str, tuple[int, ...]] = {}
-    stack = [game.new_initial_state()]
-    while stack:
-        s = stack.pop()
-        key, history = str(s), tuple(s.history())
-        if seen.setdefault(key, history) != history:
-            raise SteerConformanceError(f"unique history strings: {history} and {seen[key]}")
-        if s.is_terminal():
-            continue
-        actions = [a for a, _ in s.chance_outcomes()] if s.is_chance_node() else s.legal_actions()
-        stack.extend(s.child(a) for a in actions)
-    try:
-        result = solve_cfr(game, solver="cfr+", iterations=iterations, allow_python_fallback=False)
-    except pyspiel.SpielError as exc:
-        raise SteerConformanceError(f"C++ CFR on the cached tree: {exc}") from exc
-    conv = nash_conv(result.game, result.policy)
-    if not math.isfinite(conv) or conv < -1e-9:
-        raise SteerConformanceError(f"NashConv: got {conv}")
-    return ConformanceResult(histories=len(seen), info_states=len(result.policy),
-                             nash_conv=conv, cfr_backend=result.backend)
-
-
 def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
                instance: int) -> list[DecisionRecord]:
-    """One record per information state: the hook view, the CFR policy, the reach weight."""
+    """One record per information state (`imitation.build`'s reach-weighted walk): the hook
+    view, the CFR policy, the reach weight."""
     labels = game.config.styles
-    found: dict[str, DecisionRecord] = {}
-    reach: dict[str, float] = {}
 
-    def walk(state: pyspiel.State, p: float) -> None:
-        if state.is_terminal():
-            return
-        if state.is_chance_node():
-            for a, q in state.chance_outcomes():
-                walk(state.child(a), p * q)
-            return
-        player = state.current_player()
-        key = state.information_state_string(player)
-        probs = dict(policy[key])
-        if key not in found:
-            bot = game.speakers[player]
-            found[key] = DecisionRecord(
-                text=key, actions=list(labels), target=[float(probs.get(i, 0.0))
-                                                        for i in range(len(labels))],
-                weight=0.0, instance=instance, player=player,
-                metadata={"game_id": game.source.game_id, "step": game.source.step,
-                          "bot": bot, "team": game.teams[player],
-                          "role": game.root.player(bot).role.value})
-            reach[key] = 0.0
-        reach[key] += p
-        for a in state.legal_actions():
-            walk(state.child(a), p * float(probs.get(a, 0.0)))
+    def probs_at(_state: pyspiel.State, _player: int, key: str) -> dict[int, float]:
+        return dict(policy[key])
 
-    walk(game.new_initial_state(), 1.0)
-    out = []
-    for key, rec in found.items():
-        total = sum(rec.target)
-        out.append(rec.model_copy(update={"weight": reach[key],
-                                          "target": [t / total for t in rec.target]}))
-    return out
+    def record_at(_state: pyspiel.State, player: int, key: str,
+                  probs: Mapping[int, float]) -> DecisionRecord:
+        bot = game.speakers[player]
+        target = [float(probs.get(i, 0.0)) for i in range(len(labels))]
+        total = sum(target)
+        return DecisionRecord(
+            text=key, actions=list(labels), target=[t / total for t in target],
+            weight=0.0, instance=instance, player=player,
+            metadata={"game_id": game.source.game_id, "step": game.source.step,
+                      "bot": bot, "team": game.teams[player],
+                      "role": game.root.player(bot).role.value})
+
+    return reach_weighted_records(game, probs_at, record_at)
 
 
 def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
@@ -240,7 +185,7 @@ def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
                              ) -> list[GameState]:
     """Every discussion turn of a stored game that can root a playstyle game, rebuilt from
     SQLite alone (the stored decisions replayed from the re-dealt initial state)."""
-    from gtsteer.werewolf.web.replay import replay  # the web app's replay, checked end to end
+    from gtsteer.werewolf.replay import replay  # the replay the web app serves, checked end to end
 
     out = []
     for _before, after, _decision in replay(store.load(game_id), store.steps(game_id)):
@@ -334,4 +279,4 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))
     finish_run_dir(root, SUMMARY_FILE, summary)
     store.close()
-    return summary
+    return summary.written_to(root)

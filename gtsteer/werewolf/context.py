@@ -10,8 +10,9 @@ Built for prompt caching (docs/WEREWOLF.md, "Prompt layout"):
    vote result, tonight's events the bot may know, the night result);
 3. the current command and the playstyle sentence, the only parts that change between calls.
 
-A sentence reaches a bot only through a check on the state (its own, public, pack channel for
-wolves, `observers`, `notified`); the wording plays no part in isolation.
+A sentence reaches a bot only through a check on the state, asked of `visibility` (the bot
+sees what its seat sees: its own lines, public chat, pack chat for wolves, the night actions it
+observed, its abduction notice); the wording plays no part in isolation.
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ from gtsteer.werewolf.prompts import (
 )
 from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, ChatMessage, GameState, NightAction, Pending
+from gtsteer.werewolf.visibility import (
+    action_audience,
+    bot_viewer,
+    message_audience,
+    notice_audience,
+    pack_audience,
+)
 
 #: Today's discussion lines kept before trimming (the local model has a 4096-token context).
 MAX_CHAT_LINES = 48
@@ -107,28 +115,28 @@ def pack_of(state: GameState, bot: str) -> list[str]:
 
 
 def knows_action(action: NightAction, bot: str) -> bool:
-    return bot in action.observers
+    return bot_viewer(bot).sees(action_audience(action))
 
 
 def night_entries(state: GameState, bot: str, night: int, commands: bool = True) -> list[Entry]:
     """The night's events this bot may know, in the order they happened (with the commands
     that asked for its pack lines, while that night is the current one)."""
-    me = state.player(bot)
-    wolf = me.role is Role.WEREWOLF
+    me = bot_viewer(bot)
+    wolf = me.sees(pack_audience(state))
     actions = [a for a in state.night_actions if a.night == night]
     out: list[Entry] = []
-    notified = any(bot in a.notified for a in actions)
+    notified = any(me.sees(notice_audience(a)) for a in actions)
     for a in actions:
         if a.verb == "abduct":
             if knows_action(a, bot):
                 out.append(Entry(text=action_line(a)))
-            if bot in a.notified:
+            if me.sees(notice_audience(a)):
                 out.append(Entry(text=abduction_notice(night, bot)))
     if wolf:
         mates = [w for w in state.alive_at_night(night)
                  if state.player(w).role is Role.WEREWOLF and w != bot]
         for m in state.messages:
-            if m.channel == "pack" and m.day == night:
+            if m.channel == "pack" and m.day == night and me.sees(message_audience(state, m)):
                 own = commands and m.author == bot
                 if own:
                     out.append(Entry(text=pack_chat_command(bot, night, mates or [bot]),
@@ -331,11 +339,11 @@ def command_for(state: GameState, bot: str, want: Pending) -> str:
 
 def build_context(state: GameState, bot: str, want: Pending, playstyle: str) -> BotContext:
     me = state.player(bot)
+    pack = pack_audience(state)
     return BotContext(
         bot=bot,
-        system=system_prompt(bot, me.story, me.role, state.wolves() if me.role is
-                             Role.WEREWOLF else [], state.scene, state.config.rules,
-                             state.config.ties),
+        system=system_prompt(bot, me.story, me.role, pack if bot_viewer(bot).sees(pack) else [],
+                             state.scene, state.config.rules, state.config.ties),
         log=log_entries(state, bot),
         command=command_for(state, bot, want),
         style=reminder(playstyle, me.role is Role.WEREWOLF),

@@ -21,6 +21,13 @@ from gtsteer.werewolf.playstyles import (
 )
 from gtsteer.werewolf.rules import Role, derive_seed
 from gtsteer.werewolf.state import GameState, Pending
+from gtsteer.werewolf.visibility import (
+    action_audience,
+    bot_viewer,
+    message_audience,
+    notice_audience,
+    pack_audience,
+)
 
 #: Chat lines kept in the view (the newest), and characters kept per line.
 HOOK_CHAT_LINES = 8
@@ -81,21 +88,23 @@ def _short(text: str) -> str:
 
 def _knowledge(state: GameState, bot: str) -> list[str]:
     """Private knowledge: what the bot did or saw at night, and its pack's chat."""
-    me = state.player(bot)
+    me = bot_viewer(bot)
+    wolf = me.sees(pack_audience(state))
     out: list[str] = []
-    if me.role is Role.WEREWOLF:
-        mates = [w for w in state.wolves() if w != bot]
+    if wolf:
+        mates = [w for w in pack_audience(state) if w != bot]
         out.append(f"Pack: {', '.join(mates) or 'none (lone wolf)'}.")
     for a in state.night_actions:
-        if bot in a.notified:  # told *that* it happened to them, never by whom
+        if me.sees(notice_audience(a)):  # told *that* it happened to them, never by whom
             out.append(f"Night {a.night}: you were abducted.")
-        if bot not in a.observers or a.blocked or a.target is None:
+        if not me.sees(action_audience(a)) or a.blocked or a.target is None:
             continue
         who = "you" if a.actor == bot else a.actor
         result = f" -> {a.result}" if a.result else ""
         out.append(f"Night {a.night}: {who} {a.verb} {a.target}{result}.")
-    if me.role is Role.WEREWOLF:
-        pack = [m for m in state.messages if m.channel == "pack"][-3:]
+    if wolf:
+        pack = [m for m in state.messages
+                if m.channel == "pack" and me.sees(message_audience(state, m))][-3:]
         out += [f"[pack] {m.author}: {_short(m.text)}" for m in pack]
     return out
 

@@ -21,6 +21,7 @@ from gtsteer.llm import (
     Message,
     PromptTooLongError,
     StructuredOutputError,
+    as_llm,
 )
 from gtsteer.llm.types import GenerationRequest, RawCompletion, render_messages
 
@@ -102,7 +103,7 @@ class LLMPool:
 
     def __init__(self, factory: Callable[[str], LLM] | None = None,
                  completion_style: bool | None = None):
-        self.factory = factory or (lambda model: LLM(model))
+        self.factory = factory or as_llm
         self.force_completion = completion_style
         self._llms: dict[str, LLM] = {}
 

@@ -13,8 +13,9 @@ a view tells the horizon its target was solved for.
 
 Its own class rather than the binding's `DialogueGame`: the binding renders YAML prompts over
 an instance, while this game must replay the Werewolf engine and bot context exactly. It passes
-the binding's conformance checks (`random_sim_test` with serialization, unique history
-strings, C++ CFR on the cached tree; see `runs/werewolf_steer.conformance`).
+`gtsteer.checks.pyspiel_api_check` (`random_sim_test` with serialization, unique history
+strings, C++ CFR on the cached tree) and replays its recorded playthrough
+(`tests/data/playthroughs/werewolf_playstyle.txt`).
 
 Size with S = num_llm_seeds, A options, n speakers: (A*S)^n leaves; message calls
 sum_{k=1..n} (A*S)^(k-1) * A * S; one prediction call per leaf. Two speakers, seven options,

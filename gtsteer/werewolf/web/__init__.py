@@ -3,12 +3,13 @@
     from gtsteer.werewolf.web import build_app
     app = build_app("games.sqlite", models=["fake"])
 
-The server decides what each viewer may see (`events.for_viewer`); pages are static shells and
+The server decides what each viewer may see (`gtsteer.werewolf.visibility`); pages are static shells and
 vanilla JS, with nothing fetched from outside the server.
 """
 
+from gtsteer.werewolf.events import step_events
+from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer, for_viewer
 from gtsteer.werewolf.web.app import create_app
-from gtsteer.werewolf.web.events import GOD, PUBLIC, Viewer, for_viewer, step_events
 from gtsteer.werewolf.web.manager import GameManager
 from gtsteer.werewolf.web.server import build_app, is_loopback, serve
 

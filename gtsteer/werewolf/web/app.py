@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
-from gtsteer.werewolf.web.events import GOD, PUBLIC, Viewer
+from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer
 from gtsteer.werewolf.web.guard import RequestGuard
 from gtsteer.werewolf.web.live import LiveGame, WebError, stream_payload
 from gtsteer.werewolf.web.manager import GameManager, rule_options, scaled_discussion

@@ -20,18 +20,18 @@ from typing import Any
 from gtsteer.llm import LLM
 from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.engine import IllegalDecision, pending, step
+from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.runner import GameRunner
 from gtsteer.werewolf.state import Decision, GameState
 from gtsteer.werewolf.store import GameStore
-from gtsteer.werewolf.web.events import (
+from gtsteer.werewolf.visibility import (
     Event,
     Viewer,
     available_actions,
     for_viewer,
     me_view,
     players_view,
-    step_events,
     turn_view,
 )
 from gtsteer.werewolf.web.schemas import Act

@@ -14,14 +14,15 @@ from typing import Any, Literal, get_args, get_origin
 
 from gtsteer.llm import LLM, Backend, ModelConfigError, make_backend
 from gtsteer.werewolf.engine import GAME_ID_RE, new_game
+from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import CallRecord
+from gtsteer.werewolf.replay import ReplayMismatch, initial_state, replay, replay_events
 from gtsteer.werewolf.rules import RULES_TEXT, WerewolfConfigError
 from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.store import GameNotFound, GameStore
 from gtsteer.werewolf.themes import builtin_cast, themed_cast
-from gtsteer.werewolf.web.events import GOD, Event, for_viewer, players_view, step_events
+from gtsteer.werewolf.visibility import GOD, Event, for_viewer, players_view
 from gtsteer.werewolf.web.live import LiveGame, MeteredPool, WebError
-from gtsteer.werewolf.web.replay import ReplayMismatch, initial_state, replay
 from gtsteer.werewolf.web.schemas import CreateGame
 from gtsteer.werewolf.web.webdb import WebDB
 
@@ -303,9 +304,8 @@ class GameManager:
         latest = game.state
         decisions = self.store().steps(game_id)
         try:
-            steps = [{"step": a.step, "day": a.day, "phase": a.phase,
-                      "events": for_viewer(step_events(b, a, d), GOD)}
-                     for b, a, d in replay(latest, decisions)]
+            steps = [{"step": a.step, "day": a.day, "phase": a.phase, "events": events}
+                     for a, events in replay_events(latest, decisions, GOD)]
         except ReplayMismatch as exc:
             raise WebError(409, str(exc)) from exc
         start = initial_state(latest)

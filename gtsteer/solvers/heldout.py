@@ -1,4 +1,5 @@
 """Held-out CFR gain: the solved policy replayed on fresh LLM samples of the same positions.
+A metric (beside `solvers.metrics`) that writes no file; `runs/solve.py` is its driver.
 
 The paper's CFR gain is measured on the very samples CFR optimised over, so with a few samples
 per message an instruction whose samples happened to score well looks better than it is. Here

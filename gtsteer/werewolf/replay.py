@@ -12,7 +12,9 @@ import inspect
 from collections.abc import Iterator
 
 from gtsteer.werewolf.engine import new_game, step
+from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.visibility import Event, Viewer, for_viewer
 
 
 class ReplayMismatch(RuntimeError):
@@ -54,6 +56,13 @@ def replay(latest: GameState, decisions: list[Decision]) -> Iterator[tuple[GameS
             f"replaying {len(decisions)} stored decisions of game {latest.game_id} does not "
             "reproduce its stored state (was it played by another engine version?)"
         )
+
+
+def replay_events(latest: GameState, decisions: list[Decision], viewer: Viewer
+                  ) -> Iterator[tuple[GameState, list[Event]]]:
+    """Every stored step: the state after it and its events as `viewer` may see them."""
+    for before, after, decision in replay(latest, decisions):
+        yield after, for_viewer(step_events(before, after, decision), viewer)
 
 
 def _comparable(state: GameState) -> str:

@@ -1,0 +1,123 @@
+"""`Domain`: everything a dialogue domain says in code, as one frozen record.
+
+A config names its domain (`domain: fruit_trade`); whoever loads the config looks the record
+up once (`gtsteer.domains.get_domain`) and binds it to the spec (`DomainSpec.with_domain`),
+and the binding reads the hooks from there (`spec.hooks`). So binding code receives a domain
+and never imports one (DESIGN.md), and a new domain is one `Domain(...)` plus its YAML.
+
+Every hook is optional: a spec that names no domain is played with the `GENERIC` record
+(private information sampled from the YAML's examples, payoffs from the reward LLM).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from gtsteer.binding.instances import Instance
+    from gtsteer.binding.reward import RewardContext
+    from gtsteer.binding.reward_cases import CaseWriter
+    from gtsteer.binding.spec import DomainSpec
+
+
+class DomainParams(BaseModel):
+    """Base of a domain's `params` model: unknown keys are refused, each default is written once
+    (on the field). `of(spec)` reads a spec's params through the model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def of(cls, spec: DomainSpec) -> Self:
+        return cls.model_validate(spec.params)
+
+
+class FreeParams(DomainParams):
+    """Any keys: for domains that read no params, or read them themselves."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+#: (spec, rng, player index, names) -> that player's private info, key -> text.
+PrivateInfoGenerator = Callable[["DomainSpec", random.Random, int, list[str]], dict[str, str]]
+#: (spec, rng, names) -> every player's private info at once, for facts drawn together
+#: (a debate's topic and its two opposite stances).
+JointPrivateInfoGenerator = Callable[
+    ["DomainSpec", random.Random, list[str]], list[dict[str, str]]
+]
+#: (spec, deal 0, j) -> every player's private info in deal j, for domains whose deals must
+#: cover a prior exactly (each hidden type equally often) rather than draw it.
+DealGenerator = Callable[["DomainSpec", "Instance", int], list[dict[str, str]]]
+#: async (terminal + reward LLM) -> one payoff per player, computed exactly.
+Utility = Callable[["RewardContext"], Awaitable[list[float]]]
+#: (spec, instance) -> (lowest, highest) payoff any legal outcome of that instance can give;
+#: replaces the config's payoff.min/max, so no legal outcome is ever clipped.
+Bounds = Callable[["DomainSpec", "Instance"], tuple[float, float]]
+#: spec -> None, raising ValueError("field `x`: ...") or DomainCheckError for a spec the
+#: domain cannot run (player count, payoff bounds); run once, when the spec is bound.
+Validator = Callable[["DomainSpec"], None]
+#: (spec, instance) -> None, raising DomainCheckError for an instance written by someone other
+#: than the domain's own generator (an LLM) that the utility could not read.
+InstanceCheck = Callable[["DomainSpec", "Instance"], None]
+#: (spec, one player's private info) -> numbers, the same length for every player
+#: (appended to the generic features by gtsteer.imitation).
+PrivateFeatures = Callable[["DomainSpec", dict[str, str]], list[float]]
+
+
+@dataclass(frozen=True)
+class RewardCases:
+    """Templated transcripts with known payoffs (`gtsteer eval reward`): the writer, and the
+    payoff rule in words for the path on which the LLM computes the payoffs itself."""
+
+    writer: CaseWriter
+    payoff_rule: str
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One dialogue domain's code. `name` is what a config's `domain:` key says."""
+
+    name: str
+    #: Validates the config's `params` (errors name `params.<field>`).
+    params: type[DomainParams] = FreeParams
+    private_info: PrivateInfoGenerator | None = None
+    joint_private_info: JointPrivateInfoGenerator | None = None
+    deals: DealGenerator | None = None
+    utility: Utility | None = None
+    bounds: Bounds | None = None
+    validate: Validator | None = None
+    instance_check: InstanceCheck | None = None
+    features: PrivateFeatures | None = None
+    reward_cases: RewardCases | None = None
+
+    def __post_init__(self) -> None:
+        if self.private_info is not None and self.joint_private_info is not None:
+            raise ValueError(f"domain {self.name!r}: give private_info or joint_private_info")
+        if self.bounds is not None and self.utility is None:
+            raise ValueError(f"domain {self.name!r}: bounds without a utility bound nothing")
+
+    @property
+    def generates_private_info(self) -> bool:
+        return self.private_info is not None or self.joint_private_info is not None
+
+    def fingerprint(self) -> str:
+        """The name and which hooks are set: tells apart two records of one name (a domain and
+        its copy without the utility, `gtsteer eval reward`'s free path) in a game key."""
+        hooks = [f.name for f in fields(self) if f.name != "name" and getattr(self, f.name)]
+        return f"{self.name}[{','.join(hooks)}]"
+
+    def without_utility(self) -> Domain:
+        """The same domain paid by the reward LLM instead of its exact utility."""
+        return Domain(**{**_as_dict(self), "utility": None, "bounds": None})
+
+
+def _as_dict(domain: Domain) -> dict[str, Any]:
+    return {f.name: getattr(domain, f.name) for f in fields(domain)}
+
+
+#: The record of a spec that names no domain.
+GENERIC = Domain(name="")
