@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from gtsteer.binding.run_models import Role, RoleModel
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.llm import LLM, ModelConfigError
+from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
 from gtsteer.llm.cache import public_url
 
 
@@ -90,7 +90,7 @@ class RoleRecord(BaseModel):
 
 
 def _name(llm: str | LLM) -> str:
-    return llm if isinstance(llm, str) else llm.model
+    return model_string(llm)
 
 
 def _base(llm: str | LLM) -> str | None:
@@ -133,10 +133,7 @@ def pick_roles(spec: DomainSpec, endpoint: Endpoint | None, writer: str | LLM | 
     out: dict[str, LLM] = {}
     for role, llm in chosen.items():
         key = (records[role].model, records[role].api_base)
-        if isinstance(llm, LLM):
-            out[role] = clients.setdefault(key, llm)
-        else:
-            out[role] = clients.setdefault(key, LLM(llm))
+        out[role] = clients.get(key) or clients.setdefault(key, as_llm(llm))
     return out["writer"], {r: out[r] for r in others}, records
 
 
