@@ -10,11 +10,21 @@ the metrics), since the two paths differ in sampler and chat-template rendering.
 Run it under the model lock (it loads the model twice):
 
     flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_served.py [--threads 1] [--no-write]
+
+`--slots 1,4` measures the concurrency gain of llama.cpp's C++ `llama-server` instead (built by
+scripts/llama_tools.py from the same vendored llama.cpp; llama-cpp-python's server takes one
+request at a time): a fixed set of the README job's message requests (the responder's replies
+to one-message openings, as the served path asks them), all sent at once through gtsteer
+(`openai/smollm2` at the server's `--api-base`, no cache), to `llama-server --parallel N` for
+each N, with the same `--threads`. Section `bench_served_slots` of docs/BENCHMARKS.md:
+
+    flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_served.py --slots 1,4 [--calls 48]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -27,10 +37,113 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the server launcher lives with the tests
 sys.path.insert(0, str(ROOT / "scripts"))
 import benchdoc
-from llm_server import LlamaServer
+import llama_tools
+from llm_server import CTX_PER_SLOT, LlamaCppServer, LlamaServer
 
 CONFIG = "configs/schedule_meeting_dow.yaml"
 START, END = benchdoc.markers("bench_served")
+SLOTS_START, SLOTS_END = benchdoc.markers("bench_served_slots")
+
+
+def message_requests(calls: int) -> list:
+    """`calls` of the README job's level-2 message requests as the served path sends them."""
+    from gtsteer.binding import generate_instances, load_spec, make_game
+    from gtsteer.binding.prompts import Turn
+    from gtsteer.llm import LLM
+
+    spec = load_spec(ROOT / CONFIG)
+    instance = generate_instances(spec, 1, 0)[0]
+    served = LLM("openai/smollm2", api_base="http://127.0.0.1:9/v1", api_key="no-key")
+    game = make_game(spec, instance, served, config=CONFIG)
+    openings = [f"How about we meet on {day}?" for day in spec.params["days"]]
+    out = [game.message_request([Turn(speaker=0, instruction="any", text=text)], 1, i, o)
+           for text in openings for i in game.instructions(1)
+           for o in range(spec.num_llm_seeds)]
+    return out[:calls]
+
+
+def burst(base_url: str | None, requests: list) -> tuple[float, int]:
+    """Wall time of all `requests` sent at once (gtsteer's own concurrency bound, 16) and the
+    completion tokens they produced; `base_url` None: the in-process backend, same requests."""
+    from gtsteer.llm import LLM
+
+    llm = (LLM("local:smollm2-135m", use_cache=False) if base_url is None else
+           LLM("openai/smollm2", api_base=base_url, api_key="no-key", use_cache=False))
+
+    async def run() -> list:
+        return await asyncio.gather(*(llm.generate(r.prompt, seed=r.seed, temperature=r.temperature,
+                                                   max_tokens=r.max_tokens, stop=r.stop)
+                                      for r in requests))
+
+    start = time.perf_counter()
+    done = asyncio.run(run())
+    return time.perf_counter() - start, sum(c.usage.completion_tokens for c in done)
+
+
+def slots_main(args: argparse.Namespace) -> None:
+    from gtsteer.llm.backends.local import default_model_path
+
+    bins = llama_tools.built()
+    if bins is None:  # never compile for minutes while holding the model lock
+        raise SystemExit(f"no llama-server under {llama_tools.tools_dir()}: run"
+                         " `python scripts/llama_tools.py` first (without the model lock)")
+    binary = bins["llama-server"]
+    head = benchdoc.commit(["gtsteer", "scripts", "configs"])
+    requests = message_requests(args.calls)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for slots in args.slots:
+            server = LlamaCppServer(binary, default_model_path(), Path(tmp) / f"np{slots}.log",
+                                    args.threads, slots)
+            server.start()
+            try:
+                burst(server.base_url, requests[:2])  # warm-up: weights paged in, not timed
+                load_before = os.getloadavg()[0]
+                wall, tokens = burst(server.base_url, requests)
+                load_after = os.getloadavg()[0]
+            finally:
+                server.kill()
+            rows.append((slots, wall, tokens, load_before, load_after))
+            print(f"--parallel {slots}: {len(requests)} calls in {wall:.1f} s, {tokens} tokens,"
+                  f" load {load_before:.1f} -> {load_after:.1f}", flush=True)
+    os.environ["GTSTEER_LOCAL_THREADS"] = str(args.threads)
+    burst(None, requests[:2])  # model loaded, not timed
+    load_before = os.getloadavg()[0]
+    wall, tokens = burst(None, requests)
+    rows.append(("in-process", wall, tokens, load_before, os.getloadavg()[0]))
+    print(f"in-process: {len(requests)} calls in {wall:.1f} s, {tokens} tokens", flush=True)
+    base = rows[0][1]
+    def label(n: int | str) -> str:
+        return (f"`llama-server --parallel {n}`" if n != "in-process" else
+                "in-process `local:smollm2-135m` (batched decoding)")
+
+    table = [f"| {label(n)} | {wall:.1f} s | {len(requests) / (wall / 60):.0f} | "
+             f"{tokens / wall:.1f} | {base / wall:.2f}x | {lb:.1f} / {la:.1f} |"
+             for n, wall, tokens, lb, la in rows]
+    body = "\n".join([
+        "### Parallel slots: llama.cpp `llama-server --parallel N`",
+        "",
+        (f"{len(requests)} of the README job's message requests (`{CONFIG}`, instance 0, the"
+         " responder's replies to 7 one-message openings, 8 instructions x 2 samples, as the"
+         " served path asks them: plain prompt, 48 tokens at temperature 0.7), sent at once"
+         " through gtsteer (`openai/smollm2`, up to 16 in flight, no cache) to `llama-server`"
+         f" built from the vendored llama.cpp (scripts/llama_tools.py), `--threads {args.threads}`"
+         f" and `--ctx-size {CTX_PER_SLOT} x N`. "
+         + benchdoc.machine_line(commit=head) + "; `uptime` load (1 min) before / after each"
+         " burst in the last column (other agents' jobs shared the 2 CPUs). The last row sends"
+         " the same requests to the in-process backend, same thread count."),
+        "",
+        "| server | wall | calls/minute | generated tokens/s | speed-up | load before / after |",
+        "|---|---:|---:|---:|---:|---|",
+        *table,
+        "",
+        ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_served.py"
+         f" --slots {','.join(map(str, args.slots))} --calls {args.calls} --threads {args.threads}`"),
+    ])
+    print(body)
+    if not args.no_write:
+        benchdoc.write_section(benchdoc.DOC, SLOTS_START, SLOTS_END,
+                               benchdoc.wrap(SLOTS_START, SLOTS_END, body))
 
 
 def solve(llm: list[str], threads: int, out: Path) -> tuple[float, dict]:
@@ -60,7 +173,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--slots", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                        help="llama-server --parallel values to compare, e.g. 1,4")
+    parser.add_argument("--calls", type=int, default=48, help="requests per burst (--slots)")
     args = parser.parse_args()
+    if args.slots:
+        slots_main(args)
+        return
     from gtsteer.llm.backends.local import default_model_path
 
     head = benchdoc.commit(["gtsteer", "scripts", "configs"])

@@ -1,11 +1,14 @@
-"""llama.cpp's own benchmark tools (`llama-bench`, `llama-batched-bench`), built once from the
-llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist, so a speed claim about the local
-backend has llama.cpp's own number beside it, from the same kernels.
+"""llama.cpp's own tools (`llama-bench`, `llama-batched-bench`, and `llama-server`, the C++
+server with parallel slots), built once from the llama.cpp sources vendored in the
+llama-cpp-python 0.3.36 sdist, so a speed claim about the local backend has llama.cpp's own
+number beside it, from the same kernels, and the served benchmark can compare
+`llama-server --parallel 1` with `--parallel 4`.
 
 The sdist comes from PyPI (`pip download --no-binary`), is built with cmake and
 `GGML_NATIVE=OFF` (a native build dies with "Illegal instruction" on this machine, as the Python
 package does) and is cached under `GTSTEER_CACHE_DIR/llama-tools`. Run on its own:
-`python scripts/llama_tools.py` prints the two binaries' paths.
+`python scripts/llama_tools.py` prints the binaries' paths. The server is built without its
+web UI (`LLAMA_BUILD_UI=OFF`, `LLAMA_USE_PREBUILT_UI=OFF`: no download at build time).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import tarfile
 from pathlib import Path
 
 VERSION = "0.3.36"
-TOOLS = ("llama-bench", "llama-batched-bench")
+#: CMake target names in the vendored llama.cpp (`tools/*/CMakeLists.txt`).
+TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
 
 
 def tools_dir() -> Path:
@@ -42,8 +46,16 @@ def _source(work: Path) -> Path:
     return src
 
 
+def built() -> dict[str, Path] | None:
+    """The tools' paths if all are built already, else None (building takes minutes: do it
+    outside the model lock)."""
+    bins = {name: tools_dir() / "build" / "bin" / name for name in TOOLS}
+    return bins if all(p.exists() for p in bins.values()) else None
+
+
 def build() -> dict[str, Path]:
-    """Paths of the built tools (built on first use, about 5 minutes on 2 cores)."""
+    """Paths of the built tools (built on first use: the server with them took 23 minutes at
+    `nice` on 2 shared cores, the two benchmark tools alone about 5)."""
     work = tools_dir()
     bins = {name: work / "build" / "bin" / name for name in TOOLS}
     if all(p.exists() for p in bins.values()):
@@ -53,7 +65,8 @@ def build() -> dict[str, Path]:
     subprocess.run(
         ["cmake", "-S", str(llama), "-B", str(build_dir), "-DGGML_NATIVE=OFF",
          "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-         "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF"],
+         "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+         "-DLLAMA_BUILD_EXAMPLES=OFF"],
         check=True, stdout=subprocess.DEVNULL,
     )
     subprocess.run(

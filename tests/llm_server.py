@@ -282,12 +282,14 @@ class LlamaServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
+                "--port", str(self.port)]
+
     def start(self, timeout_s: float = 180.0) -> None:
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
-                   "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
-                   "--port", str(self.port)]
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -306,3 +308,22 @@ class LlamaServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=30)
+
+
+#: Context per slot of `LlamaCppServer`: a README-job prompt (~300 tokens) and its answer fit twice.
+CTX_PER_SLOT = 1024
+
+
+class LlamaCppServer(LlamaServer):
+    """llama.cpp's `llama-server` with `slots` parallel sequences (continuous batching)."""
+
+    def __init__(self, binary: Path, model_path: str | Path, log: Path, threads: int,
+                 slots: int):
+        super().__init__(model_path, log, threads=threads)
+        self.binary, self.slots = binary, slots
+
+    def command(self) -> list[str]:
+        return [str(self.binary), "-m", str(self.model_path), "--alias", "smollm2",
+                "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads),
+                "--threads-batch", str(self.threads), "--parallel", str(self.slots),
+                "--ctx-size", str(CTX_PER_SLOT * self.slots)]

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from gtsteer.binding.domain import GENERIC
+from gtsteer.binding.run_models import RunModels
 
 if TYPE_CHECKING:
     from gtsteer.binding.domain import Domain
@@ -179,6 +180,9 @@ class DomainSpec(_Strict):
     #: (key, value) pairs appended at run time by `with_added_instruction` (PSRO), in order.
     #: Their instructions come after all earlier ones, so no existing action id ever changes.
     grown: list[tuple[str, str]] = Field(default_factory=list)
+    #: Optional model per role of a run (`gtsteer.binding.run_models`); run settings, not the
+    #: game, so excluded from dumps (game keys and hashes stay those of the game alone).
+    models: RunModels | None = Field(None, exclude=True)
     #: The `Domain` record bound by `with_domain` (never dumped: the config holds its name).
     _domain: Domain | None = PrivateAttr(default=None)
 

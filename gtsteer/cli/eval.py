@@ -16,6 +16,7 @@ from rich.table import Table
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.solve import print_roles
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 from gtsteer.solvers.metrics import Accuracy
@@ -80,11 +81,13 @@ def print_steering(report: SteeringReport) -> None:
 def steering(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     llm: Annotated[
-        str, typer.Option("--llm", "-m", help="Model that writes the messages.")
-    ] = "local",
+        str | None, typer.Option("--llm", "-m", help="Model that writes the messages (default:"
+                                 " the config's models.writer, else local).")
+    ] = None,
     classifier_llm: Annotated[
         str | None,
-        typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: --llm)."),
+        typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: the"
+                     " config's models.reader, else --llm)."),
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -101,14 +104,10 @@ def steering(
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
-        endpoint.check(llm, classifier_llm)
-        writer = endpoint.resolve(llm)
-        reader = None if classifier_llm in (None, llm) else endpoint.resolve(classifier_llm)
-        report, where = run_steering(
-            config, writer, reader, samples, seed, out, progress=not quiet
-        )
+        report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
+                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env))
     print_steering(report)
+    print_roles(report.roles)
     console.print(f"report: {where / 'steering.json'}")
 
 

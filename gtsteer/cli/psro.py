@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.solve import print_roles
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
@@ -54,11 +55,12 @@ def print_summary(summary: PSROSummary) -> None:
 def psro(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
+                                 " (default: the config's models.writer, else local)")
+    ] = None,
     proposer_llm: Annotated[
         str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "
-                                                        "(default: --llm).")
+                                 "(default: the config's models.proposer, else --llm).")
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -117,10 +119,6 @@ def psro(
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
-        endpoint.check(llm, proposer_llm)
-        writer = endpoint.resolve(llm)
-        proposer = None if proposer_llm in (None, llm) else endpoint.resolve(proposer_llm)
         # PSROConfig validates the options (its error names the flag) before any LLM call.
         settings = parse_options(
             PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
@@ -137,12 +135,14 @@ def psro(
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
             summary = psro_config(
-                config, llm=writer, proposer_llm=proposer, games=games, settings=settings,
+                config, llm=llm, proposer_llm=proposer_llm, games=games, settings=settings,
                 out_dir=out, deals=deals, on_iteration=done,
                 on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
+                endpoint=Endpoint(api_base, api_key_env),
             )
     print_summary(summary)
+    print_roles(summary.roles)
     where = summary.folder
     console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 

@@ -12,6 +12,7 @@ from rich.table import Column, Table
 from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
@@ -62,6 +63,7 @@ def print_summary(summary: SolveSummary) -> None:
         for label, p in dist.probs.items():
             table.add_row(label, f"{p:.3f}")
         console.print(table)
+    print_roles(summary.roles)
     calls = summary.llm_calls
     console.print(
         f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
@@ -89,6 +91,14 @@ def print_summary(summary: SolveSummary) -> None:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
         )
+
+
+def print_roles(roles: dict[str, RoleRecord]) -> None:
+    """One line: which model played each role and where it came from (no key, ever)."""
+    if roles:
+        console.print("models: " + ", ".join(
+            f"{role} {r.model}" + (f" at {r.api_base}" if r.api_base else "") + f" ({r.source})"
+            for role, r in roles.items()), highlight=False)
 
 
 def _h2h_label(name: str, names: list[str]) -> str:
@@ -131,8 +141,9 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
 def solve(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
+                                 " (default: the config's models.writer, else local)")
+    ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     games: Annotated[
@@ -183,11 +194,10 @@ def solve(
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
-        endpoint.check(llm)
         summary = solve_config(
             config,
-            llm=endpoint.resolve(llm),
+            llm=llm,
+            endpoint=Endpoint(api_base, api_key_env),
             games=1 if games is None else games,
             instances_file=instances,
             iterations=iterations,

@@ -31,7 +31,8 @@ from pydantic import BaseModel, Field
 from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, ChoiceResult, LLMCalls, as_llm, run_sync
+from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
+from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
 from gtsteer.solvers.metrics import Accuracy, wilson
 
@@ -102,6 +103,8 @@ class SteeringReport(BaseModel):
     domain: str
     model: str
     classifier_model: str
+    #: Which model played each role (writer, reader: the classifier) and where it came from.
+    roles: dict[str, RoleRecord] = Field(default_factory=dict)
     samples_per_instruction: int
     seed: int
     speaker_role: str
@@ -317,21 +320,24 @@ async def _measure_with(
 
 def measure_steering(
     config_path: str | Path,
-    llm: str | LLM = "local",
+    llm: str | LLM | None = None,
     classifier_llm: str | LLM | None = None,
     samples: int = 10,
     seed: int = 0,
     *,
     progress: bool = True,
+    endpoint: Endpoint | None = None,
 ) -> SteeringReport:
-    """Generate, classify and summarise; nothing is written (see `run_steering`)."""
+    """Generate, classify and summarise; nothing is written (see `run_steering`). `llm` and
+    `classifier_llm` None: the config's `models.writer`/`models.reader`, else `local` and the
+    writer (`gtsteer.runs.models.pick`)."""
     _check(samples)
     spec = load_spec(config_path)  # ConfigError before any LLM call
     if all(len(options_of(spec, k)) < 2 for k in spec.actions):
         raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
                          f"`{ANY}`, so there is nothing to classify")
-    model = as_llm(llm)
-    classifier = model if classifier_llm is None or classifier_llm == llm else as_llm(classifier_llm)
+    model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
+    classifier = others["reader"]
     meters = [model] if classifier is model else [model, classifier]
     before = [m.usage for m in meters]
     out, skipped, speaker = run_sync(
@@ -344,6 +350,7 @@ def measure_steering(
         domain=spec.name,
         model=model.model,
         classifier_model=classifier.model,
+        roles=roles,
         samples_per_instruction=samples,
         seed=seed,
         speaker_role=spec.players[speaker],
@@ -383,20 +390,22 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
 
 def run_steering(
     config_path: str | Path,
-    llm: str | LLM = "local",
+    llm: str | LLM | None = None,
     classifier_llm: str | LLM | None = None,
     samples: int = 10,
     seed: int = 0,
     out_dir: str | Path | None = None,
     *,
     progress: bool = True,
+    endpoint: Endpoint | None = None,
 ) -> tuple[SteeringReport, Path]:
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
-    load_spec(config_path)
-    out = run_folder("eval-steering", config_path, llm, seed, out_dir)
+    out = run_folder("eval-steering", config_path, writer_name(load_spec(config_path), llm), seed,
+                     out_dir)
     check_out_dir(out)
-    report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress)
+    report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
+                              endpoint=endpoint)
     for run in report.runs:
         for confusion in run.confusion:
             file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"

@@ -12,9 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from gtsteer.binding import generate_instances, make_game
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls, as_llm
+from gtsteer.llm import LLM, LLMCalls
+from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles
 from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
@@ -41,6 +44,8 @@ class PSROSummary(RunResult):
     domain: str
     model: str
     proposer_model: str
+    #: Which model played each role (writer, proposer) and where it came from.
+    roles: dict[str, RoleRecord] = Field(default_factory=dict)
     num_games: int
     num_llm_seeds: int
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
@@ -65,7 +70,7 @@ class PSROSummary(RunResult):
 
 def psro_config(
     config_path: str | Path,
-    llm: str | LLM = "local",
+    llm: str | LLM | None = None,
     proposer_llm: str | LLM | None = None,
     games: int = 1,
     settings: PSROConfig | None = None,
@@ -76,11 +81,14 @@ def psro_config(
     on_phase: Callable[[str], None] | None = None,
     max_calls: int | None = DEFAULT_MAX_CALLS,
     report: Callable[[str], None] | None = None,
+    endpoint: Endpoint | None = None,
 ) -> PSROSummary:
     """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
 
     `deals` (default: the config's `num_deals`) > 1 plays each instance as a dealt game (its
-    root chance node deals one of `deals` private-information draws), as in `gtsteer solve`."""
+    root chance node deals one of `deals` private-information draws), as in `gtsteer solve`.
+    `llm`/`proposer_llm` None: the config's `models.writer`/`models.proposer`, else `local`
+    and the writer (`gtsteer.runs.models.pick`)."""
     settings = settings or PSROConfig()
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
@@ -89,13 +97,9 @@ def psro_config(
         spec = spec.with_deals(deals)
     # the starting trees, before any LLM call (each adopted instruction grows them further)
     check_tree_size(spec, games, max_calls, report=report)
-    model = as_llm(llm)
-    model_name = model.model
-    if proposer_llm is None or proposer_llm == model_name:
-        proposer = model  # both roles name one model: one client, one meter
-    else:
-        proposer = as_llm(proposer_llm)
-    proposer_name = proposer.model
+    model, others, roles = pick_roles(spec, endpoint, llm, proposer=proposer_llm)
+    proposer = others["proposer"]
+    model_name, proposer_name = model.model, proposer.model
     out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
                           subdirs=("iterations",), summary="summary.json")
     instances = generate_instances(spec, games, settings.seed)
@@ -114,7 +118,7 @@ def psro_config(
                  LLMCalls())
     summary = PSROSummary(
         config=str(config_path), domain=spec.name, model=model_name,
-        proposer_model=proposer_name, num_games=games, num_llm_seeds=spec.num_llm_seeds,
+        proposer_model=proposer_name, roles=roles, num_games=games, num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         settings=settings, key=result.key,
         converged=result.converged, final_populations=result.final_populations,

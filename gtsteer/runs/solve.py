@@ -21,7 +21,8 @@ from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, StorageError, as_llm
+from gtsteer.llm import LLM, StorageError
+from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -96,7 +97,7 @@ def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None
 
 def solve_config(
     config_path: str | Path,
-    llm: str | LLM = "local",
+    llm: str | LLM | None = None,
     games: int = 1,
     iterations: int = DEFAULT_ITERATIONS,
     solver: str = DEFAULT_SOLVER,
@@ -110,6 +111,7 @@ def solve_config(
     max_calls: int | None = DEFAULT_MAX_CALLS,
     report: Callable[[str], None] | None = None,
     ray: RayOptions | None = None,
+    endpoint: Endpoint | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -129,6 +131,8 @@ def solve_config(
     a run needing more than `max_calls` requests is refused (None: no bound).
 
     `ray` runs each instance as a Ray task (`gtsteer.runs.units`); the results are the same.
+    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`);
+    `endpoint` holds the CLI's `--api-base`/`--api-key-env` for the served models.
     """
     if out_dir is not None:
         check_out_dir(out_dir)  # bad paths before any work
@@ -142,7 +146,7 @@ def solve_config(
     if deals is not None:
         spec = spec.with_deals(deals)
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
-    model = as_llm(llm)
+    model, _, role_models = pick_roles(spec, endpoint, llm)
     model_name = model.model
     out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
@@ -174,6 +178,7 @@ def solve_config(
         config=str(config_path),
         domain=spec.name,
         model=model_name,
+        roles=role_models,
         seed=seed,
         instances_file=None if instances_file is None else str(instances_file),
         num_games=games,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLMCalls
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
@@ -73,6 +74,8 @@ class SolveSummary(RunResult):
     config: str
     domain: str
     model: str
+    #: Which model wrote the messages and scored the rewards, and where it came from.
+    roles: dict[str, RoleRecord] = Field(default_factory=dict)
     seed: int  # instance-generation seed
     #: JSONL file the instances came from (`--instances`); None: generated from `seed`.
     instances_file: str | None = None

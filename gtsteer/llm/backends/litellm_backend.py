@@ -22,6 +22,7 @@ import threading
 import time
 import weakref
 from typing import Any
+from urllib.parse import urlsplit
 
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import public_url
@@ -66,6 +67,11 @@ class EndpointModes:
         return self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
+#: create_completion's sampling defaults (llama-cpp-python 0.3.x), which the in-process backend
+#: samples with (`batch_decode._SAMPLING`), sent to self-hosted `openai/` servers: their fields
+#: `top_k`, `min_p`, `repeat_penalty` are llama.cpp's (llama-server and llama-cpp-python's server).
+LLAMA_CPP_SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05,
+                                        "repeat_penalty": 1.0}
 _ENDPOINTS: dict[tuple[str, str | None], EndpointModes] = {}
 _ENDPOINTS_LOCK = threading.Lock()
 
@@ -121,8 +127,18 @@ class LiteLLMBackend(Backend):
                     "is not set. Export it (gtsteer never stores keys), or pick another model."
                 )
 
+    @property
+    def llama_cpp_compatible(self) -> bool:
+        """An `openai/` model at an `--api-base` other than OpenAI's own: a self-hosted
+        OpenAI-compatible server (llama.cpp's), which takes llama.cpp's sampling fields."""
+        host = urlsplit(self.api_base).hostname if self.api_base else None
+        return self.model.startswith("openai/") and host is not None and host != "api.openai.com"
+
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.kind, "model": self.model, "api_base": public_url(self.api_base)}
+        out = {"backend": self.kind, "model": self.model, "api_base": public_url(self.api_base)}
+        if self.llama_cpp_compatible:  # answers sampled with other parameters than before
+            out["sampling"] = LLAMA_CPP_SAMPLING
+        return out
 
     def capabilities(self) -> dict[str, str | None]:
         choice = {True: "loglik", False: "constrained", None: None}[self.modes.logprobs]
@@ -145,6 +161,11 @@ class LiteLLMBackend(Backend):
         }
         if request.stop:
             kwargs["stop"] = request.stop
+        if self.llama_cpp_compatible:
+            # The in-process backend's sampling; llama-cpp-python's server would otherwise
+            # apply its own default repeat_penalty 1.1 (docs/LOCAL.md, served vs in-process).
+            kwargs["top_p"] = LLAMA_CPP_SAMPLING["top_p"]
+            kwargs["extra_body"] = {k: v for k, v in LLAMA_CPP_SAMPLING.items() if k != "top_p"}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self._api_key:

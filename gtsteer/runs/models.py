@@ -1,0 +1,146 @@
+"""Which model plays each role of a run: the command line first, then the config's `models:`
+block, then the default (`local` for the writer; the writer for the reader and the proposer).
+
+`Endpoint` is where served (litellm) models live: the `--api-base`/`--api-key-env` flags of
+the CLI, or a config role's `api_base`/`api_key_env`. It is the one factory every model of a
+run is built through, so flags and config spell, check and apply endpoints the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from gtsteer.binding.run_models import Role, RoleModel
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
+from gtsteer.llm.cache import public_url
+
+
+def served(model: str) -> bool:
+    """A litellm model (served over HTTP), not the in-process `local` or `fake`."""
+    return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where served (litellm) models of one run live; in-process models ignore it.
+    `key_field` names where `api_key_env` was given, for the error when it is unset."""
+
+    api_base: str | None = None
+    api_key_env: str | None = None
+    key_field: str = "--api-key-env"
+
+    def api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ModelConfigError(
+                f"{self.key_field} {self.api_key_env}: that environment variable is not set."
+            )
+        return key
+
+    def resolve(self, model: str) -> str | LLM:
+        """What a driver takes as its model: the string itself unless the flags concern it
+        (drivers build the client then, after checking their config)."""
+        given = self.api_base or self.api_key_env
+        return self.llm(model) if given and served(model) else model
+
+    def llm(self, model: str) -> LLM:
+        """The client of `model`: served models get the base URL and key."""
+        if not served(model):
+            return LLM(model)
+        key = self.api_key()
+        if key is None and self.api_base and not os.environ.get("OPENAI_API_KEY"):
+            # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the
+            # SDK to hold some key; this placeholder is what those servers' docs send.
+            key = "no-key" if model.startswith("openai/") else None
+        return LLM(model, api_base=self.api_base, api_key=key)
+
+    def check(self, *models: str | None) -> None:
+        """Flags given for a run without a served model are a mistake worth one line."""
+        if (self.api_base or self.api_key_env) and not any(m and served(m) for m in models):
+            raise ModelConfigError(
+                "--api-base/--api-key-env apply to served models (litellm ids such as"
+                f" openai/NAME or hosted_vllm/NAME); this run uses only {', '.join(m for m in models if m)}."
+            )
+
+    def under(self, role: RoleModel, field: str) -> Endpoint:
+        """This endpoint for a config role: each flag given wins over the role's own value."""
+        if self.api_key_env is not None:
+            return Endpoint(self.api_base or role.api_base, self.api_key_env, self.key_field)
+        return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env")
+
+
+Source = Literal["given", "config", "default", "writer"]
+
+
+class RoleRecord(BaseModel):
+    """Which model played a role, as a run summary records it (no key, no URL credentials)."""
+
+    model: str
+    api_base: str | None = None
+    #: given: the command line (--llm, --classifier-llm, --proposer-llm) or the driver's
+    #: argument; config: the config's `models:` block; default: `local`; writer: the writer's.
+    source: Source
+
+
+def _name(llm: str | LLM) -> str:
+    return model_string(llm)
+
+
+def _base(llm: str | LLM) -> str | None:
+    return None if isinstance(llm, str) else public_url(getattr(llm.backend, "api_base", None))
+
+
+def pick(spec: DomainSpec, role: Role, given: str | LLM | None, endpoint: Endpoint | None = None,
+         default: str | LLM = "local") -> tuple[str | LLM, RoleRecord]:
+    """The model of `role`: `given` if not None, else the config's `models.<role>`, else
+    `default` (`local`, or the writer's model for the reader and the proposer). Served models
+    get `endpoint` (the CLI flags), a config role its own `api_base`/`api_key_env` where no
+    flag says otherwise."""
+    endpoint = endpoint or Endpoint()
+    configured = getattr(spec.models, role) if spec.models is not None else None
+    source: Source
+    if given is not None:
+        chosen, source = (endpoint.resolve(given) if isinstance(given, str) else given), "given"
+    elif configured is not None:
+        chosen = endpoint.under(configured, f"models.{role}").resolve(configured.model)
+        source = "config"
+    else:
+        chosen = endpoint.resolve(default) if isinstance(default, str) else default
+        source = "default" if role == "writer" else "writer"
+    return chosen, RoleRecord(model=_name(chosen), api_base=_base(chosen), source=source)
+
+
+def pick_roles(spec: DomainSpec, endpoint: Endpoint | None, writer: str | LLM | None,
+               **others: str | LLM | None) -> tuple[LLM, dict[str, LLM], dict[str, RoleRecord]]:
+    """The writer and the `others` roles (reader, proposer) as clients, one client per distinct
+    model (a role that falls back to the writer, or names the writer's model and endpoint,
+    shares its client and cache meter), and what each role got. Flags that concern no served
+    model of the run are refused (`Endpoint.check`)."""
+    chosen, records = {}, {}
+    chosen["writer"], records["writer"] = pick(spec, "writer", writer, endpoint)
+    for role, given in others.items():
+        chosen[role], records[role] = pick(spec, role, given, endpoint,  # type: ignore[arg-type]
+                                           default=chosen["writer"])
+    (endpoint or Endpoint()).check(*(r.model for r in records.values()))
+    clients: dict[tuple[str, str | None], LLM] = {}
+    out: dict[str, LLM] = {}
+    for role, llm in chosen.items():
+        key = (records[role].model, records[role].api_base)
+        out[role] = clients.get(key) or clients.setdefault(key, as_llm(llm))
+    return out["writer"], {r: out[r] for r in others}, records
+
+
+def writer_name(spec: DomainSpec, given: str | LLM | None) -> str:
+    """The writer's model string as `pick` will choose it, without building a client (for the
+    default output folder, checked before any work)."""
+    if given is not None:
+        return _name(given)
+    configured = spec.models.writer if spec.models is not None else None
+    return configured.model if configured is not None else "local"

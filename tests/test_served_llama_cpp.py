@@ -1,0 +1,79 @@
+"""llama.cpp's C++ `llama-server` as a served backend (issue 25, item 5): `llm ask`, `--choices`
+and a structured request through litellm as `openai/smollm2`, with 2 parallel slots.
+
+Slow, and skipped unless the binary was built (`python scripts/llama_tools.py`, 23
+minutes on 2 shared cores): `make test` does not build it. Run under `flock /tmp/gtsteer-model.lock`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from llm_server import LlamaCppServer
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from gtsteer.cli import app
+from gtsteer.cli.llm_options import Endpoint
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "openai/smollm2"
+runner = CliRunner()
+
+
+def _binary() -> Path:
+    spec = importlib.util.spec_from_file_location("llama_tools", ROOT / "scripts" / "llama_tools.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.tools_dir() / "build" / "bin" / "llama-server"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServer]:
+    binary = _binary()
+    if not binary.exists():
+        pytest.skip(f"{binary} not built (python scripts/llama_tools.py)")
+    from gtsteer.llm.backends.local import default_model_path
+
+    srv = LlamaCppServer(binary, default_model_path(), tmp_path_factory.mktemp("cpp") / "log",
+                         threads=1, slots=2)
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.kill()
+
+
+@pytest.fixture(autouse=True)
+def no_provider_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+class Day(BaseModel):
+    day: Literal["Monday", "Tuesday"]
+
+
+def test_ask_choices_and_structured_output(server: LlamaCppServer) -> None:
+    ask = ["llm", "ask", "--model", MODEL, "--api-base", server.base_url]
+    text = runner.invoke(app, [*ask, "--max-tokens", "8", "--temperature", "0",
+                               "Name one day of the week."])
+    assert text.exit_code == 0, text.output
+    assert text.output.strip()
+    picked = runner.invoke(app, [*ask, "--json", "--choices", "Paris,Rome",
+                                 "The capital of France is"])
+    assert picked.exit_code == 0, picked.output
+    payload = json.loads(picked.output)
+    assert payload["choice"] == "Paris"
+    llm = Endpoint(server.base_url).llm(MODEL)
+    answer = llm.structured_sync("Pick a day to meet: Monday or Tuesday.", Day)
+    assert answer.value.day in ("Monday", "Tuesday")
+    modes = llm.capabilities()
+    assert modes["structured_output"] in ("json_schema", "json_object")
