@@ -135,7 +135,8 @@ class LiteLLMBackend(Backend):
         return self.model.startswith("openai/") and host is not None and host != "api.openai.com"
 
     def identity(self) -> dict[str, Any]:
-        out = {"backend": self.kind, "model": self.model, "api_base": public_url(self.api_base)}
+        out: dict[str, Any] = {"backend": self.kind, "model": self.model,
+                               "api_base": public_url(self.api_base)}
         if self.llama_cpp_compatible:  # answers sampled with other parameters than before
             out["sampling"] = LLAMA_CPP_SAMPLING
         return out
