@@ -16,6 +16,7 @@ from rich.table import Table
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 from gtsteer.solvers.metrics import Accuracy
@@ -83,7 +84,9 @@ def steering(
     ] = "local",
     classifier_llm: Annotated[
         str | None,
-        typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: --llm)."),
+        typer.Option("--classifier-llm", "-c", help="Judge that classifies them: a model "
+                     "(calibrated likelihoods), pairwise:MODEL, or embed[:EMBEDDER] "
+                     "(default: --llm)."),
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -96,6 +99,11 @@ def steering(
         typer.Option("--out", "-o", help="Output dir (default: results/eval-steering/...)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    validate_judge: Annotated[
+        Path | None,
+        typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
+                     "first; a variant not above chance there is refused."),
+    ] = None,
 ) -> None:
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
@@ -105,10 +113,58 @@ def steering(
         writer = endpoint.resolve(llm)
         reader = None if classifier_llm in (None, llm) else endpoint.resolve(classifier_llm)
         report, where = run_steering(
-            config, writer, reader, samples, seed, out, progress=not quiet
+            config, writer, reader, samples, seed, out, progress=not quiet,
+            validate_judge_on=validate_judge,
         )
+    print_judge(report.judge_validation)
     print_steering(report)
     console.print(f"report: {where / 'steering.json'}")
+
+
+def print_judge(validations: list[JudgeValidation]) -> None:
+    if not validations:
+        return
+    table = Table("judge", "config", "variant", "accuracy (95% CI)", "chance", "passes",
+                  title="judge on the labelled messages (passes: interval above chance)")
+    for v in validations:
+        table.add_row(v.judge, f"{v.config}.{v.key}", v.variant, _acc(v.accuracy),
+                      _pct(v.chance), "yes" if v.passes else "[red]no[/]")
+    console.print(table)
+
+
+@eval_app.command("judge")
+def judge(
+    configs: Annotated[list[Path], typer.Argument(help="Domain configs with labelled messages.")],
+    judges: Annotated[
+        list[str],
+        typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
+                     "pairwise:MODEL or embed[:EMBEDDER]; repeat for several."),
+    ],
+    labelled: Annotated[
+        Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
+    ] = DEFAULT_LABELLED,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/eval-judge)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Can a judge tell apart messages whose label is known? Accuracy per judge, config and
+    variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
+    with friendly_errors():
+        report, where = run_judges(list(configs), judges, labelled, out, progress=not quiet)
+    print_judge_report(report)
+    console.print(f"report: {where / 'judge.json'}")
+
+
+def print_judge_report(report: JudgeReport) -> None:
+    print_judge(report.validations)
+    for note in report.skipped:
+        console.print(f"[yellow]not measured:[/] {note}")
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+    )
 
 
 def print_reward(report: RewardReport) -> None:
