@@ -17,6 +17,10 @@ classifier returns log-likelihoods, its scores are calibrated by those of conten
 ("" and "N/A", same prompt otherwise): argmax_z [log P(z | message) - log P(z | no message)],
 which is argmax_z P(message | z) under a uniform prior (contextual calibration, Zhao et al.
 2021). The uncalibrated predictions and their aggregate are kept in the report.
+
+The classifier is one of the judges of `gtsteer.runs.steering_judges` (likelihoods, pairwise,
+embedding); with `validate_judge_on` it is first checked on hand-labelled messages
+(`gtsteer.runs.eval_judge`) and refused where it is not better than chance.
 """
 
 from __future__ import annotations
