@@ -228,7 +228,7 @@ def figure(reports: list[SteeringReport], path: Path) -> None:
     configs = list(dict.fromkeys(r["config"] for r in rows))
     writers = list(dict.fromkeys(r["writer"] for r in rows))
     width = 0.8 / len(writers)
-    fig, ax = plt.subplots(figsize=(1.6 * len(configs) + 2, 4.2))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(configs) + 2), 4.2))
     for i, writer in enumerate(writers):
         for j, config in enumerate(configs):
             row = next((r for r in rows if (r["config"], r["writer"]) == (config, writer)), None)
@@ -246,7 +246,7 @@ def figure(reports: list[SteeringReport], path: Path) -> None:
     ax.set_xticks(np.arange(len(configs)), configs, rotation=20, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("steering accuracy (95% Wilson)")
-    ax.set_title("Steering accuracy per writer, one validated judge per domain")
+    ax.set_title("Steering accuracy vs chance, one validated judge per domain", fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
