@@ -118,6 +118,9 @@ def steering(
         )
     print_judge(report.judge_validation)
     print_steering(report)
+    if not report.judge_validation:
+        console.print("[yellow]judge not validated:[/] --validate-judge "
+                      "tests/data/judge_labelled.yaml checks it on labelled messages first")
     console.print(f"report: {where / 'steering.json'}")
 
 
