@@ -263,3 +263,19 @@ def test_cli_eval_judge_bad_labelled_file(tmp_path: Path) -> None:
 def test_run_judges_needs_a_judge(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one"):
         run_judges([FRUIT], [], out_dir=tmp_path)
+
+
+def test_cli_eval_steering_prints_the_variant_that_passed(tmp_path: Path) -> None:
+    """MiniLM fails debate styles without definitions and passes with them: the table shows
+    the definitions column only, and says why the other is missing."""
+    result = runner.invoke(app, [
+        "eval", "steering", str(ROOT / "configs" / "debate.yaml"), "--llm", "fake",
+        "--classifier-llm", "embed", "--samples", "2", "-q",
+        "--validate-judge", str(DEFAULT_LABELLED), "-o", str(tmp_path / "out"),
+    ], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "ethos" in line and "│" in line]
+    assert len(rows) == 1 and "—" in rows[0] and "/2)" in rows[0]
+    assert "debate (plain): refused" in result.output
+    report = json.loads((tmp_path / "out" / "steering.json").read_text())
+    assert [r["variant"] for r in report["runs"]] == [DEFINED]

@@ -47,24 +47,26 @@ def print_steering(report: SteeringReport) -> None:
         title=f"steering: {report.domain} · {report.model} · classifier {report.classifier_model}"
         f" · {report.samples_per_instruction} per instruction ({report.speaker_role}'s message)",
     )
-    for row in plain.per_instruction if plain else []:
-        other = next(
-            (r for r in (defined.per_instruction if defined else [])
-             if (r.key, r.value) == (row.key, row.value)),
-            None,
-        )
-        label = row.value if len(plain.keys) == 1 else f"{row.key}={row.value}"
-        table.add_row(label, _acc(row.accuracy), _acc(other.accuracy if other else None),
-                      _pct(row.base_rate),
+    first = plain or defined  # a refused variant (--validate-judge) is absent
+
+    def find(run, row):
+        return next((r for r in (run.per_instruction if run else [])
+                     if (r.key, r.value) == (row.key, row.value)), None)
+
+    for row in first.per_instruction if first else []:
+        mine, other = find(plain, row), find(defined, row)
+        label = row.value if len(first.keys) == 1 else f"{row.key}={row.value}"
+        table.add_row(label, _acc(mine.accuracy if mine else None),
+                      _acc(other.accuracy if other else None), _pct(row.base_rate),
                       f"{_pct(row.mention_rate)} ({_pct(row.mention_base_rate)})")
-    if plain:
+    if first:
         table.add_row(
-            "[bold]all[/]", _acc(plain.aggregate), _acc(defined.aggregate if defined else None),
-            f"chance {_pct(plain.chance)}", "",
+            "[bold]all[/]", _acc(plain.aggregate if plain else None),
+            _acc(defined.aggregate if defined else None), f"chance {_pct(first.chance)}", "",
         )
-        if plain.calibrated:
+        if first.calibrated:
             table.add_row(
-                "all, uncalibrated", _acc(plain.aggregate_uncalibrated),
+                "all, uncalibrated", _acc(plain.aggregate_uncalibrated if plain else None),
                 _acc(defined.aggregate_uncalibrated if defined else None), "", "",
             )
     console.print(table)

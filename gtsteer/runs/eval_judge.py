@@ -186,7 +186,7 @@ def require_passing(validations: list[JudgeValidation], what: str) -> None:
         raise JudgeRefused(
             f"{what}: refused, the judge is not better than chance on the labelled messages: "
             + "; ".join(v.describe() for v in failed)
-            + ". Use a judge that passes `gtsteer eval judge` (e.g. --classifier-llm embed)."
+            + ". Use a judge that passes `gtsteer eval judge` there."
         )
 
 
