@@ -17,6 +17,7 @@ from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
 from gtsteer.cli.solve import print_roles
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 from gtsteer.solvers.metrics import Accuracy
@@ -47,25 +48,27 @@ def print_steering(report: SteeringReport) -> None:
         title=f"steering: {report.domain} · {report.model} · classifier {report.classifier_model}"
         f" · {report.samples_per_instruction} per instruction ({report.speaker_role}'s message)",
     )
-    plain_keys = plain.keys if plain else []
-    for row in plain.per_instruction if plain else []:
-        other = next(
-            (r for r in (defined.per_instruction if defined else [])
-             if (r.key, r.value) == (row.key, row.value)),
-            None,
-        )
-        label = row.value if len(plain_keys) == 1 else f"{row.key}={row.value}"
-        table.add_row(label, _acc(row.accuracy), _acc(other.accuracy if other else None),
-                      _pct(row.base_rate),
+    first = plain or defined  # a refused variant (--validate-judge) is absent
+
+    def find(run, row):
+        return next((r for r in (run.per_instruction if run else [])
+                     if (r.key, r.value) == (row.key, row.value)), None)
+
+    for row in first.per_instruction if first else []:
+        mine, other = find(plain, row), find(defined, row)
+        one_key = first is not None and len(first.keys) == 1
+        label = row.value if one_key else f"{row.key}={row.value}"
+        table.add_row(label, _acc(mine.accuracy if mine else None),
+                      _acc(other.accuracy if other else None), _pct(row.base_rate),
                       f"{_pct(row.mention_rate)} ({_pct(row.mention_base_rate)})")
-    if plain:
+    if first:
         table.add_row(
-            "[bold]all[/]", _acc(plain.aggregate), _acc(defined.aggregate if defined else None),
-            f"chance {_pct(plain.chance)}", "",
+            "[bold]all[/]", _acc(plain.aggregate if plain else None),
+            _acc(defined.aggregate if defined else None), f"chance {_pct(first.chance)}", "",
         )
-        if plain.calibrated:
+        if first.calibrated:
             table.add_row(
-                "all, uncalibrated", _acc(plain.aggregate_uncalibrated),
+                "all, uncalibrated", _acc(plain.aggregate_uncalibrated if plain else None),
                 _acc(defined.aggregate_uncalibrated if defined else None), "", "",
             )
     console.print(table)
@@ -86,8 +89,9 @@ def steering(
     ] = None,
     classifier_llm: Annotated[
         str | None,
-        typer.Option("--classifier-llm", "-c", help="Model that classifies them (default: the"
-                     " config's models.reader, else --llm)."),
+        typer.Option("--classifier-llm", "-c", help="Judge that classifies them: a model "
+                     "(calibrated likelihoods), pairwise:MODEL, or embed[:EMBEDDER] "
+                     "(default: the config's models.reader, else --llm)."),
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -100,15 +104,71 @@ def steering(
         typer.Option("--out", "-o", help="Output dir (default: results/eval-steering/...)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    validate_judge: Annotated[
+        Path | None,
+        typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
+                     "first; a variant not above chance there is refused."),
+    ] = None,
 ) -> None:
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     with friendly_errors():
         report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
-                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env))
+                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env),
+                                     validate_judge_on=validate_judge)
+    print_judge(report.judge_validation)
     print_steering(report)
     print_roles(report.roles)
+    if not report.judge_validation:
+        console.print("[yellow]judge not validated:[/] --validate-judge "
+                      "tests/data/judge_labelled.yaml checks it on labelled messages first")
     console.print(f"report: {where / 'steering.json'}")
+
+
+def print_judge(validations: list[JudgeValidation]) -> None:
+    if not validations:
+        return
+    table = Table("judge", "config", "variant", "accuracy (95% CI)", "chance", "passes",
+                  title="judge on the labelled messages (passes: interval above chance)")
+    for v in validations:
+        table.add_row(v.judge, f"{v.config}.{v.key}", v.variant, _acc(v.accuracy),
+                      _pct(v.chance), "yes" if v.passes else "[red]no[/]")
+    console.print(table)
+
+
+@eval_app.command("judge")
+def judge(
+    configs: Annotated[list[Path], typer.Argument(help="Domain configs with labelled messages.")],
+    judges: Annotated[
+        list[str],
+        typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
+                     "pairwise:MODEL or embed[:EMBEDDER]; repeat for several."),
+    ],
+    labelled: Annotated[
+        Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
+    ] = DEFAULT_LABELLED,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Output dir (default: results/eval-judge)."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Can a judge tell apart messages whose label is known? Accuracy per judge, config and
+    variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
+    with friendly_errors():
+        report, where = run_judges(list(configs), judges, labelled, out, progress=not quiet)
+    print_judge_report(report)
+    console.print(f"report: {where / 'judge.json'}")
+
+
+def print_judge_report(report: JudgeReport) -> None:
+    print_judge(report.validations)
+    for note in report.skipped:
+        console.print(f"[yellow]not measured:[/] {note}")
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+    )
 
 
 def print_reward(report: RewardReport) -> None:

@@ -17,6 +17,10 @@ classifier returns log-likelihoods, its scores are calibrated by those of conten
 ("" and "N/A", same prompt otherwise): argmax_z [log P(z | message) - log P(z | no message)],
 which is argmax_z P(message | z) under a uniform prior (contextual calibration, Zhao et al.
 2021). The uncalibrated predictions and their aggregate are kept in the report.
+
+The classifier is one of the judges of `gtsteer.runs.steering_judges` (likelihoods, pairwise,
+embedding); with `validate_judge_on` it is first checked on hand-labelled messages
+(`gtsteer.runs.eval_judge`) and refused where it is not better than chance.
 """
 
 from __future__ import annotations
@@ -31,16 +35,37 @@ from pydantic import BaseModel, Field
 from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, ChoiceResult, LLMCalls, run_sync
+from gtsteer.llm import LLM, LLMCalls, run_sync
+from gtsteer.runs.eval_judge import (
+    JudgeRefused,
+    JudgeValidation,
+    load_labelled,
+    require_passing,
+    validate_judge,
+)
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
+from gtsteer.runs.steering_judges import (  # re-exported: the names eval steering always had
+    DEFINED,
+    NULL_MESSAGES,
+    PLAIN,
+    VARIANTS,
+    Judge,
+    LoglikJudge,
+    classifier_prompt,
+    judge_models,
+    make_judge,
+    names_a_judge,
+    options_of,
+)
 from gtsteer.solvers.metrics import Accuracy, wilson
 
+__all__ = [
+    "DEFINED", "NULL_MESSAGES", "PLAIN", "VARIANTS", "JudgeRefused", "SteeringReport",
+    "classifier_prompt", "measure_steering", "options_of", "run_steering", "summarise",
+]
+
 SCHEMA_VERSION = 1
-PLAIN, DEFINED = "plain", "definitions"
-VARIANTS = (PLAIN, DEFINED)
-#: Content-free messages whose mean scores estimate the classifier's label prior.
-NULL_MESSAGES = ("", "N/A")
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
 
@@ -115,6 +140,8 @@ class SteeringReport(BaseModel):
     llm_calls: LLMCalls
     #: How the classifier served structured output and `choose` (`LLM.capabilities`).
     llm_modes: dict[str, str | None] = Field(default_factory=dict)
+    #: The judge on the labelled messages (`--validate-judge`); empty when not validated.
+    judge_validation: list[JudgeValidation] = Field(default_factory=list)
 
     def run(self, variant: str) -> ClassifierRun | None:
         return next((r for r in self.runs if r.variant == variant), None)
@@ -123,33 +150,11 @@ class SteeringReport(BaseModel):
 # ---- prompts --------------------------------------------------------------------------------
 
 
-def options_of(spec: DomainSpec, key: str) -> list[str]:
-    return [v for v in spec.actions[key] if v != ANY]
-
-
 def instruction_label(spec: DomainSpec, key: str, value: str) -> str:
     """The game's action label with `key` set to `value` and every other key to `any`."""
     if len(spec.actions) == 1:
         return value
     return "|".join(f"{k}={value if k == key else ANY}" for k in spec.actions)
-
-
-def classifier_prompt(
-    spec: DomainSpec, key: str, speaker: str, message: str, definitions: bool
-) -> str:
-    """Which value of `key` the message shows; the options are scored as its continuation."""
-    options = options_of(spec, key)
-    lines = [
-        f'Message from {speaker}: "{message}"',
-        "",
-        f"Which {key} does this message show? The choices are: {', '.join(options)}.",
-    ]
-    if definitions:
-        lines.append("What each choice means:")
-        defs = spec.instruction_definitions[key]
-        lines += [f"- {value}: {defs[value]}" for value in options]
-    lines += ["Answer with one of the choices.", f"The {key} is:"]
-    return "\n".join(lines)
 
 
 # ---- measurement ----------------------------------------------------------------------------
@@ -199,38 +204,19 @@ async def _generate(
 
 
 async def _classify(
-    spec: DomainSpec, classifier: LLM, todo: list[tuple[SteeringSample, str]], bar: GatherBar
+    spec: DomainSpec, judge: Judge, todo: list[tuple[SteeringSample, str]], bar: GatherBar
 ) -> None:
-    async def scores(key: str, speaker: str, message: str, variant: str) -> ChoiceResult:
-        prompt = classifier_prompt(spec, key, speaker, message, variant == DEFINED)
-        return await classifier.choose(prompt, options_of(spec, key), seed=0)
-
-    # The label prior depends on the prompt around the message: key, speaker and variant.
-    contexts = list(dict.fromkeys((s.key, s.speaker, v) for s, v in todo))
-    nulls = [(c, m) for c in contexts for m in NULL_MESSAGES]
-    found = await bar.gather("calibrate", [scores(k, sp, m, v) for (k, sp, v), m in nulls])
-    priors: dict[tuple[str, str, str], dict[str, float] | None] = {}
-    for context in contexts:
-        results = [r for (c, _), r in zip(nulls, found, strict=True) if c == context]
-        if all(r.method in ("loglik", "hash") for r in results):
-            options = options_of(spec, context[0])
-            priors[context] = {o: float(np.mean([r.scores[o] for r in results])) for o in options}
-        else:  # a constrained choice has no likelihoods to calibrate
-            priors[context] = None
-
-    async def one(sample: SteeringSample, variant: str) -> None:
-        result = await scores(sample.key, sample.speaker, sample.message, variant)
-        prior = priors[(sample.key, sample.speaker, variant)]
-        sample.scores[variant] = result.scores
-        sample.predicted_uncalibrated[variant] = result.choice
-        if prior is None:
-            sample.predicted[variant] = result.choice
-            return
-        sample.prior[variant] = prior
-        options = options_of(spec, sample.key)  # max() keeps the first of equal scores
-        sample.predicted[variant] = max(options, key=lambda o: result.scores[o] - prior[o])
-
-    await bar.gather("classify", [one(s, v) for s, v in todo])
+    """Fill each sample's prediction, raw argmax, scores and prior for its variant."""
+    groups = list(dict.fromkeys((s.key, v) for s, v in todo))
+    for key, variant in groups:
+        mine = [s for s, v in todo if (s.key, v) == (key, variant)]
+        judged = await judge.judge(spec, key, [(s.speaker, s.message) for s in mine], variant, bar)
+        for sample, verdict in zip(mine, judged, strict=True):
+            sample.predicted[variant] = verdict.predicted
+            sample.predicted_uncalibrated[variant] = verdict.predicted_uncalibrated
+            sample.scores[variant] = verdict.scores
+            if verdict.prior is not None:
+                sample.prior[variant] = verdict.prior
 
 
 def _mentions(value: str, samples: list[SteeringSample]) -> float:
@@ -288,16 +274,16 @@ def _summarise(
 
 
 async def _measure(
-    spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
-    progress: bool,
+    spec: DomainSpec, model: LLM, classifier: Judge, samples: int, seed: int, config: str,
+    progress: bool, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     with GatherBar(progress) as bar:
-        return await _measure_with(spec, model, classifier, samples, seed, config, bar)
+        return await _measure_with(spec, model, classifier, samples, seed, config, bar, variants)
 
 
 async def _measure_with(
-    spec: DomainSpec, model: LLM, classifier: LLM, samples: int, seed: int, config: str,
-    bar: GatherBar,
+    spec: DomainSpec, model: LLM, classifier: Judge, samples: int, seed: int, config: str,
+    bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
     skipped, todo = [], []
@@ -305,7 +291,10 @@ async def _measure_with(
         if len(options_of(spec, key)) < 2:  # one instruction: nothing to tell apart
             skipped.append(f"`{key}`: a single instruction besides `{ANY}`, nothing to classify")
             continue
-        todo += [(s, PLAIN) for s in out if s.key == key]
+        if PLAIN in variants:
+            todo += [(s, PLAIN) for s in out if s.key == key]
+        if DEFINED not in variants:
+            continue
         missing = [v for v in options_of(spec, key)
                    if v not in spec.instruction_definitions.get(key, {})]
         if not missing:
@@ -318,47 +307,96 @@ async def _measure_with(
     return out, skipped, speaker
 
 
+def _validated_variants(
+    spec: DomainSpec, judge: Judge, labelled: str | Path, variants: tuple[str, ...],
+    progress: bool,
+) -> tuple[tuple[str, ...], list[JudgeValidation], list[str]]:
+    """The variants whose judge passes the labelled messages; JudgeRefused when none does."""
+    found = validate_judge(spec, judge, load_labelled(labelled), variants, progress=progress)
+    if not found:
+        require_passing([], spec.name)  # raises: nothing to validate the judge on
+    kept, notes = [], []
+    for variant in variants:
+        mine = [x for x in found if x.variant == variant]
+        try:
+            require_passing(mine, f"{spec.name} ({variant})")
+        except JudgeRefused as exc:
+            notes.append(str(exc))
+            continue
+        kept.append(variant)
+    if not kept:
+        raise JudgeRefused(" | ".join(notes))
+    return tuple(kept), found, notes
+
+
 def measure_steering(
     config_path: str | Path,
     llm: str | LLM | None = None,
-    classifier_llm: str | LLM | None = None,
+    classifier_llm: str | LLM | Judge | None = None,
     samples: int = 10,
     seed: int = 0,
     *,
     progress: bool = True,
     endpoint: Endpoint | None = None,
+    variants: tuple[str, ...] = VARIANTS,
+    validate_judge_on: str | Path | None = None,
 ) -> SteeringReport:
-    """Generate, classify and summarise; nothing is written (see `run_steering`). `llm` and
-    `classifier_llm` None: the config's `models.writer`/`models.reader`, else `local` and the
-    writer (`gtsteer.runs.models.pick`)."""
+    """Generate, classify and summarise; nothing is written (see `run_steering`).
+
+    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`).
+    `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a `Judge`, or a
+    judge spelling (`embed`, `pairwise:<model>`); None: the config's `models.reader`, else the
+    writer itself. With `validate_judge_on` (a labelled-messages file), the judge is first
+    validated on it: a variant whose accuracy is not above chance is refused (listed in
+    `skipped`), and when no variant passes the run stops with JudgeRefused before any message
+    is generated."""
     _check(samples)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise ValueError(f"variants: expected some of {', '.join(VARIANTS)}, got {variants!r}")
     spec = load_spec(config_path)  # ConfigError before any LLM call
     if all(len(options_of(spec, k)) < 2 for k in spec.actions):
         raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
                          f"`{ANY}`, so there is nothing to classify")
-    model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
-    classifier = others["reader"]
-    meters = [model] if classifier is model else [model, classifier]
+    judge: Judge
+    if classifier_llm is None or (
+        isinstance(classifier_llm, (str, LLM)) and not names_a_judge(classifier_llm)
+    ):
+        model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
+        judge = LoglikJudge(others["reader"])
+    else:  # a judge that is no model role (embed, pairwise:MODEL, a Judge object)
+        model, _, roles = pick_roles(spec, endpoint, llm)
+        judge = make_judge(classifier_llm)
+        roles["reader"] = RoleRecord(model=judge.name, source="given")
+    meters = list(dict.fromkeys([model, *judge_models(judge)]))
     before = [m.usage for m in meters]
+    validations: list[JudgeValidation] = []
+    refused: list[str] = []
+    if validate_judge_on is not None:
+        variants, validations, refused = _validated_variants(
+            spec, judge, validate_judge_on, variants, progress
+        )
     out, skipped, speaker = run_sync(
-        _measure(spec, model, classifier, samples, seed, str(config_path), progress)
+        _measure(spec, model, judge, samples, seed, str(config_path), progress, variants)
     )
     after = [m.usage for m in meters]
     runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
+    reader = judge_models(judge)
     return SteeringReport(
         config=str(config_path),
         domain=spec.name,
         model=model.model,
-        classifier_model=classifier.model,
+        classifier_model=judge.name,
         roles=roles,
         samples_per_instruction=samples,
         seed=seed,
         speaker_role=spec.players[speaker],
         runs=runs,
-        skipped=skipped,
+        skipped=refused + skipped,
         samples=out,
         llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
-        llm_modes=classifier.capabilities(),
+        llm_modes=reader[0].capabilities() if reader else {},
+        judge_validation=validations,
     )
 
 
@@ -391,13 +429,15 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
 def run_steering(
     config_path: str | Path,
     llm: str | LLM | None = None,
-    classifier_llm: str | LLM | None = None,
+    classifier_llm: str | LLM | Judge | None = None,
     samples: int = 10,
     seed: int = 0,
     out_dir: str | Path | None = None,
     *,
     progress: bool = True,
     endpoint: Endpoint | None = None,
+    variants: tuple[str, ...] = VARIANTS,
+    validate_judge_on: str | Path | None = None,
 ) -> tuple[SteeringReport, Path]:
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
@@ -405,7 +445,8 @@ def run_steering(
                      out_dir)
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
-                              endpoint=endpoint)
+                              endpoint=endpoint, variants=variants,
+                              validate_judge_on=validate_judge_on)
     for run in report.runs:
         for confusion in run.confusion:
             file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"
