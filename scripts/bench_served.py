@@ -47,8 +47,9 @@ SLOTS_START, SLOTS_END = benchdoc.markers("bench_served_slots")
 
 def message_requests(calls: int) -> list:
     """`calls` of the README job's level-2 message requests as the served path sends them."""
-    from gtsteer.binding import generate_instances, load_spec, make_game
+    from gtsteer.binding import generate_instances, make_game
     from gtsteer.binding.prompts import Turn
+    from gtsteer.domains import load_spec
     from gtsteer.llm import LLM
 
     spec = load_spec(ROOT / CONFIG)

@@ -42,8 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the server launcher lives with the tests
 from llm_server import LlamaServer
 
-from gtsteer.binding import generate_instances, load_spec, make_game
+from gtsteer.binding import generate_instances, make_game
 from gtsteer.binding.prompts import Turn, message_stop, reward_prompt
+from gtsteer.domains import load_spec
 from gtsteer.domains.schedule_meeting import day_prompt
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING

@@ -109,7 +109,7 @@ def _same_judge(reported: str, spelled: str) -> bool:
 
 def measure(configs: list[str], writers: list[str], judges: list[str], samples: int,
             validations: list[JudgeValidation], results: Path) -> None:
-    from gtsteer.binding import load_spec
+    from gtsteer.domains import load_spec
 
     for config in configs:
         spec = load_spec(ROOT / config)

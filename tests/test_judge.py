@@ -12,8 +12,8 @@ import yaml
 from eval_helpers import ToneBackend
 from typer.testing import CliRunner
 
-from gtsteer.binding import load_spec
 from gtsteer.cli import app
+from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 from gtsteer.runs.eval_judge import (
     DEFAULT_LABELLED,
