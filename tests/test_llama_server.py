@@ -149,8 +149,15 @@ def test_eval_steering_with_two_samples(server: LlamaServer, tmp_path: Path) -> 
     if server.process is None or server.process.poll() is not None:
         server.start()
     out = tmp_path / "steering"
-    result = runner.invoke(app, ["eval", "steering", str(CONFIG), "--llm", MODEL, "--api-base",
-                                 server.base_url, "--samples", "2", "-q", "--out", str(out)])
+    args = ["eval", "steering", str(CONFIG), "--llm", MODEL, "--api-base", server.base_url,
+            "--samples", "2", "-q", "--out", str(out)]
+    result = runner.invoke(app, args)
+    if result.exit_code != 0 and server.process is not None and server.process.poll() is not None:
+        # The server process itself died mid-run (seen once in CI: its log stops inside a prompt
+        # evaluation, no traceback). The run failed with a clear error; restarted, it resumes
+        # from the cache, as the kill test above shows for `solve`.
+        server.start()
+        result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads((out / "steering.json").read_text())
     assert report["model"] == MODEL
