@@ -13,6 +13,7 @@ Imported by tests (`from llm_server import LoopbackServer`) and by `scripts/benc
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -261,6 +262,15 @@ class LoopbackServer:
         return Handler
 
 
+#: `python -c` program: llama-cpp-python's server with faulthandler's SIGUSR1 stack dump.
+_SERVE_WITH_STACK_DUMPS = (
+    "import faulthandler, runpy, signal, sys; "
+    "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "sys.argv[0] = 'llama_cpp.server'; "
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)"
+)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -277,15 +287,19 @@ class LlamaServer:
         self.port = _free_port()
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
+        #: What happened to each server `restart` replaced.
+        self.restarts: list[str] = []
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
-                "--model_alias", "smollm2", "--n_threads", str(self.threads), "--host", "127.0.0.1",
-                "--port", str(self.port)]
+        # Unbuffered, with faulthandler armed: a crash writes its stack to the log, and
+        # SIGUSR1 (sent by `restart` to a server that stopped answering) dumps every thread's.
+        return [sys.executable, "-u", "-X", "faulthandler", "-c", _SERVE_WITH_STACK_DUMPS,
+                "--model", str(self.model_path), "--model_alias", "smollm2", "--n_threads",
+                str(self.threads), "--host", "127.0.0.1", "--port", str(self.port)]
 
     def start(self, timeout_s: float = 180.0) -> None:
         with self.log.open("ab") as out:
@@ -308,6 +322,33 @@ class LlamaServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=30)
+
+    def answers(self, timeout_s: float = 60.0) -> bool:
+        """Whether the server is alive and answers `GET /models` within `timeout_s` (it waits for
+        the request being decoded, so allow for a long one)."""
+        if self.process is None or self.process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=timeout_s) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
+    def restart(self) -> str:
+        """Replace a server that died or stopped answering; returns what happened to it (exit
+        status, or the stacks it dumped when hung), which is also in its log."""
+        with self.log.open("ab") as out:
+            out.write(b"\n--- restart requested by the test ---\n")
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGUSR1)  # faulthandler: dump every thread's stack
+            time.sleep(2)
+            what = "alive but not answering (stacks in the log)"
+        else:
+            what = f"exited with {None if self.process is None else self.process.returncode}"
+        self.kill()
+        self.restarts.append(what)
+        self.start()
+        return what
 
 
 #: Context per slot of `LlamaCppServer`: a README-job prompt (~300 tokens) and its answer fit twice.

@@ -36,6 +36,24 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
 MODEL = "openai/smollm2"
 runner = CliRunner()
+#: Restarts a test allows when llama-cpp-python's server itself dies or hangs mid-run. Seen in
+#: CI twice in full-suite runs (never when this file runs alone): its log stops inside a prompt
+#: evaluation, no traceback (upstream reports the server freezing under concurrent requests,
+#: abetlen/llama-cpp-python#1995). gtsteer fails such a run with a clear error and a restarted
+#: server's rerun resumes from the cache, which is what a user does and what these tests check.
+SERVER_RESTARTS = 2
+
+
+def invoke_resuming(server: LlamaServer, args: list[str]) -> Any:
+    """Run the CLI; when the run failed because the server died or hung, restart it and rerun."""
+    result = runner.invoke(app, args)
+    for _ in range(SERVER_RESTARTS):
+        if result.exit_code == 0 or server.answers():
+            break
+        what = server.restart()
+        print(f"llama.cpp server {what}; restarted, rerunning: {result.output[-300:]}")
+        result = runner.invoke(app, args)
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +151,8 @@ def test_solve_killed_mid_run_resumes_from_the_cache(
     assert len(before_restart) >= 25
 
     server.start()
-    result = runner.invoke(app, ["solve", str(CONFIG), "--llm", MODEL, "--api-base",
-                                 server.base_url, "--games", "1", "-q", "--out", str(out)])
+    result = invoke_resuming(server, ["solve", str(CONFIG), "--llm", MODEL, "--api-base",
+                                      server.base_url, "--games", "1", "-q", "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["num_solved"], summary["num_failed"]) == (1, 0)
@@ -146,18 +164,12 @@ def test_solve_killed_mid_run_resumes_from_the_cache(
 
 
 def test_eval_steering_with_two_samples(server: LlamaServer, tmp_path: Path) -> None:
-    if server.process is None or server.process.poll() is not None:
-        server.start()
+    if not server.answers():
+        server.restart()
     out = tmp_path / "steering"
-    args = ["eval", "steering", str(CONFIG), "--llm", MODEL, "--api-base", server.base_url,
-            "--samples", "2", "-q", "--out", str(out)]
-    result = runner.invoke(app, args)
-    if result.exit_code != 0 and server.process is not None and server.process.poll() is not None:
-        # The server process itself died mid-run (seen once in CI: its log stops inside a prompt
-        # evaluation, no traceback). The run failed with a clear error; restarted, it resumes
-        # from the cache, as the kill test above shows for `solve`.
-        server.start()
-        result = runner.invoke(app, args)
+    result = invoke_resuming(server, ["eval", "steering", str(CONFIG), "--llm", MODEL,
+                                      "--api-base", server.base_url, "--samples", "2", "-q",
+                                      "--out", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "steering.json").read_text())
     assert report["model"] == MODEL
