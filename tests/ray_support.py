@@ -6,10 +6,13 @@ lets them import the test helpers (the test domains register their utilities on 
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 TESTS = str(Path(__file__).parent)
 ROOT = str(Path(__file__).parent.parent)
@@ -77,3 +80,29 @@ def two_nodes(worker_cpus: int = 2) -> Iterator[tuple[str, str]]:
                 ray.shutdown()
         finally:
             cluster.shutdown()
+
+
+def timed_unit(unit: tuple[str, int], model: Any) -> int:
+    """A unit of work for the Ray tests that writes when it ran to `<folder>/<i>.json`. Its
+    model calls look the cache up through the driver's cache actor (a blocking `ray.get` in
+    the task), the moment Ray lends a blocked task's CPU to another task."""
+    folder, i = unit
+    start = time.time()
+    model.generate_sync(f"unit {i}, first call")
+    time.sleep(1.0)
+    model.generate_sync(f"unit {i}, second call")
+    Path(folder, f"{i}.json").write_text(json.dumps([start, time.time()]))
+    return i
+
+
+def most_at_once(folder: Path) -> int:
+    """The largest number of `timed_unit` intervals in `folder` that overlap."""
+    events = []
+    for path in folder.glob("*.json"):
+        start, end = json.loads(path.read_text())
+        events += [(start, 1), (end, -1)]
+    running = peak = 0
+    for _, step in sorted(events):  # an end sorts before a start at the same instant
+        running += step
+        peak = max(peak, running)
+    return peak

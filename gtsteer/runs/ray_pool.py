@@ -265,6 +265,14 @@ def _limiter_for(spec: ModelSpec, max_in_flight: int) -> Any | None:
     return actor.remote(max_in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
 
 
+def units_at_once() -> int:
+    """Tasks in flight: one per CPU of the cluster. Ray lends the CPU of a task blocked in
+    `ray.get` (every cache lookup through the `CacheReader` is one) to the next queued task, so
+    submitting every unit at once would run more tasks than CPUs, each loading its own model
+    and sharing cores with the others (four llama.cpp tasks on `--workers 2`)."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
 def _served(model: str) -> bool:
     return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
 
@@ -292,8 +300,17 @@ def run_on_ray(
             ).remote(str(model.cache.directory))
         limiter = _limiter_for(spec, model.max_concurrency)
         spec_ref = ray.put(spec)
-        pending = {_run_unit.remote(work, unit, spec_ref, model.cache is not None, reader,
-                                    limiter, options.imports): i for i, unit in enumerate(units)}
+        queued = iter(enumerate(units))
+        pending: dict[Any, int] = {}
+
+        def submit() -> None:
+            for i, unit in itertools.islice(queued, 1):
+                ref = _run_unit.remote(work, unit, spec_ref, model.cache is not None, reader,
+                                       limiter, options.imports)
+                pending[ref] = i
+
+        for _ in range(units_at_once()):
+            submit()
         results: dict[int, TaskResult] = {}
         try:
             with Progress(disable=not progress, transient=True) as bar:
@@ -301,6 +318,7 @@ def run_on_ray(
                 while pending:
                     done, _ = ray.wait(list(pending), num_returns=1)
                     i = pending.pop(done[0])
+                    submit()  # the next unit takes the finished one's CPU
                     try:
                         result = ray.get(done[0])
                     except ray.exceptions.RayTaskError as exc:
