@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -52,19 +53,33 @@ def solve_cli(out: Path, *extra: str) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
+COURT = str(Path(ROOT) / "configs" / "court.yaml")
+#: One small run of every command that takes --ray, without it.
+SERIAL_RUNS = {
+    "solve": ["solve", FRUIT, "--llm", "fake", "-q", "-k", "10"],
+    "psro": ["psro", FRUIT, "--llm", "fake", "-q", "--iterations", "1", "--candidates", "2"],
+    "steering": ["eval", "steering", FRUIT, "--llm", "fake", "-q", "--samples", "2"],
+    "reward": ["eval", "reward", FRUIT, "--llm", "fake", "-q", "--cases", "1"],
+    "verdict": ["eval", "verdict", COURT, "--llm", "fake", "-q", "--games", "1",
+                "--breadth", "2"],
+}
+
+
 def test_without_ray_flag_ray_is_never_imported(tmp_path: Path) -> None:
     code = f"""
 import sys
 from typer.testing import CliRunner
 import gtsteer.cli, gtsteer.runs.solve, gtsteer.runs.units
-r = CliRunner().invoke(gtsteer.cli.app, ["solve", {FRUIT!r}, "--llm", "fake", "-q",
-                                         "-k", "10", "-o", {str(tmp_path / "o")!r}])
-assert r.exit_code == 0, r.output
-print("ray" in sys.modules)
+for name, args in {SERIAL_RUNS!r}.items():
+    r = CliRunner().invoke(gtsteer.cli.app, [*args, "-o", {str(tmp_path)!r} + "/" + name])
+    assert r.exit_code == 0, (name, r.output)
+    print(name, "ray" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "False"
+                          cwd=tmp_path, check=True,
+                          env={**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.stdout.strip().splitlines()[-len(SERIAL_RUNS):] == [
+        f"{name} False" for name in SERIAL_RUNS]
 
 
 def test_solve_on_ray_equals_serial_and_a_rerun_makes_no_call(
@@ -124,11 +139,11 @@ def test_two_ray_runs_sharing_a_cache_leave_it_whole(ray_node: None, tmp_path: P
         assert again.metrics.model_dump() == first["metrics"]
 
 
-def test_workers_needs_ray_local() -> None:
-    result = CliRunner().invoke(app, ["solve", FRUIT, "--llm", "fake", "--workers", "2"])
+@pytest.mark.parametrize("name", list(SERIAL_RUNS))
+def test_workers_needs_ray_local(name: str) -> None:
+    result = CliRunner().invoke(app, [*SERIAL_RUNS[name], "--workers", "2"])
     assert result.exit_code == 2 and "only with --ray local" in result.output
-    result = CliRunner().invoke(app, ["solve", FRUIT, "--llm", "fake", "--ray", "auto",
-                                      "--workers", "2"])
+    result = CliRunner().invoke(app, [*SERIAL_RUNS[name], "--ray", "auto", "--workers", "2"])
     assert result.exit_code == 2 and "--ray local" in result.output
 
 

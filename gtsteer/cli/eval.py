@@ -16,6 +16,7 @@ from rich.table import Table
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
@@ -109,13 +110,16 @@ def steering(
         typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
                      "first; a variant not above chance there is refused."),
     ] = None,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
                                      progress=not quiet, endpoint=Endpoint(api_base, api_key_env),
-                                     validate_judge_on=validate_judge)
+                                     validate_judge_on=validate_judge, ray=on_ray)
     print_judge(report.judge_validation)
     print_steering(report)
     print_roles(report.roles)
@@ -215,14 +219,17 @@ def reward(
         typer.Option("--out", "-o", help="Output dir (default: results/eval-reward/...)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         endpoint = Endpoint(api_base, api_key_env)
         endpoint.check(llm)
         report, where = run_reward(
-            config, endpoint.resolve(llm), cases, seed, out, progress=not quiet
+            config, endpoint.resolve(llm), cases, seed, out, progress=not quiet, ray=on_ray
         )
     print_reward(report)
     console.print(f"report: {where / 'reward.json'}")

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
@@ -60,8 +61,11 @@ def verdict(
     ] = DEFAULT_BREADTH,
     depth: Annotated[int, typer.Option("--depth", help="Strategic look-ahead rounds.")] = DEFAULT_DEPTH,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Win rate of a naive and a strategic questioner, per judge prompt and temperature."""
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         try:
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
@@ -72,7 +76,7 @@ def verdict(
         endpoint.check(llm)
         report = evaluate_verdict(
             config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps, breadth=breadth,
-            depth=depth, out_dir=where, progress=not quiet,
+            depth=depth, out_dir=where, progress=not quiet, ray=on_ray,
         )
     print_report(report)
     console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

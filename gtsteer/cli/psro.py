@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
@@ -116,8 +117,11 @@ def psro(
                      " requests than this, worst case (the estimate is printed first).", min=1),
     ] = DEFAULT_MAX_CALLS,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         # PSROConfig validates the options (its error names the flag) before any LLM call.
         settings = parse_options(
@@ -139,7 +143,7 @@ def psro(
                 out_dir=out, deals=deals, on_iteration=done,
                 on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-                endpoint=Endpoint(api_base, api_key_env),
+                endpoint=Endpoint(api_base, api_key_env), ray=on_ray,
             )
     print_summary(summary)
     print_roles(summary.roles)

@@ -73,6 +73,18 @@ class UsageMeter:
             r.cost_usd += usage.cost_usd
             r.latency_s += usage.latency_s
 
+    def absorb(self, other: UsageReport) -> None:
+        """Add usage that this model's work reported from elsewhere: a Ray task answers with
+        a worker-built client, whose counters come home as a report."""
+        with self._lock:
+            r = self._report
+            for name in ("requests", "cache_hits", "new_calls", "failures", "retries",
+                         "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"):
+                setattr(r, name, getattr(r, name) + getattr(other, name))
+            if other.prompt_tokens_evaluated is not None:
+                r.prompt_tokens_evaluated = ((r.prompt_tokens_evaluated or 0)
+                                             + other.prompt_tokens_evaluated)
+
     def failure(self) -> None:
         with self._lock:
             self._report.failures += 1

@@ -19,6 +19,7 @@ A case whose structured answer never validated counts as a failure, not as an er
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
 from gtsteer.runs.output import check_out_dir, run_folder, write_json
+from gtsteer.runs.ray_map import map_on_ray
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -171,6 +174,33 @@ async def _score(
     return out
 
 
+@dataclass(frozen=True)
+class CaseBatch:
+    """The cases of one generated instance (one per outcome type), as a Ray task gets them:
+    no two instances share a prompt, so the batches are independent."""
+
+    specs: dict[str, DomainSpec]
+    cases: list[RewardCase]
+
+
+def score_batch(batch: CaseBatch, model: LLM) -> list[ScoredCase]:
+    return run_sync(_score(batch.specs, model, batch.cases, progress=False))
+
+
+def _score_on_ray(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
+                  ray: RayOptions, progress: bool) -> list[ScoredCase]:
+    """`_score` with one Ray task per instance's cases; the cases' order is kept."""
+    by_instance: dict[int, list[int]] = {}
+    for position, case in enumerate(cases):
+        by_instance.setdefault(case.instance.index, []).append(position)
+    batches = [CaseBatch(specs, [cases[p] for p in mine]) for mine in by_instance.values()]
+    run = map_on_ray(score_batch, batches, model, ray, progress=progress, label="case batches")
+    scored: dict[int, ScoredCase] = {}
+    for mine, done in zip(by_instance.values(), run.values, strict=True):
+        scored.update(zip(mine, done, strict=True))
+    return [scored[p] for p in range(len(cases))]
+
+
 def _nonnegative(m: MeanCI) -> MeanCI:
     """A t-interval of a mean of absolute errors can dip below 0, which no error can."""
     if m.ci_low is None or m.ci_low >= 0.0:
@@ -203,8 +233,10 @@ def measure_reward(
     seed: int = 0,
     *,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> RewardReport:
-    """Write the cases, score them on every path, and summarise; nothing is written to disk."""
+    """Write the cases, score them on every path, and summarise; nothing is written to disk.
+    `ray`: one Ray task per generated instance's cases; the report is the same."""
     if not 1 <= cases <= MAX_CASES:
         raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
     spec = load_spec(config_path)
@@ -213,7 +245,10 @@ def measure_reward(
     specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
     written = write_cases(spec, cases, seed)
     before = model.usage
-    scored = run_sync(_score(specs, model, written, progress))
+    if ray is None:
+        scored = run_sync(_score(specs, model, written, progress))
+    else:
+        scored = _score_on_ray(specs, model, written, ray, progress)
     after = model.usage
     errors = [
         path_error(path, outcome, scored)
@@ -236,10 +271,11 @@ def run_reward(
     out_dir: str | Path | None = None,
     *,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> tuple[RewardReport, Path]:
     """Measure, then write DIR/reward.json."""
     out = run_folder("eval-reward", config_path, llm, seed, out_dir)
     check_out_dir(out)
-    report = measure_reward(config_path, llm, cases, seed, progress=progress)
+    report = measure_reward(config_path, llm, cases, seed, progress=progress, ray=ray)
     write_json(out / "reward.json", report)
     return report, out

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import ANY, DomainSpec, make_game, make_instance
+from gtsteer.binding import ANY, DialogueGame, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, run_sync
@@ -45,19 +46,23 @@ from gtsteer.runs.eval_judge import (
 )
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
+from gtsteer.runs.ray_map import map_on_ray, ray_session
 from gtsteer.runs.steering_judges import (  # re-exported: the names eval steering always had
     DEFINED,
     NULL_MESSAGES,
     PLAIN,
     VARIANTS,
     Judge,
+    Judged,
     LoglikJudge,
+    PairwiseJudge,
     classifier_prompt,
     judge_models,
     make_judge,
     names_a_judge,
     options_of,
 )
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 __all__ = [
@@ -66,6 +71,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+#: A message to generate: (instruction label, instance index, chance outcome).
+Node = tuple[str, int, int]
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
 
@@ -165,58 +172,85 @@ def _check(samples: int) -> None:
         raise ValueError(f"samples: must be between 1 and {MAX_SAMPLES}, got {samples}")
 
 
-async def _generate(
-    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: GatherBar
-) -> tuple[list[SteeringSample], int]:
-    """K messages per (key, value) plus K unguided ones at the game's first decision; also
-    returns the index of the player who speaks there."""
-    per_seed = spec.num_llm_seeds
-    games = [
-        make_game(spec, make_instance(spec, index, seed), model, config=config, seed=seed)
-        for index in range(-(-samples // per_seed))
-    ]
-    speaker = games[0].first_player
+def _games(spec: DomainSpec, model: LLM, samples: int, seed: int, config: str
+           ) -> dict[int, DialogueGame]:
+    """The instances whose first decision the samples come from (no LLM call)."""
+    return {index: make_game(spec, make_instance(spec, index, seed), model, config=config,
+                             seed=seed)
+            for index in range(-(-samples // spec.num_llm_seeds))}
+
+
+def _nodes(spec: DomainSpec, samples: int) -> list[Node]:
+    """(label, instance, outcome) of every message: K per (key, value), K unguided."""
     labels = [instruction_label(spec, k, v) for k in spec.actions for v in options_of(spec, k)]
     # The unguided label is the same whatever the key: one message serves every key.
     labels.append(instruction_label(spec, spec.action_keys[0], ANY))
-    nodes = [(label, *divmod(j, per_seed)) for label in labels for j in range(samples)]
+    return [(label, *divmod(j, spec.num_llm_seeds)) for label in labels for j in range(samples)]
 
+
+async def _messages(games: dict[int, DialogueGame], speaker: int, nodes: list[Node],
+                    bar: GatherBar) -> list[str]:
     async def message(label: str, index: int, outcome: int) -> str:
         game = games[index]
         action = game.instructions(speaker).index(label)
         return await game.amessage((action, outcome), list(game.opening_turns), speaker, label)
 
-    texts = await bar.gather("messages", [message(*node) for node in nodes])
-    text_of = dict(zip(nodes, texts, strict=True))
+    return await bar.gather("messages", [message(*node) for node in nodes])
+
+
+def _samples(spec: DomainSpec, samples: int, games: dict[int, DialogueGame], speaker: int,
+             text_of: dict[Node, str]) -> list[SteeringSample]:
     plan = [(k, v) for k in spec.actions for v in [*options_of(spec, k), ANY]]
     out = []
     for key, value in plan:
         label = instruction_label(spec, key, value)
         for j in range(samples):
-            index, outcome = divmod(j, per_seed)
+            index, outcome = divmod(j, spec.num_llm_seeds)
             out.append(SteeringSample(
                 key=key, instructed=value, instruction=label, instance=index, outcome=outcome,
                 speaker=games[index].instance.names[speaker],
                 message=text_of[(label, index, outcome)], predicted={}, predicted_uncalibrated={},
                 scores={}, prior={},
             ))
-    return out, speaker
+    return out
+
+
+async def _generate(
+    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: GatherBar
+) -> tuple[list[SteeringSample], int]:
+    """K messages per (key, value) plus K unguided ones at the game's first decision; also
+    returns the index of the player who speaks there."""
+    games = _games(spec, model, samples, seed, config)
+    speaker = games[0].first_player
+    nodes = _nodes(spec, samples)
+    texts = await _messages(games, speaker, nodes, bar)
+    return _samples(spec, samples, games, speaker, dict(zip(nodes, texts, strict=True))), speaker
+
+
+def _groups(todo: list[tuple[SteeringSample, str]]
+            ) -> list[tuple[str, str, list[SteeringSample]]]:
+    """(key, variant, its samples): the batches a judge classifies, in the serial order."""
+    keys = list(dict.fromkeys((s.key, v) for s, v in todo))
+    return [(key, variant, [s for s, v in todo if (s.key, v) == (key, variant)])
+            for key, variant in keys]
+
+
+def _record(variant: str, mine: list[SteeringSample], judged: list[Judged]) -> None:
+    for sample, verdict in zip(mine, judged, strict=True):
+        sample.predicted[variant] = verdict.predicted
+        sample.predicted_uncalibrated[variant] = verdict.predicted_uncalibrated
+        sample.scores[variant] = verdict.scores
+        if verdict.prior is not None:
+            sample.prior[variant] = verdict.prior
 
 
 async def _classify(
     spec: DomainSpec, judge: Judge, todo: list[tuple[SteeringSample, str]], bar: GatherBar
 ) -> None:
     """Fill each sample's prediction, raw argmax, scores and prior for its variant."""
-    groups = list(dict.fromkeys((s.key, v) for s, v in todo))
-    for key, variant in groups:
-        mine = [s for s, v in todo if (s.key, v) == (key, variant)]
+    for key, variant, mine in _groups(todo):
         judged = await judge.judge(spec, key, [(s.speaker, s.message) for s in mine], variant, bar)
-        for sample, verdict in zip(mine, judged, strict=True):
-            sample.predicted[variant] = verdict.predicted
-            sample.predicted_uncalibrated[variant] = verdict.predicted_uncalibrated
-            sample.scores[variant] = verdict.scores
-            if verdict.prior is not None:
-                sample.prior[variant] = verdict.prior
+        _record(variant, mine, judged)
 
 
 def _mentions(value: str, samples: list[SteeringSample]) -> float:
@@ -286,6 +320,14 @@ async def _measure_with(
     bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
+    skipped, todo = _todo(spec, out, variants)
+    await _classify(spec, classifier, todo, bar)
+    return out, skipped, speaker
+
+
+def _todo(spec: DomainSpec, out: list[SteeringSample], variants: tuple[str, ...]
+          ) -> tuple[list[str], list[tuple[SteeringSample, str]]]:
+    """What is classified under which variant, and why a key or variant is not."""
     skipped, todo = [], []
     for key in spec.actions:
         if len(options_of(spec, key)) < 2:  # one instruction: nothing to tell apart
@@ -303,8 +345,84 @@ async def _measure_with(
             skipped.append(f"{DEFINED}: the config has no instruction_definitions for `{key}`")
         else:
             skipped.append(f"{DEFINED}: instruction_definitions.{key} lacks {missing}")
-    await _classify(spec, classifier, todo, bar)
-    return out, skipped, speaker
+    return skipped, todo
+
+
+# ---- on Ray (`--ray`) --------------------------------------------------------------------
+# Two maps: one task per instance writes that instance's messages (no two instances share a
+# prompt), then one task per (key, variant) batch classifies them (each batch has its own
+# prompts and content-free prior), so every task is independent and counts as serially.
+
+
+@dataclass(frozen=True)
+class MessagesUnit:
+    """One instance's messages, as a Ray task receives them."""
+
+    spec: DomainSpec
+    index: int
+    seed: int
+    config: str
+    speaker: int
+    nodes: list[Node]
+
+
+def instance_messages(unit: MessagesUnit, model: LLM) -> list[str]:
+    game = make_game(unit.spec, make_instance(unit.spec, unit.index, unit.seed), model,
+                     config=unit.config, seed=unit.seed)
+    return run_sync(_messages({unit.index: game}, unit.speaker, unit.nodes, GatherBar(False)))
+
+
+#: Judges rebuilt around a worker's model; any other (an embedding judge) judges here.
+MODEL_JUDGES = (LoglikJudge, PairwiseJudge)
+
+
+@dataclass(frozen=True)
+class JudgeUnit:
+    """One (key, variant) batch of messages for a judge of `kind` (`MODEL_JUDGES`)."""
+
+    spec: DomainSpec
+    key: str
+    variant: str
+    items: list[tuple[str, str]]
+    kind: type[LoglikJudge | PairwiseJudge]
+
+
+def judge_batch(unit: JudgeUnit, model: LLM) -> list[Judged]:
+    judge = unit.kind(model)
+    return run_sync(judge.judge(unit.spec, unit.key, unit.items, unit.variant, GatherBar(False)))
+
+
+def _measure_on_ray(
+    spec: DomainSpec, model: LLM, judge: Judge, samples: int, seed: int, config: str,
+    progress: bool, variants: tuple[str, ...], ray: RayOptions,
+) -> tuple[list[SteeringSample], list[str], int, dict[str, str | None] | None]:
+    """`_measure` with both stages as Ray tasks; also the judge model's modes as the
+    workers found them (None: the judge ran here)."""
+    games = _games(spec, model, samples, seed, config)
+    speaker = games[0].first_player
+    nodes = _nodes(spec, samples)
+    by_index = {i: [n for n in nodes if n[1] == i] for i in games}
+    written = map_on_ray(instance_messages,
+                         [MessagesUnit(spec, i, seed, config, speaker, mine)
+                          for i, mine in by_index.items()],
+                         model, ray, progress=progress, label="instances")
+    text_of = {n: t for i, texts in zip(by_index, written.values, strict=True)
+               for n, t in zip(by_index[i], texts, strict=True)}
+    out = _samples(spec, samples, games, speaker, text_of)
+    skipped, todo = _todo(spec, out, variants)
+    kind = type(judge)
+    if kind not in MODEL_JUDGES or not isinstance(judge, MODEL_JUDGES):  # (isinstance: typing)
+        with GatherBar(progress) as bar:
+            run_sync(_classify(spec, judge, todo, bar))
+        return out, skipped, speaker, None
+    groups = _groups(todo)
+    judged = map_on_ray(judge_batch,
+                        [JudgeUnit(spec, key, variant, [(s.speaker, s.message) for s in mine],
+                                   kind) for key, variant, mine in groups],
+                        judge.llm, ray, progress=progress, label="batches")
+    for (_, variant, mine), verdicts in zip(groups, judged.values, strict=True):
+        _record(variant, mine, verdicts)
+    return out, skipped, speaker, judged.capabilities
 
 
 def _validated_variants(
@@ -340,6 +458,7 @@ def measure_steering(
     endpoint: Endpoint | None = None,
     variants: tuple[str, ...] = VARIANTS,
     validate_judge_on: str | Path | None = None,
+    ray: RayOptions | None = None,
 ) -> SteeringReport:
     """Generate, classify and summarise; nothing is written (see `run_steering`).
 
@@ -349,7 +468,8 @@ def measure_steering(
     writer itself. With `validate_judge_on` (a labelled-messages file), the judge is first
     validated on it: a variant whose accuracy is not above chance is refused (listed in
     `skipped`), and when no variant passes the run stops with JudgeRefused before any message
-    is generated."""
+    is generated. `ray`: one Ray task per instance's messages, then one per (key, variant)
+    batch to classify (a judge without a model classifies here); the report is the same."""
     _check(samples)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -376,12 +496,20 @@ def measure_steering(
         variants, validations, refused = _validated_variants(
             spec, judge, validate_judge_on, variants, progress
         )
-    out, skipped, speaker = run_sync(
-        _measure(spec, model, judge, samples, seed, str(config_path), progress, variants)
-    )
+    modes = None
+    if ray is None:
+        out, skipped, speaker = run_sync(
+            _measure(spec, model, judge, samples, seed, str(config_path), progress, variants)
+        )
+    else:
+        with ray_session(ray):
+            out, skipped, speaker, modes = _measure_on_ray(
+                spec, model, judge, samples, seed, str(config_path), progress, variants, ray)
     after = [m.usage for m in meters]
     runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
     reader = judge_models(judge)
+    if modes is None:
+        modes = reader[0].capabilities() if reader else {}
     return SteeringReport(
         config=str(config_path),
         domain=spec.name,
@@ -395,7 +523,7 @@ def measure_steering(
         skipped=refused + skipped,
         samples=out,
         llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
-        llm_modes=reader[0].capabilities() if reader else {},
+        llm_modes=modes,
         judge_validation=validations,
     )
 
@@ -438,6 +566,7 @@ def run_steering(
     endpoint: Endpoint | None = None,
     variants: tuple[str, ...] = VARIANTS,
     validate_judge_on: str | Path | None = None,
+    ray: RayOptions | None = None,
 ) -> tuple[SteeringReport, Path]:
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
     _check(samples)
@@ -446,7 +575,7 @@ def run_steering(
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
                               endpoint=endpoint, variants=variants,
-                              validate_judge_on=validate_judge_on)
+                              validate_judge_on=validate_judge_on, ray=ray)
     for run in report.runs:
         for confusion in run.confusion:
             file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"

@@ -11,12 +11,13 @@ wording of the judge or another temperature. Output: report.json, games.jsonl, v
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.binding import generate_instances
+from gtsteer.binding import Instance, generate_instances
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
@@ -31,6 +32,8 @@ from gtsteer.domains.verdict_play import (
 )
 from gtsteer.llm import LLM, as_llm, run_sync
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
+from gtsteer.runs.ray_map import map_on_ray
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
@@ -116,6 +119,35 @@ async def _play_all(
         ])
 
 
+@dataclass(frozen=True)
+class InstanceGames:
+    """Every (judge setting, policy) game of one instance, as a Ray task gets them: the games
+    of an instance share prompts (the strategic questioner's first candidate is the naive
+    one's message), those of two instances none, so instances are the independent units."""
+
+    spec: DomainSpec
+    jobs: list[tuple[Questioner, JudgeSetting, Instance]]
+    seed: int
+
+
+def play_instance(unit: InstanceGames, model: LLM) -> list[GameOutcome]:
+    return run_sync(_play_all(model, unit.spec, unit.jobs, unit.seed, progress=False))
+
+
+def _play_on_ray(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
+                 seed: int, ray: RayOptions, progress: bool) -> list[GameOutcome]:
+    """`_play_all` with one Ray task per instance; outcomes in the jobs' order."""
+    by_instance: dict[int, list[int]] = {}
+    for position, (_, _, instance) in enumerate(jobs):
+        by_instance.setdefault(instance.index, []).append(position)
+    units = [InstanceGames(spec, [jobs[p] for p in mine], seed) for mine in by_instance.values()]
+    run = map_on_ray(play_instance, units, model, ray, progress=progress, label="instances")
+    outcomes: dict[int, GameOutcome] = {}
+    for mine, done in zip(by_instance.values(), run.values, strict=True):
+        outcomes.update(zip(mine, done, strict=True))
+    return [outcomes[p] for p in range(len(jobs))]
+
+
 def evaluate_verdict(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -127,8 +159,10 @@ def evaluate_verdict(
     depth: int = DEFAULT_DEPTH,
     out_dir: str | Path | None = None,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> VerdictEvalReport:
-    """Play every (policy, judge prompt, temperature, instance) game; write the report."""
+    """Play every (policy, judge prompt, temperature, instance) game; write the report.
+    `ray`: one Ray task per instance's games; the report and games.jsonl are the same."""
     spec = load_spec(config_path)
     temps = list(DEFAULT_TEMPERATURES if temperatures is None else temperatures)
     _check(spec, games, temps, breadth, depth)
@@ -140,7 +174,10 @@ def evaluate_verdict(
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
     instances = generate_instances(spec, games, seed)
     jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
-    outcomes = run_sync(_play_all(model, spec, jobs, seed, progress))
+    if ray is None:
+        outcomes = run_sync(_play_all(model, spec, jobs, seed, progress))
+    else:
+        outcomes = _play_on_ray(model, spec, jobs, seed, ray, progress)
     cells: list[VerdictCell] = []
     totals: dict[str, list[bool]] = {p.name: [] for p in policies}
     for setting in settings:

@@ -26,8 +26,11 @@ from gtsteer.runs.output import (
     save_png,
     write_json,
 )
+from gtsteer.runs.psro_games import games_on_ray
+from gtsteer.runs.ray_map import ray_session
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
-from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
+from gtsteer.runs.units import RayOptions
+from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
 from gtsteer.solvers.psro.report import META_SOLVERS
 
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
@@ -82,13 +85,16 @@ def psro_config(
     max_calls: int | None = DEFAULT_MAX_CALLS,
     report: Callable[[str], None] | None = None,
     endpoint: Endpoint | None = None,
+    ray: RayOptions | None = None,
 ) -> PSROSummary:
     """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
 
     `deals` (default: the config's `num_deals`) > 1 plays each instance as a dealt game (its
     root chance node deals one of `deals` private-information draws), as in `gtsteer solve`.
     `llm`/`proposer_llm` None: the config's `models.writer`/`models.proposer`, else `local`
-    and the writer (`gtsteer.runs.models.pick`)."""
+    and the writer (`gtsteer.runs.models.pick`). `ray` runs each meta-game build's
+    per-instance expansions as Ray tasks (`gtsteer.runs.psro_games`); the results are the
+    same, and the proposer stays in this process."""
     settings = settings or PSROConfig()
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
@@ -112,7 +118,10 @@ def psro_config(
         if on_iteration is not None:
             on_iteration(report)
 
-    result = run_psro(dialogue_games, proposer, settings, on_iteration=record, on_phase=on_phase)
+    with ray_session(ray):
+        result = run_psro(dialogue_games, proposer, settings, on_iteration=record,
+                          on_phase=on_phase,
+                          map_games=serial_map if ray is None else games_on_ray(model, ray))
     totals = sum((m.usage.since(before)
                   for m, before in zip(_distinct(model, proposer), befores, strict=True)),
                  LLMCalls())

@@ -3,11 +3,15 @@
 from gtsteer.solvers.psro.candidates import SYNONYMS, Filtered, canonical, filter_candidates
 from gtsteer.solvers.psro.loop import run_psro, solve_meta
 from gtsteer.solvers.psro.metagame import (
+    GameMap,
+    InstanceEntries,
     MetaGame,
     action_ids,
     build_metagame,
+    instance_entries,
     one_instruction_each,
     profile_values,
+    serial_map,
 )
 from gtsteer.solvers.psro.oracles import OPERATORS, OracleInput, OracleResult, run_oracle
 from gtsteer.solvers.psro.report import (
@@ -23,6 +27,8 @@ __all__ = [
     "OPERATORS",
     "SYNONYMS",
     "Filtered",
+    "GameMap",
+    "InstanceEntries",
     "IterationReport",
     "MetaGame",
     "OracleInput",
@@ -34,9 +40,11 @@ __all__ = [
     "build_metagame",
     "canonical",
     "filter_candidates",
+    "instance_entries",
     "one_instruction_each",
     "profile_values",
     "run_oracle",
     "run_psro",
+    "serial_map",
     "solve_meta",
 ]

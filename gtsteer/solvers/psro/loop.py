@@ -29,7 +29,13 @@ from gtsteer.solvers.meta import (
     two_player_nash,
 )
 from gtsteer.solvers.psro.candidates import canonical
-from gtsteer.solvers.psro.metagame import MetaGame, build_metagame, sample_dialogues
+from gtsteer.solvers.psro.metagame import (
+    GameMap,
+    MetaGame,
+    build_metagame,
+    sample_dialogues,
+    serial_map,
+)
 from gtsteer.solvers.psro.oracles import (
     HeldOutCheck,
     OracleInput,
@@ -67,7 +73,7 @@ class _Run:
     """Mutable PSRO state: the (growing) games, the populations, the LLM meters."""
 
     def __init__(self, games: Sequence[DialogueGame], proposer: LLM, config: PSROConfig,
-                 progress: bool):
+                 progress: bool, map_games: GameMap = serial_map):
         if not games:
             raise ValueError("games: PSRO needs at least one game")
         spec = games[0].spec
@@ -82,6 +88,7 @@ class _Run:
         self.config = config
         self.proposer = proposer
         self.progress = progress
+        self.map_games = map_games
         n = spec.num_players
         if config.meta_solver == "nash" and n != 2:
             raise ValueError(f"meta_solver: 'nash' is exact for 2 players; {spec.name} has {n}")
@@ -127,7 +134,8 @@ class _Run:
         """The meta-game of `populations` on the solved games (or the fresh-sample ones, whose
         failures are not carried over: they are only a check)."""
         mg, _ = build_metagame(self.fresh if fresh else self.games, populations,
-                               progress=self.progress, skip=sorted(self.failed))
+                               progress=self.progress, skip=sorted(self.failed),
+                               map_games=self.map_games)
         if not fresh:
             self.failed |= set(mg.failures)
         return mg
@@ -211,15 +219,18 @@ def run_psro(
     progress: bool = False,
     on_iteration: Callable[[IterationReport], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    map_games: GameMap = serial_map,
 ) -> PSROResult:
     """Run PSRO on `games` (one per instance, same spec) and return every iteration's report.
 
     Iteration t solves the meta-game of the current populations and, while t < iterations,
     asks each player's oracle for a new instruction; the last report has no oracle step.
-    `on_phase` hears a short description of each step (for progress displays)."""
+    `on_phase` hears a short description of each step (for progress displays). Every
+    meta-game build (the iteration's, each oracle's candidate scores) maps its per-instance
+    expansions with `map_games` (a driver may run them elsewhere, e.g. as Ray tasks)."""
     config = config or PSROConfig()
     phase = on_phase or (lambda _text: None)
-    run = _Run(games, proposer, config, progress)
+    run = _Run(games, proposer, config, progress, map_games)
     reports: list[IterationReport] = []
     converged = False
     for t in range(config.iterations + 1):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -95,39 +97,71 @@ class Expansion:
         self.new_calls += report.new_calls
 
 
+@dataclass
+class InstanceEntries:
+    """One instance's part of a meta-game build: its expansion report (None when the LLM
+    raised), its payoff stack over the profiles, or why it has none."""
+
+    index: int
+    report: ExpansionReport | None
+    stack: np.ndarray | None
+    failure: str | None = None
+
+
+def instance_entries(game: DialogueGame, populations: Sequence[Sequence[str]],
+                     progress: bool = False) -> InstanceEntries:
+    """Expand what the populations' profiles need in one game and evaluate them exactly."""
+    index = game.instance.index
+    allowed = action_ids(game, populations)
+    try:
+        report = expand_sync(game, progress=progress, follow=one_instruction_each(game, allowed))
+    except LLMError as exc:
+        return InstanceEntries(index, None, None, f"{type(exc).__name__}: {exc}")
+    if report.failed:
+        return InstanceEntries(index, report, None, str(report.reason or "expansion failed"))
+    return InstanceEntries(index, report, profile_values(game, allowed))
+
+
+#: How a build applies its per-game work to the games: `[work(g) for g in games]` unless a
+#: driver hands another (a Ray run ships each game to a worker). Whatever it does, it must
+#: return the results in order and leave each game's filled tree as the plain loop would.
+GameMap = Callable[[Callable[[DialogueGame], Any], Sequence[DialogueGame]], list[Any]]
+
+
+def serial_map(work: Callable[[DialogueGame], Any], games: Sequence[DialogueGame]) -> list[Any]:
+    return [work(game) for game in games]
+
+
 def build_metagame(
     games: Sequence[DialogueGame],
     populations: Sequence[Sequence[str]],
     *,
     progress: bool = False,
     skip: Sequence[int] = (),
+    map_games: GameMap = serial_map,
 ) -> tuple[MetaGame, Expansion]:
     """Expand what the populations' profiles need in every game and evaluate them exactly.
 
     An instance whose expansion fails (its LLM could not answer) is left out of the average
-    and named in `failures`; `skip` leaves out instances known to have failed before."""
-    work = Expansion()
+    and named in `failures`; `skip` leaves out instances known to have failed before. Each
+    instance is one unit of `map_games` (`instance_entries`)."""
+    todo = [game for game in games if game.instance.index not in skip]
+    work = partial(instance_entries, populations=[list(p) for p in populations],
+                   progress=progress)
+    expansion = Expansion()
     stacks, used, failures = [], [], {}
-    for game in games:
-        index = game.instance.index
-        if index in skip:
+    for entries in map_games(work, todo):
+        if entries.report is not None:
+            expansion.add(entries.index, entries.report)
+        if entries.stack is None:
+            failures[entries.index] = entries.failure or "expansion failed"
             continue
-        allowed = action_ids(game, populations)
-        try:
-            report = expand_sync(game, progress=progress, follow=one_instruction_each(game, allowed))
-        except LLMError as exc:
-            failures[index] = f"{type(exc).__name__}: {exc}"
-            continue
-        work.add(index, report)
-        if report.failed:
-            failures[index] = str(report.reason or "expansion failed")
-            continue
-        stacks.append(profile_values(game, allowed))
-        used.append(index)
+        stacks.append(entries.stack)
+        used.append(entries.index)
     if not stacks:
         raise RuntimeError(f"every instance failed to expand: {failures}")
     labels = [list(p) for p in populations]
-    return MetaGame(labels, np.stack(stacks), used, failures), work
+    return MetaGame(labels, np.stack(stacks), used, failures), expansion
 
 
 def sample_dialogues(

@@ -1,0 +1,78 @@
+"""Ray for drivers that meter their own models (`psro`, `eval steering|reward|verdict`).
+
+`run_units` returns the tasks' call counts beside the values; these drivers instead snapshot
+their models' meters before and after the work (per PSRO iteration, per report), so here each
+task also returns its worker-built model's usage and the driver folds it into its own model's
+meter (`UsageMeter.absorb`): every count downstream reads as in the serial run.
+
+Without `--ray` none of this runs: the drivers keep their serial code, and nothing here
+imports Ray (`gtsteer.runs.ray_pool` is loaded only inside a Ray session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from gtsteer.llm import LLM
+from gtsteer.llm.usage import UsageReport
+from gtsteer.runs.units import RayOptions, UnitsRun, run_units
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+
+def usage_between(after: UsageReport, before: UsageReport) -> UsageReport:
+    """Everything a model's meter counted between two snapshots."""
+    delta = {name: getattr(after, name) - getattr(before, name)
+             for name in ("requests", "cache_hits", "new_calls", "failures", "retries",
+                          "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")}
+    evaluated = None
+    if after.prompt_tokens_evaluated is not None:
+        evaluated = after.prompt_tokens_evaluated - (before.prompt_tokens_evaluated or 0)
+    return UsageReport(**delta, prompt_tokens_evaluated=evaluated)
+
+
+@dataclass(frozen=True)
+class _Metered(Generic[U, R]):
+    """`work` plus the usage of the model it ran with (picklable: `work` travels by name)."""
+
+    work: Callable[[U, LLM], R]
+
+    def __call__(self, unit: U, model: LLM) -> tuple[R, UsageReport]:
+        before = model.usage
+        value = self.work(unit, model)
+        return value, usage_between(model.usage, before)
+
+
+def map_on_ray(
+    work: Callable[[U, LLM], R],
+    units: Sequence[U],
+    model: LLM,
+    ray: RayOptions,
+    *,
+    progress: bool = False,
+    label: str = "units",
+) -> UnitsRun[R]:
+    """`work(unit, model)` for every unit as Ray tasks; the tasks' usage lands in `model`'s
+    meter, their new answers in its cache (the driver stays the cache's only writer)."""
+    run = run_units(_Metered(work), units, model, ray=ray, progress=progress, label=label)
+    for _, usage in run.values:
+        model.meter.absorb(usage)
+    return UnitsRun([value for value, _ in run.values], run.calls, run.capabilities,
+                    cost_usd=run.cost_usd, nodes=run.nodes)
+
+
+@contextmanager
+def ray_session(ray: RayOptions | None) -> Iterator[None]:
+    """One Ray session around a driver that maps units several times (a PSRO run builds a
+    meta-game per iteration and oracle): Ray starts once, not per map. Serial: nothing."""
+    if ray is None:
+        yield
+        return
+    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
+
+    with connected(ray):
+        yield
