@@ -2,16 +2,31 @@
 each condition (who is steered by the distilled chooser, who keeps a baseline), with win rates
 (95% Wilson intervals), the fraction of village votes that hit a wolf, mean days survived by
 the condition's team, and LLM calls and tokens per game. `evaluate.json` + `evaluate.png`.
+
+Each game is one unit of work (`gtsteer.runs.werewolf_games`), so `--ray` plays the games as
+Ray tasks with the results of the serial run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.progress import Progress
 
+from gtsteer.llm import LLM
+from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png
+from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.werewolf_games import (
+    GameSetup,
+    InOrder,
+    PlayedGame,
+    Steering,
+    driver_model,
+    play_game,
+)
 from gtsteer.solvers.metrics import wilson
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
@@ -21,7 +36,6 @@ from gtsteer.werewolf.playstyles import (
     UniformPlaystyle,
 )
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
@@ -75,6 +89,8 @@ class EvaluateSummary(RunResult):
     config: EvaluateConfig
     steer: str
     results: list[ConditionResult]
+    #: Model requests of all games: the cache's share and the new calls (a rerun: 0 new).
+    llm_calls: LLMCalls = Field(default_factory=LLMCalls)
 
 
 def win_rate(wins: int, games: int) -> Rate:
@@ -98,32 +114,58 @@ def days_survived(state: GameState, team: str) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class EvaluationGame:
+    """One game of one condition: the unit of work of `evaluate`."""
+
+    setup: GameSetup
+    team: str
+    kind: str
+    steering: Steering
+
+
+def play_evaluation_game(unit: EvaluationGame, model: LLM) -> PlayedGame:
+    # Only steered conditions load the policy (on a worker: once per process).
+    steered = unit.steering.get() if unit.kind == "steer" else AssignedPlaystyle()
+    return play_game(unit.setup, model, chooser_for(unit.team, unit.kind, steered))
+
+
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
              steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
-             show_progress: bool = True) -> EvaluateSummary:
+             show_progress: bool = True, ray: RayOptions | None = None) -> EvaluateSummary:
+    """`ray` plays each game as a Ray task (`gtsteer.runs.units`); the results are the same.
+    There the workers load the policy from the folder's files (`Steering`), unless `steered`
+    (an in-process chooser) is given, which then travels as it is."""
     root = prepare_run_dir(out, summary="evaluate.json")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
     store = GameStore(root / "evaluate.sqlite")
-    steered = steered or DistilledPlaystyleChooser.load(steer)
+    given = steered is not None
+    steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
+    steering = Steering.from_folder(steer) if ray is not None and not given \
+        else Steering(chooser=steered)
     pool = pool or LLMPool()
-    results = []
+    units = [EvaluationGame(GameSetup(f"eval-{c}-{g}", cfg.seed + g, cfg.players, cfg.llm,
+                                      cfg.max_days, cfg.max_messages, pool.force_completion),
+                            team, kind, steering)
+             for c, (team, kind) in enumerate(CONDITIONS.values()) for g in range(cfg.games)]
+    finals: list[GameState] = []
     with Progress(disable=not show_progress) as bar:
-        task = bar.add_task("evaluation games", total=cfg.games * len(CONDITIONS))
-        for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
-            finals, ids = [], []
-            for g in range(cfg.games):
-                gid = f"eval-{c}-{g}"
-                state = create_game(store, n_players=cfg.players, seed=cfg.seed + g,
-                                    model=cfg.llm, max_days=cfg.max_days,
-                                    max_messages_per_day=cfg.max_messages, game_id=gid,
-                                    pool=pool)
-                finals.append(GameRunner(store, pool, chooser_for(team, kind, steered))
-                              .run(state))
-                ids.append(gid)
-                bar.advance(task)
-            results.append(_condition(store, name, team, kind, finals, ids))
-    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results)
+        task = bar.add_task("evaluation games", total=len(units))
+
+        def write(_: int, game: PlayedGame) -> None:
+            game.write_to(store)
+            finals.append(game.final)
+            bar.advance(task)
+
+        run = run_units(play_evaluation_game, units, driver_model(pool, cfg.llm), ray=ray,
+                        on_result=InOrder(write), label="evaluation games")
+    results = []
+    for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
+        these = range(c * cfg.games, (c + 1) * cfg.games)
+        results.append(_condition(store, name, team, kind, [finals[i] for i in these],
+                                  [units[i].setup.game_id for i in these]))
+    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, llm_calls=run.calls)
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
