@@ -53,18 +53,34 @@ def solve_cli(out: Path, *extra: str) -> dict:
 
 
 def test_without_ray_flag_ray_is_never_imported(tmp_path: Path) -> None:
+    """`solve`, `werewolf steer-train` and `werewolf evaluate` without --ray."""
     code = f"""
-import sys
+import hashlib, sys
+import numpy as np
 from typer.testing import CliRunner
 import gtsteer.cli, gtsteer.runs.solve, gtsteer.runs.units
-r = CliRunner().invoke(gtsteer.cli.app, ["solve", {FRUIT!r}, "--llm", "fake", "-q",
-                                         "-k", "10", "-o", {str(tmp_path / "o")!r}])
-assert r.exit_code == 0, r.output
+from gtsteer.llm import embed
+
+def encode(texts):  # an embedder without a model to load
+    return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8)
+                     for t in texts]).astype(np.float32) / 255.0
+
+embed.get_embedder = lambda name=None, **kw: embed.Embedder("test-hash", 32, encode, cache=False)
+small = ["--llm", "fake", "--max-days", "1", "--players", "5", "--max-messages", "2"]
+for args in (["solve", {FRUIT!r}, "--llm", "fake", "-q", "-k", "10", "-o", {str(tmp_path / "o")!r}],
+             ["werewolf", "steer-train", *small, "--games", "1", "--states", "2",
+              "--iterations", "10", "--train-steps", "5", "--embedder", "test-hash",
+              "-o", {str(tmp_path / "s")!r}],
+             ["werewolf", "evaluate", *small, "--games", "1", "--steer", {str(tmp_path / "s")!r},
+              "-o", {str(tmp_path / "e")!r}]):
+    r = CliRunner().invoke(gtsteer.cli.app, args)
+    assert r.exit_code == 0, r.output
 print("ray" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=tmp_path, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"
+    assert (tmp_path / "e" / "evaluate.json").is_file()
 
 
 def test_solve_on_ray_equals_serial_and_a_rerun_makes_no_call(

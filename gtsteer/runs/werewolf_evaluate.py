@@ -3,8 +3,13 @@ each condition (who is steered by the distilled chooser, who keeps a baseline), 
 (95% Wilson intervals), the fraction of village votes that hit a wolf, mean days survived by
 the condition's team, and LLM calls and tokens per game. `evaluate.json` + `evaluate.png`.
 
-Each game is one unit of work (`gtsteer.runs.werewolf_games`), so `--ray` plays the games as
-Ray tasks with the results of the serial run.
+One seed's games, under each condition in turn, are one unit of work (`gtsteer.runs.units`),
+so `--ray` plays them as Ray tasks with the results of the serial run. Not one game per unit:
+the conditions replay the same seed, so their games share requests (a condition that leaves a
+team unchanged repeats that team's opening calls), and a structured answer read from the cache
+counts 0 tokens. Played in the serial order within one task, each game meets the same cache
+hits as serially, so `tokens_per_game` (and the call counts) equal the serial run's; games of
+different seeds share no request (the seed is in every request).
 """
 
 from __future__ import annotations
@@ -116,18 +121,28 @@ def days_survived(state: GameState, team: str) -> list[int]:
 
 @dataclass(frozen=True)
 class EvaluationGame:
-    """One game of one condition: the unit of work of `evaluate`."""
+    """One game of one condition."""
 
     setup: GameSetup
     team: str
     kind: str
+
+
+@dataclass(frozen=True)
+class EvaluationSeed:
+    """One seed's game under every condition, in the conditions' order: the unit of work."""
+
+    games: tuple[EvaluationGame, ...]
     steering: Steering
 
 
-def play_evaluation_game(unit: EvaluationGame, model: LLM) -> PlayedGame:
-    # Only steered conditions load the policy (on a worker: once per process).
-    steered = unit.steering.get() if unit.kind == "steer" else AssignedPlaystyle()
-    return play_game(unit.setup, model, chooser_for(unit.team, unit.kind, steered))
+def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
+    played = []
+    for game in unit.games:
+        # Only steered conditions load the policy (on a worker: once per process).
+        steered = unit.steering.get() if game.kind == "steer" else AssignedPlaystyle()
+        played.append(play_game(game.setup, model, chooser_for(game.team, game.kind, steered)))
+    return played
 
 
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
@@ -145,26 +160,28 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
     pool = pool or LLMPool()
-    units = [EvaluationGame(GameSetup(f"eval-{c}-{g}", cfg.seed + g, cfg.players, cfg.llm,
-                                      cfg.max_days, cfg.max_messages, pool.force_completion),
-                            team, kind, steering)
-             for c, (team, kind) in enumerate(CONDITIONS.values()) for g in range(cfg.games)]
-    finals: list[GameState] = []
+    units = [EvaluationSeed(tuple(
+        EvaluationGame(GameSetup(f"eval-{c}-{g}", cfg.seed + g, cfg.players, cfg.llm,
+                                 cfg.max_days, cfg.max_messages, pool.force_completion),
+                       team, kind)
+        for c, (team, kind) in enumerate(CONDITIONS.values())), steering)
+        for g in range(cfg.games)]
+    finals: dict[str, GameState] = {}
     with Progress(disable=not show_progress) as bar:
-        task = bar.add_task("evaluation games", total=len(units))
+        task = bar.add_task("evaluation games", total=cfg.games * len(CONDITIONS))
 
-        def write(_: int, game: PlayedGame) -> None:
-            game.write_to(store)
-            finals.append(game.final)
-            bar.advance(task)
+        def write(_: int, games: list[PlayedGame]) -> None:
+            for game in games:
+                game.write_to(store)
+                finals[game.created.game_id] = game.final
+            bar.advance(task, len(games))
 
-        run = run_units(play_evaluation_game, units, driver_model(pool, cfg.llm), ray=ray,
-                        on_result=InOrder(write), label="evaluation games")
+        run = run_units(play_evaluation_seed, units, driver_model(pool, cfg.llm), ray=ray,
+                        on_result=InOrder(write), label="evaluation seeds")
     results = []
     for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
-        these = range(c * cfg.games, (c + 1) * cfg.games)
-        results.append(_condition(store, name, team, kind, [finals[i] for i in these],
-                                  [units[i].setup.game_id for i in these]))
+        ids = [f"eval-{c}-{g}" for g in range(cfg.games)]
+        results.append(_condition(store, name, team, kind, [finals[i] for i in ids], ids))
     summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, llm_calls=run.calls)
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
