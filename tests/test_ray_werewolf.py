@@ -77,8 +77,14 @@ def untimed(value: Any) -> Any:
     return value
 
 
-def database(path: Path) -> dict[str, list[tuple]]:
-    """Every table's rows in storage order, without wall-clock columns."""
+#: The columns of a call record that tell how the cache answered (a rerun reads them all).
+HIT_COLUMNS = ("cached", "sent", "attempts", "prompt_tokens", "completion_tokens")
+
+
+def database(path: Path, *, hits: bool = True) -> dict[str, list[tuple]]:
+    """Every table's rows in storage order, without wall-clock columns (and without the
+    `HIT_COLUMNS` unless `hits`)."""
+    skip = ("created_at", "latency_s", *(() if hits else HIT_COLUMNS))
     conn = sqlite3.connect(path)
     try:
         out = {}
@@ -86,7 +92,7 @@ def database(path: Path) -> dict[str, list[tuple]]:
                               "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
         for (table,) in tables:
             cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
-                    if r[1] not in ("created_at", "latency_s")]
+                    if r[1] not in skip]
             out[table] = conn.execute(f"SELECT {', '.join(cols)} FROM {table} "
                                       "ORDER BY rowid").fetchall()
         return out
@@ -125,7 +131,9 @@ def test_steer_train_on_ray_equals_serial_and_a_rerun_makes_no_call(
         for file in ("records.jsonl", "states.jsonl", "policy/config.json",
                      "policy/model.safetensors"):
             assert (runs[name] / file).read_bytes() == (runs["serial"] / file).read_bytes()
-        assert database(runs[name] / "games.sqlite") == database(runs["serial"] / "games.sqlite")
+    assert database(runs["ray"] / "games.sqlite") == database(runs["serial"] / "games.sqlite")
+    assert database(runs["again"] / "games.sqlite", hits=False) == \
+        database(runs["serial"] / "games.sqlite", hits=False)
     again = json.loads((runs["again"] / "steer_train.json").read_text())["model_calls"]
     assert again == {"requests": serial_calls["requests"], "cache_hits": serial_calls["requests"],
                      "new_calls": 0}
@@ -149,8 +157,12 @@ def test_evaluate_on_ray_equals_serial_and_a_rerun_makes_no_call(
     assert len(serial["results"]) == 6 and serial["llm_calls"]["new_calls"] > 0
     assert report["ray"] == serial  # win rates, intervals, tokens and the call counts
     assert database(runs["ray"] / "evaluate.sqlite") == database(runs["serial"] / "evaluate.sqlite")
+    assert database(runs["again"] / "evaluate.sqlite", hits=False) == \
+        database(runs["serial"] / "evaluate.sqlite", hits=False)
     again = report["again"]
-    assert again["results"] == serial["results"]
+    # A rerun reads every structured answer from the cache, and those count 0 tokens.
+    assert [{**r, "tokens_per_game": 0} for r in again["results"]] == \
+        [{**r, "tokens_per_game": 0} for r in serial["results"]]
     assert again["llm_calls"] == {"requests": serial["llm_calls"]["requests"],
                                   "cache_hits": serial["llm_calls"]["requests"], "new_calls": 0}
     assert cache_keys(tmp_path / "c-ray") == cache_keys(tmp_path / "c-serial")
