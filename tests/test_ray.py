@@ -54,6 +54,7 @@ def solve_cli(out: Path, *extra: str) -> dict:
 
 
 COURT = str(Path(ROOT) / "configs" / "court.yaml")
+WEREWOLF_SMALL = ["--llm", "fake", "--max-days", "1", "--players", "5", "--max-messages", "2"]
 #: One small run of every command that takes --ray, without it.
 SERIAL_RUNS = {
     "solve": ["solve", FRUIT, "--llm", "fake", "-q", "-k", "10"],
@@ -62,15 +63,29 @@ SERIAL_RUNS = {
     "reward": ["eval", "reward", FRUIT, "--llm", "fake", "-q", "--cases", "1"],
     "verdict": ["eval", "verdict", COURT, "--llm", "fake", "-q", "--games", "1",
                 "--breadth", "2"],
+    # steer-train writes the policy evaluate then steers with (runs in this order)
+    "steer-train": ["werewolf", "steer-train", *WEREWOLF_SMALL, "--games", "1", "--states", "2",
+                    "--iterations", "10", "--train-steps", "5", "--embedder", "test-hash"],
+    "evaluate": ["werewolf", "evaluate", *WEREWOLF_SMALL, "--games", "1", "--steer", "STEER"],
 }
 
 
 def test_without_ray_flag_ray_is_never_imported(tmp_path: Path) -> None:
+    """Every command that takes --ray, run without it."""
     code = f"""
-import sys
+import hashlib, sys
+import numpy as np
 from typer.testing import CliRunner
 import gtsteer.cli, gtsteer.runs.solve, gtsteer.runs.units
+from gtsteer.llm import embed
+
+def encode(texts):  # an embedder without a model to load
+    return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8)
+                     for t in texts]).astype(np.float32) / 255.0
+
+embed.get_embedder = lambda name=None, **kw: embed.Embedder("test-hash", 32, encode, cache=False)
 for name, args in {SERIAL_RUNS!r}.items():
+    args = [{str(tmp_path)!r} + "/steer-train" if a == "STEER" else a for a in args]
     r = CliRunner().invoke(gtsteer.cli.app, [*args, "-o", {str(tmp_path)!r} + "/" + name])
     assert r.exit_code == 0, (name, r.output)
     print(name, "ray" in sys.modules)
@@ -80,6 +95,7 @@ for name, args in {SERIAL_RUNS!r}.items():
                           env={**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})
     assert done.stdout.strip().splitlines()[-len(SERIAL_RUNS):] == [
         f"{name} False" for name in SERIAL_RUNS]
+    assert (tmp_path / "evaluate" / "evaluate.json").is_file()
 
 
 def test_solve_on_ray_equals_serial_and_a_rerun_makes_no_call(

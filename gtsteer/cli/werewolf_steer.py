@@ -7,6 +7,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
 
@@ -29,12 +30,16 @@ def steer_train(
     seed: int = typer.Option(0, "--seed", help="Seed of the games, the sampling, the training."),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
     """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
-    distill the solutions into a policy for `play --steer OUT`."""
+    distill the solutions into a policy for `play --steer OUT`. With --ray, each logged game
+    and each playstyle game is a Ray task; the training runs here."""
     from gtsteer.runs.werewolf_steer import SteerTrainConfig
     from gtsteer.runs.werewolf_steer import steer_train as run
 
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         cfg = SteerTrainConfig(
             games=games, llm=llm, states=states, num_llm_seeds=samples, max_speakers=speakers,
@@ -43,10 +48,13 @@ def steer_train(
             train_steps=train_steps, seed=seed)
         endpoint = Endpoint(api_base, api_key_env)
         endpoint.check(llm)
-        summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm))
+        summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
+        calls = summary.model_calls
         console.print(f"solved {len(summary.solved)} playstyle games "
                       f"({summary.llm_calls} LLM calls), {summary.records} records; "
                       f"policy in {summary.folder}/policy")
+        console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
+                      f"{calls.new_calls} new)")
         if summary.shortfall:
             console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
 
@@ -62,17 +70,21 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="First game seed."),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    ray: RayAddress = None,
+    workers: Workers = None,
 ) -> None:
-    """Steered teams against static and uniformly random playstyles on the same seeds."""
+    """Steered teams against static and uniformly random playstyles on the same seeds. With
+    --ray, each game is a Ray task."""
     from gtsteer.runs.werewolf_evaluate import EvaluateConfig
     from gtsteer.runs.werewolf_evaluate import evaluate as run
 
+    on_ray = ray_options(ray, workers)
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed)
         endpoint = Endpoint(api_base, api_key_env)
         endpoint.check(llm)
-        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm))
+        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
         for r in summary.results:
@@ -83,6 +95,9 @@ def evaluate(
                 f"{r.village_votes_on_wolves:.2f}", f"{r.mean_days_survived:.2f}",
                 f"{r.llm_calls_per_game:.1f}", f"{r.tokens_per_game:.0f}")
         console.print(table)
+        calls = summary.llm_calls
+        console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
+                      f"{calls.new_calls} new)")
         where = summary.folder
         console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
 

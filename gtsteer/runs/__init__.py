@@ -3,7 +3,8 @@
 Algorithms (`gtsteer.solvers`, `gtsteer.imitation`) never write files; the runs here do. One
 module per command: `solve` (`gtsteer solve`, its file schema in `solve_schema`), `psro`,
 `imitate`, `eval_steering` / `eval_reward` / `eval_verdict` (`gtsteer eval ...`), and
-`werewolf_steer` / `werewolf_evaluate` (`gtsteer werewolf steer-train` / `evaluate`).
+`werewolf_steer` / `werewolf_evaluate` (`gtsteer werewolf steer-train` / `evaluate`; their
+games as units of work in `werewolf_games`).
 `heldout` measures the CFR gain on fresh LLM samples for `gtsteer solve --heldout`.
 Shared run-folder, JSON and PNG handling lives in `gtsteer.runs.output` (atomic writes in
 `atomic`).

@@ -2,16 +2,36 @@
 each condition (who is steered by the distilled chooser, who keeps a baseline), with win rates
 (95% Wilson intervals), the fraction of village votes that hit a wolf, mean days survived by
 the condition's team, and LLM calls and tokens per game. `evaluate.json` + `evaluate.png`.
+
+One seed's games, under each condition in turn, are one unit of work (`gtsteer.runs.units`),
+so `--ray` plays them as Ray tasks with the results of the serial run. Not one game per unit:
+the conditions replay the same seed, so their games share requests (a condition that leaves a
+team unchanged repeats that team's opening calls), and a structured answer read from the cache
+counts 0 tokens. Played in the serial order within one task, each game meets the same cache
+hits as serially, so `tokens_per_game` (and the call counts) equal the serial run's; games of
+different seeds share no request (the seed is in every request).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.progress import Progress
 
+from gtsteer.llm import LLM
+from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png
+from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.werewolf_games import (
+    GameSetup,
+    InOrder,
+    PlayedGame,
+    Steering,
+    driver_model,
+    play_game,
+)
 from gtsteer.solvers.metrics import wilson
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import (
@@ -21,7 +41,6 @@ from gtsteer.werewolf.playstyles import (
     UniformPlaystyle,
 )
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
@@ -75,6 +94,8 @@ class EvaluateSummary(RunResult):
     config: EvaluateConfig
     steer: str
     results: list[ConditionResult]
+    #: Model requests of all games: the cache's share and the new calls (a rerun: 0 new).
+    llm_calls: LLMCalls = Field(default_factory=LLMCalls)
 
 
 def win_rate(wins: int, games: int) -> Rate:
@@ -98,32 +119,70 @@ def days_survived(state: GameState, team: str) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class EvaluationGame:
+    """One game of one condition."""
+
+    setup: GameSetup
+    team: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class EvaluationSeed:
+    """One seed's game under every condition, in the conditions' order: the unit of work."""
+
+    games: tuple[EvaluationGame, ...]
+    steering: Steering
+
+
+def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
+    played = []
+    for game in unit.games:
+        # Only steered conditions load the policy (on a worker: once per process).
+        steered = unit.steering.get() if game.kind == "steer" else AssignedPlaystyle()
+        played.append(play_game(game.setup, model, chooser_for(game.team, game.kind, steered)))
+    return played
+
+
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
              steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
-             show_progress: bool = True) -> EvaluateSummary:
+             show_progress: bool = True, ray: RayOptions | None = None) -> EvaluateSummary:
+    """`ray` plays each game as a Ray task (`gtsteer.runs.units`); the results are the same.
+    There the workers load the policy from the folder's files (`Steering`), unless `steered`
+    (an in-process chooser) is given, which then travels as it is."""
     root = prepare_run_dir(out, summary="evaluate.json")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
     store = GameStore(root / "evaluate.sqlite")
-    steered = steered or DistilledPlaystyleChooser.load(steer)
+    given = steered is not None
+    steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
+    steering = Steering.from_folder(steer) if ray is not None and not given \
+        else Steering(chooser=steered)
     pool = pool or LLMPool()
-    results = []
+    units = [EvaluationSeed(tuple(
+        EvaluationGame(GameSetup(f"eval-{c}-{g}", cfg.seed + g, cfg.players, cfg.llm,
+                                 cfg.max_days, cfg.max_messages, pool.force_completion),
+                       team, kind)
+        for c, (team, kind) in enumerate(CONDITIONS.values())), steering)
+        for g in range(cfg.games)]
+    finals: dict[str, GameState] = {}
     with Progress(disable=not show_progress) as bar:
         task = bar.add_task("evaluation games", total=cfg.games * len(CONDITIONS))
-        for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
-            finals, ids = [], []
-            for g in range(cfg.games):
-                gid = f"eval-{c}-{g}"
-                state = create_game(store, n_players=cfg.players, seed=cfg.seed + g,
-                                    model=cfg.llm, max_days=cfg.max_days,
-                                    max_messages_per_day=cfg.max_messages, game_id=gid,
-                                    pool=pool)
-                finals.append(GameRunner(store, pool, chooser_for(team, kind, steered))
-                              .run(state))
-                ids.append(gid)
-                bar.advance(task)
-            results.append(_condition(store, name, team, kind, finals, ids))
-    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results)
+
+        def write(_: int, games: list[PlayedGame]) -> None:
+            for game in games:
+                game.write_to(store)
+                finals[game.created.game_id] = game.final
+            bar.advance(task, len(games))
+
+        run = run_units(play_evaluation_seed, units, driver_model(pool, cfg.llm), ray=ray,
+                        on_result=InOrder(write), label="evaluation seeds")
+    results = []
+    for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
+        ids = [f"eval-{c}-{g}" for g in range(cfg.games)]
+        results.append(_condition(store, name, team, kind, [finals[i] for i in ids], ids))
+    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, llm_calls=run.calls)
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()

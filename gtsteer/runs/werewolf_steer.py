@@ -12,6 +12,10 @@ Steps (each writes into OUT):
    reached from two roots is one record (`pool_shared_views`);
 4. `train_policy` on the records, held out by logged game (adjacent roots of one game share
    their logged chat) -> `policy/`; numbers in `steer_train.json`.
+
+Steps 1 and 2 are units of work (`gtsteer.runs.units`): one logged game, one playstyle game
+(expand + CFR+ + its records), so `--ray` runs them as Ray tasks with the results of the serial
+run; the training (step 4) runs in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspiel
@@ -30,14 +35,25 @@ from gtsteer.imitation.build import reach_weighted_records
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.imitation.train_types import TrainConfig
+from gtsteer.llm import LLM
+from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
+from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.werewolf_games import (
+    GameSetup,
+    InOrder,
+    PlayedGame,
+    driver_model,
+    game_pool,
+    play_game,
+    ray_session,
+)
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
-from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import (
     PlaystyleGame,
@@ -102,6 +118,9 @@ class SteerTrainSummary(RunResult):
     train: dict
     #: Why fewer states were solved than asked for, and what to pass instead (empty when not).
     shortfall: str = ""
+    #: Model requests of the logged and the playstyle games: the cache's share and the new
+    #: calls (a rerun: 0 new); `llm_calls` counts the playstyle games' calls, cached or not.
+    model_calls: LLMCalls = Field(default_factory=LLMCalls)
 
 
 def shortfall(cfg: SteerTrainConfig, candidates: int) -> str:
@@ -165,20 +184,32 @@ def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
     return out
 
 
+def logged_setups(cfg: SteerTrainConfig, completion_style: bool | None = None
+                  ) -> list[GameSetup]:
+    """The bot-only games `steer-train` logs (assigned styles), one unit of work each."""
+    return [GameSetup(f"steer-{cfg.seed}-{g}", cfg.seed + g, cfg.players, cfg.llm, cfg.max_days,
+                      cfg.max_messages, completion_style) for g in range(cfg.games)]
+
+
+def play_logged_game(setup: GameSetup, model: LLM) -> PlayedGame:
+    return play_game(setup, model)
+
+
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
-                      progress: Callable[[str], None] | None = None) -> list[str]:
-    """Bot-only games with the assigned styles, logged into `store`; returns their ids."""
-    ids: list[str] = []
-    for g in range(cfg.games):
-        gid = f"steer-{cfg.seed}-{g}"
-        state = create_game(store, n_players=cfg.players, seed=cfg.seed + g, model=cfg.llm,
-                            max_days=cfg.max_days, max_messages_per_day=cfg.max_messages,
-                            game_id=gid, pool=pool)
-        GameRunner(store, pool).run(state)
-        ids.append(gid)
+                      progress: Callable[[str], None] | None = None, *,
+                      ray: RayOptions | None = None) -> tuple[list[str], LLMCalls]:
+    """Bot-only games with the assigned styles, logged into `store`; returns their ids and the
+    model calls they made."""
+    setups = logged_setups(cfg, pool.force_completion)
+
+    def write(_: int, game: PlayedGame) -> None:
+        game.write_to(store)
         if progress:
-            progress(gid)
-    return ids
+            progress(game.created.game_id)
+
+    run = run_units(play_logged_game, setups, driver_model(pool, cfg.llm), ray=ray,
+                    on_result=InOrder(write), label="bot-only games")
+    return [s.game_id for s in setups], run.calls
 
 
 def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
@@ -224,8 +255,26 @@ def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance
     return records, info
 
 
+@dataclass(frozen=True)
+class PlaystyleJob:
+    """One sampled logged state to solve: the unit of work of step 2."""
+
+    state: GameState
+    cfg: SteerTrainConfig
+    instance: int
+    completion_style: bool | None = None
+
+
+def solve_playstyle_job(job: PlaystyleJob, model: LLM
+                        ) -> tuple[list[DecisionRecord], SolvedState]:
+    return solve_state(job.state, game_pool(model, job.completion_style), job.cfg, job.instance)
+
+
 def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
-                pool: LLMPool | None = None, show_progress: bool = True) -> SteerTrainSummary:
+                pool: LLMPool | None = None, show_progress: bool = True,
+                ray: RayOptions | None = None) -> SteerTrainSummary:
+    """`ray` runs the logged games and the playstyle games as Ray tasks (one Ray session for
+    both); the training stays here. The results are the serial run's."""
     root = prepare_run_dir(out, (POLICY_DIR,), summary=SUMMARY_FILE)
     db = root / "games.sqlite"
     if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
@@ -233,10 +282,11 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
             Path(f"{db}{suffix}").unlink(missing_ok=True)
     pool = pool or LLMPool()
     store = GameStore(db)
-    with Progress(disable=not show_progress) as bar:
+    with Progress(disable=not show_progress) as bar, ray_session(ray):
         t0 = time.perf_counter()
         task = bar.add_task("bot-only games", total=cfg.games)
-        ids = play_logged_games(cfg, store, pool, lambda _: bar.advance(task))
+        ids, game_calls = play_logged_games(cfg, store, pool, lambda _: bar.advance(task),
+                                            ray=ray)
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
         t1 = time.perf_counter()
@@ -248,11 +298,16 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []
         task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
-        for state in picked:
-            recs, info = solve_state(state, pool, cfg, ids.index(state.game_id))
-            records += recs
-            solved.append(info)
+
+        def collect(_: int, done: tuple[list[DecisionRecord], SolvedState]) -> None:
+            records.extend(done[0])
+            solved.append(done[1])
             bar.advance(task)
+
+        jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
+                for state in picked]
+        run = run_units(solve_playstyle_job, jobs, driver_model(pool, cfg.llm), ray=ray,
+                        on_result=InOrder(collect), label="playstyle games")
         t2 = time.perf_counter()
     solved_records = len(records)
     records = pool_shared_views(records)
@@ -276,7 +331,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         records=len(records), pooled_views=solved_records - len(records),
         llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
         seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
-        train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)))
+        train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)),
+        model_calls=game_calls + run.calls)
     finish_run_dir(root, SUMMARY_FILE, summary)
     store.close()
     return summary.written_to(root)

@@ -1,0 +1,192 @@
+"""One bot-only Werewolf game as a unit of work (`gtsteer.runs.units`), for `werewolf evaluate`
+and `werewolf steer-train`, serially or as a Ray task (`--ray`).
+
+A unit plays its game into memory (`GameLog`, which stands in for the `GameStore`) and returns
+it whole (`PlayedGame`); the driver writes it into its SQLite store (`InOrder`: in the units'
+order, so the database reads the same as a serial run's). A game is a pure function of its
+`GameSetup` (seed, size, caps, model) and chooser, so a game played on a worker is the game the
+serial run plays; its model calls go through the run's response cache either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from gtsteer.imitation.policy import TextEmbedder
+from gtsteer.llm import LLM
+from gtsteer.runs.units import RayOptions
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, RecordingBackend
+from gtsteer.werewolf.playstyles import PlaystyleChooser
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.store import GameStore
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class GameSetup:
+    """Everything a bot-only game is dealt and played from (it travels to a Ray worker)."""
+
+    game_id: str
+    seed: int
+    players: int
+    model: str
+    max_days: int | None
+    max_messages: int
+    #: `LLMPool(completion_style=...)` of the driver's pool (None: the backend decides).
+    completion_style: bool | None = None
+
+
+@dataclass
+class PlayedGame:
+    """A finished game as the store would have received it: the dealt state with its calls,
+    then each step's (after, decision, calls)."""
+
+    created: GameState
+    create_records: list[CallRecord]
+    steps: list[tuple[GameState, Decision, list[CallRecord]]] = field(default_factory=list)
+
+    @property
+    def final(self) -> GameState:
+        return self.steps[-1][0] if self.steps else self.created
+
+    def write_to(self, store: GameStore) -> None:
+        """Commit the game step by step, exactly as playing it into `store` would have."""
+        store.create(self.created, self.create_records)
+        before = self.created
+        for after, decision, records in self.steps:
+            store.commit_step(before, after, decision, records)
+            before = after
+
+
+class GameLog:
+    """The `GameStore` calls a game makes (`create`, `commit_step`), kept in memory."""
+
+    def __init__(self) -> None:
+        self.game: PlayedGame | None = None
+
+    def create(self, state: GameState, records: Sequence[CallRecord] = ()) -> None:
+        self.game = PlayedGame(state, list(records))
+
+    def commit_step(self, before: GameState, after: GameState, decision: Decision,
+                    records: Sequence[CallRecord]) -> None:
+        assert self.game is not None and before.step == self.game.final.step
+        self.game.steps.append((after, decision, list(records)))
+
+
+def game_pool(model: LLM, completion_style: bool | None) -> LLMPool:
+    """The pool a unit's game calls through: `model` (the driver's, or a worker's) for the one
+    model string of these games."""
+
+    def factory(name: str) -> LLM:
+        if name.strip() != model.model:
+            raise ValueError(f"this run's games use the model {model.model!r}, not {name!r}")
+        return model
+
+    return LLMPool(factory=factory, completion_style=completion_style)
+
+
+def play_game(setup: GameSetup, model: LLM, chooser: PlaystyleChooser | None = None
+              ) -> PlayedGame:
+    """Deal and play one bot-only game with `model`, into memory."""
+    log = GameLog()
+    pool = game_pool(model, setup.completion_style)
+    state = create_game(log, n_players=setup.players, seed=setup.seed,  # type: ignore[arg-type]
+                        model=setup.model, max_days=setup.max_days,
+                        max_messages_per_day=setup.max_messages, game_id=setup.game_id,
+                        pool=pool)
+    GameRunner(log, pool, chooser).run(state)  # type: ignore[arg-type]
+    assert log.game is not None
+    return log.game
+
+
+def driver_model(pool: LLMPool, name: str) -> LLM:
+    """The run's model from the caller's pool, for `run_units`: its `LLM` (cache and meter shared
+    with the pool), without the pool's `RecordingBackend` wrapper, so that a Ray run builds the
+    workers' backend from the model string (`ModelSpec.of`) instead of shipping the wrapper.
+    Each game wraps the backend again in its own pool."""
+    llm = pool.get(name)
+    backend = llm.backend
+    if not isinstance(backend, RecordingBackend):
+        return llm
+    bare = LLM(llm.model, backend=backend.inner, cache=llm.cache, use_cache=llm.cache is not None,
+               max_concurrency=llm.max_concurrency, timeout_s=llm.timeout_s,
+               max_retries=llm.max_retries, backoff_initial_s=llm.backoff_initial_s,
+               backoff_max_s=llm.backoff_max_s, structured_attempts=llm.structured_attempts)
+    bare.meter = llm.meter  # serially, `run_units` counts the calls on the pool's meter
+    return bare
+
+
+class InOrder(Generic[T]):
+    """`on_result` for `run_units` that hands results to `write` in the units' order (a Ray run
+    finishes them in any order), so files and databases read as a serial run writes them."""
+
+    def __init__(self, write: Callable[[int, T], None]):
+        self.write = write
+        self.waiting: dict[int, T] = {}
+        self.next = 0
+
+    def __call__(self, i: int, value: T) -> None:
+        self.waiting[i] = value
+        while self.next in self.waiting:
+            self.write(self.next, self.waiting.pop(self.next))
+            self.next += 1
+
+
+def ray_session(ray: RayOptions | None) -> AbstractContextManager[object]:
+    """One Ray session around a driver's several `run_units` calls (none without `ray`; Ray is
+    imported only with it)."""
+    if ray is None:
+        return nullcontext()
+    from gtsteer.runs.ray_pool import connected
+
+    return connected(ray)
+
+
+# ---- the distilled chooser on a worker --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Steering:
+    """How a unit gets the steered chooser: the chooser itself (serially, or an in-process
+    chooser a caller passed), or the policy folder's files, loaded once per worker process with
+    the embedder the policy names (installed with the package on every node) or `embedder`."""
+
+    chooser: PlaystyleChooser | None = None
+    files: tuple[tuple[str, bytes], ...] = ()
+    embedder: TextEmbedder | None = None
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, embedder: TextEmbedder | None = None) -> Steering:
+        from gtsteer.werewolf.steering import POLICY_DIR
+
+        path = Path(folder)
+        if (path / POLICY_DIR).is_dir():
+            path = path / POLICY_DIR
+        files = tuple((p.name, p.read_bytes()) for p in sorted(path.iterdir()) if p.is_file())
+        return cls(files=files, embedder=embedder)
+
+    def get(self) -> PlaystyleChooser:
+        if self.chooser is not None:
+            return self.chooser
+        digest = hashlib.sha256(b"".join(n.encode() + b"\0" + b for n, b in self.files))
+        key = (digest.hexdigest(), id(self.embedder))
+        if key not in _loaded:
+            from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+
+            with tempfile.TemporaryDirectory(prefix="gtsteer-policy-") as tmp:
+                for name, data in self.files:
+                    (Path(tmp) / name).write_bytes(data)
+                _loaded[key] = DistilledPlaystyleChooser.load(tmp, self.embedder)
+        return _loaded[key]
+
+
+#: Policies this process has loaded from travelling files (a worker loads each once).
+_loaded: dict[tuple[str, int], PlaystyleChooser] = {}
