@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from llm_server import LlamaServer
+from llm_server import LlamaServer, ask_and_choose
 from typer.testing import CliRunner
 
 import gtsteer.llm.client as client_module
@@ -75,17 +75,9 @@ def no_provider_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_llm_ask_and_choices(server: LlamaServer) -> None:
-    ask = ["llm", "ask", "--model", MODEL, "--api-base", server.base_url]
-    text = runner.invoke(app, [*ask, "--max-tokens", "8", "--temperature", "0",
-                               "Name one day of the week."])
-    assert text.exit_code == 0, text.output
-    assert text.output.strip()
-    picked = runner.invoke(app, [*ask, "--json", "--choices", "Paris,Rome",
-                                 "The capital of France is"])
-    assert picked.exit_code == 0, picked.output
-    payload = json.loads(picked.output)
+    payload = ask_and_choose(server.base_url, MODEL)
     # Scored from the server's top_logprobs, not a constrained guess.
-    assert (payload["method"], payload["choice"]) == ("loglik", "Paris")
+    assert payload["method"] == "loglik"
     assert payload["scores"]["Paris"] > payload["scores"]["Rome"]
     assert payload["usage"]["new_calls"] == 1
 

@@ -156,10 +156,11 @@ def test_two_ray_runs_sharing_a_cache_leave_it_whole(ray_node: None, tmp_path: P
 
 
 @pytest.mark.parametrize("name", list(SERIAL_RUNS))
-def test_workers_needs_ray_local(name: str) -> None:
-    result = CliRunner().invoke(app, [*SERIAL_RUNS[name], "--workers", "2"])
+def test_workers_needs_ray_local(name: str, tmp_path: Path) -> None:
+    args = [*SERIAL_RUNS[name], "-o", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--workers", "2"])
     assert result.exit_code == 2 and "only with --ray local" in result.output
-    result = CliRunner().invoke(app, [*SERIAL_RUNS[name], "--ray", "auto", "--workers", "2"])
+    result = CliRunner().invoke(app, [*args, "--ray", "auto", "--workers", "2"])
     assert result.exit_code == 2 and "--ray local" in result.output
 
 

@@ -8,24 +8,20 @@ minutes on 2 shared cores): `make test` does not build it. Run under `flock /tmp
 from __future__ import annotations
 
 import importlib.util
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 import pytest
-from llm_server import LlamaCppServer
+from llm_server import LlamaCppServer, ask_and_choose
 from pydantic import BaseModel
-from typer.testing import CliRunner
 
-from gtsteer.cli import app
 from gtsteer.cli.llm_options import Endpoint
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "openai/smollm2"
-runner = CliRunner()
 
 
 def _binary() -> Path:
@@ -62,16 +58,7 @@ class Day(BaseModel):
 
 
 def test_ask_choices_and_structured_output(server: LlamaCppServer) -> None:
-    ask = ["llm", "ask", "--model", MODEL, "--api-base", server.base_url]
-    text = runner.invoke(app, [*ask, "--max-tokens", "8", "--temperature", "0",
-                               "Name one day of the week."])
-    assert text.exit_code == 0, text.output
-    assert text.output.strip()
-    picked = runner.invoke(app, [*ask, "--json", "--choices", "Paris,Rome",
-                                 "The capital of France is"])
-    assert picked.exit_code == 0, picked.output
-    payload = json.loads(picked.output)
-    assert payload["choice"] == "Paris"
+    ask_and_choose(server.base_url, MODEL)
     llm = Endpoint(server.base_url).llm(MODEL)
     answer = llm.structured_sync("Pick a day to meet: Monday or Tuesday.", Day)
     assert answer.value.day in ("Monday", "Tuesday")
