@@ -64,3 +64,16 @@ MIXED_2X2_DOMAIN = register_domain(Domain(name="test_mixed_2x2", utility=mixed_2
 GUESS_SECRET_DOMAIN = register_domain(
     Domain(name="test_guess_secret", private_info=secret_info, utility=guess_secret_utility)
 )
+
+
+class PricedBackend(ConstantBackend):
+    """ConstantBackend whose every answer costs 0.002 USD, as litellm prices a provider's."""
+
+    kind = "priced"
+    PRICE = 0.002
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        raw = await super().complete(request, json_schema)
+        return RawCompletion(text=raw.text, usage=Usage(completion_tokens=5, cost_usd=self.PRICE))

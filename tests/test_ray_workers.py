@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ray_support import most_at_once, one_node, timed_unit
+from solve_helpers import MIXED_2X2, PricedBackend
 
-from gtsteer.llm import LLM
+from gtsteer.llm import LLM, ResponseCache
+from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions, run_units
 
 
@@ -22,3 +25,20 @@ def test_a_ray_run_keeps_as_many_units_running_as_it_has_cpus(tmp_path: Path) ->
     assert run.values == list(range(6))
     assert run.calls.new_calls == 12
     assert most_at_once(folder) == 2
+
+
+def test_a_ray_runs_summary_sums_the_workers_cost_as_the_serial_run_does(tmp_path: Path) -> None:
+    def solve(name: str, ray: RayOptions | None) -> object:
+        model = LLM(backend=PricedBackend(), cache=ResponseCache(tmp_path / f"{name}-cache"))
+        return solve_config(MIXED_2X2, model, games=3, iterations=10, out_dir=tmp_path / name,
+                            progress=False, ray=ray)
+
+    serial = solve("serial", None)
+    assert serial.llm_calls.new_calls > 0
+    assert serial.llm_cost_usd == pytest.approx(serial.llm_calls.new_calls * PricedBackend.PRICE)
+    with one_node(cpus=2):
+        on_ray = solve("ray", RayOptions("local", 2))
+    assert on_ray.llm_calls == serial.llm_calls
+    assert on_ray.llm_cost_usd == pytest.approx(serial.llm_cost_usd)
+    rerun = solve("serial", None)  # every answer from the cache: nothing paid
+    assert (rerun.llm_calls.new_calls, rerun.llm_cost_usd) == (0, 0.0)

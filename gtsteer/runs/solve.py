@@ -196,6 +196,7 @@ def solve_config(
         head_to_head=None,
         instruction_distribution=[],
         llm_calls=run.calls,
+        llm_cost_usd=run.cost_usd,
         llm_modes=run.capabilities,
         failures=failures,
         clipped_rewards=clipped,

@@ -1,8 +1,9 @@
 """The result files of `gtsteer solve`: `summary.json` and `games/<i>.json`.
 
 These pydantic models are the documented schema (see docs/SOLVE.md). Everything in them is a
-pure function of (config, model, seeds, solver, iterations) except `llm_calls`, which says what
-this particular run had to ask the model (zero new calls on a rerun), and `llm_modes`.
+pure function of (config, model, seeds, solver, iterations) except `llm_calls` and `llm_cost_usd`,
+which say what this particular run had to ask the model (zero new calls on a rerun), and
+`llm_modes`.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ class SolveSummary(RunResult):
     head_to_head: HeadToHead | None
     instruction_distribution: list[InstructionDistribution]
     llm_calls: LLMCalls
+    #: What this run's new model calls cost in USD, as the provider's prices give it (litellm's
+    #: cost per response; 0 for local and fake models), summed over Ray workers too.
+    llm_cost_usd: float = 0.0
     #: How the model served structured output and `choose` in this run (`LLM.capabilities`:
     #: e.g. `json_object` and `loglik` for llama.cpp's server); None where it was not asked.
     llm_modes: dict[str, str | None] = Field(default_factory=dict)
@@ -116,9 +120,9 @@ class SolveSummary(RunResult):
     heldout_pooled: int = 0
 
     def numbers(self) -> dict[str, Any]:
-        """Everything that must be identical on a rerun (all but `llm_calls` and `llm_modes`,
-        which a rerun answered from the cache never finds out)."""
-        return self.model_dump(exclude={"llm_calls", "llm_modes"})
+        """Everything that must be identical on a rerun (all but `llm_calls`, `llm_cost_usd`
+        and `llm_modes`, which a rerun answered from the cache never finds out)."""
+        return self.model_dump(exclude={"llm_calls", "llm_cost_usd", "llm_modes"})
 
 
 class InfoStatePolicy(BaseModel):
