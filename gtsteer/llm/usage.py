@@ -25,6 +25,11 @@ class LLMCalls(BaseModel):
         )
 
 
+#: `UsageReport`'s plain counters (`prompt_tokens_evaluated`, which may be None, aside).
+_COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
+             "completion_tokens", "cost_usd", "latency_s")
+
+
 class UsageReport(BaseModel):
     requests: int = 0
     cache_hits: int = 0
@@ -45,6 +50,14 @@ class UsageReport(BaseModel):
             cache_hits=self.cache_hits - before.cache_hits,
             new_calls=self.new_calls - before.new_calls,
         )
+
+    def minus(self, before: UsageReport) -> UsageReport:
+        """Everything counted between the snapshot `before` and this one."""
+        evaluated = None
+        if self.prompt_tokens_evaluated is not None:
+            evaluated = self.prompt_tokens_evaluated - (before.prompt_tokens_evaluated or 0)
+        return UsageReport(**{name: getattr(self, name) - getattr(before, name)
+                              for name in _COUNTERS}, prompt_tokens_evaluated=evaluated)
 
 
 class UsageMeter:
@@ -78,8 +91,7 @@ class UsageMeter:
         a worker-built client, whose counters come home as a report."""
         with self._lock:
             r = self._report
-            for name in ("requests", "cache_hits", "new_calls", "failures", "retries",
-                         "prompt_tokens", "completion_tokens", "cost_usd", "latency_s"):
+            for name in _COUNTERS:
                 setattr(r, name, getattr(r, name) + getattr(other, name))
             if other.prompt_tokens_evaluated is not None:
                 r.prompt_tokens_evaluated = ((r.prompt_tokens_evaluated or 0)

@@ -46,7 +46,7 @@ from gtsteer.runs.eval_judge import (
 )
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
-from gtsteer.runs.ray_map import map_on_ray, ray_session
+from gtsteer.runs.ray_map import map_on_ray
 from gtsteer.runs.steering_judges import (  # re-exported: the names eval steering always had
     DEFINED,
     NULL_MESSAGES,
@@ -62,7 +62,7 @@ from gtsteer.runs.steering_judges import (  # re-exported: the names eval steeri
     names_a_judge,
     options_of,
 )
-from gtsteer.runs.units import RayOptions
+from gtsteer.runs.units import RayOptions, ray_session
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 __all__ = [

@@ -27,9 +27,8 @@ from gtsteer.runs.output import (
     write_json,
 )
 from gtsteer.runs.psro_games import games_on_ray
-from gtsteer.runs.ray_map import ray_session
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
-from gtsteer.runs.units import RayOptions
+from gtsteer.runs.units import RayOptions, ray_session
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
 from gtsteer.solvers.psro.report import META_SOLVERS
 

@@ -11,8 +11,7 @@ imports Ray (`gtsteer.runs.ray_pool` is loaded only inside a Ray session).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -24,17 +23,6 @@ U = TypeVar("U")
 R = TypeVar("R")
 
 
-def usage_between(after: UsageReport, before: UsageReport) -> UsageReport:
-    """Everything a model's meter counted between two snapshots."""
-    delta = {name: getattr(after, name) - getattr(before, name)
-             for name in ("requests", "cache_hits", "new_calls", "failures", "retries",
-                          "prompt_tokens", "completion_tokens", "cost_usd", "latency_s")}
-    evaluated = None
-    if after.prompt_tokens_evaluated is not None:
-        evaluated = after.prompt_tokens_evaluated - (before.prompt_tokens_evaluated or 0)
-    return UsageReport(**delta, prompt_tokens_evaluated=evaluated)
-
-
 @dataclass(frozen=True)
 class _Metered(Generic[U, R]):
     """`work` plus the usage of the model it ran with (picklable: `work` travels by name)."""
@@ -44,7 +32,7 @@ class _Metered(Generic[U, R]):
     def __call__(self, unit: U, model: LLM) -> tuple[R, UsageReport]:
         before = model.usage
         value = self.work(unit, model)
-        return value, usage_between(model.usage, before)
+        return value, model.usage.minus(before)
 
 
 def map_on_ray(
@@ -64,15 +52,3 @@ def map_on_ray(
     return UnitsRun([value for value, _ in run.values], run.calls, run.capabilities,
                     cost_usd=run.cost_usd, nodes=run.nodes)
 
-
-@contextmanager
-def ray_session(ray: RayOptions | None) -> Iterator[None]:
-    """One Ray session around a driver that maps units several times (a PSRO run builds a
-    meta-game per iteration and oracle): Ray starts once, not per map. Serial: nothing."""
-    if ray is None:
-        yield
-        return
-    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
-
-    with connected(ray):
-        yield

@@ -8,7 +8,8 @@ Without `ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded onl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -82,3 +83,17 @@ done across the cluster on Ray. An exception `work` lets out
     after = model.usage
     return UnitsRun(values, after.since(before), model.capabilities(),
                     cost_usd=after.cost_usd - before.cost_usd)
+
+
+@contextmanager
+def ray_session(ray: RayOptions | None) -> Iterator[None]:
+    """One Ray session around a driver that runs units several times (a PSRO run builds a
+    meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
+    starts once, not per `run_units`. Serial: nothing, and Ray is not imported."""
+    if ray is None:
+        yield
+        return
+    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
+
+    with connected(ray):
+        yield

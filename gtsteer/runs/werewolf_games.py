@@ -13,14 +13,12 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.llm import LLM
-from gtsteer.runs.units import RayOptions
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, RecordingBackend
 from gtsteer.werewolf.playstyles import PlaystyleChooser
 from gtsteer.werewolf.runner import GameRunner, create_game
@@ -138,16 +136,6 @@ class InOrder(Generic[T]):
         while self.next in self.waiting:
             self.write(self.next, self.waiting.pop(self.next))
             self.next += 1
-
-
-def ray_session(ray: RayOptions | None) -> AbstractContextManager[object]:
-    """One Ray session around a driver's several `run_units` calls (none without `ray`; Ray is
-    imported only with it)."""
-    if ray is None:
-        return nullcontext()
-    from gtsteer.runs.ray_pool import connected
-
-    return connected(ray)
 
 
 # ---- the distilled chooser on a worker --------------------------------------------------------

@@ -39,7 +39,7 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.units import RayOptions, ray_session, run_units
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
@@ -47,7 +47,6 @@ from gtsteer.runs.werewolf_games import (
     driver_model,
     game_pool,
     play_game,
-    ray_session,
 )
 from gtsteer.solvers.cfr import solve_cfr
 from gtsteer.solvers.metrics import nash_conv
