@@ -287,8 +287,6 @@ class LlamaServer:
         self.port = _free_port()
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
-        #: What happened to each server `restart` replaced.
-        self.restarts: list[str] = []
 
     @property
     def base_url(self) -> str:
@@ -346,7 +344,6 @@ class LlamaServer:
         else:
             what = f"exited with {None if self.process is None else self.process.returncode}"
         self.kill()
-        self.restarts.append(what)
         self.start()
         return what
 

@@ -13,6 +13,7 @@ from solve_helpers import MIXED_2X2, PricedBackend
 
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.runs.solve import solve_config
+from gtsteer.runs.solve_schema import SolveSummary
 from gtsteer.runs.units import RayOptions, run_units
 
 
@@ -28,7 +29,7 @@ def test_a_ray_run_keeps_as_many_units_running_as_it_has_cpus(tmp_path: Path) ->
 
 
 def test_a_ray_runs_summary_sums_the_workers_cost_as_the_serial_run_does(tmp_path: Path) -> None:
-    def solve(name: str, ray: RayOptions | None) -> object:
+    def solve(name: str, ray: RayOptions | None) -> SolveSummary:
         model = LLM(backend=PricedBackend(), cache=ResponseCache(tmp_path / f"{name}-cache"))
         return solve_config(MIXED_2X2, model, games=3, iterations=10, out_dir=tmp_path / name,
                             progress=False, ray=ray)
