@@ -7,7 +7,10 @@
 2. The README main job with the local model (`configs/schedule_meeting_dow.yaml`, `--games`
    instances, default 8): serial with one llama.cpp thread vs `--ray local --workers 2` (one
    CPU, so one thread, per task), both from a fresh cache, in one run; the wall-time ratio.
-3. The paper-scale projection: 200 instances x 3 domains from the measured per-instance cost
+3. llama.cpp's own reference for what two 1-thread processes can get out of this machine:
+   `llama-bench -t 1` (prompt 64, generation 32 tokens) alone, then two at once; their summed
+   tokens/s over the lone run is the ceiling a 2-worker run could reach if nothing else cost.
+4. The paper-scale projection: 200 instances x 3 domains from the measured per-instance cost
    of part 2, per worker count, at the 2-worker efficiency part 2 measured.
 
     .venv/bin/python scripts/bench_ray.py                 # all parts (load the model: idle box)
@@ -91,6 +94,37 @@ def local_ratio(config: Path, games: int, iterations: int) -> dict:
             "ray_total_s": time.perf_counter() - start}
 
 
+def _bench_rows(csv_text: str) -> dict[str, float]:
+    import csv
+    import io
+
+    speeds = {}
+    for row in csv.DictReader(io.StringIO(csv_text)):
+        speeds["pp" if int(row["n_prompt"]) else "tg"] = float(row["avg_ts"])
+    return speeds
+
+
+def two_process_ceiling(model: str = "local:smollm2-135m") -> dict:
+    """llama-bench at one thread alone, then two copies at once: (summed tokens/s) / alone,
+    for prompt processing (pp) and generation (tg)."""
+    import subprocess
+
+    import llama_tools
+
+    from gtsteer.llm.backends.local_models import parse_local_model
+
+    bins = llama_tools.build()
+    path = parse_local_model(model).resolve_path()
+    cmd = [str(bins["llama-bench"]), "-m", str(path), "-t", "1", "-p", "64", "-n", "32", "-r", "5",
+           "-o", "csv"]
+    alone = _bench_rows(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for _ in range(WORKERS)]
+    pair = [_bench_rows(proc.communicate()[0]) for proc in procs]
+    ratio = {k: sum(p[k] for p in pair) / alone[k] for k in alone}
+    return {"model": model, "alone": alone, "pair": pair, "ratio": ratio}
+
+
 def projection(per_instance_s: float, efficiency: float) -> list[tuple[int, float]]:
     """Hours for 200 instances x 3 domains with w workers: one worker's time at the measured
     per-instance cost, divided by w at the 2-worker efficiency (an estimate, not a run)."""
@@ -98,7 +132,8 @@ def projection(per_instance_s: float, efficiency: float) -> list[tuple[int, floa
     return [(w, total / (w * (efficiency if w > 1 else 1.0)) / 3600) for w in PROJECTED_WORKERS]
 
 
-def render(fake: dict, local: dict | None, command: str, machine: str) -> str:
+def render(fake: dict, local: dict | None, command: str, machine: str,
+           ceiling: dict | None = None) -> str:
     extra = (fake["ray_s"] - fake["serial_s"] / WORKERS) / fake["games"] * 1e3
     overhead = (
         f"**Overhead on the fake model** ({WORKERS} workers, `--ray local`): starting Ray"
@@ -118,6 +153,16 @@ def render(fake: dict, local: dict | None, command: str, machine: str) -> str:
                    " projection.")
         lines += [pending, ""]
         return "\n".join(lines)
+    if ceiling is not None:
+        a, r = ceiling["alone"], ceiling["ratio"]
+        pair = " + ".join(f"{p['tg']:.0f}" for p in ceiling["pair"])
+        lines += [
+            f"**Reference, llama.cpp itself** (`llama-bench -t 1 -p 64 -n 32 -r 5`,"
+            f" {ceiling['model']}, same run): alone {a['pp']:.0f} prompt / {a['tg']:.0f}"
+            f" generated tokens/s; {WORKERS} copies at once"
+            f" {pair} generated tokens/s:"
+            f" **{r['pp']:.2f}x** prompt and **{r['tg']:.2f}x** generation over one process,"
+            " the most two 1-thread workers can get from these 2 CPUs.", ""]
     per = local["serial_s"] / local["games"]
     efficiency = local["ratio"] / WORKERS
     ratio = (
@@ -156,8 +201,12 @@ def main(argv: list[str] | None = None) -> None:
     commit = benchdoc.commit(["gtsteer", "scripts/bench_ray.py"])
     fake = fake_overhead(args.fake_games, args.iterations)
     print(f"fake model: {fake}", flush=True)  # a run stopped in part 2 still shows part 1
-    local = None if args.fake_only else local_ratio(args.config, args.games, args.iterations)
-    body = render(fake, local, command, benchdoc.machine_line(commit=commit))
+    local = ceiling = None
+    if not args.fake_only:
+        ceiling = two_process_ceiling()
+        print(f"llama-bench, one process vs {WORKERS}: {ceiling['ratio']}", flush=True)
+        local = local_ratio(args.config, args.games, args.iterations)
+    body = render(fake, local, command, benchdoc.machine_line(commit=commit), ceiling)
     print(body)
     if not args.no_write:
         benchdoc.write_section(DOC, START, END, benchdoc.wrap(START, END, body))
