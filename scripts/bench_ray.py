@@ -157,12 +157,12 @@ def render(fake: dict, local: dict | None, command: str, machine: str,
         a, r = ceiling["alone"], ceiling["ratio"]
         pair = " + ".join(f"{p['tg']:.0f}" for p in ceiling["pair"])
         lines += [
-            f"**Reference, llama.cpp itself** (`llama-bench -t 1 -p 64 -n 32 -r 5`,"
-            f" {ceiling['model']}, same run): alone {a['pp']:.0f} prompt / {a['tg']:.0f}"
-            f" generated tokens/s; {WORKERS} copies at once"
-            f" {pair} generated tokens/s:"
-            f" **{r['pp']:.2f}x** prompt and **{r['tg']:.2f}x** generation over one process,"
-            " the most two 1-thread workers can get from these 2 CPUs.", ""]
+            (f"**Reference, llama.cpp itself** (`llama-bench -t 1 -p 64 -n 32 -r 5`,"
+             f" {ceiling['model']}, same run): alone {a['pp']:.0f} prompt / {a['tg']:.0f}"
+             f" generated tokens/s; {WORKERS} copies at once"
+             f" {pair} generated tokens/s:"
+             f" **{r['pp']:.2f}x** prompt and **{r['tg']:.2f}x** generation over one process,"
+             " the most two 1-thread workers can get from these 2 CPUs."), ""]
     per = local["serial_s"] / local["games"]
     efficiency = local["ratio"] / WORKERS
     ratio = (
