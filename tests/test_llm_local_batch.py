@@ -142,17 +142,22 @@ def test_a_prompt_too_long_fails_alone(one_at_a_time: list[Any]) -> None:
 
 
 @pytest.mark.slow
-def test_a_model_with_grouped_kernels_is_served_one_at_a_time() -> None:
-    """Gemma 3's Q4_K weights are repacked for llama.cpp's 4-row interleaved kernel, whose rows
-    round by their group: the probe finds it and the engine serves one request at a time (the
-    answers those of GTSTEER_LOCAL_BATCH=1); SmolLM2's Q4_1 kernels are row-independent and
-    decode all B rows together."""
+def test_a_model_with_grouped_kernels_batches_on_unrepacked_weights() -> None:
+    """Gemma 3's Q4_K weights are repacked by default for llama.cpp's 4-row interleaved kernel,
+    whose rows round by their group, so a row's answer would depend on its neighbours. Asked to
+    batch, the engine reloads the weights unrepacked (the probe then finds rows independent)
+    and decodes all B rows together: answers do not depend on the batch size (B = 8 and B = 3
+    agree), nor on the run. B = 1 keeps the repacked weights, so it may answer differently.
+    SmolLM2's Q4_1 has no repacked kernel and is never reloaded."""
     work = [item for item in requests() if item[0] != "json"][:8]
-    gemma = [LocalBackend("local:gemma3-270m", batch=b, threads=1) for b in (1, 8)]
-    alone, asked_batched = (asyncio.run(serve(b, work)) for b in gemma)
-    engine = gemma[1].engine()
-    assert engine.batcher is None and "row-grouped" in (engine.unbatched_reason or "")
-    assert asked_batched == alone
+    eight, three = (LocalBackend("local:gemma3-270m", batch=b, threads=1) for b in (8, 3))
+    batched = asyncio.run(serve(eight, work))
+    engine = eight.engine()
+    assert engine.batcher is not None and engine.batcher.rows_per_decode == 8
+    assert engine.repacked is False and engine.unbatched_reason is None
+    assert engine.batcher.peak_active > 1  # it really decoded several sequences together
+    assert asyncio.run(serve(three, work)) == batched
+    assert LocalBackend("local:gemma3-270m", batch=1, threads=1).engine().repacked is True
     smol = backend(8).engine()
     assert smol.batcher is not None and smol.batcher.rows_per_decode == 8
-    assert smol.unbatched_reason is None
+    assert smol.repacked is True and smol.unbatched_reason is None

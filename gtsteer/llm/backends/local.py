@@ -97,34 +97,52 @@ class LlamaEngine:
         self.path = path
         self.threads = threads
         self.n_ctx = n_ctx
-        self.llm = FastGrammarLlama(
-            model_path=str(path),
-            n_ctx=n_ctx,
-            n_batch=512,  # >= BLOCK: every block is one llama_decode
-            n_threads=threads,
-            n_threads_batch=threads,
-            swa_full=True,  # SWA layers keep every cell, so restored states lay out like fresh
-            verbose=False,
-        )
+
+        def load(repack: bool) -> Any:
+            with _model_params(use_extra_bufts=repack):
+                return FastGrammarLlama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_batch=512,  # >= BLOCK: every block is one llama_decode
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    swa_full=True,  # SWA layers keep every cell: restored states lay out as fresh
+                    verbose=False,
+                )
+
+        #: Whether llama.cpp repacked the weights for its row-grouped kernels (its default).
+        self.repacked = True
+        self.llm = load(repack=True)
         self.chat = has_chat_template(self.llm) if chat is None else chat
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
         # batch > 1: concurrent requests are decoded together (batch_decode); 1: one at a time
-        self.batcher = (
-            BatchDecoder(self, batch, BlockPrefixCache(cache_bytes), f"gtsteer-batch-{path.name}")
-            if batch > 1
-            else None
-        )
+
+        def batcher() -> BatchDecoder:
+            return BatchDecoder(
+                self, batch, BlockPrefixCache(cache_bytes), f"gtsteer-batch-{path.name}"
+            )
+
+        self.batcher = batcher() if batch > 1 else None
         #: Why requests are served one at a time although batching was asked for (or None).
         self.unbatched_reason: str | None = None
         if self.batcher is not None and self.batcher.rows_per_decode < min(batch, PROBE_ROWS):
-            # Row-grouped (repacked) kernels: identical answers allow only decodes of fewer rows
-            # than a group, which compute each row alone and stream the weights once per row,
-            # so batching buys nothing (measured: docs/BENCHMARKS.md); serve one at a time.
+            # Row-grouped (repacked) kernels round each row by its group of 4, so a row's answer
+            # would depend on its batch neighbours, and decodes of fewer rows stream the weights
+            # once per row (batching bought nothing: docs/BENCHMARKS.md). Reload the weights
+            # unrepacked, one row-independent kernel for every batch size (llama.cpp's
+            # --no-repack): batched answers then differ from GTSTEER_LOCAL_BATCH=1's (repacked)
+            # but not with the batch. If rows still round together, serve one at a time.
             self.batcher.close()
-            self.batcher = None
-            self.unbatched_reason = "row-grouped kernels (repacked weights)"
+            self.llm.close()
+            self.llm = load(repack=False)
+            self.repacked = False
+            self.batcher = batcher()
+            if self.batcher.rows_per_decode < min(batch, PROBE_ROWS):
+                self.batcher.close()
+                self.batcher = None
+                self.unbatched_reason = "row-grouped kernels, also with weights unrepacked"
 
     @property
     def active_prefix(self) -> BlockPrefixCache:
@@ -166,6 +184,33 @@ class LlamaEngine:
             self.queue.running.release()
 
 
+_params_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _model_params(**fields: Any) -> Any:
+    """`llama_cpp.Llama()` with these `llama_model_params` fields set. Llama() exposes no
+    `use_extra_bufts` (weight repacking) argument, and builds its params from
+    `llama_model_default_params()` inside __init__; so that function is wrapped for the
+    duration of one construction (under a lock: engines may load from several threads)."""
+    import llama_cpp.llama_cpp as native
+
+    with _params_lock:
+        original = native.llama_model_default_params
+
+        def with_fields() -> Any:
+            params = original()
+            for name, value in fields.items():
+                setattr(params, name, value)
+            return params
+
+        native.llama_model_default_params = with_fields
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = original
+
+
 def engine_for(
     path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None, batch: int = 1
 ) -> LlamaEngine:
@@ -188,6 +233,7 @@ def engine_stats() -> list[dict[str, Any]]:
             "batch_steps": e.batcher.steps if e.batcher else 0,
             "batch_peak": e.batcher.peak_active if e.batcher else 1,
             "rows_per_decode": e.batcher.rows_per_decode if e.batcher else 1,
+            "repacked": e.repacked,
             "unbatched_reason": e.unbatched_reason,
             "bound_bytes": e.active_prefix.max_bytes,
             "cached_bytes": e.active_prefix.bytes,
