@@ -78,9 +78,10 @@ def throughput(model: str, threads: int, batch: int, prompt: str | None = None) 
 
     timed(backend, reqs(10_000))  # warm: model loaded, the shared prompt in the prefix cache
     wall, tokens = timed(backend, reqs(0))
+    repacked = backend.engine().repacked
     _close_engines()
     return {"wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / wall,
-            "requests_per_min": 60 * n / wall}  # fmt: skip
+            "requests_per_min": 60 * n / wall, "repacked": repacked}  # fmt: skip
 
 
 def single(model: str, threads: int) -> float:
@@ -175,9 +176,14 @@ def main() -> None:
     for model in models:
         path = parse_local_model(f"local:{model}").resolve_path()
         for threads in threads_list:
-            ref = llama_tools.batched_bench(bins, path, threads, N_PROMPT, N_GEN, batches)
+            refs = {True: llama_tools.batched_bench(bins, path, threads, N_PROMPT, N_GEN, batches)}
             for batch in batches:
                 got = throughput(f"local:{model}", threads, batch)
+                if got["repacked"] not in refs:  # the same kernels as gtsteer: --no-repack
+                    refs[False] = llama_tools.batched_bench(
+                        bins, path, threads, N_PROMPT, N_GEN, batches, repack=False
+                    )
+                ref = refs[got["repacked"]]
                 rows.append({"model": model, "threads": threads, "batch": batch,
                              "llama": ref.get(batch, float("nan")), **got})  # fmt: skip
                 print(json.dumps(rows[-1]), flush=True)
@@ -214,13 +220,15 @@ def render(rows: list[dict], singles: list[dict], prefix: dict, loaded: dict, ma
         "aggregate generated tokens/s (ratio to llama-batched-bench at the same B) and requests "
         "per minute. ![batched decoding](bench_batch.png)"),
         "",
-        ("| model | threads | B | gtsteer tokens/s | llama-batched-bench tokens/s | ratio | "
-        "requests/min |"),
-        "|---|---:|---:|---:|---:|---:|---:|",
+        ("| model | threads | B | weights | gtsteer tokens/s | llama-batched-bench tokens/s | "
+        "ratio | requests/min |"),
+        "|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['threads']} | {r['batch']} | {r['tokens_per_s']:.1f} "
-                     f"| {r['llama']:.1f} | {r['tokens_per_s'] / r['llama']:.2f}x "
+        weights = "default" if r["repacked"] else "`--no-repack`"
+        lines.append(f"| {r['model']} | {r['threads']} | {r['batch']} | {weights} "
+                     f"| {r['tokens_per_s']:.1f} | {r['llama']:.1f} "
+                     f"| {r['tokens_per_s'] / r['llama']:.2f}x "
                      f"| {r['requests_per_min']:.0f} |")  # fmt: skip
     lines += ["", "One sequence, 64 new tokens, against `llama-bench -n 64`:", "",
               "| model | threads | gtsteer tokens/s | llama-bench tokens/s | ratio |",

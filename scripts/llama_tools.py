@@ -91,15 +91,24 @@ def llama_bench_tg(bins: dict[str, Path], model: Path, threads: int, n_gen: int 
 
 
 def batched_bench(
-    bins: dict[str, Path], model: Path, threads: int, n_prompt: int, n_gen: int, seqs: list[int]
+    bins: dict[str, Path],
+    model: Path,
+    threads: int,
+    n_prompt: int,
+    n_gen: int,
+    seqs: list[int],
+    repack: bool = True,
 ) -> dict[int, float]:
     """llama-batched-bench's aggregate generation speed (tokens/s) per parallel sequence count,
-    the prompt shared between sequences (`-pps`), as gtsteer's tree levels share theirs."""
+    the prompt shared between sequences (`-pps`), as gtsteer's tree levels share theirs;
+    `repack=False` keeps the weights as stored (`--no-repack`), as gtsteer's batched decoder
+    loads a model whose repacked kernels round rows by group."""
     ctx = max(seqs) * (n_prompt + n_gen) + 256
     out = subprocess.run(
         [str(bins["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb",
          str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(n_prompt),
-         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "--output-format", "jsonl"],
+         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "--output-format", "jsonl",
+         *([] if repack else ["--no-repack"])],
         check=True, capture_output=True, text=True,
     ).stdout
     speeds = {}
