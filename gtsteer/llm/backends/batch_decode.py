@@ -56,8 +56,9 @@ MAX_BATCH = 64
 #: Tokens one `llama_decode` may carry (the batch context's n_batch): scoring many long options
 #: is split into several decodes beyond it.
 BATCH_TOKENS = 512
-#: Rows an interleaved (repacked-weight) kernel groups together; see `_independent_rows`.
-PROBE_ROWS = 4
+#: Rows an interleaved (repacked-weight) kernel groups together: decodes of fewer rows than
+#: this stream the weights once per row, so batching them buys nothing (docs/BENCHMARKS.md).
+GROUP_ROWS = 4
 #: Coming out of idle, admission waits until no request arrived for BURST_QUIET_S (at most
 #: BURST_MAX_S): a tree level's requests reach the queue over a few milliseconds.
 BURST_QUIET_S = 0.002
@@ -209,32 +210,37 @@ class BatchDecoder:
 
     def _independent_rows(self) -> int:
         """How many sequences one decode may carry with each row's logits the bytes it gets
-        alone. llama.cpp's CPU kernels compute rows independently, except where weights are
-        repacked for an interleaved matrix-matrix kernel (Q4_K/Q4_0 on AVX2), which takes groups
-        of PROBE_ROWS rows together and rounds each row by its group. Probed here: PROBE_ROWS
-        different tokens decoded together and each alone; if any row differs, decodes carry
-        fewer rows than a group (still several sequences per weight pass)."""
+        alone. llama.cpp's CPU kernels compute most matrix products column by column, but some
+        take columns in tiles whose shape follows the decode's size (the interleaved kernels
+        for repacked Q4_K/Q4_0 weights group 4 rows; llamafile's tinyBLAS, used for the legacy
+        quants of models whose widths are not multiples of 256, picks its tile by how many
+        columns remain), and a row rounds by its tile. Probed here for every decode size up to
+        `max_seqs` and every place in it: one token per row, each row against its logits
+        alone; the answer is the largest size up to which all agree (at least 1)."""
         import llama_cpp
         import numpy as np
 
-        n = min(PROBE_ROWS, self.max_seqs)
-        tokens = [(self.bos + 7 + 101 * i) % self.n_vocab for i in range(n)]
+        tokens = [(self.bos + 7 + 101 * i) % self.n_vocab for i in range(self.max_seqs)]
 
         def logits(row: int) -> bytes:
             pointer = llama_cpp.llama_get_logits_ith(self.ctx.ctx, row)
             return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,)).tobytes()
 
         try:
-            self._decode([(t, 0, 1 + i, True) for i, t in enumerate(tokens)])
-            together = [logits(i) for i in range(n)]
-            llama_cpp.llama_memory_clear(self.memory, True)
             alone = []
             for i, t in enumerate(tokens):
                 self._decode([(t, 0, 1 + i, True)])
                 alone.append(logits(0))
+            llama_cpp.llama_memory_clear(self.memory, True)
+            for size in range(2, self.max_seqs + 1):
+                self._decode([(t, 0, 1 + i, True) for i, t in enumerate(tokens[:size])])
+                together = [logits(i) for i in range(size)]
+                llama_cpp.llama_memory_clear(self.memory, True)
+                if together != alone[:size]:
+                    return size - 1
         finally:
             llama_cpp.llama_memory_clear(self.memory, True)
-        return self.max_seqs if together == alone else PROBE_ROWS - 1
+        return self.max_seqs
 
     # ---- submitting --------------------------------------------------------------------------
 
@@ -382,11 +388,14 @@ class BatchDecoder:
         self._free.sort()
 
     def _step(self) -> None:
-        """One token for every active sequence, in decodes of at most `rows_per_decode`."""
+        """One token for every active sequence, in decodes of at most `rows_per_decode` (split
+        evenly: 8 sequences at 7 rows per decode make 4 + 4, not 7 + 1)."""
         self.steps += 1
         active = sorted(self._active, key=lambda slot: slot.seq)
-        for start in range(0, len(active), self.rows_per_decode):
-            self._step_rows(active[start : start + self.rows_per_decode])
+        decodes = -(-len(active) // self.rows_per_decode)
+        width = -(-len(active) // decodes)
+        for start in range(0, len(active), width):
+            self._step_rows(active[start : start + width])
 
     def _step_rows(self, slots: list[_Slot]) -> None:
         rows = []

@@ -28,7 +28,7 @@ from typing import Any
 
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.backends.batch_decode import (
-    PROBE_ROWS,
+    GROUP_ROWS,
     BatchDecoder,
     GenerateJob,
     ScoreJob,
@@ -127,7 +127,7 @@ class LlamaEngine:
         self.batcher = batcher() if batch > 1 else None
         #: Why requests are served one at a time although batching was asked for (or None).
         self.unbatched_reason: str | None = None
-        if self.batcher is not None and self.batcher.rows_per_decode < min(batch, PROBE_ROWS):
+        if self.batcher is not None and self.batcher.rows_per_decode < min(batch, GROUP_ROWS):
             # Row-grouped (repacked) kernels round each row by its group of 4, so a row's answer
             # would depend on its batch neighbours, and decodes of fewer rows stream the weights
             # once per row (batching bought nothing: docs/BENCHMARKS.md). Reload the weights
@@ -139,7 +139,7 @@ class LlamaEngine:
             self.llm = load(repack=False)
             self.repacked = False
             self.batcher = batcher()
-            if self.batcher.rows_per_decode < min(batch, PROBE_ROWS):
+            if self.batcher.rows_per_decode < min(batch, GROUP_ROWS):
                 self.batcher.close()
                 self.batcher = None
                 self.unbatched_reason = "row-grouped kernels, also with weights unrepacked"
