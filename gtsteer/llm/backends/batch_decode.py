@@ -212,9 +212,9 @@ class BatchDecoder:
         """How many sequences one decode may carry with each row's logits the bytes it gets
         alone. llama.cpp's CPU kernels compute most matrix products column by column, but some
         take columns in tiles whose shape follows the decode's size (the interleaved kernels
-        for repacked Q4_K/Q4_0 weights group 4 rows; llamafile's tinyBLAS, used for the legacy
-        quants of models whose widths are not multiples of 256, picks its tile by how many
-        columns remain), and a row rounds by its tile. Probed here for every decode size up to
+        for repacked Q4_K/Q4_0 weights group 4 rows; llamafile's tinyBLAS, which takes Q8_0,
+        Q5_0 and Q4_0, most of Gemma 3 270M's and Qwen2.5 0.5B's tensors, picks its tile by how
+        many columns remain), and a row rounds by its tile. Probed here for every decode size up to
         `max_seqs` and every place in it: one token per row, each row against its logits
         alone; the answer is the largest size up to which all agree (at least 1)."""
         import llama_cpp
