@@ -42,7 +42,7 @@ async def mixed_2x2_utility(ctx: Any) -> list[float]:
     if ctx.instance.index in ctx.spec.params.get("fail_instances", []):
         raise LLMCallError("reward model unavailable (injected)")
     if ctx.instance.index in ctx.spec.params.get("crash_instances", []):
-        raise ZeroDivisionError("utility bug (injected)")
+        raise ZeroDivisionError(ctx.spec.params.get("crash_message", "utility bug (injected)"))
     row = MOVES.index(ctx.instructions(0)[0])
     col = MOVES.index(ctx.instructions(1)[0])
     return [PAYOFF[row][col], -PAYOFF[row][col]]

@@ -194,3 +194,13 @@ def test_a_served_models_requests_pass_the_shared_limiter(ray_node: None) -> Non
     plain = LLM("fake", use_cache=False)
     assert texts == [plain.generate_sync(f"hello {i}", seed=i).text for i in range(3)]
     assert ray.get(limiter.counts.remote()) == (0, 3)  # 3 started, every slot given back
+
+
+@pytest.mark.parametrize("name", list(SERIAL_RUNS))
+def test_help_names_the_ray_extra_intact(name: str) -> None:
+    """Typer renders help as rich markup, where a bare `[ray]` is a style tag and vanishes."""
+    command = [word for word in SERIAL_RUNS[name] if not word.endswith(".yaml")][:2]
+    command = command if command[0] in ("eval", "werewolf") else command[:1]
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    assert "pip install 'gtsteer[ray]'" in result.output

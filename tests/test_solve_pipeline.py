@@ -191,6 +191,20 @@ def test_exit_code_is_nonzero_only_when_every_instance_fails(tmp_path: Path) -> 
     assert summary["num_failed"] == 2 and summary["metrics"] is None
 
 
+def test_a_failure_reason_is_printed_verbatim_not_as_markup(tmp_path: Path) -> None:
+    """The CLI prints through rich: an unescaped reason would lose `[ray]` and crash on `[/]`."""
+    from typer.testing import CliRunner
+
+    from gtsteer.cli import app
+
+    reason = "bad slot [ray] in table [/] here"
+    spec = write_spec(tmp_path, params={"crash_instances": [0], "crash_message": reason})
+    result = CliRunner().invoke(app, ["solve", str(spec), "--llm", "fake", "-n", "2", "-k", "20",
+                                      "-q", "-o", str(tmp_path / "o")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert f"ZeroDivisionError: {reason}" in result.output
+
+
 @pytest.mark.parametrize(
     ("changes", "field"),
     [({"num_llm_seeds": None}, "num_llm_seeds"), ({"num_llm_seed": 2}, "num_llm_seed")],

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
@@ -74,7 +75,7 @@ def print_steering(report: SteeringReport) -> None:
             )
     console.print(table)
     for note in report.skipped:
-        console.print(f"[yellow]not measured:[/] {note}")
+        console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
     console.print(
         f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
@@ -168,7 +169,7 @@ def judge(
 def print_judge_report(report: JudgeReport) -> None:
     print_judge(report.validations)
     for note in report.skipped:
-        console.print(f"[yellow]not measured:[/] {note}")
+        console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
     console.print(
         f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"

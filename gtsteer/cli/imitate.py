@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
@@ -82,7 +83,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
     )
     for failure in report.failures:
         console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {escape(failure.reason)}"
         )
     console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
 

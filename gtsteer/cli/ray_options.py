@@ -15,7 +15,8 @@ RayAddress = Annotated[
         "--ray",
         help="Run the units of work (instances, games) as Ray tasks: `local` starts Ray on this"
         " machine (--workers N), `auto` or HOST:PORT joins a cluster (pip install"
-        " 'gtsteer[ray]'; docs/SCALE.md). Results equal the serial run's.",
+        # help is rich markup, where a bare [ray] is a style tag
+        " 'gtsteer\\[ray]'; docs/SCALE.md). Results equal the serial run's.",
     ),
 ]
 Workers = Annotated[

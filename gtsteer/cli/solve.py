@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
@@ -89,7 +90,7 @@ def print_summary(summary: SolveSummary) -> None:
                           " see `heldout_failure` in games/<i>.json[/]")
     for failure in summary.failures:
         console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {failure.reason}"
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {escape(failure.reason)}"
         )
 
 
