@@ -13,9 +13,12 @@ Measured in one run, on an otherwise idle machine, with llama.cpp's own tools be
 4. The default beside one busy process (a pure-Python spinner on one core).
 5. Optional (`--main-job`): the README main job cold, GTSTEER_LOCAL_BATCH=1 vs the default, and
    whether its numbers are identical.
+6. Optional (`--werewolf`): one 7-player bot-only Werewolf game (`--max-days 2
+   --max-messages 3 --seed 0`, model `local`), cold, GTSTEER_LOCAL_BATCH=1 vs B = 8, and
+   whether its transcripts are identical.
 
     .venv/bin/python scripts/bench_batch.py [--models smollm2-135m,qwen2.5-coder-0.5b]
-        [--threads 1,2] [--batches 1,2,4,8,16] [--main-job] [--no-write]
+        [--threads 1,2] [--batches 1,2,4,8,16] [--main-job] [--werewolf] [--no-write]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc
 import llama_tools
 
+from gtsteer.llm.backends.batch_decode import BATCH_ENV
 from gtsteer.llm.backends.local import LocalBackend, _close_engines, local_threads
 from gtsteer.llm.backends.local_models import parse_local_model
 from gtsteer.llm.types import GenerationRequest
@@ -137,6 +141,30 @@ def main_job(batch: int) -> dict:
     return {"wall_s": wall, "metrics": metrics}
 
 
+def werewolf_game(batch: int) -> dict:
+    """One cold bot-only game at GTSTEER_LOCAL_BATCH=batch: wall time and a hash of every call."""
+    import hashlib
+
+    from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.store import GameStore
+
+    os.environ[BATCH_ENV] = str(batch)
+    try:
+        with benchdoc.fresh_cache("bench-batch-werewolf-") as cache:
+            store = GameStore(cache / "werewolf.sqlite")
+            start = time.perf_counter()
+            state = create_game(store, n_players=7, seed=0, model="local", max_days=2,
+                                max_messages_per_day=3, game_id="bench")  # fmt: skip
+            state = GameRunner(store).run(state)
+            wall = time.perf_counter() - start
+            calls = [(c.bot, c.purpose, c.response) for c in store.calls("bench")]
+    finally:
+        os.environ.pop(BATCH_ENV, None)
+        _close_engines()
+    digest = hashlib.sha256(repr((calls, state.winner, state.step)).encode()).hexdigest()[:12]
+    return {"wall_s": wall, "calls": len(calls), "outcome": digest}
+
+
 def plot(rows: list[dict]) -> None:
     import matplotlib
 
@@ -165,6 +193,7 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--batches", default="1,2,4,8,16")
     parser.add_argument("--main-job", action="store_true")
+    parser.add_argument("--werewolf", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     code = benchdoc.commit(["gtsteer", "scripts"])
@@ -197,7 +226,9 @@ def main() -> None:
     loaded = busy(smol)
     print("busy", loaded, flush=True)
     mains = {b: main_job(b) for b in (1, COMPARE_BATCH)} if args.main_job else {}
-    body = render(rows, singles, prefix, loaded, mains, code)
+    games = {b: werewolf_game(b) for b in (1, COMPARE_BATCH)} if args.werewolf else {}
+    print("werewolf", games, flush=True)
+    body = render(rows, singles, prefix, loaded, mains, code, games)
     print(body)
     if not args.no_write:
         plot(rows)
@@ -205,12 +236,13 @@ def main() -> None:
 
 
 def render(rows: list[dict], singles: list[dict], prefix: dict, loaded: dict, mains: dict,
-           code: str) -> str:  # fmt: skip
+           code: str, games: dict | None = None) -> str:  # fmt: skip
     default = COMPARE_BATCH
     lines = [
         "## Local model: batched decoding",
         "",
-        "`python scripts/bench_batch.py" + (" --main-job`" if mains else "`") + "; "
+        "`python scripts/bench_batch.py" + (" --main-job" if mains else "")
+        + (" --werewolf" if games else "") + "`; "
         + benchdoc.machine_line(commit=code) + ". Reference in the same run: llama.cpp's own "
         "`llama-batched-bench -npp 128 -ntg 32 -npl B -pps` and `llama-bench -n 64`, built from "
         "the llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist "
@@ -253,6 +285,14 @@ def render(rows: list[dict], singles: list[dict], prefix: dict, loaded: dict, ma
                   f"{a['wall_s']:.0f} s with B = 1, {b['wall_s']:.0f} s with B = {default} "
                   f"(**{a['wall_s'] / b['wall_s']:.2f}x**); metrics "
                   + ("identical." if same else "differ (see the run's summaries).")]  # fmt: skip
+    if games:
+        a, b = games[1], games[default]
+        same = a["outcome"] == b["outcome"]
+        lines += ["", "One 7-player bot-only Werewolf game (`--max-days 2 --max-messages 3 "
+                  f"--seed 0`, model `local`), cold: {a['wall_s']:.0f} s with B = 1, "
+                  f"{b['wall_s']:.0f} s with B = {default} "
+                  f"(**{a['wall_s'] / b['wall_s']:.2f}x**, {a['calls']} model calls); every call "
+                  + ("identical." if same else "NOT identical.")]  # fmt: skip
     return "\n".join(lines)
 
 
