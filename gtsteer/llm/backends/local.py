@@ -131,9 +131,9 @@ class LlamaEngine:
             # Row-grouped (repacked) kernels round each row by its group of 4, so a row's answer
             # would depend on its batch neighbours, and decodes of fewer rows stream the weights
             # once per row (batching bought nothing: docs/BENCHMARKS.md). Reload the weights
-            # unrepacked, one row-independent kernel for every batch size (llama.cpp's
-            # --no-repack): batched answers then differ from GTSTEER_LOCAL_BATCH=1's (repacked)
-            # but not with the batch. If rows still round together, serve one at a time.
+            # unrepacked (llama.cpp's --no-repack) and probe again: batched answers then differ
+            # from GTSTEER_LOCAL_BATCH=1's (repacked) but not with the batch. If rows still
+            # round together, serve one at a time on the repacked weights, as B = 1 does.
             self.batcher.close()
             self.llm.close()
             self.llm = load(repack=False)
@@ -142,6 +142,9 @@ class LlamaEngine:
             if self.batcher.rows_per_decode < min(batch, GROUP_ROWS):
                 self.batcher.close()
                 self.batcher = None
+                self.llm.close()
+                self.llm = load(repack=True)
+                self.repacked = True
                 self.unbatched_reason = "row-grouped kernels, also with weights unrepacked"
 
     @property
