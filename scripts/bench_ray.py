@@ -95,16 +95,6 @@ def local_ratio(config: Path, games: int, iterations: int) -> dict:
             "ray_total_s": time.perf_counter() - start}
 
 
-def _bench_rows(csv_text: str) -> dict[str, float]:
-    import csv
-    import io
-
-    speeds = {}
-    for row in csv.DictReader(io.StringIO(csv_text)):
-        speeds["pp" if int(row["n_prompt"]) else "tg"] = float(row["avg_ts"])
-    return speeds
-
-
 def two_process_reference(model: str = "local:smollm2-135m") -> dict:
     """llama-bench at one thread alone, then two copies at once: (summed tokens/s) / alone,
     for prompt processing (pp) and generation (tg)."""
@@ -116,12 +106,13 @@ def two_process_reference(model: str = "local:smollm2-135m") -> dict:
 
     bins = llama_tools.build()
     path = parse_local_model(model).resolve_path()
-    cmd = [str(bins["llama-bench"]), "-m", str(path), "-t", "1", "-p", "64", "-n", "32", "-r", "5",
-           "-o", "csv"]
-    alone = _bench_rows(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    cmd = llama_tools.llama_bench_command(bins, path, 1, 64, 32, reps=5)
+    alone = llama_tools.llama_bench_speeds(
+        subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    )
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
              for _ in range(WORKERS)]
-    pair = [_bench_rows(proc.communicate()[0]) for proc in procs]
+    pair = [llama_tools.llama_bench_speeds(proc.communicate()[0]) for proc in procs]
     ratio = {k: sum(p[k] for p in pair) / alone[k] for k in alone}
     return {"model": model, "alone": alone, "pair": pair, "ratio": ratio}
 

@@ -79,15 +79,24 @@ def build() -> dict[str, Path]:
     return bins
 
 
+def llama_bench_command(
+    bins: dict[str, Path], model: Path, threads: int, n_prompt: int, n_gen: int, reps: int = 3
+) -> list[str]:
+    """`llama-bench` for `model` at `threads`: prompt processing of n_prompt tokens and
+    generation of n_gen (0 skips either), JSON out (read it with `llama_bench_speeds`)."""
+    return [str(bins["llama-bench"]), "-m", str(model), "-t", str(threads), "-p", str(n_prompt),
+            "-n", str(n_gen), "-r", str(reps), "-o", "json"]  # fmt: skip
+
+
+def llama_bench_speeds(out: str) -> dict[str, float]:
+    """tokens/s of a `llama_bench_command` run: {"pp": prompt, "tg": generation}, as run."""
+    return {"pp" if r["n_prompt"] else "tg": float(r["avg_ts"]) for r in json.loads(out)}
+
+
 def llama_bench_tg(bins: dict[str, Path], model: Path, threads: int, n_gen: int = 64) -> float:
     """llama-bench's generation speed (tokens/s) for `model` at `threads`."""
-    out = subprocess.run(
-        [str(bins["llama-bench"]), "-m", str(model), "-t", str(threads), "-p", "0",
-         "-n", str(n_gen), "-r", "3", "-o", "json"],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    rows = json.loads(out)
-    return float(next(r["avg_ts"] for r in rows if r["n_gen"] == n_gen))
+    cmd = llama_bench_command(bins, model, threads, 0, n_gen)
+    return llama_bench_speeds(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["tg"]
 
 
 def batched_bench(
