@@ -21,18 +21,9 @@ import time
 from gtsteer.binding import ANY, make_game, make_instance
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
+from gtsteer.llm.speech import is_narration
 
 EMPTY = "..."
-
-
-def is_narration(message: str, speaker: str) -> bool:
-    """Third person about the speaker ("Alice proposes Monday."), or a stage direction in
-    asterisks or parentheses ("*smiles*", "(nods)"); "I'm Alice" is first person."""
-    named = re.search(rf"\b{re.escape(speaker)}\b(?!\s*,)", message)
-    introduced = re.search(rf"\b(?:I am|I'm|this is|it's)\s+{re.escape(speaker)}\b", message,
-                           re.IGNORECASE)
-    direction = re.search(r"\*[^*]+\*|^\s*\([^)]*\)", message)
-    return bool((named and not introduced) or direction)
 
 
 def mentions(message: str, value: str) -> bool:

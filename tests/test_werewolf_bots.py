@@ -320,3 +320,41 @@ def test_pick_samples_from_the_scores_with_the_decision_seed():
     assert 0.58 < share < 0.75 and "Cat" not in picks  # softmax: 1 / (1 + e^-0.7) = 0.67
     constrained = ChoiceResult(choice="Ben", scores={"Ann": 0.0, "Ben": 1.0}, method="constrained")
     assert sample_choice(constrained, ["Ann", "Ben"], 1) == "Ben"
+
+
+# ---- a line cut at the token limit (issue 24.7) --------------------------------------------
+
+
+class RunsOnBackend(Backend):
+    """Answers with a fixed text and reports `tokens` completion tokens (the token limit when
+    `tokens` is None)."""
+
+    kind = "runs-on"
+
+    def __init__(self, text: str, tokens: int | None = None):
+        super().__init__("runs-on")
+        self.text, self.tokens = text, tokens
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        used = request.max_tokens if self.tokens is None else self.tokens
+        return RawCompletion(text=self.text, usage=Usage(completion_tokens=used))
+
+
+@pytest.mark.parametrize(("text", "tokens", "said"), [
+    # ran into the limit: the unfinished sentence goes, the whole one stays
+    ("I saw Ben at the well. There's something in the air, and I'm", None,
+     "I saw Ben at the well."),
+    # ran into the limit with no whole sentence: kept as it is (better than nothing)
+    ("There's something in the air, and I'm", None, "There's something in the air, and I'm"),
+    # ended by itself before the limit: kept whole, whatever its last character
+    ("I saw Ben at the well. Ask him why", 12, "I saw Ben at the well. Ask him why"),
+])
+def test_a_public_line_cut_at_the_token_limit_keeps_its_whole_sentences(text, tokens, said):
+    state = table("WWDTMVV")
+    want = pending(state)
+    assert want.kind == "speak"
+    pool = LLMPool(lambda model: LLM(model, backend=RunsOnBackend(text, tokens),
+                                     use_cache=False))
+    decision, (record,) = bot_decision(state, want, pool)
+    assert decision.text == said
+    assert record.response == text  # the record keeps what the model wrote

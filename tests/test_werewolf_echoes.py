@@ -78,3 +78,24 @@ def test_a_public_line_reading_out_the_playstyle_is_stored_without_it() -> None:
     after = step(state, decision)
     assert [m.text for m in after.messages if m.author == "Ann"] == [decision.text]
     assert echo_count([decision, decision]) == 4
+
+
+def test_a_detective_reading_out_its_role_line_and_one_time_kill_is_stripped() -> None:
+    # Seen in a SmolLM2 game (seed 0): "You are Ines (detective). Once per game you may kill a
+    # player at night instead." -- the role line is 4 words, below the run length, and the
+    # one-time kill sentence of the reference rules was missing from the private texts.
+    state = table("WWDTMVV")
+    assert state.config.rules == "reference" and state.player("Dan").role is Role.DETECTIVE
+    texts = private_texts(state, "Dan", intro_command("Dan"), "")
+    line = ("You are Dan (detective). Once per game you may kill a player at night instead. "
+            "Good evening.")
+    assert EchoFilter(texts).strip(line) == ("Good evening.", 2)
+    # a villager under the same rules has no one-time kill to echo
+    assert not any("Once per game" in t for t in private_texts(state, "Fay", "", ""))
+
+
+def test_a_short_private_text_matches_only_whole() -> None:
+    texts = private_texts(table("WWDTMVV"), "Dan", "", "")
+    claim, denial = "I am Dan (detective).", "Dan is no detective. Trust me."
+    assert EchoFilter(texts).strip(claim) == ("", 1)  # the role line in the first person
+    assert EchoFilter(texts).strip(denial) == (denial, 0)

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from gtsteer.binding.spec import ANY, DomainSpec
 from gtsteer.llm import LLM, Message
+from gtsteer.llm.speech import whole_sentences
 
 if TYPE_CHECKING:
     from gtsteer.binding.instances import Instance
@@ -201,7 +202,6 @@ def message_stop(
 
 
 _QUOTES = {'"': '"', "\u201c": "\u201d"}
-_SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d)\]]*(?=\s|$)")
 
 
 def _name_tag(names: list[str]) -> re.Pattern[str]:
@@ -251,7 +251,7 @@ def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
         if len(lines) < len(paragraph.splitlines()) or not kept or not kept[-1].endswith(":"):
             break  # a paragraph ending in ":" introduces the next one
     message = _unquote(" ".join(" ".join(kept).split()))
-    return (_whole_sentences(message) if cut else message) or "..."
+    return (whole_sentences(message) if cut else message) or "..."
 
 
 def _unquote(text: str) -> str:
@@ -261,12 +261,6 @@ def _unquote(text: str) -> str:
         return text
     end = text.find(close, 1)
     return (text[1:end] if end != -1 else text[1:]).strip()
-
-
-def _whole_sentences(text: str) -> str:
-    """`text` up to its last sentence end (all of it when it has none)."""
-    ends = list(_SENTENCE_END.finditer(text))
-    return text[: ends[-1].end()] if ends else text
 
 
 def reward_prompt(

@@ -19,6 +19,7 @@ import re
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
+from gtsteer.llm.speech import whole_sentences
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts
 from gtsteer.werewolf.hook_view import choose_style
@@ -29,12 +30,20 @@ from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, SummaryNotes
 
 MAX_LINE_CHARS = 600
+#: Token budget of a public line for an embedded model (three times this for API models).
+SPEAK_TOKENS = 60
 #: Notes field lengths: short for the small local model (its grammar stops it there), roomy
 #: for chat models (a limit they overrun means a retry, then empty notes).
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
 #: Context tokens kept free beyond an answer's own budget (a scored option's tokens, the
 #: chat template's closing tokens).
 ANSWER_MARGIN = 32
+
+
+def token_budget(max_tokens: int, small: bool) -> int:
+    """A free-text answer's max_tokens: embedded models get the tight budget, API models
+    three times it."""
+    return max_tokens if small else 3 * max_tokens
 
 
 def notes_model(small: bool) -> type[BaseModel]:
@@ -110,16 +119,19 @@ def bot_decision(
 
     def say(context: BotContext, label: str, why: str,
             max_tokens: int) -> tuple[str, CallRecord, BotContext]:
-        max_tokens = max_tokens if small else 3 * max_tokens
+        max_tokens = token_budget(max_tokens, small)
         context, prompt = fitted(context, f"{label}:", max_tokens)
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
                              max_tokens=max_tokens, stop=["\n\n"] if local else None)
         rec.day = state.day
-        return clean_line(raw, bot, others, first_line=small), rec, context
+        line = clean_line(raw, bot, others, first_line=small)
+        if rec.completion_tokens >= max_tokens:  # ran into the limit: no unfinished sentence
+            line = whole_sentences(line)
+        return line, rec, context
 
     if want.kind in ("speak", "pack_chat"):
         label = bot if want.kind == "speak" else f"[pack] {bot}"
-        text, rec, used = say(ctx, label, purpose, 60)
+        text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS)
         echoes = 0
         if want.kind == "speak":  # a public line must not read out the bot's private prompt
             text, echoes = EchoFilter(private_texts(state, bot, ctx.command, ctx.style)).strip(

@@ -7,7 +7,8 @@ repeats its instruction would (the binding strips those, `binding.prompts.strip_
 
 A sentence of a public line is an echo when at least half of its words lie in runs of
 `RUN_WORDS` or more words that also occur, in order, in one of the bot's private texts: its role
-line, its pack, its playstyle sentence, its notes and the command it answers. Words are compared
+line and goal, its pack, its playstyle sentence, its notes and the command it answers (a text
+shorter than `RUN_WORDS`, such as the role line, counts only whole). Words are compared
 lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
 "introduce"), so a text turned into the first or third person still matches; the rules and the
 scene, which every player reads, are not private. Echo sentences are dropped; each decision
@@ -19,12 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gtsteer.werewolf.prompts import ROLE_GOALS
+from gtsteer.werewolf.prompts import role_goal
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import Decision, GameState, SummaryNotes
 
 #: Shortest shared run of words that counts (shorter runs are ordinary phrases).
 RUN_WORDS = 5
+#: A private text shorter than `RUN_WORDS` but of at least this many words is matched whole
+#: (the role line "You are Ann (doctor)." is four).
+SHORT_TEXT_WORDS = 3
 #: Share of a sentence's words inside shared runs that makes it an echo.
 ECHO_SHARE = 0.5
 
@@ -60,15 +64,20 @@ class EchoFilter:
         self.runs: set[tuple[str, ...]] = set()
         for text in private_texts:
             words = _words(text)
-            for i in range(len(words) - RUN_WORDS + 1):
-                self.runs.add(tuple(words[i : i + RUN_WORDS]))
+            n = min(RUN_WORDS, len(words))
+            if n < SHORT_TEXT_WORDS:
+                continue
+            for i in range(len(words) - n + 1):
+                self.runs.add(tuple(words[i : i + n]))
+        self.lengths = sorted({len(run) for run in self.runs})
 
     def is_echo(self, sentence: str) -> bool:
         words = _words(sentence)
         covered = [False] * len(words)
-        for i in range(len(words) - RUN_WORDS + 1):
-            if tuple(words[i : i + RUN_WORDS]) in self.runs:
-                covered[i : i + RUN_WORDS] = [True] * RUN_WORDS
+        for n in self.lengths:
+            for i in range(len(words) - n + 1):
+                if tuple(words[i : i + n]) in self.runs:
+                    covered[i : i + n] = [True] * n
         return bool(words) and sum(covered) >= ECHO_SHARE * len(words)
 
     def strip(self, line: str) -> tuple[str, int]:
@@ -88,7 +97,8 @@ def private_texts(state: GameState, bot: str, command: str, style: str) -> list[
     """What this bot's prompt holds that the other players do not read: its role line and
     goal, its pack, its notes, the command it answers and its playstyle sentence."""
     me = state.player(bot)
-    texts = [f"You are {bot} ({me.role.value}).", ROLE_GOALS[me.role], command, style]
+    texts = [f"You are {bot} ({me.role.value}).", role_goal(me.role, state.config.rules),
+             command, style]
     if me.role is Role.WEREWOLF:
         texts.append("The werewolves, as dealt: " + ", ".join(state.wolves()) + ".")
     for summary in state.summaries:

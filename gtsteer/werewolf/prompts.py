@@ -33,16 +33,22 @@ ACTION_WORDS = {
 }
 
 
+def role_goal(role: Role, rules: str = "reference") -> str:
+    """The goal sentence of a role under these night rules (the reference rules give the doctor
+    and the detective a one-time kill)."""
+    goal = ROLE_GOALS[role]
+    if rules == "reference" and role in (Role.DOCTOR, Role.DETECTIVE):
+        goal += ONE_TIME_KILL
+    return goal
+
+
 def system_prompt(name: str, story: str, role: Role, wolves: list[str], scene: str,
                   rules: str = "reference", ties: str = "none") -> str:
     """The static head: the same text for this bot for the whole game (cache-friendly)."""
     lines = [rules_text(rules, ties), "", PLAY_GUIDE, ""]
     if scene:
         lines += [f"Scene: {scene}", ""]
-    goal = ROLE_GOALS[role]
-    if rules == "reference" and role in (Role.DOCTOR, Role.DETECTIVE):
-        goal += ONE_TIME_KILL
-    lines += [f"You are {name} ({role.value}). {goal}"]
+    lines += [f"You are {name} ({role.value}). {role_goal(role, rules)}"]
     if story:
         lines.append(f"Your character: {story}")
     mates = [w for w in wolves if w != name]

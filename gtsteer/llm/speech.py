@@ -1,0 +1,34 @@
+"""How a model's answer reads as a message: whole sentences, narration, stage directions.
+
+Shared by the dialogue games' cleaning (`binding.prompts`), the Werewolf bots' public lines and
+the scripts that measure both, so a "cut" or "narrated" message means the same everywhere."""
+
+from __future__ import annotations
+
+import re
+
+#: A sentence end: ., !, ? or an ellipsis, with closing quotes or brackets, before a space or
+#: the end of the text.
+SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d)\]]*(?=\s|$)")
+
+
+def whole_sentences(text: str) -> str:
+    """`text` up to its last sentence end (all of it when it has none)."""
+    ends = list(SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()] if ends else text
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether `text` ends where a sentence does (not mid-sentence, as a cut answer does)."""
+    text = text.rstrip()
+    return bool(text) and any(m.end() == len(text) for m in SENTENCE_END.finditer(text))
+
+
+def is_narration(message: str, speaker: str) -> bool:
+    """Third person about the speaker ("Alice proposes Monday."), or a stage direction in
+    asterisks or parentheses ("*smiles*", "(nods)"); "I'm Alice" is first person."""
+    named = re.search(rf"\b{re.escape(speaker)}\b(?!\s*,)", message)
+    introduced = re.search(rf"\b(?:I am|I'm|this is|it's)\s+{re.escape(speaker)}\b", message,
+                           re.IGNORECASE)
+    direction = re.search(r"\*[^*]+\*|^\s*\([^)]*\)", message)
+    return bool((named and not introduced) or direction)

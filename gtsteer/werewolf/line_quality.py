@@ -1,0 +1,120 @@
+"""How a game's public lines read: distinct, whole, in character (issue 24's per-model measures).
+
+A game reads as a game when the bots say different things, finish their sentences and speak as
+their characters. Each public line a bot spoke (introductions and discussion turns; vote reasons
+and pack chat are not counted) is read for:
+
+- **repeat**: the same words (case and spacing aside) as an earlier line of the game;
+- **cut**: it ends mid-sentence; `at_limit` counts the calls behind the lines that ran into the
+  token limit (the usual cause);
+- **out of character**: narration about the speaker in the third person or a stage direction
+  (`llm.speech.is_narration`, the measure the dialogue games use), talk about the game's
+  machinery instead of the village (`META`: "in character", "as an AI", "my playstyle", "the
+  camera", ...), or a sentence read out of the rules or the play guide every bot is given
+  (matched as `werewolf.echoes` matches private text);
+- **empty**: nothing left after cleaning (and echo stripping);
+- **echoes**: sentences of the bot's private prompt stripped before the line was stored
+  (`werewolf.echoes`), summed over the game.
+
+The rules are surface patterns: they flag what a reader would notice at once, not every
+unconvincing line; `examples` keeps the flagged lines so a reader can check them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+from gtsteer.llm.speech import ends_sentence, is_narration
+from gtsteer.werewolf.echoes import EchoFilter
+from gtsteer.werewolf.llmcalls import CallRecord
+from gtsteer.werewolf.playstyles import PLAY_GUIDE
+from gtsteer.werewolf.rules import rules_text
+from gtsteer.werewolf.state import Decision, GameConfig
+
+#: Talk about the game's machinery rather than the village.
+META = re.compile(
+    r"\b(?:(?:in|out of|stay in|break) character|as an ai\b|(?:an? |the )?(?:ai|language) model"
+    r"|assistant|role-?play(?:ing)?|my (?:playstyle|instructions?|prompt|role is to)"
+    r"|the (?:camera|audience|narrator|prompt|instructions?)"
+    r"|introduces? (?:himself|herself|themselves|myself|yourself))\b",
+    re.IGNORECASE)
+
+#: Examples kept per flag (the first ones of the game).
+EXAMPLES = 3
+
+
+def shared_prompt_texts(config: GameConfig) -> list[str]:
+    """What every bot's prompt says: the rules of this game and the play guide."""
+    return [rules_text(config.rules, config.ties), PLAY_GUIDE]
+
+
+def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None) -> bool:
+    return (is_narration(line, speaker) or META.search(line) is not None
+            or (prompt is not None and prompt.strip(line)[1] > 0))
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class LineReport(BaseModel):
+    lines: int = 0
+    distinct: int = 0
+    cut: int = 0
+    out_of_character: int = 0
+    empty: int = 0
+    echoes: int = 0
+    #: Speak calls that ran into the token limit (of `speak_calls`).
+    at_limit: int = 0
+    speak_calls: int = 0
+    examples: dict[str, list[str]] = Field(default_factory=dict)
+
+    def share(self, field: str) -> float | None:
+        return getattr(self, field) / self.lines if self.lines else None
+
+    def keep(self, flag: str, author: str, text: str) -> None:
+        kept = self.examples.setdefault(flag, [])
+        if len(kept) < EXAMPLES:
+            kept.append(f"{author}: {text}")
+
+
+def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
+               token_limit: int, config: GameConfig | None = None) -> LineReport:
+    """The report of one game's public lines: its decisions in step order and its call records
+    (`GameStore.steps` and `GameStore.calls`); `token_limit` is the speak calls' max_tokens;
+    `config` (the game's) adds its rules and play guide to what a line must not read out."""
+    prompt = EchoFilter(shared_prompt_texts(config)) if config is not None else None
+    speak_calls: dict[str, list[CallRecord]] = defaultdict(list)
+    for call in calls:
+        if call.purpose == "speak":
+            speak_calls[call.bot].append(call)
+    report = LineReport(speak_calls=sum(len(v) for v in speak_calls.values()))
+    report.at_limit = sum(c.completion_tokens >= token_limit
+                          for v in speak_calls.values() for c in v)
+    seen: set[str] = set()
+    for d in decisions:
+        if d.kind != "speak" or d.actor is None:
+            continue
+        report.lines += 1
+        report.echoes += d.echoes
+        text = d.text.strip()
+        if not text or text == "...":
+            report.empty += 1
+            report.keep("empty", d.actor, text)
+            continue
+        if _key(text) in seen:
+            report.keep("repeat", d.actor, text)
+        else:
+            report.distinct += 1
+            seen.add(_key(text))
+        if not ends_sentence(text):
+            report.cut += 1
+            report.keep("cut", d.actor, text)
+        if out_of_character(text, d.actor, prompt):
+            report.out_of_character += 1
+            report.keep("out_of_character", d.actor, text)
+    return report

@@ -1,0 +1,144 @@
+"""How the embedded models' Werewolf games read: distinct, cut and out-of-character lines, echoes
+and time per game, one cold bot-only game per model (`gtsteer.werewolf.line_quality`).
+
+Each model plays the same game (7 players, seed 0, 2 days, 6 discussion turns a day) through
+the CLI, one at a time, each with an empty response cache of its own, so every call is a real
+model call. The games stay in OUT/<model>/werewolf.sqlite; `--read` measures stored games again
+without playing. Writes its section of docs/BENCHMARKS.md.
+
+    flock /tmp/gtsteer-model.lock .venv/bin/python scripts/werewolf_lines.py \
+        --models smollm2-135m,qwen2.5-coder-0.5b,gemma3-270m,qwen2.5-coder-1.5b \
+        --out /work/bench/wwlines
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
+import benchdoc
+
+GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6", "--seed", "0"]
+GAME_ID = "g0"
+
+
+def play(model: str, folder: Path) -> float:
+    """One cold game of `local:<model>` into `folder`; its wall time in seconds."""
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "werewolf.sqlite"
+    db.unlink(missing_ok=True)
+    env = {**os.environ, "GTSTEER_CACHE_DIR": str(folder / "cache"), "HF_HUB_OFFLINE": "1",
+           "GTSTEER_MODEL_DIR": os.environ.get(
+               "GTSTEER_MODEL_DIR", str(Path.home() / ".cache" / "gtsteer" / "models"))}
+    cmd = [sys.executable, "-m", "gtsteer", "werewolf", "play", *GAME, "--llm",
+           f"local:{model}", "--db", str(db), "--game-id", GAME_ID]
+    t0 = time.perf_counter()
+    with (folder / "play.log").open("w") as log:
+        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True,
+                       cwd=benchdoc.ROOT)
+    wall = time.perf_counter() - t0
+    (folder / "wall_s").write_text(f"{wall:.1f}\n")
+    return wall
+
+
+def game_seconds(db: Path) -> float:
+    """From the game's creation to its last committed step (model loading not included)."""
+    with sqlite3.connect(db) as c:
+        (created,) = c.execute("SELECT created_at FROM games WHERE id=?", (GAME_ID,)).fetchone()
+        (last,) = c.execute("SELECT MAX(created_at) FROM steps WHERE game_id=?",
+                            (GAME_ID,)).fetchone()
+    return float(last - created)
+
+
+def measure(model: str, folder: Path) -> dict:
+    from gtsteer.werewolf.bots import SPEAK_TOKENS, token_budget
+    from gtsteer.werewolf.line_quality import read_lines
+    from gtsteer.werewolf.store import GameStore
+
+    db = folder / "werewolf.sqlite"
+    store = GameStore(db)
+    state = store.load(GAME_ID)
+    report = read_lines(store.steps(GAME_ID), store.calls(GAME_ID),
+                        token_budget(SPEAK_TOKENS, small=True), config=state.config)
+    wall = folder / "wall_s"
+    return {"model": model, "report": report.model_dump(), "game_s": round(game_seconds(db), 1),
+            "wall_s": float(wall.read_text()) if wall.exists() else None,
+            "calls": len(store.calls(GAME_ID)), "days": state.day, "winner": state.winner,
+            "end_reason": state.end_reason}
+
+
+def pct(n: int, of: int) -> str:
+    return f"{n}/{of} ({n / of:.0%})" if of else "0/0"
+
+
+def render(rows: list[dict], command: str, commit: str) -> str:
+    table = [("| model | lines | distinct | cut mid-sentence | out of character | empty | "
+             "echoes stripped | speak calls at the token limit | time per game (wall) | "
+             "result |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    examples = []
+    for row in rows:
+        r, n = row["report"], row["report"]["lines"]
+        wall = f" ({row['wall_s']:.0f} s)" if row["wall_s"] else ""
+        table.append(
+            f"| `{row['model']}` | {n} | {pct(r['distinct'], n)} | {pct(r['cut'], n)} | "
+            f"{pct(r['out_of_character'], n)} | {pct(r['empty'], n)} | {r['echoes']} | "
+            f"{pct(r['at_limit'], r['speak_calls'])} | {row['game_s']:.0f} s{wall} | "
+            f"{row['winner'] or 'no winner'} after day {row['days']} ({row['end_reason']}) |")
+        for flag, lines in r["examples"].items():
+            examples += [f"- `{row['model']}` {flag.replace('_', ' ')}: " + " / ".join(
+                json.dumps(line, ensure_ascii=False) for line in lines)]
+    start, end = benchdoc.markers("werewolf_lines")
+    return f"""{start}
+## Werewolf: how each embedded model's game reads
+
+Command: `{command}`
+Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model (7 players, seed 0,
+2 days, 6 discussion turns a day, an empty response cache each), played one at a time. Lines are
+the bots' public lines (introductions and turns; `gtsteer.werewolf.line_quality` says what each
+column counts). Time per game: from the game's creation to its last step; in brackets the
+command's wall time, model loading included.
+
+{chr(10).join(table)}
+
+Flagged lines (the first of each kind per game):
+
+{chr(10).join(examples) or "- none"}
+{end}"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b",
+                    help="Embedded model names (`local:<name>`), comma-separated.")
+    ap.add_argument("--out", default="/tmp/werewolf-lines", help="One folder per model.")
+    ap.add_argument("--read", action="store_true", help="Measure the stored games; play none.")
+    ap.add_argument("--doc", default=str(benchdoc.DOC))
+    ap.add_argument("--json", default=None, help="Also write the numbers here.")
+    args = ap.parse_args()
+    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    out = Path(args.out)
+    commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])
+    rows = []
+    for model in models:
+        if not args.read:
+            print(f"{model}: playing ...", flush=True)
+            print(f"{model}: {play(model, out / model):.0f} s", flush=True)
+        rows.append(measure(model, out / model))
+    command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/werewolf_lines.py "
+               f"--models {','.join(models)} --out {args.out}" + (" --read" if args.read else ""))
+    section = render(rows, command, commit)
+    print(section)
+    benchdoc.write_section(Path(args.doc), *benchdoc.markers("werewolf_lines"), section)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
