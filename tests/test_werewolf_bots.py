@@ -358,3 +358,46 @@ def test_a_public_line_cut_at_the_token_limit_keeps_its_whole_sentences(text, to
     decision, (record,) = bot_decision(state, want, pool)
     assert decision.text == said
     assert record.response == text  # the record keeps what the model wrote
+
+
+class EmbeddedChatBackend(Backend):
+    """Looks like an embedded chat model (kind `local`, a chat template) and keeps the messages
+    of every free-text request."""
+
+    kind = "local"
+    chat = True
+
+    def __init__(self) -> None:
+        super().__init__("embedded-chat")
+        self.asked: list = []
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        self.asked.append(request.messages)
+        return RawCompletion(text=" Good evening, I mend nets by the river.")
+
+
+def test_an_embedded_chat_model_answers_in_a_turn_opened_with_the_speakers_name():
+    # Qwen 0.5B asked to "introduce yourself" narrated its command ("Bram introduces himself
+    # to the village in character ..."); the dialogue games open the assistant turn with the
+    # speaker's cue for embedded chat models (binding.prompts.chat_message_prompt), and so do
+    # the bots' lines now.
+    state = table("WWDTMVV")
+    want = pending(state)
+    backend = EmbeddedChatBackend()
+    pool = LLMPool(lambda model: LLM(model, backend=backend, use_cache=False))
+    assert pool.small("x") and not pool.completion_style("x")
+    decision, _ = bot_decision(state, want, pool)
+    (messages,) = backend.asked
+    assert (messages[-1].role, messages[-1].content) == ("assistant", f"{want.actor}:")
+    assert messages[-2].role == "user" and "introduce yourself" in messages[-2].content
+    assert decision.text == "Good evening, I mend nets by the river."
+
+
+def test_an_api_chat_model_gets_no_opened_turn():
+    # OpenAI-style servers do not continue a final assistant message; they answer after it.
+    state = table("WWDTMVV")
+    backend = EmbeddedChatBackend()
+    backend.kind = "api"
+    pool = LLMPool(lambda model: LLM(model, backend=backend, use_cache=False))
+    bot_decision(state, pending(state), pool)
+    assert backend.asked[0][-1].role == "user"

@@ -108,11 +108,20 @@ def bot_decision(
     others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
     names = [p.name for p in state.players]
 
-    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int):
+    # Embedded chat models continue an opened assistant turn: a line's turn starts with the
+    # speaker's cue, as in the dialogue games (`binding.prompts.chat_message_prompt`); without
+    # it small instruct models narrate their command. API servers answer after such a turn
+    # instead of continuing it, so they get none.
+    cue = small and not local
+
+    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int, opened: bool = False):
         """The context guard: the oldest chat is folded until the prompt leaves room for the
-        answer in the model's context (a no-op for models without a known limit)."""
+        answer in the model's context (a no-op for models without a known limit). `opened`: a
+        chat prompt opens the answer's turn with `answer_prefix` where the model continues it."""
         def render(c: BotContext):
-            return c.completion(answer_prefix) if local else c.messages()
+            if local:
+                return c.completion(answer_prefix)
+            return c.messages(answer_prefix if opened and cue else "")
 
         return fit_context(context, names, render,
                            lambda p: pool.fits(me.model, p, answer_tokens + ANSWER_MARGIN))
@@ -120,7 +129,7 @@ def bot_decision(
     def say(context: BotContext, label: str, why: str,
             max_tokens: int) -> tuple[str, CallRecord, BotContext]:
         max_tokens = token_budget(max_tokens, small)
-        context, prompt = fitted(context, f"{label}:", max_tokens)
+        context, prompt = fitted(context, f"{label}:", max_tokens, opened=True)
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
                              max_tokens=max_tokens, stop=["\n\n"] if local else None)
         rec.day = state.day
