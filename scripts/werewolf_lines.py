@@ -29,23 +29,34 @@ GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6", "--seed", "0
 GAME_ID = "g0"
 
 
-def play(model: str, folder: Path) -> float:
-    """One cold game of `local:<model>` into `folder`; its wall time in seconds."""
+def play(model: str, folder: Path, code: Path) -> float:
+    """One cold game of `local:<model>` into `folder`, played by the gtsteer checkout at `code`;
+    its wall time in seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "werewolf.sqlite"
     db.unlink(missing_ok=True)
     env = {**os.environ, "GTSTEER_CACHE_DIR": str(folder / "cache"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": str(code),
            "GTSTEER_MODEL_DIR": os.environ.get(
                "GTSTEER_MODEL_DIR", str(Path.home() / ".cache" / "gtsteer" / "models"))}
     cmd = [sys.executable, "-m", "gtsteer", "werewolf", "play", *GAME, "--llm",
            f"local:{model}", "--db", str(db), "--game-id", GAME_ID]
     t0 = time.perf_counter()
     with (folder / "play.log").open("w") as log:
-        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True,
-                       cwd=benchdoc.ROOT)
+        subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True, cwd=code)
     wall = time.perf_counter() - t0
     (folder / "wall_s").write_text(f"{wall:.1f}\n")
     return wall
+
+
+def code_commit(code: Path) -> str:
+    """The short HEAD of the playing checkout (`(uncommitted changes)` where gtsteer/ differs)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(code), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--", "gtsteer")
+    return git("rev-parse", "--short", "HEAD") + (" (uncommitted changes)" if dirty else "")
 
 
 def game_seconds(db: Path) -> float:
@@ -78,7 +89,11 @@ def pct(n: int, of: int) -> str:
     return f"{n}/{of} ({n / of:.0%})" if of else "0/0"
 
 
-def render(rows: list[dict], command: str, commit: str) -> str:
+def section_name(label: str) -> str:
+    return "werewolf_lines" + (f"_{label}" if label else "")
+
+
+def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
     table = [("| model | lines | distinct | cut mid-sentence | out of character | empty | "
              "echoes stripped | speak calls at the token limit | time per game (wall) | "
              "result |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -94,9 +109,10 @@ def render(rows: list[dict], command: str, commit: str) -> str:
         for flag, lines in r["examples"].items():
             examples += [f"- `{row['model']}` {flag.replace('_', ' ')}: " + " / ".join(
                 json.dumps(line, ensure_ascii=False) for line in lines)]
-    start, end = benchdoc.markers("werewolf_lines")
+    start, end = benchdoc.markers(section_name(label))
+    title = "Werewolf: how each embedded model's game reads" + (f" ({label})" if label else "")
     return f"""{start}
-## Werewolf: how each embedded model's game reads
+## {title}
 
 Command: `{command}`
 Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model (7 players, seed 0,
@@ -119,23 +135,30 @@ def main() -> None:
                     help="Embedded model names (`local:<name>`), comma-separated.")
     ap.add_argument("--out", default="/tmp/werewolf-lines", help="One folder per model.")
     ap.add_argument("--read", action="store_true", help="Measure the stored games; play none.")
+    ap.add_argument("--code", default=str(benchdoc.ROOT),
+                    help="The gtsteer checkout that plays (e.g. a worktree of an older commit, "
+                    "for a before/after); the measuring is this checkout's.")
+    ap.add_argument("--label", default="", help="Names this run in the doc's table.")
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--json", default=None, help="Also write the numbers here.")
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     out = Path(args.out)
-    commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])
+    code = Path(args.code).resolve()
+    commit = code_commit(code)
     rows = []
     for model in models:
         if not args.read:
             print(f"{model}: playing ...", flush=True)
-            print(f"{model}: {play(model, out / model):.0f} s", flush=True)
+            print(f"{model}: {play(model, out / model, code):.0f} s", flush=True)
         rows.append(measure(model, out / model))
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/werewolf_lines.py "
-               f"--models {','.join(models)} --out {args.out}" + (" --read" if args.read else ""))
-    section = render(rows, command, commit)
+               f"--models {','.join(models)} --out {args.out}" + (" --read" if args.read else "")
+               + (f" --code {args.code}" if code != benchdoc.ROOT else "")
+               + (f" --label {args.label}" if args.label else ""))
+    section = render(rows, command, commit, args.label)
     print(section)
-    benchdoc.write_section(Path(args.doc), *benchdoc.markers("werewolf_lines"), section)
+    benchdoc.write_section(Path(args.doc), *benchdoc.markers(section_name(args.label)), section)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

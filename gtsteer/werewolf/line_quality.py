@@ -8,10 +8,11 @@ and pack chat are not counted) is read for:
 - **cut**: it ends mid-sentence; `at_limit` counts the calls behind the lines that ran into the
   token limit (the usual cause);
 - **out of character**: narration about the speaker in the third person or a stage direction
-  (`llm.speech.is_narration`, the measure the dialogue games use), talk about the game's
-  machinery instead of the village (`META`: "in character", "as an AI", "my playstyle", "the
-  camera", ...), or a sentence read out of the rules or the play guide every bot is given
-  (matched as `werewolf.echoes` matches private text);
+  (`llm.speech.is_narration`, the measure the dialogue games use, and `STAGE` for directions
+  inside a line), talk about the game's machinery instead of the village (`META`: "in
+  character", "as an AI", "my playstyle", "the camera", ...), or a sentence read out of the
+  rules or the play guide every bot is given (matched as `werewolf.echoes` matches private
+  text);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game.
@@ -43,6 +44,9 @@ META = re.compile(
     r"|introduces? (?:himself|herself|themselves|myself|yourself))\b",
     re.IGNORECASE)
 
+#: A stage direction inside a line: "(glancing at Ben)", "(to the camera)", "(smiles)".
+STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))", re.IGNORECASE)
+
 #: Examples kept per flag (the first ones of the game).
 EXAMPLES = 3
 
@@ -54,6 +58,7 @@ def shared_prompt_texts(config: GameConfig) -> list[str]:
 
 def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None) -> bool:
     return (is_narration(line, speaker) or META.search(line) is not None
+            or STAGE.search(line) is not None
             or (prompt is not None and prompt.strip(line)[1] > 0))
 
 
