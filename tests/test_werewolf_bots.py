@@ -370,9 +370,11 @@ class EmbeddedChatBackend(Backend):
     def __init__(self) -> None:
         super().__init__("embedded-chat")
         self.asked: list = []
+        self.stops: list = []
 
     async def complete(self, request, json_schema=None) -> RawCompletion:
         self.asked.append(request.messages)
+        self.stops.append(request.stop)
         return RawCompletion(text=" Good evening, I mend nets by the river.")
 
 
@@ -391,6 +393,9 @@ def test_an_embedded_chat_model_answers_in_a_turn_opened_with_the_speakers_name(
     assert (messages[-1].role, messages[-1].content) == ("assistant", f"{want.actor}:")
     assert messages[-2].role == "user" and "introduce yourself" in messages[-2].content
     assert decision.text == "Good evening, I mend nets by the river."
+    # it stops where it starts another player's turn (clean_line would cut there anyway)
+    others = {f"\n{p.name}:" for p in state.players if p.name != want.actor} | {"\nModerator:"}
+    assert set(backend.stops[0]) == others
 
 
 def test_an_api_chat_model_gets_no_opened_turn():
@@ -401,3 +406,4 @@ def test_an_api_chat_model_gets_no_opened_turn():
     pool = LLMPool(lambda model: LLM(model, backend=backend, use_cache=False))
     bot_decision(state, pending(state), pool)
     assert backend.asked[0][-1].role == "user"
+    assert not backend.stops[0]

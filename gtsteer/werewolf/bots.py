@@ -113,6 +113,9 @@ def bot_decision(
     # it small instruct models narrate their command. API servers answer after such a turn
     # instead of continuing it, so they get none.
     cue = small and not local
+    # ... and, continuing the cue, go on to write the others' turns: stop there (clean_line
+    # would cut there anyway; the tokens after it are only time).
+    turn_stops = [f"\n{name}:" for name in others]
 
     def fitted(context: BotContext, answer_prefix: str, answer_tokens: int, opened: bool = False):
         """The context guard: the oldest chat is folded until the prompt leaves room for the
@@ -130,8 +133,9 @@ def bot_decision(
             max_tokens: int) -> tuple[str, CallRecord, BotContext]:
         max_tokens = token_budget(max_tokens, small)
         context, prompt = fitted(context, f"{label}:", max_tokens, opened=True)
+        stop = ["\n\n"] if local else turn_stops if cue else None
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
-                             max_tokens=max_tokens, stop=["\n\n"] if local else None)
+                             max_tokens=max_tokens, stop=stop)
         rec.day = state.day
         line = clean_line(raw, bot, others, first_line=small)
         if rec.completion_tokens >= max_tokens:  # ran into the limit: no unfinished sentence
