@@ -27,10 +27,12 @@ import benchdoc
 
 GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6", "--seed", "0"]
 GAME_ID = "g0"
+#: Prepended to each model name (`local:smollm2-135m`); tests play `fake` with "".
+MODEL_PREFIX = "local:"
 
 
 def play(model: str, folder: Path, code: Path) -> float:
-    """One cold game of `local:<model>` into `folder`, played by the gtsteer checkout at `code`;
+    """One cold game of `local:<model>` (`MODEL_PREFIX`) into `folder`, played by the gtsteer checkout at `code`;
     its wall time in seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "werewolf.sqlite"
@@ -40,7 +42,7 @@ def play(model: str, folder: Path, code: Path) -> float:
            "GTSTEER_MODEL_DIR": os.environ.get(
                "GTSTEER_MODEL_DIR", str(Path.home() / ".cache" / "gtsteer" / "models"))}
     cmd = [sys.executable, "-m", "gtsteer", "werewolf", "play", *GAME, "--llm",
-           f"local:{model}", "--db", str(db), "--game-id", GAME_ID]
+           f"{MODEL_PREFIX}{model}", "--db", str(db), "--game-id", GAME_ID]
     t0 = time.perf_counter()
     with (folder / "play.log").open("w") as log:
         subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True, cwd=code)

@@ -1,0 +1,44 @@
+"""scripts/werewolf_lines.py measures a stored game (a fake-model game: no model is loaded) and
+renders its section; the play step runs the CLI on a fake model too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_bench_docs import load
+
+from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.store import GameStore
+
+
+def stored_game(folder: Path) -> None:
+    store = GameStore(folder / "werewolf.sqlite")
+    GameRunner(store).run(create_game(store, n_players=7, seed=0, model="fake", game_id="g0",
+                                      max_days=1, max_messages_per_day=3))
+
+
+def test_a_stored_game_is_measured_and_rendered(tmp_path: Path) -> None:
+    script = load("werewolf_lines")
+    stored_game(tmp_path / "fake")
+    row = script.measure("fake", tmp_path / "fake")
+    report = row["report"]
+    store = GameStore(tmp_path / "fake" / "werewolf.sqlite")
+    spoken = [d for d in store.steps("g0") if d.kind == "speak"]
+    assert report["lines"] == len(spoken) >= 7  # seven introductions, then the turns
+    assert report["distinct"] == len({d.text.lower() for d in spoken})
+    assert report["speak_calls"] == len(spoken) and row["game_s"] >= 0 and row["wall_s"] is None
+    section = script.render([row], "cmd", "abc1234", label="after")
+    start, end = script.benchdoc.markers("werewolf_lines_after")
+    assert section.startswith(start) and section.endswith(end)
+    assert f"| `fake` | {report['lines']} | " in section
+    assert "(after)" in section.splitlines()[1]
+
+
+def test_play_runs_the_cli_into_the_folder(tmp_path: Path, monkeypatch) -> None:
+    script = load("werewolf_lines")
+    monkeypatch.setattr(script, "GAME", ["--players", "5", "--max-days", "1", "--max-messages",
+                                         "1", "--seed", "0"])
+    monkeypatch.setattr(script, "MODEL_PREFIX", "")
+    wall = script.play("fake", tmp_path / "fake", script.benchdoc.ROOT)
+    assert wall > 0 and (tmp_path / "fake" / "wall_s").exists()
+    assert script.measure("fake", tmp_path / "fake")["report"]["lines"] >= 5
