@@ -99,3 +99,33 @@ def test_a_short_private_text_matches_only_whole() -> None:
     claim, denial = "I am Dan (detective).", "Dan is no detective. Trust me."
     assert EchoFilter(texts).strip(claim) == ("", 1)  # the role line in the first person
     assert EchoFilter(texts).strip(denial) == (denial, 0)
+
+
+@pytest.mark.parametrize(("line", "kept", "echoes"), [
+    # Qwen 0.5B, seed 0: a wolf's introduction that every later speaker copied
+    ("I'm Alice, the village's chief. I am a werewolf, so I am hiding in character.",
+     "I'm Alice, the village's chief.", 1),
+    ("As a werewolf, I say we vote Ben.", "", 1),
+    ("We are the wolves here, Ben and I. Vote Cat.", "Vote Cat.", 1),
+    # about the wolves, not a claim to be one
+    ("I am sure a werewolf is among us.", "I am sure a werewolf is among us.", 0),
+    ("Ben, are you a werewolf?", "Ben, are you a werewolf?", 0),
+])
+def test_a_wolf_saying_it_is_a_wolf_is_stripped(line: str, kept: str, echoes: int) -> None:
+    # The role line "You are Ann (werewolf)." matches only whole; a first-person claim to be a
+    # wolf is the reveal the goal forbids ("Never reveal the pack"), in any wording.
+    state = table("WWDTMVV")
+    wolf = EchoFilter(private_texts(state, "Ann", "", ""), wolf=True)
+    assert wolf.strip(line) == (kept, echoes)
+    villager = EchoFilter(private_texts(state, "Fay", "", ""))
+    assert villager.strip(line) == (line, 0)  # a villager's joke or bluff is its own business
+
+
+def test_a_wolf_bot_never_stores_its_claim_to_be_a_wolf() -> None:
+    state = table("WWDTMVV")
+    want = pending(state)
+    assert want.actor == "Ann" and state.player("Ann").role is Role.WEREWOLF
+    line = "Good morning, I bake bread. I am a werewolf, so I am hiding in character."
+    pool = LLMPool(lambda model: LLM(model, backend=SaysBackend(line), use_cache=False))
+    decision, _ = bot_decision(state, want, pool)
+    assert (decision.text, decision.echoes) == ("Good morning, I bake bread.", 1)

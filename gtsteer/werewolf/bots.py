@@ -108,23 +108,17 @@ def bot_decision(
     others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
     names = [p.name for p in state.players]
 
-    # Embedded chat models continue an opened assistant turn: a line's turn starts with the
-    # speaker's cue, as in the dialogue games (`binding.prompts.chat_message_prompt`); without
-    # it small instruct models narrate their command. API servers answer after such a turn
-    # instead of continuing it, so they get none.
-    cue = small and not local
-    # ... and, continuing the cue, go on to write the others' turns: stop there (clean_line
-    # would cut there anyway; the tokens after it are only time).
-    turn_stops = [f"\n{name}:" for name in others]
+    # An embedded chat model answers the user turn and may go on to write the others' turns:
+    # it stops there (clean_line would cut there anyway; the tokens after it are only time).
+    # Opening its answer with the speaker's `Name:` cue, as the dialogue games do, was measured
+    # here and made SmolLM2 and Qwen 0.5B copy the day's earlier lines (docs/WEREWOLF.md).
+    turn_stops = [f"\n{name}:" for name in others] if small and not local else None
 
-    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int, opened: bool = False):
+    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int):
         """The context guard: the oldest chat is folded until the prompt leaves room for the
-        answer in the model's context (a no-op for models without a known limit). `opened`: a
-        chat prompt opens the answer's turn with `answer_prefix` where the model continues it."""
+        answer in the model's context (a no-op for models without a known limit)."""
         def render(c: BotContext):
-            if local:
-                return c.completion(answer_prefix)
-            return c.messages(answer_prefix if opened and cue else "")
+            return c.completion(answer_prefix) if local else c.messages()
 
         return fit_context(context, names, render,
                            lambda p: pool.fits(me.model, p, answer_tokens + ANSWER_MARGIN))
@@ -132,10 +126,9 @@ def bot_decision(
     def say(context: BotContext, label: str, why: str,
             max_tokens: int) -> tuple[str, CallRecord, BotContext]:
         max_tokens = token_budget(max_tokens, small)
-        context, prompt = fitted(context, f"{label}:", max_tokens, opened=True)
-        stop = ["\n\n"] if local else turn_stops if cue else None
+        context, prompt = fitted(context, f"{label}:", max_tokens)
         raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
-                             max_tokens=max_tokens, stop=stop)
+                             max_tokens=max_tokens, stop=["\n\n"] if local else turn_stops)
         rec.day = state.day
         line = clean_line(raw, bot, others, first_line=small)
         if rec.completion_tokens >= max_tokens:  # ran into the limit: no unfinished sentence
@@ -147,8 +140,8 @@ def bot_decision(
         text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS)
         echoes = 0
         if want.kind == "speak":  # a public line must not read out the bot's private prompt
-            text, echoes = EchoFilter(private_texts(state, bot, ctx.command, ctx.style)).strip(
-                text)
+            private = private_texts(state, bot, ctx.command, ctx.style)
+            text, echoes = EchoFilter(private, wolf=me.role is Role.WEREWOLF).strip(text)
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
                         echoes=echoes, **common), [rec]
 

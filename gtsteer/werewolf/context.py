@@ -81,10 +81,8 @@ class BotContext(BaseModel):
     #: Chat lines the context guard folded into a summary line to fit the model's context.
     folded: int = 0
 
-    def messages(self, answer_prefix: str = "") -> list[Message]:
-        """Chat form: own answers are assistant turns, everything else folds into user blocks;
-        an `answer_prefix` opens the answer's assistant turn (a backend that continues a final
-        assistant message then answers as that speaker)."""
+    def messages(self) -> list[Message]:
+        """Chat form: own answers are assistant turns, everything else folds into user blocks."""
         out = [Message(role="system", content=self.system)]
         block: list[str] = []
         for e in self.log:
@@ -96,8 +94,6 @@ class BotContext(BaseModel):
                 block.append(e.line())
         block += [self.command, self.style]
         out.append(Message(role="user", content="\n".join(b for b in block if b)))
-        if answer_prefix:
-            out.append(Message(role="assistant", content=answer_prefix))
         return out
 
     def completion(self, answer_prefix: str) -> str:

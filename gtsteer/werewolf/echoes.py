@@ -11,7 +11,9 @@ line and goal, its pack, its playstyle sentence, its notes and the command it an
 shorter than `RUN_WORDS`, such as the role line, counts only whole). Words are compared
 lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
 "introduce"), so a text turned into the first or third person still matches; the rules and the
-scene, which every player reads, are not private. Echo sentences are dropped; each decision
+scene, which every player reads, are not private. A werewolf's first-person claim to be one
+("I am a werewolf, so I am hiding", Qwen 0.5B) is dropped in any wording: its goal forbids that
+reveal, and no run of words catches every phrasing. Echo sentences are dropped; each decision
 records how many (`Decision.echoes`), so a game's count is the sum over its steps.
 """
 
@@ -57,10 +59,21 @@ def _words(text: str) -> list[str]:
     return out
 
 
-class EchoFilter:
-    """The private texts of one bot's decision, as runs of words to look for."""
+#: A first-person claim to be a wolf ("I am a werewolf", "as a wolf, I", "we are the wolves").
+WOLF_CLAIM = re.compile(
+    r"\b(?:I\s*(?:'m|am)\s+(?:a|the|one of the)\s+(?:were)?wol(?:f|ves)"
+    r"|as\s+(?:a|the)\s+(?:were)?wolf,?\s+I\b"
+    r"|we\s*(?:'re|are)\s+(?:the\s+)?(?:were)?wolves)\b",
+    re.IGNORECASE)
 
-    def __init__(self, private_texts: Iterable[str]):
+
+class EchoFilter:
+    """The private texts of one bot's decision, as runs of words to look for; `wolf`: the bot is
+    a werewolf, whose first-person claim to be one (`WOLF_CLAIM`) is the reveal its goal forbids
+    in any wording, so such a sentence is dropped too."""
+
+    def __init__(self, private_texts: Iterable[str], wolf: bool = False):
+        self.wolf = wolf
         self.runs: set[tuple[str, ...]] = set()
         for text in private_texts:
             words = _words(text)
@@ -72,6 +85,8 @@ class EchoFilter:
         self.lengths = sorted({len(run) for run in self.runs})
 
     def is_echo(self, sentence: str) -> bool:
+        if self.wolf and WOLF_CLAIM.search(sentence):
+            return True
         words = _words(sentence)
         covered = [False] * len(words)
         for n in self.lengths:
