@@ -382,8 +382,9 @@ def test_an_embedded_chat_model_answers_the_user_turn_and_stops_at_another_playe
     # Opening the assistant turn with the speaker's cue (as the dialogue games do for chat
     # models) was tried and measured (docs/BENCHMARKS.md, "Werewolf: how each embedded model's
     # game reads"): with the day's chat in the prompt, SmolLM2 and Qwen 0.5B then continued it
-    # as a transcript and copied earlier lines (Qwen 0.5B: 7 distinct of 13, six players
-    # repeating one line that says it is a werewolf). So the bots answer the user turn.
+    # as a transcript and copied earlier lines (Qwen 0.5B: 7 distinct of 13 lines, five
+    # players saying the same line, "Good morning, everyone! I am Alice, ... I am a werewolf").
+    # So the bots answer the user turn.
     state = table("WWDTMVV")
     want = pending(state)
     backend = EmbeddedChatBackend()
