@@ -32,10 +32,16 @@ def call(bot: str, tokens: int, purpose: str = "speak") -> CallRecord:
     ("As an AI, I cannot pick a side.", "Bram", True),
     ("My playstyle says I should stay calm.", "Bram", True),
     ("I vote with the village; Kaja's story does not add up.", "Bram", False),
+    # Qwen 0.5B, seed 0: an assistant's refusal, the moderator's header, a roster
+    ("I'm sorry, but I can't assist with that.", "Bram", True),
+    ("Day 1 begins. Alive: Clara, Ines, Greta.", "Bram", True),
+    ("Ines, Greta, Kaja, Hugo, Alice, Elin.", "Bram", True),
+    ("Ines and Greta voted together; why, Kaja?", "Bram", False),
 ])
 def test_out_of_character_flags_narration_directions_and_machinery(
         line: str, speaker: str, flagged: bool) -> None:
-    assert out_of_character(line, speaker) is flagged
+    names = ["Bram", "Ann", "Kaja", "Clara", "Ines", "Greta", "Hugo", "Alice", "Elin"]
+    assert out_of_character(line, speaker, names=names) is flagged
 
 
 @pytest.mark.parametrize(("text", "whole"), [

@@ -10,9 +10,10 @@ and pack chat are not counted) is read for:
 - **out of character**: narration about the speaker in the third person or a stage direction
   (`llm.speech.is_narration`, the measure the dialogue games use, and `STAGE` for directions
   inside a line), talk about the game's machinery instead of the village (`META`: "in
-  character", "as an AI", "my playstyle", "the camera", ...), or a sentence read out of the
-  rules or the play guide every bot is given (matched as `werewolf.echoes` matches private
-  text);
+  character", "as an AI", "my playstyle", "the camera", an assistant's refusal, the moderator's
+  "Day 1 begins"), a roster (half its words or more are player names), or a sentence read out
+  of the rules or the play guide every bot is given (matched as `werewolf.echoes` matches
+  private text);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game.
@@ -41,8 +42,12 @@ META = re.compile(
     r"\b(?:(?:in|out of|stay in|break) character|as an ai\b|(?:an? |the )?(?:ai|language) model"
     r"|assistant|role-?play(?:ing)?|my (?:playstyle|instructions?|prompt|role is to)"
     r"|the (?:camera|audience|narrator|prompt|instructions?)"
-    r"|introduces? (?:himself|herself|themselves|myself|yourself))\b",
+    r"|introduces? (?:himself|herself|themselves|myself|yourself)"
+    r"|(?:I'm|I am) sorry,? but I can(?:'t|not)|can(?:'t|not) assist with"
+    r"|day \d+ begins)\b",
     re.IGNORECASE)
+#: A line at least this share of whose words are player names reads out a roster, not speech.
+ROSTER_SHARE = 0.5
 
 #: A stage direction inside a line: "(glancing at Ben)", "(to the camera)", "(smiles)".
 STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))", re.IGNORECASE)
@@ -56,9 +61,16 @@ def shared_prompt_texts(config: GameConfig) -> list[str]:
     return [rules_text(config.rules, config.ties), PLAY_GUIDE]
 
 
-def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None) -> bool:
+def is_roster(line: str, names: Iterable[str]) -> bool:
+    words = re.findall(r"[A-Za-z']+", line)
+    named = {n.lower() for n in names}
+    return bool(words) and sum(w.lower() in named for w in words) >= ROSTER_SHARE * len(words)
+
+
+def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None,
+                     names: Iterable[str] = ()) -> bool:
     return (is_narration(line, speaker) or META.search(line) is not None
-            or STAGE.search(line) is not None
+            or STAGE.search(line) is not None or is_roster(line, names)
             or (prompt is not None and prompt.strip(line)[1] > 0))
 
 
@@ -101,6 +113,8 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
     report.at_limit = sum(c.completion_tokens >= token_limit
                           for v in speak_calls.values() for c in v)
     seen: set[str] = set()
+    decisions = list(decisions)
+    names = {d.actor for d in decisions if d.actor}
     for d in decisions:
         if d.kind != "speak" or d.actor is None:
             continue
@@ -119,7 +133,7 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
         if not ends_sentence(text):
             report.cut += 1
             report.keep("cut", d.actor, text)
-        if out_of_character(text, d.actor, prompt):
+        if out_of_character(text, d.actor, prompt, names):
             report.out_of_character += 1
             report.keep("out_of_character", d.actor, text)
     return report
