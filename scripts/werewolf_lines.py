@@ -14,6 +14,7 @@ without playing. Writes its section of docs/BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sqlite3
@@ -61,13 +62,15 @@ def code_commit(code: Path) -> str:
     return git("rev-parse", "--short", "HEAD") + (" (uncommitted changes)" if dirty else "")
 
 
-def game_seconds(db: Path) -> float:
-    """From the game's creation to its last committed step (model loading not included)."""
+def game_times(db: Path) -> tuple[str, float]:
+    """When the game was created (UTC) and the seconds from then to its last committed step
+    (model loading not included)."""
     with sqlite3.connect(db) as c:
         (created,) = c.execute("SELECT created_at FROM games WHERE id=?", (GAME_ID,)).fetchone()
         (last,) = c.execute("SELECT MAX(created_at) FROM steps WHERE game_id=?",
                             (GAME_ID,)).fetchone()
-    return float(last - created)
+    when = dt.datetime.fromtimestamp(created, dt.UTC)
+    return f"{when:%Y-%m-%d %H:%M}", float(last - created)
 
 
 def measure(model: str, folder: Path) -> dict:
@@ -81,7 +84,9 @@ def measure(model: str, folder: Path) -> dict:
     report = read_lines(store.steps(GAME_ID), store.calls(GAME_ID),
                         token_budget(SPEAK_TOKENS, small=True), config=state.config)
     wall = folder / "wall_s"
-    return {"model": model, "report": report.model_dump(), "game_s": round(game_seconds(db), 1),
+    played, seconds = game_times(db)
+    return {"model": model, "report": report.model_dump(), "game_s": round(seconds, 1),
+            "played": played,
             "wall_s": float(wall.read_text()) if wall.exists() else None,
             "calls": len(store.calls(GAME_ID)), "days": state.day, "winner": state.winner,
             "end_reason": state.end_reason}
@@ -98,7 +103,7 @@ def section_name(label: str) -> str:
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
     table = [("| model | lines | distinct | cut mid-sentence | out of character | empty | "
              "echoes stripped | speak calls at the token limit | time per game (wall) | "
-             "result |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "result | played (UTC) |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     examples = []
     for row in rows:
         r, n = row["report"], row["report"]["lines"]
@@ -107,7 +112,8 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
             f"| `{row['model']}` | {n} | {pct(r['distinct'], n)} | {pct(r['cut'], n)} | "
             f"{pct(r['out_of_character'], n)} | {pct(r['empty'], n)} | {r['echoes']} | "
             f"{pct(r['at_limit'], r['speak_calls'])} | {row['game_s']:.0f} s{wall} | "
-            f"{row['winner'] or 'no winner'} after day {row['days']} ({row['end_reason']}) |")
+            f"{row['winner'] or 'no winner'} after day {row['days']} "
+            f"({row['end_reason'] or 'unfinished'}) | {row['played']} |")
         for flag, lines in r["examples"].items():
             examples += [f"- `{row['model']}` {flag.replace('_', ' ')}: " + " / ".join(
                 json.dumps(line, ensure_ascii=False) for line in lines)]
