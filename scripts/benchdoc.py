@@ -102,11 +102,12 @@ def machine_line(
     return ", ".join(parts) + note
 
 
-def commit(dirty_paths: Sequence[str] = ()) -> str:
-    """This checkout's short HEAD; ` (uncommitted changes)` when any of `dirty_paths` differ
-    from it (read it before a run starts: that is the code being measured)."""
+def commit(dirty_paths: Sequence[str] = (), root: Path = ROOT) -> str:
+    """The short HEAD of the checkout at `root` (this one by default); ` (uncommitted changes)`
+    when any of `dirty_paths` differ from it (read it before a run starts: that is the code
+    being measured)."""
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
                               check=True).stdout.strip()
 
     try:

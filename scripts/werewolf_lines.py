@@ -33,8 +33,8 @@ MODEL_PREFIX = "local:"
 
 
 def play(model: str, folder: Path, code: Path) -> float:
-    """One cold game of `local:<model>` (`MODEL_PREFIX`) into `folder`, played by the gtsteer checkout at `code`;
-    its wall time in seconds."""
+    """One cold game of `local:<model>` (`MODEL_PREFIX`) into `folder`, played by the gtsteer
+    checkout at `code`; its wall time in seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "werewolf.sqlite"
     db.unlink(missing_ok=True)
@@ -50,16 +50,6 @@ def play(model: str, folder: Path, code: Path) -> float:
     wall = time.perf_counter() - t0
     (folder / "wall_s").write_text(f"{wall:.1f}\n")
     return wall
-
-
-def code_commit(code: Path) -> str:
-    """The short HEAD of the playing checkout (`(uncommitted changes)` where gtsteer/ differs)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(code), *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
-
-    dirty = git("status", "--porcelain", "--", "gtsteer")
-    return git("rev-parse", "--short", "HEAD") + (" (uncommitted changes)" if dirty else "")
 
 
 def game_times(db: Path) -> tuple[str, float]:
@@ -81,14 +71,15 @@ def measure(model: str, folder: Path) -> dict:
     db = folder / "werewolf.sqlite"
     store = GameStore(db)
     state = store.load(GAME_ID)
-    report = read_lines(store.steps(GAME_ID), store.calls(GAME_ID),
-                        token_budget(SPEAK_TOKENS, small=True), config=state.config)
+    calls = store.calls(GAME_ID)
+    report = read_lines(store.steps(GAME_ID), calls, token_budget(SPEAK_TOKENS, small=True),
+                        config=state.config)
     wall = folder / "wall_s"
     played, seconds = game_times(db)
     return {"model": model, "report": report.model_dump(), "game_s": round(seconds, 1),
             "played": played,
             "wall_s": float(wall.read_text()) if wall.exists() else None,
-            "calls": len(store.calls(GAME_ID)), "days": state.day, "winner": state.winner,
+            "calls": len(calls), "days": state.day, "winner": state.winner,
             "end_reason": state.end_reason}
 
 
@@ -153,7 +144,7 @@ def main() -> None:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     out = Path(args.out)
     code = Path(args.code).resolve()
-    commit = code_commit(code)
+    commit = benchdoc.commit(["gtsteer"], root=code)
     rows = []
     for model in models:
         if not args.read:

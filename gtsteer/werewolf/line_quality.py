@@ -25,7 +25,6 @@ unconvincing line; `examples` keeps the flagged lines so a reader can check them
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
@@ -105,13 +104,9 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
     (`GameStore.steps` and `GameStore.calls`); `token_limit` is the speak calls' max_tokens;
     `config` (the game's) adds its rules and play guide to what a line must not read out."""
     prompt = EchoFilter(shared_prompt_texts(config)) if config is not None else None
-    speak_calls: dict[str, list[CallRecord]] = defaultdict(list)
-    for call in calls:
-        if call.purpose == "speak":
-            speak_calls[call.bot].append(call)
-    report = LineReport(speak_calls=sum(len(v) for v in speak_calls.values()))
-    report.at_limit = sum(c.completion_tokens >= token_limit
-                          for v in speak_calls.values() for c in v)
+    speak_calls = [c for c in calls if c.purpose == "speak"]
+    report = LineReport(speak_calls=len(speak_calls),
+                        at_limit=sum(c.completion_tokens >= token_limit for c in speak_calls))
     seen: set[str] = set()
     decisions = list(decisions)
     names = {d.actor for d in decisions if d.actor}
