@@ -105,3 +105,61 @@ def test_retries_wait_the_configured_small_backoff() -> None:
     assert llm.usage.retries == 3 and len(waits) == 3
     for k, wait in enumerate(waits):  # 0.01-0.02, 0.02-0.04, 0.04-0.08 s
         assert 0.01 * 2**k <= wait <= 0.02 * 2**k
+
+
+class FlakyScorer(Backend):
+    """Scores options from log-probabilities, but the first `failures` scoring calls drop
+    the connection (what a served model's keep-alive race looks like to the client)."""
+
+    kind = "flaky-scorer"
+
+    def __init__(self, failures: int, delay_s: float = 0.0):
+        super().__init__("flaky-scorer")
+        self.failures = failures
+        self.delay_s = delay_s
+        self.calls = 0
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        raise AssertionError("a scored choice never falls back to a constrained answer here")
+
+    async def score_options_with_usage(
+        self, request: GenerationRequest, options: list[str]
+    ) -> tuple[dict[str, float] | None, Any]:
+        from gtsteer.llm import TransientLLMError
+        from gtsteer.llm.types import Usage
+
+        self.calls += 1
+        await asyncio.sleep(self.delay_s)
+        if self.calls <= self.failures:
+            raise TransientLLMError("APIConnectionError (status None): Connection error.")
+        return {o: -float(i) for i, o in enumerate(options)}, Usage(latency_s=0.001)
+
+
+def test_a_scored_choice_is_retried_on_a_dropped_connection() -> None:
+    """The reward model's `choose` goes to `score_options_with_usage`: a transient error there
+    is retried with backoff like any other call (it once failed a whole solve instance)."""
+    backend = FlakyScorer(failures=2)
+    llm = LLM("flaky", backend=backend, use_cache=False, max_retries=3, backoff_initial_s=0.001)
+    result = llm.choose_sync("Pick one.", ["yes", "no"])
+    assert (result.choice, result.method) == ("yes", "loglik")
+    assert backend.calls == 3
+    assert llm.usage.retries == 2
+
+
+def test_a_scored_choice_gives_up_after_its_retries_naming_the_cause() -> None:
+    backend = FlakyScorer(failures=10)
+    llm = LLM("flaky", backend=backend, use_cache=False, max_retries=2, backoff_initial_s=0.001)
+    with pytest.raises(LLMCallError, match="gave up after 3 tries.*Connection error") as info:
+        llm.choose_sync("Pick one.", ["yes", "no"])
+    assert info.value.attempts == 3 and backend.calls == 3
+
+
+def test_a_scored_choice_past_its_timeout_is_retried() -> None:
+    backend = FlakyScorer(failures=0, delay_s=0.5)
+    llm = LLM("flaky", backend=backend, use_cache=False, timeout_s=0.05, max_retries=1,
+              backoff_initial_s=0.001)
+    with pytest.raises(LLMCallError, match="no answer within 0.05 s"):
+        llm.choose_sync("Pick one.", ["yes", "no"])
+    assert backend.calls == 2

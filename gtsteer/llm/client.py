@@ -258,8 +258,8 @@ class LLM:
         options: list[str],
         seed: int,
     ) -> ChoiceResult:
-        scores, usage = await self._limited(
-            self.backend.score_options_with_usage(request, options)
+        scores, usage = await self._retrying(
+            lambda: self.backend.score_options_with_usage(request, options)
         )
         if scores is None and usage.latency_s > 0:
             self.meter.call(usage)  # a scoring call that found no log-probabilities still ran
@@ -345,10 +345,6 @@ class LLM:
             self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return self._semaphores[loop]
 
-    async def _limited(self, coro: Coroutine[Any, Any, R]) -> R:
-        async with self._semaphore():
-            return await coro
-
     def _backoff_delay(self, state: RetryCallState) -> float:
         """Exponential backoff with jitter proportional to the delay.
 
@@ -365,6 +361,20 @@ class LLM:
 
     async def _call(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
         """One metered backend call with timeout and exponential backoff on transient errors."""
+
+        async def timed() -> RawCompletion:
+            start = time.perf_counter()
+            raw = await self.backend.complete(request, json_schema)
+            if not raw.usage.latency_s:
+                raw.usage.latency_s = time.perf_counter() - start
+            self.meter.call(raw.usage)
+            return raw
+
+        return await self._retrying(timed)
+
+    async def _retrying(self, call: Callable[[], Awaitable[R]]) -> R:
+        """Run `call` under the concurrency limit and the timeout, retrying transient errors
+        with backoff; every backend call (generation or option scoring) goes through here."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._backoff_delay,
@@ -377,21 +387,14 @@ class LLM:
             async for attempt in retrying:
                 with attempt:
                     tries += 1
-                    start = time.perf_counter()
                     async with self._semaphore():
                         try:
                             timeout = self.timeout_s if self.backend.cancellable else None
-                            raw = await asyncio.wait_for(
-                                self.backend.complete(request, json_schema), timeout
-                            )
+                            return await asyncio.wait_for(call(), timeout)
                         except TimeoutError as exc:
                             raise TransientLLMError(
                                 f"no answer within {self.timeout_s:g} s"
                             ) from exc
-                    if not raw.usage.latency_s:
-                        raw.usage.latency_s = time.perf_counter() - start
-                    self.meter.call(raw.usage)
-                    return raw
         except TransientLLMError as exc:
             self.meter.failure()
             raise LLMCallError(
