@@ -107,6 +107,10 @@ def test_a_short_private_text_matches_only_whole() -> None:
      "I'm Alice, the village's chief.", 1),
     ("As a werewolf, I say we vote Ben.", "", 1),
     ("We are the wolves here, Ben and I. Vote Cat.", "Vote Cat.", 1),
+    # Qwen 1.5B, seed 0: two wolves introduced themselves with their name in between
+    ("I'm Alice, a werewolf, and I'm here to help keep the village safe. Hello.", "Hello.", 1),
+    ("I am Ann, one of the wolves.", "", 1),
+    ("I'm Alice, and a werewolf is among us.", "I'm Alice, and a werewolf is among us.", 0),
     # about the wolves, not a claim to be one
     ("I am sure a werewolf is among us.", "I am sure a werewolf is among us.", 0),
     ("Ben, are you a werewolf?", "Ben, are you a werewolf?", 0),

@@ -98,3 +98,14 @@ def test_a_line_reading_out_the_rules_is_out_of_character_when_the_config_is_giv
     report = read_lines(decisions, [], 60, config=GameConfig())
     assert report.out_of_character == 1 and report.examples["out_of_character"] == [
         f"Ann: {line}"]
+
+
+def test_a_wolf_announcing_itself_is_out_of_character_when_the_wolves_are_given() -> None:
+    # Qwen 1.5B, seed 0 (played before the claim filter took a name in between): stored as is.
+    claim = "I'm Alice, a werewolf, and I'm here to help keep the village safe."
+    decisions = [speak("Alice", claim), speak("Ben", "I'm Ben, a werewolf, haha. I fish.")]
+    assert read_lines(decisions, [], 60).out_of_character == 0  # roles unknown: not matched
+    report = read_lines(decisions, [], 60, wolves={"Alice"})
+    # Ben is a villager: a villager's bluff is play, not a reveal
+    assert report.out_of_character == 1 and report.examples["out_of_character"] == [
+        f"Alice: {claim}"]

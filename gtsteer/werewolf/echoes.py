@@ -59,9 +59,11 @@ def _words(text: str) -> list[str]:
     return out
 
 
-#: A first-person claim to be a wolf ("I am a werewolf", "as a wolf, I", "we are the wolves").
+#: A first-person claim to be a wolf ("I am a werewolf", "I'm Alice, a werewolf", "as a wolf,
+#: I", "we are the wolves"). A name in between is one word and its comma, so "I'm Alice, and a
+#: werewolf is among us" is not a claim.
 WOLF_CLAIM = re.compile(
-    r"\b(?:I\s*(?:'m|am)\s+(?:a|the|one of the)\s+(?:were)?wol(?:f|ves)"
+    r"\b(?:I\s*(?:'m|am)\s+(?:\w+,\s*)?(?:a|the|one of the)\s+(?:were)?wol(?:f|ves)"
     r"|as\s+(?:a|the)\s+(?:were)?wolf,?\s+I\b"
     r"|we\s*(?:'re|are)\s+(?:the\s+)?(?:were)?wolves)\b",
     re.IGNORECASE)

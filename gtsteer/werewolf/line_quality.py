@@ -13,7 +13,8 @@ and pack chat are not counted) is read for:
   character", "as an AI", "my playstyle", "the camera", an assistant's refusal, the moderator's
   "Day 1 begins"), a roster (half its words or more are player names), or a sentence read out
   of the rules or the play guide every bot is given (matched as `werewolf.echoes` matches
-  private text);
+  private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a line stored
+  before the filter knew a wording);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game.
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from gtsteer.llm.speech import ends_sentence, is_narration
-from gtsteer.werewolf.echoes import EchoFilter
+from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.playstyles import PLAY_GUIDE
 from gtsteer.werewolf.rules import rules_text
@@ -99,10 +100,13 @@ class LineReport(BaseModel):
 
 
 def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
-               token_limit: int, config: GameConfig | None = None) -> LineReport:
+               token_limit: int, config: GameConfig | None = None,
+               wolves: Iterable[str] = ()) -> LineReport:
     """The report of one game's public lines: its decisions in step order and its call records
     (`GameStore.steps` and `GameStore.calls`); `token_limit` is the speak calls' max_tokens;
-    `config` (the game's) adds its rules and play guide to what a line must not read out."""
+    `config` (the game's) adds its rules and play guide to what a line must not read out;
+    `wolves` (the werewolves' names) adds their claims to be one."""
+    wolves = set(wolves)
     prompt = EchoFilter(shared_prompt_texts(config)) if config is not None else None
     speak_calls = [c for c in calls if c.purpose == "speak"]
     report = LineReport(speak_calls=len(speak_calls),
@@ -128,7 +132,8 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
         if not ends_sentence(text):
             report.cut += 1
             report.keep("cut", d.actor, text)
-        if out_of_character(text, d.actor, prompt, names):
+        if (out_of_character(text, d.actor, prompt, names)
+                or (d.actor in wolves and WOLF_CLAIM.search(text) is not None)):
             report.out_of_character += 1
             report.keep("out_of_character", d.actor, text)
     return report
