@@ -234,3 +234,17 @@ def test_summaries_then_the_next_day(tmp_path):
     assert "Day 1 and night 1 are over" in ctx.command
     nxt = finish_summaries(after)
     assert nxt.day == 2 and nxt.phase == "discussion"
+
+
+def test_every_bot_is_told_first_that_this_is_a_party_game_spoken_in_character():
+    """Chat-tuned models read bare rules about killing as a request for violence and refuse
+    (Qwen2.5-Coder 0.5B, seed 0: "I'm sorry, but I can't assist with that." four times)."""
+    from gtsteer.werewolf.prompts import GAME_FRAME
+
+    state = table("WWDTMVV", intro=False)
+    state = step(state, Decision(kind="route", speakers=["Ann", "Ben"]))
+    want = pending(state)
+    ctx = build_context(state, want.actor, want, "balanced")
+    assert ctx.system.startswith(GAME_FRAME + "\n")
+    assert "party game" in GAME_FRAME and "make-believe" in GAME_FRAME
+    assert ctx.messages()[0].content.startswith(GAME_FRAME)

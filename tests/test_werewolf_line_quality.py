@@ -109,3 +109,12 @@ def test_a_wolf_announcing_itself_is_out_of_character_when_the_wolves_are_given(
     # Ben is a villager: a villager's bluff is play, not a reveal
     assert report.out_of_character == 1 and report.examples["out_of_character"] == [
         f"Alice: {claim}"]
+
+
+def test_a_line_reading_out_the_game_frame_is_out_of_character():
+    from gtsteer.werewolf.prompts import GAME_FRAME
+    from gtsteer.werewolf.state import GameConfig
+
+    decisions = [speak("Ann", GAME_FRAME.split(". ")[0] + "."), speak("Ben", "I fish.")]
+    report = read_lines(decisions, [], 60, config=GameConfig())
+    assert report.out_of_character == 1

@@ -186,15 +186,23 @@ def test_a_chunked_body_is_refused_once_it_passes_the_cap(tmp_path):
 # ---- item 7: what spectators learn at night ---------------------------------------------------
 
 
-def doctor_seed(n: int = 5) -> int:
-    """A seed that deals the human seat (seat 0) the doctor, so the human acts every night."""
-    return next(s for s in range(200) if assign_roles(n, 1, False, s)[0] is Role.DOCTOR)
+def doctor_seed(n: int = 5, nth: int = 0) -> int:
+    """The `nth` seed that deals the human seat (seat 0) the doctor, who acts every night it is
+    alive."""
+    return [s for s in range(200) if assign_roles(n, 1, False, s)[0] is Role.DOCTOR][nth]
+
+
+#: Which doctor seed: the fake bots' votes follow their prompts' hashes, so a prompt change can
+#: vote the human out on day 1, before any night (the first doctor seed, 1, does since the bots'
+#: prompts open with the game frame; the second, 3, reaches two nights).
+NIGHT_REACHING_DOCTOR = 1
 
 
 def test_spectators_cannot_time_the_humans_night_slot_or_count_night_steps(tmp_path):
     db = tmp_path / "web.sqlite"
     with LiveServer(db) as srv, srv.client() as c:
-        r = c.post("/api/games", json={"players": 5, "seed": doctor_seed(), "human": "Robin",
+        r = c.post("/api/games", json={"players": 5, "seed": doctor_seed(nth=NIGHT_REACHING_DOCTOR),
+                                       "human": "Robin",
                                        "max_messages_per_day": 2, "step_delay_s": 0})
         gid, token = r.json()["id"], r.json()["token"]
         assert srv.manager.live(gid).state.player("Robin").role is Role.DOCTOR

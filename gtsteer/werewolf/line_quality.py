@@ -12,8 +12,8 @@ and pack chat are not counted) is read for:
   inside a line), talk about the game's machinery instead of the village (`META`: "in
   character", "as an AI", "my playstyle", "the camera", an assistant's refusal, the moderator's
   "Day 1 begins"), a roster (half its words or more are player names), or a sentence read out
-  of the rules or the play guide every bot is given (matched as `werewolf.echoes` matches
-  private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a line stored
+  of the frame, the rules or the play guide every bot is given (matched as `werewolf.echoes`
+  matches private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a line stored
   before the filter knew a wording);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
@@ -34,6 +34,7 @@ from gtsteer.llm.speech import ends_sentence, is_narration
 from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.playstyles import PLAY_GUIDE
+from gtsteer.werewolf.prompts import GAME_FRAME
 from gtsteer.werewolf.rules import rules_text
 from gtsteer.werewolf.state import Decision, GameConfig
 
@@ -57,8 +58,8 @@ EXAMPLES = 3
 
 
 def shared_prompt_texts(config: GameConfig) -> list[str]:
-    """What every bot's prompt says: the rules of this game and the play guide."""
-    return [rules_text(config.rules, config.ties), PLAY_GUIDE]
+    """What every bot's prompt says: the game's frame, its rules and the play guide."""
+    return [GAME_FRAME, rules_text(config.rules, config.ties), PLAY_GUIDE]
 
 
 def is_roster(line: str, names: Iterable[str]) -> bool:

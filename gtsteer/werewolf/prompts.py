@@ -25,6 +25,17 @@ ROLE_GOALS = {
 }
 ONE_TIME_KILL = " Once per game you may kill a player at night instead."
 
+#: The first lines of every bot's prompt. Chat-tuned models read bare rules about night kills as
+#: a request to help with violence and refuse, or answer as an assistant (Qwen2.5-Coder 0.5B,
+#: seed 0: "I'm sorry, but I can't assist with that." four times, docs/BENCHMARKS.md); this
+#: says what the game is and whose voice to answer in.
+GAME_FRAME = (
+    "This is a game of Werewolf, the party game of bluffing and deduction played by friends "
+    "around a table. Everything in it is make-believe: the killings are part of the story. "
+    "You are one of the players; answer only with what your character says or decides, in the "
+    "first person."
+)
+
 ACTION_WORDS = {
     "abduct": "abduct (their night action is blocked)",
     "kill": "kill",
@@ -45,7 +56,7 @@ def role_goal(role: Role, rules: str = "reference") -> str:
 def system_prompt(name: str, story: str, role: Role, wolves: list[str], scene: str,
                   rules: str = "reference", ties: str = "none") -> str:
     """The static head: the same text for this bot for the whole game (cache-friendly)."""
-    lines = [rules_text(rules, ties), "", PLAY_GUIDE, ""]
+    lines = [GAME_FRAME, "", rules_text(rules, ties), "", PLAY_GUIDE, ""]
     if scene:
         lines += [f"Scene: {scene}", ""]
     lines += [f"You are {name} ({role.value}). {role_goal(role, rules)}"]
