@@ -26,12 +26,11 @@ $(STAMP): pyproject.toml
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
 # library's default of one core fewer, with the same answers (scripts/bench_demo.py,
-# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins.
+# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: scripts read it.
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
 demo: setup
-	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} \
-		$(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
+	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
 
 # `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest.
 test: lint

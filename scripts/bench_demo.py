@@ -29,9 +29,11 @@ import benchdoc
 
 ROOT = benchdoc.ROOT
 CONFIG = "configs/schedule_meeting_dow.yaml"
+START, END = benchdoc.markers("bench_demo")
 
 
 def section_name(label: str) -> str:
+    """`bench_demo` (START/END), or `bench_demo_<label>` for a labelled run."""
     return "bench_demo" + (f"_{label}" if label else "")
 
 

@@ -133,3 +133,13 @@ def test_a_wolf_bot_never_stores_its_claim_to_be_a_wolf() -> None:
     pool = LLMPool(lambda model: LLM(model, backend=SaysBackend(line), use_cache=False))
     decision, _ = bot_decision(state, want, pool)
     assert (decision.text, decision.echoes) == ("Good morning, I bake bread.", 1)
+
+
+def test_a_short_sentence_of_the_command_read_out_whole_is_an_echo() -> None:
+    # Qwen 0.5B, seed 0, with the game frame: "Reply to the others." (4 words, the speak
+    # command's last sentence) was stored as Alice's turn.
+    command = ("Alice, your turn in the day 1 discussion (message 3 of 13; the vote follows). "
+               "Reply to the others.")
+    echo, own = "Reply to the others.", "I reply to the others now: Ben lies."
+    assert EchoFilter([command]).strip(echo) == ("", 1)
+    assert EchoFilter([command]).strip(own) == (own, 0)

@@ -37,6 +37,9 @@ def call(bot: str, tokens: int, purpose: str = "speak") -> CallRecord:
     ("Day 1 begins. Alive: Clara, Ines, Greta.", "Bram", True),
     ("Ines, Greta, Kaja, Hugo, Alice, Elin.", "Bram", True),
     ("Ines and Greta voted together; why, Kaja?", "Bram", False),
+    # SmolLM2, seed 0, with the game frame: a line that opens with a parenthesis narrates
+    ("(The story is now starting, with Cla going to the bar.", "Bram", True),
+    ("(I was playing a werewolf, and my character had been invited.)", "Bram", True),
 ])
 def test_out_of_character_flags_narration_directions_and_machinery(
         line: str, speaker: str, flagged: bool) -> None:

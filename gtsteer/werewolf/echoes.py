@@ -8,7 +8,8 @@ repeats its instruction would (the binding strips those, `binding.prompts.strip_
 A sentence of a public line is an echo when at least half of its words lie in runs of
 `RUN_WORDS` or more words that also occur, in order, in one of the bot's private texts: its role
 line and goal, its pack, its playstyle sentence, its notes and the command it answers (a text
-shorter than `RUN_WORDS`, such as the role line, counts only whole). Words are compared
+shorter than `RUN_WORDS`, such as the role line, counts only whole); a sentence that is, whole,
+a sentence of those texts ("Reply to the others.") is an echo too. Words are compared
 lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
 "introduce"), so a text turned into the first or third person still matches; the rules and the
 scene, which every player reads, are not private. A werewolf's first-person claim to be one
@@ -76,6 +77,7 @@ class EchoFilter:
 
     def __init__(self, private_texts: Iterable[str], wolf: bool = False):
         self.wolf = wolf
+        private_texts = list(private_texts)
         self.runs: set[tuple[str, ...]] = set()
         for text in private_texts:
             words = _words(text)
@@ -85,11 +87,18 @@ class EchoFilter:
             for i in range(len(words) - n + 1):
                 self.runs.add(tuple(words[i : i + n]))
         self.lengths = sorted({len(run) for run in self.runs})
+        # Sentences of the private texts, for a short one read out whole ("Reply to the
+        # others.", the speak command's last sentence, is shorter than a run).
+        self.sentences = {tuple(words) for text in private_texts
+                          for sentence in _SENTENCE.findall(text)
+                          if len(words := _words(sentence)) >= SHORT_TEXT_WORDS}
 
     def is_echo(self, sentence: str) -> bool:
         if self.wolf and WOLF_CLAIM.search(sentence):
             return True
         words = _words(sentence)
+        if tuple(words) in self.sentences:
+            return True
         covered = [False] * len(words)
         for n in self.lengths:
             for i in range(len(words) - n + 1):

@@ -50,8 +50,9 @@ META = re.compile(
 #: A line at least this share of whose words are player names reads out a roster, not speech.
 ROSTER_SHARE = 0.5
 
-#: A stage direction inside a line: "(glancing at Ben)", "(to the camera)", "(smiles)".
-STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))", re.IGNORECASE)
+#: A stage direction inside a line: "(glancing at Ben)", "(to the camera)", "(smiles)"; or a
+#: line that opens with a parenthesis ("(The story is now starting, ...", SmolLM2).
+STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))|^\s*\(", re.IGNORECASE)
 
 #: Examples kept per flag (the first ones of the game).
 EXAMPLES = 3
