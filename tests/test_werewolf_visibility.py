@@ -90,15 +90,22 @@ def test_the_replay_hands_each_viewer_its_filtered_events(game):
 
 
 def printed(steps, human: str | None) -> str:
+    """What the terminal printed for `human`'s seat, one unwrapped line per event: the shared
+    console is made wide for the capture (COLUMNS alone does not do it once an earlier test has
+    set the console's width; at 80 columns a long pack line wrapped and this test failed)."""
     on_step = cli_werewolf._printer(human)
-    with console.capture() as out:
-        for b, a, d in steps:
-            on_step(b, a, d)
+    width = console._width  # rich keeps a width once set; restored after
+    console.width = 400
+    try:
+        with console.capture() as out:
+            for b, a, d in steps:
+                on_step(b, a, d)
+    finally:
+        console._width = width
     return out.get()
 
 
-def test_the_terminal_shows_a_seat_only_what_it_may_see(game, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "400")
+def test_the_terminal_shows_a_seat_only_what_it_may_see(game):
     _, final, steps, tagged, wolf, villager = game
     pack_lines = [f"[pack] {e['author']}: {e['text']}" for e in tagged
                   if e["type"] == "message" and e["channel"] == "pack"]
