@@ -28,7 +28,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ PNG = ROOT / "docs" / "bench_batch.png"
 N_PROMPT, N_GEN = 128, 32
 #: The batch size compared against one at a time in parts 3-5.
 COMPARE_BATCH = 8
-DEMO = ["solve", "configs/schedule_meeting_dow.yaml", "--games", "1"]
+DEMO = benchdoc.demo_args()
 
 
 def shared_prompt(backend: LocalBackend, n_tokens: int) -> str:
@@ -128,15 +127,8 @@ def busy(model: str) -> dict:
 
 
 def main_job(batch: int) -> dict:
-    env = dict(os.environ, GTSTEER_LOCAL_BATCH=str(batch), HF_HUB_OFFLINE="1")
-    with benchdoc.fresh_cache("bench-batch-main-") as cache:
-        env["GTSTEER_CACHE_DIR"] = str(cache)
-        out = cache / "results"
-        start = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).parent / "gtsteer"), *DEMO, "--out", str(out)], env=env,
-                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
-        wall = time.perf_counter() - start
-        summary = json.loads((out / "summary.json").read_text())
+    wall, files = benchdoc.run_cold(DEMO, {BATCH_ENV: str(batch)}, "bench-batch-main-")
+    summary = json.loads(files["summary.json"])
     metrics = summary.get("metrics", summary)
     return {"wall_s": wall, "metrics": metrics}
 

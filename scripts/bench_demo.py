@@ -18,17 +18,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc
 
-ROOT = benchdoc.ROOT
-CONFIG = "configs/schedule_meeting_dow.yaml"
 START, END = benchdoc.markers("bench_demo")
 
 
@@ -38,17 +33,12 @@ def section_name(label: str) -> str:
 
 
 def run_demo(model: str, threads: int) -> dict:
-    env = dict(os.environ, GTSTEER_LOCAL_THREADS=str(threads), HF_HUB_OFFLINE="1")
-    with benchdoc.fresh_cache("bench-demo-") as cache:
-        env["GTSTEER_CACHE_DIR"] = str(cache)
-        out = cache / "results"
-        command = [str(Path(sys.executable).parent / "gtsteer"), "solve", CONFIG, "--games", "1",
-                   "--llm", f"local:{model}", "-q", "--out", str(out)]
-        start = time.perf_counter()
-        subprocess.run(command, env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - start
-        summary = json.loads((out / "summary.json").read_text())
-        terminals = (out / "games" / "0.terminals.jsonl").read_bytes()
+    terminals_file = "games/0.terminals.jsonl"
+    wall, files = benchdoc.run_cold(
+        [*benchdoc.demo_args(), "--llm", f"local:{model}", "-q"],
+        {"GTSTEER_LOCAL_THREADS": str(threads)}, "bench-demo-",
+        read=("summary.json", terminals_file))
+    summary, terminals = json.loads(files["summary.json"]), files[terminals_file]
     metrics = summary["metrics"]
     return {"model": model, "threads": threads, "wall_s": round(wall, 1),
             "new_calls": summary["llm_calls"]["new_calls"],
@@ -75,13 +65,14 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
                      f"{fmt(row['nash_conv'])} | {fmt(row['cfr_gain'])} | `{row['terminals']}` | "
                      f"{same} |")
     start, end = benchdoc.markers(section_name(label))
+    demo = " ".join(benchdoc.demo_args())
     title = "The README demo cold, per model and thread count" + (f" ({label})" if label else "")
     return f"""{start}
 ## {title}
 
 Command: `{command}`
-Machine: {benchdoc.machine_line(commit=commit)}. Each row: `gtsteer solve {CONFIG} --games 1
---llm local:<model>` in an empty response cache with `GTSTEER_LOCAL_THREADS` set, one run at a
+Machine: {benchdoc.machine_line(commit=commit)}. Each row: `gtsteer {demo} --llm local:<model>`
+in an empty response cache with `GTSTEER_LOCAL_THREADS` set, one run at a
 time. Speed-up: the model's first row's wall time over this row's. Terminals: a hash of every
 sampled dialogue with its payoffs (`games/0.terminals.jsonl`).
 

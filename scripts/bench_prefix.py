@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import resource
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -50,13 +49,6 @@ console = Console(stderr=True)
 
 
 # ---- helpers -------------------------------------------------------------------------------
-
-
-def main_job_args() -> list[str]:
-    """The arguments after `gtsteer` in the Makefile's `demo` recipe (the README main job)."""
-    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].splitlines()[1]
-    args = shlex.split(recipe.strip())
-    return args[next(i for i, a in enumerate(args) if a.endswith("gtsteer")) + 1 :]
 
 
 @contextlib.contextmanager
@@ -336,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict[str, Any] = {}
     measured: dict[str, tuple[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        job = main_job_args()
+        job = benchdoc.demo_args()
         if args.smoke:
             job = smoke_config(Path(tmp), job)
         for part in (p for p in PARTS if p in parts):

@@ -1,5 +1,5 @@
 """What every benchmark script shares: its marked section of docs/BENCHMARKS.md, the machine
-line, a fresh response cache.
+line, a fresh response cache, the README main job (read from the Makefile) and a cold CLI run.
 
 Scripts import it as `import benchdoc` after putting their own folder on sys.path (so it loads
 both when a script runs as `python scripts/bench_x.py` and when a test loads one by file path).
@@ -12,9 +12,12 @@ import contextlib
 import datetime as dt
 import os
 import platform
+import shlex
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -143,6 +146,28 @@ def fresh_cache_until_exit(prefix: str) -> Path:
     path = stack.enter_context(fresh_cache(prefix))
     atexit.register(stack.close)
     return path
+
+
+def demo_args() -> list[str]:
+    """The arguments after `gtsteer` in the Makefile's `demo` recipe (the README main job)."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].splitlines()[1]
+    args = shlex.split(recipe.strip())
+    return args[next(i for i, a in enumerate(args) if a.endswith("gtsteer")) + 1 :]
+
+
+def run_cold(args: Sequence[str], env: Mapping[str, str], prefix: str,
+             read: Sequence[str] = ("summary.json",)) -> tuple[float, dict[str, bytes]]:
+    """`gtsteer *args --out DIR` in a subprocess with an empty response cache, `env` added to
+    this process's environment and the hub offline: its wall time and the bytes of each
+    `read` path inside DIR."""
+    with fresh_cache(prefix) as cache:
+        out = cache / "results"
+        full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **env, "GTSTEER_CACHE_DIR": str(cache)}
+        command = [str(Path(sys.executable).parent / "gtsteer"), *args, "--out", str(out)]
+        start = time.perf_counter()
+        subprocess.run(command, env=full_env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        return wall, {path: (out / path).read_bytes() for path in read}
 
 
 Report = TypeVar("Report")
