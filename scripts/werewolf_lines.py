@@ -66,7 +66,6 @@ def game_times(db: Path) -> tuple[str, float]:
 def measure(model: str, folder: Path) -> dict:
     from gtsteer.werewolf.bots import SPEAK_TOKENS, token_budget
     from gtsteer.werewolf.line_quality import read_lines
-    from gtsteer.werewolf.state import Role
     from gtsteer.werewolf.store import GameStore
 
     db = folder / "werewolf.sqlite"
@@ -75,7 +74,7 @@ def measure(model: str, folder: Path) -> dict:
     calls = store.calls(GAME_ID)
     report = read_lines(store.steps(GAME_ID), calls, token_budget(SPEAK_TOKENS, small=True),
                         config=state.config,
-                        wolves=[p.name for p in state.players if p.role is Role.WEREWOLF])
+                        wolves=state.wolves())
     wall = folder / "wall_s"
     played, seconds = game_times(db)
     return {"model": model, "report": report.model_dump(), "game_s": round(seconds, 1),

@@ -13,8 +13,8 @@ and pack chat are not counted) is read for:
   character", "as an AI", "my playstyle", "the camera", an assistant's refusal, the moderator's
   "Day 1 begins"), a roster (half its words or more are player names), or a sentence read out
   of the frame, the rules or the play guide every bot is given (matched as `werewolf.echoes`
-  matches private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a line stored
-  before the filter knew a wording);
+  matches private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a
+  line stored before the filter knew a wording);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game.
