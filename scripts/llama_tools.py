@@ -53,11 +53,11 @@ def built() -> dict[str, Path] | None:
     return bins if all(p.exists() for p in bins.values()) else None
 
 
-def build() -> dict[str, Path]:
-    """Paths of the built tools (built on first use: the server with them took 23 minutes at
-    `nice` on 2 shared cores, the two benchmark tools alone about 5)."""
+def build(targets: tuple[str, ...] = TOOLS) -> dict[str, Path]:
+    """Paths of the built `targets` (built on first use: the server with them took 23 minutes
+    at `nice` on 2 shared cores, the two benchmark tools alone about 5)."""
     work = tools_dir()
-    bins = {name: work / "build" / "bin" / name for name in TOOLS}
+    bins = {name: work / "build" / "bin" / name for name in targets}
     if all(p.exists() for p in bins.values()):
         return bins
     llama = _source(work) / "vendor" / "llama.cpp"
@@ -70,7 +70,7 @@ def build() -> dict[str, Path]:
         check=True, stdout=subprocess.DEVNULL,
     )
     subprocess.run(
-        ["cmake", "--build", str(build_dir), "--target", *TOOLS, "-j", str(os.cpu_count() or 1)],
+        ["cmake", "--build", str(build_dir), "--target", *targets, "-j", str(os.cpu_count() or 1)],
         check=True, stdout=subprocess.DEVNULL,
     )
     missing = [str(p) for p in bins.values() if not p.exists()]

@@ -439,3 +439,24 @@ def test_demo_outcomes_decodes_payoffs_back_to_days(tmp_path: Path) -> None:
         "| Wednesday | 1 | 1 | 0 |",
         "| Friday | 3 | 2 | 2 |",
     ]
+
+
+# ---- bench_prefill ---------------------------------------------------------------------------
+
+
+def test_bench_prefill_reads_its_numbers_and_says_only_what_they_allow() -> None:
+    prefill = load("bench_prefill")
+    flat = {"model": "m", "threads": 1,
+            "gtsteer": {c: 100.0 for c in prefill.CHUNKS},
+            "llama": {16: 110.0, 64: 120.0, 128: 125.0, 256: 130.0, 512: 118.0},
+            "cross": {1: 120.0, 2: 124.0, 4: 126.0, 8: 132.0}}  # fmt: skip
+    body = prefill.render([flat], "abc1234")
+    assert "| m | 1 | 64 | 100 | 120 | 0.83x | 1.00x |" in body
+    assert "| m | 1 | 256 | 100 | 130 | 0.77x | 1.08x |" in body
+    assert "| m | 1 | 120 (1.00x) | 124 (1.03x) | 126 (1.05x) | 132 (1.10x) |" in body
+    assert "more than 1.08x faster" in body and "at most 1.10x" in body
+    assert "cannot make the prefill-bound jobs" in body
+    steep = {**flat, "cross": {1: 100.0, 2: 150.0, 4: 190.0, 8: 200.0}}
+    body = prefill.render([flat, steep], "abc1234")
+    assert "at most 2.00x" in body and "would pay here" in body
+    assert "cannot make" not in body
