@@ -69,7 +69,7 @@ def llama_prefill(bins: dict[str, Path], path: Path, threads: int) -> dict[int, 
     """llama-bench's prompt tokens/s per micro-batch size (`-ub`), 512 tokens."""
     cmd = [str(bins["llama-bench"]), "-m", str(path), "-t", str(threads), "-p", str(N_PROMPT),
            "-n", "0", "-b", str(N_PROMPT), "-ub", ",".join(map(str, CHUNKS)), "-r", "3",
-           "-o", "json"]  # fmt: skip
+           "-fa", llama_tools.FLASH_ATTN, "-o", "json"]  # fmt: skip
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return {int(r["n_ubatch"]): float(r["avg_ts"]) for r in json.loads(out)}
 
@@ -79,7 +79,8 @@ def cross_sequence(bins: dict[str, Path], path: Path, threads: int) -> dict[int,
     ctx = max(SEQS) * (BLOCK + 1) + 256
     cmd = [str(bins["llama-batched-bench"]), "-m", str(path), "-t", str(threads), "-tb",
            str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(BLOCK),
-           "-ntg", "1", "-npl", ",".join(map(str, SEQS)), "--output-format", "jsonl"]  # fmt: skip
+           "-ntg", "1", "-npl", ",".join(map(str, SEQS)), "-fa", llama_tools.FLASH_ATTN,
+           "--output-format", "jsonl"]  # fmt: skip
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return {int(row["pl"]): float(row["speed_pp"])
             for row in map(json.loads, filter(lambda line: line.startswith("{"),
@@ -107,7 +108,7 @@ def reading(best: float, cross: float) -> str:
                    "one decode would pay here.")
 
 
-def render(results: list[dict], code: str) -> str:
+def render(results: list[dict], code: str, flash_attn: str = llama_tools.FLASH_ATTN) -> str:
     lines = [
         "## Local model: prompt evaluation by decode size",
         "",
@@ -115,7 +116,7 @@ def render(results: list[dict], code: str) -> str:
         "the same run: llama.cpp's `llama-bench -p 512 -n 0 -b 512 -ub C` and "
         f"`llama-batched-bench -npp {BLOCK} -ntg 1 -npl {','.join(map(str, SEQS))}` (no `-pps`), "
         "built from the llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist, same "
-        "GGUF and threads."),
+        f"GGUF and threads, flash attention `{flash_attn}` (gtsteer's contexts run without it)."),
         "",
         (f"512 prompt tokens in decodes of C tokens (prompt tokens/s; gtsteer evaluates prompts "
         f"in {BLOCK}-token blocks):"),

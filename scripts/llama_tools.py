@@ -23,6 +23,11 @@ from pathlib import Path
 VERSION = "0.3.36"
 #: CMake target names in the vendored llama.cpp (`tools/*/CMakeLists.txt`).
 TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
+#: gtsteer's contexts run without flash attention (llama-cpp-python's default), while llama.cpp's
+#: tools default to `auto`, which turns it on for this CPU; a reference run passes this so that it
+#: measures the same attention kernels. (On SmolLM2 at B = 8 flash attention alone made gtsteer's
+#: batched generation 1.42x faster and its long-prefix case slower: docs/LOCAL.md.)
+FLASH_ATTN = "off"
 
 
 def tools_dir() -> Path:
@@ -85,7 +90,7 @@ def llama_bench_command(
     """`llama-bench` for `model` at `threads`: prompt processing of n_prompt tokens and
     generation of n_gen (0 skips either), JSON out (read it with `llama_bench_speeds`)."""
     return [str(bins["llama-bench"]), "-m", str(model), "-t", str(threads), "-p", str(n_prompt),
-            "-n", str(n_gen), "-r", str(reps), "-o", "json"]  # fmt: skip
+            "-n", str(n_gen), "-r", str(reps), "-fa", FLASH_ATTN, "-o", "json"]  # fmt: skip
 
 
 def llama_bench_speeds(out: str) -> dict[str, float]:
@@ -116,7 +121,8 @@ def batched_bench(
     out = subprocess.run(
         [str(bins["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb",
          str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(n_prompt),
-         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "--output-format", "jsonl",
+         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "-fa", FLASH_ATTN,
+         "--output-format", "jsonl",
          *([] if repack else ["--no-repack"])],
         check=True, capture_output=True, text=True,
     ).stdout
