@@ -238,7 +238,8 @@ def render(rows: list[dict], singles: list[dict], prefix: dict, loaded: dict, ma
         + benchdoc.machine_line(commit=code) + ". Reference in the same run: llama.cpp's own "
         "`llama-batched-bench -npp 128 -ntg 32 -npl B -pps` and `llama-bench -n 64`, built from "
         "the llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist "
-        "(`scripts/llama_tools.py`, `GGML_NATIVE=OFF`), same GGUF and threads.",
+        "(`scripts/llama_tools.py`, `GGML_NATIVE=OFF`), same GGUF and threads, flash attention "
+        f"`{llama_tools.FLASH_ATTN}` as in gtsteer's contexts.",
         "",
         ("B requests at once sharing a 128-token prompt (prefix warm), 32 new tokens each: "
         "aggregate generated tokens/s (ratio to llama-batched-bench at the same B) and requests "
