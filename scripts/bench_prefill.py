@@ -76,15 +76,8 @@ def llama_prefill(bins: dict[str, Path], path: Path, threads: int) -> dict[int, 
 
 def cross_sequence(bins: dict[str, Path], path: Path, threads: int) -> dict[int, float]:
     """llama-batched-bench's prompt tokens/s with B separate 64-token prompts in one batch."""
-    ctx = max(SEQS) * (BLOCK + 1) + 256
-    cmd = [str(bins["llama-batched-bench"]), "-m", str(path), "-t", str(threads), "-tb",
-           str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(BLOCK),
-           "-ntg", "1", "-npl", ",".join(map(str, SEQS)), "-fa", llama_tools.FLASH_ATTN,
-           "--output-format", "jsonl"]  # fmt: skip
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return {int(row["pl"]): float(row["speed_pp"])
-            for row in map(json.loads, filter(lambda line: line.startswith("{"),
-                                              out.splitlines()))}  # fmt: skip
+    return llama_tools.batched_bench(bins, path, threads, BLOCK, 1, list(SEQS),
+                                     shared_prompt=False, speed="speed_pp")  # fmt: skip
 
 
 #: Below this gain, evaluating several requests' prompt blocks in one decode is not worth its cost

@@ -112,17 +112,20 @@ def batched_bench(
     n_gen: int,
     seqs: list[int],
     repack: bool = True,
+    shared_prompt: bool = True,
+    speed: str = "speed_tg",
 ) -> dict[int, float]:
-    """llama-batched-bench's aggregate generation speed (tokens/s) per parallel sequence count,
-    the prompt shared between sequences (`-pps`), as gtsteer's tree levels share theirs;
+    """llama-batched-bench's aggregate `speed` (tokens/s: `speed_tg` generation, `speed_pp`
+    prompt) per parallel sequence count. `shared_prompt`: the prompt shared between sequences
+    (`-pps`), as gtsteer's tree levels share theirs; else one prompt per sequence.
     `repack=False` keeps the weights as stored (`--no-repack`), as gtsteer's batched decoder
     loads a model whose repacked kernels round rows by group."""
     ctx = max(seqs) * (n_prompt + n_gen) + 256
     out = subprocess.run(
         [str(bins["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb",
          str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(n_prompt),
-         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-pps", "-fa", FLASH_ATTN,
-         "--output-format", "jsonl",
+         "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-fa", FLASH_ATTN,
+         "--output-format", "jsonl", *(["-pps"] if shared_prompt else []),
          *([] if repack else ["--no-repack"])],
         check=True, capture_output=True, text=True,
     ).stdout
@@ -130,7 +133,7 @@ def batched_bench(
     for line in out.splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            speeds[int(row["pl"])] = float(row["speed_tg"])
+            speeds[int(row["pl"])] = float(row[speed])
     return speeds
 
 
