@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 import benchdoc
 
 from gtsteer.domains import load_spec
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeRefused
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
 from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
@@ -75,6 +76,10 @@ class Row(BaseModel):
     #: Lower ends of the 95% Wilson intervals of the two aggregates.
     steering_low: list[float] = []
     steering_samples: int = 0
+    #: The judge that classified the messages, validated first on the labelled messages.
+    steering_judge: str | None = None
+    #: Why steering was not measured: no variant of the judge passed its labelled messages.
+    steering_refused: str | None = None
     error: str | None = None
 
 
@@ -116,10 +121,12 @@ def solved_so_far(results: Path, domain: str) -> int:
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
             heldout: bool = False, command: str | None = None,
-            ray: RayOptions | None = None) -> StoredRow:
+            ray: RayOptions | None = None, judge: str | None = "embed") -> StoredRow:
     """Solve and steer one domain; a finished row is saved under `out` with how it was made:
     `command` (the options, without configs) followed by this row's config. `ray` solves the
-    instances as Ray tasks (docs/SCALE.md)."""
+    instances as Ray tasks (docs/SCALE.md). `judge` classifies the steering messages (a judge
+    spelling or model string; None: the writer's own likelihoods) and is validated on the
+    labelled messages first: a judge at chance there is not used, and the row says why."""
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
     row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
@@ -145,14 +152,21 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
                 row.heldout_unmatched_share = (summary.heldout_unmatched
                                                / max(1, summary.heldout_decisions))
         if samples > 0:
-            report: SteeringReport = measure_steering(config, llm, samples=samples,
-                                                      progress=progress)
-            plain, defined = report.run(PLAIN), report.run(DEFINED)
             row.steering_samples = samples
-            row.steering_plain = plain.aggregate.accuracy if plain else None
-            row.steering_defined = defined.aggregate.accuracy if defined else None
-            row.steering_chance = plain.chance if plain else None
-            row.steering_low = [r.aggregate.ci_low for r in (plain, defined) if r is not None]
+            try:
+                report: SteeringReport = measure_steering(
+                    config, llm, classifier_llm=judge, samples=samples, progress=progress,
+                    validate_judge_on=DEFAULT_LABELLED)
+            except JudgeRefused as exc:  # the solve's numbers stand; the cell says why
+                row.steering_refused = str(exc)
+            else:
+                plain, defined = report.run(PLAIN), report.run(DEFINED)
+                row.steering_judge = report.classifier_model
+                row.steering_plain = plain.aggregate.accuracy if plain else None
+                row.steering_defined = defined.aggregate.accuracy if defined else None
+                row.steering_chance = next((r.chance for r in (plain, defined) if r), None)
+                row.steering_low = [r.aggregate.ci_low for r in (plain, defined)
+                                    if r is not None]
     except Exception as exc:  # noqa: BLE001 - one failing domain must not hide the others
         row.error = f"{type(exc).__name__}: {exc}"
     stored = StoredRow(llm=llm, row=row, command=command, commit=commit, measured_at=utc_now())
@@ -193,15 +207,32 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.0f}%"
 
 
+def steering_cell(r: Row) -> str:
+    """Accuracy without / with definitions / chance, and the judge; or why it is missing."""
+    if not r.steering_samples:
+        return "—"
+    if r.steering_refused is not None:
+        return f"not measured: no validated judge (K={r.steering_samples})"
+    judge = f", judge `{r.steering_judge}`" if r.steering_judge else ""
+    return (f"{pct(r.steering_plain)} / {pct(r.steering_defined)} / {pct(r.steering_chance)}"
+            f" (K={r.steering_samples}{judge})")
+
+
 def steerable(rows: list[Row]) -> str:
-    """Which domains the model follows (an aggregate's 95% interval above chance)."""
+    """Which domains the model follows (an aggregate's 95% interval above chance), and where
+    no judge could tell."""
     follows, ignores = [], []
+    unjudged = [f"`{r.domain}`" for r in rows if r.steering_refused is not None]
     for r in rows:
         if not r.steering_low or r.steering_chance is None:
             continue
         (follows if max(r.steering_low) > r.steering_chance else ignores).append(f"`{r.domain}`")
-    return (f"above chance (95% interval excludes it): {', '.join(follows) or 'none'}; "
+    text = (f"above chance (95% interval excludes it): {', '.join(follows) or 'none'}; "
             f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
+    if unjudged:
+        text += ("; not measured, no judge passed the labelled messages (docs/EVAL.md): "
+                 + ", ".join(unjudged))
+    return text
 
 
 def gain_without_steering(rows: list[Row]) -> list[str]:
@@ -305,8 +336,7 @@ def render(rows: list[Row], llm: str, command: str,
         if r.error is not None and r.nash_conv is None:
             lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | |")
             continue
-        steer = (f"{pct(r.steering_plain)} / {pct(r.steering_defined)} / {pct(r.steering_chance)}"
-                 f" (K={r.steering_samples})") if r.steering_samples else "—"
+        steer = steering_cell(r)
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
@@ -383,6 +413,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int, default=20, help="instances per domain")
     parser.add_argument("--samples", type=int, default=10,
                         help="steering messages per instruction (0: skip steering)")
+    parser.add_argument("--judge", default="embed",
+                        help="what classifies the steering messages: a judge (embed,"
+                             " pairwise:MODEL) or a model's likelihoods (a model string);"
+                             " validated on tests/data/judge_labelled.yaml first, and not used"
+                             " where it is at chance there")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -444,7 +479,8 @@ def main(argv: list[str] | None = None) -> None:
         for config, domain in zip(configs, domains, strict=True):
             print(f"== {config.name}", flush=True)
             rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                                   not args.quiet, args.heldout, command=command_base, ray=ray)
+                                   not args.quiet, args.heldout, command=command_base, ray=ray,
+                                   judge=args.judge)
             if rows[domain].row.error:
                 print(f"   failed: {rows[domain].row.error}", flush=True)
             # Written after every domain: a run stopped part-way still leaves the finished rows.

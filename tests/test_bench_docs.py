@@ -271,6 +271,16 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
     nash = summary["metrics"]["nash_conv"]["mean"]
     assert f"| `court` | 2 / 2 | {table1.signed(nash)} " in last
+    # Steering is classified by the default judge, MiniLM, validated on the labelled messages
+    # first: it passes court's focus, and fruit tone is refused there, so that cell says so.
+    court_row = next(x for x in last.splitlines() if x.startswith("| `court`"))
+    fruit_row = next(x for x in last.splitlines() if x.startswith("| `trade_fruit_tone`"))
+    assert court_row.endswith("(K=1, judge `embed:all-MiniLM-L6-v2`) |")
+    assert fruit_row.endswith("| not measured: no validated judge (K=1) |")
+    assert "no judge passed the labelled messages (docs/EVAL.md): `trade_fruit_tone`" in last
+    fruit_saved = json.loads((tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").read_text())
+    assert "trade_fruit_tone.tone" in fruit_saved["row"]["steering_refused"]
+    assert fruit_saved["row"]["steering_plain"] is None
     # Each row names the one-domain command and the commit that measured it.
     court_how = next(line for line in last.splitlines() if line.startswith("- `court`: "))
     assert court_how.startswith("- `court`: `python scripts/table1.py --llm fake --games 2 ")
@@ -460,3 +470,60 @@ def test_bench_prefill_reads_its_numbers_and_says_only_what_they_allow() -> None
     body = prefill.render([flat, steep], "abc1234")
     assert "at most 2.00x" in body and "would pay here" in body
     assert "cannot make" not in body
+
+
+# ---- samples_study -----------------------------------------------------------------------------
+
+
+def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
+    tmp_path: Path, isolated_cache: Path
+) -> None:
+    study = load("samples_study")
+    doc = tmp_path / "BENCH.md"
+    res = tmp_path / "res"
+    study.main([str(ROOT / "configs/debate.yaml"), "--llm", "fake", "--seeds", "1,2",
+                "--games", "3", "--quiet", "--results", str(res), "--doc", str(doc)])
+    rows = study.saved_rows(res, [1, 2])
+    assert [(r.seeds, r.solved, r.games) for r in rows] == [(1, 3, 3), (2, 3, 3)]
+    for r in rows:
+        summary = json.loads((res / f"s{r.seeds}" / "run" / "summary.json").read_text())
+        assert summary["num_llm_seeds"] == r.seeds  # the derived config was solved
+        gains = summary["metrics"]["cfr_gain"]["per_instance"]
+        fresh = summary["metrics"]["cfr_gain_heldout"]["per_instance"]
+        assert r.cfr_gain.mean == pytest.approx(sum(gains) / 3)
+        assert r.cfr_gain_heldout.mean == pytest.approx(sum(fresh) / 3)
+        assert r.selection.mean == pytest.approx(r.cfr_gain.mean - r.cfr_gain_heldout.mean)
+    # S = 1's tree and its fresh samples are S = 2's tree: those calls came from the cache.
+    s2 = json.loads((res / "s2" / "run" / "summary.json").read_text())["llm_calls"]
+    assert 0 < s2["new_calls"] < s2["requests"] and rows[1].new_calls == s2["new_calls"]
+    text = doc.read_text(encoding="utf-8")
+    assert text.count("<!-- samples_study:start -->") == 1
+    assert f"| 2 | 3 / 3 | {study.ci(rows[1].cfr_gain)} |" in text
+    assert "Reading (from the intervals): at S = 1 (3 instances)" in text
+    assert (tmp_path / "samples_study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # --render-only redraws the same table without solving.
+    before = [x for x in text.splitlines() if x.startswith("| 1 |")]
+    study.main([str(ROOT / "configs/debate.yaml"), "--seeds", "1,2", "--render-only",
+                "--results", str(res), "--doc", str(doc)])
+    assert before == [x for x in doc.read_text().splitlines() if x.startswith("| 1 |")]
+
+
+def test_samples_study_reading_follows_the_intervals() -> None:
+    study = load("samples_study")
+    from gtsteer.solvers.metrics import mean_ci
+
+    def row(seeds: int, gain: list[float], fresh: list[float]) -> Any:
+        return study.StudyRow(
+            seeds=seeds, games=3, solved=3, payoff_span=2.0, cfr_gain=mean_ci(gain),
+            cfr_gain_heldout=mean_ci(fresh),
+            selection=mean_ci([a - b for a, b in zip(gain, fresh, strict=True)]), new_calls=1,
+            wall_s=1.0, llm="fake", commit="x", measured_at="now")
+
+    noisy = row(2, [0.9, 1.0, 1.1], [-0.1, 0.0, 0.1])     # all selection
+    real = row(8, [0.5, 0.6, 0.7], [0.45, 0.6, 0.75])     # survives, no selection
+    text = study.reading([noisy, real])
+    assert ("at S = 2 (3 instances) the fresh-sample gain's interval holds 0 and the selection"
+            " interval is above 0") in text
+    assert "at S = 8 (3 instances) the fresh-sample gain's interval is above 0" in text
+    assert text.endswith("the two intervals do not overlap.")
+    assert study.reading([noisy, noisy]).endswith("do not show it shrink or grow.")

@@ -1,0 +1,240 @@
+"""The samples study (issue 24, docs/TABLE1.md): how much of the CFR gain is selection on
+sampling noise, as the number of LLM samples per message grows?
+
+For one config and each S in --seeds, the config is solved with `num_llm_seeds: S` over N
+instances with `--heldout`: the in-sample CFR gain (on the samples CFR chose from) beside the
+fresh-sample gain (the same policies replayed on S samples CFR never saw), with 95% Student-t
+intervals over instances, and their paired difference per instance (the part of the in-sample
+gain that does not carry over). With few samples an instruction whose samples happened to score
+well looks better than it is, so that difference should shrink as S grows; the doc says what
+the numbers show.
+
+Message seeds depend on the sample index only, so the S = 2 tree is part of the S = 4 tree and
+its fresh samples (2, 3) are in it too: a larger S re-uses every smaller one's calls from the
+cache, and an interrupted run resumes where it stopped. Each finished S saves its row under
+--results; `--render-only` writes the section from the saved rows without a model call.
+
+    flock /tmp/gtsteer-model.lock .venv/bin/python scripts/samples_study.py configs/debate.yaml \
+        --seeds 2,4,8 --games 20,20,4 --results /work/bench/samples
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
+
+import benchdoc
+from table1 import ci
+
+from gtsteer.domains import load_spec
+from gtsteer.runs.output import save_png
+from gtsteer.runs.solve import solve_config
+from gtsteer.solvers.metrics import MeanCI, mean_ci
+
+SECTION = "samples_study"
+ROW_FILE = "study_row.json"
+
+
+class StudyRow(BaseModel):
+    seeds: int
+    games: int
+    solved: int
+    payoff_span: float
+    cfr_gain: MeanCI
+    cfr_gain_heldout: MeanCI
+    #: Per instance, in-sample minus fresh-sample gain: what selection on noise added.
+    selection: MeanCI
+    new_calls: int
+    wall_s: float
+    llm: str
+    commit: str
+    measured_at: str
+
+
+def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
+    """The config with `num_llm_seeds: seeds`, written into `folder` (everything else as is)."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["num_llm_seeds"] = seeds
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / config.name
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
+            progress: bool) -> StudyRow:
+    folder = results / f"s{seeds}"
+    commit = benchdoc.commit(["gtsteer", "configs"])
+    spec = load_spec(config)
+    t0 = time.perf_counter()
+    summary = solve_config(seeded_config(config, seeds, folder), llm=llm, games=games,
+                           out_dir=folder / "run", heldout=True, progress=progress)
+    wall = time.perf_counter() - t0
+    m = summary.metrics
+    if m is None or m.cfr_gain_heldout is None:
+        raise RuntimeError(f"S={seeds}: no instance solved with its fresh-sample gain "
+                           f"({summary.num_failed} failed); see {folder / 'run'}")
+    in_sample = dict(zip(summary.instances, m.cfr_gain.per_instance, strict=True))
+    fresh = dict(zip(summary.heldout_instances, m.cfr_gain_heldout.per_instance, strict=True))
+    row = StudyRow(
+        seeds=seeds, games=games, solved=len(summary.instances),
+        payoff_span=spec.payoff.max - spec.payoff.min,
+        cfr_gain=mean_ci(list(in_sample.values())),
+        cfr_gain_heldout=mean_ci(list(fresh.values())),
+        selection=mean_ci([in_sample[i] - fresh[i] for i in fresh]),
+        new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
+        measured_at=benchdoc.machine().date)
+    (folder / ROW_FILE).write_text(row.model_dump_json(indent=1), encoding="utf-8")
+    return row
+
+
+def saved_rows(results: Path, seeds: list[int]) -> list[StudyRow]:
+    paths = [results / f"s{s}" / ROW_FILE for s in seeds]
+    return [StudyRow.model_validate_json(p.read_text(encoding="utf-8")) for p in paths
+            if p.is_file()]
+
+
+def contains_zero(m: MeanCI) -> bool:
+    return m.ci_low is None or m.ci_high is None or m.ci_low <= 0 <= m.ci_high
+
+
+def disjoint(a: MeanCI, b: MeanCI) -> bool:
+    """Whether two intervals are known not to overlap."""
+    if None in (a.ci_low, a.ci_high, b.ci_low, b.ci_high):
+        return False
+    return a.ci_high < b.ci_low or b.ci_high < a.ci_low  # type: ignore[operator]
+
+
+def reading(rows: list[StudyRow]) -> str:
+    """What the rows say, from their intervals alone."""
+    if not rows:
+        return "No sample count finished yet."
+    parts = []
+    for r in rows:
+        held = ("holds 0" if contains_zero(r.cfr_gain_heldout) else
+                "is above 0" if r.cfr_gain_heldout.mean > 0 else "is below 0")
+        sel = ("holds 0" if contains_zero(r.selection) else
+               "is above 0" if r.selection.mean > 0 else "is below 0")
+        parts.append(f"at S = {r.seeds} ({r.solved} instances) the fresh-sample gain's interval"
+                     f" {held} and the selection interval {sel}")
+    text = "; ".join(parts) + "."
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        overlap = not disjoint(first.selection, last.selection)
+        text += (f" From S = {first.seeds} to S = {last.seeds} the selection part went from"
+                 f" {first.selection.mean:+.3f} to {last.selection.mean:+.3f}; "
+                 + ("the two intervals overlap, so these instances do not show it shrink or"
+                    " grow." if overlap else "the two intervals do not overlap."))
+    return text
+
+
+def figure(rows: list[StudyRow]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    xs = [r.seeds for r in rows]
+    for offset, label, pick in ((-0.08, "in-sample CFR gain", lambda r: r.cfr_gain),
+                                (0.0, "fresh-sample CFR gain", lambda r: r.cfr_gain_heldout),
+                                (0.08, "selection (in-sample - fresh)", lambda r: r.selection)):
+        ms = [pick(r) for r in rows]
+        ys = [m.mean for m in ms]
+        low = [m.mean - (m.ci_low if m.ci_low is not None else m.mean) for m in ms]
+        high = [(m.ci_high if m.ci_high is not None else m.mean) - m.mean for m in ms]
+        ax.errorbar([x * (1 + offset) for x in xs], ys, yerr=[low, high], fmt="o-", capsize=3,
+                    label=label)
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xlabel("LLM samples per message (num_llm_seeds)")
+    ax.set_ylabel("payoff (mean, 95% interval)")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> str:
+    lines = [
+        (f"## Samples study: CFR gain in-sample and on fresh samples by samples per message"
+        f" (`{config}`)"),
+        "",
+        f"Command: `{command}` · {benchdoc.machine_line()}",
+        "",
+        ("Each row solves the config with `num_llm_seeds` = S (CFR+ 1000 iterations) and"
+        " replays the CFR policy on S fresh samples per message (`--heldout`). Intervals are 95%"
+        " Student-t over instances; *selection* is the per-instance in-sample gain minus the"
+        " fresh-sample gain."),
+        "",
+        ("| S | instances | CFR gain (in-sample) | CFR gain on fresh samples | selection | new LLM"
+        " calls | wall | model | commit | measured |"),
+        "|---:|---:|---|---|---|---:|---:|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r.seeds} | {r.solved} / {r.games} | {ci(r.cfr_gain)} |"
+                     f" {ci(r.cfr_gain_heldout)} | {ci(r.selection)} | {r.new_calls} |"
+                     f" {r.wall_s:.0f} s | `{r.llm}` | {r.commit} | {r.measured_at} |")
+    lines += ["", "Reading (from the intervals): " + reading(rows)]
+    if png:
+        lines += ["", f"![CFR gain by samples per message]({png})"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path, nargs="?", default=ROOT / "configs" / "debate.yaml")
+    parser.add_argument("--seeds", default="2,4,8", help="num_llm_seeds values, in order")
+    parser.add_argument("--games", default="20",
+                        help="instances per S: one number, or one per S (e.g. 20,20,4)")
+    parser.add_argument("--llm", default="local")
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "samples_study")
+    parser.add_argument("--doc", type=Path, default=benchdoc.DOC)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--render-only", action="store_true",
+                        help="no model calls: write the section from the saved rows")
+    args = parser.parse_args(argv)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+        games = [int(g) for g in args.games.split(",")]
+    except ValueError:
+        parser.error("--seeds and --games take comma-separated integers")
+    if len(games) == 1:
+        games *= len(seeds)
+    if len(games) != len(seeds) or min(seeds) < 1 or min(games) < 2:
+        parser.error("--games: one count (>= 2, for an interval) or one per --seeds value;"
+                     " --seeds: counts >= 1")
+    config = args.config.resolve()
+    load_spec(config)  # a broken config fails here, before any model call
+    given = sys.argv[1:] if argv is None else argv
+    command = "python scripts/samples_study.py" + "".join(f" {a}" for a in given)
+    shown = str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config)
+
+    def write(rows: list[StudyRow]) -> str:
+        png = None
+        if rows:
+            png = save_png(figure(rows), args.doc.with_name(f"{SECTION}.png")).name
+        start, end = benchdoc.markers(SECTION)
+        text = render(rows, shown, command, png)
+        benchdoc.write_section(args.doc, start, end, benchdoc.wrap(start, end, text))
+        return text
+
+    if not args.render_only:
+        for s, n in zip(seeds, games, strict=True):
+            print(f"== num_llm_seeds {s}, {n} instances", flush=True)
+            measure(config, s, n, args.llm, args.results, not args.quiet)
+            write(saved_rows(args.results, seeds))  # a stopped run keeps the finished rows
+    print(write(saved_rows(args.results, seeds)))
+
+
+if __name__ == "__main__":
+    main()
