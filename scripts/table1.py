@@ -400,7 +400,13 @@ def render(rows: list[Row], llm: str, command: str,
         " prior); the fresh-sample replay mixes the questioner's policies over them, since only"
         " the solved samples' words told it which one it faced."),
         ("- Steering accuracy is measured on the first message of a dialogue, i.e. the first"
-        " speaker's instructions (the prosecutor's or interrogator's in the verdict games)."),
+        " speaker's instructions (the prosecutor's or interrogator's in the verdict games), and"
+        " classified by a judge that passed the hand-labelled messages first"
+        " (tests/data/judge_labelled.yaml, docs/EVAL.md); where none passed, it is not measured."),
+        ("- How the selection part changes with more samples per message: the samples study"
+        " (`scripts/samples_study.py`, docs/BENCHMARKS.md \"Samples study\"). Earlier runs:"
+        " [TABLE1_2026-12-01.md](TABLE1_2026-12-01.md), all seven domains before chat models"
+        " answered as the speaker, with unvalidated likelihood judges."),
         "",
     ]
     return "\n".join(lines)
