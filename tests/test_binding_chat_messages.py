@@ -105,6 +105,10 @@ INST = Instance(index=0, seed=0, names=["Alice", "Bob"], private_info=[{}, {}], 
         ("My options:\n\nBob: Monday?", "My options:"),
         ("I told Bob: come on Monday.", "I told Bob: come on Monday."),
         ("\n\n", "..."),
+        # The tag written twice (SmolLM2 once answered fruit trading with "Iris:" alone after
+        # its opened "Iris:" cue): no tag is left as the message.
+        ("Alice:\nAlice:", "..."),
+        ("Alice: **Alice:** Monday works for me.", "Monday works for me."),
     ],
 )
 def test_chat_cleaning(raw: str, clean: str) -> None:

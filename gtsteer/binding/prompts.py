@@ -228,15 +228,18 @@ def clean_message(text: str, instance: Instance, chat: bool = False, cut: bool =
 
 
 def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
-    """A chat model's answer as one message: leading blank lines, a repeated `Name:` tag and a
-    lead-in line ("Here is Alice's message:") dropped, cut at the first blank line after the
+    """A chat model's answer as one message: leading blank lines, a repeated `Name:` tag (once or
+    more) and a lead-in line ("Here is Alice's message:") dropped, cut at the first blank line after the
     content (what follows is commentary) or at a line opening another turn, lines joined, a
     quoted message unquoted; when the answer was `cut` at the token limit, its unfinished last
     sentence is dropped (where a whole one precedes it)."""
     tag = _name_tag(instance.names)
     names = "|".join(re.escape(n) for n in instance.names)
     lead_in = re.compile(rf"\b(?:message|reply|response|{names})\b", re.IGNORECASE)
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", tag.sub("", text.strip(), count=1))]
+    text = text.strip()
+    while (opening := tag.match(text)) is not None:  # the tag may come twice ("Iris:\nIris:")
+        text = text[opening.end():]
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text)]
     paragraphs = [p for p in paragraphs if p]
     while len(paragraphs) > 1 and paragraphs[0].endswith(":") and lead_in.search(paragraphs[0]):
         paragraphs = paragraphs[1:]
