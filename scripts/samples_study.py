@@ -12,7 +12,8 @@ the numbers show.
 Message seeds depend on the sample index only, so the S = 2 tree is part of the S = 4 tree and
 its fresh samples (2, 3) are in it too: a larger S re-uses every smaller one's calls from the
 cache, and an interrupted run resumes where it stopped. Each finished S saves its row under
---results; `--render-only` writes the section from the saved rows without a model call.
+--results and a rerun keeps it (same instances and model); `--render-only` writes the section
+from the saved rows without a model call.
 
     flock /tmp/gtsteer-model.lock .venv/bin/python scripts/samples_study.py configs/debate.yaml \
         --seeds 2,4,8 --games 20,20,4 --results /work/bench/samples
@@ -96,6 +97,16 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         measured_at=benchdoc.machine().date)
     (folder / ROW_FILE).write_text(row.model_dump_json(indent=1), encoding="utf-8")
     return row
+
+
+def saved_row(results: Path, seeds: int, games: int, llm: str) -> StudyRow | None:
+    """The row a finished run saved for these settings, if any (a rerun keeps it, with the
+    calls and time it really took, instead of measuring the cached tree again)."""
+    path = results / f"s{seeds}" / ROW_FILE
+    if not path.is_file():
+        return None
+    row = StudyRow.model_validate_json(path.read_text(encoding="utf-8"))
+    return row if (row.games, row.llm) == (games, llm) else None
 
 
 def saved_rows(results: Path, seeds: list[int]) -> list[StudyRow]:
@@ -230,6 +241,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if not args.render_only:
         for s, n in zip(seeds, games, strict=True):
+            if saved_row(args.results, s, n, args.llm) is not None:
+                print(f"== num_llm_seeds {s}, {n} instances: saved row kept", flush=True)
+                continue
             print(f"== num_llm_seeds {s}, {n} instances", flush=True)
             measure(config, s, n, args.llm, args.results, not args.quiet)
             write(saved_rows(args.results, seeds))  # a stopped run keeps the finished rows

@@ -501,6 +501,12 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     assert f"| 2 | 3 / 3 | {study.ci(rows[1].cfr_gain)} |" in text
     assert "Reading (from the intervals): at S = 1 (3 instances)" in text
     assert (tmp_path / "samples_study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A rerun keeps a finished row (its calls and time) and measures only what is new.
+    kept = (res / "s2" / study.ROW_FILE).read_text()
+    study.main([str(ROOT / "configs/debate.yaml"), "--llm", "fake", "--seeds", "2,3",
+                "--games", "3", "--quiet", "--results", str(res), "--doc", str(doc)])
+    assert (res / "s2" / study.ROW_FILE).read_text() == kept
+    assert [r.seeds for r in study.saved_rows(res, [1, 2, 3])] == [1, 2, 3]
     # --render-only redraws the same table without solving.
     before = [x for x in text.splitlines() if x.startswith("| 1 |")]
     study.main([str(ROOT / "configs/debate.yaml"), "--seeds", "1,2", "--render-only",
