@@ -336,11 +336,10 @@ def render(rows: list[Row], llm: str, command: str,
         if r.error is not None and r.nash_conv is None:
             lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | |")
             continue
-        steer = steering_cell(r)
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
-            f" {heldout_cell(r)} | {steer} |"
+            f" {heldout_cell(r)} | {steering_cell(r)} |"
         )
     if stored:
         lines += provenance(stored)
