@@ -99,24 +99,29 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
     return row
 
 
-def saved_row(results: Path, seeds: int, games: int, llm: str) -> StudyRow | None:
-    """The row a finished run saved for these settings, if any (a rerun keeps it, with the
-    calls and time it really took, instead of measuring the cached tree again)."""
+def read_row(results: Path, seeds: int) -> StudyRow | None:
     path = results / f"s{seeds}" / ROW_FILE
     if not path.is_file():
         return None
-    row = StudyRow.model_validate_json(path.read_text(encoding="utf-8"))
-    return row if (row.games, row.llm) == (games, llm) else None
+    return StudyRow.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def saved_row(results: Path, seeds: int, games: int, llm: str) -> StudyRow | None:
+    """The row a finished run saved for these settings, if any (a rerun keeps it, with the
+    calls and time it really took, instead of measuring the cached tree again)."""
+    row = read_row(results, seeds)
+    return row if row is not None and (row.games, row.llm) == (games, llm) else None
 
 
 def saved_rows(results: Path, seeds: list[int]) -> list[StudyRow]:
-    paths = [results / f"s{s}" / ROW_FILE for s in seeds]
-    return [StudyRow.model_validate_json(p.read_text(encoding="utf-8")) for p in paths
-            if p.is_file()]
+    return [row for s in seeds if (row := read_row(results, s)) is not None]
 
 
-def contains_zero(m: MeanCI) -> bool:
-    return m.ci_low is None or m.ci_high is None or m.ci_low <= 0 <= m.ci_high
+def against_zero(m: MeanCI) -> str:
+    """Where an interval lies: "holds 0", "is above 0" or "is below 0"."""
+    if m.ci_low is None or m.ci_high is None or m.ci_low <= 0 <= m.ci_high:
+        return "holds 0"
+    return "is above 0" if m.mean > 0 else "is below 0"
 
 
 def disjoint(a: MeanCI, b: MeanCI) -> bool:
@@ -132,12 +137,9 @@ def reading(rows: list[StudyRow]) -> str:
         return "No sample count finished yet."
     parts = []
     for r in rows:
-        held = ("holds 0" if contains_zero(r.cfr_gain_heldout) else
-                "is above 0" if r.cfr_gain_heldout.mean > 0 else "is below 0")
-        sel = ("holds 0" if contains_zero(r.selection) else
-               "is above 0" if r.selection.mean > 0 else "is below 0")
         parts.append(f"at S = {r.seeds} ({r.solved} instances) the fresh-sample gain's interval"
-                     f" {held} and the selection interval {sel}")
+                     f" {against_zero(r.cfr_gain_heldout)} and the selection interval"
+                     f" {against_zero(r.selection)}")
     text = "; ".join(parts) + "."
     if len(rows) > 1:
         first, last = rows[0], rows[-1]

@@ -229,8 +229,8 @@ def clean_message(text: str, instance: Instance, chat: bool = False, cut: bool =
 
 def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
     """A chat model's answer as one message: leading blank lines, a repeated `Name:` tag (once or
-    more) and a lead-in line ("Here is Alice's message:") dropped, cut at the first blank line after the
-    content (what follows is commentary) or at a line opening another turn, lines joined, a
+    more) and a lead-in line ("Here is Alice's message:") dropped, cut at the first blank line
+    after the content (what follows is commentary) or at a line opening another turn, lines joined, a
     quoted message unquoted; when the answer was `cut` at the token limit, its unfinished last
     sentence is dropped (where a whole one precedes it)."""
     tag = _name_tag(instance.names)
