@@ -94,8 +94,9 @@ def section_name(label: str) -> str:
 
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
     table = [("| model | lines | distinct | cut mid-sentence | out of character | empty | "
-             "echoes stripped | speak calls at the token limit | time per game (wall) | "
-             "result | played (UTC) |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "echoes stripped | resampled | speak calls at the token limit | "
+             "time per game (wall) | result | played (UTC) |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     examples = []
     for row in rows:
         r, n = row["report"], row["report"]["lines"]
@@ -103,6 +104,7 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
         table.append(
             f"| `{row['model']}` | {n} | {pct(r['distinct'], n)} | {pct(r['cut'], n)} | "
             f"{pct(r['out_of_character'], n)} | {pct(r['empty'], n)} | {r['echoes']} | "
+            f"{r.get('resampled', 0)} | "
             f"{pct(r['at_limit'], r['speak_calls'])} | {row['game_s']:.0f} s{wall} | "
             f"{row['winner'] or 'no winner'} after day {row['days']} "
             f"({row['end_reason'] or 'unfinished'}) | {row['played']} |")
@@ -118,8 +120,9 @@ Command: `{command}`
 Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model (7 players, seed 0,
 2 days, 6 discussion turns a day, an empty response cache each), played one at a time. Lines are
 the bots' public lines (introductions and turns; `gtsteer.werewolf.line_quality` says what each
-column counts). Time per game: from the game's creation to its last step; in brackets the
-command's wall time, model loading included.
+column counts; *resampled*: extra samples for lines that came out empty or repeated). Time per
+game: from the game's creation to its last step; in brackets the command's wall time, model
+loading included.
 
 {chr(10).join(table)}
 

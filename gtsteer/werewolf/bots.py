@@ -23,6 +23,7 @@ from gtsteer.llm.speech import whole_sentences
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts
 from gtsteer.werewolf.hook_view import choose_style
+from gtsteer.werewolf.line_quality import line_key
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
 from gtsteer.werewolf.prompts import pick_prompt
@@ -35,6 +36,11 @@ SPEAK_TOKENS = 60
 #: Notes field lengths: short for the small local model (its grammar stops it there), roomy
 #: for chat models (a limit they overrun means a retry, then empty notes).
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
+#: Extra samples a public or pack line gets when it comes out empty (after cleaning and echo
+#: stripping) or word for word an earlier line of its channel: a bot that says nothing, or
+#: what was already said, is a sampling accident, not a move (SmolLM2 left 2 of 13 lines empty
+#: in the seed-0 game, docs/BENCHMARKS.md). Each extra sample is a recorded call.
+LINE_RESAMPLES = 2
 #: Context tokens kept free beyond an answer's own budget (a scored option's tokens, the
 #: chat template's closing tokens).
 ANSWER_MARGIN = 32
@@ -123,11 +129,11 @@ def bot_decision(
         return fit_context(context, names, render,
                            lambda p: pool.fits(me.model, p, answer_tokens + ANSWER_MARGIN))
 
-    def say(context: BotContext, label: str, why: str,
-            max_tokens: int) -> tuple[str, CallRecord, BotContext]:
+    def say(context: BotContext, label: str, why: str, max_tokens: int,
+            call_seed: int = seed) -> tuple[str, CallRecord, BotContext]:
         max_tokens = token_budget(max_tokens, small)
         context, prompt = fitted(context, f"{label}:", max_tokens)
-        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=seed,
+        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=call_seed,
                              max_tokens=max_tokens, stop=["\n\n"] if local else turn_stops)
         rec.day = state.day
         line = clean_line(raw, bot, others, first_line=small)
@@ -137,13 +143,28 @@ def bot_decision(
 
     if want.kind in ("speak", "pack_chat"):
         label = bot if want.kind == "speak" else f"[pack] {bot}"
-        text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS)
-        echoes = 0
-        if want.kind == "speak":  # a public line must not read out the bot's private prompt
-            private = private_texts(state, bot, ctx.command, ctx.style)
-            text, echoes = EchoFilter(private, wolf=me.role is Role.WEREWOLF).strip(text)
+        channel = "public" if want.kind == "speak" else "pack"
+        heard = {line_key(m.text) for m in state.messages if m.channel == channel}
+        echo_filter = (EchoFilter(private_texts(state, bot, ctx.command, ctx.style),
+                                  wolf=me.role is Role.WEREWOLF)
+                       if want.kind == "speak" else None)
+        tries: list[tuple[str, int, BotContext]] = []
+        records: list[CallRecord] = []
+        for attempt in range(1 + LINE_RESAMPLES):
+            text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS,
+                                  seed if attempt == 0 else derive_seed(seed, "resample", attempt))
+            records.append(rec)
+            echoes = 0
+            if echo_filter is not None:  # a public line must not read out the private prompt
+                text, echoes = echo_filter.strip(text)
+            tries.append((text, echoes, used))
+            if text and line_key(text) not in heard:
+                break
+        # None fresh: a repeat still beats silence; all empty: the last try.
+        text, echoes, used = next((t for t in tries if t[0] and line_key(t[0]) not in heard),
+                                  next((t for t in tries if t[0]), tries[-1]))
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
-                        echoes=echoes, **common), [rec]
+                        echoes=echoes, resampled=len(tries) - 1, **common), records
 
     if want.kind == "summary":
         budget = 300 if small else 900

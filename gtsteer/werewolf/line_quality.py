@@ -17,7 +17,10 @@ and pack chat are not counted) is read for:
   line stored before the filter knew a wording);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
-  (`werewolf.echoes`), summed over the game.
+  (`werewolf.echoes`), summed over the game;
+- **resampled**: extra samples taken because a try came out empty or repeated an earlier line
+  (`werewolf.bots.LINE_RESAMPLES`): what the repeat and empty counts would have been without
+  them is not seen, so a game reports how often the guard stepped in.
 
 The rules are surface patterns: they flag what a reader would notice at once, not every
 unconvincing line; `examples` keeps the flagged lines so a reader can check them.
@@ -76,7 +79,8 @@ def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None,
             or (prompt is not None and prompt.strip(line)[1] > 0))
 
 
-def _key(text: str) -> str:
+def line_key(text: str) -> str:
+    """A line's words, case and spacing aside: two lines with one key repeat each other."""
     return " ".join(text.lower().split())
 
 
@@ -87,6 +91,8 @@ class LineReport(BaseModel):
     out_of_character: int = 0
     empty: int = 0
     echoes: int = 0
+    #: Extra samples taken for lines that came out empty or repeated (`Decision.resampled`).
+    resampled: int = 0
     #: Speak calls that ran into the token limit (of `speak_calls`).
     at_limit: int = 0
     speak_calls: int = 0
@@ -121,16 +127,17 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
             continue
         report.lines += 1
         report.echoes += d.echoes
+        report.resampled += d.resampled
         text = d.text.strip()
         if not text or text == "...":
             report.empty += 1
             report.keep("empty", d.actor, text)
             continue
-        if _key(text) in seen:
+        if line_key(text) in seen:
             report.keep("repeat", d.actor, text)
         else:
             report.distinct += 1
-            seen.add(_key(text))
+            seen.add(line_key(text))
         if not ends_sentence(text):
             report.cut += 1
             report.keep("cut", d.actor, text)

@@ -1,0 +1,103 @@
+"""A bot's line that comes out empty, or word for word an earlier line of its channel, is
+sampled again (at most `LINE_RESAMPLES` times, with seeds derived from the decision's), every
+try recorded; the game's line report counts the extra samples."""
+
+from __future__ import annotations
+
+from werewolf_helpers import table
+
+from gtsteer.llm import LLM, Backend, RawCompletion
+from gtsteer.werewolf.bots import LINE_RESAMPLES, bot_decision
+from gtsteer.werewolf.engine import pending, step
+from gtsteer.werewolf.line_quality import read_lines
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import reminder
+from gtsteer.werewolf.state import ChatMessage, Decision
+
+
+class ScriptBackend(Backend):
+    """Answers free-text requests with the next line of a script (the last one repeats) and
+    keeps the seeds it was asked with."""
+
+    kind = "script"
+
+    def __init__(self, lines: list[str]):
+        super().__init__("script")
+        self.lines = list(lines)
+        self.seeds: list[int | None] = []
+
+    async def complete(self, request, json_schema=None) -> RawCompletion:
+        self.seeds.append(request.seed)
+        line = self.lines.pop(0) if len(self.lines) > 1 else self.lines[0]
+        return RawCompletion(text=line)
+
+
+def decide(state, lines: list[str]):
+    backend = ScriptBackend(lines)
+    pool = LLMPool(lambda model: LLM(model, backend=backend, use_cache=False))
+    want = pending(state)
+    decision, records = bot_decision(state, want, pool)
+    return want, decision, records, backend
+
+
+def test_an_empty_line_is_sampled_again_with_another_seed() -> None:
+    state = table("WWDTMVV")
+    want, decision, records, backend = decide(state, ["", "Good morning, I bake bread."])
+    assert want.kind == "speak"
+    assert decision.text == "Good morning, I bake bread." and decision.resampled == 1
+    assert [r.purpose for r in records] == ["speak", "speak"]
+    assert len(set(backend.seeds)) == 2 and [r.seed for r in records] == backend.seeds
+
+
+def test_a_line_that_is_only_an_echo_of_the_private_prompt_is_sampled_again() -> None:
+    state = table("WWDTMVV")
+    state.players[0].playstyle = "protective_team_player"
+    echo = reminder("protective_team_player", wolf=True)
+    _, decision, records, _ = decide(state, [echo, "I sell fish by the river."])
+    assert decision.text == "I sell fish by the river." and decision.resampled == 1
+    assert len(records) == 2
+
+
+def test_a_repeat_of_an_earlier_public_line_is_sampled_again() -> None:
+    state = table("WWDTMVV")
+    state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus",
+                                      text="Good morning, everyone."))
+    _, decision, _, _ = decide(state, ["good  morning,   Everyone.", "Ben looks nervous."])
+    assert decision.text == "Ben looks nervous." and decision.resampled == 1
+
+
+def test_a_line_said_only_in_the_pack_chat_is_no_repeat_in_public() -> None:
+    state = table("WWDTMVV")
+    state.messages.append(ChatMessage(id=1, day=1, phase="intro", channel="pack", author="Ben",
+                                      text="Good morning, everyone."))
+    _, decision, records, _ = decide(state, ["Good morning, everyone."])
+    assert decision.text == "Good morning, everyone." and decision.resampled == 0
+    assert len(records) == 1
+
+
+def test_after_the_last_try_a_repeat_beats_silence_and_silence_is_kept_as_silence() -> None:
+    state = table("WWDTMVV")
+    state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus", text="Hi."))
+    _, decision, records, _ = decide(state, ["", "Hi.", ""])
+    assert (decision.text, decision.resampled) == ("Hi.", LINE_RESAMPLES)
+    assert len(records) == 1 + LINE_RESAMPLES
+    want, silent, records, _ = decide(state, [""])
+    assert (silent.text, silent.resampled, len(records)) == ("", LINE_RESAMPLES,
+                                                             1 + LINE_RESAMPLES)
+    after = step(state, silent)  # the game goes on; nothing is posted for a silent bot
+    assert [m.author for m in after.messages] == ["Gus"] and after.step == state.step + 1
+    assert want.actor not in after.queue[:1]
+
+
+def test_the_same_state_asks_the_same_seeds() -> None:
+    state = table("WWDTMVV")
+    first = decide(state, ["", "", "Fine."])[3].seeds
+    assert first == decide(state, ["", "", "Fine."])[3].seeds and len(set(first)) == 3
+
+
+def test_the_line_report_counts_the_extra_samples() -> None:
+    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=2),
+             Decision(kind="speak", actor="Ben", text="Hi there.", resampled=1),
+             Decision(kind="vote", actor="Ann", target="Ben")]
+    report = read_lines(lines, [], token_limit=60)
+    assert (report.lines, report.distinct, report.resampled) == (2, 2, 3)
