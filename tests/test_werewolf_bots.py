@@ -230,6 +230,11 @@ def test_mixed_models_in_one_game(tmp_path):
     ("Ben:", ""),
     ("\n\n Ben is odd. Ben: no I am not", "Ben is odd."),
     ('"Quiet, all of you."', "Quiet, all of you."),
+    # stage directions are not said aloud (SmolLM2, seed 0)
+    ("(glancing at Ben) I trust Ben, (smiles) mostly.", "I trust Ben, mostly."),
+    ("*sighs* Ben is odd.", "Ben is odd."),
+    ("(The story is now starting, with Cla going to the bar. I trust Ben.", "I trust Ben."),
+    ("(The story is now starting, with Cla going to the bar", ""),
 ])
 def test_speech_is_cut_where_the_model_starts_another_turn(raw, clean):
     from gtsteer.werewolf.bots import clean_line

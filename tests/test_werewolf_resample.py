@@ -12,6 +12,7 @@ from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.line_quality import read_lines
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import reminder
+from gtsteer.werewolf.prompts import GAME_FRAME
 from gtsteer.werewolf.state import ChatMessage, Decision
 
 
@@ -56,6 +57,20 @@ def test_a_line_that_is_only_an_echo_of_the_private_prompt_is_sampled_again() ->
     _, decision, records, _ = decide(state, [echo, "I sell fish by the river."])
     assert decision.text == "I sell fish by the river." and decision.resampled == 1
     assert len(records) == 2
+
+
+def test_a_line_that_reads_out_the_game_frame_is_sampled_again() -> None:
+    # SmolLM2, seed 0: Hugo's turn was the frame every bot reads, word for word.
+    state = table("WWDTMVV")
+    _, decision, _, _ = decide(state, [GAME_FRAME, "(nods) Cat was quiet all day."])
+    assert decision.text == "Cat was quiet all day." and decision.resampled == 1
+
+
+def test_a_line_that_is_only_a_stage_direction_is_sampled_again() -> None:
+    state = table("WWDTMVV")
+    _, decision, _, _ = decide(state, ["(The story is now starting, with Cla at the bar",
+                                       "I slept badly."])
+    assert decision.text == "I slept badly." and decision.resampled == 1
 
 
 def test_a_repeat_of_an_earlier_public_line_is_sampled_again() -> None:

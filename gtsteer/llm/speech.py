@@ -32,3 +32,19 @@ def is_narration(message: str, speaker: str) -> bool:
                            re.IGNORECASE)
     direction = re.search(r"\*[^*]+\*|^\s*\([^)]*\)", message)
     return bool((named and not introduced) or direction)
+
+
+#: A closed stage direction: "(glancing at Ben)", "*smiles*".
+_STAGE_SPAN = re.compile(r"\([^()]*\)|\*[^*\n]+\*")
+
+
+def drop_stage_directions(text: str) -> str:
+    """`text` without its stage directions: spans in parentheses or asterisks, and an unclosed
+    parenthesis up to the end of its sentence ("(The story is now starting, with ... killed.",
+    SmolLM2 as a Werewolf bot). What is left is what the speaker says aloud."""
+    text = _STAGE_SPAN.sub(" ", text)
+    while (open_at := text.find("(")) >= 0:
+        end = SENTENCE_END.search(text, open_at)
+        text = text[:open_at] + " " + (text[end.end():] if end else "")
+    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split()))
+    return text.strip(" ,;:")

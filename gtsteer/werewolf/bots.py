@@ -19,9 +19,9 @@ import re
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
-from gtsteer.llm.speech import whole_sentences
+from gtsteer.llm.speech import drop_stage_directions, whole_sentences
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
-from gtsteer.werewolf.echoes import EchoFilter, private_texts
+from gtsteer.werewolf.echoes import EchoFilter, private_texts, shared_prompt_texts
 from gtsteer.werewolf.hook_view import choose_style
 from gtsteer.werewolf.line_quality import line_key
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
@@ -64,7 +64,9 @@ def decision_seed(state: GameState, bot: str, purpose: str) -> int:
 
 def clean_line(text: str, bot: str, others: list[str] | None = None,
                first_line: bool = True) -> str:
-    """A completion without a repeated speaker label, stray quotes, or someone else's turn.
+    """A completion without a repeated speaker label, stray quotes, stage directions
+    (`llm.speech.drop_stage_directions`: a bot says its line, it does not narrate it), or
+    someone else's turn.
 
     A base model often goes on to write the next speaker's turn ("Elin: ..."); everything from
     another player's label on is dropped, so a bot never puts words in someone else's mouth.
@@ -74,7 +76,7 @@ def clean_line(text: str, bot: str, others: list[str] | None = None,
     line = re.sub(rf"^(\[pack\]\s*)?{re.escape(bot)}\s*:\s*", "", line)
     for name in others or []:
         line = re.split(rf"(?:^|\s)(?:\[pack\]\s*)?{re.escape(name)}\s*:", line, maxsplit=1)[0]
-    return line.strip().strip('"').strip()[:MAX_LINE_CHARS]
+    return drop_stage_directions(line.strip().strip('"').strip())[:MAX_LINE_CHARS]
 
 
 def sample_choice(result: ChoiceResult, options: list[str], seed: int) -> str:
@@ -145,7 +147,8 @@ def bot_decision(
         label = bot if want.kind == "speak" else f"[pack] {bot}"
         channel = "public" if want.kind == "speak" else "pack"
         heard = {line_key(m.text) for m in state.messages if m.channel == channel}
-        echo_filter = (EchoFilter(private_texts(state, bot, ctx.command, ctx.style),
+        echo_filter = (EchoFilter([*private_texts(state, bot, ctx.command, ctx.style),
+                                   *shared_prompt_texts(state.config)],
                                   wolf=me.role is Role.WEREWOLF)
                        if want.kind == "speak" else None)
         tries: list[tuple[str, int, BotContext]] = []
@@ -155,7 +158,7 @@ def bot_decision(
                                   seed if attempt == 0 else derive_seed(seed, "resample", attempt))
             records.append(rec)
             echoes = 0
-            if echo_filter is not None:  # a public line must not read out the private prompt
+            if echo_filter is not None:  # a public line must not read out its prompt
                 text, echoes = echo_filter.strip(text)
             tries.append((text, echoes, used))
             if text and line_key(text) not in heard:

@@ -11,8 +11,11 @@ line and goal, its pack, its playstyle sentence, its notes and the command it an
 shorter than `RUN_WORDS`, such as the role line, counts only whole); a sentence that is, whole,
 a sentence of those texts ("Reply to the others.") is an echo too. Words are compared
 lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
-"introduce"), so a text turned into the first or third person still matches; the rules and the
-scene, which every player reads, are not private. A werewolf's first-person claim to be one
+"introduce"), so a text turned into the first or third person still matches. The frame, the
+rules and the play guide every bot reads (`shared_prompt_texts`) are no secret, but a line that
+reads them out is the prompt, not the character speaking (SmolLM2, seed 0: "This is a game of
+Werewolf. The party game of bluffing and deduction..." as Hugo's turn), so the bots strip them
+the same way; the scene is not stripped (talking about the village is in character). A werewolf's first-person claim to be one
 ("I am a werewolf, so I am hiding", Qwen 0.5B) is dropped in any wording: its goal forbids that
 reveal, and no run of words catches every phrasing. Echo sentences are dropped; each decision
 records how many (`Decision.echoes`), so a game's count is the sum over its steps.
@@ -23,9 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gtsteer.werewolf.prompts import role_goal
-from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.state import Decision, GameState, SummaryNotes
+from gtsteer.werewolf.playstyles import PLAY_GUIDE
+from gtsteer.werewolf.prompts import GAME_FRAME, role_goal
+from gtsteer.werewolf.rules import Role, rules_text
+from gtsteer.werewolf.state import Decision, GameConfig, GameState, SummaryNotes
 
 #: Shortest shared run of words that counts (shorter runs are ordinary phrases).
 RUN_WORDS = 5
@@ -131,6 +135,11 @@ def private_texts(state: GameState, bot: str, command: str, style: str) -> list[
         if summary.bot == bot:
             texts += notes_texts(summary.notes)
     return [t for t in texts if t]
+
+
+def shared_prompt_texts(config: GameConfig) -> list[str]:
+    """What every bot's prompt says: the game's frame, its rules and the play guide."""
+    return [GAME_FRAME, rules_text(config.rules, config.ties), PLAY_GUIDE]
 
 
 def echo_count(decisions: Iterable[Decision]) -> int:

@@ -34,11 +34,8 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from gtsteer.llm.speech import ends_sentence, is_narration
-from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter
+from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter, shared_prompt_texts
 from gtsteer.werewolf.llmcalls import CallRecord
-from gtsteer.werewolf.playstyles import PLAY_GUIDE
-from gtsteer.werewolf.prompts import GAME_FRAME
-from gtsteer.werewolf.rules import rules_text
 from gtsteer.werewolf.state import Decision, GameConfig
 
 #: Talk about the game's machinery rather than the village.
@@ -59,11 +56,6 @@ STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))|^\s*\(", re.IGNORECASE)
 
 #: Examples kept per flag (the first ones of the game).
 EXAMPLES = 3
-
-
-def shared_prompt_texts(config: GameConfig) -> list[str]:
-    """What every bot's prompt says: the game's frame, its rules and the play guide."""
-    return [GAME_FRAME, rules_text(config.rules, config.ties), PLAY_GUIDE]
 
 
 def is_roster(line: str, names: Iterable[str]) -> bool:
