@@ -26,15 +26,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchdoc, also when loaded by path
 import benchdoc
 
-GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6", "--seed", "0"]
+GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6"]
 GAME_ID = "g0"
 #: Prepended to each model name (`local:smollm2-135m`); tests play `fake` with "".
 MODEL_PREFIX = "local:"
 
 
-def play(model: str, folder: Path, code: Path) -> float:
-    """One cold game of `local:<model>` (`MODEL_PREFIX`) into `folder`, played by the gtsteer
-    checkout at `code`; its wall time in seconds."""
+def play(model: str, folder: Path, code: Path, seed: int = 0) -> float:
+    """One cold game (seed `seed`) of `local:<model>` (`MODEL_PREFIX`) into `folder`, played by
+    the gtsteer checkout at `code`; its wall time in seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "werewolf.sqlite"
     db.unlink(missing_ok=True)
@@ -42,8 +42,8 @@ def play(model: str, folder: Path, code: Path) -> float:
            "PYTHONPATH": str(code),
            "GTSTEER_MODEL_DIR": os.environ.get(
                "GTSTEER_MODEL_DIR", str(Path.home() / ".cache" / "gtsteer" / "models"))}
-    cmd = [sys.executable, "-m", "gtsteer", "werewolf", "play", *GAME, "--llm",
-           f"{MODEL_PREFIX}{model}", "--db", str(db), "--game-id", GAME_ID]
+    cmd = [sys.executable, "-m", "gtsteer", "werewolf", "play", *GAME, "--seed", str(seed),
+           "--llm", f"{MODEL_PREFIX}{model}", "--db", str(db), "--game-id", GAME_ID]
     t0 = time.perf_counter()
     with (folder / "play.log").open("w") as log:
         subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, check=True, cwd=code)
@@ -63,7 +63,12 @@ def game_times(db: Path) -> tuple[str, float]:
     return f"{when:%Y-%m-%d %H:%M}", float(last - created)
 
 
-def measure(model: str, folder: Path) -> dict:
+def game_folder(out: Path, model: str, seed: int) -> Path:
+    """OUT/<model> for seed 0 (the layout before `--seeds`), OUT/<model>-seed<k> otherwise."""
+    return out / (model if seed == 0 else f"{model}-seed{seed}")
+
+
+def measure(model: str, folder: Path, seed: int = 0) -> dict:
     from gtsteer.werewolf.bots import SPEAK_TOKENS, token_budget
     from gtsteer.werewolf.line_quality import read_lines
     from gtsteer.werewolf.store import GameStore
@@ -77,7 +82,8 @@ def measure(model: str, folder: Path) -> dict:
                         wolves=state.wolves())
     wall = folder / "wall_s"
     played, seconds = game_times(db)
-    return {"model": model, "report": report.model_dump(), "game_s": round(seconds, 1),
+    return {"model": model, "seed": seed, "report": report.model_dump(),
+            "game_s": round(seconds, 1),
             "played": played,
             "wall_s": float(wall.read_text()) if wall.exists() else None,
             "calls": len(calls), "days": state.day, "winner": state.winner,
@@ -86,6 +92,25 @@ def measure(model: str, folder: Path) -> dict:
 
 def pct(n: int, of: int) -> str:
     return f"{n}/{of} ({n / of:.0%})" if of else "0/0"
+
+
+COUNTS = ("lines", "distinct", "cut", "out_of_character", "empty", "echoes", "resampled",
+          "at_limit", "speak_calls")
+
+
+def total_row(model: str, games: list[dict]) -> str:
+    """One model's games summed (a share over all their lines), before the per-game rows."""
+    t = {k: sum(g["report"].get(k, 0) for g in games) for k in COUNTS}
+    n = t["lines"]
+    mean_s = sum(g["game_s"] for g in games) / len(games)
+    return (f"| `{model}`, all {len(games)} games | {n} | {pct(t['distinct'], n)} | "
+            f"{pct(t['cut'], n)} | {pct(t['out_of_character'], n)} | {pct(t['empty'], n)} | "
+            f"{t['echoes']} | {t['resampled']} | {pct(t['at_limit'], t['speak_calls'])} | "
+            f"{mean_s:.0f} s a game | | |")
+
+
+def seed_note(row: dict) -> str:
+    return f" seed {row['seed']}" if row.get("seed") else ""
 
 
 def section_name(label: str) -> str:
@@ -98,18 +123,23 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
              "time per game (wall) | result | played (UTC) |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     examples = []
+    for model in dict.fromkeys(row["model"] for row in rows):
+        games = [row for row in rows if row["model"] == model]
+        if len(games) > 1:
+            table.append(total_row(model, games))
     for row in rows:
         r, n = row["report"], row["report"]["lines"]
         wall = f" ({row['wall_s']:.0f} s)" if row["wall_s"] else ""
         table.append(
-            f"| `{row['model']}` | {n} | {pct(r['distinct'], n)} | {pct(r['cut'], n)} | "
+            f"| `{row['model']}`{seed_note(row)} | {n} | {pct(r['distinct'], n)} | "
+            f"{pct(r['cut'], n)} | "
             f"{pct(r['out_of_character'], n)} | {pct(r['empty'], n)} | {r['echoes']} | "
             f"{r.get('resampled', 0)} | "
             f"{pct(r['at_limit'], r['speak_calls'])} | {row['game_s']:.0f} s{wall} | "
             f"{row['winner'] or 'no winner'} after day {row['days']} "
             f"({row['end_reason'] or 'unfinished'}) | {row['played']} |")
         for flag, lines in r["examples"].items():
-            examples += [f"- `{row['model']}` {flag.replace('_', ' ')}: " + " / ".join(
+            examples += [f"- `{row['model']}`{seed_note(row)} {flag.replace('_', ' ')}: " + " / ".join(
                 json.dumps(line, ensure_ascii=False) for line in lines)]
     start, end = benchdoc.markers(section_name(label))
     title = "Werewolf: how each embedded model's game reads" + (f" ({label})" if label else "")
@@ -117,12 +147,12 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
 ## {title}
 
 Command: `{command}`
-Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model (7 players, seed 0,
-2 days, 6 discussion turns a day, an empty response cache each), played one at a time. Lines are
-the bots' public lines (introductions and turns; `gtsteer.werewolf.line_quality` says what each
-column counts; *resampled*: extra samples for lines that came out empty or repeated). Time per
-game: from the game's creation to its last step; in brackets the command's wall time, model
-loading included.
+Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model and seed (7 players,
+seed 0 unless the row names another, 2 days, 6 discussion turns a day, an empty response cache
+each), played one at a time. Lines are the bots' public lines (introductions and turns;
+`gtsteer.werewolf.line_quality` says what each column counts; *resampled*: extra samples for
+lines that came out empty or repeated). Time per game: from the game's creation to its last
+step; in brackets the command's wall time, model loading included.
 
 {chr(10).join(table)}
 
@@ -141,6 +171,7 @@ def main() -> None:
     ap.add_argument("--code", default=str(benchdoc.ROOT),
                     help="The gtsteer checkout that plays (e.g. a worktree of an older commit, "
                     "for a before/after); the measuring is this checkout's.")
+    ap.add_argument("--seeds", default="0", help="Game seeds, comma-separated (a game each).")
     ap.add_argument("--label", default="", help="Names this run in the doc's table.")
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--json", default=None, help="Also write the numbers here.")
@@ -150,13 +181,17 @@ def main() -> None:
     code = Path(args.code).resolve()
     commit = benchdoc.commit(["gtsteer"], root=code)
     rows = []
+    seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
     for model in models:
-        if not args.read:
-            print(f"{model}: playing ...", flush=True)
-            print(f"{model}: {play(model, out / model, code):.0f} s", flush=True)
-        rows.append(measure(model, out / model))
+        for seed in seeds:
+            folder = game_folder(out, model, seed)
+            if not args.read:
+                print(f"{model} seed {seed}: playing ...", flush=True)
+                print(f"{model} seed {seed}: {play(model, folder, code, seed):.0f} s", flush=True)
+            rows.append(measure(model, folder, seed))
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/werewolf_lines.py "
                f"--models {','.join(models)} --out {args.out}" + (" --read" if args.read else "")
+               + (f" --seeds {args.seeds}" if seeds != [0] else "")
                + (f" --code {args.code}" if code != benchdoc.ROOT else "")
                + (f" --label {args.label}" if args.label else ""))
     section = render(rows, command, commit, args.label)

@@ -11,9 +11,9 @@ from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.store import GameStore
 
 
-def stored_game(folder: Path) -> None:
+def stored_game(folder: Path, seed: int = 0) -> None:
     store = GameStore(folder / "werewolf.sqlite")
-    GameRunner(store).run(create_game(store, n_players=7, seed=0, model="fake", game_id="g0",
+    GameRunner(store).run(create_game(store, n_players=7, seed=seed, model="fake", game_id="g0",
                                       max_days=1, max_messages_per_day=3))
 
 
@@ -42,3 +42,18 @@ def test_play_runs_the_cli_into_the_folder(tmp_path: Path, monkeypatch) -> None:
     wall = script.play("fake", tmp_path / "fake", script.benchdoc.ROOT)
     assert wall > 0 and (tmp_path / "fake" / "wall_s").exists()
     assert script.measure("fake", tmp_path / "fake")["report"]["lines"] >= 5
+
+
+def test_games_of_several_seeds_get_a_total_row(tmp_path: Path) -> None:
+    script = load("werewolf_lines")
+    rows = []
+    for seed in (0, 3):
+        folder = script.game_folder(tmp_path, "fake", seed)
+        stored_game(folder, seed)
+        rows.append(script.measure("fake", folder, seed))
+    assert {"fake", "fake-seed3"} <= {p.name for p in tmp_path.iterdir()}
+    section = script.render(rows, "cmd", "abc1234")
+    lines = sum(r["report"]["lines"] for r in rows)
+    distinct = sum(r["report"]["distinct"] for r in rows)
+    assert f"| `fake`, all 2 games | {lines} | {distinct}/{lines} " in section
+    assert "| `fake` seed 3 | " in section and "| `fake` | " in section
