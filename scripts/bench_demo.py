@@ -1,16 +1,18 @@
-"""The README demo cold, per embedded model and thread count: wall time and what it computed.
+"""The README demo cold by model, threads and batch size: its wall time and what it computed.
 
 Runs `gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>` (what
-`make demo` runs, with the model named) once per model and `GTSTEER_LOCAL_THREADS` value, each in
-an empty response cache, one at a time, nothing else loading a model (run it under
-`flock /tmp/gtsteer-model.lock`). The first thread count is the reference: the other rows give
+`make demo` runs, with the model named) once per model, `GTSTEER_LOCAL_THREADS` and `GTSTEER_LOCAL_BATCH` value, each
+in an empty response cache, one at a time, nothing else loading a model (run it under
+`flock /tmp/gtsteer-model.lock`). The first thread count and batch size are the reference: the
+other rows give
 their speed-up over it, and whether every sampled dialogue and payoff came out the same (a hash
 of the instance's terminals file), since llama.cpp splits a product's rows among threads but
 computes each value on one thread. Writes the `bench_demo` section of docs/BENCHMARKS.md
 (`bench_demo_<label>` with `--label`, so models measured in separate runs keep their sections).
 
     flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_demo.py \
-        [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--label L] [--no-write]
+        [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--batch 1] [--label L]
+        [--no-write]
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ def section_name(label: str) -> str:
     return "bench_demo" + (f"_{label}" if label else "")
 
 
-def run_demo(model: str, threads: int) -> dict:
+def run_demo(model: str, threads: int, batch: int = 1) -> dict:
     terminals_file = "games/0.terminals.jsonl"
     wall, files = benchdoc.run_cold(
         [*benchdoc.demo_args(), "--llm", f"local:{model}", "-q"],
-        {"GTSTEER_LOCAL_THREADS": str(threads)}, "bench-demo-",
+        {"GTSTEER_LOCAL_THREADS": str(threads), "GTSTEER_LOCAL_BATCH": str(batch)},
+        "bench-demo-",
         read=("summary.json", terminals_file))
     summary, terminals = json.loads(files["summary.json"]), files[terminals_file]
     metrics = summary["metrics"]
-    return {"model": model, "threads": threads, "wall_s": round(wall, 1),
+    return {"model": model, "threads": threads, "batch": batch, "wall_s": round(wall, 1),
             "new_calls": summary["llm_calls"]["new_calls"],
             "nash_conv": metrics.get("nash_conv"), "cfr_gain": metrics.get("cfr_gain"),
             "terminals": hashlib.sha256(terminals).hexdigest()[:12]}
@@ -53,26 +56,28 @@ def fmt(value: object) -> str:
 
 
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
-    lines = [("| model | threads | wall, cold | speed-up | new calls | NashConv | CFR gain | "
+    lines = [("| model | threads | batch | wall, cold | speed-up | new calls | NashConv | CFR gain | "
               "terminals (sha256) | same as the reference |"),
-             "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for row in rows:
         ref = next(r for r in rows if r["model"] == row["model"])
         same = "reference" if row is ref else ("yes" if row["terminals"] == ref["terminals"]
                                                else "**no**")
-        lines.append(f"| `{row['model']}` | {row['threads']} | {row['wall_s']:.0f} s | "
+        lines.append(f"| `{row['model']}` | {row['threads']} | {row.get('batch', 1)} | "
+                     f"{row['wall_s']:.0f} s | "
                      f"{ref['wall_s'] / row['wall_s']:.2f}x | {row['new_calls']} | "
                      f"{fmt(row['nash_conv'])} | {fmt(row['cfr_gain'])} | `{row['terminals']}` | "
                      f"{same} |")
     start, end = benchdoc.markers(section_name(label))
     demo = " ".join(benchdoc.demo_args())
-    title = "The README demo cold, per model and thread count" + (f" ({label})" if label else "")
+    title = ("The README demo cold, per model, thread count and batch size"
+             + (f" ({label})" if label else ""))
     return f"""{start}
 ## {title}
 
 Command: `{command}`
 Machine: {benchdoc.machine_line(commit=commit)}. Each row: `gtsteer {demo} --llm local:<model>`
-in an empty response cache with `GTSTEER_LOCAL_THREADS` set, one run at a
+in an empty response cache with `GTSTEER_LOCAL_THREADS` and `GTSTEER_LOCAL_BATCH` set, one run at a
 time. Speed-up: the model's first row's wall time over this row's. Terminals: a hash of every
 sampled dialogue with its payoffs (`games/0.terminals.jsonl`).
 
@@ -84,21 +89,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b")
     ap.add_argument("--threads", default="1,2", help="The first is the reference.")
+    ap.add_argument("--batch", default="1",
+                    help="GTSTEER_LOCAL_BATCH values; the first is the reference.")
     ap.add_argument("--label", default="", help="Names this run's section of the doc.")
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--no-write", action="store_true", help="Print the section only.")
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    batches = [int(b) for b in args.batch.split(",") if b.strip()]
     commit = benchdoc.commit(["gtsteer"])
     rows = []
     for model in models:
         for n in threads:
-            print(f"{model}, {n} thread(s) ...", flush=True)
-            rows.append(run_demo(model, n))
-            print(json.dumps(rows[-1]), flush=True)
+            for batch in batches:
+                print(f"{model}, {n} thread(s), batch {batch} ...", flush=True)
+                rows.append(run_demo(model, n, batch))
+                print(json.dumps(rows[-1]), flush=True)
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_demo.py "
-               f"--models {','.join(models)} --threads {','.join(map(str, threads))}"
+               f"--models {','.join(models)} --threads {','.join(map(str, threads))} "
+               f"--batch {','.join(map(str, batches))}"
                + (f" --label {args.label}" if args.label else ""))
     section = render(rows, command, commit, args.label)
     print(section)

@@ -151,7 +151,7 @@ Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model and see
 seed 0 unless the row names another, 2 days, 6 discussion turns a day, an empty response cache
 each), played one at a time. Lines are the bots' public lines (introductions and turns;
 `gtsteer.werewolf.line_quality` says what each column counts; *resampled*: extra samples for
-lines that came out empty or repeated). Time per game: from the game's creation to its last
+lines that came out empty, repeated or cut). Time per game: from the game's creation to its last
 step; in brackets the command's wall time, model loading included.
 
 {chr(10).join(table)}

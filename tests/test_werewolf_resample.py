@@ -1,5 +1,5 @@
-"""A bot's line that comes out empty, or word for word an earlier line of its channel, is
-sampled again (at most `LINE_RESAMPLES` times, with seeds derived from the decision's), every
+"""A bot's line that comes out empty, word for word an earlier line of its channel, or ending
+mid-sentence is sampled again (at most `LINE_RESAMPLES` times, with seeds derived from the decision's), every
 try recorded; the game's line report counts the extra samples."""
 
 from __future__ import annotations
@@ -116,3 +116,19 @@ def test_the_line_report_counts_the_extra_samples() -> None:
              Decision(kind="vote", actor="Ann", target="Ben")]
     report = read_lines(lines, [], token_limit=60)
     assert (report.lines, report.distinct, report.resampled) == (2, 2, 3)
+
+
+def test_a_line_that_ends_mid_sentence_is_sampled_again() -> None:
+    # SmolLM2, stage games: first lines such as "Ines," and "Greeting:" were kept as turns.
+    state = table("WWDTMVV")
+    _, decision, records, _ = decide(state, ["Greeting:", "I keep the inn by the well."])
+    assert decision.text == "I keep the inn by the well." and decision.resampled == 1
+    assert len(records) == 2
+
+
+def test_when_every_try_is_cut_the_first_fresh_one_beats_a_repeat() -> None:
+    state = table("WWDTMVV")
+    state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus", text="Hi."))
+    _, decision, records, _ = decide(state, ["Hi.", "Well, I think that", "And then"])
+    assert (decision.text, decision.resampled) == ("Well, I think that", LINE_RESAMPLES)
+    assert len(records) == 1 + LINE_RESAMPLES

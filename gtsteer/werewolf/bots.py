@@ -19,7 +19,7 @@ import re
 from pydantic import BaseModel, Field, create_model
 
 from gtsteer.llm import ChoiceResult
-from gtsteer.llm.speech import drop_stage_directions, whole_sentences
+from gtsteer.llm.speech import drop_stage_directions, ends_sentence, whole_sentences
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts, shared_prompt_texts
 from gtsteer.werewolf.hook_view import choose_style
@@ -37,9 +37,11 @@ SPEAK_TOKENS = 60
 #: for chat models (a limit they overrun means a retry, then empty notes).
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
 #: Extra samples a public or pack line gets when it comes out empty (after cleaning and echo
-#: stripping) or word for word an earlier line of its channel: a bot that says nothing, or
-#: what was already said, is a sampling accident, not a move (SmolLM2 left 2 of 13 lines empty
-#: in the seed-0 game, docs/BENCHMARKS.md). Each extra sample is a recorded call.
+#: stripping), word for word an earlier line of its channel, or ending mid-sentence: a bot
+#: that says nothing, what was already said, or half a sentence is a sampling accident, not a
+#: move (SmolLM2 left 2 of 13 lines empty in the seed-0 game, and 5 of 57 lines cut in three
+#: games with the guard for the first two, docs/BENCHMARKS.md). Each extra sample is a
+#: recorded call.
 LINE_RESAMPLES = 2
 #: Context tokens kept free beyond an answer's own budget (a scored option's tokens, the
 #: chat template's closing tokens).
@@ -77,6 +79,16 @@ def clean_line(text: str, bot: str, others: list[str] | None = None,
     for name in others or []:
         line = re.split(rf"(?:^|\s)(?:\[pack\]\s*)?{re.escape(name)}\s*:", line, maxsplit=1)[0]
     return drop_stage_directions(line.strip().strip('"').strip())[:MAX_LINE_CHARS]
+
+
+def line_rank(text: str, heard: set[str]) -> int:
+    """How good a try at a line is: 3 fresh and whole, 2 fresh but ending mid-sentence, 1 a
+    repeat of a line of its channel (`heard`, by `line_key`), 0 empty."""
+    if not text:
+        return 0
+    if line_key(text) in heard:
+        return 1
+    return 3 if ends_sentence(text) else 2
 
 
 def sample_choice(result: ChoiceResult, options: list[str], seed: int) -> str:
@@ -161,11 +173,13 @@ def bot_decision(
             if echo_filter is not None:  # a public line must not read out its prompt
                 text, echoes = echo_filter.strip(text)
             tries.append((text, echoes, used))
-            if text and line_key(text) not in heard:
+            if line_rank(text, heard) == 3:
                 break
-        # None fresh: a repeat still beats silence; all empty: the last try.
-        text, echoes, used = next((t for t in tries if t[0] and line_key(t[0]) not in heard),
-                                  next((t for t in tries if t[0]), tries[-1]))
+        # The best try, the earliest of equals: a cut fresh line beats a repeat, a repeat
+        # beats silence; all empty: the last try.
+        best = max(line_rank(t[0], heard) for t in tries)
+        text, echoes, used = (next(t for t in tries if line_rank(t[0], heard) == best)
+                              if best else tries[-1])
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
                         echoes=echoes, resampled=len(tries) - 1, **common), records
 

@@ -18,9 +18,9 @@ and pack chat are not counted) is read for:
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game;
-- **resampled**: extra samples taken because a try came out empty or repeated an earlier line
-  (`werewolf.bots.LINE_RESAMPLES`): what the repeat and empty counts would have been without
-  them is not seen, so a game reports how often the guard stepped in.
+- **resampled**: extra samples taken because a try came out empty, repeated an earlier line or
+  ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`): what the repeat, empty and cut counts
+  would have been without them is not seen, so a game reports how often the guard stepped in.
 
 The rules are surface patterns: they flag what a reader would notice at once, not every
 unconvincing line; `examples` keeps the flagged lines so a reader can check them.
@@ -83,7 +83,7 @@ class LineReport(BaseModel):
     out_of_character: int = 0
     empty: int = 0
     echoes: int = 0
-    #: Extra samples taken for lines that came out empty or repeated (`Decision.resampled`).
+    #: Extra samples taken for lines that came out empty, repeated or cut (`Decision.resampled`).
     resampled: int = 0
     #: Speak calls that ran into the token limit (of `speak_calls`).
     at_limit: int = 0

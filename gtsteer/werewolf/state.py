@@ -275,8 +275,8 @@ class Decision(BaseModel):
     folded: int = 0
     #: Sentences of private prompt text stripped from this public line (`werewolf.echoes`).
     echoes: int = 0
-    #: Extra samples this line took because a try came out empty or repeated an earlier line
-    #: of its channel (`werewolf.bots.LINE_RESAMPLES`).
+    #: Extra samples this line took because a try came out empty, repeated an earlier line of
+    #: its channel or ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`).
     resampled: int = 0
 
 
