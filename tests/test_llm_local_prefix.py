@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import random
 from typing import Any, Literal
 
@@ -93,7 +94,18 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
     reference: tuple[dict[int, Any], UsageReport],
 ) -> None:
     expected, usage_off = reference
-    assert usage_off.prompt_tokens_evaluated == usage_off.prompt_tokens
+    # Reuse off: every generation evaluates its whole prompt; a choice evaluates its prompt
+    # once, and again for each option longer than one token, with that option but its last.
+    engine = engine_of(make_llm(SMOL, 0, batch=1))
+    evaluated_off = 0
+    for i, prompt in enumerate(PROMPTS):
+        text = engine.render_text(prompt)
+        n = len(engine.tokens(text))
+        evaluated_off += n
+        if KINDS[i % len(KINDS)] == "choose":
+            options = [engine.continuation_tokens(text, o) for o in OPTIONS]
+            evaluated_off += sum(n + len(t) - 1 for t in options if len(t) > 1)
+    assert usage_off.prompt_tokens_evaluated == evaluated_off
     assert len({str(v) for v in expected.values()}) > len(PROMPTS) // 2  # answers really vary
 
     on = make_llm(SMOL, 256)
@@ -144,6 +156,35 @@ def last_logits(engine: LlamaEngine, tokens: list[int]) -> np.ndarray:
     engine.prefix.load(engine.llm, tokens[:-1])
     engine.llm.eval(tokens[-1:])
     return _last_logits(engine.llm, engine.llm.n_vocab())
+
+
+def test_a_choice_scores_each_option_as_if_fed_from_a_reloaded_prompt() -> None:
+    """Every option's first token is scored from the one distribution after the prompt and its
+    later tokens from a reloaded prompt: the same float64 scores, bit for bit, as feeding each
+    option token by token from its own reload, for options of one and of several tokens."""
+    llm = make_llm(SMOL, 0, batch=1)
+    engine = engine_of(llm)
+    backend = llm.backend
+    assert isinstance(backend, LocalBackend)
+    text = engine.render_text(f"{story(5)} Who is the werewolf?")
+    options = ["Yes", "Yuki the baker", "Mika, who was at the mill", "No"]
+    tokens = engine.tokens(text)
+    want: dict[str, float] = {}
+    for option in options:  # each option fed whole, one token a decode, from its own reload
+        total, logits = 0.0, last_logits(engine, tokens)
+        for token in engine.continuation_tokens(text, option):
+            top = logits.max()
+            total += float(logits[token] - (top + math.log(np.exp(logits - top).sum())))
+            engine.llm.eval([token])
+            logits = _last_logits(engine.llm, engine.llm.n_vocab())
+        want[option] = total
+    lengths = [len(engine.continuation_tokens(text, o)) for o in options]
+    assert min(lengths) == 1 and max(lengths) >= 4
+    got, usage = backend._score_sync(engine, text, options)
+    assert got == want
+    assert usage.prompt_tokens == sum(len(tokens) + n for n in lengths)
+    assert usage.prompt_tokens_evaluated == len(tokens) + sum(
+        len(tokens) + n - 1 for n in lengths if n > 1)
 
 
 @pytest.mark.parametrize("model", [SMOL, "local:gemma3-270m"])

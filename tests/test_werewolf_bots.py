@@ -9,7 +9,7 @@ import pytest
 from werewolf_helpers import table
 
 from gtsteer.llm import LLM, Backend, RawCompletion, Usage
-from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.bots import LINE_RESAMPLES, bot_decision
 from gtsteer.werewolf.context import build_context
 from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -345,24 +345,28 @@ class RunsOnBackend(Backend):
         return RawCompletion(text=self.text, usage=Usage(completion_tokens=used))
 
 
-@pytest.mark.parametrize(("text", "tokens", "said"), [
+@pytest.mark.parametrize(("text", "tokens", "said", "tries"), [
     # ran into the limit: the unfinished sentence goes, the whole one stays
     ("I saw Ben at the well. There's something in the air, and I'm", None,
-     "I saw Ben at the well."),
-    # ran into the limit with no whole sentence: kept as it is (better than nothing)
-    ("There's something in the air, and I'm", None, "There's something in the air, and I'm"),
-    # ended by itself before the limit: kept whole, whatever its last character
-    ("I saw Ben at the well. Ask him why", 12, "I saw Ben at the well. Ask him why"),
+     "I saw Ben at the well.", 1),
+    # ran into the limit with no whole sentence: sampled again (this backend always answers
+    # the same), then the first try is kept as it is (better than nothing)
+    ("There's something in the air, and I'm", None, "There's something in the air, and I'm",
+     1 + LINE_RESAMPLES),
+    # ended by itself before the limit, mid-sentence: kept whole after the same resamples
+    ("I saw Ben at the well. Ask him why", 12, "I saw Ben at the well. Ask him why",
+     1 + LINE_RESAMPLES),
 ])
-def test_a_public_line_cut_at_the_token_limit_keeps_its_whole_sentences(text, tokens, said):
+def test_a_public_line_cut_at_the_token_limit_keeps_its_whole_sentences(text, tokens, said,
+                                                                          tries):
     state = table("WWDTMVV")
     want = pending(state)
     assert want.kind == "speak"
     pool = LLMPool(lambda model: LLM(model, backend=RunsOnBackend(text, tokens),
                                      use_cache=False))
-    decision, (record,) = bot_decision(state, want, pool)
-    assert decision.text == said
-    assert record.response == text  # the record keeps what the model wrote
+    decision, records = bot_decision(state, want, pool)
+    assert decision.text == said and decision.resampled == tries - 1
+    assert [r.response for r in records] == [text] * tries  # the records keep what was written
 
 
 class EmbeddedChatBackend(Backend):

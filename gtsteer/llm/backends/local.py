@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -260,6 +261,14 @@ def _close_engines() -> None:
         _engines.clear()
 
 
+def _log_softmax(logits: Any) -> Any:
+    """Log-probabilities from logits (float64, max-shifted as the scores always were)."""
+    import numpy as np
+
+    top = logits.max()
+    return logits - (top + math.log(np.exp(logits - top).sum()))
+
+
 def _last_logits(llm: Any, n_vocab: int) -> Any:
     """Logits of the last evaluated position, copied out of llama.cpp's buffer."""
     import llama_cpp
@@ -375,30 +384,38 @@ class LocalBackend(Backend):
     def _score_sync(
         self, engine: LlamaEngine, text: str, options: list[str]
     ) -> tuple[dict[str, float], Usage]:
-        import numpy as np
-
         llm = engine.llm
         job = self._score_job(engine, text, options)
         prompt_tokens = job.tokens
         n_vocab = llm.n_vocab()
-        scores: dict[str, float] = {}
-        requested = evaluated = 0
+        requested = sum(len(prompt_tokens) + len(t) for t in job.option_tokens)
         start = time.perf_counter()
-        for option, option_tokens in zip(options, job.option_tokens, strict=True):
-            evaluated += engine.prefix.load(llm, prompt_tokens[:-1])
+
+        def at_prompt_end() -> int:
+            """Load the prompt (its last token evaluated here, so its logits are llama.cpp's
+            last ones); the tokens evaluated."""
+            loaded = engine.prefix.load(llm, prompt_tokens[:-1])
             llm.eval(prompt_tokens[-1:])
-            evaluated += 1 + len(option_tokens)
-            requested += len(prompt_tokens) + len(option_tokens)
-            total = 0.0
-            # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so we
-            # read the last position's logits straight from llama.cpp after each eval, feeding
-            # the option one token at a time.
-            for token in option_tokens:
-                logits = _last_logits(llm, n_vocab)
-                top = logits.max()
-                log_z = top + math.log(np.exp(logits - top).sum())
-                total += float(logits[token] - log_z)
-                llm.eval([token])
+            return loaded + 1
+
+        # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so logits
+        # are read straight from llama.cpp after each eval. Every option's first token is
+        # scored from the one distribution after the prompt; an option's later tokens need the
+        # prompt reloaded and the option fed one token at a time, all but its last (whose own
+        # logits are never read). The same evaluations, in the same order, as feeding each
+        # option from a reloaded prompt: the same scores, with most of the decodes gone (the
+        # reward model's one-token answers: one decode a choice instead of two an option).
+        evaluated = at_prompt_end()
+        after_prompt = _log_softmax(_last_logits(llm, n_vocab))
+        scores: dict[str, float] = {}
+        for option, option_tokens in zip(options, job.option_tokens, strict=True):
+            total = float(after_prompt[option_tokens[0]]) if option_tokens else 0.0
+            if len(option_tokens) > 1:
+                evaluated += at_prompt_end()
+                for token, following in itertools.pairwise(option_tokens):
+                    llm.eval([token])
+                    evaluated += 1
+                    total += float(_log_softmax(_last_logits(llm, n_vocab))[following])
             scores[option] = total
         usage = Usage(
             prompt_tokens=requested,
