@@ -1,14 +1,17 @@
 """The README demo cold by model, threads and batch size: its wall time and what it computed.
 
 Runs `gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>` (what
-`make demo` runs, with the model named) once per model, `GTSTEER_LOCAL_THREADS` and `GTSTEER_LOCAL_BATCH` value, each
-in an empty response cache, one at a time, nothing else loading a model (run it under
-`flock /tmp/gtsteer-model.lock`). The first thread count and batch size are the reference: the
-other rows give
-their speed-up over it, and whether every sampled dialogue and payoff came out the same (a hash
-of the instance's terminals file), since llama.cpp splits a product's rows among threads but
-computes each value on one thread. Writes the `bench_demo` section of docs/BENCHMARKS.md
-(`bench_demo_<label>` with `--label`, so models measured in separate runs keep their sections).
+`make demo` runs, with the model named) once per model, `GTSTEER_LOCAL_THREADS` value and
+`GTSTEER_LOCAL_BATCH` value, each in an empty response cache, one at a time, nothing else loading
+a model (run it under `flock /tmp/gtsteer-model.lock`). A model's first row is the reference: the
+other rows give their speed-up over it, and whether every sampled dialogue and payoff came out
+the same (a hash of the instance's terminals file), since llama.cpp splits a product's rows
+among threads but computes each value on one thread. Beside each row, llama.cpp's own
+`llama-bench` on the same GGUF and threads (64-token prompts, 32 generated tokens, flash
+attention off as gtsteer runs) says how fast this machine was at the time: the VM's speed moves
+from day to day, so a wall time from another day compares only through its reference. Writes
+the `bench_demo` section of docs/BENCHMARKS.md (`bench_demo_<label>` with `--label`, so models
+measured in separate runs keep their sections).
 
     flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_demo.py \
         [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--batch 1] [--label L]
@@ -20,11 +23,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchdoc
+import llama_tools
+
+from gtsteer.llm.backends.local_models import parse_local_model
 
 START, END = benchdoc.markers("bench_demo")
 
@@ -49,16 +56,29 @@ def run_demo(model: str, threads: int, batch: int = 1) -> dict:
             "terminals": hashlib.sha256(terminals).hexdigest()[:12]}
 
 
+def reference(bins: dict[str, Path], model: str, threads: int) -> dict[str, float]:
+    """llama-bench's prompt and generation tokens/s for `model` at `threads`."""
+    path = parse_local_model(f"local:{model}").resolve_path()
+    cmd = llama_tools.llama_bench_command(bins, path, threads, 64, 32)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return llama_tools.llama_bench_speeds(out)
+
+
 def fmt(value: object) -> str:
     if isinstance(value, dict):  # a metric with its interval: the mean is what one game has
         value = value.get("mean")
     return f"{value:+.3f}" if isinstance(value, float) else str(value)
 
 
+def speeds(ref: dict[str, float] | None) -> str:
+    return f"{ref['pp']:.0f} / {ref['tg']:.1f}" if ref else "not measured"
+
+
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
     lines = [("| model | threads | batch | wall, cold | speed-up | new calls | NashConv | CFR gain | "
-              "terminals (sha256) | same as the reference |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+              "terminals (sha256) | same as the reference | llama-bench prompt / generated "
+              "tokens/s |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for row in rows:
         ref = next(r for r in rows if r["model"] == row["model"])
         same = "reference" if row is ref else ("yes" if row["terminals"] == ref["terminals"]
@@ -67,7 +87,7 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
                      f"{row['wall_s']:.0f} s | "
                      f"{ref['wall_s'] / row['wall_s']:.2f}x | {row['new_calls']} | "
                      f"{fmt(row['nash_conv'])} | {fmt(row['cfr_gain'])} | `{row['terminals']}` | "
-                     f"{same} |")
+                     f"{same} | {speeds(row.get('llama_bench'))} |")
     start, end = benchdoc.markers(section_name(label))
     demo = " ".join(benchdoc.demo_args())
     title = ("The README demo cold, per model, thread count and batch size"
@@ -99,12 +119,14 @@ def main() -> None:
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     commit = benchdoc.commit(["gtsteer"])
+    bins = llama_tools.build(("llama-bench",))
     rows = []
     for model in models:
         for n in threads:
             for batch in batches:
                 print(f"{model}, {n} thread(s), batch {batch} ...", flush=True)
-                rows.append(run_demo(model, n, batch))
+                rows.append({**run_demo(model, n, batch),
+                             "llama_bench": reference(bins, model, n)})
                 print(json.dumps(rows[-1]), flush=True)
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_demo.py "
                f"--models {','.join(models)} --threads {','.join(map(str, threads))} "
