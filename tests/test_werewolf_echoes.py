@@ -143,3 +143,20 @@ def test_a_short_sentence_of_the_command_read_out_whole_is_an_echo() -> None:
     echo, own = "Reply to the others.", "I reply to the others now: Ben lies."
     assert EchoFilter([command]).strip(echo) == ("", 1)
     assert EchoFilter([command]).strip(own) == (own, 0)
+
+
+@pytest.mark.parametrize(("line", "kept", "echoes"), [
+    # SmolLM2, seed 0 (the "cut" games): Greta's turn was "You are Greta." on all three tries
+    ("You are Fay.", "", 1),
+    ("You're Fay, a villager. Ben was at the well.", "Ben was at the well.", 1),
+    # the first person, another player told who they are, or the name later on: kept
+    ("I am Fay, and I bake bread.", "I am Fay, and I bake bread.", 0),
+    ("You are Ben, the miller.", "You are Ben, the miller.", 0),
+    ("Are you sure it was Fay?", "Are you sure it was Fay?", 0),
+])
+def test_the_role_line_read_back_to_the_speaker_is_stripped(line: str, kept: str,
+                                                            echoes: int) -> None:
+    texts = private_texts(table("WWDTMVV"), "Fay", "", "")
+    assert EchoFilter(texts, speaker="Fay").strip(line) == (kept, echoes)
+    assert EchoFilter(texts).strip(line) == (line, 0)  # no run of the role line catches it
+

@@ -132,3 +132,11 @@ def test_when_every_try_is_cut_the_first_fresh_one_beats_a_repeat() -> None:
     _, decision, records, _ = decide(state, ["Hi.", "Well, I think that", "And then"])
     assert (decision.text, decision.resampled) == ("Well, I think that", LINE_RESAMPLES)
     assert len(records) == 1 + LINE_RESAMPLES
+
+
+def test_a_bot_that_tells_itself_who_it_is_samples_again() -> None:
+    state = table("WWDTMVV")
+    want = pending(state)
+    _, decision, records, _ = decide(state, [f"You are {want.actor}.", "The mill was quiet."])
+    assert decision.text == "The mill was quiet."
+    assert (decision.echoes, decision.resampled, len(records)) == (0, 1, 2)

@@ -161,7 +161,7 @@ def bot_decision(
         heard = {line_key(m.text) for m in state.messages if m.channel == channel}
         echo_filter = (EchoFilter([*private_texts(state, bot, ctx.command, ctx.style),
                                    *shared_prompt_texts(state.config)],
-                                  wolf=me.role is Role.WEREWOLF)
+                                  wolf=me.role is Role.WEREWOLF, speaker=bot)
                        if want.kind == "speak" else None)
         tries: list[tuple[str, int, BotContext]] = []
         records: list[CallRecord] = []

@@ -17,7 +17,10 @@ reads them out is the prompt, not the character speaking (SmolLM2, seed 0: "This
 Werewolf. The party game of bluffing and deduction..." as Hugo's turn), so the bots strip them
 the same way; the scene is not stripped (talking about the village is in character). A werewolf's first-person claim to be one
 ("I am a werewolf, so I am hiding", Qwen 0.5B) is dropped in any wording: its goal forbids that
-reveal, and no run of words catches every phrasing. Echo sentences are dropped; each decision
+reveal, and no run of words catches every phrasing. A sentence that opens by telling the speaker
+who it is ("You are Greta.", SmolLM2 on all three tries of a turn: the role line read out without
+its role, shorter than the role line so no run catches it) is its prompt too; only the second
+person counts, so "I am Greta" stays. Echo sentences are dropped; each decision
 records how many (`Decision.echoes`), so a game's count is the sum over its steps.
 """
 
@@ -77,10 +80,14 @@ WOLF_CLAIM = re.compile(
 class EchoFilter:
     """The private texts of one bot's decision, as runs of words to look for; `wolf`: the bot is
     a werewolf, whose first-person claim to be one (`WOLF_CLAIM`) is the reveal its goal forbids
-    in any wording, so such a sentence is dropped too."""
+    in any wording, so such a sentence is dropped too; `speaker`: the bot's name, whose role
+    line read back to it ("You are Greta ...") is dropped."""
 
-    def __init__(self, private_texts: Iterable[str], wolf: bool = False):
+    def __init__(self, private_texts: Iterable[str], wolf: bool = False,
+                 speaker: str | None = None):
         self.wolf = wolf
+        self.told_who = (re.compile(rf"^\W*you(?:\s+are|'re)\s+{re.escape(speaker)}\b",
+                                    re.IGNORECASE) if speaker else None)
         private_texts = list(private_texts)
         self.runs: set[tuple[str, ...]] = set()
         for text in private_texts:
@@ -99,6 +106,8 @@ class EchoFilter:
 
     def is_echo(self, sentence: str) -> bool:
         if self.wolf and WOLF_CLAIM.search(sentence):
+            return True
+        if self.told_who is not None and self.told_who.search(sentence):
             return True
         words = _words(sentence)
         if tuple(words) in self.sentences:
