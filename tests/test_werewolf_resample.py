@@ -4,6 +4,7 @@ try recorded; the game's line report counts the extra samples."""
 
 from __future__ import annotations
 
+import pytest
 from werewolf_helpers import table
 
 from gtsteer.llm import LLM, Backend, RawCompletion
@@ -90,12 +91,21 @@ def test_a_line_said_only_in_the_pack_chat_is_no_repeat_in_public() -> None:
     assert len(records) == 1
 
 
-def test_after_the_last_try_a_repeat_beats_silence_and_silence_is_kept_as_silence() -> None:
+@pytest.mark.parametrize(("tries", "kept"), [
+    (["", "Hi.", ""], "Hi."),  # a repeat beats silence
+    (["Hi.", "Well, I think that", "And then"], "Well, I think that"),  # a fresh cut line, a repeat
+])
+def test_after_the_last_try_the_best_one_is_kept(tries: list[str], kept: str) -> None:
     state = table("WWDTMVV")
     state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus", text="Hi."))
-    _, decision, records, _ = decide(state, ["", "Hi.", ""])
-    assert (decision.text, decision.resampled) == ("Hi.", LINE_RESAMPLES)
+    _, decision, records, _ = decide(state, tries)
+    assert (decision.text, decision.resampled) == (kept, LINE_RESAMPLES)
     assert len(records) == 1 + LINE_RESAMPLES
+
+
+def test_silence_after_the_last_try_is_kept_as_silence() -> None:
+    state = table("WWDTMVV")
+    state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus", text="Hi."))
     want, silent, records, _ = decide(state, [""])
     assert (silent.text, silent.resampled, len(records)) == ("", LINE_RESAMPLES,
                                                              1 + LINE_RESAMPLES)
@@ -124,14 +134,6 @@ def test_a_line_that_ends_mid_sentence_is_sampled_again() -> None:
     _, decision, records, _ = decide(state, ["Greeting:", "I keep the inn by the well."])
     assert decision.text == "I keep the inn by the well." and decision.resampled == 1
     assert len(records) == 2
-
-
-def test_when_every_try_is_cut_the_first_fresh_one_beats_a_repeat() -> None:
-    state = table("WWDTMVV")
-    state.messages.append(ChatMessage(id=1, day=1, phase="intro", author="Gus", text="Hi."))
-    _, decision, records, _ = decide(state, ["Hi.", "Well, I think that", "And then"])
-    assert (decision.text, decision.resampled) == ("Well, I think that", LINE_RESAMPLES)
-    assert len(records) == 1 + LINE_RESAMPLES
 
 
 def test_a_bot_that_tells_itself_who_it_is_samples_again() -> None:
