@@ -1,6 +1,6 @@
 """A bot's line that comes out empty, word for word an earlier line of its channel, or ending
-mid-sentence is sampled again (at most `LINE_RESAMPLES` times, with seeds derived from the decision's), every
-try recorded; the game's line report counts the extra samples."""
+mid-sentence is sampled again (at most `LINE_RESAMPLES` times, with seeds derived from the
+decision's), every try recorded; the game's line report counts the extra samples."""
 
 from __future__ import annotations
 
