@@ -123,10 +123,10 @@ def main() -> None:
     rows = []
     for model in models:
         for n in threads:
+            speed = reference(bins, model, n)  # the machine's speed, once per model and threads
             for batch in batches:
                 print(f"{model}, {n} thread(s), batch {batch} ...", flush=True)
-                rows.append({**run_demo(model, n, batch),
-                             "llama_bench": reference(bins, model, n)})
+                rows.append({**run_demo(model, n, batch), "llama_bench": speed})
                 print(json.dumps(rows[-1]), flush=True)
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_demo.py "
                f"--models {','.join(models)} --threads {','.join(map(str, threads))} "

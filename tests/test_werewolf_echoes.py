@@ -159,4 +159,3 @@ def test_the_role_line_read_back_to_the_speaker_is_stripped(line: str, kept: str
     texts = private_texts(table("WWDTMVV"), "Fay", "", "")
     assert EchoFilter(texts, speaker="Fay").strip(line) == (kept, echoes)
     assert EchoFilter(texts).strip(line) == (line, 0)  # no run of the role line catches it
-

@@ -163,7 +163,7 @@ def bot_decision(
                                    *shared_prompt_texts(state.config)],
                                   wolf=me.role is Role.WEREWOLF, speaker=bot)
                        if want.kind == "speak" else None)
-        tries: list[tuple[str, int, BotContext]] = []
+        tries: list[tuple[int, str, int, BotContext]] = []  # (line_rank, text, echoes, ...)
         records: list[CallRecord] = []
         for attempt in range(1 + LINE_RESAMPLES):
             text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS,
@@ -172,14 +172,13 @@ def bot_decision(
             echoes = 0
             if echo_filter is not None:  # a public line must not read out its prompt
                 text, echoes = echo_filter.strip(text)
-            tries.append((text, echoes, used))
-            if line_rank(text, heard) == 3:
+            tries.append((line_rank(text, heard), text, echoes, used))
+            if tries[-1][0] == 3:
                 break
-        # The best try, the earliest of equals: a cut fresh line beats a repeat, a repeat
-        # beats silence; all empty: the last try.
-        best = max(line_rank(t[0], heard) for t in tries)
-        text, echoes, used = (next(t for t in tries if line_rank(t[0], heard) == best)
-                              if best else tries[-1])
+        # The best try, the earliest of equals (max keeps the first): a cut fresh line beats a
+        # repeat, a repeat beats silence; all empty: the last try.
+        best = max(tries, key=lambda t: t[0])
+        _, text, echoes, used = best if best[0] else tries[-1]
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
                         echoes=echoes, resampled=len(tries) - 1, **common), records
 

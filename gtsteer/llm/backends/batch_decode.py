@@ -99,6 +99,16 @@ def local_batch() -> int:
     return int(raw)
 
 
+def log_softmax(logits: Any) -> Any:
+    """Log-probabilities from float64 logits, max-shifted: how both scoring paths (batched and
+    one at a time) turn llama.cpp's logits into an option token's log-likelihood, so their
+    scores agree to the bit."""
+    import numpy as np
+
+    top = logits.max()
+    return logits - (top + math.log(np.exp(logits - top).sum()))
+
+
 @dataclass
 class GenerateJob:
     """One completion: prompt tokens, sampling settings and the per-request stop rules."""
@@ -517,9 +527,7 @@ class BatchDecoder:
                         pointer = llama_cpp.llama_get_logits_ith(self.ctx.ctx, row)
                         logits = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
                         logits = logits.astype(np.float64)
-                        top = logits.max()
-                        log_z = top + math.log(np.exp(logits - top).sum())
-                        totals[k] += float(logits[chunk[k][1][j]] - log_z)
+                        totals[k] += float(log_softmax(logits)[chunk[k][1][j]])
                     evaluated += len(rows)
             finally:
                 for seq in used:

@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import itertools
 import json
-import math
 import os
 import threading
 import time
@@ -34,6 +33,7 @@ from gtsteer.llm.backends.batch_decode import (
     GenerateJob,
     ScoreJob,
     local_batch,
+    log_softmax,
 )
 from gtsteer.llm.backends.chat_prompt import ChatTemplate, has_chat_template
 from gtsteer.llm.backends.local_models import (
@@ -261,14 +261,6 @@ def _close_engines() -> None:
         _engines.clear()
 
 
-def _log_softmax(logits: Any) -> Any:
-    """Log-probabilities from logits (float64, max-shifted as the scores always were)."""
-    import numpy as np
-
-    top = logits.max()
-    return logits - (top + math.log(np.exp(logits - top).sum()))
-
-
 def _last_logits(llm: Any, n_vocab: int) -> Any:
     """Logits of the last evaluated position, copied out of llama.cpp's buffer."""
     import llama_cpp
@@ -406,7 +398,7 @@ class LocalBackend(Backend):
         # option from a reloaded prompt: the same scores, with most of the decodes gone (the
         # reward model's one-token answers: one decode a choice instead of two an option).
         evaluated = at_prompt_end()
-        after_prompt = _log_softmax(_last_logits(llm, n_vocab))
+        after_prompt = log_softmax(_last_logits(llm, n_vocab))
         scores: dict[str, float] = {}
         for option, option_tokens in zip(options, job.option_tokens, strict=True):
             total = float(after_prompt[option_tokens[0]]) if option_tokens else 0.0
@@ -415,7 +407,7 @@ class LocalBackend(Backend):
                 for token, following in itertools.pairwise(option_tokens):
                     llm.eval([token])
                     evaluated += 1
-                    total += float(_log_softmax(_last_logits(llm, n_vocab))[following])
+                    total += float(log_softmax(_last_logits(llm, n_vocab))[following])
             scores[option] = total
         usage = Usage(
             prompt_tokens=requested,
