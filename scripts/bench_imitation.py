@@ -140,7 +140,7 @@ def bench_llm_call(game: Any, calls: int) -> dict[str, Any]:
 
     llm = LLM("local", use_cache=False)
     state = game.new_initial_state()
-    request = game.message_request(state.turns, 0, game.instructions(0)[0], 0)
+    request = game.message_request(state.turns, 0, game.instructions(0)[0], (0,))
     kwargs = request.model_dump(exclude={"prompt", "seed"})
     start = time.perf_counter()
     llm.generate_sync(request.prompt, seed=10_000, **kwargs)  # loads the model

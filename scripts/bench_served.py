@@ -57,7 +57,7 @@ def message_requests(calls: int) -> list:
     served = LLM("openai/smollm2", api_base="http://127.0.0.1:9/v1", api_key="no-key")
     game = make_game(spec, instance, served, config=CONFIG)
     openings = [f"How about we meet on {day}?" for day in spec.params["days"]]
-    out = [game.message_request([Turn(speaker=0, instruction="any", text=text)], 1, i, o)
+    out = [game.message_request([Turn(speaker=0, instruction="any", text=text)], 1, i, (0, o))
            for text in openings for i in game.instructions(1)
            for o in range(spec.num_llm_seeds)]
     return out[:calls]

@@ -86,7 +86,7 @@ def main() -> None:
     local = LLM("local:smollm2-135m", use_cache=False)
     game = make_game(spec, instance, local, config=str(CONFIG))
     plays = [(i, o) for i in game.instructions(0) for o in range(spec.num_llm_seeds)]
-    ref = [game.message_request([], 0, i, o) for i, o in plays]  # chat form
+    ref = [game.message_request([], 0, i, (o,)) for i, o in plays]  # chat form
     plain_stop = message_stop(spec, instance, 0, chat=False)
     # the plain prompt is the chat form's user turn (the served path sends just that)
     plain = [r.prompt[0].content for r in ref]  # type: ignore[index]
@@ -125,7 +125,7 @@ def main() -> None:
             start = time.perf_counter()
             served = LLM(ALIAS, api_base=server.base_url, api_key="no-key", use_cache=False)
             served_game = make_game(spec, instance, served, config=str(CONFIG))
-            sent = [served_game.message_request([], 0, i, o) for i, o in plays]
+            sent = [served_game.message_request([], 0, i, (o,)) for i, o in plays]
             assert [s.prompt for s in sent] == plain and all(s.stop == plain_stop for s in sent)
 
             async def served_texts() -> list:

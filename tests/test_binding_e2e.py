@@ -98,8 +98,8 @@ def test_the_opponent_cannot_see_the_instruction_through_an_echo() -> None:
     state = game.new_initial_state()
     state.apply_action(1)  # assertive
     state.apply_action(0)
-    raw = game.llm.generate_sync(game.message_request([], 0, "assertive", 0).prompt,
-                                 **game.message_request([], 0, "assertive", 0).model_dump(
+    raw = game.llm.generate_sync(game.message_request([], 0, "assertive", (0,)).prompt,
+                                 **game.message_request([], 0, "assertive", (0,)).model_dump(
                                      exclude={"prompt"}))  # fmt: skip
     assert "assertive tone" in raw.text.lower()  # the model did echo it ...
     assert "assertive" not in state.information_state_string(1)  # ... the responder never sees it

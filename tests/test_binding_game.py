@@ -76,7 +76,7 @@ def test_every_instruction_becomes_a_message_including_the_last() -> None:
     ]
     # The last instruction reached the prompt of the last message (and the message does not
     # repeat it).
-    last = game.message_request(state.turns[:1], 1, "submissive", 1)
+    last = game.message_request(state.turns[:1], 1, "submissive", (0, 1))
     assert last.prompt.endswith(f"({game.instance.names[1]} writes in a submissive tone.)\n"
                                 f"{game.instance.names[1]}:")  # fmt: skip
     assert "submissive" not in state.turns[-1].text.lower()

@@ -12,7 +12,6 @@ from gtsteer.binding import (
     generate_instances,
     grow_game,
     make_game,
-    stable_int,
 )
 from gtsteer.domains import get_domain, load_spec, register_domain
 from gtsteer.llm import LLM, LLMError
@@ -461,7 +460,7 @@ class LuckyOnSolvedSamples(CountingBackend):
 def test_heldout_check_rescores_the_adopted_instruction_on_fresh_samples(gate):
     spec = load_spec(STRENGTH_CONFIG)
     instance = generate_instances(spec, 1)[0]
-    seeds = {stable_int("gtsteer-message", instance.seed, s) for s in range(spec.num_llm_seeds)}
+    seeds = make_game(spec, instance, "fake").message_seeds()
     games = games_with("test_psro_lucky", 1, LuckyOnSolvedSamples(seeds))
     proposer = ScriptedProposer({"proposer": [["charm"]], "responder": [[""]]})
     config = PSROConfig(iterations=1, candidates=1, heldout=True, heldout_gate=gate)
@@ -504,7 +503,7 @@ def test_heldout_check_without_fresh_samples_never_passes_the_gate():
     # every fresh-sample message fails: no evidence, so the gate does not adopt (and says why)
     spec = load_spec(STRENGTH_CONFIG)
     instance = generate_instances(spec, 1)[0]
-    solved = {stable_int("gtsteer-message", instance.seed, s) for s in range(spec.num_llm_seeds)}
+    solved = make_game(spec, instance, "fake").message_seeds()
 
     class OnlySolvedSamples(CountingBackend):
         async def complete(self, request, json_schema=None):

@@ -16,6 +16,8 @@ traversal steps never leave Python for the same node twice).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -77,6 +79,13 @@ def _game_type(spec: DomainSpec | None = None) -> pyspiel.GameType:
         provides_factored_observation_string=False,
         parameter_specification=_DEFAULT_PARAMS,
     )
+
+
+def message_seed(instance_seed: int, samples: Sequence[int], speaker: int) -> int:
+    """The seed of the message at the end of chance path `samples` (sample indices,
+    offset included), spoken by `speaker` at turn len(samples) - 1."""
+    return stable_int("gtsteer-message-path", instance_seed, list(samples), speaker,
+                      len(samples) - 1)
 
 
 class Request(BaseModel):
@@ -173,22 +182,47 @@ class DialogueGame(pyspiel.Game):
     # ---- LLM-backed node contents (pure functions of the history) -------------------------
 
     def message_request(
-        self, turns: list[Turn], speaker: int, instruction: str, outcome: int, deal: int = 0
+        self, turns: list[Turn], speaker: int, instruction: str, path: Sequence[int],
+        deal: int = 0,
     ) -> Request:
-        """The request of sample `outcome`; its seed depends on the sample index, so backends
-        that ignore prompts' differences still give distinct, reproducible samples. Deals share
-        the seed: the prompt (the speaker's own knowledge) alone decides the message. A game
-        built with `sample_offset` k seeds sample i as sample i + k of the same position."""
+        """The request of the message whose chance path is `path`: the sample indices of every
+        message so far, this one's last. Its seed is drawn from the whole path, the speaker and
+        the turn, so every message of the tree has its own random stream (llama.cpp's sampler
+        draws by inverse CDF: one stream shared along a path gives coupled, comonotone
+        messages). The instruction is left out, so the instructions at a node share random
+        numbers (a paired comparison), and so are deals: the prompt (the speaker's own
+        knowledge) alone decides the message. A game built with `sample_offset` k seeds sample
+        i as sample i + k of the same position, at every step of the path."""
         gen = self.spec.generation
         instance = self.deals[deal]
         chat = self.chat
+        samples = [int(k) + self.sample_offset for k in path]
+        if not samples:
+            raise ValueError("path: a message needs its sample index (got an empty path)")
         return Request(
             prompt=message_request_prompt(self.spec, instance, turns, speaker, instruction, chat),
-            seed=stable_int("gtsteer-message", instance.seed, outcome + self.sample_offset),
+            seed=message_seed(instance.seed, samples, speaker),
             temperature=gen.temperature,
             max_tokens=gen.max_tokens,
             stop=message_stop(self.spec, self.instance, speaker, chat),
         )
+
+    def message_seeds(self) -> set[int]:
+        """Every seed a message of this game's tree can be drawn with (all chance paths up to
+        the reply limit): what a check of "solved and fresh samples never meet" compares."""
+        n, first = self.spec.num_players, self.first_player
+        samples = range(self.sample_offset, self.sample_offset + self.spec.num_llm_seeds)
+        out: set[int] = set()
+        for length in range(1, self.reply_limit + 1):
+            speaker = (first + length - 1) % n
+            out |= {message_seed(d.seed, path, speaker)
+                    for d in self.deals for path in itertools.product(samples, repeat=length)}
+        return out
+
+    def sample_path(self, history: History) -> tuple[int, ...]:
+        """The sample indices of the messages along `history` (the deal and the
+        instructions left out); a history ending in a sample ends with that message's."""
+        return tuple(history[int(self.dealt) + 1::2])
 
     @property
     def chat(self) -> bool:
@@ -213,7 +247,8 @@ class DialogueGame(pyspiel.Game):
         """The message at chance history `history` (its last action is the sample index),
         trimmed to the speaker's words and with any verbatim repeat of the instruction removed."""
         if history not in self.messages:
-            req = self.message_request(turns, speaker, instruction, history[-1], deal)
+            req = self.message_request(turns, speaker, instruction, self.sample_path(history),
+                                      deal)
             completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
             instance = self.deals[deal]
             patterns = echo_patterns(self.spec, instruction)
