@@ -4,12 +4,16 @@ sampling noise, as the number of LLM samples per message grows?
 For one config and each S in --seeds, the config is solved with `num_llm_seeds: S` over N
 instances with `--heldout`: the in-sample CFR gain (on the samples CFR chose from) beside the
 fresh-sample gain (the same policies replayed on S samples CFR never saw), with 95% Student-t
-intervals over instances, and their paired difference per instance (the part of the in-sample
-gain that does not carry over). With few samples an instruction whose samples happened to score
-well looks better than it is, so that difference should shrink as S grows; the doc says what
-the numbers show.
+intervals over instances, and their paired difference per instance. Only the first mover's
+opening decision is replayed exactly on fresh samples (`gtsteer.solvers.heldout`): its
+in-sample minus fresh gain (`clean_selection`) is selection on sampling noise, measured
+exactly. The same difference for the whole policy replayed by history (`selection`) adds what
+a replay blind to the fresh text loses, so it is not selection alone. With few samples an
+instruction whose samples happened to score well looks better than it is, so the selection
+part should shrink as S grows; the doc says what the numbers show.
 
-Message seeds depend on the sample index only, so the S = 2 tree is part of the S = 4 tree and
+Message seeds depend on the chance path's sample indices only (never on S), so the S = 2 tree
+is part of the S = 4 tree and
 its fresh samples (2, 3) are in it too: a larger S re-uses every smaller one's calls from the
 cache, and an interrupted run resumes where it stopped. Each finished S saves its row under
 --results and a rerun keeps it (same instances and model); `--render-only` writes the section
@@ -35,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 
 import benchdoc
-from table1 import ci
+from table1 import ci, per_instance_values
 
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import save_png
@@ -53,8 +57,17 @@ class StudyRow(BaseModel):
     payoff_span: float
     cfr_gain: MeanCI
     cfr_gain_heldout: MeanCI
-    #: Per instance, in-sample minus fresh-sample gain: what selection on noise added.
+    #: Per instance, in-sample minus the history replay's fresh-sample gain: selection on
+    #: noise plus what the content-blind replay of later decisions loses.
     selection: MeanCI
+    #: The first mover's opening decision (replayed exactly): fresh, in-sample, and in-sample
+    #: minus fresh per instance, its selection on sampling noise. None in rows saved before.
+    clean: MeanCI | None = None
+    clean_in_sample: MeanCI | None = None
+    clean_selection: MeanCI | None = None
+    #: Every per-instance value behind the intervals (`table1.per_instance_values`).
+    instances: list[int] = []
+    per_instance: dict[str, list[float]] = {}
     new_calls: int
     wall_s: float
     llm: str
@@ -93,8 +106,13 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         cfr_gain=mean_ci(list(in_sample.values())),
         cfr_gain_heldout=mean_ci(list(fresh.values())),
         selection=mean_ci([in_sample[i] - fresh[i] for i in fresh]),
+        instances=summary.instances, per_instance=per_instance_values(summary),
         new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
         measured_at=benchdoc.machine().date)
+    if (hm := summary.heldout_metrics) is not None:
+        row.clean = mean_ci(hm.clean.per_instance)
+        row.clean_in_sample = mean_ci(hm.clean_in_sample.per_instance)
+        row.clean_selection = mean_ci(hm.clean_selection.per_instance)
     (folder / ROW_FILE).write_text(row.model_dump_json(indent=1), encoding="utf-8")
     return row
 
@@ -137,14 +155,18 @@ def reading(rows: list[StudyRow]) -> str:
         return "No sample count finished yet."
     parts = []
     for r in rows:
-        parts.append(f"at S = {r.seeds} ({r.solved} instances) the fresh-sample gain's interval"
-                     f" {against_zero(r.cfr_gain_heldout)} and the selection interval"
-                     f" {against_zero(r.selection)}")
+        part = (f"at S = {r.seeds} ({r.solved} instances) the history replay's fresh gain"
+                f" {against_zero(r.cfr_gain_heldout)} and in-sample minus it"
+                f" {against_zero(r.selection)}")
+        if r.clean is not None and r.clean_selection is not None:
+            part += (f"; the opening decision's fresh gain {against_zero(r.clean)} and its"
+                     f" selection {against_zero(r.clean_selection)}")
+        parts.append(part)
     text = "; ".join(parts) + "."
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         overlap = not disjoint(first.selection, last.selection)
-        text += (f" From S = {first.seeds} to S = {last.seeds} the selection part went from"
+        text += (f" From S = {first.seeds} to S = {last.seeds} in-sample minus history went from"
                  f" {first.selection.mean:+.3f} to {last.selection.mean:+.3f}; "
                  + ("the two intervals overlap, so these instances do not show it shrink or"
                     " grow." if overlap else "the two intervals do not overlap."))
@@ -161,7 +183,8 @@ def figure(rows: list[StudyRow]) -> Any:
     xs = [r.seeds for r in rows]
     for offset, label, pick in ((-0.08, "in-sample CFR gain", lambda r: r.cfr_gain),
                                 (0.0, "fresh-sample CFR gain", lambda r: r.cfr_gain_heldout),
-                                (0.08, "selection (in-sample - fresh)", lambda r: r.selection)):
+                                (0.08, "in-sample - fresh (history replay)",
+                                 lambda r: r.selection)):
         ms = [pick(r) for r in rows]
         ys = [m.mean for m in ms]
         low = [m.mean - (m.ci_low if m.ci_low is not None else m.mean) for m in ms]
@@ -186,16 +209,21 @@ def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> 
         "",
         ("Each row solves the config with `num_llm_seeds` = S (CFR+ 1000 iterations) and"
         " replays the CFR policy on S fresh samples per message (`--heldout`). Intervals are 95%"
-        " Student-t over instances; *selection* is the per-instance in-sample gain minus the"
-        " fresh-sample gain."),
+        " Student-t over instances. *by history* replays every decision by action history,"
+        " blind to the fresh text after the first message, so *in-sample - history* is"
+        " selection plus what that blindness loses; *opening* is the first mover's opening"
+        " decision alone, replayed exactly, so its in-sample minus fresh is selection on"
+        " sampling noise."),
         "",
-        ("| S | instances | CFR gain (in-sample) | CFR gain on fresh samples | selection | new LLM"
-        " calls | wall | model | commit | measured |"),
-        "|---:|---:|---|---|---|---:|---:|---|---|---|",
+        ("| S | instances | CFR gain (in-sample) | fresh, by history | in-sample - history |"
+         " opening: in-sample | opening: fresh | opening: selection | new LLM calls | wall |"
+         " model | commit | measured |"),
+        "|---:|---:|---|---|---|---|---|---|---:|---:|---|---|---|",
     ]
     for r in rows:
         lines.append(f"| {r.seeds} | {r.solved} / {r.games} | {ci(r.cfr_gain)} |"
-                     f" {ci(r.cfr_gain_heldout)} | {ci(r.selection)} | {r.new_calls} |"
+                     f" {ci(r.cfr_gain_heldout)} | {ci(r.selection)} | {ci(r.clean_in_sample)} |"
+                     f" {ci(r.clean)} | {ci(r.clean_selection)} | {r.new_calls} |"
                      f" {r.wall_s:.0f} s | `{r.llm}` | {r.commit} | {r.measured_at} |")
     lines += ["", "Reading (from the intervals): " + reading(rows)]
     if png:

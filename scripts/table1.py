@@ -33,6 +33,7 @@ from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeRefused
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
 from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
+from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
@@ -70,6 +71,16 @@ class Row(BaseModel):
     cfr_gain_heldout_normalized: MeanCI | None = None
     #: Share of the held-out gain's replayed decisions that had no solved position (`any`).
     heldout_unmatched_share: float | None = None
+    #: The clean estimate: the first mover's opening decision on fresh samples (replayed
+    #: exactly), its in-sample counterpart, and the replays that read the fresh text.
+    heldout_clean: MeanCI | None = None
+    heldout_clean_in_sample: MeanCI | None = None
+    heldout_readers: dict[str, MeanCI] = {}
+    #: Per solved instance (in `instances` order; held-out values in `heldout_instances`
+    #: order): every value a mean or interval above is computed from, per player too.
+    instances: list[int] = []
+    heldout_instances: list[int] = []
+    per_instance: dict[str, list[float]] = {}
     steering_plain: float | None = None
     steering_defined: float | None = None
     steering_chance: float | None = None
@@ -109,7 +120,7 @@ def stored_row(results: Path, domain: str, llm: str, games: int, samples: int,
     saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
     if (saved.llm, saved.row.games, saved.row.steering_samples) != (llm, games, samples):
         return None
-    if heldout and saved.row.cfr_gain_heldout is None:
+    if heldout and saved.row.heldout_clean is None:  # none, or measured before the clean part
         return None
     return saved
 
@@ -145,12 +156,21 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             row.cfr_gain = MeanCI(**m.cfr_gain.model_dump(exclude={"per_instance"}))
             row.cfr_gain_normalized = mean_ci([g / row.payoff_span
                                                for g in m.cfr_gain.per_instance])
+            row.instances, row.per_instance = summary.instances, per_instance_values(summary)
             if m.cfr_gain_heldout is not None:
                 held = m.cfr_gain_heldout.per_instance
                 row.cfr_gain_heldout = mean_ci(held)
                 row.cfr_gain_heldout_normalized = mean_ci([g / row.payoff_span for g in held])
                 row.heldout_unmatched_share = (summary.heldout_unmatched
                                                / max(1, summary.heldout_decisions))
+                row.heldout_instances = summary.heldout_instances
+            if (hm := summary.heldout_metrics) is not None:
+                row.heldout_clean = MeanCI(**hm.clean.model_dump(exclude={"per_instance"}))
+                row.heldout_clean_in_sample = MeanCI(
+                    **hm.clean_in_sample.model_dump(exclude={"per_instance"}))
+                row.heldout_readers = {
+                    name: MeanCI(**r.cfr_gain.model_dump(exclude={"per_instance"}))
+                    for name, r in hm.replays.items() if name != "history"}
         if samples > 0:
             row.steering_samples = samples
             try:
@@ -177,6 +197,30 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     return stored
 
 
+def per_instance_values(summary: SolveSummary) -> dict[str, list[float]]:
+    """Every per-instance value of a solve, flat, so any interval can be recomputed from the
+    saved row: in-sample metrics and per-player gains (from games/<i>.json), the held-out
+    gain of each replay in total and per player, and the clean estimate."""
+    m = summary.metrics
+    assert m is not None and summary.folder is not None
+    out = {"nash_conv": m.nash_conv.per_instance, "cfr_gain": m.cfr_gain.per_instance}
+    records = [GameRecord.model_validate_json(
+        (summary.folder / "games" / f"{i}.json").read_text(encoding="utf-8"))
+        for i in summary.instances]
+    players = len(records[0].values.cfr_gain_per_player) if records[0].values else 0
+    for p in range(players):
+        out[f"cfr_gain_player{p}"] = [r.values.cfr_gain_per_player[p] for r in records
+                                      if r.values is not None]
+    if (hm := summary.heldout_metrics) is not None:
+        out["heldout_clean"] = hm.clean.per_instance
+        out["heldout_clean_in_sample"] = hm.clean_in_sample.per_instance
+        for name, replay in hm.replays.items():
+            out[f"heldout_{name}"] = replay.cfr_gain.per_instance
+            for p, metric in enumerate(replay.per_player):
+                out[f"heldout_{name}_player{p}"] = metric.per_instance
+    return out
+
+
 def utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -201,6 +245,15 @@ def ci(m: MeanCI | None) -> str:
     if m.ci_low is None or m.ci_high is None:
         return f"{signed(m.mean)} (n={m.n})"
     return f"{signed(m.mean)} [{signed(m.ci_low)}, {signed(m.ci_high)}]"
+
+
+def scaled(m: MeanCI | None, factor: float) -> MeanCI | None:
+    """`m` with its mean and interval multiplied by `factor` > 0 (e.g. 1 / payoff range)."""
+    if m is None:
+        return None
+    return MeanCI(mean=m.mean * factor, n=m.n,
+                  ci_low=None if m.ci_low is None else m.ci_low * factor,
+                  ci_high=None if m.ci_high is None else m.ci_high * factor)
 
 
 def pct(x: float | None) -> str:
@@ -244,7 +297,8 @@ def gain_without_steering(rows: list[Row]) -> list[str]:
 
 
 def heldout_cell(r: Row) -> str:
-    """The fresh-sample gain, with the share of decisions that could only play `any`."""
+    """The fresh-sample gain by history replay, with the share of decisions that could only
+    play `any`."""
     cell = ci(r.cfr_gain_heldout)
     if r.cfr_gain_heldout is not None and r.cfr_gain_heldout.n < r.solved:
         cell += f" (n={r.cfr_gain_heldout.n}: some held-out trees failed)"
@@ -253,29 +307,42 @@ def heldout_cell(r: Row) -> str:
     return cell
 
 
+def clean_cell(r: Row) -> str:
+    """The clean estimate (first mover's opening decision on fresh samples), in-sample beside."""
+    if r.heldout_clean is None:
+        return "—"
+    return f"{ci(r.heldout_clean)} (in-sample {ci(r.heldout_clean_in_sample)})"
+
+
+def readers_cell(r: Row) -> str:
+    """The fresh-sample gain of each replay that reads the fresh text."""
+    return "; ".join(f"{name} {ci(m)}" for name, m in r.heldout_readers.items()) or "—"
+
+
+def against_zero(m: MeanCI) -> str:
+    return ("above 0" if m.ci_low is not None and m.ci_low > 0 else
+            "below 0" if m.ci_high is not None and m.ci_high < 0 else
+            "not distinguishable from 0")
+
+
 def heldout_summary(rows: list[Row]) -> str:
-    """What the fresh-sample column says, domain by domain, from the intervals alone."""
-    held = [r for r in rows if r.cfr_gain_heldout is not None]
+    """What the fresh-sample columns say, domain by domain, from the intervals alone."""
+    held = [r for r in rows if r.heldout_clean is not None]
     if not held:
         return "Held out so far: none."
-    groups: dict[str, list[str]] = {"survives (interval above 0)": [],
-                                    "vanishes (interval contains 0)": [],
-                                    "turns negative (interval below 0)": []}
+    groups: dict[str, list[str]] = {}
     for r in held:
-        m = r.cfr_gain_heldout
-        assert m is not None
-        key = ("survives (interval above 0)" if m.ci_low is not None and m.ci_low > 0 else
-               "turns negative (interval below 0)" if m.ci_high is not None and m.ci_high < 0
-               else "vanishes (interval contains 0)")
-        groups[key].append(f"`{r.domain}`")
-    parts = [f"{k}: {', '.join(v)}" for k, v in groups.items() if v]
-    text = "On fresh samples the gain " + "; ".join(parts) + "."
+        assert r.heldout_clean is not None
+        groups.setdefault(against_zero(r.heldout_clean), []).append(f"`{r.domain}`")
+    parts = [f"{k}: {', '.join(v)}" for k, v in groups.items()]
+    text = ("On fresh samples the clean estimate (the first mover's opening decision) is "
+            + "; ".join(parts) + ".")
     fallback = [f"`{r.domain}` ({pct(r.heldout_unmatched_share)})" for r in held
                 if r.heldout_unmatched_share]
     if fallback:
         text += (" Where a fresh dialogue reaches a position the solved tree never had (its"
                  " dialogue ended earlier, and no other sample of the same instructions went"
-                 " on), the player can only play `any`, which pulls the gain toward 0: "
+                 " on), the history replay can only play `any`, which pulls its gain toward 0: "
                  + ", ".join(fallback) + " of the replayed decisions.")
     return text
 
@@ -290,10 +357,13 @@ def gain_figure(rows: list[Row]) -> Any:
 
     shown = [r for r in rows if r.cfr_gain_normalized is not None]
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(shown) + 1.4))
-    for offset, label, pick in ((-0.15, "in-sample (the samples CFR chose from)",
+    for offset, label, pick in ((-0.2, "in-sample (the samples CFR chose from)",
                                  lambda r: r.cfr_gain_normalized),
-                                (0.15, "fresh samples (--heldout)",
-                                 lambda r: r.cfr_gain_heldout_normalized)):
+                                (0.0, "fresh: clean (opening decision, exact replay)",
+                                 lambda r: scaled(r.heldout_clean, 1 / r.payoff_span)),
+                                (0.2, "fresh: nearest-information-state replay",
+                                 lambda r: scaled(r.heldout_readers.get("nearest"),
+                                                  1 / r.payoff_span))):
         ys, xs, lows, highs = [], [], [], []
         for y, r in enumerate(shown):
             m = pick(r)
@@ -329,17 +399,18 @@ def render(rows: list[Row], llm: str, command: str,
         f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
         "",
         ("| domain | solved / instances | NashConv | NashConv / range | CFR gain | CFR gain / range"
-        " | CFR gain on fresh samples | steering (no defs / defs / chance) |"),
-        "|---|---:|---|---|---|---|---|---|",
+        " | fresh: clean (opening decision) | fresh: text-reading replays | fresh: by history"
+        " (blind) | steering (no defs / defs / chance) |"),
+        "|---|---:|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.error is not None and r.nash_conv is None:
-            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | |")
+            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | | | |")
             continue
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
-            f" {heldout_cell(r)} | {steering_cell(r)} |"
+            f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
         )
     if stored:
         lines += provenance(stored)
@@ -380,11 +451,17 @@ def render(rows: list[Row], llm: str, command: str,
         " better than it is, so part of a gain is selection on sampling noise. A positive gain"
         " where steering sits at chance is the sign of it (in this run: "
         + (", ".join(gain_without_steering(rows)) or "none") + "); the instructions may still"
-        " change something the classifier does not see. The column *CFR gain on fresh samples*"
-        " (`--heldout`, `gtsteer solve --heldout`) tells the two apart: each instance is built"
-        " again with LLM samples CFR never saw, the CFR policy is replayed position by position"
-        " and its gain measured there; selection on noise does not survive that, an effect of"
-        " the instructions the solved policy can replay does. " + heldout_summary(rows)),
+        " change something the classifier does not see. The fresh-sample columns (`--heldout`,"
+        " `gtsteer solve --heldout`, docs/SOLVE.md) build each instance again with LLM samples"
+        " CFR never saw. Only the first mover's opening decision is the same position there, so"
+        " only it is replayed exactly: *clean* is that decision's gain on fresh samples (its"
+        " later decisions and the other players on `any`), the clean estimate, with its"
+        " in-sample value beside it (their difference is its selection on sampling noise)."
+        " Every later decision reads a message sampled anew: *by history* replays the policy"
+        " solved for the solved message with the same sample index, blind to the fresh text,"
+        " so its shortfall is not selection alone; *text-reading replays* play the policy of"
+        " the nearest solved information state (`nearest`, MiniLM embeddings) or a distilled"
+        " MLP (`distilled`) on the fresh text, mean over players. " + heldout_summary(rows)),
         ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
         " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
         " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"

@@ -356,9 +356,25 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     line = next(x for x in doc.read_text(encoding="utf-8").splitlines()
                 if x.startswith("| `trade_fruit_tone`"))
     cells = [c.strip() for c in line.split("|")]
-    assert cells[7] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
+    assert cells[9] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
                         f" {table1.signed(held['ci_high'])}]")
-    assert "On fresh samples the gain " in doc.read_text(encoding="utf-8")
+    clean = summary["heldout_metrics"]["clean"]
+    assert cells[7].startswith(f"{table1.signed(clean['mean'])} [{table1.signed(clean['ci_low'])},")
+    assert cells[8].startswith("nearest ") and "; distilled " in cells[8]
+    assert "On fresh samples the clean estimate (the first mover's opening decision) is " in (
+        doc.read_text(encoding="utf-8"))
+    # Every interval of the row is recomputable from the per-instance values it saved.
+    from gtsteer.solvers.metrics import mean_ci
+
+    saved_row = json.loads((tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").read_text())
+    values = saved_row["row"]["per_instance"]
+    assert saved_row["row"]["instances"] == [0, 1, 2]
+    assert mean_ci(values["heldout_clean"]).model_dump() == saved_row["row"]["heldout_clean"]
+    assert mean_ci(values["heldout_history"]).model_dump() == saved_row["row"]["cfr_gain_heldout"]
+    assert mean_ci(values["cfr_gain"]).model_dump() == saved_row["row"]["cfr_gain"]
+    per_player = [values["heldout_nearest_player0"], values["heldout_nearest_player1"]]
+    assert [sum(v) / 2 for v in zip(*per_player, strict=True)] == pytest.approx(
+        values["heldout_nearest"])
     # --render-only --heldout shows only rows that have the held-out gain.
     render = ["--llm", "fake", "--games", "3", "--samples", "0", "--render-only", "--results",
               str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "configs/trade_fruit_tone.yaml")]
@@ -366,7 +382,7 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
     saved = tmp_path / "res" / "trade_fruit_tone" / "table1_row.json"
     stored = json.loads(saved.read_text())
-    stored["row"]["cfr_gain_heldout"] = None
+    stored["row"]["heldout_clean"] = None  # a row saved before the clean estimate existed
     saved.write_text(json.dumps(stored))
     table1.main([*render, "--heldout"])
     assert "| `trade_fruit_tone` |" not in doc.read_text(encoding="utf-8")
@@ -374,20 +390,21 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
 
 
-def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> None:
+def test_table1_says_per_domain_whether_the_clean_gain_survives_fresh_samples() -> None:
     table1 = load("table1")
     from gtsteer.solvers.metrics import mean_ci
 
     def row(domain: str, held: list[float] | None) -> Any:
         return table1.Row(config=f"configs/{domain}.yaml", domain=domain, games=3, solved=3,
                           cfr_gain=mean_ci([0.5, 0.7, 0.9]),
-                          cfr_gain_heldout=None if held is None else mean_ci(held))
+                          cfr_gain_heldout=None if held is None else mean_ci(held),
+                          heldout_clean=None if held is None else mean_ci(held))
 
     rows = [row("real", [0.5, 0.6, 0.7]), row("noise", [-0.2, 0.0, 0.3]),
             row("worse", [-0.9, -0.8, -0.7]), row("unmeasured", None)]
     assert table1.heldout_summary(rows) == (
-        "On fresh samples the gain survives (interval above 0): `real`; vanishes (interval"
-        " contains 0): `noise`; turns negative (interval below 0): `worse`.")
+        "On fresh samples the clean estimate (the first mover's opening decision) is above 0:"
+        " `real`; not distinguishable from 0: `noise`; below 0: `worse`.")
     assert table1.heldout_summary(rows[3:]) == "Held out so far: none."
     # Decisions that could only play `any` are named, with their share, in the cell and text.
     rows[1].heldout_unmatched_share = 0.25
@@ -397,26 +414,29 @@ def test_table1_says_per_domain_whether_the_gain_survives_fresh_samples() -> Non
     rows[0].cfr_gain_heldout = mean_ci([0.5, 0.6])
     assert table1.heldout_cell(rows[0]).endswith("(n=2: some held-out trees failed)")
     assert table1.heldout_summary(rows).endswith(
-        "pulls the gain toward 0: `noise` (25%) of the replayed decisions.")
+        "pulls its gain toward 0: `noise` (25%) of the replayed decisions.")
 
 
 def test_table1_gain_chart_plots_each_domains_interval_in_sample_and_held_out() -> None:
     table1 = load("table1")
     from gtsteer.solvers.metrics import mean_ci
 
-    rows = [table1.Row(config="a.yaml", domain="a", games=3, solved=3,
+    rows = [table1.Row(config="a.yaml", domain="a", games=3, solved=3, payoff_span=2.0,
                        cfr_gain_normalized=mean_ci([0.1, 0.2, 0.3]),
-                       cfr_gain_heldout_normalized=mean_ci([-0.1, 0.0, 0.1])),
+                       heldout_clean=mean_ci([-0.2, 0.0, 0.2]),
+                       heldout_readers={"nearest": mean_ci([0.2, 0.4, 0.6])}),
             table1.Row(config="b.yaml", domain="b", games=3, solved=3,
                        cfr_gain_normalized=mean_ci([0.0, 0.0, 0.3]))]
     fig = table1.gain_figure(rows)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
-    in_sample, held_out = ax.containers
+    in_sample, clean, nearest = ax.containers
     assert list(in_sample.lines[0].get_xdata()) == pytest.approx([0.2, 0.1])
-    assert list(held_out.lines[0].get_xdata()) == pytest.approx([0.0])  # b was not held out
+    assert list(clean.lines[0].get_xdata()) == pytest.approx([0.0])  # b was not held out
+    assert list(nearest.lines[0].get_xdata()) == pytest.approx([0.2])  # 0.4 / range 2
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "in-sample (the samples CFR chose from)", "fresh samples (--heldout)"]
+        "in-sample (the samples CFR chose from)", "fresh: clean (opening decision, exact replay)",
+        "fresh: nearest-information-state replay"]
 
 
 # ---- demo_outcomes ---------------------------------------------------------------------------
@@ -523,13 +543,16 @@ def test_samples_study_reading_follows_the_intervals() -> None:
             seeds=seeds, games=3, solved=3, payoff_span=2.0, cfr_gain=mean_ci(gain),
             cfr_gain_heldout=mean_ci(fresh),
             selection=mean_ci([a - b for a, b in zip(gain, fresh, strict=True)]), new_calls=1,
-            wall_s=1.0, llm="fake", commit="x", measured_at="now")
+            wall_s=1.0, llm="fake", commit="x", measured_at="now",
+            clean=mean_ci(fresh), clean_in_sample=mean_ci(gain),
+            clean_selection=mean_ci([a - b for a, b in zip(gain, fresh, strict=True)]))
 
     noisy = row(2, [0.9, 1.0, 1.1], [-0.1, 0.0, 0.1])     # all selection
     real = row(8, [0.5, 0.6, 0.7], [0.45, 0.6, 0.75])     # survives, no selection
     text = study.reading([noisy, real])
-    assert ("at S = 2 (3 instances) the fresh-sample gain's interval holds 0 and the selection"
-            " interval is above 0") in text
-    assert "at S = 8 (3 instances) the fresh-sample gain's interval is above 0" in text
+    assert ("at S = 2 (3 instances) the history replay's fresh gain holds 0 and in-sample minus"
+            " it is above 0; the opening decision's fresh gain holds 0 and its selection is"
+            " above 0") in text
+    assert "at S = 8 (3 instances) the history replay's fresh gain is above 0" in text
     assert text.endswith("the two intervals do not overlap.")
     assert study.reading([noisy, noisy]).endswith("do not show it shrink or grow.")

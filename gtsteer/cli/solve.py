@@ -18,9 +18,10 @@ from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
+    READERS,
     solve_config,
 )
-from gtsteer.runs.solve_schema import HeadToHead, Metric, SolveSummary
+from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
 
 
@@ -85,6 +86,8 @@ def print_summary(summary: SolveSummary) -> None:
             + (f", {summary.heldout_pooled} mixed over deals the player cannot tell apart"
                if summary.heldout_pooled else "")
         )
+        if summary.heldout_metrics is not None:
+            print_heldout(summary.heldout_metrics)
         if (missing := summary.num_solved - len(summary.heldout_instances)) > 0:
             console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
                           " see `heldout_failure` in games/<i>.json[/]")
@@ -92,6 +95,28 @@ def print_summary(summary: SolveSummary) -> None:
         console.print(
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {escape(failure.reason)}"
         )
+
+
+def print_heldout(held: HeldOutMetrics) -> None:
+    """The held-out gain: its clean part, then each replay per player and decision depth."""
+    table = Table("replay", "player", "depth", "mean", "95% CI", "n",
+                  title="CFR gain on fresh samples (others on `any`)",
+                  caption="clean: the first mover's opening decision, replayed exactly (the"
+                  " clean estimate); history: every decision by action history, blind to the"
+                  " fresh text; nearest, distilled: replays that read the fresh text")
+
+    def row(label: str, player: str, depth: str, m: Metric, end: bool = False) -> None:
+        table.add_row(label, player, depth, _fmt(m.mean), _ci(m), str(m.n), end_section=end)
+
+    first = str(held.clean_player)
+    row("clean", first, "0 exact", held.clean)
+    row("  in-sample", first, "0", held.clean_in_sample)
+    row("  selection", first, "0", held.clean_selection, end=True)
+    for name, replay in held.replays.items():
+        for cell in replay.by_depth:
+            row(name, str(cell.player), f"{cell.depth}{' exact' if cell.exact else ''}", cell.gain)
+        row(name, "mean", "all", replay.cfr_gain, end=True)
+    console.print(table)
 
 
 def print_roles(roles: dict[str, RoleRecord]) -> None:
@@ -181,6 +206,16 @@ def solve(
             " CFR never chose from; costs part of a second tree per instance).",
         ),
     ] = False,
+    heldout_readers: Annotated[
+        str,
+        typer.Option("--heldout-readers", help="Comma-separated replays that read the fresh"
+                     f" text, beside the history replay ({', '.join(READERS)}; '' for none)."),
+    ] = ",".join(READERS),
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", help="The readers' text embedder (default: MiniLM, shipped"
+                     " offline; a sentence-transformers name or directory)."),
+    ] = None,
     max_calls: Annotated[
         int,
         typer.Option("--max-calls", help="Refuse a run whose worst-case game trees need more"
@@ -207,6 +242,8 @@ def solve(
             out_dir=out,
             deals=deals,
             heldout=heldout,
+            readers=[r.strip() for r in heldout_readers.split(",") if r.strip()],
+            embedder=embedder,
             progress=not quiet,
             max_calls=max_calls,
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),

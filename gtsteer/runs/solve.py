@@ -7,7 +7,7 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -22,6 +22,7 @@ from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
+from gtsteer.llm.embed import Embedder
 from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
@@ -33,19 +34,22 @@ from gtsteer.runs.output import (
     write_text,
 )
 from gtsteer.runs.solve_schema import (
+    DepthMetric,
     Failure,
     GameRecord,
     HeadToHead,
+    HeldOutMetrics,
     InfoStatePolicy,
     InstructionDistribution,
     Metric,
     Metrics,
+    ReplayMetrics,
     SolveSummary,
 )
 from gtsteer.runs.units import RayOptions, run_units
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
-from gtsteer.solvers.heldout import measure_heldout
+from gtsteer.solvers.heldout import HeldOutGain, ReaderFactory, ReplayGain, measure_heldout
 from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
@@ -57,6 +61,9 @@ SUMMARY_FILE = "summary.json"
 #: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
 #: `max_calls` (`--max-calls`) is raised: ~120 times the 30-game schedule_meeting_dow run.
 DEFAULT_MAX_CALLS = 1_000_000
+#: The held-out replays that read the fresh text (`gtsteer.imitation.readers`), beside the
+#: history replay that every `--heldout` run measures.
+READERS = ("nearest", "distilled")
 
 
 class GameTooLargeError(ValueError):
@@ -112,6 +119,8 @@ def solve_config(
     report: Callable[[str], None] | None = None,
     ray: RayOptions | None = None,
     endpoint: Endpoint | None = None,
+    readers: Sequence[str] = READERS,
+    embedder: str | Embedder | None = None,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -122,7 +131,11 @@ def solve_config(
 
     `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
     positions (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on
-    sampling noise does not count as gain. It costs part of a second tree per instance.
+    sampling noise does not count as gain. It costs part of a second tree per instance. Its
+    first mover's opening decision is replayed exactly (the clean estimate); later decisions
+    are replayed by action history and by each of `readers` (`READERS`), which read the fresh
+    text through `embedder` (a name for `gtsteer.llm.embed.get_embedder`, default MiniLM;
+    an `Embedder` object only without Ray).
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
     instance in it is solved, and `games` is ignored. It is checked against the config first.
@@ -146,13 +159,23 @@ def solve_config(
     if deals is not None:
         spec = spec.with_deals(deals)
     check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
+    unknown = sorted(set(readers) - set(READERS))
+    if unknown:
+        raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")
+    if ray is not None and isinstance(embedder, Embedder):
+        raise ValueError("embedder: give a name on Ray (each worker loads its own)")
+    if heldout and readers and not isinstance(embedder, Embedder):
+        from gtsteer.llm.embed import get_embedder
+
+        get_embedder(embedder, strict=True)  # an unusable name fails before any LLM call
     model, _, role_models = pick_roles(spec, endpoint, llm)
     model_name = model.model
     out = run_folder("solve", config_path, model, seed, out_dir)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
 
     jobs = [InstanceJob(spec, instance, str(config_path), seed, solver, iterations, heldout,
-                        progress=progress and ray is None)  # on Ray: one bar of instances
+                        progress=progress and ray is None,  # on Ray: one bar of instances
+                        readers=tuple(readers) if heldout else (), embedder=embedder)
             for instance in chosen]
 
     def write_game(_: int, done: InstanceOutcome) -> None:
@@ -215,6 +238,7 @@ def solve_config(
             summary.metrics.cfr_gain_heldout = _metric([h.cfr_gain for h in held])
             summary.metrics.cfr_gain_heldout_normalized = _metric(
                 [h.cfr_gain_normalized for h in held])
+            summary.heldout_metrics = _heldout_metrics(held)
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
     finish_run_dir(out, SUMMARY_FILE, summary)
@@ -233,6 +257,8 @@ class InstanceJob:
     iterations: int
     heldout: bool
     progress: bool
+    readers: tuple[str, ...] = ()
+    embedder: str | Embedder | None = None
 
 
 @dataclass
@@ -250,7 +276,23 @@ def solve_instance(job: InstanceJob, model: LLM) -> InstanceOutcome:
     build = partial(make_game, job.spec, job.instance, model, config=job.config, seed=job.seed)
     # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
     fresh = partial(build, sample_offset=job.spec.num_llm_seeds) if job.heldout else None
-    return _solve_instance(build, job.instance, job.solver, job.iterations, job.progress, fresh)
+    readers = reader_factories(job.readers, job.embedder) if job.heldout else {}
+    return _solve_instance(build, job.instance, job.solver, job.iterations, job.progress, fresh,
+                           readers)
+
+
+def reader_factories(names: Sequence[str], embedder: str | Embedder | None
+                     ) -> dict[str, ReaderFactory]:
+    """The text-reading replays called `names` (`READERS`), reading through `embedder`."""
+    if not names:
+        return {}
+    from gtsteer.imitation.readers import distilled_reader, nearest_reader
+    from gtsteer.llm.embed import get_embedder
+
+    emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
+    made: dict[str, Callable[[Embedder], ReaderFactory]] = {
+        "nearest": nearest_reader, "distilled": distilled_reader}
+    return {name: made[name](emb) for name in names}
 
 
 def _solve_instance(
@@ -260,6 +302,7 @@ def _solve_instance(
     iterations: int,
     progress: bool,
     build_heldout: Callable[[], DialogueGame] | None = None,
+    readers: Mapping[str, ReaderFactory] | None = None,
 ) -> InstanceOutcome:
     """Build, expand, solve and measure one game. Any exception (an LLM error, a utility bug,
     a SpielError in a metric) marks this record failed with its stage, never the whole run.
@@ -286,7 +329,7 @@ def _solve_instance(
         if build_heldout is not None:
             try:
                 record.heldout = measure_heldout(game, result.policy, build_heldout(),
-                                                 progress=progress)
+                                                 readers=readers, progress=progress)
             except StorageError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
@@ -327,6 +370,34 @@ def _dump(report: Any) -> dict[str, Any]:
 
 def _metric(values: list[float]) -> Metric:
     return Metric(per_instance=values, **mean_ci(values).model_dump())
+
+
+def _replay_metrics(gains: list[ReplayGain | HeldOutGain]) -> ReplayMetrics:
+    players = len(gains[0].cfr_gain_per_player)
+    cells = [(d.player, d.depth, d.exact) for d in gains[0].by_depth]
+    return ReplayMetrics(
+        cfr_gain=_metric([g.cfr_gain for g in gains]),
+        cfr_gain_normalized=_metric([g.cfr_gain_normalized for g in gains]),
+        per_player=[_metric([g.cfr_gain_per_player[p] for g in gains]) for p in range(players)],
+        by_depth=[DepthMetric(player=p, depth=d, exact=exact,
+                              gain=_metric([g.by_depth[k].gain for g in gains]))
+                  for k, (p, d, exact) in enumerate(cells)],
+    )
+
+
+def _heldout_metrics(held: list[HeldOutGain]) -> HeldOutMetrics:
+    """Over instances: the clean estimate, and each replay per player and depth."""
+    names = [name for name in held[0].readers if all(name in h.readers for h in held)]
+    replays: dict[str, ReplayMetrics] = {"history": _replay_metrics(list(held))}
+    replays |= {name: _replay_metrics([h.readers[name] for h in held]) for name in names}
+    return HeldOutMetrics(
+        clean_player=held[0].clean_player,
+        clean=_metric([h.clean_gain for h in held]),
+        clean_normalized=_metric([h.clean_gain_normalized for h in held]),
+        clean_in_sample=_metric([h.clean_gain_in_sample for h in held]),
+        clean_selection=_metric([h.clean_gain_in_sample - h.clean_gain for h in held]),
+        replays=replays,
+    )
 
 
 def _metrics(solved: list[GameValues]) -> Metrics:

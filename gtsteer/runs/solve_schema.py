@@ -19,10 +19,12 @@ from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
 from gtsteer.solvers.metrics import MeanCI
 
+#: 4: message seeds drawn from the chance path (other samples than 3's); the held-out gain per
+#: player and decision depth, its clean part and the text-reading replays (`heldout_metrics`).
 #: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class Metric(MeanCI):
@@ -40,10 +42,48 @@ class Metrics(BaseModel):
     cfr_gain: Metric
     #: cfr_gain / (payoff max - payoff min), in [-1, 1].
     cfr_gain_normalized: Metric
-    #: `--heldout`: the CFR gain of the same policies replayed on fresh LLM samples of the
-    #: solved positions (per instance in `heldout_instances` order); None without it.
+    #: `--heldout`: the CFR gain of the same policies replayed by action history on fresh LLM
+    #: samples of the solved positions (per instance in `heldout_instances` order; None
+    #: without it). Content-blind after the first message: `heldout_metrics` has the clean
+    #: part and the replays that read the fresh text.
     cfr_gain_heldout: Metric | None = None
     cfr_gain_heldout_normalized: Metric | None = None
+
+
+class DepthMetric(BaseModel):
+    """One (player, decision depth) share of a replay's held-out gain, over instances."""
+
+    player: int
+    depth: int
+    exact: bool  # replayed exactly (nothing sampled before it): the clean estimate
+    gain: Metric
+
+
+class ReplayMetrics(BaseModel):
+    """One replay's held-out CFR gain over instances (see `gtsteer.solvers.heldout`)."""
+
+    cfr_gain: Metric  # mean over players
+    cfr_gain_normalized: Metric
+    per_player: list[Metric]
+    by_depth: list[DepthMetric]
+
+
+class HeldOutMetrics(BaseModel):
+    """`--heldout`, over the instances in `heldout_instances`.
+
+    `clean`: the first mover's opening decision replayed exactly on fresh samples (its later
+    decisions and the other players on `any`): the clean estimate. `replays["history"]`
+    replays every decision by action history, blind to the fresh text after the first
+    message; the other replays read the fresh text (`nearest`, `distilled`)."""
+
+    clean_player: int
+    clean: Metric
+    clean_normalized: Metric
+    #: The same share on the solved tree, and in-sample minus fresh per instance: the opening
+    #: decision's selection on sampling noise (exact: that decision is replayed exactly).
+    clean_in_sample: Metric
+    clean_selection: Metric
+    replays: dict[str, ReplayMetrics]
 
 
 class HeadToHead(BaseModel):
@@ -118,6 +158,8 @@ class SolveSummary(RunResult):
     #: Dealt games: decisions whose replayed policy mixed solved information states of deals
     #: the player cannot tell apart (see `gtsteer.solvers.heldout`).
     heldout_pooled: int = 0
+    #: The held-out gain per replay, player and depth, and its clean part (None without it).
+    heldout_metrics: HeldOutMetrics | None = None
 
     def numbers(self) -> dict[str, Any]:
         """Everything that must be identical on a rerun (all but `llm_calls`, `llm_cost_usd`

@@ -3,39 +3,82 @@ A metric (beside `solvers.metrics`) that writes no file; `runs/solve.py` is its 
 
 The paper's CFR gain is measured on the very samples CFR optimised over, so with a few samples
 per message an instruction whose samples happened to score well looks better than it is. Here
-the same instance is built again with every message seeded as sample i + num_llm_seeds (samples
-the solver never saw), the CFR policy is replayed position by position (`Replayed`: same action
-history, same information state in the solved tree) and the gain is measured there. Selection
-on sampling noise does not survive that; an effect of the instructions does. In a dealt game
-the replayed player mixes its solved policies over the deals it cannot tell apart: in the
-solved tree the other player's words often reveal the deal (a guilty suspect's reply differs
-from an innocent one's), and replaying by history alone would hand it the deal itself.
+the same instance is built again with every message seeded as a path of samples i +
+num_llm_seeds (samples the solver never saw) and the solved policy is played on that tree.
+
+What can be replayed exactly is limited. The first mover's opening decision sees nothing
+sampled: its information state on the fresh tree is the solved one word for word, so its
+policy is replayed exactly, and its share of the gain (`clean_gain`) is the clean estimate of
+what the guidance is worth on new samples. Every later decision reads a message that was
+sampled anew. Replayed by action history (`Replayed`, the `history` numbers), the player
+plays the policy solved for the *solved* message k while reading a *different* fresh message
+k: a content-blind policy, whose loss against the in-sample gain is not selection on sampling
+noise. Replays that read the fresh text (`readers`, e.g. the nearest solved information state
+by embedding, or the distilled policy) are measured beside it. Every replay is reported per
+player and per decision depth (`DepthGain`): the gain of playing the policy at the player's
+decisions up to that depth and `any` after, minus the same up to the depth before; the shares
+add up to the player's gain.
+
+In a dealt game the history replay mixes the solved policies over the deals the player cannot
+tell apart: in the solved tree the other player's words often reveal the deal, and replaying
+by history alone would hand it the deal itself.
 
 Only the branches the gain needs are expanded: at a player's decision, `any` where the path
-so far is the baseline's or another player's deviation, and the replayed policy's support
-where it is this player's own deviation (the others on `any`, its own choices in its support).
+so far is the baseline's or another player's deviation, and, on this player's own deviation
+(the others on `any`), `any` and every replay's support.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import numpy as np
 import pyspiel
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import DialogueGame, DialogueState, expand_sync
 from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.evaluate import (
     Indistinct,
     Replayed,
+    Strategy,
     expected_returns,
     fixed,
+    tabular,
     truncated,
 )
-from gtsteer.solvers.metrics import cfr_gain
 
 #: Actions the CFR average policy plays below this probability are not replayed (and their
 #: branches not expanded); the value error is at most that mass times the payoff range.
 SUPPORT_TOLERANCE = 1e-3
+
+
+class DepthGain(BaseModel):
+    """One decision depth's share of a player's fresh-sample gain: V(the policy at the player's
+    decisions up to `depth`, `any` after) minus the same up to the depth before (others on
+    `any`). A player's shares add up to its gain."""
+
+    player: int
+    depth: int  # messages sampled before the decision
+    gain: float
+    #: Nothing sampled precedes the decision, so the player's information state is the solved
+    #: one word for word and its policy is replayed exactly: the clean estimate.
+    exact: bool
+
+
+class ReplayGain(BaseModel):
+    """The fresh-sample CFR gain of one replay of the solved policy."""
+
+    cfr_gain: float  # mean over players
+    cfr_gain_normalized: float
+    cfr_gain_per_player: list[float]
+    by_depth: list[DepthGain]
+    #: Decisions where the fresh information state was a solved one word for word (played
+    #: from the table), was read (matched or predicted from its text), or had no counterpart
+    #: (played `any`), as the replay counts them.
+    verbatim: int = 0
+    read: int = 0
+    unmatched: int = 0
 
 
 class HeldOutGain(BaseModel):
@@ -43,11 +86,26 @@ class HeldOutGain(BaseModel):
 
     #: Message sample i of the held-out tree is seeded as sample i + sample_offset.
     sample_offset: int
+    #: The history replay (content-blind after the first message; see the module docstring).
     cfr_gain: float  # mean over players, as the in-sample `values.cfr_gain`
     cfr_gain_normalized: float  # / payoff range
     cfr_gain_per_player: list[float]
+    by_depth: list[DepthGain] = Field(default_factory=list)
+    #: The clean estimate: the first mover's opening decision, replayed exactly (its later
+    #: decisions and every other player on `any`), minus V(all `any`), for that player.
+    clean_player: int = 0
+    clean_gain: float = 0.0
+    clean_gain_normalized: float = 0.0
+    #: The same share on the solved tree (the samples CFR chose from): the opening decision's
+    #: in-sample gain minus `clean_gain` is its selection on sampling noise, measured exactly.
+    clean_gain_in_sample: float = 0.0
+    #: The solved policy's in-sample gain per player and depth (the same decomposition).
+    in_sample_by_depth: list[DepthGain] = Field(default_factory=list)
+    #: Replays that read the fresh text, by name (`nearest`, `distilled`), measured on the
+    #: same fresh tree.
+    readers: dict[str, ReplayGain] = Field(default_factory=dict)
     value_any: list[float]  # each player's value when all play `any`, on the fresh samples
-    #: Decision positions where the replayed policy was asked to act. The solved tree lacks
+    #: Decision positions where the history replay was asked to act. The solved tree lacks
     #: some of them (its dialogue ended earlier there): `borrowed` ones played the mean of the
     #: solved policies for the same instructions under the other samples; `unmatched` ones,
     #: with no such position at all, played `any`.
@@ -59,6 +117,11 @@ class HeldOutGain(BaseModel):
     pooled: int = 0
     support_tolerance: float
     new_calls: int  # LLM calls the held-out measurement cost this run (0 when cached)
+
+
+#: Builds a replay that reads the fresh text from the solved game and its (truncated) policy;
+#: it is called with the fresh tree's states.
+ReaderFactory = Callable[[DialogueGame, PolicyTable], Strategy]
 
 
 class HeldOutError(RuntimeError):
@@ -85,30 +148,38 @@ def measure_heldout(
     table: PolicyTable,
     fresh: DialogueGame,
     *,
+    readers: Mapping[str, ReaderFactory] | None = None,
     support_tolerance: float = SUPPORT_TOLERANCE,
     progress: bool = True,
 ) -> HeldOutGain:
     """CFR gain of `table` (computed on `solved`) replayed on `fresh`, the same instance
-    built with a `sample_offset` (other LLM samples of the same positions)."""
+    built with a `sample_offset` (other LLM samples of the same positions): by action history,
+    and by each of `readers` (replays that read the fresh text)."""
     if fresh.sample_offset == solved.sample_offset:
         raise ValueError("the held-out game must draw other samples: give it another sample_offset")
     n = fresh.num_players()
     any_actions = [fresh.any_action(p) for p in range(n)]
     baseline = fixed(any_actions)
+    kept = truncated(table, support_tolerance)
     # Other message samples may stand in for a missing position; other deals may not (they
     # change what the player privately knows). Deals that give the player the same private
     # information are always mixed: it cannot tell them apart.
-    policy = Replayed(truncated(table, support_tolerance), solved, baseline,
-                      resample=lambda state: not state.is_deal_node(),
-                      indistinct=same_private_info(solved))
+    history = Replayed(kept, solved, baseline,
+                       resample=lambda state: not state.is_deal_node(),
+                       indistinct=same_private_info(solved))
+    replays: dict[str, Strategy] = {"history": history}
+    for name, build in (readers or {}).items():
+        if name in replays:
+            raise ValueError(f"readers: {name!r} is taken (the history replay)")
+        replays[name] = build(solved, kept)
     before = fresh.llm.usage
 
     def support(state: pyspiel.State) -> set[int]:
-        return {a for a, p in policy(state) if p > 0.0}
+        return {a for replay in replays.values() for a, p in replay(state) if p > 0.0}
 
     def follow(state: DialogueState) -> list[int]:
         """The actions some measured profile plays here: everyone `any` (the baseline), or
-        one player i on the replayed policy with the others on `any` (i's deviation)."""
+        one player i on a replay (up to some depth, `any` after) with the others on `any`."""
         player = state.current_player()
         walk = fresh.new_initial_state()
         moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
@@ -117,37 +188,87 @@ def measure_heldout(
                 moves[walk.current_player()].append((walk.clone(), action))
             walk.apply_action(action)
         on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
-        on_policy = [all(a in support(s) for s, a in moves[p]) for p in range(n)]
+        on_replay = [all(a == any_actions[p] or a in support(s) for s, a in moves[p])
+                     for p in range(n)]
 
         def deviation_reaches(i: int) -> bool:
-            return on_policy[i] and all(on_any[p] for p in range(n) if p != i)
+            return on_replay[i] and all(on_any[p] for p in range(n) if p != i)
 
         out = set()
         if all(on_any) or any(deviation_reaches(i) for i in range(n) if i != player):
             out.add(any_actions[player])
         if deviation_reaches(player):
-            out |= support(state)
-        return sorted(out) or [any_actions[player]]
+            out |= support(state) | {any_actions[player]}
+        return sorted(out)
 
     report = expand_sync(fresh, progress=progress, follow=follow)
     if report.failed:
         raise HeldOutError(f"held-out tree: {report.reason}")
-    # Count only what the measurement itself asks of the policy (expansion asked more).
-    for seen in (policy.hits, policy.borrowed, policy.misses, policy.pooled):
-        seen.clear()
-    gains = cfr_gain(fresh, policy, baseline)
+    # Count only what the measurement itself asks of the policies (expansion asked more).
+    for replay in replays.values():
+        for kind in ("hits", "borrowed", "misses", "pooled", "verbatim", "read", "unmatched"):
+            getattr(replay, kind, set()).clear()
     span = fresh.max_utility() - fresh.min_utility()
-    gain = float(np.mean(gains))
+    base = expected_returns(fresh, [baseline] * n)
+    gains = {name: _replay_gain(fresh, replay, baseline, base, span)
+             for name, replay in replays.items()}
+    blind = gains.pop("history")
+    own = _replay_gain(solved, tabular(table), baseline,
+                       expected_returns(solved, [baseline] * n), span)
+    first = fresh.first_player
+    clean = next(d.gain for d in blind.by_depth if d.player == first and d.exact)
     return HeldOutGain(
         sample_offset=fresh.sample_offset,
-        cfr_gain=gain,
-        cfr_gain_normalized=gain / span,
-        cfr_gain_per_player=gains,
-        value_any=[float(v) for v in expected_returns(fresh, [baseline] * n)],
-        decisions=len(policy.hits | policy.borrowed | policy.misses),
-        borrowed=len(policy.borrowed),
-        unmatched=len(policy.misses),
-        pooled=len(policy.pooled),
+        cfr_gain=blind.cfr_gain,
+        cfr_gain_normalized=blind.cfr_gain_normalized,
+        cfr_gain_per_player=blind.cfr_gain_per_player,
+        by_depth=blind.by_depth,
+        clean_player=first,
+        clean_gain=clean,
+        clean_gain_normalized=clean / span,
+        clean_gain_in_sample=next(d.gain for d in own.by_depth if d.player == first and d.exact),
+        in_sample_by_depth=own.by_depth,
+        readers=gains,
+        value_any=[float(v) for v in base],
+        decisions=len(history.hits | history.borrowed | history.misses),
+        borrowed=len(history.borrowed),
+        unmatched=len(history.misses),
+        pooled=len(history.pooled),
         support_tolerance=support_tolerance,
         new_calls=fresh.llm.usage.since(before).new_calls,
+    )
+
+
+def _up_to(replay: Strategy, baseline: Strategy, depth: int) -> Strategy:
+    """`replay` at decisions after at most `depth` messages, `baseline` after."""
+
+    def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
+        return replay(state) if state.replies <= depth else baseline(state)
+
+    return strategy
+
+
+def _replay_gain(game: DialogueGame, replay: Strategy, baseline: Strategy, base: np.ndarray,
+                 span: float) -> ReplayGain:
+    """Per player and decision depth, the gain of `replay` over `baseline` (others on it)."""
+    n = game.num_players()
+    per_player, by_depth = [], []
+    for player in range(n):
+        depths = [d for d in range(game.reply_limit) if (game.first_player + d) % n == player]
+        value = float(base[player])
+        start = value
+        for depth in depths:
+            joint = [baseline] * n
+            joint[player] = _up_to(replay, baseline, depth)
+            reached = float(expected_returns(game, joint)[player])
+            by_depth.append(DepthGain(player=player, depth=depth, gain=reached - value,
+                                      exact=depth == 0))
+            value = reached
+        per_player.append(value - start)
+    gain = float(np.mean(per_player))
+    return ReplayGain(
+        cfr_gain=gain, cfr_gain_normalized=gain / span, cfr_gain_per_player=per_player,
+        by_depth=by_depth,
+        verbatim=len(getattr(replay, "verbatim", ())), read=len(getattr(replay, "read", ())),
+        unmatched=len(getattr(replay, "unmatched", ())),
     )
