@@ -90,7 +90,10 @@ def measure(model: str, folder: Path, seed: int = 0) -> dict:
             "end_reason": state.end_reason}
 
 
-def pct(n: int, of: int) -> str:
+def pct(n: int | None, of: int) -> str:
+    """`n/of (share)`; "n/r" for a count not recorded (a first try of a game stored before)."""
+    if n is None:
+        return "n/r"
     return f"{n}/{of} ({n / of:.0%})" if of else "0/0"
 
 
@@ -98,13 +101,32 @@ COUNTS = ("lines", "distinct", "cut", "out_of_character", "empty", "echoes", "re
           "at_limit", "speak_calls")
 
 
+def first_try(report: dict, flag: str) -> int | None:
+    """A count of the lines' first tries, before the resample guard (None: not recorded;
+    absent from rows measured before they were counted)."""
+    return report.get(f"first_try_{flag}")
+
+
+def summed(games: list[dict], flag: str) -> int | None:
+    counts = [first_try(g["report"], flag) for g in games]
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
+def rates(r: dict, n: int, first: dict[str, int | None]) -> str:
+    """The distinct, cut, out-of-character and empty cells, each guarded count beside its first
+    try's."""
+    return (f"{pct(r['distinct'], n)} | {pct(first['distinct'], n)} | {pct(r['cut'], n)} | "
+            f"{pct(first['cut'], n)} | {pct(r['out_of_character'], n)} | "
+            f"{pct(r['empty'], n)} | {pct(first['empty'], n)}")
+
+
 def total_row(model: str, games: list[dict]) -> str:
     """One model's games summed (a share over all their lines), before the per-game rows."""
     t = {k: sum(g["report"].get(k, 0) for g in games) for k in COUNTS}
     n = t["lines"]
+    first = {flag: summed(games, flag) for flag in ("distinct", "cut", "empty")}
     mean_s = sum(g["game_s"] for g in games) / len(games)
-    return (f"| `{model}`, all {len(games)} games | {n} | {pct(t['distinct'], n)} | "
-            f"{pct(t['cut'], n)} | {pct(t['out_of_character'], n)} | {pct(t['empty'], n)} | "
+    return (f"| `{model}`, all {len(games)} games | {n} | {rates(t, n, first)} | "
             f"{t['echoes']} | {t['resampled']} | {pct(t['at_limit'], t['speak_calls'])} | "
             f"{mean_s:.0f} s a game | | |")
 
@@ -118,10 +140,11 @@ def section_name(label: str) -> str:
 
 
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
-    table = [("| model | lines | distinct | cut mid-sentence | out of character | empty | "
-             "echoes stripped | resampled | speak calls at the token limit | "
-             "time per game (wall) | result | played (UTC) |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    table = [("| model | lines | distinct | first try distinct | cut mid-sentence | "
+              "first try cut | out of character | empty | first try empty | "
+              "echoes stripped | resampled | speak calls at the token limit | "
+              "time per game (wall) | result | played (UTC) |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     examples = []
     for model in dict.fromkeys(row["model"] for row in rows):
         games = [row for row in rows if row["model"] == model]
@@ -130,10 +153,9 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
     for row in rows:
         r, n = row["report"], row["report"]["lines"]
         wall = f" ({row['wall_s']:.0f} s)" if row["wall_s"] else ""
+        first = {flag: first_try(r, flag) for flag in ("distinct", "cut", "empty")}
         table.append(
-            f"| `{row['model']}`{seed_note(row)} | {n} | {pct(r['distinct'], n)} | "
-            f"{pct(r['cut'], n)} | "
-            f"{pct(r['out_of_character'], n)} | {pct(r['empty'], n)} | {r['echoes']} | "
+            f"| `{row['model']}`{seed_note(row)} | {n} | {rates(r, n, first)} | {r['echoes']} | "
             f"{r.get('resampled', 0)} | "
             f"{pct(r['at_limit'], r['speak_calls'])} | {row['game_s']:.0f} s{wall} | "
             f"{row['winner'] or 'no winner'} after day {row['days']} "
@@ -151,8 +173,10 @@ Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model and see
 seed 0 unless the row names another, 2 days, 6 discussion turns a day, an empty response cache
 each), played one at a time. Lines are the bots' public lines (introductions and turns;
 `gtsteer.werewolf.line_quality` says what each column counts; *resampled*: extra samples for
-lines that came out empty, repeated or cut). Time per game: from the game's creation to its last
-step; in brackets the command's wall time, model loading included.
+lines that came out empty, repeated or cut). Distinct, cut and empty count the lines kept, after
+that guard resampled exactly those failures; the *first try* columns count each line's first
+sample instead (n/r: a game stored before first tries were kept). Time per game: from the
+game's creation to its last step; in brackets the command's wall time, model loading included.
 
 {chr(10).join(table)}
 

@@ -160,7 +160,26 @@ def test_a_model_with_grouped_kernels_batches_on_unrepacked_weights() -> None:
     assert engine.batcher.peak_active > 1  # it really decoded several sequences together
     assert five.engine().repacked is False
     assert asyncio.run(serve(five, work)) == batched
-    assert LocalBackend("local:gemma3-270m", batch=1, threads=1).engine().repacked is True
+    one = LocalBackend("local:gemma3-270m", batch=1, threads=1)
+    assert one.engine().repacked is True
+    # the cache keys follow the weights: the unrepacked sizes share one, B = 1 has its own
+    assert eight.identity() == five.identity() == {**one.identity(), "weights": "unrepacked"}
     smol = backend(8).engine()
     assert smol.batcher is not None and smol.batcher.rows_per_decode == 8
     assert smol.repacked is True and smol.unbatched_reason is None
+    assert backend(8).identity() == backend(1).identity()  # SmolLM2: B = 1's key and answers
+
+
+@pytest.mark.slow
+def test_batching_on_the_repacked_weights_answers_as_one_at_a_time() -> None:
+    """Gemma 3 at B = 3 keeps the repacked weights (decodes of 3 rows are exact on them) and
+    batches: its answers are B = 1's, so the two share a cache key. The weights, not the path
+    (batch engine or one at a time), decide the answers."""
+    work = [item for item in requests() if item[0] != "json"][:8]
+    three, one = (LocalBackend("local:gemma3-270m", batch=b, threads=1) for b in (3, 1))
+    batched = asyncio.run(serve(three, work))
+    engine = three.engine()
+    assert engine.batcher is not None and engine.batcher.peak_active > 1
+    assert engine.repacked is True
+    assert batched == asyncio.run(serve(one, work))
+    assert three.identity() == one.identity() and "weights" not in one.identity()

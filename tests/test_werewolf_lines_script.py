@@ -31,6 +31,11 @@ def test_a_stored_game_is_measured_and_rendered(tmp_path: Path) -> None:
     start, end = script.benchdoc.markers("werewolf_lines_after")
     assert section.startswith(start) and section.endswith(end)
     assert f"| `fake` | {report['lines']} | " in section
+    n = report["lines"]
+    first = report["first_try_distinct"]
+    assert first is not None and first <= n  # a new game keeps its first tries
+    assert (f"| `fake` | {n} | {script.pct(report['distinct'], n)} | {script.pct(first, n)} | "
+            in section)
     assert "(after)" in section.splitlines()[1]
 
 
@@ -57,3 +62,24 @@ def test_games_of_several_seeds_get_a_total_row(tmp_path: Path) -> None:
     distinct = sum(r["report"]["distinct"] for r in rows)
     assert f"| `fake`, all 2 games | {lines} | {distinct}/{lines} " in section
     assert "| `fake` seed 3 | " in section and "| `fake` | " in section
+
+
+def test_a_row_without_first_tries_renders_them_as_not_recorded(tmp_path: Path) -> None:
+    """Rows measured from games stored before first tries were kept (or saved before they were
+    counted) show n/r, in their own row and in the model's total."""
+    script = load("werewolf_lines")
+    rows = []
+    for seed in (0, 3):
+        folder = script.game_folder(tmp_path, "fake", seed)
+        stored_game(folder, seed)
+        rows.append(script.measure("fake", folder, seed))
+    for key in ("first_try_distinct", "first_try_cut", "first_try_empty"):
+        del rows[1]["report"][key]
+    section = script.render(rows, "cmd", "abc1234")
+    total = next(line for line in section.splitlines() if "all 2 games" in line)
+    old = next(line for line in section.splitlines() if line.startswith("| `fake` seed 3 |"))
+    for line in (total, old):
+        cells = [c.strip() for c in line.split("|")]
+        assert (cells[4], cells[6], cells[9]) == ("n/r", "n/r", "n/r")
+    new = next(line for line in section.splitlines() if line.startswith("| `fake` |"))
+    assert "n/r" not in new

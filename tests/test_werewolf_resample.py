@@ -142,3 +142,40 @@ def test_a_bot_that_tells_itself_who_it_is_samples_again() -> None:
     _, decision, records, _ = decide(state, [f"You are {want.actor}.", "The mill was quiet."])
     assert decision.text == "The mill was quiet."
     assert (decision.echoes, decision.resampled, len(records)) == (0, 1, 2)
+
+
+def test_first_try_rates_show_the_failures_the_guard_resampled() -> None:
+    """Three introductions whose first tries come out empty, as a repeat and cut, each fixed by
+    the second try: the kept lines read clean, their first tries do not."""
+    state = table("WWDTMVV")
+    backend = ScriptBackend(["", "I bake bread by the mill.",
+                             "I bake bread by the mill.", "I mend nets at the pier.",
+                             "Well, I think that", "The well has been quiet.",
+                             "I keep the inn."])
+    pool = LLMPool(lambda model: LLM(model, backend=backend, use_cache=False))
+    decisions, calls = [], []
+    for _ in range(4):
+        decision, records = bot_decision(state, pending(state), pool)
+        decisions.append(decision)
+        calls += records
+        state = step(state, decision)
+    assert [d.kind for d in decisions] == ["speak"] * 4
+    assert [d.first_try for d in decisions] == ["", "I bake bread by the mill.",
+                                                "Well, I think that", None]
+    report = read_lines(decisions, calls, token_limit=60)
+    assert (report.lines, report.resampled, report.speak_calls) == (4, 3, 7)
+    assert (report.distinct, report.cut, report.empty) == (4, 0, 0)  # after the guard
+    # first tries: the cut one and the last (kept at once) are fresh; one repeat, one empty
+    assert (report.first_try_distinct, report.first_try_cut, report.first_try_empty) == (2, 1, 1)
+    assert report.share("first_try_distinct") == pytest.approx(0.5)
+
+
+def test_a_game_stored_without_first_tries_reports_them_unrecorded() -> None:
+    """Counting only the first tries that are known would count only those that passed."""
+    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=1),
+             Decision(kind="speak", actor="Ben", text="Hi there.")]
+    report = read_lines(lines, [], token_limit=60)
+    assert report.distinct == 2
+    assert (report.first_try_distinct, report.first_try_cut, report.first_try_empty) == (
+        None, None, None)
+    assert report.share("first_try_cut") is None

@@ -180,7 +180,8 @@ def bot_decision(
         best = max(tries, key=lambda t: t[0])
         _, text, echoes, used = best if best[0] else tries[-1]
         return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
-                        echoes=echoes, resampled=len(tries) - 1, **common), records
+                        echoes=echoes, resampled=len(tries) - 1,
+                        first_try=tries[0][1] if len(tries) > 1 else None, **common), records
 
     if want.kind == "summary":
         budget = 300 if small else 900

@@ -19,8 +19,14 @@ and pack chat are not counted) is read for:
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game;
 - **resampled**: extra samples taken because a try came out empty, repeated an earlier line or
-  ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`): what the repeat, empty and cut counts
-  would have been without them is not seen, so a game reports how often the guard stepped in.
+  ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`). The counts above are of the lines kept,
+  after that guard, so it lowers the repeat, empty and cut counts by construction;
+- **first try**: the distinct, cut and empty counts of each line's first try instead
+  (`Decision.first_try`, the try as the guard judged it), what the model says unguarded; a
+  first try counts as a repeat of the lines kept before it, which it was judged against. None
+  in a game stored before first tries were kept (its resampled lines' first tries are only raw
+  calls, which the bot's cleaning and echo filter would have to be replayed to judge; counting
+  just the known ones would count only the tries that passed).
 
 The rules are surface patterns: they flag what a reader would notice at once, not every
 unconvincing line; `examples` keeps the flagged lines so a reader can check them.
@@ -29,6 +35,7 @@ unconvincing line; `examples` keeps the flagged lines so a reader can check them
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
@@ -85,13 +92,20 @@ class LineReport(BaseModel):
     echoes: int = 0
     #: Extra samples taken for lines that came out empty, repeated or cut (`Decision.resampled`).
     resampled: int = 0
+    #: How many lines' first tries were fresh, cut or empty (the counts above are of the lines
+    #: kept after the resample guard); None: not recorded (a game stored before they were).
+    first_try_distinct: int | None = 0
+    first_try_cut: int | None = 0
+    first_try_empty: int | None = 0
     #: Speak calls that ran into the token limit (of `speak_calls`).
     at_limit: int = 0
     speak_calls: int = 0
     examples: dict[str, list[str]] = Field(default_factory=dict)
 
     def share(self, field: str) -> float | None:
-        return getattr(self, field) / self.lines if self.lines else None
+        """`field` as a share of the lines (None: no lines, or the count is not recorded)."""
+        count = getattr(self, field)
+        return count / self.lines if self.lines and count is not None else None
 
     def keep(self, flag: str, author: str, text: str) -> None:
         kept = self.examples.setdefault(flag, [])
@@ -112,6 +126,8 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
     report = LineReport(speak_calls=len(speak_calls),
                         at_limit=sum(c.completion_tokens >= token_limit for c in speak_calls))
     seen: set[str] = set()
+    first_tries: Counter[str] = Counter()  # flags of the first tries (`first_try_flags`)
+    first_tries_recorded = True
     decisions = list(decisions)
     names = {d.actor for d in decisions if d.actor}
     for d in decisions:
@@ -120,8 +136,13 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
         report.lines += 1
         report.echoes += d.echoes
         report.resampled += d.resampled
+        first = d.text if d.resampled == 0 else d.first_try
+        if first is None:
+            first_tries_recorded = False
+        else:  # before `seen` takes this line: judged against the earlier ones
+            first_tries.update(first_try_flags(first.strip(), seen))
         text = d.text.strip()
-        if not text or text == "...":
+        if is_empty(text):
             report.empty += 1
             report.keep("empty", d.actor, text)
             continue
@@ -137,4 +158,18 @@ def read_lines(decisions: Iterable[Decision], calls: Iterable[CallRecord],
                 or (d.actor in wolves and WOLF_CLAIM.search(text) is not None)):
             report.out_of_character += 1
             report.keep("out_of_character", d.actor, text)
+    for flag in ("distinct", "cut", "empty"):
+        setattr(report, f"first_try_{flag}", first_tries[flag] if first_tries_recorded else None)
     return report
+
+
+def is_empty(text: str) -> bool:
+    return not text or text == "..."
+
+
+def first_try_flags(text: str, seen: set[str]) -> list[str]:
+    """A line's first try, counted as the kept lines are: "empty", else "distinct" when fresh
+    (against the lines kept before it) and "cut" when it ends mid-sentence."""
+    if is_empty(text):
+        return ["empty"]
+    return ["distinct"] * (line_key(text) not in seen) + ["cut"] * (not ends_sentence(text))

@@ -278,6 +278,10 @@ class Decision(BaseModel):
     #: Extra samples this line took because a try came out empty, repeated an earlier line of
     #: its channel or ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`).
     resampled: int = 0
+    #: The first try's line as the guard judged it (cleaned, echoes stripped) when it was
+    #: sampled again; None: `text` is the first try (resampled 0), or the game was stored before
+    #: first tries were kept. The line report's first-try rates read it.
+    first_try: str | None = None
 
 
 class GameState(Snapshot):

@@ -319,13 +319,28 @@ class LocalBackend(Backend):
             self.choice.chat = self.engine().chat
         return self.choice.chat
 
+    def weights(self) -> str:
+        """The layout of the weights that answer: "repacked" (llama.cpp's default, which B = 1
+        always keeps) or "unrepacked" (a batched engine reloaded them because the repacked
+        kernels round a row by its batch neighbours; Gemma 3 and Qwen 0.5B). A batched engine
+        decides it by its start-up probe, so asking loads the model (and probes) once."""
+        if self.batch == 1:
+            return "repacked"
+        return "repacked" if self.engine().repacked else "unrepacked"
+
     def identity(self) -> dict[str, Any]:
-        return {
+        identity = {
             "backend": self.kind,
             "model": self.choice.label,
             "prompting": "chat" if self.chat else "completion",
             "eval": f"blocks{BLOCK}",  # the batch split fixes the logits' low bits
         }
+        # The two layouts answer differently (docs/LOCAL.md). Only the unrepacked one is named:
+        # keys made before the layout was keyed are all of the default layout (B = 1, and
+        # SmolLM2, which never reloads), so they stay valid.
+        if self.weights() == "unrepacked":
+            identity["weights"] = "unrepacked"
+        return identity
 
     def render(self, request: GenerationRequest) -> str:
         """The exact text the model reads for `request` (chat template applied for chat models)."""
