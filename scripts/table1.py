@@ -329,7 +329,12 @@ def heldout_summary(rows: list[Row]) -> str:
     """What the fresh-sample columns say, domain by domain, from the intervals alone."""
     held = [r for r in rows if r.heldout_clean is not None]
     if not held:
-        return "Held out so far: none."
+        older = [f"`{r.domain}`" for r in rows if r.cfr_gain_heldout is not None]
+        return "Held out so far: none." + (
+            f" The fresh-sample column of {', '.join(older)} predates the clean estimate: it"
+            " replays every decision by action history, blind to the fresh text after the"
+            " first message, with one seed per sample index along a path (science review"
+            " 66ff82a), so it says little." if older else "")
     groups: dict[str, list[str]] = {}
     for r in held:
         assert r.heldout_clean is not None
