@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
+from gtsteer.llm.secrets import scrub_secrets
 
 console = Console()
 err_console = Console(stderr=True)
@@ -69,6 +70,7 @@ def friendly_errors() -> Iterator[None]:
         raise typer.Exit(code=2) from None
     except (LLMError, StorageError, ValueError, FileNotFoundError) as exc:
         # escaped: a path or a message may hold [brackets] that Rich would read as markup
-        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
+        shown = escape(scrub_secrets(str(exc)))  # a key a server quoted never reaches stderr
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {shown}",
                           highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None

@@ -6,6 +6,10 @@ from __future__ import annotations
 class LLMError(Exception):
     """Base class for every error raised by gtsteer.llm."""
 
+    #: A served model's whole error text, credentials scrubbed (the message keeps 300
+    #: characters of it); the provider's exception itself is not chained, as it quotes the key.
+    provider_text: str = ""
+
 
 class ModelConfigError(LLMError):
     """The model string, key, or local model file is unusable; nothing was sent."""

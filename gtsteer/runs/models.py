@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gtsteer.binding.run_models import Role, RoleModel
+from gtsteer.binding.run_models import Role, RoleModel, env_name_problem
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
 from gtsteer.llm.cache import public_url
@@ -33,6 +33,10 @@ class Endpoint:
     api_base: str | None = None
     api_key_env: str | None = None
     key_field: str = "--api-key-env"
+
+    def __post_init__(self) -> None:
+        if self.api_key_env is not None and (problem := env_name_problem(self.api_key_env)):
+            raise ModelConfigError(f"{self.key_field}: {problem}")
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:

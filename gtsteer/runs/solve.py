@@ -22,6 +22,7 @@ from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
+from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
@@ -277,7 +278,8 @@ def _solve_instance(
         record.expansion = _dump(report)
         done.terminals = "".join(row.model_dump_json() + "\n" for row in terminal_rows(game))
         if report.failed:
-            record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
+            record.failure_stage = stage
+            record.failure = scrub_secrets(str(report.reason or "expansion failed"))
             return done
         stage = "solve"
         result = solve_cfr(game, solver=solver, iterations=iterations)
@@ -290,14 +292,14 @@ def _solve_instance(
             except StorageError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
-                record.heldout_failure = f"{type(exc).__name__}: {exc}"
+                record.heldout_failure = scrub_secrets(f"{type(exc).__name__}: {exc}")
         done.backend = result.backend
         return done
     except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
         raise
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
-        record.failure_stage, record.failure = stage, f"{type(exc).__name__}: {exc}"
+        record.failure_stage, record.failure = stage, scrub_secrets(f"{type(exc).__name__}: {exc}")
         return done
 
 

@@ -26,7 +26,13 @@ from urllib.parse import urlsplit
 
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import public_url
-from gtsteer.llm.errors import LLMCallError, ModelConfigError, TransientLLMError
+from gtsteer.llm.errors import (
+    LLMCallError,
+    LLMError,
+    ModelConfigError,
+    TransientLLMError,
+)
+from gtsteer.llm.secrets import register_secret, scrub_secrets, scrub_values
 from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
 
 # Providers that run without a key (local servers).
@@ -106,6 +112,7 @@ class LiteLLMBackend(Backend):
         self.api_base = api_base
         self.timeout_s = timeout_s
         self._api_key = api_key  # sent with each request; never part of identity()
+        register_secret(api_key)  # and scrubbed from every error and answer text
         litellm = _litellm()
         try:
             _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
@@ -178,8 +185,10 @@ class LiteLLMBackend(Backend):
         start = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise _classify(exc) from exc
+        except Exception as exc:  # noqa: BLE001 - every provider error is classified
+            # `from None`: litellm's exception quotes the request (its headers, the key) and
+            # would print with any traceback; its scrubbed text travels as `provider_text`.
+            raise _classify(exc) from None
         latency = time.perf_counter() - start
         usage = getattr(response, "usage", None)
         try:
@@ -208,7 +217,9 @@ class LiteLLMBackend(Backend):
             assert json_schema is not None and self.modes.structured is not None
             answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
         response, usage = answer
-        return RawCompletion(text=response.choices[0].message.content or "", usage=usage)
+        text = response.choices[0].message.content or ""
+        # A server that quotes the key in its answer must not get it into the cache.
+        return RawCompletion(text=scrub_values(text), usage=usage)
 
     async def _send_structured(
         self, kwargs: dict[str, Any], json_schema: dict[str, Any], mode: str
@@ -224,7 +235,7 @@ class LiteLLMBackend(Backend):
             try:
                 answer = await self._send_structured(kwargs, json_schema, mode)
             except (TransientLLMError, LLMCallError) as exc:
-                said = f"{exc} {exc.__cause__}"  # the provider's full text, not the 300-char cut
+                said = f"{exc} {exc.provider_text}"  # the provider's whole text, not the 300-char cut
                 if mode != "prompt" and _REJECTS_FORMAT.search(said):
                     continue  # the server named the format it refuses: try the next mode
                 raise
@@ -293,26 +304,6 @@ def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, f
     return {o: scores.get(o, floor if math.isfinite(floor) else -1e9) for o in options}
 
 
-_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
-_SECRET_PARAM = re.compile(r"(?i)\b((?:api[-_]?)?key|token|secret|password|sig)=[^&\s'\"]+")
-_KEY_SHAPED = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
-
-
-def scrub_secrets(text: str) -> str:
-    """Remove credentials from provider error text before it reaches logs or result files.
-
-    Providers echo request URLs and sometimes keys in their errors; those messages end up in
-    stderr, ExpansionReport.reason and results/*.json, so they are cleaned at the one place
-    errors leave the backend.
-    """
-    for name, value in os.environ.items():
-        if len(value) >= 8 and name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET", "_KEY")):
-            text = text.replace(value, "***")
-    text = _URL_CREDENTIALS.sub(r"\1***@", text)
-    text = _SECRET_PARAM.sub(lambda m: f"{m.group(1)}=***", text)
-    return _KEY_SHAPED.sub(lambda m: f"{m.group(1)}-***", text)
-
-
 def _retry_after(exc: Exception) -> float | None:
     """Seconds from the error response's `Retry-After` header (delta-seconds or HTTP date)."""
     headers: Any = getattr(exc, "litellm_response_headers", None)
@@ -337,7 +328,8 @@ def _classify(exc: Exception) -> Exception:
     """Map litellm/OpenAI exceptions to retryable or final gtsteer errors (secrets scrubbed)."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    detail = scrub_secrets(str(exc))[:300]
+    full = scrub_secrets(str(exc))
+    detail = full[:300]
     transient_names = {
         "RateLimitError",
         "InternalServerError",
@@ -347,11 +339,15 @@ def _classify(exc: Exception) -> Exception:
         "APITimeoutError",
         "BadGatewayError",
     }
+    error: LLMError
     if name in transient_names or (isinstance(status, int) and (status == 429 or status >= 500)):
-        return TransientLLMError(f"{name} (status {status}): {detail}", _retry_after(exc))
-    if name == "AuthenticationError":
-        return ModelConfigError(
+        error = TransientLLMError(f"{name} (status {status}): {detail}", _retry_after(exc))
+    elif name == "AuthenticationError":
+        error = ModelConfigError(
             "The provider rejected the API key (authentication error). Check the key in your "
             "environment."
         )
-    return LLMCallError(f"{name} (status {status}): {detail}")
+    else:
+        error = LLMCallError(f"{name} (status {status}): {detail}")
+    error.provider_text = full
+    return error
