@@ -106,3 +106,33 @@ def most_at_once(folder: Path) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def unit_or_kill_raylet(unit: int, model: Any) -> int:
+    """Unit 0 finishes; unit 1 kills the raylet that started its worker process (its parent),
+    as a node dying under a run does."""
+    import signal
+
+    model.generate_sync(f"unit {unit}")
+    if unit == 1:
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(60)  # the worker goes down with its raylet long before this ends
+    return unit
+
+
+def listening_sockets(root_pid: int) -> list[tuple[str, str, int]]:
+    """`(process name, address, port)` of every listening TCP socket of `root_pid` and its
+    descendants (a `--ray local` session: the driver, GCS, raylet, workers, actors)."""
+    import psutil
+
+    root = psutil.Process(root_pid)
+    found = []
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            conns = proc.net_connections(kind="tcp")
+            name = proc.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        found += [(name, c.laddr.ip, c.laddr.port) for c in conns
+                  if c.status == psutil.CONN_LISTEN]
+    return found

@@ -18,10 +18,12 @@ cluster together keeps the limit one process would.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import itertools
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,7 +38,7 @@ from gtsteer.llm import LLM, ResponseCache
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.llm.usage import LLMCalls, UsageReport
-from gtsteer.runs.units import RayOptions, UnitsRun
+from gtsteer.runs.units import RayClusterError, RayOptions, UnitsRun, head_address
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -46,6 +48,9 @@ R = TypeVar("R")
 TASK_RETRIES = 3
 #: A requests-per-minute bound for served models, cluster-wide (unset: no such bound).
 RPM_ENV = "GTSTEER_RPM"
+#: How long `--ray HOST:PORT` waits for the head's port to accept a connection (Ray's own
+#: connect retries forever, printing a line every 30 s).
+CONNECT_TIMEOUT_S = 10.0
 _BUILT_IN = ("gtsteer.llm.backends.fake", "gtsteer.llm.backends.local",
              "gtsteer.llm.backends.litellm_backend")
 
@@ -242,7 +247,13 @@ def connected(options: RayOptions) -> Iterator[None]:
         ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
                  _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
     else:
-        ray.init(address=options.address, logging_level=logging.WARNING)
+        if options.address != "auto":
+            probe_head(options.address)
+        try:
+            ray.init(address=options.address, logging_level=logging.WARNING)
+        except ConnectionError as exc:  # `auto` with no cluster here, a head that went away
+            raise RayClusterError(f"--ray {options.address}: cannot join the Ray cluster:"
+                                  f" {_first_line(exc)}") from None
     try:
         yield
     finally:
@@ -250,6 +261,44 @@ def connected(options: RayOptions) -> Iterator[None]:
 
 
 def _on_driver_node() -> NodeAffinitySchedulingStrategy:
+def probe_head(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail in `timeout_s` with one line when nothing accepts connections at the head's
+    address, before `ray.init` (which would wait forever)."""
+    host, port = head_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = (f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError)
+               else (exc.strerror or str(exc)).lower())
+        raise RayClusterError(
+            f"--ray {address}: no Ray head answers there ({why}); start one with `ray start"
+            " --head --port PORT`, or check the address and the firewall") from None
+
+
+def _cluster_failed(what: str, finished: int, total: int, label: str) -> RayClusterError:
+    return RayClusterError(
+        f"the Ray cluster failed during the run ({what}); {finished} of {total} {label}"
+        " finished and are kept; rerun to do the rest (finished work is read from the cache)")
+
+
+def _local_raylet_watch() -> Callable[[], bool]:
+    """Whether the raylet this process started (`--ray local`) still runs; always True for a
+    joined cluster, whose raylets this process does not own. Ray's node handle is private
+    API, so its absence only turns the watch off."""
+    try:
+        node = ray._private.worker._global_node
+        process = node.all_processes["raylet"][0].process
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return lambda: True
+    return lambda: process.poll() is None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
     return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
                                           soft=False)
 
@@ -316,7 +365,15 @@ def run_on_ray(
             with Progress(disable=not progress, transient=True) as bar:
                 task = bar.add_task(f"{label} (Ray)", total=len(units))
                 while pending:
-                    done, _ = ray.wait(list(pending), num_returns=1)
+                raylet_alive = _local_raylet_watch()
+                    # With a timeout, to notice this node's raylet dying: Ray then ends the
+                    # process some 15 s later with no word of its own.
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    if not done:
+                        if not raylet_alive():
+                            raise _cluster_failed("the raylet of this machine's Ray node died",
+                                                  len(results), len(units), label)
+                        continue
                     i = pending.pop(done[0])
                     submit()  # the next unit takes the finished one's CPU
                     try:
@@ -324,6 +381,9 @@ def run_on_ray(
                     except ray.exceptions.RayTaskError as exc:
                         raise exc.as_instanceof_cause() from None
                     if model.cache is not None:
+                    except ray.exceptions.RayError as exc:  # the cluster, not the unit
+                        raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
+                                              len(results), len(units), label) from None
                         for key, value in result.entries.items():
                             model.cache.set(key, value)
                     results[i] = result
@@ -332,7 +392,8 @@ def run_on_ray(
                     bar.advance(task)
         finally:
             for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(ray.exceptions.RayError):  # a dead node's task
+                    ray.cancel(ref, force=True)
     ordered = [results[i] for i in range(len(units))]
     calls = sum((r.usage.since(UsageReport()) for r in ordered), LLMCalls())
     modes = ordered[0].capabilities if ordered else model.capabilities()
