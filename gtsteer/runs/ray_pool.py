@@ -244,8 +244,9 @@ def connected(options: RayOptions) -> Iterator[None]:
         yield
         return
     if options.address == "local":
-        ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+        with loopback_only():
+            ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
+                     _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
     else:
         if options.address != "auto":
             probe_head(options.address)
@@ -260,7 +261,33 @@ def connected(options: RayOptions) -> Iterator[None]:
         ray.shutdown()
 
 
-def _on_driver_node() -> NodeAffinitySchedulingStrategy:
+#: Ray's switch for its node-address lookup (named for Windows and macOS, where it is off by
+#: default); off, `_node_ip_address="127.0.0.1"` is kept as given instead of being replaced by
+#: this machine's interface address, and Ray's servers bind to the node address.
+_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextmanager
+def loopback_only() -> Iterator[None]:
+    """While a `--ray local` session starts: its node address is 127.0.0.1, so GCS, raylet,
+    object manager, workers and agents listen on loopback only, not on every interface.
+    The session's processes inherit the setting from the environment; the driver's own copy
+    (read when Ray was imported) is switched for the start and put back after."""
+    from ray._private import ray_constants
+
+    before_env, before = os.environ.get(_CLUSTER_SWITCH), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[_CLUSTER_SWITCH] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if before_env is None:
+            os.environ.pop(_CLUSTER_SWITCH, None)
+        else:
+            os.environ[_CLUSTER_SWITCH] = before_env
+
+
 def probe_head(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """Fail in `timeout_s` with one line when nothing accepts connections at the head's
     address, before `ray.init` (which would wait forever)."""
@@ -300,6 +327,7 @@ def _first_line(exc: BaseException) -> str:
 
 
     return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
+def _on_driver_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
@@ -364,9 +392,9 @@ def run_on_ray(
         try:
             with Progress(disable=not progress, transient=True) as bar:
                 task = bar.add_task(f"{label} (Ray)", total=len(units))
-                while pending:
                 raylet_alive = _local_raylet_watch()
                     # With a timeout, to notice this node's raylet dying: Ray then ends the
+                while pending:
                     # process some 15 s later with no word of its own.
                     done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                     if not done:
@@ -380,11 +408,11 @@ def run_on_ray(
                         result = ray.get(done[0])
                     except ray.exceptions.RayTaskError as exc:
                         raise exc.as_instanceof_cause() from None
-                    if model.cache is not None:
                     except ray.exceptions.RayError as exc:  # the cluster, not the unit
                         raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
                                               len(results), len(units), label) from None
                         for key, value in result.entries.items():
+                    if model.cache is not None:
                             model.cache.set(key, value)
                     results[i] = result
                     if on_result is not None:
