@@ -38,6 +38,12 @@ class TransientLLMError(LLMError):
         super().__init__(message)
 
 
+class MalformedResponseError(TransientLLMError):
+    """A served model answered 200 with a body that is no usable completion (no choices, a
+    null message, log-probabilities without values): retried, as a proxy or a server under
+    load sends such bodies now and then; the message names what was missing."""
+
+
 class LLMCallError(LLMError):
     """A call failed for good (after retries, or with a non-retryable error)."""
 

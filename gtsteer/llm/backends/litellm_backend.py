@@ -29,6 +29,7 @@ from gtsteer.llm.cache import public_url
 from gtsteer.llm.errors import (
     LLMCallError,
     LLMError,
+    MalformedResponseError,
     ModelConfigError,
     TransientLLMError,
 )
@@ -217,7 +218,7 @@ class LiteLLMBackend(Backend):
             assert json_schema is not None and self.modes.structured is not None
             answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
         response, usage = answer
-        text = response.choices[0].message.content or ""
+        text = self._text_of(response)
         # A server that quotes the key in its answer must not get it into the cache.
         return RawCompletion(text=scrub_values(text), usage=usage)
 
@@ -242,6 +243,29 @@ class LiteLLMBackend(Backend):
             self.modes.structured = mode
             return answer
         raise AssertionError("unreachable: the prompt mode sends no response_format")
+    def _malformed(self, what: str) -> MalformedResponseError:
+        where = public_url(self.api_base) or self.provider
+        return MalformedResponseError(f"malformed response from {self.model} at {where}: {what}")
+
+    def _first_choice(self, response: Any) -> Any:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise self._malformed("the answer has no choices (`\"choices\": []`)")
+        return choices[0]
+
+    def _text_of(self, response: Any) -> str:
+        """The first choice's message text; a choice without a message, or whose content is
+        null where text was asked for, is a malformed answer (not an empty one)."""
+        message = getattr(self._first_choice(response), "message", None)
+        if message is None:
+            raise self._malformed("the first choice has no message")
+        content = getattr(message, "content", None)
+        if content is None:
+            raise self._malformed("the message's content is null")
+        if not isinstance(content, str):
+            raise self._malformed(f"the message's content is a {type(content).__name__}, not text")
+        return content
+
 
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]
@@ -261,16 +285,21 @@ class LiteLLMBackend(Backend):
         )
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
         response, usage = await self._send({**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        top = _top_logprobs(response)
+        try:
+            top = _top_logprobs(self._first_choice(response))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._malformed(f"its logprobs cannot be read ({type(exc).__name__}:"
+                                  f" {exc})") from None
         self.modes.logprobs = top is not None
         if top is None:
             return None, usage
         return first_token_scores(top, options), usage
 
 
-def _top_logprobs(response: Any) -> dict[str, float] | None:
-    """`{token: logprob}` of the first generated token, or None when the server sent none."""
-    logprobs = getattr(response.choices[0], "logprobs", None)
+def _top_logprobs(choice: Any) -> dict[str, float] | None:
+    """`{token: logprob}` of the first generated token, or None when the server sent none;
+    a KeyError/TypeError/ValueError when an entry lacks `token` or `logprob`."""
+    logprobs = getattr(choice, "logprobs", None)
     if logprobs is None:
         return None
     content = logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)
@@ -299,6 +328,8 @@ def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, f
         if matches:
             lp, tok = max(matches)
             scores[option], best_token[option] = lp, tok.strip().lower()
+    if not isinstance(first, dict):
+        raise TypeError(f"logprobs content entry is a {type(first).__name__}")
     if not scores or len(set(best_token.values())) < len(best_token):
         return None
     return {o: scores.get(o, floor if math.isfinite(floor) else -1e9) for o in options}
