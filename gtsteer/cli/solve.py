@@ -11,13 +11,14 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
+    SEED_RANGE,
     solve_config,
 )
 from gtsteer.runs.solve_schema import HeadToHead, Metric, SolveSummary
@@ -147,6 +148,8 @@ def solve(
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     games: Annotated[
         int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
     ] = None,
@@ -159,7 +162,7 @@ def solve(
         int, typer.Option("--iterations", "-k", help="CFR iterations.")
     ] = DEFAULT_ITERATIONS,
     solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
     deals: Annotated[
         int | None,
         typer.Option(
@@ -198,7 +201,8 @@ def solve(
         summary = solve_config(
             config,
             llm=llm,
-            endpoint=Endpoint(api_base, api_key_env),
+            endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait),
             games=1 if games is None else games,
             instances_file=instances,
             iterations=iterations,

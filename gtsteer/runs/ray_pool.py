@@ -66,13 +66,14 @@ class ModelSpec:
     timeout_s: float = 120.0
     max_retries: int = 4
     structured_attempts: int = 3
+    max_wait_s: float = 300.0
     backend: Backend | None = None
 
     @classmethod
     def of(cls, llm: LLM) -> ModelSpec:
         b = llm.backend
         settings = cls(llm.model, timeout_s=llm.timeout_s, max_retries=llm.max_retries,
-                       structured_attempts=llm.structured_attempts)
+                       structured_attempts=llm.structured_attempts, max_wait_s=llm.max_wait_s)
         if type(b).__module__ not in _BUILT_IN:
             return replace(settings, backend=b)
         return replace(settings, api_base=getattr(b, "api_base", None),
@@ -226,7 +227,7 @@ def _run_unit(work: Callable[[Any, LLM], Any], unit: Any, spec: ModelSpec, use_c
         backend = GatedBackend(backend, limiter)
     model = LLM(spec.model, backend=backend, cache=cache, use_cache=use_cache,
                 timeout_s=spec.timeout_s, max_retries=spec.max_retries,
-                structured_attempts=spec.structured_attempts)
+                structured_attempts=spec.structured_attempts, max_wait_s=spec.max_wait_s)
     value = work(unit, model)
     return TaskResult(value, cache.new, model.usage, model.capabilities(),
                       ray.get_runtime_context().get_node_id())
@@ -313,8 +314,8 @@ def _local_raylet_watch() -> Callable[[], bool]:
     """Whether the raylet this process started (`--ray local`) still runs; always True for a
     joined cluster, whose raylets this process does not own. Ray's node handle is private
     API, so its absence only turns the watch off."""
+    node: Any = getattr(ray._private.worker, "_global_node", None)
     try:
-        node = ray._private.worker._global_node
         process = node.all_processes["raylet"][0].process
     except (AttributeError, KeyError, IndexError, TypeError):
         return lambda: True
@@ -326,8 +327,8 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
 def _on_driver_node() -> NodeAffinitySchedulingStrategy:
+    return NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(),
                                           soft=False)
 
 
@@ -393,8 +394,8 @@ def run_on_ray(
             with Progress(disable=not progress, transient=True) as bar:
                 task = bar.add_task(f"{label} (Ray)", total=len(units))
                 raylet_alive = _local_raylet_watch()
-                    # With a timeout, to notice this node's raylet dying: Ray then ends the
                 while pending:
+                    # With a timeout, to notice this node's raylet dying: Ray then ends the
                     # process some 15 s later with no word of its own.
                     done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
                     if not done:
@@ -411,8 +412,8 @@ def run_on_ray(
                     except ray.exceptions.RayError as exc:  # the cluster, not the unit
                         raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
                                               len(results), len(units), label) from None
-                        for key, value in result.entries.items():
                     if model.cache is not None:
+                        for key, value in result.entries.items():
                             model.cache.set(key, value)
                     results[i] = result
                     if on_result is not None:
