@@ -84,15 +84,16 @@ def check_tree_size(spec: DomainSpec, games: int, max_calls: int | None, *, held
     return total
 
 
-#: OpenSpiel stores a game's seed parameter as a C++ 64-bit integer.
-SEED_RANGE = (-(2**63), 2**63 - 1)
+#: OpenSpiel reads a game's seed parameter into a C++ `int` (32 bits): a larger seed fails
+#: every instance at build ("Unable to cast Python instance of type int").
+SEED_RANGE = (-(2**31), 2**31 - 1)
 
 
 def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None:
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 64-bit integer (-2**63 .. 2**63-1), got {seed}")
+        raise ValueError(f"seed: must be a 32-bit integer (-2**31 .. 2**31-1), got {seed}")
     check_solver_args(solver, iterations)
 
 
