@@ -69,6 +69,8 @@ class LoopbackServer:
         self.arrivals: list[float] = []  # time.monotonic() of each request
         self.authorizations: list[str] = []
         self._failures: list[tuple[int, str | None]] = []
+        #: Raw faults for the next requests, one each (see `fault_next`).
+        self._faults: list[str] = []
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -88,6 +90,16 @@ class LoopbackServer:
         """Answer the next `n` requests with HTTP `status` (and a `Retry-After` header)."""
         with self._lock:
             self._failures.extend([(status, retry_after)] * n)
+
+    def fault_next(self, n: int, fault: str) -> None:
+        """Answer the next `n` requests with a fault a real server or proxy produces:
+        `echo400`/`echo500` (an error whose text quotes the request's Authorization header),
+        `echo200` (a 200 whose answer quotes it), `emptychoices` (200, `"choices": []`),
+        `nullcontent` (200, `"content": null`), `badlp` (200, a logprobs entry without
+        `logprob`), `badjson` (200, cut JSON), `html` (200, an HTML page), `close` (the
+        connection dropped without an answer)."""
+        with self._lock:
+            self._faults.extend([fault] * n)
 
     def reset_counters(self) -> None:
         with self._lock:
@@ -130,6 +142,10 @@ class LoopbackServer:
             self.paths.append(path)
             self.authorizations.append(authorization)
             return self._failures.pop(0) if self._failures else None
+
+    def _next_fault(self) -> str | None:
+        with self._lock:
+            return self._faults.pop(0) if self._faults else None
 
     def _leave(self) -> None:
         with self._lock:
@@ -179,8 +195,8 @@ class LoopbackServer:
             "eval_count": len(content.split()),
         }
 
-    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        content = self.responder(body)
+    def _completion(self, body: dict[str, Any], content: str | None = None) -> dict[str, Any]:
+        content = self.responder(body) if content is None else content
         prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         choice: dict[str, Any] = {
             "index": 0,
@@ -223,6 +239,40 @@ class LoopbackServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _raw(self, status: int, data: bytes, kind: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _fault(self, fault: str, body: dict[str, Any], authorization: str) -> None:
+                if fault in ("echo400", "echo500"):
+                    message = f"upstream failed for {authorization}"
+                    self._send(int(fault[4:]), {"error": {"message": message,
+                                                          "type": "server_error"}})
+                elif fault == "echo200":
+                    self._send(200, server._completion(body, f"you sent {authorization}"))
+                elif fault == "emptychoices":
+                    self._send(200, {**server._completion(body), "choices": []})
+                elif fault == "nullcontent":
+                    reply = server._completion(body)
+                    reply["choices"][0]["message"]["content"] = None
+                    self._send(200, reply)
+                elif fault == "badlp":
+                    reply = server._completion(body)
+                    reply["choices"][0]["logprobs"] = {"content": [{"token": "Paris"}]}
+                    self._send(200, reply)
+                elif fault == "badjson":
+                    self._raw(200, json.dumps(server._completion(body)).encode()[:40])
+                elif fault == "html":
+                    self._raw(200, b"<html><body>Bad gateway</body></html>", "text/html")
+                elif fault == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                else:
+                    raise ValueError(f"unknown fault {fault!r}")
+
             def do_POST(self) -> None:
                 # An api_base with a query (`/v1?key=...`) makes the SDK append the route after
                 # the query, so route on the whole request target.
@@ -237,7 +287,9 @@ class LoopbackServer:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {}
-                failure = server._admit(body, path, self.headers.get("Authorization", ""))
+                authorization = self.headers.get("Authorization", "")
+                failure = server._admit(body, path, authorization)
+                fault = server._next_fault()
                 try:
                     if server.latency_s:
                         time.sleep(server.latency_s)
@@ -249,6 +301,9 @@ class LoopbackServer:
                         message = f"loopback: injected HTTP {status}"
                         error = {"error": {"message": message, "type": kind}}
                         self._send(status, error, retry_after)
+                        return
+                    if fault is not None:
+                        self._fault(fault, body, authorization)
                         return
                     if (rejection := server._rejection(body)) is not None:
                         self._send(500, rejection)

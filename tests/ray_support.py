@@ -6,6 +6,7 @@ lets them import the test helpers (the test domains register their utilities on 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import time
@@ -106,3 +107,65 @@ def most_at_once(folder: Path) -> int:
         running += step
         peak = max(peak, running)
     return peak
+
+
+def unit_or_kill_raylet(unit: int, model: Any) -> int:
+    """Unit 0 finishes; unit 1 kills the raylet that started its worker process (its parent),
+    as a node dying under a run does."""
+    import signal
+
+    model.generate_sync(f"unit {unit}")
+    if unit == 1:
+        os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(60)  # the worker goes down with its raylet long before this ends
+    return unit
+
+
+def _descendants(root_pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _listening_by_inode() -> dict[str, tuple[str, int]]:
+    """Socket inode -> (address, port) of every listening TCP socket (Linux /proc/net)."""
+    out = {}
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            cols = row.split()
+            if cols[3] != "0A":  # TCP_LISTEN
+                continue
+            hex_ip, hex_port = cols[1].split(":")
+            raw = bytes.fromhex(hex_ip)
+            # /proc/net stores each 32-bit word in host (little-endian) order
+            ip = b"".join(raw[i:i + 4][::-1] for i in range(0, width // 2, 4))
+            out[cols[9]] = (str(ipaddress.ip_address(ip)), int(hex_port, 16))
+    return out
+
+
+def listening_sockets(root_pid: int) -> list[tuple[str, str, int]]:
+    """`(process name, address, port)` of every listening TCP socket of `root_pid` and its
+    descendants (a `--ray local` session: the driver, GCS, raylet, workers, actors)."""
+    sockets = _listening_by_inode()
+    found = []
+    for pid in _descendants(root_pid):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        for link in links:
+            inode = link[len("socket:["):-1] if link.startswith("socket:[") else None
+            if inode in sockets:
+                found.append((name, *sockets[inode]))
+    return found

@@ -146,6 +146,7 @@ def test_json_braces_in_prompts_are_not_placeholders() -> None:
     [
         ({"players": ["a", "b", "c"], "names": ["A", "B", "C"]}, "players"),
         ({"params": {"fruits": ["apple"], "max_count": 0}}, "params.max_count"),
+        ({"params": {"fruits": ["apple"], "max_count": 10**23}}, "params.max_count"),
         ({"params": {"fruits": ["apple"], "value_range": [5, 2]}}, "params.value_range"),
         ({"domain": "no_such_domain"}, "domain"),
     ],

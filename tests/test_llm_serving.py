@@ -224,7 +224,8 @@ def test_every_command_with_a_model_takes_the_endpoint_flags() -> None:
     assert {"solve", "psro", "imitate", "instances", "eval steering", "eval reward",
             "eval verdict", "llm ask", "werewolf play"} <= set(with_model)
     lacking = sorted(n for n, opts in with_model.items()
-                     if not {"--api-base", "--api-key-env"} <= opts and n != "werewolf serve")
+                     if not {"--api-base", "--api-key-env", "--request-timeout", "--max-wait"} <= opts
+                     and n != "werewolf serve")
     assert lacking == []
 
 

@@ -192,12 +192,30 @@ def test_instances_out_naming_a_directory_is_refused_before_generating(tmp_path:
     assert f"--out: {tmp_path} is a directory" in " ".join(result.output.split())
 
 
-def test_a_seed_beyond_64_bits_is_a_bad_argument(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", ["99999999999999999999999", str(2**31), str(-(2**31) - 1)])
+def test_a_seed_beyond_32_bits_is_a_bad_argument(tmp_path: Path, seed: str) -> None:
+    """OpenSpiel reads the seed into a C++ int: 2**31 failed every instance at build."""
     result = runner.invoke(app, ["solve", str(MIXED_2X2), "--llm", "fake", "-q",
-                                 "--seed", "99999999999999999999999", "--out", str(tmp_path)])
+                                 "--seed", seed, "--out", str(tmp_path)])
     assert result.exit_code == 2, result.output
-    assert "seed: must be a 64-bit integer" in " ".join(result.output.split())
+    shown = " ".join(result.output.replace("│", " ").split())
+    assert "--seed" in shown and ("less than or equal to 2147483647" in shown
+                                  or "greater than or equal to -2147483648" in shown)
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_the_largest_32_bit_seed_solves(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["solve", str(MIXED_2X2), "--llm", "fake", "-q",
+                                 "--seed", str(2**31 - 1), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "summary.json").read_text())["num_solved"] == 1
+
+
+def test_the_driver_refuses_a_seed_beyond_32_bits(tmp_path: Path) -> None:
+    from gtsteer.runs.solve import solve_config
+
+    with pytest.raises(ValueError, match=r"seed: must be a 32-bit integer"):
+        solve_config(MIXED_2X2, "fake", seed=2**31, out_dir=tmp_path, progress=False)
 
 
 def test_psro_option_errors_name_the_flag_in_one_line(tmp_path: Path) -> None:

@@ -105,7 +105,7 @@ def test_solve_without_a_models_block_records_the_default(tmp_path: Path) -> Non
 def test_a_served_role_gets_its_endpoint_the_flag_wins_and_no_secret_is_recorded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = config_with(tmp_path, {"writer": {
-        "model": "openai/smollm2", "api_base": "http://me:pw@127.0.0.1:9/v1?token=t",
+        "model": "openai/smollm2", "api_base": "http://127.0.0.1:9/v1?token=t",
         "api_key_env": "ROLE_KEY"}, "reader": "fake:reader"})
     spec = load_spec(config)
     monkeypatch.delenv("ROLE_KEY", raising=False)
@@ -113,12 +113,18 @@ def test_a_served_role_gets_its_endpoint_the_flag_wins_and_no_secret_is_recorded
         pick(spec, "writer", None)
     monkeypatch.setenv("ROLE_KEY", "sk-role-secret")
     writer, others, roles = pick_roles(spec, None, None, reader=None)
-    assert writer.backend.api_base == "http://me:pw@127.0.0.1:9/v1?token=t"
+    assert writer.backend.api_base == "http://127.0.0.1:9/v1?token=t"
     assert others["reader"].model == "fake:reader"
     assert roles["writer"].model_dump() == {"model": "openai/smollm2",
                                             "api_base": "http://127.0.0.1:9/v1",
                                             "source": "config"}
     assert "sk-role-secret" not in json.dumps({r: v.model_dump() for r, v in roles.items()})
+    # URL credentials next to the key (sent as a header) can never work: refused, not retried.
+    with pytest.raises(ModelConfigError, match=r"--api-base http://127\.0\.0\.1:9/v1: the URL"
+                       r" holds credentials \(user:password@\)"):
+        pick_roles(load_spec(config_with(tmp_path, {"writer": {
+            "model": "openai/smollm2", "api_base": "http://me:pw@127.0.0.1:9/v1",
+            "api_key_env": "ROLE_KEY"}}, name="creds.yaml")), None, None)
     # --api-base on the command line beats the config's, for the config's model too, and is
     # not refused as "no served model" although --llm was not given.
     writer, _, roles = pick_roles(spec, Endpoint("http://127.0.0.1:8/v1"), None)

@@ -6,10 +6,30 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import Literal, Self, TypeVar, overload
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from gtsteer.llm import waits
 
 T = TypeVar("T")
 CHUNK = 1024  # coroutines alive at once; the LLM layer bounds real concurrency itself
+
+
+class WaitColumn(ProgressColumn):
+    """The longest running wait between two tries of a model call ("openai/x: rate limited
+    (status 429); try 2 of 5 in 41 s"), read at every refresh; empty when nothing waits."""
+
+    def render(self, task: Task) -> Text:
+        wait = waits.longest()
+        return Text("" if wait is None else wait.describe(), style="yellow")
 
 
 class GatherBar:
@@ -18,7 +38,7 @@ class GatherBar:
     def __init__(self, enabled: bool = True):
         columns = (
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(),
+            TimeElapsedColumn(), WaitColumn(),
         )
         self.progress = Progress(*columns) if enabled else None
 

@@ -19,6 +19,15 @@ ROLES: tuple[Role, ...] = ("writer", "reader", "proposer")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def env_name_problem(value: str) -> str | None:
+    """Why `value` is no environment variable's name (None if it is one). The value itself is
+    never quoted: what lands in a name field by mistake is often the key."""
+    if _ENV_NAME.fullmatch(value):
+        return None
+    return (f"must name an environment variable (letters, digits, _), got a value of"
+            f" {len(value)} characters that is not one (a key?)")
+
+
 class RoleModel(BaseModel):
     """One role's model: `writer: fake` or `writer: {model: openai/x, api_base: URL}`."""
 
@@ -42,9 +51,8 @@ class RoleModel(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not _ENV_NAME.fullmatch(v):
-            raise ValueError(f"must name an environment variable (letters, digits, _), got a"
-                             f" value of {len(v)} characters that is not one (a key?)")
+        if v is not None and (problem := env_name_problem(v)):
+            raise ValueError(problem)
         return v
 
     @model_validator(mode="after")

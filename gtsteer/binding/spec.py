@@ -47,6 +47,9 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 #: Values a config may hold once YAML aliases are expanded: far above any real config, far
 #: below an alias bomb (a 3 KB file can stand for 10^8 values).
 MAX_CONFIG_VALUES = 100_000
+#: The largest config file read: the shipped ones are 2-4 KB; a 50 MB file took 30 s to parse
+#: before it was refused for its fields.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -489,6 +492,9 @@ def read_spec(path: str | Path) -> DomainSpec:
     to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation)."""
     path = Path(path)
     try:
+        if path.is_file() and (size := path.stat().st_size) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {size} bytes, over the {MAX_CONFIG_BYTES} a config may"
+                              " have (the shipped configs are a few KB); is it the right file?")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None

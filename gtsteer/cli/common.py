@@ -15,6 +15,8 @@ from rich.markup import escape
 
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
+from gtsteer.llm.secrets import scrub_secrets
+from gtsteer.runs.units import RayClusterError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -67,8 +69,9 @@ def friendly_errors() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] invalid {escape(exc.title)}: "
                           f"{escape(_problems(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None
-    except (LLMError, StorageError, ValueError, FileNotFoundError) as exc:
+    except (LLMError, StorageError, RayClusterError, ValueError, FileNotFoundError) as exc:
         # escaped: a path or a message may hold [brackets] that Rich would read as markup
-        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))}",
+        shown = escape(scrub_secrets(str(exc)))  # a key a server quoted never reaches stderr
+        err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {shown}",
                           highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None

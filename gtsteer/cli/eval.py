@@ -16,12 +16,13 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.eval_verdict import verdict
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.runs.solve import SEED_RANGE
 from gtsteer.solvers.metrics import Accuracy
 
 eval_app = typer.Typer(
@@ -97,10 +98,12 @@ def steering(
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     samples: Annotated[
         int, typer.Option("--samples", "-k", help="Messages per instruction value.")
     ] = 10,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/eval-steering/...)."),
@@ -119,7 +122,8 @@ def steering(
     on_ray = ray_options(ray, workers)
     with friendly_errors():
         report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
-                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env),
+                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait),
                                      validate_judge_on=validate_judge, ray=on_ray)
     print_judge(report.judge_validation)
     print_steering(report)
@@ -211,10 +215,12 @@ def reward(
     llm: Annotated[str, typer.Option("--llm", "-m", help="The reward model.")] = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     cases: Annotated[
         int, typer.Option("--cases", "-n", help="Templated dialogues per outcome type.")
     ] = 10,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/eval-reward/...)."),
@@ -227,7 +233,8 @@ def reward(
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         report, where = run_reward(
             config, endpoint.resolve(llm), cases, seed, out, progress=not quiet, ray=on_ray

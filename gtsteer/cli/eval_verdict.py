@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
@@ -19,6 +19,7 @@ from gtsteer.runs.eval_verdict import (
     evaluate_verdict,
 )
 from gtsteer.runs.output import run_folder
+from gtsteer.runs.solve import SEED_RANGE
 
 
 def _rate(win: WinRate) -> str:
@@ -51,8 +52,10 @@ def verdict(
     ] = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir.")] = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and sampling seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance and sampling seed.")] = 0,
     temperatures: Annotated[
         str, typer.Option("--temperatures", help="Judge temperatures, comma-separated.")
     ] = "0,1",
@@ -72,7 +75,8 @@ def verdict(
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
         where = run_folder("eval-verdict", config, llm, seed, out)
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         report = evaluate_verdict(
             config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps, breadth=breadth,

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -19,7 +19,7 @@ from gtsteer.runs.imitate import (
     ImitationReport,
     imitate_config,
 )
-from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, SEED_RANGE
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -95,6 +95,8 @@ def imitate(
     ] = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     games: Annotated[
         int, typer.Option("--games", "-n", help="Generated instances (train + held-out).")
     ] = DEFAULT_GAMES,
@@ -116,7 +118,7 @@ def imitate(
         typer.Option("--out", "-o", help="Output dir (default: results/imitate-CONFIG-LLM-SEED)."),
     ] = None,
     seed: Annotated[
-        int, typer.Option("--seed", "-s", help="Instance generation, split and training seed.")
+        int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance generation, split and training seed.")
     ] = 0,
     solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
     iterations: Annotated[
@@ -140,7 +142,8 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         report = imitate_config(
             config,

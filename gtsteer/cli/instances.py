@@ -11,9 +11,10 @@ from rich.table import Table
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import check_out_file, write_text
+from gtsteer.runs.solve import SEED_RANGE
 
 
 def instances(
@@ -24,7 +25,9 @@ def instances(
     ] = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Generation seed.")] = 0,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Generation seed.")] = 0,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")] = None,
 ) -> None:
     """Have the model write NUM new instances from the config's examples (cached, seeded)."""
@@ -32,7 +35,8 @@ def instances(
         if out is not None:
             check_out_file(out)  # before the model writes anything
         spec = load_spec(config)
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
     table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import THREADS_ENV, local_threads
@@ -28,11 +28,14 @@ def ask(
     choices: str = typer.Option(None, help='Comma-separated options, e.g. "A,B,C": pick one.'),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
 ) -> None:
     """Print a completion, or with --choices the chosen option and per-option scores."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(model)
         llm = endpoint.llm(model)
         if choices:

@@ -13,7 +13,7 @@ import typer
 
 from gtsteer.runs.models import Endpoint
 
-__all__ = ["ApiBase", "ApiKeyEnv", "Endpoint"]
+__all__ = ["ApiBase", "ApiKeyEnv", "Endpoint", "MaxWait", "RequestTimeout"]
 
 ApiBase = Annotated[
     str | None,
@@ -29,5 +29,23 @@ ApiKeyEnv = Annotated[
         "--api-key-env",
         help="Name of the environment variable that holds the server's API key (the key"
         " itself never goes on the command line or into the cache).",
+    ),
+]
+RequestTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--request-timeout",
+        help="Seconds one request to a served model may take before it is retried (default"
+        " 120; docs/SERVING.md).",
+        min=0.001,
+    ),
+]
+MaxWait = Annotated[
+    float | None,
+    typer.Option(
+        "--max-wait",
+        help="The longest wait in seconds between two tries of a served model's request, a"
+        " server's Retry-After included (default 300; the wait is shown in the progress bar).",
+        min=0.0,
     ),
 ]

@@ -10,11 +10,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.psro import PSROSummary, psro_config
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
@@ -65,6 +65,8 @@ def psro(
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
     iterations: Annotated[int, typer.Option("--iterations", "-t", help="PSRO iterations.")] = 3,
     candidates: Annotated[
@@ -106,7 +108,7 @@ def psro(
         typer.Option("--deals", help="Deal private info by chance: each instance's root deals "
                                      "1 of K draws (default: the config's num_deals)."),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance and proposer seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance and proposer seed.")] = 0,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-psro-LLM-SEED)."),
@@ -143,7 +145,8 @@ def psro(
                 out_dir=out, deals=deals, on_iteration=done,
                 on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-                endpoint=Endpoint(api_base, api_key_env), ray=on_ray,
+                endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait), ray=on_ray,
             )
     print_summary(summary)
     print_roles(summary.roles)

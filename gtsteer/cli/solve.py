@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.solve import (
@@ -19,6 +19,7 @@ from gtsteer.runs.solve import (
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     READERS,
+    SEED_RANGE,
     solve_config,
 )
 from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
@@ -172,6 +173,8 @@ def solve(
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     games: Annotated[
         int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
     ] = None,
@@ -184,7 +187,7 @@ def solve(
         int, typer.Option("--iterations", "-k", help="CFR iterations.")
     ] = DEFAULT_ITERATIONS,
     solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
     deals: Annotated[
         int | None,
         typer.Option(
@@ -233,7 +236,8 @@ def solve(
         summary = solve_config(
             config,
             llm=llm,
-            endpoint=Endpoint(api_base, api_key_env),
+            endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait),
             games=1 if games is None else games,
             instances_file=instances,
             iterations=iterations,

@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
+from gtsteer.runs.models import served
 from gtsteer.runs.output import check_in_file
-from gtsteer.werewolf.bots import bot_decision
+from gtsteer.werewolf.bots import bot_decision, human_line
 from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
 from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -30,8 +32,8 @@ DB_HELP = "SQLite file (default: <GTSTEER_CACHE_DIR or ~/.cache/gtsteer>/werewol
 VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
 
 
-def _store(db: str | None) -> GameStore:
-    return GameStore(Path(db) if db else default_db_path())
+def _store(db: str | None, *, read_only: bool = False) -> GameStore:
+    return GameStore(Path(db) if db else default_db_path(), read_only=read_only)
 
 
 def shown(text: object) -> str:
@@ -88,8 +90,14 @@ def _human_agent(state: GameState, want: Pending) -> Decision:
     me = state.player(want.actor or "")
     if want.kind in ("speak", "pack_chat"):
         where = "pack chat" if want.kind == "pack_chat" else f"day {state.day}"
-        text = typer.prompt(f"[{where}] {me.name}, say something (empty to pass)", default="",
-                            show_default=False)
+        while True:
+            typed = typer.prompt(f"[{where}] {me.name}, say something (empty to pass)",
+                                 default="", show_default=False)
+            try:
+                text = human_line(typed)
+                break
+            except ValueError as exc:
+                console.print(f"[red]not sent: {escape(str(exc))}; say it again[/]")
         return Decision(kind=want.kind, actor=me.name, text=text)
     if want.kind == "summary":
         return Decision(kind="summary", actor=me.name)
@@ -170,6 +178,8 @@ def play(
     steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
@@ -177,7 +187,8 @@ def play(
             raise ValueError("--with-human needs --human NAME (the name you play under)")
         chooser = _chooser(steer, steer_team)
         names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
@@ -186,6 +197,7 @@ def play(
             models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, max_days=max_days, max_messages_per_day=max_messages,
             game_id=game_id, pool=pool, rules=rules, ties=ties,  # type: ignore[arg-type]
+            api_base=api_base if any(served(n) for n in names) else None,
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
         say("Players: " + ", ".join(p.name for p in state.players))
@@ -201,6 +213,8 @@ def resume(
     steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
 ) -> None:
     """Continue a game from its last committed step."""
     with friendly_errors():
@@ -210,8 +224,12 @@ def resume(
         if state.over:
             say(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
-        endpoint = Endpoint(api_base, api_key_env)
+        # The game's own server unless told otherwise (the key is never stored: --api-key-env)
+        endpoint = Endpoint(api_base or state.api_base, api_key_env, timeout_s=request_timeout,
+                            max_wait_s=max_wait)
         endpoint.check(state.router_model, *{p.model for p in state.players})
+        if api_base is None and state.api_base:
+            say(f"Served models at {state.api_base} (stored with the game).")
         say(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
         _run(store, state, chooser, LLMPool(factory=endpoint.llm))
 
@@ -220,7 +238,7 @@ def resume(
 def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List stored games."""
     with friendly_errors():
-        games = _store(db).games()
+        games = _store(db, read_only=True).games()
     table = Table("game", "phase", "winner", "steps")
     for gid, status, winner, steps in games:
         table.add_row(line(gid), line(status), line(winner or ""), str(steps))
@@ -234,7 +252,7 @@ def show(
 ) -> None:
     """Print the full transcript with roles, votes and night results (a spectator's view)."""
     with friendly_errors():
-        state = _store(db).load(game_id)
+        state = _store(db, read_only=True).load(game_id)
         roles = Table("player", "role", "playstyle", "model", "fate")
         for p in state.players:
             fate = "alive" if p.alive else f"died day {p.died_day} ({p.cause})"
@@ -266,7 +284,7 @@ def export(
 ) -> None:
     """Write the game's state snapshot as JSON (usable with `act --snapshot`)."""
     with friendly_errors():
-        text = _store(db).load(game_id).model_dump_json(indent=2)
+        text = _store(db, read_only=True).load(game_id).model_dump_json(indent=2)
         if out:
             Path(out).write_text(text)
             say(f"wrote {out}")
@@ -282,6 +300,8 @@ def act(
     llm: str = typer.Option(None, "--llm", "-m", help="Override the bot's model."),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
 ) -> None:
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
@@ -307,7 +327,8 @@ def act(
                            turns_total=state.turn_limit())
         else:
             raise ValueError(f"--action must be vote, night or speak (got {action!r})")
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(me.model)
         decision, records = bot_decision(state, want, LLMPool(factory=endpoint.llm))
         payload = decision.model_dump(exclude={"info_state", "notes"}, exclude_defaults=True)

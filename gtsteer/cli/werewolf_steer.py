@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
@@ -30,6 +30,8 @@ def steer_train(
     seed: int = typer.Option(0, "--seed", help="Seed of the games, the sampling, the training."),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     ray: RayAddress = None,
     workers: Workers = None,
 ) -> None:
@@ -46,7 +48,8 @@ def steer_train(
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
         calls = summary.model_calls
@@ -70,6 +73,8 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="First game seed."),
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     ray: RayAddress = None,
     workers: Workers = None,
 ) -> None:
@@ -82,7 +87,8 @@ def evaluate(
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed)
-        endpoint = Endpoint(api_base, api_key_env)
+        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                   max_wait_s=max_wait)
         endpoint.check(llm)
         summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",

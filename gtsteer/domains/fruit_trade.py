@@ -26,12 +26,17 @@ OWNED, VALUES = "fruits_owned", "fruit_values"
 _PAIR = re.compile(r"([A-Za-z][\w ]*?)\s*:\s*(-?\d+)")
 
 
+#: The largest `max_count`: far above a dialogue's trades, far below any integer overflow.
+MAX_COUNT = 1000
+
+
 class FruitParams(DomainParams):
     """`params` of a fruit-trading config: a basket and a value range."""
 
     fruits: list[str] = Field(default_factory=lambda: list(FRUITS))
-    #: The most of one fruit a basket holds.
-    max_count: int = Field(3, ge=1)
+    #: The most of one fruit a basket holds; bounded so that counts, their JSON schema and
+    #: the utilities stay ordinary integers (10^23 overflowed the schema at expansion).
+    max_count: int = Field(3, ge=1, le=MAX_COUNT)
     #: Each fruit's value is drawn from [low, high].
     value_range: tuple[int, int] = (1, 8)
 

@@ -13,6 +13,7 @@ from gtsteer.llm.client import LLM, as_llm, model_string, run_sync
 from gtsteer.llm.errors import (
     LLMCallError,
     LLMError,
+    MalformedResponseError,
     ModelConfigError,
     PromptTooLongError,
     StructuredOutputError,
@@ -40,6 +41,7 @@ __all__ = [
     "LLMCallError",
     "LLMCalls",
     "LLMError",
+    "MalformedResponseError",
     "Message",
     "ModelConfigError",
     "PromptTooLongError",

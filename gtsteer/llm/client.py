@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import threading
 import time
@@ -24,6 +25,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
+from gtsteer.llm import waits
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.cache import AnswerStore, ResponseCache, cache_key
 from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
@@ -42,8 +44,11 @@ from gtsteer.llm.usage import UsageMeter, UsageReport
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 PromptLike = str | Sequence[Message] | Sequence[dict[str, str]]
-#: The longest `Retry-After` the client waits out before its next try.
+#: The longest wait between two tries by default (a `Retry-After`, the backoff):
+#: `--max-wait` changes it.
 RETRY_AFTER_MAX_S = 300.0
+#: How long one try may take by default (`--request-timeout`).
+REQUEST_TIMEOUT_S = 120.0
 
 
 def to_request(prompt: PromptLike, **params: Any) -> GenerationRequest:
@@ -101,12 +106,18 @@ class LLM:
         api_base: str | None = None,
         api_key: str | None = None,
         max_concurrency: int | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float = REQUEST_TIMEOUT_S,
         max_retries: int = 4,
         backoff_initial_s: float = 0.5,
         backoff_max_s: float = 30.0,
         structured_attempts: int = 3,
+        max_wait_s: float = RETRY_AFTER_MAX_S,
     ):
+        if not (timeout_s > 0 and math.isfinite(timeout_s)):
+            raise ValueError(f"--request-timeout: must be a positive number of seconds, got"
+                             f" {timeout_s}")
+        if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
+            raise ValueError(f"--max-wait: must be a number of seconds >= 0, got {max_wait_s}")
         self.backend = backend or make_backend(
             model, api_base=api_base, timeout_s=timeout_s, api_key=api_key
         )
@@ -117,7 +128,9 @@ class LLM:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_initial_s = backoff_initial_s
-        self.backoff_max_s = backoff_max_s
+        self.backoff_max_s = min(backoff_max_s, max_wait_s)
+        #: The longest wait between two tries, a server's `Retry-After` included.
+        self.max_wait_s = max_wait_s
         self.structured_attempts = structured_attempts
         self.meter = UsageMeter()
         # asyncio primitives bind to one loop; sync wrappers may run several loops over time.
@@ -355,9 +368,20 @@ class LLM:
         outcome = getattr(state, "outcome", None)
         error = outcome.exception() if outcome is not None else None
         asked = getattr(error, "retry_after_s", None)
-        # A server that says when to come back is believed (up to RETRY_AFTER_MAX_S): asking
+        # A server that says when to come back is believed (up to max_wait_s): asking
         # sooner only earns another 429.
-        return max(delay, min(asked, RETRY_AFTER_MAX_S)) if asked else delay
+        return min(self.max_wait_s, max(delay, asked) if asked else delay)
+
+    def _waiting(self, state: RetryCallState, shown: list[int]) -> None:
+        """tenacity's before_sleep: count the retry and show the wait to progress displays."""
+        self.meter.retry()
+        outcome = getattr(state, "outcome", None)
+        error = outcome.exception() if outcome is not None else None
+        sleep = state.next_action.sleep if state.next_action is not None else 0.0
+        reason = str(error).split(": ", 1)[0] if error is not None else "failed"
+        token = waits.begin(waits.Wait(self.model, reason, time.monotonic() + sleep,
+                                       state.attempt_number + 1, self.max_retries + 1))
+        shown.append(token)
 
     async def _call(self, request: GenerationRequest, json_schema: dict | None) -> RawCompletion:
         """One metered backend call with timeout and exponential backoff on transient errors."""
@@ -375,11 +399,12 @@ class LLM:
     async def _retrying(self, call: Callable[[], Awaitable[R]]) -> R:
         """Run `call` under the concurrency limit and the timeout, retrying transient errors
         with backoff; every backend call (generation or option scoring) goes through here."""
+        shown: list[int] = []  # this call's wait between tries, while it runs
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             wait=self._backoff_delay,
             retry=retry_if_exception_type(TransientLLMError),
-            before_sleep=lambda _state: self.meter.retry(),
+            before_sleep=lambda state: self._waiting(state, shown),
             reraise=True,  # the last TransientLLMError, so the final message names its cause
         )
         tries = 0
@@ -387,13 +412,14 @@ class LLM:
             async for attempt in retrying:
                 with attempt:
                     tries += 1
+                    _end_waits(shown)
                     async with self._semaphore():
                         try:
                             timeout = self.timeout_s if self.backend.cancellable else None
                             return await asyncio.wait_for(call(), timeout)
                         except TimeoutError as exc:
                             raise TransientLLMError(
-                                f"no answer within {self.timeout_s:g} s"
+                                f"no answer within {self.timeout_s:g} s (--request-timeout)"
                             ) from exc
         except TransientLLMError as exc:
             self.meter.failure()
@@ -403,7 +429,14 @@ class LLM:
         except Exception:
             self.meter.failure()
             raise
+        finally:
+            _end_waits(shown)
         raise AssertionError("unreachable")
+
+
+def _end_waits(shown: list[int]) -> None:
+    while shown:
+        waits.end(shown.pop())
 
 
 def _add(a: Usage, b: Usage) -> Usage:

@@ -6,6 +6,10 @@ from __future__ import annotations
 class LLMError(Exception):
     """Base class for every error raised by gtsteer.llm."""
 
+    #: A served model's whole error text, credentials scrubbed (the message keeps 300
+    #: characters of it); the provider's exception itself is not chained, as it quotes the key.
+    provider_text: str = ""
+
 
 class ModelConfigError(LLMError):
     """The model string, key, or local model file is unusable; nothing was sent."""
@@ -32,6 +36,12 @@ class TransientLLMError(LLMError):
     def __init__(self, message: str, retry_after_s: float | None = None):
         self.retry_after_s = retry_after_s
         super().__init__(message)
+
+
+class MalformedResponseError(TransientLLMError):
+    """A served model answered 200 with a body that is no usable completion (no choices, a
+    null message, log-probabilities without values): retried, as a proxy or a server under
+    load sends such bodies now and then; the message names what was missing."""
 
 
 class LLMCallError(LLMError):

@@ -14,10 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gtsteer.binding.run_models import Role, RoleModel
+from gtsteer.binding.run_models import Role, RoleModel, env_name_problem
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
 from gtsteer.llm.cache import public_url
+from gtsteer.llm.client import REQUEST_TIMEOUT_S, RETRY_AFTER_MAX_S
 
 
 def served(model: str) -> bool:
@@ -33,6 +34,14 @@ class Endpoint:
     api_base: str | None = None
     api_key_env: str | None = None
     key_field: str = "--api-key-env"
+    #: `--request-timeout`: seconds one try may take (None: the client's default, 120).
+    timeout_s: float | None = None
+    #: `--max-wait`: the longest wait between tries, a `Retry-After` included (None: 300).
+    max_wait_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.api_key_env is not None and (problem := env_name_problem(self.api_key_env)):
+            raise ModelConfigError(f"{self.key_field}: {problem}")
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -47,7 +56,8 @@ class Endpoint:
     def resolve(self, model: str) -> str | LLM:
         """What a driver takes as its model: the string itself unless the flags concern it
         (drivers build the client then, after checking their config)."""
-        given = self.api_base or self.api_key_env
+        given = (self.api_base or self.api_key_env or self.timeout_s is not None
+                 or self.max_wait_s is not None)
         return self.llm(model) if given and served(model) else model
 
     def llm(self, model: str) -> LLM:
@@ -59,7 +69,9 @@ class Endpoint:
             # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the
             # SDK to hold some key; this placeholder is what those servers' docs send.
             key = "no-key" if model.startswith("openai/") else None
-        return LLM(model, api_base=self.api_base, api_key=key)
+        return LLM(model, api_base=self.api_base, api_key=key,
+                   timeout_s=REQUEST_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
+                   max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s)
 
     def check(self, *models: str | None) -> None:
         """Flags given for a run without a served model are a mistake worth one line."""
@@ -72,8 +84,10 @@ class Endpoint:
     def under(self, role: RoleModel, field: str) -> Endpoint:
         """This endpoint for a config role: each flag given wins over the role's own value."""
         if self.api_key_env is not None:
-            return Endpoint(self.api_base or role.api_base, self.api_key_env, self.key_field)
-        return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env")
+            return Endpoint(self.api_base or role.api_base, self.api_key_env, self.key_field,
+                            self.timeout_s, self.max_wait_s)
+        return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env",
+                        self.timeout_s, self.max_wait_s)
 
 
 Source = Literal["given", "config", "default", "writer"]

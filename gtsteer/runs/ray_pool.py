@@ -18,10 +18,12 @@ cluster together keeps the limit one process would.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import itertools
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,7 +38,7 @@ from gtsteer.llm import LLM, ResponseCache
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.llm.usage import LLMCalls, UsageReport
-from gtsteer.runs.units import RayOptions, UnitsRun
+from gtsteer.runs.units import RayClusterError, RayOptions, UnitsRun, head_address
 
 U = TypeVar("U")
 R = TypeVar("R")
@@ -46,6 +48,9 @@ R = TypeVar("R")
 TASK_RETRIES = 3
 #: A requests-per-minute bound for served models, cluster-wide (unset: no such bound).
 RPM_ENV = "GTSTEER_RPM"
+#: How long `--ray HOST:PORT` waits for the head's port to accept a connection (Ray's own
+#: connect retries forever, printing a line every 30 s).
+CONNECT_TIMEOUT_S = 10.0
 _BUILT_IN = ("gtsteer.llm.backends.fake", "gtsteer.llm.backends.local",
              "gtsteer.llm.backends.litellm_backend")
 
@@ -61,13 +66,14 @@ class ModelSpec:
     timeout_s: float = 120.0
     max_retries: int = 4
     structured_attempts: int = 3
+    max_wait_s: float = 300.0
     backend: Backend | None = None
 
     @classmethod
     def of(cls, llm: LLM) -> ModelSpec:
         b = llm.backend
         settings = cls(llm.model, timeout_s=llm.timeout_s, max_retries=llm.max_retries,
-                       structured_attempts=llm.structured_attempts)
+                       structured_attempts=llm.structured_attempts, max_wait_s=llm.max_wait_s)
         if type(b).__module__ not in _BUILT_IN:
             return replace(settings, backend=b)
         return replace(settings, api_base=getattr(b, "api_base", None),
@@ -221,7 +227,7 @@ def _run_unit(work: Callable[[Any, LLM], Any], unit: Any, spec: ModelSpec, use_c
         backend = GatedBackend(backend, limiter)
     model = LLM(spec.model, backend=backend, cache=cache, use_cache=use_cache,
                 timeout_s=spec.timeout_s, max_retries=spec.max_retries,
-                structured_attempts=spec.structured_attempts)
+                structured_attempts=spec.structured_attempts, max_wait_s=spec.max_wait_s)
     value = work(unit, model)
     return TaskResult(value, cache.new, model.usage, model.capabilities(),
                       ray.get_runtime_context().get_node_id())
@@ -239,14 +245,86 @@ def connected(options: RayOptions) -> Iterator[None]:
         yield
         return
     if options.address == "local":
-        ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+        with loopback_only():
+            ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
+                     _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
     else:
-        ray.init(address=options.address, logging_level=logging.WARNING)
+        if options.address != "auto":
+            probe_head(options.address)
+        try:
+            ray.init(address=options.address, logging_level=logging.WARNING)
+        except ConnectionError as exc:  # `auto` with no cluster here, a head that went away
+            raise RayClusterError(f"--ray {options.address}: cannot join the Ray cluster:"
+                                  f" {_first_line(exc)}") from None
     try:
         yield
     finally:
         ray.shutdown()
+
+
+#: Ray's switch for its node-address lookup (named for Windows and macOS, where it is off by
+#: default); off, `_node_ip_address="127.0.0.1"` is kept as given instead of being replaced by
+#: this machine's interface address, and Ray's servers bind to the node address.
+_CLUSTER_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextmanager
+def loopback_only() -> Iterator[None]:
+    """While a `--ray local` session starts: its node address is 127.0.0.1, so GCS, raylet,
+    object manager, workers and agents listen on loopback only, not on every interface.
+    The session's processes inherit the setting from the environment; the driver's own copy
+    (read when Ray was imported) is switched for the start and put back after."""
+    from ray._private import ray_constants
+
+    before_env, before = os.environ.get(_CLUSTER_SWITCH), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[_CLUSTER_SWITCH] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if before_env is None:
+            os.environ.pop(_CLUSTER_SWITCH, None)
+        else:
+            os.environ[_CLUSTER_SWITCH] = before_env
+
+
+def probe_head(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail in `timeout_s` with one line when nothing accepts connections at the head's
+    address, before `ray.init` (which would wait forever)."""
+    host, port = head_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = (f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError)
+               else (exc.strerror or str(exc)).lower())
+        raise RayClusterError(
+            f"--ray {address}: no Ray head answers there ({why}); start one with `ray start"
+            " --head --port PORT`, or check the address and the firewall") from None
+
+
+def _cluster_failed(what: str, finished: int, total: int, label: str) -> RayClusterError:
+    return RayClusterError(
+        f"the Ray cluster failed during the run ({what}); {finished} of {total} {label}"
+        " finished and are kept; rerun to do the rest (finished work is read from the cache)")
+
+
+def _local_raylet_watch() -> Callable[[], bool]:
+    """Whether the raylet this process started (`--ray local`) still runs; always True for a
+    joined cluster, whose raylets this process does not own. Ray's node handle is private
+    API, so its absence only turns the watch off."""
+    node: Any = getattr(ray._private.worker, "_global_node", None)
+    try:
+        process = node.all_processes["raylet"][0].process
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return lambda: True
+    return lambda: process.poll() is None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _on_driver_node() -> NodeAffinitySchedulingStrategy:
@@ -315,14 +393,25 @@ def run_on_ray(
         try:
             with Progress(disable=not progress, transient=True) as bar:
                 task = bar.add_task(f"{label} (Ray)", total=len(units))
+                raylet_alive = _local_raylet_watch()
                 while pending:
-                    done, _ = ray.wait(list(pending), num_returns=1)
+                    # With a timeout, to notice this node's raylet dying: Ray then ends the
+                    # process some 15 s later with no word of its own.
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                    if not done:
+                        if not raylet_alive():
+                            raise _cluster_failed("the raylet of this machine's Ray node died",
+                                                  len(results), len(units), label)
+                        continue
                     i = pending.pop(done[0])
                     submit()  # the next unit takes the finished one's CPU
                     try:
                         result = ray.get(done[0])
                     except ray.exceptions.RayTaskError as exc:
                         raise exc.as_instanceof_cause() from None
+                    except ray.exceptions.RayError as exc:  # the cluster, not the unit
+                        raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
+                                              len(results), len(units), label) from None
                     if model.cache is not None:
                         for key, value in result.entries.items():
                             model.cache.set(key, value)
@@ -332,7 +421,8 @@ def run_on_ray(
                     bar.advance(task)
         finally:
             for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(ray.exceptions.RayError):  # a dead node's task
+                    ray.cancel(ref, force=True)
     ordered = [results[i] for i in range(len(units))]
     calls = sum((r.usage.since(UsageReport()) for r in ordered), LLMCalls())
     modes = ordered[0].capabilities if ordered else model.capabilities()

@@ -23,6 +23,7 @@ from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
+from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.runs.models import Endpoint, pick_roles
 from gtsteer.runs.output import (
     check_in_file,
@@ -90,15 +91,16 @@ def check_tree_size(spec: DomainSpec, games: int, max_calls: int | None, *, held
     return total
 
 
-#: OpenSpiel stores a game's seed parameter as a C++ 64-bit integer.
-SEED_RANGE = (-(2**63), 2**63 - 1)
+#: OpenSpiel reads a game's seed parameter into a C++ `int` (32 bits): a larger seed fails
+#: every instance at build ("Unable to cast Python instance of type int").
+SEED_RANGE = (-(2**31), 2**31 - 1)
 
 
 def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None:
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 64-bit integer (-2**63 .. 2**63-1), got {seed}")
+        raise ValueError(f"seed: must be a 32-bit integer (-2**31 .. 2**31-1), got {seed}")
     check_solver_args(solver, iterations)
 
 
@@ -320,7 +322,8 @@ def _solve_instance(
         record.expansion = _dump(report)
         done.terminals = "".join(row.model_dump_json() + "\n" for row in terminal_rows(game))
         if report.failed:
-            record.failure_stage, record.failure = stage, str(report.reason or "expansion failed")
+            record.failure_stage = stage
+            record.failure = scrub_secrets(str(report.reason or "expansion failed"))
             return done
         stage = "solve"
         result = solve_cfr(game, solver=solver, iterations=iterations)
@@ -333,14 +336,14 @@ def _solve_instance(
             except StorageError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
-                record.heldout_failure = f"{type(exc).__name__}: {exc}"
+                record.heldout_failure = scrub_secrets(f"{type(exc).__name__}: {exc}")
         done.backend = result.backend
         return done
     except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
         raise
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
-        record.failure_stage, record.failure = stage, f"{type(exc).__name__}: {exc}"
+        record.failure_stage, record.failure = stage, scrub_secrets(f"{type(exc).__name__}: {exc}")
         return done
 
 

@@ -8,6 +8,8 @@ Without `ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded onl
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +20,36 @@ from gtsteer.llm.usage import LLMCalls
 
 U = TypeVar("U")
 R = TypeVar("R")
+
+#: A DNS name (RFC 1123 labels) or an IPv4 address; an IPv6 address goes in brackets.
+_HOSTNAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+
+
+class RayClusterError(RuntimeError):
+    """The Ray cluster cannot be reached, or failed under a run (a raylet died); the message
+    names the address and says what was kept."""
+
+
+def head_address(address: str) -> tuple[str, int]:
+    """`(host, port)` of a `--ray HOST:PORT` (IPv6 as `[::1]:6379`); a ValueError naming the
+    value when it is no such address (Ray itself would wait for it forever)."""
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"--ray {address!r}: give `local`, `auto` or HOST:PORT (e.g."
+                         " 10.0.0.5:6379)")
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"--ray {address}: the port must be a number from 1 to 65535, got"
+                         f" {port_text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise ValueError(f"--ray {address}: {host} is not an IPv6 address") from None
+        return host[1:-1], int(port_text)
+    if not _HOSTNAME.fullmatch(host):
+        raise ValueError(f"--ray {address}: {host!r} is not a host name or IP address")
+    return host, int(port_text)
 
 
 @dataclass(frozen=True)
@@ -34,6 +66,8 @@ class RayOptions:
     def __post_init__(self) -> None:
         if not self.address.strip():
             raise ValueError("--ray: give `local`, `auto` or HOST:PORT")
+        if self.address not in ("local", "auto"):
+            head_address(self.address)
         if self.workers is not None and self.workers < 1:
             raise ValueError(f"--workers: must be >= 1, got {self.workers}")
         if self.workers is not None and self.address != "local":

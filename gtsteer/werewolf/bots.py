@@ -31,6 +31,18 @@ from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, SummaryNotes
 
 MAX_LINE_CHARS = 600
+
+
+def human_line(text: str) -> str:
+    """A human's chat line as the table stores it: one line (whitespace runs, newlines
+    included, become one space), at most MAX_LINE_CHARS printable characters; a ValueError
+    saying which rule the line breaks. The terminal and the web app (`schemas.Act`) agree."""
+    if len(text) > MAX_LINE_CHARS:
+        raise ValueError(f"at most {MAX_LINE_CHARS} characters, got {len(text)}")
+    line = " ".join(text.split())
+    if any(not ch.isprintable() for ch in line):
+        raise ValueError("the line has control or unprintable characters (escapes, bells)")
+    return line
 #: Token budget of a public line for an embedded model (three times this for API models).
 SPEAK_TOKENS = 60
 #: Notes field lengths: short for the small local model (its grammar stops it there), roomy

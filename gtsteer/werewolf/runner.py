@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+from gtsteer.llm.cache import public_url
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.engine import check_game_id, new_game, pending, step
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
@@ -40,8 +41,10 @@ def create_game(
     rules: RulesName = "reference",
     ties: TieRule = "none",
     cast: list[tuple[str, str, str]] | None = None,
+    api_base: str | None = None,
 ) -> GameState:
-    """Build the cast (given, themed or built-in), deal roles, and store the new game."""
+    """Build the cast (given, themed or built-in), deal roles, and store the new game (with
+    the served models' `api_base`, credentials stripped)."""
     check_players(n_players)  # before a cast of that size is drawn or asked for
     game_id = game_id or uuid.uuid4().hex[:10]
     check_game_id(game_id)
@@ -64,6 +67,7 @@ def create_game(
         max_messages_per_day=max_messages_per_day,
         game_id=game_id, scene=scene, rules=rules, ties=ties,
     )
+    state.api_base = public_url(api_base)
     store.create(state, records)
     return state
 

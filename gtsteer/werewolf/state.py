@@ -293,6 +293,9 @@ class GameState(Snapshot):
     scene: str = ""
     #: The model that routes the discussion (bots carry their own model strings).
     router_model: str = "fake"
+    #: The served models' base URL (`--api-base`) without credentials or query, so `resume`
+    #: talks to the same server; the key is never stored (`--api-key-env` again on resume).
+    api_base: str | None = None
     players: list[Player]
     day: int = 1
     phase: Phase = "intro"

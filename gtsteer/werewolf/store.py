@@ -105,11 +105,24 @@ def default_db_path() -> Path:
 
 
 class GameStore:
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, read_only: bool = False):
+        """`read_only`: for commands that only read (list, show, export): a file or folder
+        that cannot be written (an archive, a read-only mount) is still read."""
         self.path = Path(path) if path else default_db_path()
         if self.path.is_dir():
             raise StoreError(f"--db {self.path} is a directory; give a file, e.g. "
                              f"{self.path / 'werewolf.sqlite'}")
+        try:
+            self._open()
+        except StoreError as refused:
+            if not (read_only and self.path.is_file()):
+                raise
+            try:  # e.g. a read-only mount: WAL mode and migrations need writes, reading not
+                self._open_read_only()
+            except (sqlite3.Error, OSError):
+                raise refused from None
+
+    def _open(self) -> None:
         with self._guard():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -118,6 +131,23 @@ class GameStore:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             if version < DB_VERSION:
                 self._migrate()
+
+    def _open_read_only(self) -> None:
+        """Open an unwritable file for reading. SQLite's `mode=ro` still needs the WAL's
+        shared-memory file; where the folder is read-only too, `immutable=1` reads the file
+        as it lies (nothing can be writing to it there)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            self.conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+            version = self._version()
+        except sqlite3.OperationalError:
+            self.conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+            version = self._version()
+        if version < DB_VERSION:
+            self.conn.close()
+            raise StoreError(f"werewolf database {self.path} has schema version {version} and is"
+                             " read-only here, so it cannot be brought to the current version;"
+                             " copy it to a writable folder and give that --db")
 
     def _version(self) -> int:
         version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])

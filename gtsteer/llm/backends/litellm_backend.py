@@ -26,7 +26,14 @@ from urllib.parse import urlsplit
 
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import public_url
-from gtsteer.llm.errors import LLMCallError, ModelConfigError, TransientLLMError
+from gtsteer.llm.errors import (
+    LLMCallError,
+    LLMError,
+    MalformedResponseError,
+    ModelConfigError,
+    TransientLLMError,
+)
+from gtsteer.llm.secrets import register_secret, scrub_secrets, scrub_values
 from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
 
 # Providers that run without a key (local servers).
@@ -91,6 +98,25 @@ def response_format(mode: str, json_schema: dict[str, Any]) -> dict[str, Any] | 
     return None
 
 
+def check_api_base(api_base: str | None, sends_key: bool) -> None:
+    """Refuse, before anything is sent, a base URL no request can succeed with: another
+    scheme than http(s), no host, or credentials in it where a key goes as the Authorization
+    header too (`sends_key`: httpx refuses the two together, on every try)."""
+    if not api_base:
+        return
+    parts = urlsplit(api_base)
+    shown = public_url(api_base)
+    if parts.scheme not in ("http", "https"):
+        raise ModelConfigError(f"--api-base {shown}: the scheme must be http or https, got"
+                               f" {parts.scheme or 'none'!r}")
+    if not parts.hostname:
+        raise ModelConfigError(f"--api-base {shown}: no host in the URL")
+    if sends_key and (parts.username is not None or parts.password is not None):
+        raise ModelConfigError(
+            f"--api-base {shown}: the URL holds credentials (user:password@), which are never"
+            " sent; put the key in an environment variable and name it with --api-key-env")
+
+
 class LiteLLMBackend(Backend):
     kind = "litellm"
     max_concurrency = 16
@@ -106,6 +132,7 @@ class LiteLLMBackend(Backend):
         self.api_base = api_base
         self.timeout_s = timeout_s
         self._api_key = api_key  # sent with each request; never part of identity()
+        register_secret(api_key)  # and scrubbed from every error and answer text
         litellm = _litellm()
         try:
             _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
@@ -117,6 +144,8 @@ class LiteLLMBackend(Backend):
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
             ) from exc
         self.provider = provider
+        # The OpenAI SDK always sends a key (the environment's, or the placeholder no-key).
+        check_api_base(api_base, sends_key=api_key is not None or provider == "openai")
         self.modes = endpoint_modes(model, api_base)
         if provider not in _KEYLESS_PROVIDERS and not api_base and not api_key:
             env = litellm.validate_environment(model=model)
@@ -178,8 +207,10 @@ class LiteLLMBackend(Backend):
         start = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise _classify(exc) from exc
+        except Exception as exc:  # noqa: BLE001 - every provider error is classified
+            # `from None`: litellm's exception quotes the request (its headers, the key) and
+            # would print with any traceback; its scrubbed text travels as `provider_text`.
+            raise _classify(exc, self.api_base) from None
         latency = time.perf_counter() - start
         usage = getattr(response, "usage", None)
         try:
@@ -208,7 +239,32 @@ class LiteLLMBackend(Backend):
             assert json_schema is not None and self.modes.structured is not None
             answer = await self._send_structured(kwargs, json_schema, self.modes.structured)
         response, usage = answer
-        return RawCompletion(text=response.choices[0].message.content or "", usage=usage)
+        text = self._text_of(response)
+        # A server that quotes the key in its answer must not get it into the cache.
+        return RawCompletion(text=scrub_values(text), usage=usage)
+
+    def _malformed(self, what: str) -> MalformedResponseError:
+        where = public_url(self.api_base) or self.provider
+        return MalformedResponseError(f"malformed response from {self.model} at {where}: {what}")
+
+    def _first_choice(self, response: Any) -> Any:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise self._malformed("the answer has no choices (`\"choices\": []`)")
+        return choices[0]
+
+    def _text_of(self, response: Any) -> str:
+        """The first choice's message text; a choice without a message, or whose content is
+        null where text was asked for, is a malformed answer (not an empty one)."""
+        message = getattr(self._first_choice(response), "message", None)
+        if message is None:
+            raise self._malformed("the first choice has no message")
+        content = getattr(message, "content", None)
+        if content is None:
+            raise self._malformed("the message's content is null")
+        if not isinstance(content, str):
+            raise self._malformed(f"the message's content is a {type(content).__name__}, not text")
+        return content
 
     async def _send_structured(
         self, kwargs: dict[str, Any], json_schema: dict[str, Any], mode: str
@@ -224,7 +280,7 @@ class LiteLLMBackend(Backend):
             try:
                 answer = await self._send_structured(kwargs, json_schema, mode)
             except (TransientLLMError, LLMCallError) as exc:
-                said = f"{exc} {exc.__cause__}"  # the provider's full text, not the 300-char cut
+                said = f"{exc} {exc.provider_text}"  # the provider's whole text, not the 300-char cut
                 if mode != "prompt" and _REJECTS_FORMAT.search(said):
                     continue  # the server named the format it refuses: try the next mode
                 raise
@@ -250,16 +306,21 @@ class LiteLLMBackend(Backend):
         )
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
         response, usage = await self._send({**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        top = _top_logprobs(response)
+        try:
+            top = _top_logprobs(self._first_choice(response))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._malformed(f"its logprobs cannot be read ({type(exc).__name__}:"
+                                  f" {exc})") from None
         self.modes.logprobs = top is not None
         if top is None:
             return None, usage
         return first_token_scores(top, options), usage
 
 
-def _top_logprobs(response: Any) -> dict[str, float] | None:
-    """`{token: logprob}` of the first generated token, or None when the server sent none."""
-    logprobs = getattr(response.choices[0], "logprobs", None)
+def _top_logprobs(choice: Any) -> dict[str, float] | None:
+    """`{token: logprob}` of the first generated token, or None when the server sent none;
+    a KeyError/TypeError/ValueError when an entry lacks `token` or `logprob`."""
+    logprobs = getattr(choice, "logprobs", None)
     if logprobs is None:
         return None
     content = logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)
@@ -267,6 +328,8 @@ def _top_logprobs(response: Any) -> dict[str, float] | None:
         return None
     first = content[0]
     first = first if isinstance(first, dict) else first.model_dump()
+    if not isinstance(first, dict):
+        raise TypeError(f"logprobs content entry is a {type(first).__name__}")
     top = {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
     top.setdefault(str(first["token"]), float(first["logprob"]))
     return top
@@ -293,26 +356,6 @@ def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, f
     return {o: scores.get(o, floor if math.isfinite(floor) else -1e9) for o in options}
 
 
-_URL_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
-_SECRET_PARAM = re.compile(r"(?i)\b((?:api[-_]?)?key|token|secret|password|sig)=[^&\s'\"]+")
-_KEY_SHAPED = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}")
-
-
-def scrub_secrets(text: str) -> str:
-    """Remove credentials from provider error text before it reaches logs or result files.
-
-    Providers echo request URLs and sometimes keys in their errors; those messages end up in
-    stderr, ExpansionReport.reason and results/*.json, so they are cleaned at the one place
-    errors leave the backend.
-    """
-    for name, value in os.environ.items():
-        if len(value) >= 8 and name.upper().endswith(("_API_KEY", "_TOKEN", "_SECRET", "_KEY")):
-            text = text.replace(value, "***")
-    text = _URL_CREDENTIALS.sub(r"\1***@", text)
-    text = _SECRET_PARAM.sub(lambda m: f"{m.group(1)}=***", text)
-    return _KEY_SHAPED.sub(lambda m: f"{m.group(1)}-***", text)
-
-
 def _retry_after(exc: Exception) -> float | None:
     """Seconds from the error response's `Retry-After` header (delta-seconds or HTTP date)."""
     headers: Any = getattr(exc, "litellm_response_headers", None)
@@ -333,25 +376,71 @@ def _retry_after(exc: Exception) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _classify(exc: Exception) -> Exception:
-    """Map litellm/OpenAI exceptions to retryable or final gtsteer errors (secrets scrubbed)."""
-    status = getattr(exc, "status_code", None)
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it wraps (litellm wraps the OpenAI SDK's error, which wraps httpx's...)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain) and len(chain) < 12:
+        chain.append(current)
+        current = (current.__cause__ or current.__context__
+                   or getattr(current, "original_exception", None))
+    return chain
+
+
+def _http_status(chain: list[BaseException]) -> int | None:
+    """The status of an HTTP response the server really sent: litellm labels a refused
+    connection or an unparsable body "status 500" too, but only then is there no SDK status
+    error (`openai.APIStatusError`) in the chain."""
+    for cause in chain:
+        if type(cause).__module__.startswith("openai") and hasattr(cause, "status_code"):
+            return int(cause.status_code)
+    return None
+
+
+def _what_happened(exc: Exception, chain: list[BaseException], where: str) -> tuple[str, bool]:
+    """A short label of the failure and whether another try can succeed."""
+    names = {type(c).__name__ for c in chain}
+    status = _http_status(chain)
+    if "ConnectionRefusedError" in names:
+        return f"connection refused by {where} (is the server running?)", True
+    if names & {"APITimeoutError", "Timeout", "ReadTimeout", "ConnectTimeout", "TimeoutError"}:
+        return "the server did not answer in time", True
+    if status is None and "JSONDecodeError" in names:
+        return "malformed response: the body is not valid JSON", True
+    if status is None and "Empty or invalid response" in str(exc):
+        return "malformed response: the body is not a chat completion (a proxy's page?)", True
+    if status is None and names & {"APIConnectionError", "ServerDisconnectedError", "ReadError",
+                                   "RemoteProtocolError", "ClientConnectorError", "ConnectError"}:
+        return f"the connection closed before an answer ({where})", True
+    code = status if status is not None else getattr(exc, "status_code", None)
+    if status is not None and status == 429:
+        return "rate limited (HTTP 429)", True
+    if status is not None and status >= 500:
+        return f"server error (HTTP {status})", True
     name = type(exc).__name__
-    detail = scrub_secrets(str(exc))[:300]
-    transient_names = {
-        "RateLimitError",
-        "InternalServerError",
-        "ServiceUnavailableError",
-        "APIConnectionError",
-        "Timeout",
-        "APITimeoutError",
-        "BadGatewayError",
-    }
-    if name in transient_names or (isinstance(status, int) and (status == 429 or status >= 500)):
-        return TransientLLMError(f"{name} (status {status}): {detail}", _retry_after(exc))
-    if name == "AuthenticationError":
-        return ModelConfigError(
+    transient = name in {"RateLimitError", "ServiceUnavailableError", "BadGatewayError"} or (
+        isinstance(code, int) and (code == 429 or code >= 500))
+    return f"{name} (status {code})", transient
+
+
+def _classify(exc: Exception, api_base: str | None = None) -> Exception:
+    """Map litellm/OpenAI exceptions to retryable or final gtsteer errors (secrets scrubbed),
+    labelled with what happened (refused, timed out, a broken body, the server's own HTTP
+    status), not with litellm's class name and the 500 it gives every client-side failure."""
+    full = scrub_secrets(str(exc))
+    detail = full[:300]
+    chain = _causes(exc)
+    where = (urlsplit(api_base).netloc.rpartition("@")[2] if api_base else None) or "the server"
+    what, transient = _what_happened(exc, chain, where)
+    error: LLMError
+    if type(exc).__name__ == "AuthenticationError":
+        error = ModelConfigError(
             "The provider rejected the API key (authentication error). Check the key in your "
             "environment."
         )
-    return LLMCallError(f"{name} (status {status}): {detail}")
+    elif transient:
+        error = TransientLLMError(f"{what}: {detail}", _retry_after(exc))
+    else:
+        error = LLMCallError(f"{what}: {detail}")
+    error.provider_text = full
+    return error

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer
-from gtsteer.werewolf.web.guard import RequestGuard
+from gtsteer.werewolf.web.guard import RequestGuard, SecurityHeaders
 from gtsteer.werewolf.web.live import LiveGame, WebError, stream_payload
 from gtsteer.werewolf.web.manager import GameManager, rule_options, scaled_discussion
 from gtsteer.werewolf.web.schemas import Act, Control, CreateGame, JoinSeat
@@ -61,12 +61,7 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     # Added first, so it runs inside the headers middleware: refusals get the headers too.
     app.add_middleware(RequestGuard, hosts=hosts)
-
-    @app.middleware("http")
-    async def headers(request: Request, call_next):
-        response = await call_next(request)
-        response.headers.update(SECURITY_HEADERS)
-        return response
+    app.add_middleware(SecurityHeaders, headers=SECURITY_HEADERS)
 
     @app.exception_handler(WebError)
     async def web_error(request: Request, exc: WebError) -> JSONResponse:

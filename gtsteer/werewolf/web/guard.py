@@ -11,6 +11,8 @@ for requests that change something, and a cap on request bodies.
   `Sec-Fetch-Site` is refused (403) whatever the body.
 - **Size**: bodies over `MAX_BODY_BYTES` are refused (413) from the Content-Length alone, or as
   soon as a chunked body passes the cap, so nothing large is ever read into memory.
+- **Time**: a body that stops arriving for `BODY_TIMEOUT_S` is answered 408 (a stalled client
+  holds no request forever); a client that disconnects mid-body gets nothing and logs nothing.
 
 A pure ASGI middleware (not Starlette's TrustedHostMiddleware, which splits `[::1]:8000` at the
 first colon), so the three rules sit in one place with one JSON error shape.
@@ -18,6 +20,7 @@ first colon), so the three rules sit in one place with one JSON error shape.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import socket
@@ -28,6 +31,8 @@ from urllib.parse import urlsplit
 #: The largest body the API accepts: a 12-seat custom cast with per-seat models is about 6 KB
 #: of JSON (36 KB if every character were \u-escaped).
 MAX_BODY_BYTES = 64 * 1024
+#: The longest pause while a request body arrives (the API's bodies are a few KB).
+BODY_TIMEOUT_S = 10.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_BINDS = ("0.0.0.0", "::", "")
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -72,10 +77,12 @@ def allowed_hosts(bind: str, extra: Iterable[str] = ()) -> set[str]:
 
 
 class RequestGuard:
-    def __init__(self, app: Any, hosts: Iterable[str], max_body: int = MAX_BODY_BYTES):
+    def __init__(self, app: Any, hosts: Iterable[str], max_body: int = MAX_BODY_BYTES,
+                 body_timeout_s: float = BODY_TIMEOUT_S):
         self.app = app
         self.hosts = set(hosts)
         self.max_body = max_body
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan (the app has no websockets)
@@ -101,8 +108,13 @@ class RequestGuard:
             return
         body = bytearray()
         while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                await refuse(send, 408, f"the request body stopped arriving for"
+                             f" {self.body_timeout_s:g} s")
+                return
+            if message["type"] != "http.request":  # the client went away: nobody to answer
                 return
             body += message.get("body", b"")
             if len(body) > self.max_body:
@@ -152,3 +164,28 @@ async def refuse(send: Any, status: int, message: str) -> None:
                             (b"content-length", str(len(payload)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": payload})
+
+
+class SecurityHeaders:
+    """Adds `headers` to every response. A pure ASGI middleware: Starlette's `@app.middleware`
+    (BaseHTTPMiddleware) raises "No response returned" (an ERROR traceback in the log) for a
+    request the guard drops because its client went away mid-body."""
+
+    def __init__(self, app: Any, headers: dict[str, str]):
+        self.app = app
+        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                        for k, v in headers.items()]
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        names = {k for k, _ in self.headers}
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": [*kept, *self.headers]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
