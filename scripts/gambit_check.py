@@ -2,18 +2,17 @@
 
 For each config: `gtsteer solve` (CFR+) and `gtsteer export --format efg` of instance 0, then
 in pygambit on the exported file:
-- gtsteer's CFR+ policy as a behaviour profile; its NashConv by Gambit's own regret (the
-  sum over players of `MixedStrategyProfile.player_regret`, on the reduced strategic form)
-  and `max_regret`, against gtsteer's (OpenSpiel's) NashConv and largest player gain;
-- an exact equilibrium (`lp_solve` for zero-sum configs, `lcp_solve` otherwise, on the
-  sequence form, in rationals), its value against gtsteer's CFR+ value (zero-sum: the value
-  is unique, so |difference| <= gtsteer's NashConv), and OpenSpiel's NashConv of Gambit's
-  equilibrium (0 up to float).
-A tree whose players have more than `MAX_STRATEGIES` reduced pure strategies in all is too
-big for the strategic-form regret and is reported as such. pygambit is in the test extra
-(`pip install -e '.[test]'`).
+- gtsteer's CFR+ policy as a Gambit behaviour profile; its NashConv by Gambit: each player's
+  best-response value (Gambit's sequence-form `lcp_solve` on the file with the other player's
+  decision nodes turned into chance nodes playing the policy, `fixed_opponents_efg`) minus its payoff
+  (`MixedBehaviorProfile.payoff`), summed; where the reduced strategic form is small, also
+  the sum of Gambit's `MixedStrategyProfile.player_regret`;
+- an exact equilibrium (`lcp_solve` on the sequence form, rationals unless --float), its
+  payoffs against OpenSpiel's values of it and gtsteer's CFR+ values (zero-sum: the value is
+  unique, so |difference| <= gtsteer's NashConv), and OpenSpiel's NashConv of it (0).
+pygambit is in the test extra (`pip install -e '.[test]'`).
 
-    python scripts/gambit_check.py [--llm fake] [configs/*.yaml]
+    python scripts/gambit_check.py [--llm fake] [--float] [configs/*.yaml]
 
 prints one markdown table row per config (docs/SOLVE.md, "Cross-check with Gambit").
 """
@@ -21,7 +20,9 @@ prints one markdown table row per config (docs/SOLVE.md, "Cross-check with Gambi
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
 import sys
 import tempfile
 import time
@@ -35,13 +36,13 @@ import pyspiel
 
 from gtsteer.runs.export import export_config
 from gtsteer.runs.solve import solve_config
-from gtsteer.solvers.cfr import PolicyTable
+from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.efg import EfgMap, policy_to_efg
 from gtsteer.solvers.metrics import nash_conv
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Reduced pure strategies (all players) past which Gambit's strategic-form regret is skipped:
-#: each strategy's value is a walk of the tree.
+#: Reduced pure strategies (all players) past which the strategic-form regret is skipped (each
+#: strategy's value is a walk of the tree); the best-response NashConv has no such limit.
 MAX_STRATEGIES = 20_000
 
 
@@ -50,13 +51,17 @@ class GambitCheck:
     """What Gambit says about one exported game and gtsteer's policy on it."""
 
     strategies: list[int]
-    #: Gambit's NashConv of gtsteer's policy (None when the strategic form is too big).
-    nash_conv: float | None
-    max_regret: float | None
-    #: The exact equilibrium Gambit found: its payoffs (rational) and how it was found.
-    method: str
+    #: Gambit's NashConv of gtsteer's policy: the sum of `regrets`, each player's
+    #: best-response value (`best_response_value`) minus its payoff (`profile.payoff`).
+    nash_conv: float
+    regrets: list[float]
+    #: The same sum from Gambit's `player_regret` on the reduced strategic form (None when
+    #: the players have more than MAX_STRATEGIES reduced strategies in all).
+    nash_conv_strategic: float | None
+    #: The payoffs of the exact equilibrium Gambit's `lcp_solve` found.
     equilibrium_payoffs: list[Fraction]
-    #: OpenSpiel's NashConv of Gambit's equilibrium on the same file.
+    #: OpenSpiel's values and NashConv of that equilibrium on the same file.
+    equilibrium_values: list[float]
     equilibrium_nash_conv: float
     seconds: float
 
@@ -84,29 +89,88 @@ def profile_to_table(profile: Any, game: Any, efg_map: EfgMap) -> PolicyTable:
         for infoset in player.infosets:
             source = by_label[(p, infoset.label)]
             ids = {a.label: a.action for a in source.actions}
-            out[source.info_state] = [(ids[a.label], float(profile[a])) for a in infoset.actions]
+            probs = [min(1.0, max(0.0, float(profile[a]))) for a in infoset.actions]
+            total = sum(probs)  # a float solve can leave 1 + 1e-16 or -1e-17
+            if total <= 0.0:  # a set the equilibrium never reaches: any play will do
+                probs, total = [1.0] * len(probs), float(len(probs))
+            probs = [p / total for p in probs]
+            out[source.info_state] = [(ids[a.label], p) for a, p in zip(infoset.actions, probs,
+                                                                        strict=True)]
     return out
 
 
-def check(efg_path: Path, efg_map: EfgMap, policy: PolicyTable, zero_sum: bool) -> GambitCheck:
-    """Gambit's regret of `policy` and an exact equilibrium of the exported game."""
+#: A decision-node line of gtsteer's .efg files (`gtsteer.solvers.efg`: one node per line).
+_DECISION = re.compile(r'^(\s*)p "" (\d+) (\d+) "([^"]*)" \{ (.*) \} 0$')
+
+
+def fixed_opponents_efg(text: str, efg_map: EfgMap, policy: PolicyTable, player: int) -> str:
+    """The .efg text with every other player's decision node turned into a chance node that
+    plays `policy` there (exact rationals: Gambit sums each to exactly one), so `player`
+    alone decides. Each new chance node gets its own information-set number."""
+    by_label = {(s.player, s.label): s for s in efg_map.infosets}
+    number = efg_map.chance_nodes
+    out = []
+    for line in text.splitlines():
+        match = _DECISION.match(line)
+        if match is None or int(match.group(2)) - 1 == player:
+            out.append(line)
+            continue
+        pad, owner, _, name, body = match.groups()
+        source = by_label[(int(owner) - 1, name)]
+        probs = dict(policy[source.info_state])
+        ids = {a.label: a.action for a in source.actions}
+        labels = re.findall(r'"([^"]*)"', body)
+        exact = [Fraction(float(probs.get(ids[lab], 0.0))) for lab in labels]
+        total = sum(exact)
+        number += 1
+        outcomes = " ".join(f'"{lab}" {x / total}' for lab, x in zip(labels, exact, strict=True))
+        out.append(f'{pad}c "" {number} "" {{ {outcomes} }} 0')
+    return "\n".join(out) + "\n"
+
+
+def best_response_value(efg_path: Path, efg_map: EfgMap, policy: PolicyTable,
+                        player: int) -> float:
+    """`player`'s best-response value against the others' part of `policy`, by Gambit's
+    sequence-form `lcp_solve` on `fixed_opponents_efg` (a decision problem of `player`
+    alone; no strategic form, so any tree size here)."""
+    text = fixed_opponents_efg(efg_path.read_text(), efg_map, policy, player)
+    game = gbt.read_efg(io.StringIO(text))
+    eq = gbt.nash.lcp_solve(game, rational=False).equilibria[0]
+    return float(eq.payoff(list(game.players)[player]))
+
+
+def check(efg_path: Path, efg_map: EfgMap, policy: PolicyTable, *,
+          rational: bool = True, equilibrium: bool = True) -> GambitCheck:
+    """Gambit's regret of `policy` and an exact equilibrium of the exported game.
+
+    The equilibrium comes from `lcp_solve` on the sequence form for every game: its zero-sum
+    sibling `lp_solve` (16.7.0) returned, on configs/court.yaml with the fake model, a profile
+    whose first information set has all-zero probabilities and payoffs 0/0 where the value is
+    -1/+1 (docs/SOLVE.md). `equilibrium` False skips it (the 2-player LCP takes minutes on
+    the interrogation tree): then the equilibrium fields are empty and NaN."""
     start = time.perf_counter()
     game = gbt.read_efg(str(efg_path))
+    players = list(game.players)
+    profile = behaviour_profile(game, efg_map, policy)
+    payoffs = [float(profile.payoff(pl)) for pl in players]
+    regrets = [best_response_value(efg_path, efg_map, policy, p) - payoffs[p]
+               for p in range(len(players))]
     strategies = [int(n) for n in efg_map.reduced_strategies]
-    conv = regret = None
-    if sum(strategies) <= MAX_STRATEGIES:
-        profile = behaviour_profile(game, efg_map, policy)
+    strategic = None
+    if sum(strategies) <= MAX_STRATEGIES:  # the reduced strategic form: Gambit's player_regret
         mixed = profile.as_strategy()
-        conv = float(sum(mixed.player_regret(pl) for pl in game.players))
-        regret = float(profile.max_regret())
-    solved = (gbt.nash.lp_solve if zero_sum else gbt.nash.lcp_solve)(game, rational=True)
-    eq = solved.equilibria[0]
-    payoffs = [Fraction(str(eq.payoff(pl))) for pl in game.players]
+        strategic = float(sum(mixed.player_regret(pl) for pl in players))
+    if not equilibrium:
+        return GambitCheck(strategies, float(sum(regrets)), regrets, strategic, [], [],
+                           float("nan"), time.perf_counter() - start)
+    eq = gbt.nash.lcp_solve(game, rational=rational).equilibria[0]
+    eq_payoffs = [Fraction(str(eq.payoff(pl))) for pl in players]
     loaded = pyspiel.load_game("efg_game", {"filename": str(efg_path)})
-    eq_conv = nash_conv(loaded, policy_to_efg(loaded, efg_map,
-                                               profile_to_table(eq, game, efg_map)))
-    return GambitCheck(strategies, conv, regret, "lp" if zero_sum else "lcp", payoffs, eq_conv,
-                       time.perf_counter() - start)
+    eq_table = policy_to_efg(loaded, efg_map, profile_to_table(eq, game, efg_map))
+    eq_values = [float(v) for v in pyspiel.expected_returns(
+        loaded.new_initial_state(), to_pyspiel_policy(eq_table), -1, True)]
+    return GambitCheck(strategies, float(sum(regrets)), regrets, strategic, eq_payoffs,
+                       eq_values, nash_conv(loaded, eq_table), time.perf_counter() - start)
 
 
 def openspiel_gains(efg_path: Path, efg_map: EfgMap, policy: PolicyTable) -> list[float]:
@@ -125,7 +189,7 @@ def openspiel_gains(efg_path: Path, efg_map: EfgMap, policy: PolicyTable) -> lis
                 .player_improvements)
 
 
-def run(config: Path, llm: str, tmp: Path) -> dict[str, Any]:
+def run(config: Path, llm: str, tmp: Path, rational: bool = True) -> dict[str, Any]:
     solved = solve_config(config, llm, games=1, out_dir=tmp / "solve", progress=False)
     exported = export_config(config, llm, games=1, out_dir=tmp / "export", progress=False)
     record = json.loads((tmp / "solve" / "games" / "0.json").read_text())
@@ -139,7 +203,7 @@ def run(config: Path, llm: str, tmp: Path) -> dict[str, Any]:
     efg_path = tmp / "export" / str(game.efg)
     zero_sum = pyspiel.load_game("efg_game", {"filename": str(efg_path)}).get_type().utility \
         == pyspiel.GameType.Utility.ZERO_SUM
-    result = check(efg_path, efg_map, policy, zero_sum)
+    result = check(efg_path, efg_map, policy, rational=rational)
     gains = openspiel_gains(efg_path, efg_map, policy)
     return {"config": config.stem, "zero_sum": zero_sum, "infosets": game.infosets,
             "terminals": game.terminals, "nash_conv": record["values"]["nash_conv"],
@@ -148,32 +212,39 @@ def run(config: Path, llm: str, tmp: Path) -> dict[str, Any]:
             "gambit": result}
 
 
+def _pair(xs: Any) -> str:
+    return " / ".join(f"{float(x):+.6f}" for x in xs)
+
+
 def row(r: dict[str, Any]) -> str:
     g: GambitCheck = r["gambit"]
-    eq = " / ".join(f"{float(x):+.6f}" for x in g.equilibrium_payoffs)
-    cfr = " / ".join(f"{x:+.6f}" for x in r["value_cfr"])
-    conv = "too big" if g.nash_conv is None else f"{g.nash_conv:.3e}"
-    return (f"| {r['config']} | {'/'.join(map(str, r['infosets']))} | {r['terminals']} |"
-            f" {' x '.join(map(str, g.strategies))} | {r['nash_conv']:.3e} | {conv} |"
-            f" {g.method}: {eq} | {cfr} | {g.equilibrium_nash_conv:.1e} | {g.seconds:.1f} |")
+    strategic = "too big" if g.nash_conv_strategic is None else f"{g.nash_conv_strategic:.3e}"
+    return (f"| {r['config']} | {'yes' if r['zero_sum'] else 'no'} |"
+            f" {'/'.join(map(str, r['infosets']))} | {r['terminals']} |"
+            f" {' x '.join(f'{n:.3g}' if n > 10**6 else str(n) for n in g.strategies)} |"
+            f" {r['nash_conv']:.6e} | {g.nash_conv:.6e} | {strategic} |"
+            f" {_pair(g.equilibrium_payoffs)} | {_pair(g.equilibrium_values)} |"
+            f" {g.equilibrium_nash_conv:.1e} | {_pair(r['value_cfr'])} | {g.seconds:.1f} |")
 
 
-HEADER = ("| config | information sets | terminals | reduced strategies | NashConv (gtsteer) |"
-          " NashConv (Gambit regret) | Gambit exact equilibrium payoffs | gtsteer CFR+ values |"
-          " OpenSpiel NashConv of Gambit's equilibrium | Gambit s |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| config | zero-sum file | information sets | terminals | reduced strategies |"
+          " NashConv, gtsteer | NashConv, Gambit best responses | NashConv, Gambit strategic"
+          " form | Gambit `lcp_solve` equilibrium payoffs | OpenSpiel values of it |"
+          " OpenSpiel NashConv of it | gtsteer CFR+ values | Gambit s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("configs", nargs="*", type=Path)
     parser.add_argument("--llm", default="fake")
+    parser.add_argument("--float", action="store_true", help="lcp_solve in floats, not rationals")
     args = parser.parse_args(argv)
     configs = args.configs or sorted((ROOT / "configs").glob("*.yaml"))
     print(HEADER)
     for config in configs:
         with tempfile.TemporaryDirectory() as tmp:
-            print(row(run(config, args.llm, Path(tmp))), flush=True)
+            print(row(run(config, args.llm, Path(tmp), rational=not args.float)), flush=True)
     return 0
 
 

@@ -13,7 +13,6 @@ import pyspiel
 from solve_helpers import ConstantBackend
 
 from gtsteer.llm import LLM
-
 from gtsteer.runs.export import ExportSummary, export_config
 from gtsteer.runs.solve import SolveSummary, solve_config
 from gtsteer.solvers.cfr import PolicyTable
