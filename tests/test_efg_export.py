@@ -220,3 +220,18 @@ def test_the_readme_instance_with_the_embedded_model_round_trips_and_exports_for
     efg_cfr = solve_cfr(loaded, solver="cfr+", iterations=done.solve.iterations,
                         allow_python_fallback=False)
     assert nash_conv(loaded, efg_cfr.policy) == pytest.approx(values["nash_conv"], abs=TOL)
+
+
+def test_an_instance_that_fails_to_expand_is_recorded_and_the_others_are_written(
+        tmp_path: Path):
+    import yaml
+
+    data = yaml.safe_load(MIXED_2X2.read_text())
+    data["params"] = {"fail_instances": [1]}  # its reward model raises (tests/solve_helpers)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    summary = export_config(spec, "fake", games=2, out_dir=tmp_path / "o", progress=False)
+    assert [g.status for g in summary.games] == ["exported", "failed"]
+    assert "reward model unavailable" in (summary.games[1].failure or "")
+    assert (tmp_path / "o" / "games" / "0.efg").exists()
+    assert not (tmp_path / "o" / "games" / "1.efg").exists()
