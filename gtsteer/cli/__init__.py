@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gtsteer.cli.eval import eval_app
+from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.instances import instances
 from gtsteer.cli.llm import llm_app
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(llm_app, name="llm")
 register_solve(app)
+register_export(app)
 register_imitate(app)
 register_psro(app)
 register_werewolf_steer(werewolf_app)

@@ -118,6 +118,10 @@ def psro(
         typer.Option("--max-calls", help="Refuse a run whose starting game trees need more LLM"
                      " requests than this, worst case (the estimate is printed first).", min=1),
     ] = DEFAULT_MAX_CALLS,
+    export_nfg: Annotated[
+        bool, typer.Option("--export-nfg", help="Also write each iteration's meta-game as"
+                           " iterations/<t>.nfg (Gambit's normal form).")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     ray: RayAddress = None,
     workers: Workers = None,
@@ -146,7 +150,7 @@ def psro(
                 on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
                 endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait), ray=on_ray,
+                                  max_wait_s=max_wait), ray=on_ray, export_nfg=export_nfg,
             )
     print_summary(summary)
     print_roles(summary.roles)

@@ -37,6 +37,7 @@ class RunDirError(ValueError):
 RUN_DIRS = {
     "solve": "{stem}-{model}-{seed}",
     "psro": "{stem}-psro-{model}-{seed}",
+    "export": "{stem}-export-{model}-{seed}",
     "imitate": "imitate-{stem}-{model}-{seed}",
     "eval-steering": "eval-steering/{stem}-{model}-{seed}",
     "eval-reward": "eval-reward/{stem}-{model}-{seed}",

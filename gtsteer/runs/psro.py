@@ -25,10 +25,12 @@ from gtsteer.runs.output import (
     run_folder,
     save_png,
     write_json,
+    write_text,
 )
 from gtsteer.runs.psro_games import games_on_ray
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
 from gtsteer.runs.units import RayOptions, ray_session
+from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -85,6 +87,7 @@ def psro_config(
     report: Callable[[str], None] | None = None,
     endpoint: Endpoint | None = None,
     ray: RayOptions | None = None,
+    export_nfg: bool = False,
 ) -> PSROSummary:
     """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
 
@@ -93,7 +96,8 @@ def psro_config(
     `llm`/`proposer_llm` None: the config's `models.writer`/`models.proposer`, else `local`
     and the writer (`gtsteer.runs.models.pick`). `ray` runs each meta-game build's
     per-instance expansions as Ray tasks (`gtsteer.runs.psro_games`); the results are the
-    same, and the proposer stays in this process."""
+    same, and the proposer stays in this process. `export_nfg` also writes each iteration's
+    meta-game (mean over instances) as `iterations/<t>.nfg`, for Gambit."""
     settings = settings or PSROConfig()
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
@@ -114,6 +118,9 @@ def psro_config(
 
     def record(report: IterationReport) -> None:
         write_json(out / "iterations" / f"{report.iteration}.json", report)
+        if export_nfg:
+            write_text(out / "iterations" / f"{report.iteration}.nfg",
+                       metagame_nfg(report, spec.name, list(spec.players)))
         if on_iteration is not None:
             on_iteration(report)
 
@@ -137,6 +144,16 @@ def psro_config(
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")
     return summary.written_to(out)
+
+
+def metagame_nfg(report: IterationReport, domain: str, players: list[str]) -> str:
+    """An iteration's meta-game (the mean over instances each solution concept solved) as
+    Gambit `.nfg` text: strategies are the populations' instructions."""
+    mg = report.metagame
+    return to_nfg(mg.mean, mg.labels, players=players,
+                  title=f"{domain}: PSRO meta-game, iteration {report.iteration}",
+                  comment=f"mean payoffs over instances {mg.instances}; one instruction per"
+                          " player for all of its messages")
 
 
 def _distinct(*models: LLM) -> list[LLM]:
