@@ -22,7 +22,14 @@ PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
               "operator": "--operator", "meta_solver": "--meta-solver", "seed": "--seed",
               "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player",
               "gap_tolerance": "--gap-tolerance", "heldout": "--heldout",
-              "heldout_gate": "--heldout-gate"}
+              "heldout_gate": "--heldout-gate", "report_nash": "--report-nash"}
+
+
+def added_cell(added: list[str | None], rejected: list[str | None]) -> str:
+    """Per player: the instruction added, the one the held-out gate rejected, or a dash."""
+    rejected = rejected or [None] * len(added)
+    return ", ".join(a or (f"rejected {r!r}" if r else "—")
+                     for a, r in zip(added, rejected, strict=True))
 
 
 def print_summary(summary: PSROSummary) -> None:
@@ -34,7 +41,7 @@ def print_summary(summary: PSROSummary) -> None:
                   "new calls", title=f"{summary.domain}: PSRO, {settings.operator} oracle, "
                                      f"{settings.meta_solver} meta-strategy")
     for it in summary.iterations:
-        added = ", ".join(a or "—" for a in it.added) if it.added else ""
+        added = added_cell(it.added, it.rejected) if it.added else ""
         cells = [f"{it.solutions[c].welfare:+.3f} ({it.solutions[c].gap:.3f})" for c in concepts]
         table.add_row(str(it.iteration), added, *cells, str(it.llm.new_calls))
     console.print(table)
@@ -48,7 +55,10 @@ def print_summary(summary: PSROSummary) -> None:
     last = summary.iterations[-1]
     gap_name = "NashConv" if final.gap_name == "nash_conv" else "CCE gap"
     console.print(f"{settings.meta_solver} meta-strategy's {gap_name} in the restricted game: "
-                  f"{last.gap:.4g} (converged needs <= {last.gap_limit:.4g})")
+                  f"{last.gap:.4g} " + (f"(converged needs <= {last.gap_limit:.4g})"
+                                         if last.stop_rule == "gap"
+                                         else "(not a stopping test: converged means no "
+                                              "oracle found an improvement)"))
     console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
                   f"{calls.new_calls} new calls · converged: {summary.converged}")
 
@@ -93,6 +103,10 @@ def psro(
         bool, typer.Option("--heldout-gate", help="With --heldout: adopt only instructions that "
                                                   "also win on fresh samples.")
     ] = False,
+    report_nash: Annotated[
+        bool, typer.Option("--report-nash", help="Also solve and report the exact Nash (2 "
+                                                 "players) when another concept drives.")
+    ] = False,
     support_tolerance: Annotated[
         float, typer.Option("--support-tolerance",
                             help="Score candidates only against opponent instructions played "
@@ -134,13 +148,14 @@ def psro(
             PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
             operator=operator, meta_solver=meta_solver, seed=seed,
             support_tolerance=support_tolerance, oracle_players=oracle_player,
-            gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate)
+            gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate,
+            report_nash=report_nash)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=console, disable=quiet, transient=True) as bar:
             task = bar.add_task("starting", total=None)
 
             def done(report: IterationReport) -> None:
-                added = ", ".join(a or "—" for a in report.added) or "final meta-game"
+                added = added_cell(report.added, report.rejected) or "final meta-game"
                 bar.console.print(f"iteration {report.iteration}: {added} "
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 

@@ -35,8 +35,10 @@ from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_ps
 from gtsteer.solvers.psro.report import META_SOLVERS
 
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
-#: the oracles' `proposed` and `heldout`.
-SCHEMA_VERSION = 2
+#: the oracles' `proposed` and `heldout`. 3: per-iteration `rejected` and `stop_rule`, the
+#: held-out baseline fixed in-sample (with both sides' in-sample scores), `nash` solved only
+#: when it drives or `report_nash` asks.
+SCHEMA_VERSION = 3
 PLOT = "payoffs.png"
 
 

@@ -21,7 +21,6 @@ import numpy as np
 from gtsteer.solvers.meta.common import MetaGameError, MetaSolution, check_stack
 
 TieBreak = Literal["entropy", "none"]
-_FLOOR = 1e-12
 
 
 def cce_constraints(stack: np.ndarray) -> np.ndarray:
@@ -87,9 +86,13 @@ def _max_entropy(
     Entropy pushes every probability off zero, but most profiles have zero mass in every
     max-welfare CCE, and a solver started at such a boundary crawls. So first one small LP
     per profile finds which profiles can carry mass at all (the optimal face's support) and a
-    point inside the face (the average of those LP solutions); SLSQP then maximises entropy
-    over that support from that interior point. The LP vertex is kept if anything fails."""
-    from scipy.optimize import linprog, minimize
+    point inside the face (the average of those LP solutions); the dual method
+    (`_dual_max_entropy`) then maximises entropy over that support. On the max-welfare face
+    the welfare bound is one more row of the dual: w @ x >= target is (target - w) @ x <= 0
+    on the simplex. (SLSQP on the primal, used before, stopped short in 20 of 150 random 2-3
+    player games and on 10 x 10 games, taking seconds there: review 66ff82a L1.) The face
+    centre is kept, with a note, if the dual's answer is not within tolerance of the face."""
+    from scipy.optimize import linprog
 
     if welfare is not None:
         scale = max(1.0, float(np.abs(welfare).max()))
@@ -114,42 +117,17 @@ def _max_entropy(
     support = np.flatnonzero(interior > 1e-12)
     if len(support) == 1:
         return interior, ""
-    a_s = a_ub[:, support]
-    if welfare is None:
-        x = np.zeros(size)
-        x[support] = _dual_max_entropy(a_s, 10 * tol)
-        if (a_ub @ x).max(initial=0.0) <= 1e3 * tol:
-            return x, ""
-        return interior, "max-entropy step did not reach a CCE; face centre kept"
-
-    def neg_entropy(x: np.ndarray) -> float:
-        x = np.maximum(x, _FLOOR)
-        return float(np.sum(x * np.log(x)))
-
-    def grad(x: np.ndarray) -> np.ndarray:
-        return np.log(np.maximum(x, _FLOOR)) + 1.0
-
-    constraints = [
-        {"type": "eq", "fun": lambda x: np.sum(x) - 1.0, "jac": lambda x: np.ones(len(support))},
-        {"type": "ineq", "fun": lambda x: -(a_s @ x) + 10 * tol, "jac": lambda x: -a_s},
-    ]
+    rows = a_ub[:, support]
     if welfare is not None:
-        w_s = welfare[support]
-        constraints.append({"type": "ineq", "fun": lambda x: w_s @ x - (target - 10 * tol),
-                            "jac": lambda x: w_s})
-    result = minimize(
-        neg_entropy, interior[support], jac=grad, method="SLSQP",
-        bounds=[(0.0, 1.0)] * len(support), constraints=constraints,
-        options={"maxiter": 300, "ftol": 1e-12},
-    )
+        rows = np.vstack([rows, target - welfare[support]])
     x = np.zeros(size)
-    x[support] = np.clip(result.x, 0.0, None)
+    x[support] = _dual_max_entropy(rows, 10 * tol)
     feasible = (a_ub @ x).max(initial=0.0) <= 1e3 * tol and (
         welfare is None or welfare @ x >= target - 1e3 * tol)
-    if not (result.success and feasible and x.sum() > 0):
-        # the interior point is itself a (max-welfare) CCE, only not the most spread out
-        return interior, f"max-entropy step stopped ({result.message}); face centre kept"
-    return x / x.sum(), ""
+    if feasible:
+        return x, ""
+    # the interior point is itself a (max-welfare) CCE, only not the most spread out
+    return interior, "max-entropy step did not reach the face; face centre kept"
 
 
 def _dual_max_entropy(g: np.ndarray, slack: float) -> np.ndarray:

@@ -16,6 +16,7 @@ from gtsteer.solvers.psro.metagame import (
 from gtsteer.solvers.psro.oracles import OPERATORS, OracleInput, OracleResult, run_oracle
 from gtsteer.solvers.psro.report import (
     META_SOLVERS,
+    STOP_RULES,
     IterationReport,
     PSROConfig,
     PSROResult,
@@ -25,6 +26,7 @@ from gtsteer.solvers.psro.report import (
 __all__ = [
     "META_SOLVERS",
     "OPERATORS",
+    "STOP_RULES",
     "SYNONYMS",
     "Filtered",
     "GameMap",

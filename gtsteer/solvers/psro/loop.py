@@ -4,10 +4,12 @@ add the best, repeat. Library code: it returns report data and writes no file.
 
 Every player (or each of `config.oracle_players`) gets its own population and its own oracle
 each iteration (simultaneous PSRO); all oracles answer the same meta-strategy, the one of
-`config.meta_solver`; every solution concept is computed and reported each iteration. A
+`config.meta_solver`; every solution concept is computed and reported each iteration (`nash`
+only when it drives or `config.report_nash` asks for it). A
 proposed instruction grows the game's action set (old action ids unchanged), so only branches
 that involve it reach the model. The run has converged when no oracle adds anything and the
-driver's meta-strategy is an equilibrium of the restricted game up to `gap_tolerance`.
+driver's meta-strategy is an equilibrium of the restricted game up to `gap_tolerance` (for
+the bargaining driver `nbs`, which is no equilibrium: when no oracle adds anything).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from gtsteer.solvers.psro.oracles import (
 )
 from gtsteer.solvers.psro.prompts import SampledDialogue
 from gtsteer.solvers.psro.report import (
+    STOP_RULES,
     IterationReport,
     LLMWork,
     MetaGameReport,
@@ -58,10 +61,12 @@ MAX_DIALOGUES = 6
 
 
 def solve_meta(stack: np.ndarray, disagreement: Sequence[float],
-               tie_break: str = "entropy") -> dict[str, MetaSolution]:
-    """Every solution concept on one meta-game (`nash`: 2-player meta-games only)."""
+               tie_break: str = "entropy", *, nash: bool = True) -> dict[str, MetaSolution]:
+    """Every solution concept on one meta-game (`nash`: 2-player meta-games only, and only
+    when `nash`: its MILP is exponential in the worst case, so PSRO solves it only when it
+    drives or is asked for)."""
     out = {"rd": replicator_dynamics(stack)}
-    if stack.shape[0] == 2:
+    if nash and stack.shape[0] == 2:
         out["nash"] = two_player_nash(stack)
     out["cce"] = max_welfare_cce(stack, tie_break=tie_break)  # type: ignore[arg-type]
     out["mecce"] = max_entropy_cce(stack)
@@ -92,6 +97,8 @@ class _Run:
         n = spec.num_players
         if config.meta_solver == "nash" and n != 2:
             raise ValueError(f"meta_solver: 'nash' is exact for 2 players; {spec.name} has {n}")
+        if config.report_nash and n != 2:
+            raise ValueError(f"report_nash: 'nash' is exact for 2 players; {spec.name} has {n}")
         bad = [q for q in config.oracle_players or [] if not 0 <= q < n]
         if bad:
             raise ValueError(f"oracle_players: {bad} are not players of {spec.name} "
@@ -187,7 +194,9 @@ class _Run:
         return Scores(candidates={x: float(by_label[r]) for x, r in zip(labels, resolved,
                                                                          strict=True)},
                       best_current=float(values[:n].max()), current_value=current,
-                      instances=list(mg.instances))
+                      instances=list(mg.instances),
+                      current={x: float(v) for x, v in zip(population, values[:n],
+                                                           strict=True)})
 
     def dialogues(self, player: int, sol: MetaSolution) -> list[SampledDialogue]:
         usable = [g for g in self.games if g.instance.index not in self.failed]
@@ -240,7 +249,8 @@ def run_psro(
         mg = run.metagame(run.populations)
         stack = mg.mean
         all_any: tuple[slice | int, ...] = (slice(None), *(pop.index(ANY) for pop in run.populations))
-        solutions = solve_meta(stack, stack[all_any].tolist(), config.cce_tie_break)
+        solutions = solve_meta(stack, stack[all_any].tolist(), config.cce_tie_break,
+                               nash=config.meta_solver == "nash" or config.report_nash)
         driver = solutions[config.meta_solver]
         report = IterationReport(
             iteration=t,
@@ -252,6 +262,7 @@ def run_psro(
         )
         report.gap = report.solutions[config.meta_solver].gap
         report.gap_limit = config.gap_tolerance * float(stack.max() - stack.min())
+        report.stop_rule = STOP_RULES[config.meta_solver]
         if t < config.iterations:
             results = []
             for p in run.oracle_players:
@@ -265,10 +276,12 @@ def run_psro(
                         r.proposed, r.added = r.added, label
                     run.populations[r.player].append(label)
                     run.categories[r.player][label] = r.added_category or run.key
-            by_player = {r.player: r.added for r in results}
-            report.added = [by_player.get(p) for p in range(len(run.populations))]
-            report.converged = (all(r.added is None for r in results)
-                                and report.gap <= report.gap_limit)
+            by_player = {r.player: r for r in results}
+            report.added = [by_player[p].added if p in by_player else None
+                            for p in range(len(run.populations))]
+            report.rejected = [by_player[p].rejected if p in by_player else None
+                               for p in range(len(run.populations))]
+            report.converged = _converged(report, results)
             converged = report.converged
         report.game_actions = list(run.games[0].instructions())
         report.llm = run.work(before)
@@ -280,6 +293,14 @@ def run_psro(
             break
     return PSROResult(config=config, key=run.key, iterations=reports, converged=converged,
                       final_populations=[list(p) for p in run.populations])
+
+
+def _converged(report: IterationReport, results: Sequence[OracleResult]) -> bool:
+    """No oracle found an improvement (added, or rejected by the held-out gate: the in-sample
+    oracle did improve, so the restricted game is not solved) and, for an equilibrium
+    driver, its gap is within the limit (`report.stop_rule`)."""
+    found = any(r.added is not None or r.rejected is not None for r in results)
+    return not found and (report.stop_rule == "nothing_added" or report.gap <= report.gap_limit)
 
 
 def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
@@ -306,18 +327,31 @@ def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution
             result.reason = (f"{result.added!r} did not beat its baseline on fresh samples ("
                              + (f"{check.candidate:+.4f} vs {check.baseline:+.4f})"
                                 if check.error is None else f"not scored: {check.error})"))
+            result.rejected = result.added
             result.added = result.added_category = None
     return result
 
 
 def _heldout(run: _Run, player: int, joint: np.ndarray, result: OracleResult) -> HeldOutCheck:
-    """The adopted instruction against the same baseline as in-sample, on fresh samples."""
+    """The adopted instruction against its in-sample baseline, both re-scored on fresh
+    samples. The baseline is chosen on the solved samples (see `HeldOutCheck`): for `better`
+    the meta-strategy's value, else the current instruction that scored best there."""
     assert result.added is not None
+    in_sample = next(c.score for c in reversed(result.candidates)
+                     if c.instruction == result.added)
+    by_value = result.operator == "better"
+    label = None if by_value else result.best_current_instruction
+    check = HeldOutCheck(candidate=None, baseline=None, holds=False,
+                         candidate_in_sample=in_sample,
+                         baseline_in_sample=result.current_value if by_value
+                         else result.best_current,
+                         baseline_instruction=label)
     try:
         fresh = run.scores(player, joint, [result.added], fresh=True)
     except RuntimeError as exc:  # every instance failed on fresh samples: no evidence either way
-        return HeldOutCheck(candidate=None, baseline=None, holds=False, error=str(exc))
-    baseline = fresh.current_value if result.operator == "better" else fresh.best_current
+        return check.model_copy(update={"error": str(exc)})
+    baseline = fresh.current_value if label is None else fresh.current[label]
     candidate = fresh.candidates[result.added]
-    return HeldOutCheck(candidate=candidate, baseline=baseline,
-                        holds=candidate > baseline + run.tolerance, instances=fresh.instances)
+    return check.model_copy(update={
+        "candidate": candidate, "baseline": baseline,
+        "holds": candidate > baseline + run.tolerance, "instances": fresh.instances})

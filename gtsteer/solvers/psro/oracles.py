@@ -75,12 +75,23 @@ class ScoredCandidate(BaseModel):
 
 
 class HeldOutCheck(BaseModel):
-    """An adopted instruction and its baseline re-scored on fresh LLM samples."""
+    """An adopted instruction and its baseline re-scored on fresh LLM samples.
 
+    The baseline is fixed on the solved samples before the fresh ones are looked at: the
+    current instruction that scored best in-sample (`baseline_instruction`), or for `better`
+    the meta-strategy's value (its mixture was solved in-sample). Re-picking the best current
+    instruction on the fresh scores would select on the very noise the check is meant to
+    expose: with n equally good instructions a candidate would pass about 1/(n+1) of the time."""
+
+    #: Fresh-sample scores of the candidate and of the baseline (None: nothing to score on).
     candidate: float | None
-    #: The same comparator as in-sample: the best current score, or (better) the current value.
     baseline: float | None
     holds: bool
+    #: Their scores on the solved samples (what the oracle compared).
+    candidate_in_sample: float | None = None
+    baseline_in_sample: float | None = None
+    #: The current instruction the baseline is (None: the meta-strategy's value, `better`).
+    baseline_instruction: str | None = None
     instances: list[int] = Field(default_factory=list)
     #: Why there are no fresh-sample numbers (every instance failed to expand there).
     error: str | None = None
@@ -95,6 +106,8 @@ class OracleResult(BaseModel):
     #: the candidates were compared with (scored with them: same instances, same support).
     current_value: float
     best_current: float
+    #: The current instruction whose score is `best_current` (the first of equal ones).
+    best_current_instruction: str | None = None
     calls: list[ProposerCall] = Field(default_factory=list)
     candidates: list[ScoredCandidate] = Field(default_factory=list)
     dropped: dict[str, int] = Field(default_factory=dict)
@@ -106,7 +119,11 @@ class OracleResult(BaseModel):
     added_category: str | None = None
     #: `PSROConfig.heldout`: the adopted instruction on fresh samples (None without it).
     heldout: HeldOutCheck | None = None
-    #: Why nothing was added ("no valid candidate", "no candidate improves").
+    #: `PSROConfig.heldout_gate`: the instruction that beat its baseline in-sample but not on
+    #: fresh samples, so was not added (`heldout` has both sides' scores). Not "nothing
+    #: found": a run does not converge on an iteration with a rejection.
+    rejected: str | None = None
+    #: Why nothing was added ("no valid candidate", "no candidate improves", a rejection).
     reason: str | None = None
     #: Meta-strategy probability on opponent profiles left out of candidate scoring (below
     #: `PSROConfig.support_tolerance`); scores may be off by at most this times the payoff span.
@@ -123,6 +140,13 @@ class Scores:
     #: u_i(meta-strategy) restricted to the same opponent profiles.
     current_value: float
     instances: list[int] = field(default_factory=list)
+    #: Every current instruction's score (population order; `best_current` is their max).
+    current: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def best_current_instruction(self) -> str | None:
+        """The first current instruction scoring `best_current` (None if none was given)."""
+        return next((x for x, v in self.current.items() if v == self.best_current), None)
 
 
 #: Exact scores of candidate instructions for the focal player (with their baselines).
@@ -216,6 +240,7 @@ def _score_and_pick(inp: OracleInput, result: OracleResult, labels: list[str],
     scored = inp.score(labels)
     scores = scored.candidates
     result.best_current, result.current_value = scored.best_current, scored.current_value
+    result.best_current_instruction = scored.best_current_instruction
     result.candidates += [ScoredCandidate(instruction=c, score=scores[c],
                                           category=category_of.get(c),
                                           rendered=rendered(inp.spec, inp.key, c))
@@ -267,6 +292,7 @@ def _better(inp: OracleInput, result: OracleResult) -> None:
         scored = inp.score(fresh)
         score = scored.candidates[fresh[0]]
         result.best_current, result.current_value = scored.best_current, scored.current_value
+        result.best_current_instruction = scored.best_current_instruction
         result.candidates.append(ScoredCandidate(instruction=fresh[0], score=score,
                                                  rendered=rendered(inp.spec, inp.key, fresh[0])))
         if score > scored.current_value + inp.tolerance:

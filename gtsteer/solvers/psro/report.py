@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from gtsteer.llm import LLMCalls
 from gtsteer.solvers.meta import MetaSolution, regrets
@@ -13,8 +13,16 @@ from gtsteer.solvers.psro.metagame import MetaGame
 from gtsteer.solvers.psro.oracles import OracleResult
 
 MetaSolver = Literal["rd", "nash", "cce", "mecce", "nbs"]
-#: Every solution concept a report holds (`nash` only for 2-player meta-games).
+#: Every solution concept a report may hold (`nash` only for 2-player meta-games, and only
+#: when it drives or `PSROConfig.report_nash` asks for it).
 META_SOLVERS: tuple[str, ...] = ("rd", "nash", "cce", "mecce", "nbs")
+StopRule = Literal["gap", "nothing_added"]
+#: When a driver's run has converged: "gap": no oracle found an improvement and the driver's
+#: restricted-game gap is within `gap_tolerance` (an equilibrium concept); "nothing_added":
+#: no oracle found an improvement (the Nash bargaining solution is no equilibrium: its CCE
+#: gap is usually positive however long the run goes, so a gap test would never pass).
+STOP_RULES: dict[str, StopRule] = {"rd": "gap", "nash": "gap", "cce": "gap", "mecce": "gap",
+                                   "nbs": "nothing_added"}
 
 
 class PSROConfig(BaseModel):
@@ -46,14 +54,20 @@ class PSROConfig(BaseModel):
     #: Re-score each adopted instruction and its baseline on fresh LLM samples (a second set
     #: of `num_llm_seeds` samples of the same positions, as `gtsteer solve --heldout`).
     heldout: bool = False
-    #: With `heldout`: adopt an instruction only when it also beats its baseline there.
+    #: With `heldout`: adopt an instruction only when it also beats its baseline there (the
+    #: baseline chosen in-sample; a rejection is recorded and is no convergence).
     heldout_gate: bool = False
+    #: Also solve and report the exact `nash` when another concept drives (2 players only):
+    #: its MILP is exponential in the worst case (`gtsteer.solvers.meta.nash`).
+    report_nash: bool = False
 
-    @model_validator(mode="after")
-    def _gate_needs_heldout(self) -> PSROConfig:
-        if self.heldout_gate and not self.heldout:
-            raise ValueError("heldout_gate: needs heldout (the check it gates on)")
-        return self
+    @field_validator("heldout_gate")
+    @classmethod
+    def _gate_needs_heldout(cls, gate: bool, info: ValidationInfo) -> bool:
+        # a field error (not a model one), so the CLI's message names the flag it came from
+        if gate and not info.data.get("heldout", False):
+            raise ValueError("needs heldout, the fresh-sample check it gates on")
+        return gate
 
 
 class SolutionReport(BaseModel):
@@ -136,11 +150,18 @@ class IterationReport(BaseModel):
     #: Per player: the action added this iteration (an existing action when the proposal was
     #: one in other words), or null ("no new instruction").
     added: list[str | None] = Field(default_factory=list)
+    #: Per player: the instruction the held-out gate rejected (it beat its baseline in-sample,
+    #: not on fresh samples; the oracle's `heldout` has the four scores), or null.
+    rejected: list[str | None] = Field(default_factory=list)
     #: The driver's gap in this restricted game and the bound `converged` holds it to
     #: (`gap_tolerance` x the meta-game's payoff span).
     gap: float = 0.0
     gap_limit: float = 0.0
-    #: This iteration's oracles added nothing and `gap` <= `gap_limit` (always False for the
+    #: What `converged` tests for this driver (`STOP_RULES`): "gap", or "nothing_added"
+    #: (`nbs`, whose gap is reported but is no stopping test).
+    stop_rule: StopRule = "gap"
+    #: This iteration's oracles found no improvement (nothing added, nothing rejected by the
+    #: held-out gate) and, with stop_rule "gap", `gap` <= `gap_limit` (always False for the
     #: last report, which has no oracle step).
     converged: bool = False
     llm: LLMWork = Field(default_factory=LLMWork)
