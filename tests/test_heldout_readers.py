@@ -162,3 +162,14 @@ def test_solve_reports_the_clean_part_and_each_replay(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="readers"):
         solve_config(day_spec(tmp_path), solved.llm, games=1, out_dir=tmp_path / "bad",
                      heldout=True, progress=False, readers=["psychic"])
+
+
+def test_the_docs_say_what_the_fresh_sample_number_measures() -> None:
+    root = Path(__file__).resolve().parents[1]
+    for page in ("docs/SOLVE.md", "docs/explanation/heldout.md"):
+        text = " ".join((root / page).read_text(encoding="utf-8").split())
+        assert "clean estimate" in text, page
+        assert "opening decision" in text, page
+        assert "blind to the text" in text, page  # the history replay, named for what it is
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert "clean estimate" in readme and "selection on sampling noise" in readme
