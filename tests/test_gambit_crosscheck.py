@@ -115,7 +115,7 @@ def test_psro_export_nfg_writes_each_meta_game_as_gambit_reads_it(tmp_path: Path
     out = tmp_path / "psro"
     result = CliRunner().invoke(app, ["psro", "configs/trade_fruit_tone.yaml", "--llm", "fake",
                                       "--iterations", "1", "--candidates", "2", "--out",
-                                      str(out), "--quiet", "--export-nfg"])
+                                      str(out), "--quiet", "--export-nfg", "--report-nash"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     for it in summary["iterations"]:
