@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint
+from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.export import SUMMARY_FILE, export_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
@@ -25,6 +25,8 @@ def export(
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
     games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
     seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
     deals: Annotated[
@@ -47,7 +49,8 @@ def export(
     same config, model and seed)."""
     with friendly_errors():
         summary = export_config(
-            config, llm=llm, endpoint=Endpoint(api_base, api_key_env), games=games, seed=seed,
+            config, llm=llm, endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                              max_wait_s=max_wait), games=games, seed=seed,
             out_dir=out, fmt=fmt, deals=deals, progress=not quiet, max_calls=max_calls,
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
         )
