@@ -12,7 +12,7 @@ from gtsteer.cli.common import console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.export import SUMMARY_FILE, export_config
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
 
 
 def export(
@@ -28,7 +28,8 @@ def export(
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
     games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", "-s", help="Instance-generation seed.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1],
+                                      help="Instance-generation seed.")] = 0,
     deals: Annotated[
         int | None,
         typer.Option("--deals", help="Deal private info by chance (as `gtsteer solve --deals`;"

@@ -114,7 +114,8 @@ def export_config(
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 64-bit integer (-2**63 .. 2**63-1), got {seed}")
+        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. {SEED_RANGE[1]}),"
+                         f" got {seed}")
     chosen = generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
