@@ -35,7 +35,7 @@ from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
-from gtsteer.solvers.metrics import MeanCI, mean_ci
+from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
 
 DOC = ROOT / "docs" / "TABLE1.md"
 #: The paper's Table 1 (PaLM 2, 200 instances per domain; arXiv 2402.01704), by domain family.
@@ -54,6 +54,20 @@ def family(domain: str) -> str | None:
         if any(w in domain for w in words):
             return key
     return None
+
+
+class VersusCell(BaseModel):
+    """One player's fresh-sample gain of the policy over a baseline, paired per instance, with
+    its Student-t (`gain`) and bootstrap intervals."""
+
+    player: int
+    role: str
+    replay: str  # "opening" (exact) or a text-reading replay
+    baseline: str
+    gain: MeanCI
+    bootstrap: tuple[float, float] | None = None
+    #: Instances a t-test would need to exclude 0 with 80% power, at this mean and spread.
+    instances_needed: int | None = None
 
 
 class Row(BaseModel):
@@ -76,6 +90,8 @@ class Row(BaseModel):
     heldout_clean: MeanCI | None = None
     heldout_clean_in_sample: MeanCI | None = None
     heldout_readers: dict[str, MeanCI] = {}
+    #: The policy's fresh-sample value against `any`, greedy and uniform (paired).
+    versus: list[VersusCell] = []
     #: Per solved instance (in `instances` order; held-out values in `heldout_instances`
     #: order): every value a mean or interval above is computed from, per player too.
     instances: list[int] = []
@@ -145,7 +161,8 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     command = None if command is None else f"{command} {row.config}"
     try:
         summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
-                               heldout=heldout, progress=progress, ray=ray)
+                               heldout=heldout, progress=progress, ray=ray, resume=True,
+                               report=lambda line: print(line, flush=True))
         if summary.metrics is not None:
             m = summary.metrics
             row.solved = len(summary.instances)
@@ -171,6 +188,13 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
                 row.heldout_readers = {
                     name: MeanCI(**r.cfr_gain.model_dump(exclude={"per_instance"}))
                     for name, r in hm.replays.items() if name != "history"}
+                row.versus = [
+                    VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
+                               baseline=v.baseline,
+                               gain=MeanCI(**v.gain.model_dump(exclude={"per_instance"})),
+                               bootstrap=bootstrap_interval(v.gain.per_instance),
+                               instances_needed=instances_for_power(v.gain.per_instance))
+                    for v in hm.versus]
         if samples > 0:
             row.steering_samples = samples
             try:
@@ -218,6 +242,11 @@ def per_instance_values(summary: SolveSummary) -> dict[str, list[float]]:
             out[f"heldout_{name}"] = replay.cfr_gain.per_instance
             for p, metric in enumerate(replay.per_player):
                 out[f"heldout_{name}_player{p}"] = metric.per_instance
+        for v in hm.versus:
+            cell = f"versus_player{v.player}_{v.replay}_{v.baseline}"
+            out[cell] = v.gain.per_instance
+            out[f"{cell}_policy_value"] = v.policy_value.per_instance
+            out[f"{cell}_baseline_value"] = v.baseline_value.per_instance
     return out
 
 
@@ -352,6 +381,60 @@ def heldout_summary(rows: list[Row]) -> str:
     return text
 
 
+def versus_cell(c: VersusCell | None) -> str:
+    if c is None:
+        return "—"
+    boot = "" if c.bootstrap is None else (
+        f"; bootstrap [{signed(c.bootstrap[0])}, {signed(c.bootstrap[1])}]")
+    return f"{ci(c.gain)}{boot}"
+
+
+def versus_section(rows: list[Row]) -> list[str]:
+    """Per domain and player: the policy's fresh-sample gain over each baseline, paired per
+    instance, with both intervals; and, where the t interval holds 0, the instances the
+    measured mean and spread would need."""
+    shown = [r for r in rows if r.versus]
+    if not shown:
+        return []
+    lines = [
+        "",
+        "## Fresh samples: the policy against baselines",
+        "",
+        ("Each cell is a player's value with the CFR policy minus its value with the baseline,"
+         " on the same fresh samples of each instance (a paired difference; the other player on"
+         " `any`), mean over instances with a 95% Student-t interval and a 95% bootstrap"
+         " interval (BCa, 10,000 resamples of the instances). The first mover plays its opening"
+         " decision (replayed exactly: the clean estimate); the responder's policy is replayed"
+         " by one that reads the fresh text. *greedy*: each player proposes its own"
+         " highest-valued day it is not away on, the instruction a person would give without a"
+         " solver; *uniform*: every instruction equally often. Per-instance values:"
+         " `versus_player<P>_<replay>_<baseline>` in each domain's row under docs/data/table1/."),
+        "",
+        "| domain | n | player | policy | vs `any` | vs greedy | vs uniform |",
+        "|---|---:|---|---|---|---|---|",
+    ]
+    needs = []
+    for r in shown:
+        cells: dict[tuple[int, str], dict[str, VersusCell]] = {}
+        for c in r.versus:
+            cells.setdefault((c.player, c.replay), {})[c.baseline] = c
+        for (player, replay), by in cells.items():
+            role = next(iter(by.values())).role
+            n = next(iter(by.values())).gain.n
+            lines.append(f"| `{r.domain}` | {n} | {role} | {replay} |"
+                         f" {versus_cell(by.get('any'))} | {versus_cell(by.get('greedy'))} |"
+                         f" {versus_cell(by.get('uniform'))} |")
+            for name, c in by.items():
+                if against_zero(c.gain) == "not distinguishable from 0" and c.instances_needed:
+                    needs.append(f"`{r.domain}` {role} ({replay}) vs {name}: about"
+                                 f" {c.instances_needed}")
+    if needs:
+        lines += ["", ("Where an interval holds 0, the instances a t-test would need to exclude"
+                       " it with 80% power if the mean and spread stayed as measured: "
+                       + "; ".join(needs) + ".")]
+    return lines
+
+
 def gain_figure(rows: list[Row]) -> Any:
     """Per domain: CFR gain / payoff range with its 95% interval, in-sample and on fresh
     samples side by side (normalised, so domains with different payoffs share one axis)."""
@@ -417,6 +500,7 @@ def render(rows: list[Row], llm: str, command: str,
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
         )
+    lines += versus_section(rows)
     if stored:
         lines += provenance(stored)
     if figure:

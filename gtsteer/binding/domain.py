@@ -66,6 +66,13 @@ InstanceCheck = Callable[["DomainSpec", "Instance"], None]
 #: (spec, one player's private info) -> numbers, the same length for every player
 #: (appended to the generic features by gtsteer.imitation).
 PrivateFeatures = Callable[["DomainSpec", dict[str, str]], list[float]]
+#: (spec, one player's private info) -> the instruction a person would give that player
+#: without a solver, as action key -> value (keys left out: "any"); the `greedy` baseline of
+#: the fresh-sample measure (`gtsteer.solvers.heldout`).
+GreedyChoice = Callable[["DomainSpec", dict[str, str]], dict[str, str]]
+
+#: Left out of `Domain.fingerprint`: a baseline's choice does not change the game.
+_NOT_IN_GAME = frozenset({"name", "greedy"})
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class Domain:
     instance_check: InstanceCheck | None = None
     features: PrivateFeatures | None = None
     reward_cases: RewardCases | None = None
+    greedy: GreedyChoice | None = None
 
     def __post_init__(self) -> None:
         if self.private_info is not None and self.joint_private_info is not None:
@@ -107,7 +115,8 @@ class Domain:
     def fingerprint(self) -> str:
         """The name and which hooks are set: tells apart two records of one name (a domain and
         its copy without the utility, `gtsteer eval reward`'s free path) in a game key."""
-        hooks = [f.name for f in fields(self) if f.name != "name" and getattr(self, f.name)]
+        hooks = [f.name for f in fields(self)
+                 if f.name not in _NOT_IN_GAME and getattr(self, f.name)]
         return f"{self.name}[{','.join(hooks)}]"
 
     def without_utility(self) -> Domain:

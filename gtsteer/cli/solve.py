@@ -224,6 +224,11 @@ def solve(
         typer.Option("--max-calls", help="Refuse a run whose worst-case game trees need more"
                      " LLM requests than this (the estimate is printed first).", min=1),
     ] = DEFAULT_MAX_CALLS,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
+                     " solved in --out (their games/<i>.json) and solve only the rest."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     ray: RayAddress = None,
     workers: Workers = None,
@@ -252,6 +257,7 @@ def solve(
             max_calls=max_calls,
             report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
             ray=on_ray,
+            resume=resume,
         )
     print_summary(summary)
     console.print(f"summary: {summary.folder / 'summary.json'}")

@@ -40,6 +40,7 @@ SCHEDULE_MEETING = Domain(
     reward_cases=RewardCases(
         schedule_meeting_cases.meeting_case, schedule_meeting_cases.RULE.strip()
     ),
+    greedy=schedule_meeting.meeting_greedy,
 )
 DEBATE = Domain(
     name=debate.DOMAIN,

@@ -2,12 +2,23 @@
 
 `gtsteer.domains` registers the built-in records when it is imported; code outside the package
 (a test, a project of one's own) registers its own with `register_domain`. A config's `domain:`
-key is looked up here once, when the config is loaded (`gtsteer.domains.load_spec`).
+key is looked up here once, when the config is loaded (`gtsteer.domains.load_spec`), and may
+also name a record in any importable module, `domain: my_pkg.bikes:BIKE_HAGGLE` (imported then,
+so also in every Ray worker that loads the config), or the name an installed package registers
+through the entry-point group `gtsteer.domains` (docs/DOMAINS.md).
 """
 
 from __future__ import annotations
 
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
 from gtsteer.binding import ConfigError, Domain
+
+#: The entry-point group through which installed packages add domains: `name = "module:ATTR"`,
+#: where `name` is the record's name (what a config's `domain:` says).
+ENTRY_POINT_GROUP = "gtsteer.domains"
 
 DOMAINS: dict[str, Domain] = {}
 
@@ -24,10 +35,58 @@ def register_domain(domain: Domain) -> Domain:
     return domain
 
 
+def is_reference(name: str) -> bool:
+    """True for a `module:ATTRIBUTE` reference (a registered name has no colon)."""
+    return ":" in name
+
+
 def get_domain(name: str, source: str = "<config>") -> Domain:
-    """The record called `name`; a `ConfigError` naming the field and the known names."""
+    """The record called `name` (registered, or from an installed package's entry point), or
+    the one a `module:ATTRIBUTE` reference names; a `ConfigError` naming the field and the
+    known names."""
+    if is_reference(name):
+        return _imported(name, source)
+    if name not in DOMAINS:
+        _load_entry_point(name, source)
     try:
         return DOMAINS[name]
     except KeyError:
         raise ConfigError(f"{source}: field `domain`: no domain named {name!r} is registered; "
-                          f"known: {sorted(DOMAINS)}") from None
+                          f"known: {sorted(DOMAINS)}; a domain of your own can be named as "
+                          "`module:ATTRIBUTE` (docs/DOMAINS.md)") from None
+
+
+def _imported(reference: str, source: str) -> Domain:
+    """The `Domain` at `module:ATTRIBUTE`, imported and registered under its own name."""
+    module_name, _, attribute = reference.partition(":")
+    where = f"{source}: field `domain`: {reference!r}"
+    if not module_name or not attribute:
+        raise ConfigError(f"{where}: expected `module:ATTRIBUTE`")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import {module_name!r} ({exc}); install it or put"
+                          " its folder on PYTHONPATH") from None
+    record: Any = module
+    for part in attribute.split("."):
+        record = getattr(record, part, None)
+        if record is None:
+            raise ConfigError(f"{where}: module {module_name!r} has no {attribute!r}")
+    if not isinstance(record, Domain):
+        raise ConfigError(f"{where}: {attribute!r} is a {type(record).__name__}, not a"
+                          " gtsteer Domain")
+    return register_domain(record)
+
+
+def _load_entry_point(name: str, source: str) -> None:
+    """Register the domain an installed package declares as `name` in `ENTRY_POINT_GROUP`."""
+    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        try:
+            record = point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin is named, not a traceback
+            raise ConfigError(f"{source}: field `domain`: the entry point {name!r} ="
+                              f" {point.value!r} failed to load: {exc}") from None
+        if not isinstance(record, Domain) or record.name != name:
+            raise ConfigError(f"{source}: field `domain`: the entry point {name!r} ="
+                              f" {point.value!r} is not a Domain named {name!r}")
+        register_domain(record)

@@ -105,6 +105,15 @@ def meeting_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     return [float(d in away) for d in days] + [prefs.get(d, 0) / top for d in days]
 
 
+def meeting_greedy(spec: DomainSpec, info: dict[str, str]) -> dict[str, str]:
+    """The day a person would propose without a solver: the player's highest-valued day it is
+    not away on (the earliest in `params.days` on a tie)."""
+    days = days_of(spec)
+    away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
+    free = [d for d in days if d not in away]
+    return {"day": max(free, key=lambda d: (prefs.get(d, 0), -days.index(d)))}
+
+
 def check_meeting(spec: DomainSpec) -> None:
     """What `MeetingParams` cannot see alone: day actions, away-day counts, payoff bounds."""
     params = MeetingParams.of(spec)

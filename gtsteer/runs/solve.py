@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gtsteer.binding import DialogueGame, Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding.instances import stable_int
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
@@ -35,6 +36,7 @@ from gtsteer.runs.output import (
     write_text,
 )
 from gtsteer.runs.solve_schema import (
+    SCHEMA_VERSION,
     DepthMetric,
     Failure,
     GameRecord,
@@ -46,11 +48,18 @@ from gtsteer.runs.solve_schema import (
     Metrics,
     ReplayMetrics,
     SolveSummary,
+    VersusMetric,
 )
 from gtsteer.runs.units import RayOptions, run_units
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
-from gtsteer.solvers.heldout import HeldOutGain, ReaderFactory, ReplayGain, measure_heldout
+from gtsteer.solvers.heldout import (
+    HeldOutGain,
+    ReaderFactory,
+    ReplayGain,
+    VersusBaseline,
+    measure_heldout,
+)
 from gtsteer.solvers.metrics import mean_ci
 
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
@@ -123,6 +132,7 @@ def solve_config(
     endpoint: Endpoint | None = None,
     readers: Sequence[str] = READERS,
     embedder: str | Embedder | None = None,
+    resume: bool = False,
 ) -> SolveSummary:
     """Solve `games` instances of a domain config and write `out_dir/summary.json`.
 
@@ -138,6 +148,10 @@ def solve_config(
     are replayed by action history and by each of `readers` (`READERS`), which read the fresh
     text through `embedder` (a name for `gtsteer.llm.embed.get_embedder`, default MiniLM;
     an `Embedder` object only without Ray).
+
+    `resume` keeps the instance records an earlier run with the same settings wrote in
+    `out_dir/games/` (`GameRecord.run_key`) and solves only the others, so a long run that
+    was stopped continues where it stopped, even on a machine without its LLM cache.
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
     instance in it is solved, and `games` is ignored. It is checked against the config first.
@@ -173,21 +187,29 @@ def solve_config(
     model, _, role_models = pick_roles(spec, endpoint, llm)
     model_name = model.model
     out = run_folder("solve", config_path, model, seed, out_dir)
-    prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
-
     jobs = [InstanceJob(spec, instance, str(config_path), seed, solver, iterations, heldout,
                         progress=progress and ray is None,  # on Ray: one bar of instances
                         readers=tuple(readers) if heldout else (), embedder=embedder)
             for instance in chosen]
+    keys = [run_key(job, model_name) for job in jobs]
+    kept = resumable_records(out, keys) if resume else {}
+    prepare_run_dir(out, subdirs=() if resume else ("games",), summary=SUMMARY_FILE)
+    (out / "games").mkdir(exist_ok=True)
+    todo = [(job, key) for job, key in zip(jobs, keys, strict=True)
+            if job.instance.index not in kept]
+    if resume and report is not None and kept:
+        report(f"resuming: {len(kept)} of {len(jobs)} instances already solved in {out}")
 
-    def write_game(_: int, done: InstanceOutcome) -> None:
+    def write_game(i: int, done: InstanceOutcome) -> None:
+        done.record.run_key = todo[i][1]
         if done.terminals is not None:
             write_text(out / "games" / f"{done.record.index}.terminals.jsonl", done.terminals)
         write_json(out / "games" / f"{done.record.index}.json", done.record)
 
-    run = run_units(solve_instance, jobs, model, ray=ray, on_result=write_game,
-                    progress=progress, label="instances")
-    records = [done.record for done in run.values]
+    run = run_units(solve_instance, [job for job, _ in todo], model, ray=ray,
+                    on_result=write_game, progress=progress, label="instances")
+    solved_now = {done.record.index: done.record for done in run.values}
+    records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
     backend = next((done.backend for done in reversed(run.values) if done.backend), "")
     failures = [
         Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
@@ -261,6 +283,31 @@ class InstanceJob:
     progress: bool
     readers: tuple[str, ...] = ()
     embedder: str | Embedder | None = None
+
+
+def run_key(job: InstanceJob, model: str) -> str:
+    """What decides an instance's record: the bound spec, its instance, the model, solver,
+    iterations, seed and the held-out measure's settings (`resume` reuses a record only
+    under the same key). An `Embedder` object is keyed by its name."""
+    embedder = getattr(job.embedder, "name", job.embedder)
+    key = stable_int(job.spec.model_dump(mode="json"), job.spec.hooks.fingerprint(),
+                     job.instance.model_dump(mode="json"), model, job.seed, job.solver,
+                     job.iterations, job.heldout, list(job.readers), embedder,
+                     SCHEMA_VERSION, bits=63)
+    return f"{key:016x}"
+
+
+def resumable_records(out: Path, keys: Sequence[str]) -> dict[int, GameRecord]:
+    """The solved records in `out/games/` whose `run_key` is one of `keys`, by instance."""
+    wanted, found = set(keys), {}
+    for path in sorted((out / "games").glob("*.json")) if (out / "games").is_dir() else ():
+        try:
+            record = GameRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a file of another schema or a torn write: solved again
+        if record.status == "solved" and record.run_key in wanted:
+            found[record.index] = record
+    return found
 
 
 @dataclass
@@ -400,7 +447,27 @@ def _heldout_metrics(held: list[HeldOutGain]) -> HeldOutMetrics:
         clean_in_sample=_metric([h.clean_gain_in_sample for h in held]),
         clean_selection=_metric([h.clean_gain_in_sample - h.clean_gain for h in held]),
         replays=replays,
+        versus=_versus_metrics(held),
     )
+
+
+def _versus_metrics(held: list[HeldOutGain]) -> list[VersusMetric]:
+    """Each (player, replay, baseline) comparison that every instance measured (`greedy` is
+    missing where the domain named no action of an instance)."""
+    def cells(h: HeldOutGain) -> dict[tuple[int, str, str], VersusBaseline]:
+        return {(v.player, v.replay, v.baseline): v for v in h.versus}
+
+    per = [cells(h) for h in held]
+    out = []
+    for key in per[0]:
+        if all(key in c for c in per):
+            rows = [c[key] for c in per]
+            out.append(VersusMetric(
+                player=key[0], replay=key[1], baseline=key[2],
+                policy_value=_metric([r.policy_value for r in rows]),
+                baseline_value=_metric([r.baseline_value for r in rows]),
+                gain=_metric([r.gain for r in rows])))
+    return out
 
 
 def _metrics(solved: list[GameValues]) -> Metrics:

@@ -19,12 +19,13 @@ from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
 from gtsteer.solvers.metrics import MeanCI
 
+#: 5: each player's fresh-sample value against the baselines (`heldout_metrics.versus`).
 #: 4: message seeds drawn from the chance path (other samples than 3's); the held-out gain per
 #: player and decision depth, its clean part and the text-reading replays (`heldout_metrics`).
 #: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class Metric(MeanCI):
@@ -68,6 +69,18 @@ class ReplayMetrics(BaseModel):
     by_depth: list[DepthMetric]
 
 
+class VersusMetric(BaseModel):
+    """One player's fresh-sample value with the policy (`replay`) and with a baseline, and
+    their paired difference, over instances."""
+
+    player: int
+    replay: str
+    baseline: str
+    policy_value: Metric
+    baseline_value: Metric
+    gain: Metric
+
+
 class HeldOutMetrics(BaseModel):
     """`--heldout`, over the instances in `heldout_instances`.
 
@@ -84,6 +97,9 @@ class HeldOutMetrics(BaseModel):
     clean_in_sample: Metric
     clean_selection: Metric
     replays: dict[str, ReplayMetrics]
+    #: The policy's fresh-sample value against each baseline (`any`, `greedy`, `uniform`),
+    #: paired per instance (`gtsteer.solvers.heldout.VersusBaseline`).
+    versus: list[VersusMetric] = Field(default_factory=list)
 
 
 class HeadToHead(BaseModel):
@@ -194,3 +210,5 @@ class GameRecord(BaseModel):
     heldout: HeldOutGain | None = None
     #: Why the held-out tree failed (the in-sample result above still stands).
     heldout_failure: str | None = None
+    #: Hash of what decided this record (`gtsteer.runs.solve.run_key`): `--resume` keeps it.
+    run_key: str | None = None

@@ -23,9 +23,15 @@ In a dealt game the history replay mixes the solved policies over the deals the 
 tell apart: in the solved tree the other player's words often reveal the deal, and replaying
 by history alone would hand it the deal itself.
 
+Beside the gain over `any`, each player's fresh-sample value under the policy is compared with
+other baselines on the same fresh samples (`versus`, a paired difference per instance):
+`greedy` (the instruction the domain says a person would give without a solver) and `uniform`
+over instructions. The first mover is compared at its opening decision (replayed exactly),
+every other player by each replay that reads the fresh text.
+
 Only the branches the gain needs are expanded: at a player's decision, `any` where the path
 so far is the baseline's or another player's deviation, and, on this player's own deviation
-(the others on `any`), `any` and every replay's support.
+(the others on `any`), `any`, every replay's support and every baseline's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import pyspiel
 from pydantic import BaseModel, Field
 
 from gtsteer.binding import DialogueGame, DialogueState, expand_sync
+from gtsteer.binding.spec import ANY
 from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.evaluate import (
     Indistinct,
@@ -46,6 +53,7 @@ from gtsteer.solvers.evaluate import (
     fixed,
     tabular,
     truncated,
+    uniform,
 )
 
 #: Actions the CFR average policy plays below this probability are not replayed (and their
@@ -81,6 +89,27 @@ class ReplayGain(BaseModel):
     unmatched: int = 0
 
 
+#: What the policy's fresh-sample value is compared with: the unguided instruction, the one a
+#: person would give without a solver (the domain's `greedy` hook), and uniform over them.
+BASELINES = ("any", "greedy", "uniform")
+#: `VersusBaseline.replay` of the first mover's opening decision (replayed exactly).
+OPENING = "opening"
+
+
+class VersusBaseline(BaseModel):
+    """One player's fresh-sample value with the policy minus with a baseline, on the same
+    fresh samples, the other players on `any`: the first mover at its opening decision (its
+    later decisions on `any`), every other player at all its decisions by a text-reading
+    replay."""
+
+    player: int
+    replay: str  # OPENING, or a reader's name
+    baseline: str  # one of BASELINES
+    policy_value: float
+    baseline_value: float
+    gain: float  # policy_value - baseline_value
+
+
 class HeldOutGain(BaseModel):
     """`games/<i>.json` `heldout`: the CFR gain on fresh samples of the solved positions."""
 
@@ -104,6 +133,8 @@ class HeldOutGain(BaseModel):
     #: Replays that read the fresh text, by name (`nearest`, `distilled`), measured on the
     #: same fresh tree.
     readers: dict[str, ReplayGain] = Field(default_factory=dict)
+    #: The policy against each baseline (`BASELINES`; `greedy` where the domain has one).
+    versus: list[VersusBaseline] = Field(default_factory=list)
     value_any: list[float]  # each player's value when all play `any`, on the fresh samples
     #: Decision positions where the history replay was asked to act. The solved tree lacks
     #: some of them (its dialogue ended earlier there): `borrowed` ones played the mean of the
@@ -172,10 +203,13 @@ def measure_heldout(
         if name in replays:
             raise ValueError(f"readers: {name!r} is taken (the history replay)")
         replays[name] = build(solved, kept)
+    baselines = {"any": baseline, "greedy": greedy_baseline(fresh), "uniform": uniform()}
+    compared = {name: b for name, b in baselines.items() if b is not None}
     before = fresh.llm.usage
 
     def support(state: pyspiel.State) -> set[int]:
-        return {a for replay in replays.values() for a, p in replay(state) if p > 0.0}
+        return {a for strategy in (*replays.values(), *compared.values())
+                for a, p in strategy(state) if p > 0.0}
 
     def follow(state: DialogueState) -> list[int]:
         """The actions some measured profile plays here: everyone `any` (the baseline), or
@@ -217,6 +251,8 @@ def measure_heldout(
                        expected_returns(solved, [baseline] * n), span)
     first = fresh.first_player
     clean = next(d.gain for d in blind.by_depth if d.player == first and d.exact)
+    readers_only = {name: replays[name] for name in replays if name != "history"}
+    versus = _versus(fresh, baseline, compared, history, readers_only)
     return HeldOutGain(
         sample_offset=fresh.sample_offset,
         cfr_gain=blind.cfr_gain,
@@ -229,6 +265,7 @@ def measure_heldout(
         clean_gain_in_sample=next(d.gain for d in own.by_depth if d.player == first and d.exact),
         in_sample_by_depth=own.by_depth,
         readers=gains,
+        versus=versus,
         value_any=[float(v) for v in base],
         decisions=len(history.hits | history.borrowed | history.misses),
         borrowed=len(history.borrowed),
@@ -237,6 +274,60 @@ def measure_heldout(
         support_tolerance=support_tolerance,
         new_calls=fresh.llm.usage.since(before).new_calls,
     )
+
+
+def greedy_baseline(game: DialogueGame) -> Strategy | None:
+    """The acting player's `greedy` instruction (the domain's hook, from that player's own
+    private information), or None where the domain has none or names no action of the game
+    (every instruction key it leaves out is `any`)."""
+    choose = game.domain.greedy
+    if choose is None:
+        return None
+    spec, names = game.spec, game.instructions()
+    actions = {tuple(sorted(spec.parse_instruction(name).items())): a
+               for a, name in enumerate(names)}
+    picks: dict[tuple[int, int], int] = {}
+    for d, deal in enumerate(game.deals):
+        for player in range(game.num_players()):
+            chosen = choose(spec, deal.private_info[player])
+            if not set(chosen) & set(spec.actions):
+                return None
+            key = tuple(sorted({k: chosen.get(k, ANY) for k in spec.actions}.items()))
+            if key not in actions:
+                return None
+            picks[d, player] = actions[key]
+
+    def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
+        return [(picks[state.deal, state.current_player()], 1.0)]
+
+    return strategy
+
+
+def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Strategy],
+            history: Strategy, readers: Mapping[str, Strategy]) -> list[VersusBaseline]:
+    """Each player's value with the policy minus with each baseline, the others on
+    `baseline` (`any`): the first mover at its opening decision only (exact), the others at
+    every decision by each text-reading replay."""
+    n, first = fresh.num_players(), fresh.first_player
+
+    def value(player: int, strategy: Strategy) -> float:
+        joint = [baseline] * n
+        joint[player] = strategy
+        return float(expected_returns(fresh, joint)[player])
+
+    out = []
+    for player in range(n):
+        opening = player == first
+        sources = {OPENING: _up_to(history, baseline, 0)} if opening else dict(readers)
+        base_values = {name: value(player, _up_to(b, baseline, 0) if opening else b)
+                       for name, b in compared.items()}
+        for replay, policy in sources.items():
+            policy_value = value(player, policy)
+            out += [VersusBaseline(player=player, replay=replay, baseline=name,
+                                   policy_value=policy_value, baseline_value=v,
+                                   gain=policy_value - v)
+                    for name, v in base_values.items()]
+    return out
 
 
 def _up_to(replay: Strategy, baseline: Strategy, depth: int) -> Strategy:
