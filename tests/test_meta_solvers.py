@@ -335,7 +335,10 @@ def test_max_welfare_cce_is_the_maximum_entropy_point_of_the_optimal_face():
     for k, game in enumerate(games):
         sol = max_welfare_cce(game)
         assert sol.note == "", (k, sol.note)
-        assert regrets(game, sol.joint).max() <= 1e-7, k
+        # The solver's feasibility bound (cce.py: 1e3 x 1e-9 x the welfare's scale): on an
+        # AVX-512 OpenBLAS kernel (SkylakeX) game 6 lands at 1.6e-7, within it.
+        feasibility = 1e-6 * max(1.0, float(np.abs(game.sum(axis=0)).max()))
+        assert regrets(game, sol.joint).max() <= feasibility, k
         best, outside, gap = _face_certificate(game, sol.joint)
         assert sol.welfare(game) == pytest.approx(best, abs=1e-7 * max(1.0, np.abs(game).max()))
         assert outside <= 1e-6, (k, outside)  # every profile the face can play is played
