@@ -269,10 +269,32 @@ def test_binding_imports_nothing_above_it() -> None:
     assert upward == []
 
 
+ROOMS = ("llm", "binding", "domains", "solvers", "imitation", "checks", "runs", "werewolf", "cli")
+
+
+def design_may_import() -> dict[str, set[str]]:
+    """docs/DESIGN.md's "may import" column, read from its table: each `gtsteer/<room>/` row,
+    the rooms its last cell names ("nothing of gtsteer": none). Rooms that may import
+    everything ("all of the above", "everything": runs/ and cli/) are left out."""
+    rows = re.findall(r"^\| `gtsteer/(\w+)/` \|.*\| ([^|]*) \|$",
+                      (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8"), re.M)
+    table = {}
+    for room, cell in rows:
+        if "all of the above" in cell or "everything" in cell:
+            continue
+        table[room] = {r for r in ROOMS if re.search(rf"\b{r}\b", cell)} - {room}
+    return table
+
+
 #: DESIGN.md's "may import" column (runs/ and cli/ may import everything).
-MAY_IMPORT = {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
-              "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
-              "checks": {"binding", "solvers"}, "werewolf": {"llm", "binding", "imitation"}}
+MAY_IMPORT = design_may_import()
+
+
+def test_the_layer_table_is_read_from_the_design_document() -> None:
+    assert MAY_IMPORT == {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
+                          "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
+                          "checks": {"binding", "solvers"},
+                          "werewolf": {"llm", "binding", "imitation"}}
 
 
 def test_every_room_imports_only_what_design_allows() -> None:
