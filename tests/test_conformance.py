@@ -277,7 +277,7 @@ def design_may_import() -> dict[str, set[str]]:
     the rooms its last cell names ("nothing of gtsteer": none). Rooms that may import
     everything ("all of the above", "everything": runs/ and cli/) are left out."""
     rows = re.findall(r"^\| `gtsteer/(\w+)/` \|.*\| ([^|]*) \|$",
-                      (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8"), re.M)
+                      (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8"), re.MULTILINE)
     table = {}
     for room, cell in rows:
         if "all of the above" in cell or "everything" in cell:
