@@ -3,6 +3,7 @@ and a solve that resumes from the records an earlier run wrote (issue 40, item 1
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,7 @@ def test_the_greedy_baseline_plays_each_players_own_best_day() -> None:
     assert game.instructions()[action] == day
 
 
+@functools.cache  # a second record under one name would be refused
 def with_greedy(day: str) -> str:
     name = f"test_named_day_greedy_{day}"
     register_domain(Domain(name=name, utility=named_day_utility,

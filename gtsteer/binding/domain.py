@@ -75,6 +75,12 @@ GreedyChoice = Callable[["DomainSpec", dict[str, str]], dict[str, str]]
 _NOT_IN_GAME = frozenset({"name", "greedy"})
 
 
+def is_domain_reference(name: str) -> bool:
+    """True where a config's `domain:` is a `module:ATTRIBUTE` reference, which names a record
+    by where it lives (a registered name has no colon)."""
+    return ":" in name
+
+
 @dataclass(frozen=True)
 class RewardCases:
     """Templated transcripts with known payoffs (`gtsteer eval reward`): the writer, and the

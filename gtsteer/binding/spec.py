@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from gtsteer.binding.domain import GENERIC
+from gtsteer.binding.domain import GENERIC, is_domain_reference
 from gtsteer.binding.run_models import RunModels
 
 if TYPE_CHECKING:
@@ -291,8 +291,8 @@ class DomainSpec(_Strict):
         then its validator; a failure is a `ConfigError` naming the field. The one place a
         domain's spec checks run (a spec derived by `with_deals`/`with_added_instruction`
         is bound again, so its checks see the new values)."""
-        # A `module:ATTRIBUTE` reference names its record by where it lives, not its name.
-        if self.domain is not None and ":" not in self.domain and domain.name != self.domain:
+        if (self.domain is not None and not is_domain_reference(self.domain)
+                and domain.name != self.domain):
             raise ConfigError(f"{source}: field `domain`: `{self.domain}` is not the domain "
                               f"given to play it (`{domain.name}`)")
         try:

@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from gtsteer.binding import ConfigError, Domain
+from gtsteer.binding.domain import is_domain_reference
 
 #: The entry-point group through which installed packages add domains: `name = "module:ATTR"`,
 #: where `name` is the record's name (what a config's `domain:` says).
@@ -35,16 +36,11 @@ def register_domain(domain: Domain) -> Domain:
     return domain
 
 
-def is_reference(name: str) -> bool:
-    """True for a `module:ATTRIBUTE` reference (a registered name has no colon)."""
-    return ":" in name
-
-
 def get_domain(name: str, source: str = "<config>") -> Domain:
     """The record called `name` (registered, or from an installed package's entry point), or
     the one a `module:ATTRIBUTE` reference names; a `ConfigError` naming the field and the
     known names."""
-    if is_reference(name):
+    if is_domain_reference(name):
         return _imported(name, source)
     if name not in DOMAINS:
         _load_entry_point(name, source)

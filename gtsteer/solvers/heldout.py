@@ -203,8 +203,8 @@ def measure_heldout(
         if name in replays:
             raise ValueError(f"readers: {name!r} is taken (the history replay)")
         replays[name] = build(solved, kept)
-    baselines = {"any": baseline, "greedy": greedy_baseline(fresh), "uniform": uniform()}
-    compared = {name: b for name, b in baselines.items() if b is not None}
+    baselines = zip(BASELINES, (baseline, greedy_baseline(fresh), uniform()), strict=True)
+    compared = {name: b for name, b in baselines if b is not None}
     before = fresh.llm.usage
 
     def support(state: pyspiel.State) -> set[int]:
