@@ -64,6 +64,7 @@ class VersusCell(BaseModel):
     role: str
     replay: str  # "opening" (exact) or a text-reading replay
     baseline: str
+    others: str = "any"  # the other players: on `any`, or the first mover on its policy
     gain: MeanCI
     bootstrap: tuple[float, float] | None = None
     #: Instances a t-test would need to exclude 0 with 80% power, at this mean and spread.
@@ -190,7 +191,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
                     for name, r in hm.replays.items() if name != "history"}
                 row.versus = [
                     VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
-                               baseline=v.baseline,
+                               baseline=v.baseline, others=v.others,
                                gain=MeanCI(**v.gain.model_dump(exclude={"per_instance"})),
                                bootstrap=bootstrap_interval(v.gain.per_instance),
                                instances_needed=instances_for_power(v.gain.per_instance))
@@ -243,7 +244,7 @@ def per_instance_values(summary: SolveSummary) -> dict[str, list[float]]:
             for p, metric in enumerate(replay.per_player):
                 out[f"heldout_{name}_player{p}"] = metric.per_instance
         for v in hm.versus:
-            cell = f"versus_player{v.player}_{v.replay}_{v.baseline}"
+            cell = f"versus_player{v.player}_{v.replay}_{v.baseline}_others_{v.others}"
             out[cell] = v.gain.per_instance
             out[f"{cell}_policy_value"] = v.policy_value.per_instance
             out[f"{cell}_baseline_value"] = v.baseline_value.per_instance
@@ -401,32 +402,35 @@ def versus_section(rows: list[Row]) -> list[str]:
         "## Fresh samples: the policy against baselines",
         "",
         ("Each cell is a player's value with the CFR policy minus its value with the baseline,"
-         " on the same fresh samples of each instance (a paired difference; the other player on"
-         " `any`), mean over instances with a 95% Student-t interval and a 95% bootstrap"
-         " interval (BCa, 10,000 resamples of the instances). The first mover plays its opening"
-         " decision (replayed exactly: the clean estimate); the responder's policy is replayed"
-         " by one that reads the fresh text. *greedy*: each player proposes its own"
-         " highest-valued day it is not away on, the instruction a person would give without a"
-         " solver; *uniform*: every instruction equally often. Per-instance values:"
-         " `versus_player<P>_<replay>_<baseline>` in each domain's row under docs/data/table1/."),
+         " on the same fresh samples of each instance (a paired difference), mean over"
+         " instances with a 95% Student-t interval and a 95% bootstrap interval (BCa, 10,000"
+         " resamples of the instances). The first mover plays its opening decision (replayed"
+         " exactly: the clean estimate), the other player on `any`. The responder's policy is"
+         " replayed by one that reads the fresh text, with the first mover on `any` (*others*"
+         " `any`) or on its solved opening (*others* `policy`). *greedy*: each player proposes"
+         " its own highest-valued day it is not away on, the instruction a person would give"
+         " without a solver; *uniform*: every instruction equally often. Per-instance values:"
+         " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
+         " docs/data/table1/."),
         "",
-        "| domain | n | player | policy | vs `any` | vs greedy | vs uniform |",
-        "|---|---:|---|---|---|---|---|",
+        "| domain | n | player | policy | others | vs `any` | vs greedy | vs uniform |",
+        "|---|---:|---|---|---|---|---|---|",
     ]
     needs = []
     for r in shown:
-        cells: dict[tuple[int, str], dict[str, VersusCell]] = {}
+        cells: dict[tuple[int, str, str], dict[str, VersusCell]] = {}
         for c in r.versus:
-            cells.setdefault((c.player, c.replay), {})[c.baseline] = c
-        for (player, replay), by in cells.items():
+            cells.setdefault((c.player, c.replay, c.others), {})[c.baseline] = c
+        for (_, replay, others), by in cells.items():
             role = next(iter(by.values())).role
             n = next(iter(by.values())).gain.n
-            lines.append(f"| `{r.domain}` | {n} | {role} | {replay} |"
+            lines.append(f"| `{r.domain}` | {n} | {role} | {replay} | `{others}` |"
                          f" {versus_cell(by.get('any'))} | {versus_cell(by.get('greedy'))} |"
                          f" {versus_cell(by.get('uniform'))} |")
             for name, c in by.items():
                 if against_zero(c.gain) == "not distinguishable from 0" and c.instances_needed:
-                    needs.append(f"`{r.domain}` {role} ({replay}) vs {name}: about"
+                    needs.append(f"`{r.domain}` {role} ({replay}, others `{others}`) vs"
+                                 f" {name}: about"
                                  f" {c.instances_needed}")
     if needs:
         lines += ["", ("Where an interval holds 0, the instances a t-test would need to exclude"

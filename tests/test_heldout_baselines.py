@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 from test_heldout_readers import (
     DAYS,
+    DayBySeed,
     day_embedder,
     day_spec,
     games,
@@ -22,7 +23,7 @@ from gtsteer.binding import Domain, generate_instances, make_game
 from gtsteer.domains import load_spec, register_domain
 from gtsteer.domains.schedule_meeting import meeting_greedy
 from gtsteer.runs.solve import solve_config
-from gtsteer.solvers import solve_cfr
+from gtsteer.solvers import heldout, solve_cfr
 from gtsteer.solvers.heldout import OPENING, greedy_baseline, measure_heldout
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, mean_ci
 
@@ -70,7 +71,7 @@ def test_the_policy_is_compared_with_each_baseline_on_the_same_fresh_samples(tmp
     fresh = make_game(spec, instance, llm, sample_offset=2)
     policy = solve_cfr(solved, solver="cfr+", iterations=200).policy
     held = measure_heldout(solved, policy, fresh, readers=readers(), progress=False)
-    cells = {(v.player, v.replay, v.baseline): v for v in held.versus}
+    cells = {(v.player, v.replay, v.baseline): v for v in held.versus if v.others == "any"}
     # Ada (the first mover) at her opening decision: her words are fixed by the seed, so no
     # instruction of hers changes anything.
     for baseline in ("any", "greedy", "uniform"):
@@ -87,6 +88,69 @@ def test_the_policy_is_compared_with_each_baseline_on_the_same_fresh_samples(tmp
             held.readers[reader].cfr_gain_per_player[1], abs=1e-12)
     assert cells[0, OPENING, "any"].gain == held.clean_gain
     assert not any(v.replay == "history" for v in held.versus)  # blind: not a comparison
+
+
+async def named_day_after_a_day(ctx) -> list[float]:
+    """`named_day_utility`, but an opening without a day leaves nothing to agree on."""
+    if ctx.instructions(0)[0] == "any":
+        return [0.0, 0.0]
+    return await named_day_utility(ctx)
+
+
+@functools.cache
+def after_a_day() -> str:
+    name = "test_named_day_after_a_day"
+    register_domain(Domain(name=name, utility=named_day_after_a_day,
+                           greedy=lambda spec, info: {"day": DAYS[0]}))
+    return name
+
+
+class Frozen(DayBySeed):
+    """Answers until `frozen` is set, then refuses: the measurement reads only the expansion."""
+
+    frozen = False
+
+    async def complete(self, request, json_schema=None):
+        assert not self.frozen, "the measurement asked for a node the expansion left out"
+        return await super().complete(request, json_schema)
+
+
+def test_the_responder_is_also_compared_after_the_first_movers_solved_opening(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    llm = games(tmp_path, fresh_days=(DAYS[1], DAYS[0]))[0].llm
+    backend = Frozen(llm.backend.texts)
+    llm.backend = backend
+    spec = load_spec_with_domain(tmp_path, after_a_day())
+    instance = generate_instances(spec, 1, 0)[0]
+    solved = make_game(spec, instance, llm)
+    policy = solve_cfr(solved, solver="cfr+", iterations=200).policy
+
+    def expand_then_freeze(*args, **kwargs):
+        report = expand_sync(*args, **kwargs)
+        backend.frozen = True
+        return report
+
+    expand_sync = heldout.expand_sync
+    monkeypatch.setattr(heldout, "expand_sync", expand_then_freeze)
+    fresh = make_game(spec, instance, llm, sample_offset=2)
+    held = measure_heldout(solved, policy, fresh, readers=readers(), progress=False)
+    cells = {(v.player, v.replay, v.baseline, v.others): v for v in held.versus}
+    assert {v.others for v in held.versus if v.player == 0} == {"any"}
+    for reader in ("nearest", "distilled"):
+        # After an opening on `any` every reply is worth 0: nothing tells the baselines apart.
+        for baseline in ("any", "greedy", "uniform"):
+            cell = cells[1, reader, baseline, "any"]
+            assert (cell.policy_value, cell.baseline_value) == (0.0, 0.0)
+        # After Ada's solved opening (a day), Ben read right is worth 1, `any` 0.5, always
+        # Monday 0.5 (one fresh message of two says it), uniform (1 + 0 + 0.5) / 3.
+        after = {b: cells[1, reader, b, "policy"] for b in ("any", "greedy", "uniform")}
+        assert after["any"].policy_value == pytest.approx(1.0, abs=0.02)
+        assert [after[b].baseline_value for b in ("any", "greedy", "uniform")] == \
+            pytest.approx([0.5, 0.5, 0.5], abs=1e-9)
+    # Ada's opening, Ben on `any`: a day 0.5, `any` 0, always Monday 0.5, uniform 1/3.
+    assert cells[0, OPENING, "any", "any"].gain == pytest.approx(0.5, abs=1e-3)
+    assert cells[0, OPENING, "greedy", "any"].gain == pytest.approx(0.0, abs=1e-3)
+    assert cells[0, OPENING, "uniform", "any"].gain == pytest.approx(0.5 - 1 / 3, abs=1e-3)
 
 
 def load_spec_with_domain(tmp_path: Path, domain: str):

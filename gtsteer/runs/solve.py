@@ -452,10 +452,10 @@ def _heldout_metrics(held: list[HeldOutGain]) -> HeldOutMetrics:
 
 
 def _versus_metrics(held: list[HeldOutGain]) -> list[VersusMetric]:
-    """Each (player, replay, baseline) comparison that every instance measured (`greedy` is
-    missing where the domain named no action of an instance)."""
-    def cells(h: HeldOutGain) -> dict[tuple[int, str, str], VersusBaseline]:
-        return {(v.player, v.replay, v.baseline): v for v in h.versus}
+    """Each (player, replay, baseline, others) comparison that every instance measured
+    (`greedy` is missing where the domain named no action of an instance)."""
+    def cells(h: HeldOutGain) -> dict[tuple[int, str, str, str], VersusBaseline]:
+        return {(v.player, v.replay, v.baseline, v.others): v for v in h.versus}
 
     per = [cells(h) for h in held]
     out = []
@@ -463,7 +463,7 @@ def _versus_metrics(held: list[HeldOutGain]) -> list[VersusMetric]:
         if all(key in c for c in per):
             rows = [c[key] for c in per]
             out.append(VersusMetric(
-                player=key[0], replay=key[1], baseline=key[2],
+                player=key[0], replay=key[1], baseline=key[2], others=key[3],
                 policy_value=_metric([r.policy_value for r in rows]),
                 baseline_value=_metric([r.baseline_value for r in rows]),
                 gain=_metric([r.gain for r in rows])))

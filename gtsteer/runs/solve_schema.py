@@ -19,13 +19,15 @@ from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
 from gtsteer.solvers.metrics import MeanCI
 
+#: 6: the responder is also compared with the first mover on its solved opening
+#: (`VersusBaseline.others`), and the fresh tree expands those branches.
 #: 5: each player's fresh-sample value against the baselines (`heldout_metrics.versus`).
 #: 4: message seeds drawn from the chance path (other samples than 3's); the held-out gain per
 #: player and decision depth, its clean part and the text-reading replays (`heldout_metrics`).
 #: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class Metric(MeanCI):
@@ -76,6 +78,7 @@ class VersusMetric(BaseModel):
     player: int
     replay: str
     baseline: str
+    others: str = "any"  # what the other players play (`gtsteer.solvers.heldout.OTHERS`)
     policy_value: Metric
     baseline_value: Metric
     gain: Metric

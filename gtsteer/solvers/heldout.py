@@ -27,11 +27,15 @@ Beside the gain over `any`, each player's fresh-sample value under the policy is
 other baselines on the same fresh samples (`versus`, a paired difference per instance):
 `greedy` (the instruction the domain says a person would give without a solver) and `uniform`
 over instructions. The first mover is compared at its opening decision (replayed exactly),
-every other player by each replay that reads the fresh text.
+every other player by each replay that reads the fresh text, twice: with the others on `any`
+(the paper's CFR gain), and with the first mover playing its solved opening (`others` =
+`policy`), since in a game where an unguided opening leaves nothing to agree on, every reply
+is worth the same after it and the first comparison cannot tell the instructions apart.
 
 Only the branches the gain needs are expanded: at a player's decision, `any` where the path
 so far is the baseline's or another player's deviation, and, on this player's own deviation
-(the others on `any`), `any`, every replay's support and every baseline's.
+(the others on `any`, or the first mover on its solved opening), `any`, every replay's
+support and every baseline's.
 """
 
 from __future__ import annotations
@@ -94,17 +98,21 @@ class ReplayGain(BaseModel):
 BASELINES = ("any", "greedy", "uniform")
 #: `VersusBaseline.replay` of the first mover's opening decision (replayed exactly).
 OPENING = "opening"
+#: `VersusBaseline.others`: what the players other than the compared one play.
+OTHERS = ("any", "policy")
 
 
 class VersusBaseline(BaseModel):
     """One player's fresh-sample value with the policy minus with a baseline, on the same
-    fresh samples, the other players on `any`: the first mover at its opening decision (its
-    later decisions on `any`), every other player at all its decisions by a text-reading
-    replay."""
+    fresh samples: the first mover at its opening decision (its later decisions on `any`),
+    every other player at all its decisions by a text-reading replay. The other players play
+    `any` (`others="any"`), or, for a player other than the first mover, the first mover
+    plays its solved opening and every later decision `any` (`others="policy"`)."""
 
     player: int
     replay: str  # OPENING, or a reader's name
     baseline: str  # one of BASELINES
+    others: str = "any"  # one of OTHERS
     policy_value: float
     baseline_value: float
     gain: float  # policy_value - baseline_value
@@ -211,9 +219,13 @@ def measure_heldout(
         return {a for strategy in (*replays.values(), *compared.values())
                 for a, p in strategy(state) if p > 0.0}
 
+    first = fresh.first_player
+    opening = _up_to(history, baseline, 0)
+
     def follow(state: DialogueState) -> list[int]:
         """The actions some measured profile plays here: everyone `any` (the baseline), or
-        one player i on a replay (up to some depth, `any` after) with the others on `any`."""
+        one player i on a replay (up to some depth, `any` after) with the others on `any`,
+        or (i not the first mover) with the first mover on its solved opening."""
         player = state.current_player()
         walk = fresh.new_initial_state()
         moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
@@ -224,14 +236,24 @@ def measure_heldout(
         on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
         on_replay = [all(a == any_actions[p] or a in support(s) for s, a in moves[p])
                      for p in range(n)]
+        on_opening = all(a in _played(opening, s) for s, a in moves[first])
 
         def deviation_reaches(i: int) -> bool:
             return on_replay[i] and all(on_any[p] for p in range(n) if p != i)
 
+        def after_opening_reaches(i: int) -> bool:
+            return (i != first and on_replay[i] and on_opening
+                    and all(on_any[p] for p in range(n) if p not in (i, first)))
+
+        def reaches(i: int) -> bool:
+            return deviation_reaches(i) or after_opening_reaches(i)
+
         out = set()
         if all(on_any) or any(deviation_reaches(i) for i in range(n) if i != player):
             out.add(any_actions[player])
-        if deviation_reaches(player):
+        if any(after_opening_reaches(i) for i in range(n) if i != player):
+            out |= _played(opening, state) if player == first else {any_actions[player]}
+        if reaches(player):
             out |= support(state) | {any_actions[player]}
         return sorted(out)
 
@@ -249,7 +271,6 @@ def measure_heldout(
     blind = gains.pop("history")
     own = _replay_gain(solved, tabular(table), baseline,
                        expected_returns(solved, [baseline] * n), span)
-    first = fresh.first_player
     clean = next(d.gain for d in blind.by_depth if d.player == first and d.exact)
     readers_only = {name: replays[name] for name in replays if name != "history"}
     versus = _versus(fresh, baseline, compared, history, readers_only)
@@ -305,29 +326,40 @@ def greedy_baseline(game: DialogueGame) -> Strategy | None:
 
 def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Strategy],
             history: Strategy, readers: Mapping[str, Strategy]) -> list[VersusBaseline]:
-    """Each player's value with the policy minus with each baseline, the others on
-    `baseline` (`any`): the first mover at its opening decision only (exact), the others at
-    every decision by each text-reading replay."""
+    """Each player's value with the policy minus with each baseline: the first mover at its
+    opening decision only (exact), the others on `baseline` (`any`); every other player at
+    every decision by each text-reading replay, the others on `any` and then with the first
+    mover on its solved opening."""
     n, first = fresh.num_players(), fresh.first_player
+    opening = _up_to(history, baseline, 0)
 
-    def value(player: int, strategy: Strategy) -> float:
+    def value(player: int, strategy: Strategy, others: str) -> float:
         joint = [baseline] * n
+        if others == "policy":
+            joint[first] = opening
         joint[player] = strategy
         return float(expected_returns(fresh, joint)[player])
 
     out = []
     for player in range(n):
-        opening = player == first
-        sources = {OPENING: _up_to(history, baseline, 0)} if opening else dict(readers)
-        base_values = {name: value(player, _up_to(b, baseline, 0) if opening else b)
-                       for name, b in compared.items()}
-        for replay, policy in sources.items():
-            policy_value = value(player, policy)
-            out += [VersusBaseline(player=player, replay=replay, baseline=name,
-                                   policy_value=policy_value, baseline_value=v,
-                                   gain=policy_value - v)
-                    for name, v in base_values.items()]
+        if player == first:
+            cases = [({OPENING: opening}, "any", {name: _up_to(b, baseline, 0)
+                                                  for name, b in compared.items()})]
+        else:
+            cases = [(dict(readers), others, dict(compared)) for others in OTHERS]
+        for sources, others, baselines in cases:
+            base_values = {name: value(player, b, others) for name, b in baselines.items()}
+            for replay, policy in sources.items():
+                policy_value = value(player, policy, others)
+                out += [VersusBaseline(player=player, replay=replay, baseline=name,
+                                       others=others, policy_value=policy_value,
+                                       baseline_value=v, gain=policy_value - v)
+                        for name, v in base_values.items()]
     return out
+
+
+def _played(strategy: Strategy, state: pyspiel.State) -> set[int]:
+    return {a for a, p in strategy(state) if p > 0.0}
 
 
 def _up_to(replay: Strategy, baseline: Strategy, depth: int) -> Strategy:
