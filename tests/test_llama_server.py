@@ -24,11 +24,11 @@ from typer.testing import CliRunner
 
 import gtsteer.llm.client as client_module
 from gtsteer.cli import app
-from gtsteer.cli.llm_options import Endpoint
 from gtsteer.llm import ResponseCache
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import cache_key
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+from gtsteer.runs.models import Endpoint
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import pytest
 from llm_server import LlamaCppServer, ask_and_choose
 from pydantic import BaseModel
 
-from gtsteer.cli.llm_options import Endpoint
+from gtsteer.runs.models import Endpoint
 
 pytestmark = pytest.mark.slow
 

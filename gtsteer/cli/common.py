@@ -1,4 +1,5 @@
-"""Shared CLI helpers: one-paragraph errors instead of tracebacks."""
+"""Shared CLI helpers: one-paragraph errors instead of tracebacks, and the check of `--ray`
+and `--workers` (declared, as every shared option, in `gtsteer.cli.options`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from rich.markup import escape
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 from gtsteer.llm.secrets import scrub_secrets
-from gtsteer.runs.units import RayClusterError
+from gtsteer.runs.units import RayClusterError, RayOptions
 
 console = Console()
 err_console = Console(stderr=True)
@@ -75,3 +76,22 @@ def friendly_errors() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {shown}",
                           highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None
+
+
+def ray_options(address: str | None, workers: int | None) -> RayOptions | None:
+    """The run's Ray settings from `--ray`/`--workers`; None (serial, Ray not imported)
+    without --ray (docs/SCALE.md)."""
+    if address is None:
+        if workers is not None:
+            raise typer.BadParameter("only with --ray local", param_hint="--workers")
+        return None
+    try:
+        options = RayOptions(address.strip(), workers)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ray") from None
+    try:
+        import ray  # noqa: F401 - the extra is optional: say how to get it, in one line
+    except ImportError:
+        raise typer.BadParameter("Ray is not installed: pip install 'gtsteer[ray]'",
+                                 param_hint="--ray") from None
+    return options

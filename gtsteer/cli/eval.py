@@ -14,14 +14,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.common import console, friendly_errors, ray_options
 from gtsteer.cli.eval_verdict import verdict
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.solve import SEED_RANGE
 from gtsteer.solvers.metrics import Accuracy
 
@@ -114,7 +114,7 @@ def steering(
         typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
                      "first; a variant not above chance there is refused."),
     ] = None,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Does the model follow its instructions? argmax_z P(z | message), with and without
@@ -226,7 +226,7 @@ def reward(
         typer.Option("--out", "-o", help="Output dir (default: results/eval-reward/...)."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,

@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
+from gtsteer.cli.common import console, friendly_errors, ray_options
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
@@ -18,6 +17,7 @@ from gtsteer.runs.eval_verdict import (
     WinRate,
     evaluate_verdict,
 )
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import run_folder
 from gtsteer.runs.solve import SEED_RANGE
 
@@ -64,7 +64,7 @@ def verdict(
     ] = DEFAULT_BREADTH,
     depth: Annotated[int, typer.Option("--depth", help="Strategic look-ahead rounds.")] = DEFAULT_DEPTH,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Win rate of a naive and a strategic questioner, per judge prompt and temperature."""

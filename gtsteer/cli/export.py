@@ -9,9 +9,10 @@ import typer
 from rich.markup import escape
 
 from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.export import SUMMARY_FILE, export_config
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
 
 

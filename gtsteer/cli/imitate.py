@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -19,6 +19,7 @@ from gtsteer.runs.imitate import (
     ImitationReport,
     imitate_config,
 )
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, SEED_RANGE
 
 

@@ -11,8 +11,9 @@ from rich.table import Table
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
 from gtsteer.domains import load_spec
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 from gtsteer.runs.solve import SEED_RANGE
 

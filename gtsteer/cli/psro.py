@@ -9,10 +9,10 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
+from gtsteer.cli.common import console, err_console, friendly_errors, parse_options, ray_options
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
 from gtsteer.cli.solve import print_roles
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.psro import PSROSummary, psro_config
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
@@ -137,7 +137,7 @@ def psro(
                            " iterations/<t>.nfg (Gambit's normal form).")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""

@@ -10,10 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
-from gtsteer.runs.models import RoleRecord
+from gtsteer.cli.common import console, err_console, friendly_errors, ray_options
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.runs.models import Endpoint, RoleRecord
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
@@ -230,7 +229,7 @@ def solve(
                      " solved in --out (their games/<i>.json) and solve only the rest."),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.runs.models import served
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.runs.models import Endpoint, served
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
 from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for

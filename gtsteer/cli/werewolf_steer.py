@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
-from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
+from gtsteer.cli.common import console, friendly_errors, ray_options
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.runs.models import Endpoint
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
 
@@ -32,7 +32,7 @@ def steer_train(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
@@ -75,7 +75,7 @@ def evaluate(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    ray: RayAddress = None,
+    ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With

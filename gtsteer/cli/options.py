@@ -1,19 +1,11 @@
-"""The served-model flags every command with `--llm` takes: `--api-base` and `--api-key-env`.
-
-One definition, so each command spells, documents and checks them the same way, and one
-factory (`Endpoint.llm`, in `gtsteer.runs.models` since the drivers also build a config's
-`models:` roles through it) that every model of a run is built through.
-"""
+"""Command-line options that several commands take, declared once (folded in from
+llm_options.py and ray_options.py; the --ray check is `gtsteer.cli.common.ray_options`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-
-from gtsteer.runs.models import Endpoint
-
-__all__ = ["ApiBase", "ApiKeyEnv", "Endpoint", "MaxWait", "RequestTimeout"]
 
 ApiBase = Annotated[
     str | None,
@@ -48,4 +40,20 @@ MaxWait = Annotated[
         " server's Retry-After included (default 300; the wait is shown in the progress bar).",
         min=0.0,
     ),
+]
+
+Ray = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Run the units of work (instances, games) as Ray tasks: `local` starts Ray on this"
+        " machine (--workers N), `auto` or HOST:PORT joins a cluster (pip install"
+        # help is rich markup, where a bare [ray] is a style tag
+        " 'gtsteer\\[ray]'; docs/SCALE.md). Results equal the serial run's.",
+    ),
+]
+Workers = Annotated[
+    int | None,
+    typer.Option("--workers", help="CPUs of the Ray instance `--ray local` starts (default:"
+                 " all of this machine's).", min=1),
 ]
