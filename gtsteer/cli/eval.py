@@ -16,13 +16,25 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors, ray_options
 from gtsteer.cli.eval_verdict import verdict
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    Llm,
+    MaxWait,
+    Out,
+    Quiet,
+    Ray,
+    RequestTimeout,
+    Seed,
+    SteeringSamples,
+    Workers,
+    WriterLlm,
+)
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
 from gtsteer.runs.eval_reward import RewardReport, run_reward
 from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
 from gtsteer.runs.models import Endpoint
-from gtsteer.runs.solve import SEED_RANGE
 from gtsteer.solvers.metrics import Accuracy
 
 eval_app = typer.Typer(
@@ -86,10 +98,7 @@ def print_steering(report: SteeringReport) -> None:
 @eval_app.command("steering")
 def steering(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
-    llm: Annotated[
-        str | None, typer.Option("--llm", "-m", help="Model that writes the messages (default:"
-                                 " the config's models.writer, else local).")
-    ] = None,
+    llm: WriterLlm = None,
     classifier_llm: Annotated[
         str | None,
         typer.Option("--classifier-llm", "-c", help="Judge that classifies them: a model "
@@ -100,15 +109,10 @@ def steering(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    samples: Annotated[
-        int, typer.Option("--samples", "-k", help="Messages per instruction value.")
-    ] = 10,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/eval-steering/...)."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    samples: SteeringSamples = 10,
+    seed: Seed = 0,
+    out: Out = None,
+    quiet: Quiet = False,
     validate_judge: Annotated[
         Path | None,
         typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
@@ -156,11 +160,8 @@ def judge(
     labelled: Annotated[
         Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
     ] = DEFAULT_LABELLED,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/eval-judge)."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    out: Out = None,
+    quiet: Quiet = False,
 ) -> None:
     """Can a judge tell apart messages whose label is known? Accuracy per judge, config and
     variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
@@ -212,7 +213,7 @@ def print_reward(report: RewardReport) -> None:
 @eval_app.command("reward")
 def reward(
     config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
-    llm: Annotated[str, typer.Option("--llm", "-m", help="The reward model.")] = "local",
+    llm: Llm = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -220,12 +221,9 @@ def reward(
     cases: Annotated[
         int, typer.Option("--cases", "-n", help="Templated dialogues per outcome type.")
     ] = 10,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/eval-reward/...)."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    seed: Seed = 0,
+    out: Out = None,
+    quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
 ) -> None:

@@ -9,7 +9,19 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors, ray_options
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    Llm,
+    MaxWait,
+    Out,
+    Quiet,
+    Ray,
+    RequestTimeout,
+    Seed,
+    VerdictGames,
+    Workers,
+)
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
@@ -19,7 +31,6 @@ from gtsteer.runs.eval_verdict import (
 )
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import run_folder
-from gtsteer.runs.solve import SEED_RANGE
 
 
 def _rate(win: WinRate) -> str:
@@ -46,16 +57,14 @@ def print_report(report: VerdictEvalReport) -> None:
 
 def verdict(
     config: Annotated[Path, typer.Argument(help="A verdict-game config (court, interrogation...).")],
-    games: Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")] = 20,
-    llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+    games: VerdictGames = 20,
+    llm: Llm = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Output dir.")] = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance and sampling seed.")] = 0,
+    out: Out = None,
+    seed: Seed = 0,
     temperatures: Annotated[
         str, typer.Option("--temperatures", help="Judge temperatures, comma-separated.")
     ] = "0,1",
@@ -63,7 +72,7 @@ def verdict(
         int, typer.Option("--breadth", help="Strategic candidates per question.")
     ] = DEFAULT_BREADTH,
     depth: Annotated[int, typer.Option("--depth", help="Strategic look-ahead rounds.")] = DEFAULT_DEPTH,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
 ) -> None:

@@ -9,42 +9,40 @@ import typer
 from rich.markup import escape
 
 from gtsteer.cli.common import console, err_console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    Deals,
+    Games,
+    MaxCalls,
+    MaxWait,
+    Out,
+    Quiet,
+    RequestTimeout,
+    Seed,
+    WriterLlm,
+)
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.export import SUMMARY_FILE, export_config
 from gtsteer.runs.models import Endpoint
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 
 
 def export(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="efg (Gambit extensive form,"
                                      " also read by OpenSpiel's efg_game)")] = "efg",
-    llm: Annotated[
-        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
-                                 " (default: the config's models.writer, else local)")
-    ] = None,
+    llm: WriterLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1],
-                                      help="Instance-generation seed.")] = 0,
-    deals: Annotated[
-        int | None,
-        typer.Option("--deals", help="Deal private info by chance (as `gtsteer solve --deals`;"
-                     " default: the config's num_deals)."),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-export-LLM-SEED)."),
-    ] = None,
-    max_calls: Annotated[
-        int, typer.Option("--max-calls", help="Refuse an export whose worst-case trees need more"
-                          " LLM requests than this.", min=1),
-    ] = DEFAULT_MAX_CALLS,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    games: Games = 1,
+    seed: Seed = 0,
+    deals: Deals = None,
+    out: Out = None,
+    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
+    quiet: Quiet = False,
 ) -> None:
     """Write each instance's game tree as DIR/games/<i>.efg plus a side file mapping its
     information sets to gtsteer's information states (0 model calls after a `solve` of the

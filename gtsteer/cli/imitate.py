@@ -10,7 +10,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    DealsMin1,
+    Embedder,
+    Games,
+    Iterations,
+    Llm,
+    MaxWait,
+    Out,
+    Quiet,
+    RequestTimeout,
+    Seed,
+    Solver,
+)
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -20,7 +34,7 @@ from gtsteer.runs.imitate import (
     imitate_config,
 )
 from gtsteer.runs.models import Endpoint
-from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, SEED_RANGE
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -91,45 +105,26 @@ def print_report(report: ImitationReport, out: Path) -> None:
 
 def imitate(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
-    llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+    llm: Llm = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    games: Annotated[
-        int, typer.Option("--games", "-n", help="Generated instances (train + held-out).")
-    ] = DEFAULT_GAMES,
+    games: Games = DEFAULT_GAMES,
     holdout: Annotated[
         float,
         typer.Option("--holdout", help="Held-out instances: a fraction < 1 or a count >= 1."),
     ] = 0.2,
     steps: Annotated[int, typer.Option("--steps", help="Adam steps (batch 128).")] = 10_000,
-    embedder: Annotated[
-        str | None,
-        typer.Option("--embedder", help="all-MiniLM-L6-v2 (default, offline), a hub name or a "
-                     "local sentence-transformers folder."),
-    ] = None,
+    embedder: Embedder = None,
     features: Annotated[
         str, typer.Option("--features", help="Network input: text | struct | both.")
     ] = "text",
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/imitate-CONFIG-LLM-SEED)."),
-    ] = None,
-    seed: Annotated[
-        int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance generation, split and training seed.")
-    ] = 0,
-    solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
-    iterations: Annotated[
-        int, typer.Option("--iterations", "-k", help="CFR iterations.")
-    ] = DEFAULT_ITERATIONS,
-    deals: Annotated[
-        int | None,
-        typer.Option("--deals", help="Deal private info by chance: each instance's game deals 1 "
-                     "of K draws (default: the config's num_deals).", min=1),
-    ] = None,
+    out: Out = None,
+    seed: Seed = 0,
+    solver: Solver = DEFAULT_SOLVER,
+    iterations: Iterations = DEFAULT_ITERATIONS,
+    deals: DealsMin1 = None,
     solve_dir: Annotated[
         Path | None,
         typer.Option("--solve-dir", help="Solve results to reuse or write (default: OUT/solve)."),
@@ -139,7 +134,7 @@ def imitate(
         typer.Option("--compare-features", help=f"Also train {'/'.join(FEATURE_MODES)} and "
                      "compare them on the held-out instances."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():

@@ -11,25 +11,22 @@ from rich.table import Table
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, Llm, MaxWait, OutFile, RequestTimeout, Seed
 from gtsteer.domains import load_spec
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
-from gtsteer.runs.solve import SEED_RANGE
 
 
 def instances(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,
-    llm: Annotated[
-        str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-    ] = "local",
+    llm: Llm = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Generation seed.")] = 0,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")] = None,
+    seed: Seed = 0,
+    out: OutFile = None,
 ) -> None:
     """Have the model write NUM new instances from the config's examples (cached, seeded)."""
     with friendly_errors():

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout, SamplingSeed
 from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import THREADS_ENV, local_threads
@@ -21,17 +22,24 @@ llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LL
 
 @llm_app.command()
 def ask(
-    prompt: str = typer.Argument(..., help="Completion-style prompt."),
-    model: str = typer.Option("local", "--model", "-m", help="local | local:/x.gguf | fake | litellm id"),
-    seed: int = typer.Option(0, help="Sampling seed (part of the cache key)."),
-    temperature: float = typer.Option(0.7, help="Sampling temperature."),
-    max_tokens: int = typer.Option(64, "--max-tokens", help="Most tokens to generate."),
-    choices: str = typer.Option(None, help='Comma-separated options, e.g. "A,B,C": pick one.'),
+    prompt: Annotated[str, typer.Argument(help="Completion-style prompt.")],
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="local | local:/x.gguf | fake | litellm id")
+    ] = "local",
+    seed: SamplingSeed = 0,
+    temperature: Annotated[
+        float, typer.Option("--temperature", help="Sampling temperature.")
+    ] = 0.7,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")] = 64,
+    choices: Annotated[
+        str | None,
+        typer.Option("--choices", help='Comma-separated options, e.g. "A,B,C": pick one.'),
+    ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Print a completion, or with --choices the chosen option and per-option scores."""
     with friendly_errors():

@@ -1,11 +1,51 @@
-"""Command-line options that several commands take, declared once (folded in from
-llm_options.py and ray_options.py; the --ray check is `gtsteer.cli.common.ray_options`)."""
+"""Every command-line option that two or more commands take, declared once.
+
+A command names its parameter with one of these aliases (`seed: Seed = 0`), so a flag is
+spelt, typed, bounded and documented the same way wherever it appears; the default stays with
+the command (`= 0`, `= "local"`), since that is the command's business. Options that only one
+command takes are declared next to it, in the same `Annotated` style.
+
+One flag has more than one alias only where its meaning, type or bounds differ between
+commands (`--seed` of a run is bounded to SEED_RANGE and also spelt `-s`; a Werewolf game's
+`--seed` is neither). Changing one of those would change a command's behaviour, so each
+variant is kept and named here. tests/test_cli_options.py walks the app and fails on a shared
+flag that any other module declares by hand, or whose help or type matches no alias here.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from gtsteer.runs.solve import SEED_RANGE
+
+# --- the model and where it is served -------------------------------------------------------
+
+Llm = Annotated[
+    str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
+]
+#: `--llm` of a command that reads a config's `models:` block (solve, psro, export, steering).
+WriterLlm = Annotated[
+    str | None,
+    typer.Option("--llm", "-m", help="Model that writes the messages: local | local:/x.gguf |"
+                 " fake | litellm id (default: the config's models.writer, else local)."),
+]
+#: `werewolf play`: one model per seat, dealt in turn.
+SeatLlms = Annotated[
+    str,
+    typer.Option("--llm", "-m", help="Model for the bots and the router; a comma-separated list"
+                 " (e.g. local,openai/gpt-4o-mini) is dealt to the seats in turn."),
+]
+#: `werewolf serve`: the models the web lobby offers.
+LobbyLlms = Annotated[
+    str,
+    typer.Option("--llm", "-m", help="Models the lobby offers, comma-separated; the first is the"
+                 " default (fake is always offered)."),
+]
+#: `werewolf act`: replaces the model stored with the bot.
+BotLlm = Annotated[str | None, typer.Option("--llm", "-m", help="Override the bot's model.")]
 
 ApiBase = Annotated[
     str | None,
@@ -42,6 +82,46 @@ MaxWait = Annotated[
     ),
 ]
 
+# --- seeds ------------------------------------------------------------------------------------
+
+Seed = Annotated[
+    int,
+    typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1],
+                 help="Seed of the generated instances and of every other random choice of the"
+                 " run."),
+]
+#: Werewolf games: any int, no `-s`.
+GameSeed = Annotated[
+    int,
+    typer.Option("--seed", help="Game seed: roles, orders and sampling (game g of several plays"
+                 " SEED+g), and every other random choice of the command."),
+]
+#: `llm ask`: one request's seed.
+SamplingSeed = Annotated[int, typer.Option("--seed", help="Sampling seed (part of the cache key).")]
+
+# --- output and display -------------------------------------------------------------------------
+
+Out = Annotated[
+    Path | None,
+    typer.Option("--out", "-o", help="Output dir (default: a folder under results/ named after"
+                 " the run; its path is printed at the end)."),
+]
+#: The Werewolf runs' folder, a str there.
+OutFolder = Annotated[
+    str,
+    typer.Option("--out", "-o", help="Output folder (its JSON results; steer-train adds policy/"
+                 " and logs)."),
+]
+#: `instances`: one JSONL file.
+OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to write.")]
+#: `werewolf export`: one JSON snapshot.
+SnapshotOut = Annotated[
+    str | None, typer.Option("--out", "-o", help="File to write (default: stdout).")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+
+# --- scale-out (docs/SCALE.md; checked by `gtsteer.cli.common.ray_options`) -------------------
+
 Ray = Annotated[
     str | None,
     typer.Option(
@@ -56,4 +136,91 @@ Workers = Annotated[
     int | None,
     typer.Option("--workers", help="CPUs of the Ray instance `--ray local` starts (default:"
                  " all of this machine's).", min=1),
+]
+
+# --- instances, games and solving ---------------------------------------------------------------
+
+Games = Annotated[int, typer.Option("--games", "-n", help="Generated instances.")]
+#: `eval verdict`: games, not instances.
+VerdictGames = Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")]
+#: Werewolf runs: bot-only games (`-n` is `--players` there).
+BotGames = Annotated[
+    int,
+    typer.Option("--games", help="Bot-only games, on seeds SEED, SEED+1, ... (evaluate plays"
+                 " each under every condition)."),
+]
+_DEALS_HELP = ("Deal private info by chance: one game per instance whose root deals 1 of K"
+               " draws, so no strategy uses another player's private info (default: the"
+               " config's num_deals, usually 1).")
+#: Checked by the spec (`DomainSpec.with_deals` names --deals).
+Deals = Annotated[int | None, typer.Option("--deals", help=_DEALS_HELP)]
+#: `imitate`: the same flag with typer's own bound.
+DealsMin1 = Annotated[int | None, typer.Option("--deals", help=_DEALS_HELP, min=1)]
+Solver = Annotated[str, typer.Option("--solver", help="cfr | cfr+")]
+Iterations = Annotated[int, typer.Option("--iterations", "-k", help="CFR iterations.")]
+#: `psro`: outer iterations (`-k` is `--candidates` there).
+PsroIterations = Annotated[int, typer.Option("--iterations", "-t", help="PSRO iterations.")]
+#: `werewolf steer-train`: per playstyle game.
+PlaystyleIterations = Annotated[
+    int, typer.Option("--iterations", help="CFR+ iterations per state.")
+]
+MaxCalls = Annotated[
+    int,
+    typer.Option("--max-calls", help="Refuse a run whose starting game trees need more LLM"
+                 " requests than this, worst case (the estimate is printed first).", min=1),
+]
+#: `solve`: the held-out gain.
+HeldoutGain = Annotated[
+    bool,
+    typer.Option(
+        "--heldout",
+        help="Also measure CFR gain on fresh LLM samples of the solved positions (samples"
+        " CFR never chose from; costs part of a second tree per instance).",
+    ),
+]
+#: `psro`: re-scoring what it adopts.
+HeldoutRescore = Annotated[
+    bool,
+    typer.Option("--heldout", help="Re-score each adopted instruction on fresh LLM samples."),
+]
+#: `eval steering`: messages to classify.
+SteeringSamples = Annotated[
+    int, typer.Option("--samples", "-k", help="Messages per instruction value.")
+]
+#: `werewolf steer-train`: chance samples of the playstyle games.
+MessageSamples = Annotated[
+    int, typer.Option("--samples", help="num_llm_seeds: samples of each message.")
+]
+Embedder = Annotated[
+    str | None,
+    typer.Option("--embedder", help="Sentence embedder: all-MiniLM-L6-v2 (default, shipped"
+                 " offline), a hub name or a local sentence-transformers folder."),
+]
+
+# --- Werewolf -------------------------------------------------------------------------------------
+
+Db = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLite file (default: <GTSTEER_CACHE_DIR or"
+                 " ~/.cache/gtsteer>/werewolf.sqlite)."),
+]
+Players = Annotated[int, typer.Option("--players", "-n", help="Players per game (5..12).")]
+MaxMessages = Annotated[
+    int | None,
+    typer.Option("--max-messages", help="Discussion turns per day (unset: ceil((living + 1) x"
+                 " 3.5), as the reference)."),
+]
+MaxDays = Annotated[
+    int | None,
+    typer.Option("--max-days", help="Day cap: a game still running after that many days ends"
+                 " with winner none (unset: no cap)."),
+]
+_steer = typer.Option("--steer", help="A `steer-train` output folder: its distilled policy picks"
+                      " the bots' playstyles at discussion turns (the decisions it was solved"
+                      " for).")
+Steer = Annotated[str | None, _steer]
+#: The same flag where a command needs it (no default, so typer makes it required).
+RequiredSteer = Annotated[str, _steer]
+SteerTeam = Annotated[
+    str, typer.Option("--steer-team", help="Which bots are steered: village, werewolves or both.")
 ]

@@ -10,11 +10,27 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, parse_options, ray_options
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    Deals,
+    Games,
+    HeldoutRescore,
+    MaxCalls,
+    MaxWait,
+    Out,
+    PsroIterations,
+    Quiet,
+    Ray,
+    RequestTimeout,
+    Seed,
+    Workers,
+    WriterLlm,
+)
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.psro import PSROSummary, psro_config
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
@@ -65,10 +81,7 @@ def print_summary(summary: PSROSummary) -> None:
 
 def psro(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
-    llm: Annotated[
-        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
-                                 " (default: the config's models.writer, else local)")
-    ] = None,
+    llm: WriterLlm = None,
     proposer_llm: Annotated[
         str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "
                                  "(default: the config's models.proposer, else --llm).")
@@ -77,8 +90,8 @@ def psro(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    games: Annotated[int, typer.Option("--games", "-n", help="Generated instances.")] = 1,
-    iterations: Annotated[int, typer.Option("--iterations", "-t", help="PSRO iterations.")] = 3,
+    games: Games = 1,
+    iterations: PsroIterations = 3,
     candidates: Annotated[
         int, typer.Option("--candidates", "-k", help="Candidates per oracle (K).")
     ] = 4,
@@ -95,10 +108,7 @@ def psro(
                             help="Converged needs the driver's restricted-game gap <= this x "
                                  "the meta-game's payoff span.")
     ] = 1e-3,
-    heldout: Annotated[
-        bool, typer.Option("--heldout", help="Re-score each adopted instruction on fresh LLM "
-                                             "samples.")
-    ] = False,
+    heldout: HeldoutRescore = False,
     heldout_gate: Annotated[
         bool, typer.Option("--heldout-gate", help="With --heldout: adopt only instructions that "
                                                   "also win on fresh samples.")
@@ -117,26 +127,15 @@ def psro(
         typer.Option("--oracle-player", help="Grow only this player's instructions "
                                              "(repeatable; default: every player)."),
     ] = None,
-    deals: Annotated[
-        int | None,
-        typer.Option("--deals", help="Deal private info by chance: each instance's root deals "
-                                     "1 of K draws (default: the config's num_deals)."),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance and proposer seed.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-psro-LLM-SEED)."),
-    ] = None,
-    max_calls: Annotated[
-        int,
-        typer.Option("--max-calls", help="Refuse a run whose starting game trees need more LLM"
-                     " requests than this, worst case (the estimate is printed first).", min=1),
-    ] = DEFAULT_MAX_CALLS,
+    deals: Deals = None,
+    seed: Seed = 0,
+    out: Out = None,
+    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
     export_nfg: Annotated[
         bool, typer.Option("--export-nfg", help="Also write each iteration's meta-game as"
                            " iterations/<t>.nfg (Gambit's normal form).")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
 ) -> None:

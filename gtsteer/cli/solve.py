@@ -11,14 +11,31 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.cli.common import console, err_console, friendly_errors, ray_options
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    Deals,
+    Embedder,
+    Games,
+    HeldoutGain,
+    Iterations,
+    MaxCalls,
+    MaxWait,
+    Out,
+    Quiet,
+    Ray,
+    RequestTimeout,
+    Seed,
+    Solver,
+    Workers,
+    WriterLlm,
+)
 from gtsteer.runs.models import Endpoint, RoleRecord
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     READERS,
-    SEED_RANGE,
     solve_config,
 )
 from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
@@ -165,75 +182,44 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
 
 
 def solve(
+    ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
-    llm: Annotated[
-        str | None, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id"
-                                 " (default: the config's models.writer, else local)")
-    ] = None,
+    llm: WriterLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    games: Annotated[
-        int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
-    ] = None,
+    games: Games = 1,
     instances: Annotated[
         Path | None,
         typer.Option("--instances", help="Solve the instances of this JSONL file (from"
                      " `gtsteer instances`) instead of generated ones; not with --games."),
     ] = None,
-    iterations: Annotated[
-        int, typer.Option("--iterations", "-k", help="CFR iterations.")
-    ] = DEFAULT_ITERATIONS,
-    solver: Annotated[str, typer.Option("--solver", help="cfr | cfr+")] = DEFAULT_SOLVER,
-    seed: Annotated[int, typer.Option("--seed", "-s", min=SEED_RANGE[0], max=SEED_RANGE[1], help="Instance-generation seed.")] = 0,
-    deals: Annotated[
-        int | None,
-        typer.Option(
-            "--deals",
-            help="Deal private info by chance: one game per instance whose root deals 1 of K"
-            " draws, so no strategy uses another player's private info (default: the"
-            " config's num_deals, usually 1).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Output dir (default: results/CONFIG-LLM-SEED)."),
-    ] = None,
-    heldout: Annotated[
-        bool,
-        typer.Option(
-            "--heldout",
-            help="Also measure CFR gain on fresh LLM samples of the solved positions (samples"
-            " CFR never chose from; costs part of a second tree per instance).",
-        ),
-    ] = False,
+    iterations: Iterations = DEFAULT_ITERATIONS,
+    solver: Solver = DEFAULT_SOLVER,
+    seed: Seed = 0,
+    deals: Deals = None,
+    out: Out = None,
+    heldout: HeldoutGain = False,
     heldout_readers: Annotated[
         str,
         typer.Option("--heldout-readers", help="Comma-separated replays that read the fresh"
                      f" text, beside the history replay ({', '.join(READERS)}; '' for none)."),
     ] = ",".join(READERS),
-    embedder: Annotated[
-        str | None,
-        typer.Option("--embedder", help="The readers' text embedder (default: MiniLM, shipped"
-                     " offline; a sentence-transformers name or directory)."),
-    ] = None,
-    max_calls: Annotated[
-        int,
-        typer.Option("--max-calls", help="Refuse a run whose worst-case game trees need more"
-                     " LLM requests than this (the estimate is printed first).", min=1),
-    ] = DEFAULT_MAX_CALLS,
+    embedder: Embedder = None,
+    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
                      " solved in --out (their games/<i>.json) and solve only the rest."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
-    if games is not None and instances is not None:
+    given = ctx.get_parameter_source("games")  # --games 1 counts: it was given
+    if instances is not None and given is not None and given.name != "DEFAULT":
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
     on_ray = ray_options(ray, workers)
     with friendly_errors():
@@ -242,7 +228,7 @@ def solve(
             llm=llm,
             endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                    max_wait_s=max_wait),
-            games=1 if games is None else games,
+            games=games,
             instances_file=instances,
             iterations=iterations,
             solver=solver,

@@ -12,7 +12,23 @@ from rich.table import Table
 from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    BotLlm,
+    Db,
+    GameSeed,
+    LobbyLlms,
+    MaxDays,
+    MaxMessages,
+    MaxWait,
+    Players,
+    RequestTimeout,
+    SeatLlms,
+    SnapshotOut,
+    Steer,
+    SteerTeam,
+)
 from gtsteer.runs.models import Endpoint, served
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
@@ -28,7 +44,6 @@ from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
 
-DB_HELP = "SQLite file (default: <GTSTEER_CACHE_DIR or ~/.cache/gtsteer>/werewolf.sqlite)."
 VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
 
 
@@ -131,11 +146,6 @@ def _chooser(steer: str | None, team: str):
     return TeamChooser(DistilledPlaystyleChooser.load(steer), team)
 
 
-STEER_HELP = ("A `steer-train` output folder: its distilled policy picks the bots' playstyles "
-              "at discussion turns (the decisions it was solved for).")
-STEER_TEAM_HELP = "Which bots are steered: village, werewolves or both."
-
-
 def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None = None
          ) -> GameState:
     human = _human_of(state)
@@ -155,27 +165,35 @@ def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None 
 
 @werewolf_app.command()
 def play(
-    players: int = typer.Option(7, "--players", "-n", help="Number of players (5..12)."),
-    wolves: int = typer.Option(None, "--wolves", "-k", help="Werewolves (default by size)."),
-    theme: str = typer.Option(None, "--theme", help='Theme for a generated cast, e.g. "pirates".'),
-    bots_only: bool = typer.Option(True, "--bots-only/--with-human", help="Only bots play."),
-    human: str = typer.Option(None, "--human", help="Play yourself under this name."),
-    llm: str = typer.Option("local", "--llm", "-m",
-                            help="Model for the bots and the router; a comma-separated list "
-                            "(e.g. local,openai/gpt-4o-mini) is dealt to the seats in turn."),
-    seed: int = typer.Option(0, "--seed", help="Game seed (roles, orders, sampling)."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
-    max_days: int = typer.Option(None, "--max-days", help="Stop after this many days."),
-    max_messages: int = typer.Option(
-        None, "--max-messages",
-        help="Discussion turns per day (default: ceil((living + 1) x 3.5), as the reference)."),
-    game_id: str = typer.Option(None, "--game-id", help="Id for the new game (default random)."),
-    rules: str = typer.Option("reference", "--rules",
-                              help="Night rules: reference (the reference app) or simple."),
-    ties: str = typer.Option("none", "--ties",
-                             help="Tied vote: none (nobody is eliminated) or random."),
-    steer: str = typer.Option(None, "--steer", help=STEER_HELP),
-    steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
+    players: Players = 7,
+    wolves: Annotated[
+        int | None, typer.Option("--wolves", "-k", help="Werewolves (default by size).")
+    ] = None,
+    theme: Annotated[
+        str | None, typer.Option("--theme", help='Theme for a generated cast, e.g. "pirates".')
+    ] = None,
+    bots_only: Annotated[
+        bool, typer.Option("--bots-only/--with-human", help="Only bots play.")
+    ] = True,
+    human: Annotated[
+        str | None, typer.Option("--human", help="Play yourself under this name.")
+    ] = None,
+    llm: SeatLlms = "local",
+    seed: GameSeed = 0,
+    db: Db = None,
+    max_days: MaxDays = None,
+    max_messages: MaxMessages = None,
+    game_id: Annotated[
+        str | None, typer.Option("--game-id", help="Id for the new game (default random).")
+    ] = None,
+    rules: Annotated[
+        str, typer.Option("--rules", help="Night rules: reference (the reference app) or simple.")
+    ] = "reference",
+    ties: Annotated[
+        str, typer.Option("--ties", help="Tied vote: none (nobody is eliminated) or random.")
+    ] = "none",
+    steer: Steer = None,
+    steer_team: SteerTeam = "both",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -207,16 +225,16 @@ def play(
 
 @werewolf_app.command()
 def resume(
-    game_id: str = typer.Argument(..., help="Game to continue."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
-    steer: str = typer.Option(None, "--steer", help=STEER_HELP + " Same as the game's start."),
-    steer_team: str = typer.Option("both", "--steer-team", help=STEER_TEAM_HELP),
+    game_id: Annotated[str, typer.Argument(help="Game to continue.")],
+    db: Db = None,
+    steer: Steer = None,
+    steer_team: SteerTeam = "both",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
 ) -> None:
-    """Continue a game from its last committed step."""
+    """Continue a game from its last committed step (with the --steer it started with)."""
     with friendly_errors():
         chooser = _chooser(steer, steer_team)
         store = _store(db)
@@ -235,7 +253,7 @@ def resume(
 
 
 @werewolf_app.command("list")
-def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
+def list_games(db: Db = None) -> None:
     """List stored games."""
     with friendly_errors():
         games = _store(db, read_only=True).games()
@@ -247,8 +265,8 @@ def list_games(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
 
 @werewolf_app.command()
 def show(
-    game_id: str = typer.Argument(...),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    game_id: Annotated[str, typer.Argument()],
+    db: Db = None,
 ) -> None:
     """Print the full transcript with roles, votes and night results (a spectator's view)."""
     with friendly_errors():
@@ -278,9 +296,9 @@ def show(
 
 @werewolf_app.command()
 def export(
-    game_id: str = typer.Argument(...),
-    out: str = typer.Option(None, "--out", "-o", help="File to write (default: stdout)."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
+    game_id: Annotated[str, typer.Argument()],
+    out: SnapshotOut = None,
+    db: Db = None,
 ) -> None:
     """Write the game's state snapshot as JSON (usable with `act --snapshot`)."""
     with friendly_errors():
@@ -294,10 +312,10 @@ def export(
 
 @werewolf_app.command()
 def act(
-    snapshot: str = typer.Option(..., "--snapshot", help="State JSON from `export`."),
-    bot: str = typer.Option(..., "--bot", help="The bot that decides."),
-    action: str = typer.Option(..., "--action", help="vote | night | speak"),
-    llm: str = typer.Option(None, "--llm", "-m", help="Override the bot's model."),
+    snapshot: Annotated[str, typer.Option("--snapshot", help="State JSON from `export`.")],
+    bot: Annotated[str, typer.Option("--bot", help="The bot that decides.")],
+    action: Annotated[str, typer.Option("--action", help="vote | night | speak")],
+    llm: BotLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -340,12 +358,12 @@ def act(
 
 @werewolf_app.command()
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
-    port: int = typer.Option(8000, "--port", help="TCP port."),
-    db: str = typer.Option(None, "--db", help=DB_HELP),
-    llm: str = typer.Option("local", "--llm", "-m",
-                            help="Models the lobby offers, comma-separated; the first is the "
-                            "default (fake is always offered)."),
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    db: Db = None,
+    llm: LobbyLlms = "local",
     allow_host: Annotated[list[str] | None, typer.Option(
         "--allow-host",
         help="Another Host name the server answers (repeatable; e.g. a name that points at "

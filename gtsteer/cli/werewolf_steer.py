@@ -2,32 +2,59 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors, ray_options
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, Ray, RequestTimeout, Workers
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    BotGames,
+    Embedder,
+    GameSeed,
+    Llm,
+    MaxDays,
+    MaxMessages,
+    MaxWait,
+    MessageSamples,
+    OutFolder,
+    Players,
+    PlaystyleIterations,
+    Ray,
+    RequestTimeout,
+    RequiredSteer,
+    Workers,
+)
 from gtsteer.runs.models import Endpoint
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
 
 
 def steer_train(
-    games: int = typer.Option(4, "--games", help="Bot-only games to log (states come from them)."),
-    llm: str = typer.Option("local", "--llm", "-m", help="Model of the bots and the predictor."),
-    out: str = typer.Option(..., "--out", "-o", help="Output folder (policy/, logs, JSON)."),
-    states: int = typer.Option(20, "--states", help="Logged states to solve as playstyle games."),
-    samples: int = typer.Option(1, "--samples", help="num_llm_seeds: samples of each message."),
-    speakers: int = typer.Option(2, "--speakers", help="Next speakers per game (2..4)."),
-    styles: str = typer.Option(",".join(options_for("speak")), "--styles",
-                               help="Comma-separated discussion options (playstyles, unsteered)."),
-    iterations: int = typer.Option(200, "--iterations", help="CFR+ iterations per state."),
-    players: int = typer.Option(7, "--players", "-n", help="Players per logged game."),
-    max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),
-    max_days: int = typer.Option(2, "--max-days", help="Days per logged game."),
-    embedder: str = typer.Option(None, "--embedder", help="Sentence embedder (default MiniLM)."),
-    train_steps: int = typer.Option(2000, "--train-steps", help="MLP training steps."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the games, the sampling, the training."),
+    games: BotGames = 4,
+    llm: Llm = "local",
+    *,  # keyword-only from here: the required --out follows options with defaults
+    out: OutFolder,
+    states: Annotated[
+        int, typer.Option("--states", help="Logged states to solve as playstyle games.")
+    ] = 20,
+    samples: MessageSamples = 1,
+    speakers: Annotated[
+        int, typer.Option("--speakers", help="Next speakers per game (2..4).")
+    ] = 2,
+    styles: Annotated[
+        str, typer.Option("--styles",
+                          help="Comma-separated discussion options (playstyles, unsteered).")
+    ] = ",".join(options_for("speak")),
+    iterations: PlaystyleIterations = 200,
+    players: Players = 7,
+    max_messages: MaxMessages = 4,
+    max_days: MaxDays = 2,
+    embedder: Embedder = None,
+    train_steps: Annotated[int, typer.Option("--train-steps", help="MLP training steps.")] = 2000,
+    seed: GameSeed = 0,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -63,14 +90,15 @@ def steer_train(
 
 
 def evaluate(
-    games: int = typer.Option(10, "--games", help="Games per condition (same seeds in each)."),
-    steer: str = typer.Option(..., "--steer", help="A `steer-train` output folder."),
-    llm: str = typer.Option("local", "--llm", "-m", help="Model of every bot."),
-    out: str = typer.Option("results/werewolf-evaluate", "--out", "-o", help="Output folder."),
-    players: int = typer.Option(7, "--players", "-n"),
-    max_messages: int = typer.Option(4, "--max-messages", help="Discussion turns per day."),
-    max_days: int = typer.Option(4, "--max-days", help="Day cap (winner none when reached)."),
-    seed: int = typer.Option(0, "--seed", help="First game seed."),
+    games: BotGames = 10,
+    *,  # keyword-only from here: the required --steer follows an option with a default
+    steer: RequiredSteer,
+    llm: Llm = "local",
+    out: OutFolder = "results/werewolf-evaluate",
+    players: Players = 7,
+    max_messages: MaxMessages = 4,
+    max_days: MaxDays = 4,
+    seed: GameSeed = 0,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
