@@ -6,7 +6,8 @@ import contextlib
 import math
 import warnings
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -75,3 +76,12 @@ def friendly_errors() -> Iterator[None]:
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {shown}",
                           highlight=False, soft_wrap=True)  # one line, never wrapped
         raise typer.Exit(code=2) from None
+
+
+#: `--instances` of the commands that play a config's instances (solve, psro).
+InstancesFile = Annotated[
+    Path | None,
+    typer.Option("--instances", help="Play the instances of this JSONL file (from `gtsteer"
+                 " instances`; `--seeded` writes a config's own) instead of generated ones;"
+                 " not with --games."),
+]

@@ -9,7 +9,13 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gtsteer.cli.common import console, err_console, friendly_errors, parse_options
+from gtsteer.cli.common import (
+    InstancesFile,
+    console,
+    err_console,
+    friendly_errors,
+    parse_options,
+)
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.cli.solve import print_roles
@@ -165,11 +171,7 @@ def psro(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     ray: RayAddress = None,
     workers: Workers = None,
-    instances: Annotated[
-        Path | None,
-        typer.Option("--instances", help="Play the instances of this JSONL file (from"
-                     " `gtsteer instances`) instead of generated ones; not with --games."),
-    ] = None,
+    instances: InstancesFile = None,
     reference: Annotated[
         Path | None,
         typer.Option("--reference", help="A config of the same domain with the full action set:"

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from gtsteer.cli.common import console, err_console, friendly_errors
+from gtsteer.cli.common import InstancesFile, console, err_console, friendly_errors
 from gtsteer.cli.llm_options import ApiBase, ApiKeyEnv, Endpoint, MaxWait, RequestTimeout
 from gtsteer.cli.ray_options import RayAddress, Workers, ray_options
 from gtsteer.runs.models import RoleRecord
@@ -178,11 +178,7 @@ def solve(
     games: Annotated[
         int | None, typer.Option("--games", "-n", help="Generated instances (default 1).")
     ] = None,
-    instances: Annotated[
-        Path | None,
-        typer.Option("--instances", help="Solve the instances of this JSONL file (from"
-                     " `gtsteer instances`) instead of generated ones; not with --games."),
-    ] = None,
+    instances: InstancesFile = None,
     iterations: Annotated[
         int, typer.Option("--iterations", "-k", help="CFR iterations.")
     ] = DEFAULT_ITERATIONS,
