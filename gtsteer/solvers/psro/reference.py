@@ -158,7 +158,8 @@ def _fresh_gain(fresh: DialogueGame, mix: Mapping[int, list[tuple[int, float]]],
 
     def follow(state: DialogueState) -> list[int]:
         player = state.current_player()
-        walk, moves = fresh.new_initial_state(), [[] for _ in range(n)]
+        walk = fresh.new_initial_state()
+        moves: list[list[int]] = [[] for _ in range(n)]
         for action in state.history():
             if not walk.is_chance_node():
                 moves[walk.current_player()].append(action)
