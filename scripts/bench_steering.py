@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 
 import benchdoc
 
-from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.runs.eval_steering import SteeringReport, run_steering
 
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_steering")

@@ -34,13 +34,10 @@ sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 
 import benchdoc
 
-from gtsteer.runs.eval_judge import (
-    DEFAULT_LABELLED,
-    JudgeReport,
-    JudgeValidation,
-    run_judges,
-)
-from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.evals.validation import ClassifierValidation
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, ValidationReport, run_classifier_validation
+from gtsteer.runs.eval_steering import SteeringReport, run_steering
 from gtsteer.solvers.metrics import wilson
 
 DOC = benchdoc.DOC
@@ -70,24 +67,26 @@ def empty_share(report: SteeringReport) -> tuple[int, int]:
 # ---- judges -----------------------------------------------------------------------------------
 
 
-def validate(candidates: list[str], configs: list[str], results: Path) -> list[JudgeValidation]:
+def validate(candidates: list[str], configs: list[str],
+             results: Path) -> list[ClassifierValidation]:
     """Every candidate on every config's labelled messages (cached; saved per judge)."""
     found = []
     for judge in candidates:
-        report, _ = run_judges([ROOT / c for c in configs], [judge], DEFAULT_LABELLED,
-                               results / "judges" / safe(judge), progress=False)
+        report, _ = run_classifier_validation([ROOT / c for c in configs], [judge],
+                                              DEFAULT_LABELLED, results / "judges" / safe(judge),
+                                              progress=False)
         found += report.validations
     return found
 
 
-def saved_validations(results: Path) -> list[JudgeValidation]:
+def saved_validations(results: Path) -> list[ClassifierValidation]:
     found = []
     for path in sorted((results / "judges").glob("*/judge.json")):
-        found += JudgeReport.model_validate_json(path.read_text()).validations
+        found += ValidationReport.model_validate_json(path.read_text()).validations
     return found
 
 
-def judge_for(config_name: str, judges: list[str], validations: list[JudgeValidation]):
+def judge_for(config_name: str, judges: list[str], validations: list[ClassifierValidation]):
     """(judge, variant) for a config: the first judge that passes there, in the variant whose
     interval on the labelled messages starts higher; None when no judge passes."""
     for judge in judges:
@@ -108,7 +107,7 @@ def _same_judge(reported: str, spelled: str) -> bool:
 
 
 def measure(configs: list[str], writers: list[str], judges: list[str], samples: int,
-            validations: list[JudgeValidation], results: Path) -> None:
+            validations: list[ClassifierValidation], results: Path) -> None:
     from gtsteer.domains import load_spec
 
     for config in configs:
@@ -124,7 +123,7 @@ def measure(configs: list[str], writers: list[str], judges: list[str], samples: 
             try:
                 run_steering(ROOT / config, writer, judge, samples, out_dir=out,
                              progress=False, variants=(variant,),
-                             validate_judge_on=DEFAULT_LABELLED)
+                             validate_classifier_on=DEFAULT_LABELLED)
             except Exception as exc:  # noqa: BLE001 - one failed pair must not lose the others
                 print(f"   failed: {type(exc).__name__}: {exc}")
 
@@ -148,7 +147,7 @@ def row_of(report: SteeringReport) -> dict:
     }
 
 
-def render(validations: list[JudgeValidation], reports: list[SteeringReport], samples: int,
+def render(validations: list[ClassifierValidation], reports: list[SteeringReport], samples: int,
            command: str, judges: list[str]) -> str:
     lines = [
         START,
@@ -171,7 +170,7 @@ def render(validations: list[JudgeValidation], reports: list[SteeringReport], sa
     def acc(a) -> str:
         return f"{pct(a.accuracy)} [{pct(a.ci_low)}, {pct(a.ci_high)}]"
 
-    cells: dict[tuple[str, str], dict[str, JudgeValidation]] = {}
+    cells: dict[tuple[str, str], dict[str, ClassifierValidation]] = {}
     for v in validations:
         cells.setdefault((v.judge, v.config), {})[v.variant] = v
     for (judge, config), by in cells.items():

@@ -29,8 +29,10 @@ sys.path.insert(0, str(ROOT / "scripts"))  # benchdoc, also when loaded by path
 import benchdoc
 
 from gtsteer.domains import load_spec
-from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeRefused
-from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, measure_steering
+from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.evals.validation import JudgeRefused
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED
+from gtsteer.runs.eval_steering import SteeringReport, measure_steering
 from gtsteer.runs.output import save_png
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
@@ -201,7 +203,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
             try:
                 report: SteeringReport = measure_steering(
                     config, llm, classifier_llm=judge, samples=samples, progress=progress,
-                    validate_judge_on=DEFAULT_LABELLED)
+                    validate_classifier_on=DEFAULT_LABELLED)
             except JudgeRefused as exc:  # the solve's numbers stand; the cell says why
                 row.steering_refused = str(exc)
             else:

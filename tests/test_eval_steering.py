@@ -13,14 +13,9 @@ from typer.testing import CliRunner
 from gtsteer.binding import ConfigError
 from gtsteer.cli import app
 from gtsteer.domains import load_game, spec_from_dict
+from gtsteer.evals.prompts import DEFINED, PLAIN, classifier_prompt
 from gtsteer.llm import LLM
-from gtsteer.runs.eval_steering import (
-    DEFINED,
-    PLAIN,
-    classifier_prompt,
-    measure_steering,
-    run_steering,
-)
+from gtsteer.runs.eval_steering import measure_steering, run_steering
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"

@@ -1,4 +1,5 @@
-"""Steering judges on hand-labelled messages (`gtsteer eval judge`) and the refusal rule."""
+"""Steering classifiers on hand-labelled messages (`gtsteer eval judge`) and the refusal
+rule."""
 
 from __future__ import annotations
 
@@ -14,25 +15,22 @@ from typer.testing import CliRunner
 
 from gtsteer.cli import app
 from gtsteer.domains import load_spec
+from gtsteer.evals.classifiers import (
+    EmbeddingClassifier,
+    LoglikClassifier,
+    PairwiseClassifier,
+    make_classifier,
+)
+from gtsteer.evals.prompts import DEFINED, PLAIN, options_of
+from gtsteer.evals.validation import JudgeRefused, labelled_for
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 from gtsteer.runs.eval_judge import (
     DEFAULT_LABELLED,
-    JudgeRefused,
-    labelled_for,
     load_labelled,
-    run_judges,
-    validate_judge,
+    run_classifier_validation,
+    validate_classifier,
 )
 from gtsteer.runs.eval_steering import measure_steering
-from gtsteer.runs.steering_judges import (
-    DEFINED,
-    PLAIN,
-    EmbeddingJudge,
-    LoglikJudge,
-    PairwiseJudge,
-    make_judge,
-    options_of,
-)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -95,6 +93,8 @@ def test_labelled_set_covers_every_config_with_a_steering_eval() -> None:
     assert DEFAULT_LABELLED == ROOT / "tests" / "data" / "judge_labelled.yaml"
     for config in CONFIGS:
         spec = load_spec(config)
+        if not any(options_of(spec, key) for key in spec.action_keys):
+            continue  # only `any` (PSRO's start game): no instruction to tell apart
         entry = labelled_for(spec, labelled)  # raises when values do not match the config
         assert entry is not None, spec.name
         for key, values in entry.labels.items():
@@ -116,82 +116,82 @@ def test_labelled_values_must_match_the_config(tmp_path: Path) -> None:
         load_labelled(tmp_path / "missing.yaml")
 
 
-# ---- judges on the labelled set -------------------------------------------------------------
+# ---- classifiers on the labelled set --------------------------------------------------------
 
 
-def test_oracle_passes_and_a_contrary_judge_fails() -> None:
+def test_oracle_passes_and_a_contrary_classifier_fails() -> None:
     spec, labelled = load_spec(FRUIT), load_labelled()
-    (plain, defined) = validate_judge(spec, LoglikJudge(oracle()), labelled)
+    (plain, defined) = validate_classifier(spec, LoglikClassifier(oracle()), labelled)
     assert (plain.variant, defined.variant) == (PLAIN, DEFINED)
     assert (plain.accuracy.correct, plain.accuracy.n) == (24, 24) and plain.passes
     assert plain.chance == pytest.approx(1 / 3)
     assert plain.counts == [[8, 0, 0], [0, 8, 0], [0, 0, 8]]
-    # A judge that never picks the true value (ties go to the first other option).
-    (plain, _) = validate_judge(spec, LoglikJudge(oracle(wrong=True)), labelled)
+    # A classifier that never picks the true value (ties go to the first other option).
+    (plain, _) = validate_classifier(spec, LoglikClassifier(oracle(wrong=True)), labelled)
     assert (plain.accuracy.correct, plain.passes) == (0, False)
     assert plain.counts == [[0, 8, 0], [8, 0, 0], [8, 0, 0]]
 
 
 def test_calibration_removes_a_label_bias_that_ignores_the_message() -> None:
     # The bias alone would make every answer "assertive"; calibration subtracts it.
-    judge = LoglikJudge(oracle(bias={"assertive": 4.0}))
-    (plain, _) = validate_judge(load_spec(FRUIT), judge, load_labelled())
+    classifier = LoglikClassifier(oracle(bias={"assertive": 4.0}))
+    (plain, _) = validate_classifier(load_spec(FRUIT), classifier, load_labelled())
     assert plain.accuracy.correct == 24
 
 
-def test_pairwise_judge_wins_every_pair_for_the_true_value() -> None:
+def test_pairwise_classifier_wins_every_pair_for_the_true_value() -> None:
     backend = LabelOracle()
-    judge = PairwiseJudge(LLM("label-oracle", backend=backend))
+    classifier = PairwiseClassifier(LLM("label-oracle", backend=backend))
     backend.calls = 0
-    (plain, _) = validate_judge(load_spec(DAYS), judge, load_labelled())
+    (plain, _) = validate_classifier(load_spec(DAYS), classifier, load_labelled())
     assert (plain.accuracy.correct, plain.accuracy.n) == (42, 42)
-    assert judge.name == f"pairwise:{backend.model}"
+    assert classifier.name == f"pairwise:{backend.model}"
     # 42 messages x 21 pairs, plus 2 content-free messages x 21 pairs for the prior.
     assert backend.calls >= 42 * 21 + 2 * 21
 
 
-def test_make_judge_spellings() -> None:
-    assert isinstance(make_judge("fake"), LoglikJudge)
-    assert make_judge("pairwise:fake").name == "pairwise:fake"
+def test_make_classifier_spellings() -> None:
+    assert isinstance(make_classifier("fake"), LoglikClassifier)
+    assert make_classifier("pairwise:fake").name == "pairwise:fake"
     with pytest.raises(ValueError, match="pairwise:` needs a model"):
-        make_judge("pairwise:")
+        make_classifier("pairwise:")
 
 
 @pytest.fixture(scope="module")
-def minilm() -> EmbeddingJudge:
-    return EmbeddingJudge()
+def minilm() -> EmbeddingClassifier:
+    return EmbeddingClassifier()
 
 
-def test_embedding_judge_on_the_labelled_set(minilm: EmbeddingJudge) -> None:
+def test_embedding_classifier_on_the_labelled_set(minilm: EmbeddingClassifier) -> None:
     """Real MiniLM (offline). What it measured: days and court focus far above chance, fruit
     tone not: a sentence embedding of "calm" does not separate calm offers from firm ones."""
     assert minilm.name == "embed:all-MiniLM-L6-v2"
     labelled = load_labelled()
     found = {(v.config, v.variant): v for config in CONFIGS
-             for v in validate_judge(load_spec(config), minilm, labelled)}
+             for v in validate_classifier(load_spec(config), minilm, labelled)}
     days = found[("schedule_meeting_dow", PLAIN)]
     assert days.passes and days.accuracy.correct >= 38  # of 42; measured 41
     assert found[("court", PLAIN)].passes
     assert found[("debate", DEFINED)].passes
     assert not found[("trade_fruit_tone", PLAIN)].passes
     # Deterministic: the same vectors give the same answers.
-    again = validate_judge(load_spec(DAYS), minilm, labelled, (PLAIN,))
+    again = validate_classifier(load_spec(DAYS), minilm, labelled, (PLAIN,))
     assert again[0].counts == days.counts
 
 
 # ---- the refusal rule in eval steering ------------------------------------------------------
 
 
-def test_eval_steering_refuses_a_judge_at_chance_before_generating() -> None:
+def test_eval_steering_refuses_a_classifier_at_chance_before_generating() -> None:
     writer = ToneBackend()
-    judge = LoglikJudge(oracle(wrong=True))
+    classifier = LoglikClassifier(oracle(wrong=True))
     with pytest.raises(JudgeRefused, match=r"refused.*trade_fruit_tone\.tone \(plain\): 0/24"):
-        measure_steering(FRUIT, LLM("tone-oracle", backend=writer), judge, samples=2,
-                         progress=False, validate_judge_on=DEFAULT_LABELLED)
-    assert writer.prompts == []  # no message was generated for a refused judge
+        measure_steering(FRUIT, LLM("tone-oracle", backend=writer), classifier, samples=2,
+                         progress=False, validate_classifier_on=DEFAULT_LABELLED)
+    assert writer.prompts == []  # no message was generated for a refused classifier
 
 
-def test_eval_steering_keeps_a_validated_judge_and_drops_a_failing_variant() -> None:
+def test_eval_steering_keeps_a_validated_classifier_and_drops_a_failing_variant() -> None:
     # Right without definitions; with definitions the prompt holds "- calm: ..." lines, and
     # this backend then prefers "calm" whatever the message.
     class PlainOnly(LabelOracle):
@@ -203,9 +203,9 @@ def test_eval_steering_keeps_a_validated_judge_and_drops_a_failing_variant() -> 
 
     backend = PlainOnly()
     backend.model = "plain-only"
-    judge = LoglikJudge(LLM("plain-only", backend=backend))
-    report = measure_steering(FRUIT, "fake", judge, samples=2, progress=False,
-                              validate_judge_on=DEFAULT_LABELLED)
+    classifier = LoglikClassifier(LLM("plain-only", backend=backend))
+    report = measure_steering(FRUIT, "fake", classifier, samples=2, progress=False,
+                              validate_classifier_on=DEFAULT_LABELLED)
     assert [r.variant for r in report.runs] == [PLAIN]
     assert [(v.variant, v.passes) for v in report.judge_validation] == [
         (PLAIN, True), (DEFINED, False)]
@@ -218,14 +218,14 @@ def test_eval_steering_refuses_a_config_without_labelled_messages(tmp_path: Path
     empty.write_text("schema_version: 1\nconfigs: {}\n")
     with pytest.raises(JudgeRefused, match="no messages for it"):
         measure_steering(FRUIT, "fake", oracle(), samples=2, progress=False,
-                         validate_judge_on=empty)
+                         validate_classifier_on=empty)
 
 
-def test_eval_steering_with_the_embedding_judge_has_no_llm_classifier(
-    minilm: EmbeddingJudge,
+def test_eval_steering_with_the_embedding_classifier_has_no_llm_classifier(
+    minilm: EmbeddingClassifier,
 ) -> None:
     report = measure_steering(DAYS, "fake", minilm, samples=2, progress=False,
-                              variants=(PLAIN,), validate_judge_on=DEFAULT_LABELLED)
+                              variants=(PLAIN,), validate_classifier_on=DEFAULT_LABELLED)
     assert report.classifier_model == "embed:all-MiniLM-L6-v2"
     assert report.llm_modes == {} and [r.variant for r in report.runs] == [PLAIN]
     assert report.judge_validation[0].passes
@@ -260,9 +260,9 @@ def test_cli_eval_judge_bad_labelled_file(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no file" in result.output
 
 
-def test_run_judges_needs_a_judge(tmp_path: Path) -> None:
+def test_run_classifier_validation_needs_a_classifier(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one"):
-        run_judges([FRUIT], [], out_dir=tmp_path)
+        run_classifier_validation([FRUIT], [], out_dir=tmp_path)
 
 
 def test_cli_eval_steering_prints_the_variant_that_passed(tmp_path: Path) -> None:

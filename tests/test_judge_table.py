@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from gtsteer.runs.eval_judge import JudgeValidation
+from gtsteer.evals.validation import ClassifierValidation
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
@@ -56,10 +56,11 @@ def test_table_validates_refuses_and_renders(tmp_path: Path) -> None:
 def test_judge_for_takes_the_first_passing_judge() -> None:
     table = load_script()
 
-    def v(judge: str, variant: str, low: float, passes: bool) -> JudgeValidation:
+    def v(judge: str, variant: str, low: float, passes: bool) -> ClassifierValidation:
         acc = {"correct": 1, "n": 2, "accuracy": 0.5, "ci_low": low, "ci_high": 0.9}
-        return JudgeValidation(judge=judge, config="c", key="k", variant=variant, accuracy=acc,
-                               chance=0.33, passes=passes, per_value=[], values=[], counts=[])
+        return ClassifierValidation(judge=judge, config="c", key="k", variant=variant,
+                                    accuracy=acc, chance=0.33, passes=passes, per_value=[],
+                                    values=[], counts=[])
 
     found = [v("embed:m", "plain", 0.2, False), v("embed:m", "definitions", 0.2, False),
              v("local:a", "plain", 0.4, True), v("local:a", "definitions", 0.5, True)]

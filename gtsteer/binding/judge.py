@@ -1,4 +1,4 @@
-"""The judge of a verdict game: a fixed classifier over the transcript, asked through `choose`.
+"""The judge of a verdict game: a fixed function of the transcript, asked through `choose`.
 
 After every round it answers one of the spec's verdicts (the game ends) or "continue"; after
 the last round it must give a verdict. Scores come from `LLM.choose` (log-likelihoods where the

@@ -160,13 +160,19 @@ def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Ins
             raise ValueError(f"{path} line {n}: not an instance: {validation_summary(exc)}") \
                 from None
     if spec is not None:
-        keys = _keys(spec)
-        for (n, _), instance in zip(lines, instances, strict=True):
-            try:
-                _check_fits(spec, keys, instance)
-            except DomainCheckError as exc:
-                raise DomainCheckError(exc.field, f"{path} line {n}: {exc.message}") from None
+        check_fits(spec, instances, [f"{path} line {n}" for n, _ in lines])
     return instances
+
+
+def check_fits(spec: DomainSpec, instances: list[Instance], where: list[str]) -> None:
+    """Each instance fits `spec` (same players, same private-information fields, the domain's
+    own checks); a `DomainCheckError` names `where[i]` and the field otherwise."""
+    keys = _keys(spec)
+    for place, instance in zip(where, instances, strict=True):
+        try:
+            _check_fits(spec, keys, instance)
+        except DomainCheckError as exc:
+            raise DomainCheckError(exc.field, f"{place}: {exc.message}") from None
 
 
 def _check_fits(spec: DomainSpec, keys: list[list[str]], instance: Instance) -> None:

@@ -31,9 +31,11 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
-from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeReport, JudgeValidation, run_judges
+from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.evals.validation import ClassifierValidation
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, ValidationReport, run_classifier_validation
 from gtsteer.runs.eval_reward import RewardReport, run_reward
-from gtsteer.runs.eval_steering import DEFINED, PLAIN, SteeringReport, run_steering
+from gtsteer.runs.eval_steering import SteeringReport, run_steering
 from gtsteer.runs.models import Endpoint
 from gtsteer.solvers.metrics import Accuracy
 
@@ -128,8 +130,8 @@ def steering(
         report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
                                      progress=not quiet, endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                    max_wait_s=max_wait),
-                                     validate_judge_on=validate_judge, ray=on_ray)
-    print_judge(report.judge_validation)
+                                     validate_classifier_on=validate_judge, ray=on_ray)
+    print_validations(report.judge_validation)
     print_steering(report)
     print_roles(report.roles)
     if not report.judge_validation:
@@ -138,7 +140,7 @@ def steering(
     console.print(f"report: {where / 'steering.json'}")
 
 
-def print_judge(validations: list[JudgeValidation]) -> None:
+def print_validations(validations: list[ClassifierValidation]) -> None:
     if not validations:
         return
     table = Table("judge", "config", "variant", "accuracy (95% CI)", "chance", "passes",
@@ -166,13 +168,14 @@ def judge(
     """Can a judge tell apart messages whose label is known? Accuracy per judge, config and
     variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
     with friendly_errors():
-        report, where = run_judges(list(configs), judges, labelled, out, progress=not quiet)
-    print_judge_report(report)
+        report, where = run_classifier_validation(list(configs), judges, labelled, out,
+                                                  progress=not quiet)
+    print_validation_report(report)
     console.print(f"report: {where / 'judge.json'}")
 
 
-def print_judge_report(report: JudgeReport) -> None:
-    print_judge(report.validations)
+def print_validation_report(report: ValidationReport) -> None:
+    print_validations(report.validations)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls

@@ -1,4 +1,5 @@
-"""`gtsteer instances CONFIG`: LLM-written instances, validated against the spec, as JSONL."""
+"""`gtsteer instances CONFIG`: LLM-written instances, validated against the spec, as JSONL; or,
+with `--seeded`, the config's own seeded instances (the ones `gtsteer solve` generates)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
@@ -27,17 +29,26 @@ def instances(
     max_wait: MaxWait = None,
     seed: Seed = 0,
     out: OutFile = None,
+    seeded: Annotated[
+        bool, typer.Option("--seeded", help="Write the config's seeded instances 0..NUM-1 (those"
+                           " `gtsteer solve --games NUM --seed S` solves; no model), so another"
+                           " config of the same domain can play the very same.")
+    ] = False,
 ) -> None:
     """Have the model write NUM new instances from the config's examples (cached, seeded)."""
     with friendly_errors():
         if out is not None:
             check_out_file(out)  # before the model writes anything
         spec = load_spec(config)
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
-    table = Table("#", "names", "private information", title=f"{spec.name}: {llm}, seed {seed}")
+        if seeded:
+            made = generate_instances(spec, num, seed)
+        else:
+            endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
+                                max_wait_s=max_wait)
+            endpoint.check(llm)
+            made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
+    source = "seeded" if seeded else llm
+    table = Table("#", "names", "private information", title=f"{spec.name}: {source}, seed {seed}")
     for inst in made:
         private = "\n".join(render_private_info(info) for info in inst.private_info)
         table.add_row(str(inst.index), ", ".join(inst.names), private)

@@ -141,6 +141,13 @@ Workers = Annotated[
 # --- instances, games and solving ---------------------------------------------------------------
 
 Games = Annotated[int, typer.Option("--games", "-n", help="Generated instances.")]
+#: `--instances` of the commands that play a config's instances (solve, psro).
+InstancesFile = Annotated[
+    Path | None,
+    typer.Option("--instances", help="Play the instances of this JSONL file (from `gtsteer"
+                 " instances`; `--seeded` writes a config's own) instead of generated ones;"
+                 " not with --games."),
+]
 #: `eval verdict`: games, not instances.
 VerdictGames = Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")]
 #: Werewolf runs: bot-only games (`-n` is `--players` there).

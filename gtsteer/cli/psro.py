@@ -16,6 +16,7 @@ from gtsteer.cli.options import (
     Deals,
     Games,
     HeldoutRescore,
+    InstancesFile,
     MaxCalls,
     MaxWait,
     Out,
@@ -77,6 +78,32 @@ def print_summary(summary: PSROSummary) -> None:
                                               "oracle found an improvement)"))
     console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
                   f"{calls.new_calls} new calls · converged: {summary.converged}")
+    if summary.reference is not None:
+        print_reference(summary)
+
+
+def print_reference(summary: PSROSummary) -> None:
+    """Per iteration: the driver's meta-strategy in the full game (`--reference`)."""
+
+    def cell(x: float | None, fmt: str = "+.3f") -> str:
+        return "—" if x is None else format(x, fmt)
+
+    table = Table("it", "NashConv", "gain over any", "CFR's gain", "share", "best gain",
+                  "share", "fresh gain", "fresh share of best",
+                  title=f"the {summary.settings.meta_solver} meta-strategy in {summary.reference}"
+                        " (mean over instances)")
+    for it in summary.iterations:
+        r = it.reference
+        if r is None:
+            continue
+        if r.unmapped:
+            table.add_row(str(it.iteration), f"plays {', '.join(r.unmapped)}: not in the game",
+                          *[""] * 7)
+            continue
+        table.add_row(str(it.iteration), cell(r.nash_conv, ".3f"), cell(r.gain), cell(r.cfr_gain),
+                      cell(r.cfr_share, ".0%"), cell(r.best_gain), cell(r.best_share, ".0%"),
+                      cell(r.fresh_gain), cell(r.fresh_best_share, ".0%"))
+    console.print(table)
 
 
 def psro(
@@ -138,9 +165,18 @@ def psro(
     quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
+    instances: InstancesFile = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option("--reference", help="A config of the same domain with the full action set:"
+                     " each iteration's meta-strategy is also measured there (NashConv, gain"
+                     " over any beside the full game's; with --heldout on fresh samples)."),
+    ] = None,
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
     on_ray = ray_options(ray, workers)
+    if instances is not None and games != 1:
+        raise typer.BadParameter("give --games or --instances, not both", param_hint="--instances")
     with friendly_errors():
         # PSROConfig validates the options (its error names the flag) before any LLM call.
         settings = parse_options(
@@ -165,6 +201,7 @@ def psro(
                 report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
                 endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                                   max_wait_s=max_wait), ray=on_ray, export_nfg=export_nfg,
+                instances_file=instances, reference=reference,
             )
     print_summary(summary)
     print_roles(summary.roles)

@@ -18,6 +18,7 @@ from gtsteer.cli.options import (
     Embedder,
     Games,
     HeldoutGain,
+    InstancesFile,
     Iterations,
     MaxCalls,
     MaxWait,
@@ -190,11 +191,7 @@ def solve(
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
     games: Games = 1,
-    instances: Annotated[
-        Path | None,
-        typer.Option("--instances", help="Solve the instances of this JSONL file (from"
-                     " `gtsteer instances`) instead of generated ones; not with --games."),
-    ] = None,
+    instances: InstancesFile = None,
     iterations: Iterations = DEFAULT_ITERATIONS,
     solver: Solver = DEFAULT_SOLVER,
     seed: Seed = 0,

@@ -2,7 +2,8 @@
 
 Algorithms (`gtsteer.solvers`, `gtsteer.imitation`) never write files; the runs here do. One
 module per command: `solve` (`gtsteer solve`, its file schema in `solve_schema`), `psro`,
-`imitate`, `eval_steering` / `eval_reward` / `eval_verdict` (`gtsteer eval ...`), and
+`imitate`, `eval_steering` / `eval_judge` / `eval_reward` / `eval_verdict` (`gtsteer eval ...`;
+the measurements of the first two live in `gtsteer.evals`), and
 `werewolf_steer` / `werewolf_evaluate` (`gtsteer werewolf steer-train` / `evaluate`; their
 games as units of work in `werewolf_games`).
 `heldout` measures the CFR gain on fresh LLM samples for `gtsteer solve --heldout`.

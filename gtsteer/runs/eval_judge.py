@@ -1,16 +1,12 @@
-"""`gtsteer eval judge`: can a steering judge tell apart messages whose label is known?
+"""`gtsteer eval judge`: can a steering classifier tell apart messages whose label is known?
 
-A steering accuracy is only evidence when the judge that produced it can read the difference
-between instructions at all. Here each judge classifies hand-written messages with an
-unambiguous tone, style, focus or day (tests/data/judge_labelled.yaml: written for the check,
-not produced by any model under test), per config and classifier variant (without / with the
-config's instruction definitions), and reports its accuracy with a 95% Wilson interval against
-chance (one over the number of values).
-
-The rule (`passes`): a judge is fit for a steering table only where the lower end of its
-interval lies above chance. `gtsteer eval steering --validate-judge FILE` and
-scripts/steering_table.py refuse a (judge, config, variant) that fails it: its accuracies would
-be numbers from a judge that has not been shown to read what it is asked to read.
+The driver of `gtsteer.evals.validation` (the classifiers, the accuracies and the refusal
+rule live there): it reads the labelled messages (tests/data/judge_labelled.yaml by default),
+validates every classifier given with `--judge` on every config, per variant (without / with
+the config's instruction definitions), and writes DIR/judge.json. `gtsteer eval steering
+--validate-judge FILE` and scripts/steering_table.py validate the same way before they measure.
+The command keeps its name, `judge`, and so do its option and file; in the code the thing
+validated is a steering classifier, since "judge" is the verdict game's.
 """
 
 from __future__ import annotations
@@ -18,50 +14,35 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
+from gtsteer.evals.classifiers import SteeringClassifier, classifier_models, make_classifier
+from gtsteer.evals.prompts import VARIANTS
+from gtsteer.evals.validation import (
+    ClassifierValidation,
+    LabelledSet,
+    labelled_for,
+    validate_on_labelled,
+)
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.output import check_out_dir, write_json
-from gtsteer.runs.steering_judges import (
-    DEFINED,
-    VARIANTS,
-    Judge,
-    judge_models,
-    make_judge,
-    options_of,
-)
-from gtsteer.solvers.metrics import Accuracy, wilson
 
 SCHEMA_VERSION = 1
 #: The labelled set shipped with the repository.
 DEFAULT_LABELLED = Path(__file__).resolve().parents[2] / "tests" / "data" / "judge_labelled.yaml"
 
 
-class JudgeRefused(ValueError):
-    """A judge failed validation on the labelled messages; the message says where and how."""
+class ValidationReport(BaseModel):
+    """`DIR/judge.json`."""
 
-
-class LabelledConfig(BaseModel):
-    speaker: str
-    #: action key -> value -> messages showing that value
-    labels: dict[str, dict[str, list[str]]]
-
-    @field_validator("labels")
-    @classmethod
-    def _non_empty(cls, labels: dict[str, dict[str, list[str]]]):
-        for key, values in labels.items():
-            for value, messages in values.items():
-                if not messages:
-                    raise ValueError(f"{key}.{value}: no messages")
-        return labels
-
-
-class LabelledSet(BaseModel):
-    schema_version: int = 1
-    configs: dict[str, LabelledConfig]
+    schema_version: int = SCHEMA_VERSION
+    labelled: str
+    validations: list[ClassifierValidation]
+    skipped: list[str] = Field(default_factory=list)
+    llm_calls: LLMCalls
 
 
 def load_labelled(path: str | Path = DEFAULT_LABELLED) -> LabelledSet:
@@ -74,151 +55,52 @@ def load_labelled(path: str | Path = DEFAULT_LABELLED) -> LabelledSet:
         raise ValueError(f"labelled messages {path}: {exc}") from None
 
 
-def labelled_for(spec: DomainSpec, labelled: LabelledSet) -> LabelledConfig | None:
-    """The config's labelled messages (None: the set has none for it), checked to cover
-    exactly the values of each key it labels."""
-    entry = labelled.configs.get(spec.name)
-    if entry is None:
-        return None
-    for key, values in entry.labels.items():
-        if key not in spec.actions:
-            raise ValueError(f"labelled messages: `{spec.name}` has no action key `{key}`")
-        wanted = options_of(spec, key)
-        if sorted(values) != sorted(wanted):
-            raise ValueError(
-                f"labelled messages for {spec.name}.{key}: values {sorted(values)} do not match "
-                f"the config's {sorted(wanted)}"
-            )
-    return entry
-
-
-class ValueAccuracy(BaseModel):
-    value: str
-    accuracy: Accuracy
-
-
-class JudgeValidation(BaseModel):
-    """One judge on one (config, key, variant) of the labelled set."""
-
-    judge: str
-    config: str  # the spec's name
-    key: str
-    variant: str
-    accuracy: Accuracy
-    chance: float
-    #: The rule: the Wilson interval's lower end lies above chance.
-    passes: bool
-    per_value: list[ValueAccuracy]
-    #: counts[i][j]: messages labelled values[i] judged values[j]
-    values: list[str]
-    counts: list[list[int]]
-
-    def describe(self) -> str:
-        a = self.accuracy
-        return (f"judge {self.judge} on {self.config}.{self.key} ({self.variant}): "
-                f"{a.correct}/{a.n} = {a.accuracy:.0%} [95% {a.ci_low:.0%}, {a.ci_high:.0%}] "
-                f"vs chance {self.chance:.0%}")
-
-
-class JudgeReport(BaseModel):
-    """`DIR/judge.json`."""
-
-    schema_version: int = SCHEMA_VERSION
-    labelled: str
-    validations: list[JudgeValidation]
-    skipped: list[str] = Field(default_factory=list)
-    llm_calls: LLMCalls
-
-
-async def validate_async(
-    spec: DomainSpec, judge: Judge, entry: LabelledConfig, variants: tuple[str, ...],
-    bar: GatherBar,
-) -> list[JudgeValidation]:
-    out = []
-    for key, values in entry.labels.items():
-        options = options_of(spec, key)
-        items = [(entry.speaker, m) for v in options for m in values[v]]
-        truth = [v for v in options for _ in values[v]]
-        for variant in variants:
-            if variant == DEFINED and any(
-                v not in spec.instruction_definitions.get(key, {}) for v in options
-            ):
-                continue
-            judged = await judge.judge(spec, key, items, variant, bar)
-            got = [j.predicted for j in judged]
-            per_value, counts = [], []
-            for v in options:
-                mine = [g for g, t in zip(got, truth, strict=True) if t == v]
-                per_value.append(ValueAccuracy(value=v, accuracy=wilson(mine.count(v), len(mine))))
-                counts.append([mine.count(o) for o in options])
-            correct = sum(g == t for g, t in zip(got, truth, strict=True))
-            accuracy, chance = wilson(correct, len(truth)), 1 / len(options)
-            out.append(JudgeValidation(
-                judge=judge.name, config=spec.name, key=key, variant=variant,
-                accuracy=accuracy, chance=chance, passes=accuracy.ci_low > chance,
-                per_value=per_value, values=options, counts=counts,
-            ))
-    return out
-
-
-def validate_judge(
-    spec: DomainSpec, judge: Judge, labelled: LabelledSet, variants: tuple[str, ...] = VARIANTS,
-    *, progress: bool = False,
-) -> list[JudgeValidation]:
-    """The judge's accuracy on the config's labelled messages; [] where the set has none."""
+def validate_classifier(
+    spec: DomainSpec, classifier: SteeringClassifier, labelled: LabelledSet,
+    variants: tuple[str, ...] = VARIANTS, *, progress: bool = False,
+) -> list[ClassifierValidation]:
+    """The classifier's accuracy on the config's labelled messages; [] where the set has none."""
     entry = labelled_for(spec, labelled)
     if entry is None:
         return []
 
-    async def go() -> list[JudgeValidation]:
+    async def go() -> list[ClassifierValidation]:
         with GatherBar(progress) as bar:
-            return await validate_async(spec, judge, entry, variants, bar)
+            return await validate_on_labelled(spec, classifier, entry, variants, bar)
 
     return run_sync(go())
 
 
-def require_passing(validations: list[JudgeValidation], what: str) -> None:
-    """JudgeRefused unless at least one validation exists and every one passes."""
-    if not validations:
-        raise JudgeRefused(f"{what}: the labelled set has no messages for it, so the judge "
-                           "cannot be validated")
-    failed = [v for v in validations if not v.passes]
-    if failed:
-        raise JudgeRefused(
-            f"{what}: refused, the judge is not better than chance on the labelled messages: "
-            + "; ".join(v.describe() for v in failed)
-            + ". Use a judge that passes `gtsteer eval judge` there."
-        )
-
-
-def run_judges(
+def run_classifier_validation(
     configs: list[str | Path],
-    judges: list[str],
+    classifiers: list[str],
     labelled_path: str | Path = DEFAULT_LABELLED,
     out_dir: str | Path | None = None,
     *,
     progress: bool = True,
-) -> tuple[JudgeReport, Path]:
-    """Validate every judge on every config's labelled messages; write DIR/judge.json."""
-    if not judges:
+) -> tuple[ValidationReport, Path]:
+    """Validate every classifier (its spelling: a model, pairwise:<model>, embed) on every
+    config's labelled messages; write DIR/judge.json."""
+    if not classifiers:
+        # "judges": what the command line calls them (`gtsteer eval judge --judge`)
         raise ValueError("judges: give at least one (a model string, pairwise:<model>, embed)")
     specs = [load_spec(c) for c in configs]  # ConfigError before any model is loaded
     labelled = load_labelled(labelled_path)
     out = check_out_dir(Path(out_dir) if out_dir is not None else Path("results") / "eval-judge")
-    validations: list[JudgeValidation] = []
+    validations: list[ClassifierValidation] = []
     skipped: list[str] = []
     calls = LLMCalls()
-    for name in judges:
-        judge = make_judge(name)
-        meters = judge_models(judge)
+    for name in classifiers:
+        classifier = make_classifier(name)
+        meters = classifier_models(classifier)
         before = [m.usage for m in meters]
         for spec in specs:
-            found = validate_judge(spec, judge, labelled, progress=progress)
+            found = validate_classifier(spec, classifier, labelled, progress=progress)
             if not found:
                 skipped.append(f"{spec.name}: no labelled messages in {labelled_path}")
             validations += found
         calls += sum((m.usage.since(b) for m, b in zip(meters, before, strict=True)), LLMCalls())
-    report = JudgeReport(
+    report = ValidationReport(
         labelled=str(labelled_path), validations=validations,
         skipped=list(dict.fromkeys(skipped)), llm_calls=calls,
     )

@@ -18,15 +18,16 @@ classifier returns log-likelihoods, its scores are calibrated by those of conten
 which is argmax_z P(message | z) under a uniform prior (contextual calibration, Zhao et al.
 2021). The uncalibrated predictions and their aggregate are kept in the report.
 
-The classifier is one of the judges of `gtsteer.runs.steering_judges` (likelihoods, pairwise,
-embedding); with `validate_judge_on` it is first checked on hand-labelled messages
-(`gtsteer.runs.eval_judge`) and refused where it is not better than chance.
+The classifier is one of the steering classifiers of `gtsteer.evals.classifiers`
+(likelihoods, pairwise, embedding); with `validate_classifier_on` it is first checked on
+hand-labelled messages (`gtsteer.evals.validation`) and refused where it is not better than
+chance. The summary statistics are `gtsteer.evals.steering`'s; this driver writes the messages,
+runs the classification (serially or on Ray) and the files.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,95 +37,31 @@ from pydantic import BaseModel, Field
 from gtsteer.binding import ANY, DialogueGame, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls, run_sync
-from gtsteer.runs.eval_judge import (
-    JudgeRefused,
-    JudgeValidation,
-    load_labelled,
-    require_passing,
-    validate_judge,
+from gtsteer.evals.classifiers import (
+    MODEL_CLASSIFIERS,
+    Classification,
+    LoglikClassifier,
+    PairwiseClassifier,
+    SteeringClassifier,
+    classifier_models,
+    make_classifier,
+    names_a_classifier,
 )
+from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
+from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
+from gtsteer.evals.validation import ClassifierValidation, passing_variants
+from gtsteer.llm import LLM, LLMCalls, run_sync
+from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
 from gtsteer.runs.ray_map import map_on_ray
-from gtsteer.runs.steering_judges import (  # re-exported: the names eval steering always had
-    DEFINED,
-    NULL_MESSAGES,
-    PLAIN,
-    VARIANTS,
-    Judge,
-    Judged,
-    LoglikJudge,
-    PairwiseJudge,
-    classifier_prompt,
-    judge_models,
-    make_judge,
-    names_a_judge,
-    options_of,
-)
 from gtsteer.runs.units import RayOptions, ray_session
-from gtsteer.solvers.metrics import Accuracy, wilson
-
-__all__ = [
-    "DEFINED", "NULL_MESSAGES", "PLAIN", "VARIANTS", "JudgeRefused", "SteeringReport",
-    "classifier_prompt", "measure_steering", "options_of", "run_steering", "summarise",
-]
 
 SCHEMA_VERSION = 1
 #: A message to generate: (instruction label, instance index, chance outcome).
 Node = tuple[str, int, int]
 #: Largest --samples accepted: each sample is one generation per instruction value.
 MAX_SAMPLES = 1000
-
-
-class InstructionRow(BaseModel):
-    key: str
-    value: str
-    accuracy: Accuracy
-    #: Fraction of unguided (`any`) messages classified as this value: what steering must beat.
-    base_rate: float
-    #: Classifier-free check: share of the instructed messages that name the value as a word
-    #: ("Tuesday"), and of the unguided messages that do.
-    mention_rate: float
-    mention_base_rate: float
-
-
-class Confusion(BaseModel):
-    """counts[i][j]: messages instructed `rows[i]` (last row: unguided) classified `columns[j]`."""
-
-    key: str
-    rows: list[str]
-    columns: list[str]
-    counts: list[list[int]]
-
-
-class ClassifierRun(BaseModel):
-    variant: str  # "plain" (no definitions) or "definitions"
-    keys: list[str]  # action keys this run classified
-    per_instruction: list[InstructionRow]
-    aggregate: Accuracy  # over every instructed (non-`any`) message of `keys`
-    #: True when predictions subtract the content-free prior (log-likelihood classifiers).
-    calibrated: bool
-    #: The aggregate of the raw argmax (no calibration), for comparison.
-    aggregate_uncalibrated: Accuracy
-    chance: float  # accuracy of a uniform guess, averaged over the instructed messages
-    confusion: list[Confusion]
-    png: list[str]  # confusion-matrix images, relative to the report's folder
-
-
-class SteeringSample(BaseModel):
-    key: str
-    instructed: str  # a value of `key`, or "any"
-    instruction: str  # the game's action label
-    instance: int
-    outcome: int
-    speaker: str
-    message: str
-    predicted: dict[str, str]  # variant -> predicted value (calibrated where possible)
-    predicted_uncalibrated: dict[str, str]  # variant -> raw argmax
-    scores: dict[str, dict[str, float]]  # variant -> option -> raw classifier score
-    #: variant -> option -> mean score of the content-free messages (absent: not calibrated)
-    prior: dict[str, dict[str, float]]
 
 
 class SteeringReport(BaseModel):
@@ -147,8 +84,9 @@ class SteeringReport(BaseModel):
     llm_calls: LLMCalls
     #: How the classifier served structured output and `choose` (`LLM.capabilities`).
     llm_modes: dict[str, str | None] = Field(default_factory=dict)
-    #: The judge on the labelled messages (`--validate-judge`); empty when not validated.
-    judge_validation: list[JudgeValidation] = Field(default_factory=list)
+    #: The classifier on the labelled messages (`--validate-judge`); empty when not validated.
+    #: (`judge_validation`: the field's name in steering.json since schema 1.)
+    judge_validation: list[ClassifierValidation] = Field(default_factory=list)
 
     def run(self, variant: str) -> ClassifierRun | None:
         return next((r for r in self.runs if r.variant == variant), None)
@@ -229,86 +167,34 @@ async def _generate(
 
 def _groups(todo: list[tuple[SteeringSample, str]]
             ) -> list[tuple[str, str, list[SteeringSample]]]:
-    """(key, variant, its samples): the batches a judge classifies, in the serial order."""
+    """(key, variant, its samples): the batches a classifier classifies, in the serial order."""
     keys = list(dict.fromkeys((s.key, v) for s, v in todo))
     return [(key, variant, [s for s, v in todo if (s.key, v) == (key, variant)])
             for key, variant in keys]
 
 
-def _record(variant: str, mine: list[SteeringSample], judged: list[Judged]) -> None:
-    for sample, verdict in zip(mine, judged, strict=True):
-        sample.predicted[variant] = verdict.predicted
-        sample.predicted_uncalibrated[variant] = verdict.predicted_uncalibrated
-        sample.scores[variant] = verdict.scores
-        if verdict.prior is not None:
-            sample.prior[variant] = verdict.prior
+def _record(variant: str, mine: list[SteeringSample], found: list[Classification]) -> None:
+    for sample, classified in zip(mine, found, strict=True):
+        sample.predicted[variant] = classified.predicted
+        sample.predicted_uncalibrated[variant] = classified.predicted_uncalibrated
+        sample.scores[variant] = classified.scores
+        if classified.prior is not None:
+            sample.prior[variant] = classified.prior
 
 
 async def _classify(
-    spec: DomainSpec, judge: Judge, todo: list[tuple[SteeringSample, str]], bar: GatherBar
+    spec: DomainSpec, classifier: SteeringClassifier, todo: list[tuple[SteeringSample, str]],
+    bar: GatherBar,
 ) -> None:
     """Fill each sample's prediction, raw argmax, scores and prior for its variant."""
     for key, variant, mine in _groups(todo):
-        judged = await judge.judge(spec, key, [(s.speaker, s.message) for s in mine], variant, bar)
-        _record(variant, mine, judged)
-
-
-def _mentions(value: str, samples: list[SteeringSample]) -> float:
-    word = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
-    return sum(bool(word.search(s.message)) for s in samples) / max(1, len(samples))
-
-
-def summarise(spec: DomainSpec, samples: list[SteeringSample], variant: str) -> ClassifierRun:
-    """Accuracy per instruction, aggregate, chance and confusion of one classifier variant."""
-    run = _summarise(spec, samples, variant, lambda s: s.predicted)
-    raw = _summarise(spec, samples, variant, lambda s: s.predicted_uncalibrated)
-    calibrated = any(variant in s.prior for s in samples)
-    return run.model_copy(
-        update={"calibrated": calibrated, "aggregate_uncalibrated": raw.aggregate}
-    )
-
-
-def _summarise(
-    spec: DomainSpec,
-    samples: list[SteeringSample],
-    variant: str,
-    field: Callable[[SteeringSample], dict[str, str]],
-) -> ClassifierRun:
-    keys = list(dict.fromkeys(s.key for s in samples if variant in s.predicted))
-    rows, confusions = [], []
-    correct = total = 0
-    chance = 0.0
-    for key in keys:
-        options = options_of(spec, key)
-        mine = [s for s in samples if s.key == key and variant in s.predicted]
-        unguided = [s for s in mine if s.instructed == ANY]
-        counts = []
-        for value in [*options, ANY]:
-            got = [field(s)[variant] for s in mine if s.instructed == value]
-            counts.append([got.count(o) for o in options])
-            if value == ANY:
-                continue
-            hits = got.count(value)
-            correct, total = correct + hits, total + len(got)
-            chance += len(got) / len(options)
-            base = sum(field(s)[variant] == value for s in unguided) / max(1, len(unguided))
-            rows.append(InstructionRow(
-                key=key, value=value, accuracy=wilson(hits, len(got)), base_rate=base,
-                mention_rate=_mentions(value, [s for s in mine if s.instructed == value]),
-                mention_base_rate=_mentions(value, unguided),
-            ))
-        confusions.append(
-            Confusion(key=key, rows=[*options, ANY], columns=options, counts=counts)
-        )
-    return ClassifierRun(
-        variant=variant, keys=keys, per_instruction=rows, aggregate=wilson(correct, total),
-        calibrated=False, aggregate_uncalibrated=wilson(correct, total),
-        chance=chance / total, confusion=confusions, png=[],
-    )
+        found = await classifier.classify(spec, key, [(s.speaker, s.message) for s in mine],
+                                          variant, bar)
+        _record(variant, mine, found)
 
 
 async def _measure(
-    spec: DomainSpec, model: LLM, classifier: Judge, samples: int, seed: int, config: str,
+    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int, config: str,
     progress: bool, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     with GatherBar(progress) as bar:
@@ -316,7 +202,7 @@ async def _measure(
 
 
 async def _measure_with(
-    spec: DomainSpec, model: LLM, classifier: Judge, samples: int, seed: int, config: str,
+    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int, config: str,
     bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
@@ -372,32 +258,30 @@ def instance_messages(unit: MessagesUnit, model: LLM) -> list[str]:
     return run_sync(_messages({unit.index: game}, unit.speaker, unit.nodes, GatherBar(False)))
 
 
-#: Judges rebuilt around a worker's model; any other (an embedding judge) judges here.
-MODEL_JUDGES = (LoglikJudge, PairwiseJudge)
-
-
 @dataclass(frozen=True)
-class JudgeUnit:
-    """One (key, variant) batch of messages for a judge of `kind` (`MODEL_JUDGES`)."""
+class ClassifyUnit:
+    """One (key, variant) batch of messages for a classifier of `kind` (`MODEL_CLASSIFIERS`),
+    rebuilt around the worker's model."""
 
     spec: DomainSpec
     key: str
     variant: str
     items: list[tuple[str, str]]
-    kind: type[LoglikJudge | PairwiseJudge]
+    kind: type[LoglikClassifier | PairwiseClassifier]
 
 
-def judge_batch(unit: JudgeUnit, model: LLM) -> list[Judged]:
-    judge = unit.kind(model)
-    return run_sync(judge.judge(unit.spec, unit.key, unit.items, unit.variant, GatherBar(False)))
+def classify_batch(unit: ClassifyUnit, model: LLM) -> list[Classification]:
+    classifier = unit.kind(model)
+    return run_sync(classifier.classify(unit.spec, unit.key, unit.items, unit.variant,
+                                        GatherBar(False)))
 
 
 def _measure_on_ray(
-    spec: DomainSpec, model: LLM, judge: Judge, samples: int, seed: int, config: str,
-    progress: bool, variants: tuple[str, ...], ray: RayOptions,
+    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
+    config: str, progress: bool, variants: tuple[str, ...], ray: RayOptions,
 ) -> tuple[list[SteeringSample], list[str], int, dict[str, str | None] | None]:
-    """`_measure` with both stages as Ray tasks; also the judge model's modes as the
-    workers found them (None: the judge ran here)."""
+    """`_measure` with both stages as Ray tasks; also the classifier model's modes as the
+    workers found them (None: the classifier ran here)."""
     games = _games(spec, model, samples, seed, config)
     speaker = games[0].first_player
     nodes = _nodes(spec, samples)
@@ -410,66 +294,59 @@ def _measure_on_ray(
                for n, t in zip(by_index[i], texts, strict=True)}
     out = _samples(spec, samples, games, speaker, text_of)
     skipped, todo = _todo(spec, out, variants)
-    kind = type(judge)
-    if kind not in MODEL_JUDGES or not isinstance(judge, MODEL_JUDGES):  # (isinstance: typing)
+    kind = type(classifier)
+    if kind not in MODEL_CLASSIFIERS or not isinstance(classifier, MODEL_CLASSIFIERS):
+        # (isinstance: for typing) a classifier without a model classifies here
         with GatherBar(progress) as bar:
-            run_sync(_classify(spec, judge, todo, bar))
+            run_sync(_classify(spec, classifier, todo, bar))
         return out, skipped, speaker, None
     groups = _groups(todo)
-    judged = map_on_ray(judge_batch,
-                        [JudgeUnit(spec, key, variant, [(s.speaker, s.message) for s in mine],
-                                   kind) for key, variant, mine in groups],
-                        judge.llm, ray, progress=progress, label="batches")
-    for (_, variant, mine), verdicts in zip(groups, judged.values, strict=True):
-        _record(variant, mine, verdicts)
-    return out, skipped, speaker, judged.capabilities
+    classified = map_on_ray(classify_batch,
+                            [ClassifyUnit(spec, key, variant,
+                                          [(s.speaker, s.message) for s in mine], kind)
+                             for key, variant, mine in groups],
+                            classifier.llm, ray, progress=progress, label="batches")
+    for (_, variant, mine), found in zip(groups, classified.values, strict=True):
+        _record(variant, mine, found)
+    return out, skipped, speaker, classified.capabilities
 
 
 def _validated_variants(
-    spec: DomainSpec, judge: Judge, labelled: str | Path, variants: tuple[str, ...],
-    progress: bool,
-) -> tuple[tuple[str, ...], list[JudgeValidation], list[str]]:
-    """The variants whose judge passes the labelled messages; JudgeRefused when none does."""
-    found = validate_judge(spec, judge, load_labelled(labelled), variants, progress=progress)
-    if not found:
-        require_passing([], spec.name)  # raises: nothing to validate the judge on
-    kept, notes = [], []
-    for variant in variants:
-        mine = [x for x in found if x.variant == variant]
-        try:
-            require_passing(mine, f"{spec.name} ({variant})")
-        except JudgeRefused as exc:
-            notes.append(str(exc))
-            continue
-        kept.append(variant)
-    if not kept:
-        raise JudgeRefused(" | ".join(notes))
-    return tuple(kept), found, notes
+    spec: DomainSpec, classifier: SteeringClassifier, labelled: str | Path,
+    variants: tuple[str, ...], progress: bool,
+) -> tuple[tuple[str, ...], list[ClassifierValidation], list[str]]:
+    """The variants whose classifier passes the labelled messages, the validations and why
+    the others were refused; JudgeRefused when none passes."""
+    found = validate_classifier(spec, classifier, load_labelled(labelled), variants,
+                                progress=progress)
+    kept, notes = passing_variants(found, variants, spec.name)
+    return kept, found, notes
 
 
 def measure_steering(
     config_path: str | Path,
     llm: str | LLM | None = None,
-    classifier_llm: str | LLM | Judge | None = None,
+    classifier_llm: str | LLM | SteeringClassifier | None = None,
     samples: int = 10,
     seed: int = 0,
     *,
     progress: bool = True,
     endpoint: Endpoint | None = None,
     variants: tuple[str, ...] = VARIANTS,
-    validate_judge_on: str | Path | None = None,
+    validate_classifier_on: str | Path | None = None,
     ray: RayOptions | None = None,
 ) -> SteeringReport:
     """Generate, classify and summarise; nothing is written (see `run_steering`).
 
     `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`).
-    `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a `Judge`, or a
-    judge spelling (`embed`, `pairwise:<model>`); None: the config's `models.reader`, else the
-    writer itself. With `validate_judge_on` (a labelled-messages file), the judge is first
-    validated on it: a variant whose accuracy is not above chance is refused (listed in
-    `skipped`), and when no variant passes the run stops with JudgeRefused before any message
-    is generated. `ray`: one Ray task per instance's messages, then one per (key, variant)
-    batch to classify (a judge without a model classifies here); the report is the same."""
+    `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a
+    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); None: the
+    config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
+    labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
+    variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
+    variant passes the run stops with JudgeRefused before any message is generated. `ray`: one
+    Ray task per instance's messages, then one per (key, variant) batch to classify (a
+    classifier without a model classifies here); the report is the same."""
     _check(samples)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -478,43 +355,43 @@ def measure_steering(
     if all(len(options_of(spec, k)) < 2 for k in spec.actions):
         raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
                          f"`{ANY}`, so there is nothing to classify")
-    judge: Judge
+    classifier: SteeringClassifier
     if classifier_llm is None or (
-        isinstance(classifier_llm, (str, LLM)) and not names_a_judge(classifier_llm)
+        isinstance(classifier_llm, (str, LLM)) and not names_a_classifier(classifier_llm)
     ):
         model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
-        judge = LoglikJudge(others["reader"])
-    else:  # a judge that is no model role (embed, pairwise:MODEL, a Judge object)
+        classifier = LoglikClassifier(others["reader"])
+    else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
         model, _, roles = pick_roles(spec, endpoint, llm)
-        judge = make_judge(classifier_llm)
-        roles["reader"] = RoleRecord(model=judge.name, source="given")
-    meters = list(dict.fromkeys([model, *judge_models(judge)]))
+        classifier = make_classifier(classifier_llm)
+        roles["reader"] = RoleRecord(model=classifier.name, source="given")
+    meters = list(dict.fromkeys([model, *classifier_models(classifier)]))
     before = [m.usage for m in meters]
-    validations: list[JudgeValidation] = []
+    validations: list[ClassifierValidation] = []
     refused: list[str] = []
-    if validate_judge_on is not None:
+    if validate_classifier_on is not None:
         variants, validations, refused = _validated_variants(
-            spec, judge, validate_judge_on, variants, progress
+            spec, classifier, validate_classifier_on, variants, progress
         )
     modes = None
     if ray is None:
         out, skipped, speaker = run_sync(
-            _measure(spec, model, judge, samples, seed, str(config_path), progress, variants)
+            _measure(spec, model, classifier, samples, seed, str(config_path), progress, variants)
         )
     else:
         with ray_session(ray):
             out, skipped, speaker, modes = _measure_on_ray(
-                spec, model, judge, samples, seed, str(config_path), progress, variants, ray)
+                spec, model, classifier, samples, seed, str(config_path), progress, variants, ray)
     after = [m.usage for m in meters]
     runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
-    reader = judge_models(judge)
+    reader = classifier_models(classifier)
     if modes is None:
         modes = reader[0].capabilities() if reader else {}
     return SteeringReport(
         config=str(config_path),
         domain=spec.name,
         model=model.model,
-        classifier_model=judge.name,
+        classifier_model=classifier.name,
         roles=roles,
         samples_per_instruction=samples,
         seed=seed,
@@ -557,7 +434,7 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
 def run_steering(
     config_path: str | Path,
     llm: str | LLM | None = None,
-    classifier_llm: str | LLM | Judge | None = None,
+    classifier_llm: str | LLM | SteeringClassifier | None = None,
     samples: int = 10,
     seed: int = 0,
     out_dir: str | Path | None = None,
@@ -565,7 +442,7 @@ def run_steering(
     progress: bool = True,
     endpoint: Endpoint | None = None,
     variants: tuple[str, ...] = VARIANTS,
-    validate_judge_on: str | Path | None = None,
+    validate_classifier_on: str | Path | None = None,
     ray: RayOptions | None = None,
 ) -> tuple[SteeringReport, Path]:
     """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
@@ -575,7 +452,7 @@ def run_steering(
     check_out_dir(out)
     report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
                               endpoint=endpoint, variants=variants,
-                              validate_judge_on=validate_judge_on, ray=ray)
+                              validate_classifier_on=validate_classifier_on, ray=ray)
     for run in report.runs:
         for confusion in run.confusion:
             file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"

@@ -14,12 +14,14 @@ from typing import Any
 
 from pydantic import Field
 
-from gtsteer.binding import generate_instances, make_game
+from gtsteer.binding import DomainSpec, Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding.llm_instances import check_fits, read_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles
 from gtsteer.runs.output import (
     RunResult,
+    check_in_file,
     finish_run_dir,
     prepare_run_dir,
     run_folder,
@@ -28,17 +30,25 @@ from gtsteer.runs.output import (
     write_text,
 )
 from gtsteer.runs.psro_games import games_on_ray
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size
+from gtsteer.runs.solve import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_MAX_CALLS,
+    DEFAULT_SOLVER,
+    check_tree_size,
+)
 from gtsteer.runs.units import RayOptions, ray_session
+from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
+from gtsteer.solvers.psro.reference import ReferenceGame, measure_in_reference
 from gtsteer.solvers.psro.report import META_SOLVERS
 
+#: 4: `instances_file`; per-iteration `reference` (the meta-strategy in a full game).
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
 #: the oracles' `proposed` and `heldout`. 3: per-iteration `rejected` and `stop_rule`, the
 #: held-out baseline fixed in-sample (with both sides' in-sample scores), `nash` solved only
 #: when it drives or `report_nash` asks.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PLOT = "payoffs.png"
 
 
@@ -53,6 +63,10 @@ class PSROSummary(RunResult):
     #: Which model played each role (writer, proposer) and where it came from.
     roles: dict[str, RoleRecord] = Field(default_factory=dict)
     num_games: int
+    #: The instances file the run solved (`--instances`), else null (generated instances).
+    instances_file: str | None = None
+    #: The full game each iteration's meta-strategy is measured in (`--reference`), else null.
+    reference: str | None = None
     num_llm_seeds: int
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
     num_deals: int = 1
@@ -90,6 +104,8 @@ def psro_config(
     endpoint: Endpoint | None = None,
     ray: RayOptions | None = None,
     export_nfg: bool = False,
+    instances_file: str | Path | None = None,
+    reference: str | Path | None = None,
 ) -> PSROSummary:
     """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
 
@@ -99,26 +115,48 @@ def psro_config(
     and the writer (`gtsteer.runs.models.pick`). `ray` runs each meta-game build's
     per-instance expansions as Ray tasks (`gtsteer.runs.psro_games`); the results are the
     same, and the proposer stays in this process. `export_nfg` also writes each iteration's
-    meta-game (mean over instances) as `iterations/<t>.nfg`, for Gambit."""
+    meta-game (mean over instances) as `iterations/<t>.nfg`, for Gambit.
+
+    `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances
+    (`games` is ignored), so another command can solve the very same ones. `reference`, a
+    config of the same domain with the full action set, is solved (CFR) on every instance,
+    and each iteration's driving meta-strategy is measured in it (`IterationReport.reference`:
+    its NashConv there, its gain over `any` beside the full game's CFR gain, and, with
+    `heldout`, that gain on fresh samples)."""
     settings = settings or PSROConfig()
-    if games < 1:
+    if instances_file is not None:
+        check_in_file(instances_file, "--instances")
+    elif games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
     spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
+    given = read_instances(instances_file, spec) if instances_file is not None else None
     if deals is not None:
         spec = spec.with_deals(deals)
+    instances = given if given is not None else generate_instances(spec, games, settings.seed)
+    games = len(instances)
+    full = _reference_spec(reference, spec, settings.key, instances, deals) \
+        if reference is not None else None
     # the starting trees, before any LLM call (each adopted instruction grows them further)
     check_tree_size(spec, games, max_calls, report=report)
+    if full is not None:
+        check_tree_size(full, games, max_calls, heldout=settings.heldout, report=report)
     model, others, roles = pick_roles(spec, endpoint, llm, proposer=proposer_llm)
     proposer = others["proposer"]
     model_name, proposer_name = model.model, proposer.model
     out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
                           subdirs=("iterations",), summary="summary.json")
-    instances = generate_instances(spec, games, settings.seed)
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
                       for inst in instances]
     befores = [m.usage for m in _distinct(model, proposer)]
+    references = [] if full is None else _reference_games(
+        full, instances, model, str(reference), settings, on_phase)
 
     def record(report: IterationReport) -> None:
+        if references:
+            if on_phase is not None:
+                on_phase(f"iteration {report.iteration}: the meta-strategy in the reference game")
+            report.reference = measure_in_reference(
+                references, report.solutions[report.driver].marginals, report.driver)
         write_json(out / "iterations" / f"{report.iteration}.json", report)
         if export_nfg:
             write_text(out / "iterations" / f"{report.iteration}.nfg",
@@ -135,7 +173,10 @@ def psro_config(
                  LLMCalls())
     summary = PSROSummary(
         config=str(config_path), domain=spec.name, model=model_name,
-        proposer_model=proposer_name, roles=roles, num_games=games, num_llm_seeds=spec.num_llm_seeds,
+        proposer_model=proposer_name, roles=roles, num_games=games,
+        instances_file=None if instances_file is None else str(instances_file),
+        reference=None if reference is None else str(reference),
+        num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         settings=settings, key=result.key,
         converged=result.converged, final_populations=result.final_populations,
@@ -156,6 +197,46 @@ def metagame_nfg(report: IterationReport, domain: str, players: list[str]) -> st
                   title=f"{domain}: PSRO meta-game, iteration {report.iteration}",
                   comment=f"mean payoffs over instances {mg.instances}; one instruction per"
                           " player for all of its messages")
+
+
+def _reference_spec(path: str | Path, spec: DomainSpec, key: str | None,
+                    instances: list[Instance], deals: int | None) -> DomainSpec:
+    """The reference config, checked to be the same game with (possibly) more instructions:
+    same domain and players, the grown key present, every instance fitting it."""
+    full = load_spec(path)
+    if deals is not None:
+        full = full.with_deals(deals)
+    grown = key or spec.action_keys[0]
+    same = {"domain": (full.domain, spec.domain), "players": (full.players, spec.players),
+            "action keys": (full.action_keys, spec.action_keys)}
+    for what, (theirs, ours) in same.items():
+        if theirs != ours:
+            raise ValueError(f"--reference {path}: its {what} {theirs} differ from the run's {ours}")
+    if grown not in full.actions:
+        raise ValueError(f"--reference {path}: no action key {grown!r}")
+    check_fits(full, instances, [f"instance {i.index}" for i in instances])
+    return full
+
+
+def _reference_games(full: DomainSpec, instances: list[Instance], model: LLM, config: str,
+                     settings: PSROConfig, on_phase: Callable[[str], None] | None
+                     ) -> list[ReferenceGame]:
+    """Each instance's full game expanded and solved as `gtsteer solve` solves it (so a Table 1
+    run on the same instances file has paid for its tree already), and with
+    `settings.heldout` the same instance on fresh samples."""
+    out = []
+    for inst in instances:
+        if on_phase is not None:
+            on_phase(f"reference game: instance {inst.index}")
+        game = make_game(full, inst, model, config=config, seed=settings.seed)
+        expanded = expand_sync(game, progress=False)
+        if expanded.failed:
+            raise RuntimeError(f"reference game, instance {inst.index}: {expanded.reason}")
+        cfr = solve_cfr(game, solver=DEFAULT_SOLVER, iterations=DEFAULT_ITERATIONS).policy
+        fresh = make_game(full, inst, model, config=config, seed=settings.seed,
+                          sample_offset=full.num_llm_seeds) if settings.heldout else None
+        out.append(ReferenceGame(game, cfr, fresh))
+    return out
 
 
 def _distinct(*models: LLM) -> list[LLM]:

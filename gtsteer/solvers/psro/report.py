@@ -11,6 +11,7 @@ from gtsteer.llm import LLMCalls
 from gtsteer.solvers.meta import MetaSolution, regrets
 from gtsteer.solvers.psro.metagame import MetaGame
 from gtsteer.solvers.psro.oracles import OracleResult
+from gtsteer.solvers.psro.reference import ReferenceReport
 
 MetaSolver = Literal["rd", "nash", "cce", "mecce", "nbs"]
 #: Every solution concept a report may hold (`nash` only for 2-player meta-games, and only
@@ -164,6 +165,9 @@ class IterationReport(BaseModel):
     #: held-out gate) and, with stop_rule "gap", `gap` <= `gap_limit` (always False for the
     #: last report, which has no oracle step).
     converged: bool = False
+    #: With a reference game (`gtsteer psro --reference`): the driver's meta-strategy played
+    #: in the full game of each instance (`gtsteer.solvers.psro.reference`).
+    reference: ReferenceReport | None = None
     llm: LLMWork = Field(default_factory=LLMWork)
     wall_s: float = 0.0
 

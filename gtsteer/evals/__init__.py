@@ -1,0 +1,24 @@
+"""gtsteer.evals: the measurements behind `gtsteer eval steering` and `gtsteer eval judge`,
+with no file, no Ray and no progress display of their own.
+
+A steering accuracy says whether a model does what an instruction asks, but only through a
+*steering classifier*: something that reads one message and says which value of an action key
+it shows ("calm", "Tuesday", "pathos"). The classifier is called a classifier here, never a
+judge, because "judge" already names the verdict game's judge (`gtsteer.binding.judge`, the
+spec's `judge:`), which reads a whole transcript and rules; the two are different machines
+and mixing their names made both harder to find. (The command line keeps its words: `gtsteer
+eval judge`, `--judge`, `--validate-judge`, `judge.json`.)
+
+One job per module, as `gtsteer.checks` is for conformance:
+- `prompts`: the classifier prompts and the variants (without / with the config's
+  instruction definitions);
+- `calibration`: contextual calibration on content-free messages (Zhao et al. 2021);
+- `classifiers`: the steering classifiers (calibrated likelihoods, pairwise, embeddings) and
+  their command-line spellings;
+- `validation`: a classifier on hand-labelled messages and the refusal rule;
+- `steering`: the summary of classified messages (accuracy per instruction, base rates,
+  confusion matrices).
+
+The drivers in `gtsteer.runs` (`eval_steering`, `eval_judge`) generate the messages, read the
+labelled file, run batches serially or on Ray and write the reports; they import from here.
+"""
