@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gtsteer.binding.cost_profile import phase
 from gtsteer.binding.game import DialogueGame, DialogueState
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.prompts import Turn
@@ -80,7 +81,9 @@ async def expand(
                     if h not in game.messages:
                         jobs.append(game.amessage(h, s.turns, speaker, instruction, s.deal))
             report.message_requests += len(jobs)
-            results = await bar.gather(f"depth {depth}: messages", jobs, return_exceptions=True)
+            with phase("messages", game.llm):
+                results = await bar.gather(f"depth {depth}: messages", jobs,
+                                           return_exceptions=True)
             if (err := _first_failure(results)) is not None:
                 return _fail(game, report, f"message generation failed: {err}", before, start_time)
             # 2. the end check (termination prompt or judge) of every new message that gets one
@@ -97,8 +100,9 @@ async def expand(
                                     text=game.messages[h])
                         jobs.append(game.aterminated(h, [*s.turns, turn]))
                 report.termination_requests += len(jobs)
-                results = await bar.gather(f"depth {depth}: end checks", jobs,
-                                           return_exceptions=True)
+                with phase("end checks", game.llm):
+                    results = await bar.gather(f"depth {depth}: end checks", jobs,
+                                               return_exceptions=True)
                 if (err := _first_failure(results)) is not None:
                     return _fail(game, report, f"termination check failed: {err}", before,
                                  start_time)
@@ -124,7 +128,8 @@ async def expand(
         for s in todo:
             assert s.deal is not None, "terminals come after the deal node"
             reward_jobs.append(compute_reward(game.reward_context(s.history_key, s.turns, s.deal)))
-        results = await bar.gather("rewards", reward_jobs, return_exceptions=True)
+        with phase("rewards", game.llm):
+            results = await bar.gather("rewards", reward_jobs, return_exceptions=True)
     reasons = []
     for s, res in zip(todo, results, strict=True):
         if isinstance(res, BaseException):

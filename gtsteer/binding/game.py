@@ -24,6 +24,7 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel
 
+from gtsteer.binding.cost_profile import record_message
 from gtsteer.binding.instances import Instance, deal_instances, stable_int
 from gtsteer.binding.judge import ask_judge
 from gtsteer.binding.prompts import (
@@ -255,6 +256,8 @@ class DialogueGame(pyspiel.Game):
             cut = completion.usage.completion_tokens >= req.max_tokens
             raw = clean_message(completion.text, instance, self.chat, cut)
             text, echoed = strip_instruction_echo(raw, patterns)
+            if not completion.cached:
+                record_message(completion.text, text, cut)
             if echoed:
                 self.echoes.add(history)
             self.messages[history] = text

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
+from gtsteer.binding import cost_profile
 from gtsteer.cli.common import console, err_console, friendly_errors, ray_options
 from gtsteer.cli.options import (
     ApiBase,
@@ -32,6 +33,7 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.output import write_json
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
@@ -182,6 +184,25 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
         out.print(table)
 
 
+#: `--profile`'s file in the run folder.
+PROFILE_FILE = "profile.json"
+
+
+def print_profile(costs: cost_profile.CostProfile, out: Console = console) -> None:
+    """The cost profile as a table: one row per phase, then the seconds outside them."""
+    table = Table("phase", "requests", "new calls", "prompt tokens", "evaluated", "generated",
+                  "discarded", "seconds", title="cost by phase (profile.json)")
+    for p in costs.phases.values():
+        share = p.discarded_share
+        discarded = "" if share is None else f"{p.discarded_tokens} ({share:.0%})"
+        evaluated = "" if p.prompt_tokens_evaluated is None else str(p.prompt_tokens_evaluated)
+        table.add_row(p.phase, str(p.requests), str(p.new_calls), str(p.prompt_tokens),
+                      evaluated, str(p.completion_tokens), discarded, f"{p.wall_s:.1f}")
+    table.add_row("(outside the phases)", *[""] * 6, f"{costs.unaccounted_s:.1f}")
+    table.add_row("total", *[""] * 6, f"{costs.total_s:.1f}")
+    out.print(table)
+
+
 def solve(
     ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
@@ -210,6 +231,13 @@ def solve(
         typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
                      " solved in --out (their games/<i>.json) and solve only the rest."),
     ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option("--profile", help="Also write DIR/profile.json: calls, prompt tokens"
+                     " evaluated, tokens generated (and discarded by cleaning) and seconds per"
+                     " phase (messages, end checks, rewards; the fresh tree's apart). Serial"
+                     " only."),
+    ] = False,
     quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
@@ -218,8 +246,11 @@ def solve(
     given = ctx.get_parameter_source("games")  # --games 1 counts: it was given
     if instances is not None and given is not None and given.name != "DEFAULT":
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
+    if profile and ray is not None:
+        raise typer.BadParameter("a profile reads one process's meters: run without --ray",
+                                 param_hint="--profile")
     on_ray = ray_options(ray, workers)
-    with friendly_errors():
+    with friendly_errors(), cost_profile.profiling() as costs:
         summary = solve_config(
             config,
             llm=llm,
@@ -242,6 +273,10 @@ def solve(
             resume=resume,
         )
     print_summary(summary)
+    if profile:
+        write_json(summary.folder / PROFILE_FILE, costs)
+        print_profile(costs)
+        console.print(f"profile: {summary.folder / PROFILE_FILE}")
     console.print(f"summary: {summary.folder / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)

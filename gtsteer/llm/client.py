@@ -8,6 +8,7 @@ and usage metering. Async first; `*_sync` wrappers serve scripts.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import random
@@ -72,7 +73,9 @@ def run_sync(coro: Coroutine[Any, Any, R]) -> R:
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             result["error"] = exc
 
-    thread = threading.Thread(target=worker)
+    # The worker runs in a copy of this context, as a task would (a cost profile or other
+    # context variable set by the caller stays visible to the coroutine).
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(worker,))
     thread.start()
     thread.join()
     if "error" in result:

@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from gtsteer.binding import DialogueGame, Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding import (
+    DialogueGame,
+    Instance,
+    cost_profile,
+    expand_sync,
+    generate_instances,
+    make_game,
+)
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
@@ -373,13 +380,15 @@ def _solve_instance(
             record.failure = scrub_secrets(str(report.reason or "expansion failed"))
             return done
         stage = "solve"
-        result = solve_cfr(game, solver=solver, iterations=iterations)
+        with cost_profile.phase("CFR", game.llm):  # no model call: its seconds, when profiled
+            result = solve_cfr(game, solver=solver, iterations=iterations)
         stage = "metrics"
         _fill_record(record, game, result)
         if build_heldout is not None:
             try:
-                record.heldout = measure_heldout(game, result.policy, build_heldout(),
-                                                 readers=readers, progress=progress)
+                with cost_profile.scope("fresh"):
+                    record.heldout = measure_heldout(game, result.policy, build_heldout(),
+                                                     readers=readers, progress=progress)
             except StorageError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
