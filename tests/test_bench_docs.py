@@ -556,3 +556,29 @@ def test_samples_study_reading_follows_the_intervals() -> None:
     assert "at S = 8 (3 instances) the history replay's fresh gain is above 0" in text
     assert text.endswith("the two intervals do not overlap.")
     assert study.reading([noisy, noisy]).endswith("do not show it shrink or grow.")
+
+
+# ---- bench_profile: the phase table from a real profile.json -----------------------------------
+
+
+def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
+    """A fake-model `solve --profile` gives the profile; at 1,000 prompt and 10 generated tokens/s
+    each phase's "seconds at llama-bench rates" is evaluated / 1000 + generated / 10."""
+    bench = load("bench_profile")
+    out = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "gtsteer", "solve", "configs/schedule_meeting_dow.yaml",
+                    "--llm", "fake", "--heldout", "--heldout-readers", "", "--profile", "-q",
+                    "--out", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})
+    profile = json.loads((out / "profile.json").read_text())
+    speed = {"pp": 1000.0, "tg": 10.0}
+    section = bench.render(profile, speed, 12.0, "cmd", "abc", "fake", 2)
+    assert section.startswith(bench.START) and section.endswith(bench.END)
+    messages = profile["phases"]["messages"]
+    assert messages["new_calls"] > 0 and messages["completion_tokens"] > 0
+    expected = messages["prompt_tokens"] / 1000 + messages["completion_tokens"] / 10
+    row = next(line for line in section.splitlines() if line.startswith("| messages |"))
+    assert row.endswith(f"| {expected:.1f} |")
+    fresh = [p for name, p in profile["phases"].items() if name.startswith("fresh: ")]
+    total_row = next(line for line in section.splitlines() if "fresh tree**" in line)
+    assert f"| {sum(p['new_calls'] for p in fresh):,} |" in total_row

@@ -1,0 +1,121 @@
+"""Where the model time of the README job and of a Table 1 instance goes, by phase.
+
+Runs the README job (`gtsteer solve configs/schedule_meeting_dow.yaml --games 1`, the Makefile's
+`demo` recipe) with `--heldout --profile` cold, in an empty response cache: its solved tree is
+exactly the README job's work and its fresh tree (the `fresh:` phases) what `--heldout` adds for a
+Table 1 instance. Per phase: requests, new calls, prompt tokens requested and evaluated (after
+prefix reuse), tokens generated and the share cleaning discarded, and seconds. Beside them,
+llama.cpp's own `llama-bench` on the same GGUF and threads (before and after the run, averaged)
+turns tokens into seconds (evaluated / prompt rate + generated / generation rate), so the
+seconds a phase spends outside llama.cpp's kernels show. Writes the `bench_profile` section of
+docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
+
+    flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_profile.py [--model smollm2-135m]
+        [--threads 2] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchdoc
+import llama_tools
+from bench_demo import reference
+
+START, END = benchdoc.markers("bench_profile")
+
+
+def at_rates(phase: dict, speed: dict[str, float]) -> float:
+    """The phase's seconds at llama-bench's rates: prompt tokens evaluated, then generated."""
+    evaluated = phase["prompt_tokens_evaluated"]
+    if evaluated is None:
+        evaluated = phase["prompt_tokens"]
+    return evaluated / speed["pp"] + phase["completion_tokens"] / speed["tg"]
+
+
+def _sum(phases: list[dict]) -> dict:
+    keys = ("requests", "new_calls", "prompt_tokens", "completion_tokens", "wall_s",
+            "generated_chars", "kept_chars")
+    total = {k: sum(p[k] for p in phases) for k in keys}
+    evaluated = [p["prompt_tokens_evaluated"] for p in phases]
+    total["prompt_tokens_evaluated"] = (None if all(e is None for e in evaluated)
+                                        else sum(e or 0 for e in evaluated))
+    return total
+
+
+def _row(name: str, p: dict, speed: dict[str, float], total_s: float) -> str:
+    evaluated = "" if p["prompt_tokens_evaluated"] is None else f"{p['prompt_tokens_evaluated']:,}"
+    discarded = ""
+    if p["generated_chars"]:
+        share = 1 - p["kept_chars"] / p["generated_chars"]
+        discarded = f"{round(p['completion_tokens'] * share):,} ({share:.0%})"
+    model_s = at_rates(p, speed)
+    return (f"| {name} | {p['requests']:,} | {p['new_calls']:,} | {p['prompt_tokens']:,} | "
+            f"{evaluated} | {p['completion_tokens']:,} | {discarded} | {p['wall_s']:.1f} | "
+            f"{p['wall_s'] / total_s:.0%} | {model_s:.1f} |")
+
+
+def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
+           commit: str, model: str, threads: int) -> str:
+    phases = profile["phases"]
+    total = profile["total_s"]
+    lines = [("| phase | requests | new calls | prompt tokens | evaluated | generated | "
+              "discarded by cleaning | seconds | share | seconds at llama-bench rates |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [_row(name, p, speed, total) for name, p in phases.items()]
+    solved = [p for name, p in phases.items() if not name.startswith("fresh: ")]
+    fresh = [p for name, p in phases.items() if name.startswith("fresh: ")]
+    lines.append(_row("**README job (solved tree)**", _sum(solved), speed, total))
+    if fresh:
+        lines.append(_row("**`--heldout`'s fresh tree**", _sum(fresh), speed, total))
+    outside = total - sum(p["wall_s"] for p in phases.values())
+    lines.append(f"| outside the phases (readers, metrics, I/O) | | | | | | | {outside:.1f} | "
+                 f"{outside / total:.0%} | |")
+    return f"""{START}
+## Cost by phase: the README job and a Table 1 instance
+
+Command: `{command}`
+Machine: {benchdoc.machine_line(commit=commit)}. One cold run of `gtsteer
+{' '.join(benchdoc.demo_args())} --heldout --profile --llm local:{model}` with
+`GTSTEER_LOCAL_THREADS={threads}` (its `profile.json`); {total:.0f} s profiled, {wall_s:.0f} s
+for the whole process (model load and imports included). llama-bench on the same GGUF and
+threads: {speed['pp']:.0f} prompt / {speed['tg']:.1f} generated tokens/s (mean of a run before
+and one after). "Evaluated": prompt tokens the backend computed after prefix reuse.
+"Discarded": generated tokens estimated by the share of characters cleaning dropped.
+
+{chr(10).join(lines)}
+{END}"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--doc", default=str(benchdoc.DOC))
+    ap.add_argument("--no-write", action="store_true", help="Print the section only.")
+    args = ap.parse_args()
+    commit = benchdoc.commit(["gtsteer"])
+    bins = llama_tools.build(("llama-bench",))
+    before = reference(bins, args.model, args.threads)
+    wall, files = benchdoc.run_cold(
+        [*benchdoc.demo_args(), "--heldout", "--profile", "-q", "--llm", f"local:{args.model}"],
+        {"GTSTEER_LOCAL_THREADS": str(args.threads)}, "bench-profile-",
+        read=("profile.json",))
+    after = reference(bins, args.model, args.threads)
+    speed = {k: (before[k] + after[k]) / 2 for k in ("pp", "tg")}
+    profile = json.loads(files["profile.json"])
+    print(json.dumps({"profile": profile, "llama_bench": [before, after]}), flush=True)
+    command = ("flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_profile.py "
+               f"--model {args.model} --threads {args.threads}")
+    section = render(profile, speed, wall, command, commit, args.model, args.threads)
+    print(section)
+    if not args.no_write:
+        benchdoc.write_section(Path(args.doc), START, END, section)
+
+
+if __name__ == "__main__":
+    main()
