@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gtsteer.llm import LLM, Backend, GenerationRequest, LLMCallError, RawCompletion
+from gtsteer.llm.types import Usage
 
 
 class CountingBackend(Backend):
@@ -93,3 +94,27 @@ def test_a_failed_call_fails_every_waiter_and_is_not_cached() -> None:
     backend.fail = False
     assert llm.generate_sync("x").text == "answer 0"  # nothing stale was cached
     assert backend.calls == 2
+
+
+class LongBackend(CountingBackend):
+    """Answers that ran into the token limit: their usage says how long they were."""
+
+    async def complete(
+        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
+    ) -> RawCompletion:
+        raw = await super().complete(request, json_schema)
+        return raw.model_copy(update={"usage": Usage(prompt_tokens=7,
+                                                     completion_tokens=request.max_tokens)})
+
+
+def test_a_twin_in_flight_reports_the_completions_length_as_a_cache_hit_does() -> None:
+    """Callers read `usage.completion_tokens` to tell a cut answer (the dialogue cleaner drops
+    an unfinished last sentence); a twin must not read 0 where the leader and a later cache
+    hit read the limit, or the same sample would be cleaned two ways by timing alone."""
+    llm = LLM(backend=LongBackend())
+    a, b = asyncio.run(_twice(lambda: llm.generate("same prompt", seed=1, max_tokens=48)))
+    later = llm.generate_sync("same prompt", seed=1, max_tokens=48)
+    assert later.cached
+    assert a.usage.completion_tokens == b.usage.completion_tokens == 48
+    assert later.usage.completion_tokens == 48
+    assert llm.usage.completion_tokens == 48  # the meter still counts the one call once

@@ -180,7 +180,9 @@ class LLM:
             return raw
 
         raw, shared = await self._once(key, call)
-        return Completion(text=raw.text, cached=shared, usage=Usage() if shared else raw.usage)
+        # A twin reports the completion's usage, as a cache hit does (the meter counted the
+        # call once): callers tell a cut answer by its length, which must not depend on timing.
+        return Completion(text=raw.text, cached=shared, usage=raw.usage)
 
     async def structured(
         self,
