@@ -19,6 +19,7 @@ from gtsteer.cli.options import (
     Games,
     HeldoutGain,
     InstancesFile,
+    InstancesResume,
     Iterations,
     MaxCalls,
     MaxWait,
@@ -205,11 +206,7 @@ def solve(
     ] = ",".join(READERS),
     embedder: Embedder = None,
     max_calls: MaxCalls = DEFAULT_MAX_CALLS,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
-                     " solved in --out (their games/<i>.json) and solve only the rest."),
-    ] = False,
+    resume: InstancesResume = False,
     quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
