@@ -6,22 +6,19 @@ playing it into the store would have stored it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from ray_support import one_node
 from typer.testing import CliRunner
+from werewolf_helpers import database, hash_embedder
 
 from gtsteer.cli import app
 from gtsteer.llm import LLM, ResponseCache
-from gtsteer.llm.embed import Embedder
 from gtsteer.runs.werewolf_evaluate import (
     CONDITIONS,
     EvaluationGame,
@@ -45,16 +42,6 @@ EVAL_ARGS = ["--games", "2", "--llm", "fake", "--max-days", "1", "--max-messages
 ON_RAY = ["--ray", "local", "--workers", "2"]
 
 
-def hash_embedder(name: str = "test-hash") -> Embedder:
-    """A deterministic 32-d embedding of the text's bytes (no model to load)."""
-
-    def encode(texts: list[str]) -> np.ndarray:
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8) for t in texts]
-        return np.stack(rows).astype(np.float32) / 255.0
-
-    return Embedder(name, 32, encode, cache=False)
-
-
 @pytest.fixture(scope="module")
 def ray_node() -> Iterator[None]:
     with one_node(cpus=2):
@@ -75,29 +62,6 @@ def untimed(value: Any) -> Any:
     if isinstance(value, list):
         return [untimed(v) for v in value]
     return value
-
-
-#: The columns of a call record that tell how the cache answered (a rerun reads them all).
-HIT_COLUMNS = ("cached", "sent", "attempts", "prompt_tokens", "completion_tokens")
-
-
-def database(path: Path, *, hits: bool = True) -> dict[str, list[tuple]]:
-    """Every table's rows in storage order, without wall-clock columns (and without the
-    `HIT_COLUMNS` unless `hits`)."""
-    skip = ("created_at", "latency_s", *(() if hits else HIT_COLUMNS))
-    conn = sqlite3.connect(path)
-    try:
-        out = {}
-        tables = conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
-                              "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
-        for (table,) in tables:
-            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
-                    if r[1] not in skip]
-            out[table] = conn.execute(f"SELECT {', '.join(cols)} FROM {table} "
-                                      "ORDER BY rowid").fetchall()
-        return out
-    finally:
-        conn.close()
 
 
 def cache_keys(cache: Path) -> set[str]:

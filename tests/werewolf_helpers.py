@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
 
 from gtsteer.llm import Backend, RawCompletion
+from gtsteer.llm.embed import Embedder
 from gtsteer.werewolf.engine import new_game
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import GameState
@@ -109,3 +115,36 @@ class CanaryBackend(Backend):
     async def score_options(self, request, options):
         self.seen.append(request.as_text())
         return {o: -float((sum(map(ord, o)) + self.n) % 7) for o in options}
+
+
+def hash_embedder(name: str = "test-hash") -> Embedder:
+    """A deterministic 32-d embedding of the text's bytes (no model to load)."""
+
+    def encode(texts: list[str]) -> np.ndarray:
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8) for t in texts]
+        return np.stack(rows).astype(np.float32) / 255.0
+
+    return Embedder(name, 32, encode, cache=False)
+
+
+#: The columns of a call record that tell how the cache answered (a rerun reads them all).
+HIT_COLUMNS = ("cached", "sent", "attempts", "prompt_tokens", "completion_tokens")
+
+
+def database(path: Path, *, hits: bool = True) -> dict[str, list[tuple]]:
+    """Every table's rows in storage order, without wall-clock columns (and without the
+    `HIT_COLUMNS` unless `hits`)."""
+    skip = ("created_at", "latency_s", *(() if hits else HIT_COLUMNS))
+    conn = sqlite3.connect(path)
+    try:
+        out = {}
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                              "AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
+        for (table,) in tables:
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
+                    if r[1] not in skip]
+            out[table] = conn.execute(f"SELECT {', '.join(cols)} FROM {table} "
+                                      "ORDER BY rowid").fetchall()
+        return out
+    finally:
+        conn.close()

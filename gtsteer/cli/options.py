@@ -231,3 +231,18 @@ RequiredSteer = Annotated[str, _steer]
 SteerTeam = Annotated[
     str, typer.Option("--steer-team", help="Which bots are steered: village, werewolves or both.")
 ]
+
+# --- resuming a stopped run ----------------------------------------------------------------
+
+#: `solve`: instance records (`games/<i>.json`) carry the run's key.
+InstancesResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
+                 " solved in --out (their games/<i>.json) and solve only the rest."),
+]
+#: `werewolf evaluate`: each finished seed is saved (`seeds/<g>.json`) with the run's key.
+SeedsResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the seeds an earlier run with the same settings and"
+                 " policy finished in --out (seeds/<g>.json) and play only the rest."),
+]

@@ -20,6 +20,7 @@ from gtsteer.cli.options import (
     Games,
     HeldoutGain,
     InstancesFile,
+    InstancesResume,
     Iterations,
     MaxCalls,
     MaxWait,
@@ -226,11 +227,7 @@ def solve(
     ] = ",".join(READERS),
     embedder: Embedder = None,
     max_calls: MaxCalls = DEFAULT_MAX_CALLS,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
-                     " solved in --out (their games/<i>.json) and solve only the rest."),
-    ] = False,
+    resume: InstancesResume = False,
     profile: Annotated[
         bool,
         typer.Option("--profile", help="Also write DIR/profile.json: calls, prompt tokens"

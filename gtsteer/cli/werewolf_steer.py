@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -25,11 +25,15 @@ from gtsteer.cli.options import (
     Ray,
     RequestTimeout,
     RequiredSteer,
+    SeedsResume,
     Workers,
 )
 from gtsteer.runs.models import Endpoint
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
+
+if TYPE_CHECKING:  # the run module is imported when a command runs
+    from gtsteer.runs.werewolf_evaluate import PairedDifference
 
 
 def steer_train(
@@ -105,20 +109,30 @@ def evaluate(
     max_wait: MaxWait = None,
     ray: Ray = None,
     workers: Workers = None,
+    conditions: Annotated[
+        str,
+        typer.Option("--conditions", help="Comma-separated conditions to play, each on the same"
+                     " seeds: static, village-uniform, wolves-uniform, village-steered,"
+                     " wolves-steered, both-steered (default: all). With static, each other is"
+                     " also compared with it seed by seed."),
+    ] = "",
+    resume: SeedsResume = False,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
-    --ray, each game is a Ray task."""
-    from gtsteer.runs.werewolf_evaluate import EvaluateConfig
+    --ray, each seed's games are a Ray task."""
+    from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig
     from gtsteer.runs.werewolf_evaluate import evaluate as run
 
     on_ray = ray_options(ray, workers)
+    chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
-                             max_days=max_days, seed=seed)
+                             max_days=max_days, seed=seed, conditions=chosen)
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                    max_wait_s=max_wait)
         endpoint.check(llm)
-        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
+        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray,
+                      resume=resume)
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
         for r in summary.results:
@@ -129,6 +143,8 @@ def evaluate(
                 f"{r.village_votes_on_wolves:.2f}", f"{r.mean_days_survived:.2f}",
                 f"{r.llm_calls_per_game:.1f}", f"{r.tokens_per_game:.0f}")
         console.print(table)
+        if summary.paired:
+            console.print(paired_table(summary.paired))
         calls = summary.llm_calls
         console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
                       f"{calls.new_calls} new)")
@@ -140,3 +156,23 @@ def register(app: typer.Typer) -> None:
     """Add `steer-train` and `evaluate` to the werewolf group."""
     app.command("steer-train")(steer_train)
     app.command("evaluate")(evaluate)
+
+
+def paired_table(paired: list[PairedDifference]) -> Table:
+    """Each condition minus static on the same seeds: village wins and votes on wolves."""
+    table = Table("condition", "seeds", "wins: only it / only static", "win-rate difference"
+                  " [95%]", "McNemar p", "votes on wolves, difference [95%]",
+                  "seeds to exclude 0", title="paired with static (same seeds)")
+
+    def span(mean: float | None, low: float | None, high: float | None) -> str:
+        if mean is None:
+            return "-"
+        inside = "" if low is None or high is None else f" [{low:+.2f}, {high:+.2f}]"
+        return f"{mean:+.2f}{inside}"
+
+    for d in paired:
+        table.add_row(d.condition, str(d.seeds), f"{d.condition_only_wins} / {d.static_only_wins}",
+                      span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",
+                      span(d.votes_on_wolves_difference, d.votes_low, d.votes_high),
+                      "-" if d.seeds_to_exclude_zero is None else str(d.seeds_to_exclude_zero))
+    return table

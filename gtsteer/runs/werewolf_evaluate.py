@@ -10,19 +10,39 @@ team unchanged repeats that team's opening calls), and a structured answer read 
 counts 0 tokens. Played in the serial order within one task, each game meets the same cache
 hits as serially, so `tokens_per_game` (and the call counts) equal the serial run's; games of
 different seeds share no request (the seed is in every request).
+
+Each finished seed is saved (`seeds/<g>.json`, with the run's key), so `resume` continues a
+stopped run: it keeps the seeds saved by a run with the same settings, rebuilds the database from
+them in order and plays the rest. The games, win rates and paired comparisons then equal one
+uninterrupted run's; the calls a killed seed had made come from the response cache, so only the
+cache's share of the calls (and the tokens of cached structured answers, which count 0) tell.
+
+With the static condition among those played, every other condition is also compared with it
+seed by seed (`PairedDifference`): the village's win-rate difference with a paired bootstrap
+interval and the exact McNemar test on the discordant seeds, the same for the share of village
+votes that hit a wolf, and the seeds the measured difference would need to exclude 0.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from rich.progress import Progress
 
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png
+from gtsteer.runs.output import (
+    RunResult,
+    finish_run_dir,
+    prepare_run_dir,
+    save_png,
+    write_json,
+)
 from gtsteer.runs.units import RayOptions, run_units
 from gtsteer.runs.werewolf_games import (
     GameSetup,
@@ -32,8 +52,8 @@ from gtsteer.runs.werewolf_games import (
     driver_model,
     play_game,
 )
-from gtsteer.solvers.metrics import wilson
-from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, wilson
+from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
     PlaystyleChooser,
@@ -41,7 +61,7 @@ from gtsteer.werewolf.playstyles import (
     UniformPlaystyle,
 )
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.state import Decision, GameState
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
 
@@ -56,6 +76,13 @@ CONDITIONS: dict[str, tuple[str, str]] = {
 }
 
 
+#: `--conditions` names, in `CONDITIONS` order.
+CONDITION_KEYS: dict[str, str] = dict(zip(
+    ("static", "village-uniform", "wolves-uniform", "village-steered", "wolves-steered",
+     "both-steered"), CONDITIONS, strict=True))
+STATIC = "static"
+
+
 class EvaluateConfig(BaseModel):
     games: int = Field(10, ge=1)
     llm: str = "local"
@@ -63,6 +90,19 @@ class EvaluateConfig(BaseModel):
     max_messages: int = Field(4, ge=1)
     max_days: int | None = Field(4, ge=1)
     seed: int = 0
+    #: The conditions played (`CONDITION_KEYS`), kept in `CONDITIONS` order.
+    conditions: list[str] = Field(default_factory=lambda: list(CONDITION_KEYS))
+
+    @field_validator("conditions")
+    @classmethod
+    def _known_conditions(cls, value: list[str]) -> list[str]:
+        unknown = [v for v in value if v not in CONDITION_KEYS]
+        if unknown:
+            raise ValueError(f"unknown condition(s) {unknown}; choose from "
+                             f"{', '.join(CONDITION_KEYS)}")
+        if not value:
+            raise ValueError("name at least one condition")
+        return [k for k in CONDITION_KEYS if k in value]
 
 
 class Rate(BaseModel):
@@ -88,12 +128,38 @@ class ConditionResult(BaseModel):
     game_ids: list[str]
 
 
+class PairedDifference(BaseModel):
+    """One condition against the static one on the same seeds (condition minus static)."""
+
+    condition: str
+    seeds: int
+    #: Seeds the village won under the condition only, and under static only (McNemar's b, c).
+    condition_only_wins: int
+    static_only_wins: int
+    village_win_difference: float
+    #: 95% paired bootstrap interval over seeds (None: fewer than two seeds).
+    low: float | None
+    high: float | None
+    #: Exact two-sided McNemar test (a binomial test on the discordant seeds).
+    mcnemar_p: float
+    #: The village's votes on wolves per vote, per seed (seeds where it voted in both), the
+    #: mean difference and its paired bootstrap interval.
+    votes_on_wolves_difference: float | None
+    votes_low: float | None
+    votes_high: float | None
+    #: Seeds a t-test would need to exclude 0 at 80% power if the difference and spread stay
+    #: as measured (None: no difference measured).
+    seeds_to_exclude_zero: int | None
+
+
 class EvaluateSummary(RunResult):
-    #: The summary format (1: the first versioned one).
-    schema_version: int = 1
+    #: The summary format (2: `conditions`, `paired`, resumable seeds).
+    schema_version: int = 2
     config: EvaluateConfig
     steer: str
     results: list[ConditionResult]
+    #: Every played condition against static, seed by seed (empty without static).
+    paired: list[PairedDifference] = Field(default_factory=list)
     #: Model requests of all games: the cache's share and the new calls (a rerun: 0 new).
     llm_calls: LLMCalls = Field(default_factory=LLMCalls)
 
@@ -147,46 +213,172 @@ def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
 
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
              steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
-             show_progress: bool = True, ray: RayOptions | None = None) -> EvaluateSummary:
+             show_progress: bool = True, ray: RayOptions | None = None,
+             resume: bool = False) -> EvaluateSummary:
     """`ray` plays each game as a Ray task (`gtsteer.runs.units`); the results are the same.
     There the workers load the policy from the folder's files (`Steering`), unless `steered`
-    (an in-process chooser) is given, which then travels as it is."""
-    root = prepare_run_dir(out, summary="evaluate.json")
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
-    store = GameStore(root / "evaluate.sqlite")
+    (an in-process chooser) is given, which then travels as it is. `resume` keeps the seeds an
+    earlier run with the same settings and policy saved in `out/seeds/` and plays the rest."""
     given = steered is not None
     steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
+    key = run_key(cfg, steer)
+    root = Path(out)
+    kept = saved_seeds(root, key, cfg.games) if resume else []
+    root = prepare_run_dir(out, subdirs=() if resume else (SEEDS_DIR,), summary="evaluate.json")
+    (root / SEEDS_DIR).mkdir(exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):  # rebuilt from the seeds, in order
+        Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
+    store = GameStore(root / "evaluate.sqlite")
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
     pool = pool or LLMPool()
+    played = [c for c, k in enumerate(CONDITION_KEYS) if k in cfg.conditions]
     units = [EvaluationSeed(tuple(
-        EvaluationGame(GameSetup(f"eval-{c}-{g}", cfg.seed + g, cfg.players, cfg.llm,
+        EvaluationGame(GameSetup(game_id(c, g), cfg.seed + g, cfg.players, cfg.llm,
                                  cfg.max_days, cfg.max_messages, pool.force_completion),
-                       team, kind)
-        for c, (team, kind) in enumerate(CONDITIONS.values())), steering)
+                       *CONDITIONS[list(CONDITIONS)[c]])
+        for c in played), steering)
         for g in range(cfg.games)]
     finals: dict[str, GameState] = {}
     with Progress(disable=not show_progress) as bar:
-        task = bar.add_task("evaluation games", total=cfg.games * len(CONDITIONS))
+        task = bar.add_task("evaluation games", total=cfg.games * len(played))
 
-        def write(_: int, games: list[PlayedGame]) -> None:
+        def store_seed(games: list[PlayedGame]) -> None:
             for game in games:
                 game.write_to(store)
                 finals[game.created.game_id] = game.final
             bar.advance(task, len(games))
 
-        run = run_units(play_evaluation_seed, units, driver_model(pool, cfg.llm), ray=ray,
-                        on_result=InOrder(write), label="evaluation seeds")
+        for games in kept:
+            store_seed(games)
+
+        def write(i: int, games: list[PlayedGame]) -> None:
+            g = len(kept) + i
+            write_json(root / SEEDS_DIR / f"{g}.json", SavedSeed.of(key, g, games))
+            store_seed(games)
+
+        run = run_units(play_evaluation_seed, units[len(kept):], driver_model(pool, cfg.llm),
+                        ray=ray, on_result=InOrder(write), label="evaluation seeds")
     results = []
-    for c, (name, (team, kind)) in enumerate(CONDITIONS.items()):
-        ids = [f"eval-{c}-{g}" for g in range(cfg.games)]
+    for c in played:
+        name = list(CONDITIONS)[c]
+        team, kind = CONDITIONS[name]
+        ids = [game_id(c, g) for g in range(cfg.games)]
         results.append(_condition(store, name, team, kind, [finals[i] for i in ids], ids))
-    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, llm_calls=run.calls)
+    paired = paired_differences(cfg, finals) if STATIC in cfg.conditions else []
+    summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, paired=paired,
+                              llm_calls=run.calls)
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
     return summary.written_to(root)
+
+
+#: The finished seeds of a run (`seeds/<g>.json`).
+SEEDS_DIR = "seeds"
+
+
+def game_id(condition: int, seed_index: int) -> str:
+    """A game's id: its condition's place in `CONDITIONS` and its seed's index in the run."""
+    return f"eval-{condition}-{seed_index}"
+
+
+def run_key(cfg: EvaluateConfig, steer: str | Path) -> str:
+    """What a saved seed must have been played with to be kept: every setting but the number
+    of seeds, and the policy's files."""
+    policy = Steering.from_folder(steer).files
+    digest = hashlib.sha256(cfg.model_dump_json(exclude={"games"}).encode())
+    for name, data in policy:
+        digest.update(name.encode() + b"\0" + data)
+    return digest.hexdigest()[:16]
+
+
+class SavedSeed(BaseModel):
+    """One seed's games under each played condition, as `PlayedGame`s."""
+
+    run_key: str
+    seed_index: int
+    games: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, key: str, seed_index: int, games: list[PlayedGame]) -> SavedSeed:
+        return cls(run_key=key, seed_index=seed_index, games=[
+            {"created": g.created.model_dump(mode="json"),
+             "create_records": [r.model_dump(mode="json") for r in g.create_records],
+             "steps": [[a.model_dump(mode="json"), d.model_dump(mode="json"),
+                        [r.model_dump(mode="json") for r in rs]] for a, d, rs in g.steps]}
+            for g in games])
+
+    def played(self) -> list[PlayedGame]:
+        return [PlayedGame(
+            GameState.model_validate(g["created"]),
+            [CallRecord.model_validate(r) for r in g["create_records"]],
+            [(GameState.model_validate(a), Decision.model_validate(d),
+              [CallRecord.model_validate(r) for r in rs]) for a, d, rs in g["steps"]])
+            for g in self.games]
+
+
+def saved_seeds(root: Path, key: str, games: int) -> list[list[PlayedGame]]:
+    """The seeds 0, 1, ... an earlier run with `key` finished in `root`, up to the first one
+    missing (seeds are saved in order), at most `games` of them."""
+    kept: list[list[PlayedGame]] = []
+    for g in range(games):
+        path = root / SEEDS_DIR / f"{g}.json"
+        if not path.is_file():
+            break
+        try:
+            saved = SavedSeed.model_validate_json(path.read_text())
+        except ValueError:
+            break  # a damaged file: play this seed again
+        if saved.run_key != key or saved.seed_index != g:
+            break
+        kept.append(saved.played())
+    return kept
+
+
+def paired_differences(cfg: EvaluateConfig, finals: Mapping[str, GameState]
+                       ) -> list[PairedDifference]:
+    """Each played condition against static on the same seeds."""
+    from scipy import stats
+
+    static = list(CONDITION_KEYS).index(STATIC)
+    base = [finals[game_id(static, g)] for g in range(cfg.games)]
+    out = []
+    for c, key in enumerate(CONDITION_KEYS):
+        if key == STATIC or key not in cfg.conditions:
+            continue
+        games = [finals[game_id(c, g)] for g in range(cfg.games)]
+        won = [float(s.winner == "village") for s in games]
+        won_static = [float(s.winner == "village") for s in base]
+        diffs = [a - b for a, b in zip(won, won_static, strict=True)]
+        b = sum(d > 0 for d in diffs)
+        c_ = sum(d < 0 for d in diffs)
+        interval = bootstrap_interval(diffs)
+        votes = [(x, y) for x, y in zip(map(_on_wolves, games), map(_on_wolves, base),
+                                       strict=True) if x is not None and y is not None]
+        vote_diffs = [x - y for x, y in votes]
+        vote_interval = bootstrap_interval(vote_diffs)
+        out.append(PairedDifference(
+            condition=list(CONDITIONS)[c], seeds=cfg.games,
+            condition_only_wins=b, static_only_wins=c_,
+            village_win_difference=sum(diffs) / len(diffs),
+            low=interval[0] if interval else None, high=interval[1] if interval else None,
+            mcnemar_p=float(stats.binomtest(b, b + c_, 0.5).pvalue) if b + c_ else 1.0,
+            votes_on_wolves_difference=(sum(vote_diffs) / len(vote_diffs) if vote_diffs
+                                        else None),
+            votes_low=vote_interval[0] if vote_interval else None,
+            votes_high=vote_interval[1] if vote_interval else None,
+            seeds_to_exclude_zero=instances_for_power(diffs),
+        ))
+    return out
+
+
+def _on_wolves(state: GameState) -> float | None:
+    """The share of village-side votes in `state` that hit a werewolf (None: no such vote)."""
+    votes = [v for v in state.votes if state.player(v.voter).role is not Role.WEREWOLF]
+    if not votes:
+        return None
+    return sum(state.player(v.target).role is Role.WEREWOLF for v in votes) / len(votes)
 
 
 def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[GameState],
@@ -219,7 +411,12 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     rows = summary.results
-    fig, ax = plt.subplots(figsize=(9, 4))
+    paired = [d for d in summary.paired if d.low is not None and d.high is not None]
+    if paired:
+        fig, (ax, pax) = plt.subplots(1, 2, figsize=(13, 4), width_ratios=(3, 2))
+        _plot_paired(pax, paired)
+    else:
+        fig, ax = plt.subplots(figsize=(9, 4))
     x = range(len(rows))
     width = 0.38
     for k, (side, color) in enumerate((("village", "tab:blue"), ("werewolves", "tab:red"))):
@@ -236,3 +433,15 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
     ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.tight_layout()
     return save_png(fig, path)
+
+
+def _plot_paired(ax: Any, paired: list[PairedDifference]) -> None:
+    """Each condition's paired village win-rate difference from static, with its interval."""
+    y = range(len(paired))
+    ax.errorbar([d.village_win_difference for d in paired], list(y), fmt="o", capsize=3,
+                xerr=[[d.village_win_difference - (d.low or 0.0) for d in paired],
+                      [(d.high or 0.0) - d.village_win_difference for d in paired]])
+    ax.axvline(0.0, color="grey", lw=0.8)
+    ax.set_yticks(list(y), [d.condition for d in paired], fontsize=8)
+    ax.set_xlabel("village win rate minus static, same seeds (95% paired bootstrap)")
+    ax.set_title(f"paired over {paired[0].seeds} seeds", fontsize=9)
