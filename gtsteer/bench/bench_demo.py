@@ -73,8 +73,8 @@ def speeds(ref: dict[str, float] | None) -> str:
 
 
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
-    lines = [("| model | threads | batch | wall, cold | speed-up | new calls | NashConv | CFR gain | "
-              "terminals (sha256) | same as the reference | llama-bench prompt / generated "
+    lines = [("| model | threads | batch | wall, cold | speed-up | new calls | NashConv | CFR gain"
+              " | terminals (sha256) | same as the reference | llama-bench prompt / generated "
               "tokens/s |"),
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for row in rows:

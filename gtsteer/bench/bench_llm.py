@@ -114,7 +114,7 @@ def bench_structured(backend: Any, threads: int, repeats: int) -> dict[str, Any]
                 grammar = LlamaGrammar.from_json_schema(schema, verbose=False)
                 model.reset()
                 start = time.perf_counter()
-                out = model.create_completion(
+                out: Any = model.create_completion(  # not streamed: one response
                     TRADE_PROMPT, max_tokens=STRUCTURED_MAX_TOKENS, temperature=0.0,
                     grammar=grammar,
                 )
@@ -250,9 +250,9 @@ def render(
             "greedy, so both samplers emit the same tokens; prompt included; the token count "
             "per model is in the table), "
             "llama-cpp-python's stock sampler (JSON-schema grammar over the whole vocabulary "
-            "before top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled token "
-            "first, then the top 40, and runs over the whole vocabulary only when it rejects "
-            "them all; the share of such tokens is in the last column). The two alternate "
+            "before top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled"
+            " token first, then the top 40, and runs over the whole vocabulary only when it"
+            " rejects them all; the share of such tokens is in the last column). The two alternate "
             "within each repeat; medians. Generation speed without a grammar (above) is the "
             "ceiling."
         )
@@ -261,7 +261,8 @@ def render(
             "",
             how,
             "",
-            "| model | file (vocabulary) | threads | load time | prompt tokens/s | generated tokens/s |",
+            ("| model | file (vocabulary) | threads | load time | prompt tokens/s"
+             " | generated tokens/s |"),
             "|---|---|---|---|---|---|",
             *(
                 f"| `local:{r['model']}` | {r['file']} ({r['vocab'] // 1000}k) | {r['threads']} "

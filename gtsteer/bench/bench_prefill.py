@@ -131,8 +131,8 @@ def render(results: list[dict], code: str, flash_attn: str = llama_tools.FLASH_A
     ]
     for r in results:
         one = r["cross"].get(1, float("nan"))
-        cells = [f"{r['cross'].get(b, float('nan')):.0f} ({r['cross'].get(b, float('nan')) / one:.2f}x)"
-                 for b in SEQS]  # fmt: skip
+        cells = [f"{r['cross'].get(b, float('nan')):.0f}"
+                 f" ({r['cross'].get(b, float('nan')) / one:.2f}x)" for b in SEQS]
         lines.append(f"| {r['model']} | {r['threads']} | " + " | ".join(cells) + " |")
     best = max(max(r["llama"].values()) / r["llama"][BLOCK] for r in results)
     cross = max(max(r["cross"].values()) / r["cross"][1] for r in results)

@@ -26,8 +26,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gtsteer.bench import benchdoc
+
+if TYPE_CHECKING:
+    from gtsteer.runs.solve_schema import SolveSummary
+    from gtsteer.runs.units import RayOptions
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench ray"
@@ -47,8 +52,8 @@ def _noop(unit: int, model: object) -> int:
     return unit
 
 
-def solve_wall(config: Path, llm: str, games: int, iterations: int, ray: object) -> tuple[
-        float, object]:
+def solve_wall(config: Path, llm: str, games: int, iterations: int,
+               ray: RayOptions | None) -> tuple[float, SolveSummary]:
     """Wall time of one `solve_config` from a fresh cache (and its summary)."""
     from gtsteer.runs.solve import solve_config
 
@@ -91,7 +96,8 @@ def local_ratio(config: Path, games: int, iterations: int) -> dict:
     print(f"local model, serial: {serial:.0f} s, {s1.num_solved} solved", flush=True)
     start = time.perf_counter()
     on_ray, s2 = solve_wall(config, "local", games, iterations, RayOptions("local", WORKERS))
-    return {"config": config, "games": games, "serial_s": serial, "ray_s": on_ray, "ratio": serial / on_ray,
+    return {"config": config, "games": games, "serial_s": serial, "ray_s": on_ray,
+            "ratio": serial / on_ray,
             "same_metrics": s1.metrics == s2.metrics, "solved": (s1.num_solved, s2.num_solved),
             "ray_total_s": time.perf_counter() - start}
 
@@ -101,8 +107,7 @@ def two_process_reference(model: str = "local:smollm2-135m") -> dict:
     for prompt processing (pp) and generation (tg)."""
     import subprocess
 
-    import llama_tools
-
+    from gtsteer.bench import llama_tools
     from gtsteer.llm.backends.local_models import parse_local_model
 
     bins = llama_tools.build()

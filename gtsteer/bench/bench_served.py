@@ -129,7 +129,8 @@ def slots_main(args: argparse.Namespace) -> None:
          " responder's replies to 7 one-message openings, 8 instructions x 2 samples, as the"
          " served path asks them: plain prompt, 48 tokens at temperature 0.7), sent at once"
          " through gtsteer (`openai/smollm2`, up to 16 in flight, no cache) to `llama-server`"
-         f" built from the vendored llama.cpp (gtsteer bench llama-tools), `--threads {args.threads}`"
+         " built from the vendored llama.cpp (gtsteer bench llama-tools),"
+         f" `--threads {args.threads}`"
          f" and `--ctx-size {CTX_PER_SLOT} x N`. "
          + benchdoc.machine_line(commit=head) + "; `uptime` load (1 min) before / after each"
          " burst in the last column (other agents' jobs shared the 2 CPUs). The last row sends"
@@ -140,7 +141,8 @@ def slots_main(args: argparse.Namespace) -> None:
         *table,
         "",
         ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench served"
-         f" --slots {','.join(map(str, args.slots))} --calls {args.calls} --threads {args.threads}`"),
+         f" --slots {','.join(map(str, args.slots))} --calls {args.calls}"
+         f" --threads {args.threads}`"),
     ])
     print(body)
     if not args.no_write:

@@ -241,7 +241,7 @@ def echo_rates(models: list[str], games: int) -> dict[str, dict]:
             out[model] = {"skipped": local_unavailable()}
             continue
         llm = LLM(model)
-        counts = collections.Counter()
+        counts: collections.Counter[str] = collections.Counter()
         example = ""
         for instance in generate_instances(spec, games, 0):
             game = make_game(spec, instance, llm)
@@ -290,7 +290,7 @@ def render_echo(rates: dict[str, dict]) -> list[str]:
             lines.append(f"| `{model}` | — | — | — | not run: {r['skipped']} | — |")
         else:
             lines.append(f"| `{model}` | {r['games']} | {r['instructed']} | {r['echoed']} |"
-                         f" {r['rate']:.1%} | {r['unguided_echoed']} of {r['unguided']} |")  # fmt: skip
+                         f" {r['rate']:.1%} | {r['unguided_echoed']} of {r['unguided']} |")
     return lines
 
 

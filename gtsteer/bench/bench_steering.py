@@ -92,7 +92,8 @@ def render(rows: list[tuple[str, str, SteeringReport | str]], command: str, samp
         if isinstance(report, str):
             lines.append(f"| {name} | `{model}` | failed: {report} | | | | |")
             continue
-        chance = report.run(PLAIN).chance if report.run(PLAIN) else float("nan")
+        plain = report.run(PLAIN)
+        chance = plain.chance if plain is not None else float("nan")
         lines.append(
             f"| {name} | `{model}` | {cell(report, PLAIN)} | {cell(report, DEFINED)} |"
             f" {pct(chance)} | {mentions(report)} | {per_instruction(report)} |"

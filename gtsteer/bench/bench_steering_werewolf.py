@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--llm", default="local")
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--games", type=int, default=4,
-                    help="Logged games the states come from (3 hold only 15 states at the defaults).")
+                    help="Logged games the states come from (3 hold only 15 states at the"
+                         " defaults).")
     ap.add_argument("--samples", type=int, default=1)
     ap.add_argument("--players", type=int, default=7)
     ap.add_argument("--max-messages", type=int, default=3)
@@ -135,7 +136,8 @@ Machine: {benchdoc.machine_line(commit=commit)}.
 | stage | time (s) | LLM calls |
 |---|---|---|
 | {args.games} logged bot-only games | {n['games_s']} | {n['game_log_calls']} |
-| {n['states']} playstyle games (expand + CFR+) | {n['states_s']} | {n['message_calls']} messages + {n['prediction_calls']} predictions |
+| {n['states']} playstyle games (expand + CFR+) | {n['states_s']} | \
+{n['message_calls']} messages + {n['prediction_calls']} predictions |
 | MLP training ({args.train_steps} steps, {n['records']} records) | {n['train_s']} | 0 |
 | total | {n['build_s']} | |
 

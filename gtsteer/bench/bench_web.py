@@ -157,10 +157,14 @@ process on a temporary database.
 
 | measure | value |
 |---|---|
-| lobby page, time to first byte (median / p95 of {r['requests']} sequential requests) | {r['ttfb_ms_median']:.1f} ms / {r['ttfb_ms_p95']:.1f} ms |
-| events streamed to a god view, 12-player game ({r['stream_steps']} steps, {r['stream_events']} events) | {r['events_per_s']:.0f} events/s ({r['stream_seconds']:.1f} s) |
+| lobby page, time to first byte (median / p95 of {r['requests']} sequential requests) | \
+{r['ttfb_ms_median']:.1f} ms / {r['ttfb_ms_p95']:.1f} ms |
+| events streamed to a god view, 12-player game ({r['stream_steps']} steps, \
+{r['stream_events']} events) | {r['events_per_s']:.0f} events/s ({r['stream_seconds']:.1f} s) |
 | server memory, idle | {r['rss_idle_mib']:.0f} MiB |
-| server memory, peak with {r['games']} concurrent 12-player bot-only games, one event stream each | {r['rss_peak_mib']:.0f} MiB (before {r['rss_before_games_mib']:.0f}, after {r['rss_after_games_mib']:.0f}; all done in {r['concurrent_seconds']:.1f} s) |
+| server memory, peak with {r['games']} concurrent 12-player bot-only games, one event \
+stream each | {r['rss_peak_mib']:.0f} MiB (before {r['rss_before_games_mib']:.0f}, after \
+{r['rss_after_games_mib']:.0f}; all done in {r['concurrent_seconds']:.1f} s) |
 
 Events include the per-step `turn` updates. The fake model answers instantly, so the stream rate
 is the server's own cost per step (engine, SQLite commit, filtering, SSE), not a model's.

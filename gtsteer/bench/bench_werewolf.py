@@ -142,7 +142,7 @@ def naive_pick(state, want, pool, order: list[str]) -> str | None:
                                  f"{', '.join(order)}. Answer with JSON."})
     model = state.player(bot).model
     prompt = ctx.completion("JSON:") if pool.completion_style(model) else ctx.messages()
-    schema = create_model("Vote", target=(Literal[tuple(order)], ...))  # type: ignore[call-overload]
+    schema = create_model("Vote", target=(Literal[tuple(order)], ...))  # type: ignore[arg-type]
     value, _ = call_structured(pool, model, prompt, schema, bot=bot, purpose="vote",
                                seed=decision_seed(state, bot, "vote"), max_tokens=40)
     return getattr(value, "target", None)
@@ -159,7 +159,7 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
     from gtsteer.werewolf.rules import rng
 
     pool = pool or LLMPool()
-    counts = Counter()
+    counts: Counter[str] = Counter()
     targets: dict[str, Counter] = {"scored": Counter(), "naive_fixed": Counter(),
                                    "naive_shuffled": Counter()}
     n_options = 0
@@ -167,6 +167,7 @@ def position_bias(model: str, seeds: int, pool=None, progress: bool = True) -> d
     for seed in (track(seq, description="position bias") if progress else seq):
         state = cornered_state(seed, model)
         want = pending(state)
+        assert want is not None and want.actor is not None, "the cornered state waits for a vote"
         n_options = len(want.legal_targets)
         shown = choice_options(state, want.actor, want)
         alive = [n for n in display_order(state, "", state.alive_on(state.day), "alive")
@@ -273,13 +274,15 @@ Position bias on the cornered vote ({bias['seeds']} seeds, {bias['options']} opt
 
 | method | first listed wins |
 |---|---|
-| bots' method (reason, score every option, sample), first of the seeded option order | {bias['scored_first_wins']} (fallbacks {bias['scored_fallbacks']}) |
+| bots' method (reason, score every option, sample), first of the seeded option order | \
+{bias['scored_first_wins']} (fallbacks {bias['scored_fallbacks']}) |
 | bots' method, first of the day header's (seeded) alive list | {bias['scored_alive_first_wins']} |
 | naive one-call JSON pick, fixed list order | {bias['naive_fixed_order_first_wins']} |
 | naive one-call JSON pick, list shuffled per seed | {bias['naive_shuffled_order_first_wins']} |
 
 Targets chosen: {json.dumps(bias['targets'])}
 """
+    by_purpose = ", ".join(f"{k} {v}" for k, v in numbers["calls_by_purpose"].items())
     body = f"""## Werewolf: one bot-only game ({args.players} players, model `{args.llm}`)
 
 Command: `{cmd}`
@@ -290,10 +293,12 @@ cache (every call is a real model call). Caps: {args.max_days} days,
 | measure | value |
 |---|---|
 | wall time per game | {numbers['wall_s']} s |
-| LLM calls per game | {numbers['llm_calls']} ({', '.join(f'{k} {v}' for k, v in numbers['calls_by_purpose'].items())}) |
-| prompt / completion tokens | {numbers['prompt_tokens']} / {numbers['completion_tokens']} (largest prompt {numbers['max_prompt_tokens']}) |
+| LLM calls per game | {numbers['llm_calls']} ({by_purpose}) |
+| prompt / completion tokens | {numbers['prompt_tokens']} / {numbers['completion_tokens']} \
+(largest prompt {numbers['max_prompt_tokens']}) |
 | calls that fell back (never valid) | {numbers['structured_fallbacks']} |
-| prefix stability, same-day pairs ({ps['same_day_pairs']}) | {ps['same_day']} (lowest bot {ps['same_day_min_bot']}) |
+| prefix stability, same-day pairs ({ps['same_day_pairs']}) | {ps['same_day']} \
+(lowest bot {ps['same_day_min_bot']}) |
 | prefix stability, day-boundary pairs ({ps['day_boundary_pairs']}) | {ps['day_boundary']} |
 | cross-bot shared prefix | {ps['cross_bot']} |
 | mean prompt length ({args.tokenizer} tokens) | {ps['mean_prompt_tokens']} |

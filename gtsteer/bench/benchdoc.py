@@ -97,9 +97,10 @@ def cpu_model() -> str:
 def machine() -> Machine:
     """A snapshot now: usable CPUs, CPU model, Python, UTC time, load averages."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    nan = float("nan")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (nan, nan, nan)
     return Machine(cpus=cpus or 1, cpu=cpu_model(), python=platform.python_version(),
-                   date=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", load=tuple(load))
+                   date=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", load=load)
 
 
 def machine_line(

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     ref = [game.message_request([], 0, i, (o,)) for i, o in plays]  # chat form
     plain_stop = message_stop(spec, instance, 0, chat=False)
     # the plain prompt is the chat form's user turn (the served path sends just that)
-    plain = [r.prompt[0].content for r in ref]  # type: ignore[index]
+    plain = [r.prompt[0].content for r in ref]  # type: ignore[union-attr]
     gen = spec.generation
     start = time.perf_counter()
 

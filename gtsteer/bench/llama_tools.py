@@ -46,8 +46,8 @@ def _source(work: Path) -> Path:
         return src
     work.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", "llama-cpp-python",
-         f"llama-cpp-python=={VERSION}", "-d", str(work)],
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
+         "llama-cpp-python", f"llama-cpp-python=={VERSION}", "-d", str(work)],
         check=True,
     )
     archive = next(work.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
@@ -106,7 +106,8 @@ def llama_bench_speeds(out: str) -> dict[str, float]:
 def llama_bench_tg(bins: dict[str, Path], model: Path, threads: int, n_gen: int = 64) -> float:
     """llama-bench's generation speed (tokens/s) for `model` at `threads`."""
     cmd = llama_bench_command(bins, model, threads, 0, n_gen)
-    return llama_bench_speeds(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["tg"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return llama_bench_speeds(out)["tg"]
 
 
 def batched_bench(

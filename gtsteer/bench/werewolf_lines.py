@@ -162,8 +162,8 @@ def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
             f"{row['winner'] or 'no winner'} after day {row['days']} "
             f"({row['end_reason'] or 'unfinished'}) | {row['played']} |")
         for flag, lines in r["examples"].items():
-            examples += [f"- `{row['model']}`{seed_note(row)} {flag.replace('_', ' ')}: " + " / ".join(
-                json.dumps(line, ensure_ascii=False) for line in lines)]
+            said = " / ".join(json.dumps(line, ensure_ascii=False) for line in lines)
+            examples += [f"- `{row['model']}`{seed_note(row)} {flag.replace('_', ' ')}: {said}"]
     start, end = benchdoc.markers(section_name(label))
     title = "Werewolf: how each embedded model's game reads" + (f" ({label})" if label else "")
     return f"""{start}

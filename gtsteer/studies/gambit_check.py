@@ -4,8 +4,8 @@ For each config: `gtsteer solve` (CFR+) and `gtsteer export --format efg` of ins
 in pygambit on the exported file:
 - gtsteer's CFR+ policy as a Gambit behaviour profile; its NashConv by Gambit: each player's
   best-response value (Gambit's sequence-form `lcp_solve` on the file with the other player's
-  decision nodes turned into chance nodes playing the policy, `fixed_opponents_efg`) minus its payoff
-  (`MixedBehaviorProfile.payoff`), summed; where the reduced strategic form is small, also
+  decision nodes turned into chance nodes playing the policy, `fixed_opponents_efg`) minus its
+  payoff (`MixedBehaviorProfile.payoff`), summed; where the reduced strategic form is small, also
   the sum of Gambit's `MixedStrategyProfile.player_regret`;
 - an exact equilibrium (`lcp_solve` on the sequence form, rationals unless --float), its
   payoffs against OpenSpiel's values of it and gtsteer's CFR+ values (zero-sum: the value is

@@ -240,7 +240,7 @@ def figure(reports: list[SteeringReport], path: Path) -> None:
     for j, config in enumerate(configs):
         chance = next(r["chance"] for r in rows if r["config"] == config)
         ax.hlines(chance, j - 0.45, j + 0.45, colors="red", linestyles="--",
-                  label="chance" if j == 0 else None)
+                  label="chance" if j == 0 else "_nolegend_")
     ax.set_xticks(np.arange(len(configs)), configs, rotation=20, ha="right")
     ax.set_ylim(0, 1)
     ax.set_ylabel("steering accuracy (95% Wilson)")

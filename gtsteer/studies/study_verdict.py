@@ -57,9 +57,11 @@ def section(reports: list[VerdictEvalReport], command: str) -> str:
         ]
         settings = sorted({(c.prompt_index, c.temperature) for c in rep.cells})
         for p, t in settings:
-            cells = {c.policy: c.win for c in rep.cells if (c.prompt_index, c.temperature) == (p, t)}
+            cells = {c.policy: c.win for c in rep.cells
+                     if (c.prompt_index, c.temperature) == (p, t)}
             lines.append(f"| {p} | {t:g} | " + " | ".join(
-                _pct(cells[n].rate, cells[n].ci_low, cells[n].ci_high) for n in ("naive", "strategic")
+                _pct(cells[n].rate, cells[n].ci_low, cells[n].ci_high)
+                for n in ("naive", "strategic")
             ) + " |")
         tot = rep.totals
         lines.append("| all | | " + " | ".join(

@@ -51,7 +51,8 @@ def family(domain: str) -> str | None:
     """The paper's Table 1 row a config compares with. Its meeting domain is steered by the
     proposed day, so the meeting-by-tone config has no row (PSRO is where the paper uses tones
     there)."""
-    for key, words in (("fruit", ("fruit",)), ("meeting", ("meeting_dow",)), ("debate", ("debate",))):
+    for key, words in (("fruit", ("fruit",)), ("meeting", ("meeting_dow",)),
+                       ("debate", ("debate",))):
         if any(w in domain for w in words):
             return key
     return None
@@ -258,7 +259,9 @@ def utc_now() -> str:
 
 def provenance(stored: list[StoredRow]) -> list[str]:
     """One line per row: the command and commit that measured it."""
-    lines = ["", "How each row was measured (`--render-only` redraws this page from the saved rows):", ""]
+    heading = ("How each row was measured (`--render-only` redraws this page from the saved"
+               " rows):")
+    lines = ["", heading, ""]
     for s in stored:
         how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
@@ -305,7 +308,8 @@ def steering_cell(r: Row) -> str:
 def steerable(rows: list[Row]) -> str:
     """Which domains the model follows (an aggregate's 95% interval above chance), and where
     no judge could tell."""
-    follows, ignores = [], []
+    follows: list[str] = []
+    ignores: list[str] = []
     unjudged = [f"`{r.domain}`" for r in rows if r.steering_refused is not None]
     for r in rows:
         if not r.steering_low or r.steering_chance is None:
@@ -320,7 +324,8 @@ def steerable(rows: list[Row]) -> str:
 
 
 def gain_without_steering(rows: list[Row]) -> list[str]:
-    """Domains whose CFR gain interval excludes 0 while steering is indistinguishable from chance."""
+    """Domains whose CFR gain interval excludes 0 while steering is indistinguishable from
+    chance."""
     return [f"`{r.domain}`" for r in rows
             if r.cfr_gain is not None and r.cfr_gain.ci_low is not None and r.cfr_gain.ci_low > 0
             and r.steering_low and r.steering_chance is not None
@@ -498,7 +503,8 @@ def render(rows: list[Row], llm: str, command: str,
     ]
     for r in rows:
         if r.error is not None and r.nash_conv is None:
-            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error} | | | | | | | |")
+            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error}"
+                         " | | | | | | | |")
             continue
         lines.append(
             f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
@@ -512,8 +518,8 @@ def render(rows: list[Row], llm: str, command: str,
         lines += ["", f"![CFR gain in-sample and on fresh samples, per domain]({figure})"]
     if pending:
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
-                  + ", ".join(f"`{name}` ({solved} instance{'' if solved == 1 else 's'} solved so far)"
-                              for name, solved in pending) + "."]
+                  + ", ".join(f"`{name}` ({solved} instance{'' if solved == 1 else 's'}"
+                              " solved so far)" for name, solved in pending) + "."]
     lines += [
         "",
         "## The paper's numbers (PaLM 2, 200 instances, no intervals reported)",

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -23,7 +24,7 @@ from gtsteer.werewolf.web.server import ThreadedServer
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study web-screenshots"
 
-SIZE = {"width": 1440, "height": 900}
+SIZE: Any = {"width": 1440, "height": 900}  # playwright's ViewportSize
 
 
 def wait(predicate, timeout: float = 120.0):
@@ -73,8 +74,8 @@ def play_until_day_two(c: httpx.Client, gid: str, token: str) -> str | None:
         if snap["game"]["day"] >= 2 and turn["kind"] in ("speak", "vote"):
             return turn["kind"]
         if turn["kind"] in ("speak", "pack_chat"):
-            text = ("The quiet one goes tonight; nobody will miss the clues." if turn["kind"] == "pack_chat"
-                    else next(lines, ""))
+            text = ("The quiet one goes tonight; nobody will miss the clues."
+                    if turn["kind"] == "pack_chat" else next(lines, ""))
             body = {"kind": turn["kind"], "text": text}
         else:
             body = {"kind": turn["kind"], "target": turn["legal_targets"][0]}
