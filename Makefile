@@ -42,7 +42,7 @@ lock: setup
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
 # library's default of one core fewer, with the same answers (gtsteer bench demo,
-# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: scripts read it.
+# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: benchmarks read it.
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
 demo: setup

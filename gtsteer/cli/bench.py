@@ -75,7 +75,8 @@ def _pick(table: dict[str, str], kind: str, name: str) -> str:
 
 def bench(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="One of: " + ", ".join(BENCHES) + ".")],
+    name: Annotated[str, typer.Argument(metavar="NAME",
+                                        help="One of: " + ", ".join(BENCHES) + ".")],
 ) -> None:
     """Run a benchmark (its flags: `gtsteer bench NAME --help`); most rewrite their own
     section of docs/BENCHMARKS.md."""
@@ -84,7 +85,8 @@ def bench(
 
 def study(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="One of: " + ", ".join(STUDIES) + ".")],
+    name: Annotated[str, typer.Argument(metavar="NAME",
+                                        help="One of: " + ", ".join(STUDIES) + ".")],
 ) -> None:
     """Run a study or a doc recorder (its flags: `gtsteer study NAME --help`)."""
     run_module(_pick(STUDIES, "study", name), list(ctx.args))
