@@ -81,13 +81,37 @@ def test_the_sys_path_scan_sees_an_edit() -> None:
     assert not _edits_sys_path(ast.parse("import os, sys\nos.pathsep.join(sys.argv)\n"))
 
 
-def test_no_benchmark_or_study_imports_a_private_name() -> None:
-    private = [f"{p.relative_to(ROOT)}: {node.module}.{a.name}"
-               for room in ("bench", "studies") for p in sorted((ROOT / "gtsteer" / room).glob("*.py"))
-               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gtsteer")
-               for a in node.names if a.name.startswith("_")]
+def private_uses(tree: ast.AST) -> list[str]:
+    """`from gtsteer.x import _y`, and `name._y` on a name imported from gtsteer (a module such
+    as `local` in `from gtsteer.llm.backends import local`)."""
+    found, names = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gtsteer"):
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+            names |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {a.asname or a.name for a in node.names if a.name.startswith("gtsteer")}
+    found += [f"{node.value.id}.{node.attr}" for node in ast.walk(tree)
+              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id in names and node.attr.startswith("_")
+              and not node.attr.startswith("__")]
+    return found
+
+
+def test_no_benchmark_or_study_uses_a_private_name_of_gtsteer() -> None:
+    files = [p for room in ("bench", "studies")
+             for p in sorted((ROOT / "gtsteer" / room).glob("*.py"))]
+    private = [f"{p.relative_to(ROOT)}: {use}" for p in files
+               for use in private_uses(ast.parse(p.read_text(encoding="utf-8")))]
     assert private == []
+
+
+def test_the_private_scan_sees_both_kinds() -> None:
+    source = ("from gtsteer.llm.backends import local\n"
+              "from gtsteer.llm.backends.local import _close\n"
+              "local._close_engines()\nlocal.close_engines()\n")
+    assert private_uses(ast.parse(source)) == ["gtsteer.llm.backends.local._close",
+                                               "local._close_engines"]
 
 
 def test_scripts_keeps_repository_tooling_only() -> None:
