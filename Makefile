@@ -41,8 +41,8 @@ lock: setup
 	touch $(STAMP)
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
-# library's default of one core fewer, with the same answers (scripts/bench_demo.py,
-# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: scripts read it.
+# library's default of one core fewer, with the same answers (gtsteer bench demo,
+# docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: benchmarks read it.
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
 demo: setup
@@ -62,14 +62,14 @@ docs: setup
 
 bench: setup
 	$(PIP) install -q -e '.[bench]' $(CONSTRAINTS)
-	$(PY) scripts/bench_llm.py
-	$(PY) scripts/bench_solve.py
-	$(PY) scripts/bench_psro.py --llm local
-	$(PY) scripts/bench_werewolf.py --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
-	$(PY) scripts/bench_steering.py
-	$(PY) scripts/bench_reward.py
-	$(PY) scripts/bench_imitation.py
-	$(PY) scripts/bench_web.py
+	$(VENV)/bin/gtsteer bench llm
+	$(VENV)/bin/gtsteer bench solve
+	$(VENV)/bin/gtsteer bench psro --llm local
+	$(VENV)/bin/gtsteer bench werewolf --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
+	$(VENV)/bin/gtsteer bench steering
+	$(VENV)/bin/gtsteer bench reward
+	$(VENV)/bin/gtsteer bench imitation
+	$(VENV)/bin/gtsteer bench web
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache docs/reference

@@ -1,9 +1,9 @@
-"""The benchmark scripts' shared doc helpers (scripts/benchdoc.py) and bench_prefix's partial
+"""The benchmarks' shared doc helpers (gtsteer/bench/benchdoc.py) and bench_prefix's partial
 runs, on fake numbers: no model is loaded and no benchmark runs."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -15,22 +15,15 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "scripts"
-SECTION_SCRIPTS = sorted(p.stem for p in SCRIPTS.glob("bench_*.py")) + ["study_verdict"]
+BENCH = ROOT / "gtsteer" / "bench"
+SECTION_SCRIPTS = sorted(p.stem for p in BENCH.glob("bench_*.py")) + ["study_verdict"]
+STUDIES = {"table1", "samples_study", "steering_table", "study_verdict", "demo_outcomes"}
 
 
 def load(name: str) -> ModuleType:
-    """A script loaded by file path, as tests do, with scripts/ not on sys.path beforehand."""
-    while str(SCRIPTS) in sys.path:
-        sys.path.remove(str(SCRIPTS))
-    sys.modules.pop("benchdoc", None)
-    module_name = name if name == "benchdoc" else f"script_{name}"
-    spec = importlib.util.spec_from_file_location(module_name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    """A benchmark (gtsteer/bench/) or study (gtsteer/studies/) module by its name."""
+    room = "studies" if name in STUDIES else "bench"
+    return importlib.import_module(f"gtsteer.{room}.{name}")
 
 
 # ---- benchdoc ----------------------------------------------------------------------------------
@@ -107,19 +100,19 @@ def test_commit_is_this_checkout_head(benchdoc) -> None:
 
 
 @pytest.mark.parametrize("name", SECTION_SCRIPTS)
-def test_script_loads_by_path_and_uses_benchdoc(name: str) -> None:
+def test_each_benchmark_writes_its_section_with_benchdoc(name: str) -> None:
     module = load(name)
     assert (module.START, module.END) == module.benchdoc.markers(name)
     assert not hasattr(module, "write_section")  # the one in benchdoc, no private copy
 
 
-@pytest.mark.parametrize("name", ["bench_prefix", "bench_web"])
-def test_script_runs_from_the_repo_root_and_elsewhere(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["prefix", "web"])
+def test_a_benchmark_runs_from_the_repo_root_and_elsewhere(name: str, tmp_path: Path) -> None:
     for cwd in (ROOT, tmp_path):
-        done = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--help"], cwd=cwd,
-                              capture_output=True, text=True, check=False, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "gtsteer", "bench", name, "--help"],
+                              cwd=cwd, capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert "usage:" in done.stdout
+        assert f"usage: gtsteer bench {name} " in done.stdout
 
 
 # ---- bench_prefix: a partial run keeps the other parts ---------------------------------------
@@ -152,7 +145,7 @@ def prefix() -> ModuleType:
 
 
 def test_each_part_names_its_command_and_machine(prefix) -> None:
-    full = "python scripts/bench_prefix.py"
+    full = "gtsteer bench prefix"
     section = prefix.render(fake_results(100.0), {p: (full, f"M-{p}") for p in prefix.PARTS})
     parts = prefix.split_parts(section)
     assert set(parts) == set(prefix.PARTS)
@@ -164,9 +157,9 @@ def test_each_part_names_its_command_and_machine(prefix) -> None:
 
 
 def test_a_partial_run_replaces_its_part_and_keeps_the_others(prefix) -> None:
-    full = "python scripts/bench_prefix.py"
+    full = "gtsteer bench prefix"
     before = prefix.render(fake_results(100.0), {p: (full, "old machine") for p in prefix.PARTS})
-    only = "python scripts/bench_prefix.py --only main"
+    only = "gtsteer bench prefix --only main"
     new = fake_results(300.0)
     after = prefix.render({"main": new["main"]}, {"main": (only, "new machine")}, before)
 
@@ -190,19 +183,20 @@ def test_main_with_only_rewrites_one_subsection_of_the_doc(
     other_start, other_end = prefix.benchdoc.markers("bench_other")
     doc.write_text(f"# Benchmarks\n\n{full}\n{other_start}\nother\n{other_end}\n")
     monkeypatch.setattr(prefix, "DOC", doc)
-    monkeypatch.setattr(prefix, "bench_main_job", lambda job, variants: fake_results(7.0)["main"])
+    monkeypatch.setattr(prefix, "bench_main_job",
+                        lambda job, variants, run_cli: fake_results(7.0)["main"])
 
     def never(*args: Any) -> None:
         raise AssertionError("only the main part may run")
 
     monkeypatch.setattr(prefix, "bench_werewolf", never)
     monkeypatch.setattr(prefix, "bench_threads", never)
-    prefix.main(["--only", "main"])
+    prefix.main(["--only", "main"], run_cli=never)
 
     text = doc.read_text()
     written = prefix.split_parts(prefix.benchdoc.read_section(doc, prefix.START, prefix.END))
     before = prefix.split_parts(full)
-    assert "Command: `python scripts/bench_prefix.py --only main`" in written["main"]
+    assert "Command: `gtsteer bench prefix --only main`" in written["main"]
     assert "| off | 7.0 s |" in written["main"]
     assert written["werewolf"] == before["werewolf"] and written["threads"] == before["threads"]
     assert text.endswith(f"{other_start}\nother\n{other_end}\n")
@@ -231,7 +225,7 @@ def test_fresh_cache_is_private_and_restored(
 
 def test_fresh_cache_until_exit_lasts_the_process_and_is_removed_at_exit(tmp_path: Path) -> None:
     code = (
-        "import os, sys; sys.path.insert(0, 'scripts'); import benchdoc\n"
+        "import os; from gtsteer.bench import benchdoc\n"
         "path = benchdoc.fresh_cache_until_exit('bench-y-')\n"
         "assert os.environ['GTSTEER_CACHE_DIR'] == str(path) and path.is_dir()\n"
         "(path / 'answer').write_text('x')\n"
@@ -283,7 +277,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     assert fruit_saved["row"]["steering_plain"] is None
     # Each row names the one-domain command and the commit that measured it.
     court_how = next(line for line in last.splitlines() if line.startswith("- `court`: "))
-    assert court_how.startswith("- `court`: `python scripts/table1.py --llm fake --games 2 ")
+    assert court_how.startswith("- `court`: `gtsteer table1 --llm fake --games 2 ")
     assert "configs/court.yaml` at commit " in court_how and "trade_fruit" not in court_how
 
     # --render-only: the saved rows and nothing measured, and a domain with no finished row is

@@ -3,7 +3,7 @@ every game gtsteer registers with pyspiel has a playthrough; the import layers h
 
 Parametrized over configs/*.yaml at collection time, so a new domain is checked as soon as its
 YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
-`python scripts/record_playthroughs.py [configs/x.yaml]`.
+`gtsteer study playthroughs [configs/x.yaml]`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import difflib
 import graphlib
-import importlib.util
 import re
 import warnings
 from pathlib import Path
@@ -60,11 +59,9 @@ def test_the_makefile_demo_config_exists() -> None:
 
 
 def test_bench_solve_times_the_makefile_demo() -> None:
-    spec = importlib.util.spec_from_file_location("bench_solve", ROOT / "scripts/bench_solve.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert _demo_configs() == [bench.DEMO_CONFIG]
+    from gtsteer.bench import bench_solve
+
+    assert _demo_configs() == [bench_solve.DEMO_CONFIG]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
@@ -108,7 +105,7 @@ def _replayed(recorded: str) -> str:
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_playthrough_replays_its_recorded_actions(config: Path) -> None:
     recorded = PLAYTHROUGHS / f"{config.stem}.txt"
-    command = f"python scripts/record_playthroughs.py configs/{config.name}"
+    command = f"gtsteer study playthroughs configs/{config.name}"
     assert recorded.exists(), f"no recorded playthrough for {config.name}: run `{command}`"
     expected = recorded.read_text(encoding="utf-8")
     header = read_playthrough(expected).header
@@ -145,7 +142,7 @@ def test_every_registered_game_and_domain_has_a_playthrough() -> None:
     missing = [n for n in ours if n != "gtsteer_dialogue"
                and not (PLAYTHROUGHS / OTHER_GAMES.get(n, f"{n}.txt")).exists()]
     missing += [c.name for c in CONFIGS if not (PLAYTHROUGHS / f"{c.stem}.txt").exists()]
-    assert missing == [], f"no playthrough for {missing}: run scripts/record_playthroughs.py"
+    assert missing == [], f"no playthrough for {missing}: run gtsteer study playthroughs"
     played = {load_spec(c).domain for c in CONFIGS}
     assert sorted(d.name for d in BUILTIN if d.name not in played) == []
 
@@ -270,7 +267,7 @@ def test_binding_imports_nothing_above_it() -> None:
 
 
 ROOMS = ("llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf",
-         "cli")
+         "bench", "studies", "cli")
 
 
 def design_may_import() -> dict[str, set[str]]:
@@ -291,12 +288,17 @@ def design_may_import() -> dict[str, set[str]]:
 MAY_IMPORT = design_may_import()
 
 
+#: What the benchmarks may import: every room but the command line (and the studies).
+BELOW_BENCH = {"llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf"}
+
+
 def test_the_layer_table_is_read_from_the_design_document() -> None:
     assert MAY_IMPORT == {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
                           "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
                           "checks": {"binding", "solvers"},
                           "evals": {"llm", "binding", "solvers"},
-                          "werewolf": {"llm", "binding", "imitation"}}
+                          "werewolf": {"llm", "binding", "imitation"},
+                          "bench": BELOW_BENCH, "studies": BELOW_BENCH | {"bench"}}
 
 
 def test_every_package_is_a_room_of_the_design_document() -> None:

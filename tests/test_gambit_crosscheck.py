@@ -4,9 +4,7 @@ equilibria against gtsteer's values, and PSRO's meta-game .nfg against its payof
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +12,7 @@ from types import ModuleType
 import numpy as np
 import pygambit as gbt
 import pytest
-from efg_helpers import CONFIGS, ROOT, constant_llm, solve_and_export
+from efg_helpers import CONFIGS, constant_llm, solve_and_export
 from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
@@ -25,21 +23,15 @@ TOL = 1e-9
 
 
 def gambit_check() -> ModuleType:
-    """scripts/gambit_check.py, loaded by path (registered first: it defines dataclasses)."""
-    if "gambit_check" in sys.modules:
-        return sys.modules["gambit_check"]
-    spec = importlib.util.spec_from_file_location("gambit_check",
-                                                  ROOT / "scripts" / "gambit_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gambit_check"] = module
-    spec.loader.exec_module(module)
-    return module
+    """The module behind `gtsteer study gambit-check`."""
+    from gtsteer.studies import gambit_check
+
+    return gambit_check
 
 
 #: Information sets (both players) up to which the test also asks Gambit for an exact
 #: equilibrium: its 2-player LCP takes 13 s on turing_test (59 sets) and 2 min on
-#: interrogation (79); scripts/gambit_check.py runs those (docs/SOLVE.md).
+#: interrogation (79); gtsteer study gambit-check runs those (docs/SOLVE.md).
 EQUILIBRIUM_INFOSETS = 40
 
 

@@ -1,27 +1,20 @@
-"""scripts/steering_table.py end to end on the fake writer and the real MiniLM judge (offline):
+"""gtsteer study steering-table end to end on the fake writer and the real MiniLM judge (offline):
 validation first, a config no judge passes is refused, the section, table.json and the PNG."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 from gtsteer.evals.validation import ClassifierValidation
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "scripts"
 
 
 def load_script():
-    sys.modules.pop("benchdoc", None)
-    spec = importlib.util.spec_from_file_location("script_steering_table",
-                                                  SCRIPTS / "steering_table.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    from gtsteer.studies import steering_table
+
+    return steering_table
 
 
 def test_table_validates_refuses_and_renders(tmp_path: Path) -> None:

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from llm_server import LlamaServer, ask_and_choose
+from served_support import ask_and_choose
 from typer.testing import CliRunner
 
 import gtsteer.llm.client as client_module
+from gtsteer.bench.servers import LlamaServer
 from gtsteer.cli import app
 from gtsteer.llm import ResponseCache
 from gtsteer.llm.backends.base import Backend

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from llm_server import LoopbackServer
 from pydantic import BaseModel
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM, LLMCallError, ModelConfigError
 
 MODEL = "openai/test-model"

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 import pytest
 import typer
-from llm_server import LoopbackServer
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import first_token_scores

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_server import LoopbackServer
 from typer.testing import CliRunner
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.binding.spec import MAX_CONFIG_BYTES, ConfigError, read_spec
 from gtsteer.cli import app
 from gtsteer.werewolf.bots import MAX_LINE_CHARS

@@ -1,21 +1,21 @@
 """llama.cpp's C++ `llama-server` as a served backend (issue 25, item 5): `llm ask`, `--choices`
 and a structured request through litellm as `openai/smollm2`, with 2 parallel slots.
 
-Slow, and skipped unless the binary was built (`python scripts/llama_tools.py`, 23
+Slow, and skipped unless the binary was built (`gtsteer bench llama-tools`, 23
 minutes on 2 shared cores): `make test` does not build it. Run under `flock /tmp/gtsteer-model.lock`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 import pytest
-from llm_server import LlamaCppServer, ask_and_choose
 from pydantic import BaseModel
+from served_support import ask_and_choose
 
+from gtsteer.bench.servers import LlamaCppServer
 from gtsteer.runs.models import Endpoint
 
 pytestmark = pytest.mark.slow
@@ -25,18 +25,16 @@ MODEL = "openai/smollm2"
 
 
 def _binary() -> Path:
-    spec = importlib.util.spec_from_file_location("llama_tools", ROOT / "scripts" / "llama_tools.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.tools_dir() / "build" / "bin" / "llama-server"
+    from gtsteer.bench import llama_tools
+
+    return llama_tools.tools_dir() / "build" / "bin" / "llama-server"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServer]:
     binary = _binary()
     if not binary.exists():
-        pytest.skip(f"{binary} not built (python scripts/llama_tools.py)")
+        pytest.skip(f"{binary} not built (gtsteer bench llama-tools)")
     from gtsteer.llm.backends.local import default_model_path
 
     srv = LlamaCppServer(binary, default_model_path(), tmp_path_factory.mktemp("cpp") / "log",

@@ -8,9 +8,9 @@ missing, retried like a 5xx, and the run's usual one-line failure after the last
 from __future__ import annotations
 
 import pytest
-from llm_server import LoopbackServer
 from typer.testing import CliRunner
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError
 

@@ -7,8 +7,8 @@ in-process ones with the server's defaults, 11 of 16 with these fields (docs/LOC
 from __future__ import annotations
 
 import pytest
-from llm_server import LoopbackServer
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.batch_decode import _SAMPLING
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING

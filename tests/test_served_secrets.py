@@ -12,9 +12,9 @@ import traceback
 from pathlib import Path
 
 import pytest
-from llm_server import LoopbackServer
 from typer.testing import CliRunner
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError
 from gtsteer.llm.backends.litellm_backend import scrub_secrets

@@ -13,9 +13,9 @@ import socket
 import time
 
 import pytest
-from llm_server import LoopbackServer
 from typer.testing import CliRunner
 
+from gtsteer.bench.servers import LoopbackServer
 from gtsteer.binding.progress import WaitColumn
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError, ModelConfigError

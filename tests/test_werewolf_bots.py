@@ -274,14 +274,9 @@ class FirstListedBackend(Backend):
 
 
 def _bench():
-    import importlib.util
-    from pathlib import Path
+    from gtsteer.bench import bench_werewolf
 
-    path = Path(__file__).parent.parent / "scripts" / "bench_werewolf.py"
-    spec = importlib.util.spec_from_file_location("bench_werewolf", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_werewolf
 
 
 def test_vote_does_not_depend_on_the_order_of_the_legal_list():

@@ -7,15 +7,19 @@ import difflib
 import hashlib
 import json
 import sqlite3
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gtsteer.checks import playthrough, pyspiel_api_check, read_playthrough, replay
+from gtsteer.checks import pyspiel_api_check, read_playthrough, replay
 from gtsteer.llm.embed import Embedder
+from gtsteer.studies.playthroughs import (
+    PLAYSTYLE_ROOT,
+    PLAYTHROUGH,
+    discussion_states,
+    playstyle_game,
+)
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.context import build_context
 from gtsteer.werewolf.engine import pending
@@ -67,20 +71,6 @@ def hash_embedder(name: str = "test-hash") -> Embedder:
         return np.stack(rows).astype(np.float32) / 255.0
 
     return Embedder(name, 32, encode, cache=False)
-
-
-def discussion_states(store: GameStore, seed: int = 1) -> list[GameState]:
-    found: list[GameState] = []
-
-    def grab(_b, after: GameState, _d) -> None:
-        want = pending(after)
-        if after.phase == "discussion" and want is not None and want.kind == "speak":
-            found.append(after)
-
-    state = create_game(store, n_players=7, seed=seed, game_id=f"log{seed}", max_days=1,
-                        max_messages_per_day=4)
-    GameRunner(store, on_step=grab).run(state)
-    return found
 
 
 # ---- 1. the hook's input ---------------------------------------------------------------------
@@ -381,32 +371,8 @@ def test_same_seed_replays_the_same_choices_also_after_resume(tmp_path):
 # ---- 3. the playstyle game -----------------------------------------------------------------
 
 
-PLAYTHROUGH = Path(__file__).parent / "data" / "playthroughs" / "werewolf_playstyle.txt"
-#: Where the playthrough's root state comes from (its header says so too).
-PLAYSTYLE_ROOT = ("tests/test_werewolf_steering.py: discussion_states(seed=1)[1] (7 players, "
-                  "1 day, 4 messages a day, fake models)")
-
-
-def playstyle_game(store_dir: Path, config: PlaystyleGameConfig | None = None) -> PlaystyleGame:
-    """The playstyle game of the tests and of the recorded playthrough."""
-    root = discussion_states(GameStore(store_dir / "g.sqlite"))[1]
-    config = config or PlaystyleGameConfig(num_llm_seeds=2,
-                                           styles=["trickster", "balanced", UNSTEERED])
-    return PlaystyleGame(root, LLMPool(), config)
-
-
-def record_playstyle_playthrough() -> str:
-    """The playthrough file (`scripts/record_playthroughs.py --werewolf`)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        game = playstyle_game(Path(tmp))
-        header = {"config": game.config.model_dump_json(), "model": game.predictor,
-                  "params": json.dumps({"speakers": game.speakers, "teams": game.teams}),
-                  "root": PLAYSTYLE_ROOT}
-        return playthrough(game, header, seed=0)
-
-
 def test_playstyle_game_replays_its_recorded_playthrough(tmp_path):
-    command = "python scripts/record_playthroughs.py --werewolf"
+    command = "gtsteer study playthroughs --werewolf"
     assert PLAYTHROUGH.exists(), f"no playthrough for the playstyle game: run `{command}`"
     recorded = PLAYTHROUGH.read_text(encoding="utf-8")
     header = read_playthrough(recorded).header

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from gtsteer.cli.bench import register as register_bench
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
@@ -29,3 +30,4 @@ register_werewolf_steer(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)
+register_bench(app)

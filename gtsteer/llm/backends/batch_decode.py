@@ -47,13 +47,13 @@ from gtsteer.llm.errors import LLMCallError, ModelConfigError
 from gtsteer.llm.types import RawCompletion, Usage
 
 BATCH_ENV = "GTSTEER_LOCAL_BATCH"
-#: Sequences decoded together by default. Measured (scripts/bench_batch.py, docs/BENCHMARKS.md):
+#: Sequences decoded together by default. Measured (gtsteer bench batch, docs/BENCHMARKS.md):
 #: on this 2-core machine B = 8 made the README main job 0.91x as fast as one at a time (its
 #: prompts' 64-token blocks run one sequence at a time and dominate), and 16 requests sharing a
 #: long prefix 1.05x; so batching is opt-in (GTSTEER_LOCAL_BATCH=8). Batching prefill would not
 #: change that: prompt evaluation here is compute-bound at one 64-token block (llama.cpp's own
 #: tools gain at most 1.23x from bigger decodes, 1.13x from several prompts per batch:
-#: scripts/bench_prefill.py).
+#: gtsteer bench prefill).
 DEFAULT_BATCH = 1
 MAX_BATCH = 64
 #: Tokens one `llama_decode` may carry (the batch context's n_batch): scoring many long options

@@ -249,7 +249,7 @@ def engine_stats() -> list[dict[str, Any]]:
 
 
 @atexit.register
-def _close_engines() -> None:
+def close_engines() -> None:
     """Free llama.cpp models while the interpreter is intact.
 
     Left to `Llama.__del__` at interpreter teardown, llama-cpp-python prints an

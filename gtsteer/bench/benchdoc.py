@@ -1,0 +1,199 @@
+"""What every benchmark and study shares: its argument parser (the one prelude), its marked
+section of docs/BENCHMARKS.md, the machine line, a fresh response cache, the README main job
+(read from the Makefile) and a cold CLI run.
+
+Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the gtsteer
+package (an editable install), whose docs/, configs/ and Makefile they read and write.
+`gtsteer bench NAME` and `gtsteer study NAME` run them (gtsteer/cli/bench.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import datetime as dt
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "BENCHMARKS.md"
+
+
+def parser(command: str, description: str) -> argparse.ArgumentParser:
+    """The argument parser of a benchmark or study, named by the command that runs it
+    (`gtsteer bench llm`), so its usage line and error messages say how to call it."""
+    return argparse.ArgumentParser(prog=command, description=description)
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The comments that delimit a script's section, e.g. `<!-- bench_llm:start -->`."""
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def wrap(start: str, end: str, body: str) -> str:
+    """A body between its markers, as `write_section` takes it."""
+    return f"{start}\n{body.strip(chr(10))}\n{end}\n"
+
+
+def read_section(doc: Path, start: str, end: str) -> str | None:
+    """The current section, markers included, or None when the doc has none."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if start not in text or end not in text:
+        return None
+    return start + text.split(start, 1)[1].split(end, 1)[0] + end
+
+
+def write_section(doc: Path, start: str, end: str, section: str) -> None:
+    """Replace the text from `start` to `end` with `section` (which begins and ends with those
+    markers), leaving every other section alone; append it when the doc has none yet."""
+    section = section.strip("\n")
+    if not (section.startswith(start) and section.endswith(end)):
+        raise ValueError(f"section must begin with {start!r} and end with {end!r}")
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where and when a benchmark ran."""
+
+    cpus: int
+    cpu: str
+    python: str
+    date: str
+    load: tuple[float, float, float]
+
+    @property
+    def load_text(self) -> str:
+        return ", ".join(f"{x:.1f}" for x in self.load)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine() -> Machine:
+    """A snapshot now: usable CPUs, CPU model, Python, UTC time, load averages."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    nan = float("nan")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (nan, nan, nan)
+    return Machine(cpus=cpus or 1, cpu=cpu_model(), python=platform.python_version(),
+                   date=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", load=load)
+
+
+def machine_line(
+    *, commit: str | None = None, load_when: str = "at the end", note: str = ""
+) -> str:
+    """`2 CPUs (AMD EPYC), Python 3.11.7, 2026-11-30 10:15 UTC, commit 270def3, load average at
+    the end 2.2, 1.8, 2.7` plus `note`; call it when the load should be read."""
+    m = machine()
+    parts = [f"{m.cpus} CPUs ({m.cpu})", f"Python {m.python}", m.date]
+    parts += [f"commit {commit}"] if commit else []
+    parts.append(f"load average {load_when} {m.load_text}")
+    return ", ".join(parts) + note
+
+
+def commit(dirty_paths: Sequence[str] = (), root: Path = ROOT) -> str:
+    """The short HEAD of the checkout at `root` (this one by default); ` (uncommitted changes)`
+    when any of `dirty_paths` differ from it (read it before a run starts: that is the code
+    being measured)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = bool(dirty_paths) and bool(git("status", "--porcelain", "--", *dirty_paths))
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (uncommitted changes)" if dirty else "")
+
+
+@contextlib.contextmanager
+def fresh_cache(prefix: str) -> Iterator[Path]:
+    """A private, empty GTSTEER_CACHE_DIR for the block (every model call is a real one); the
+    model files stay where they were (GTSTEER_MODEL_DIR pinned to the old cache's models)."""
+    old = os.environ.get("GTSTEER_CACHE_DIR")
+    os.environ.setdefault(
+        "GTSTEER_MODEL_DIR", str(Path(old or Path.home() / ".cache" / "gtsteer") / "models")
+    )
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        os.environ["GTSTEER_CACHE_DIR"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("GTSTEER_CACHE_DIR", None)
+            else:
+                os.environ["GTSTEER_CACHE_DIR"] = old
+
+
+def fresh_cache_until_exit(prefix: str) -> Path:
+    """`fresh_cache` for the rest of the process (for scripts whose whole body is the block)."""
+    stack = contextlib.ExitStack()
+    path = stack.enter_context(fresh_cache(prefix))
+    atexit.register(stack.close)
+    return path
+
+
+def demo_args() -> list[str]:
+    """The arguments after `gtsteer` in the Makefile's `demo` recipe (the README main job)."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].splitlines()[1]
+    args = shlex.split(recipe.strip())
+    return args[next(i for i, a in enumerate(args) if a.endswith("gtsteer")) + 1 :]
+
+
+def run_cold(args: Sequence[str], env: Mapping[str, str], prefix: str,
+             read: Sequence[str] = ("summary.json",)) -> tuple[float, dict[str, bytes]]:
+    """`gtsteer *args --out DIR` in a subprocess with an empty response cache, `env` added to
+    this process's environment and the hub offline: its wall time and the bytes of each
+    `read` path inside DIR."""
+    with fresh_cache(prefix) as cache:
+        out = cache / "results"
+        full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **env, "GTSTEER_CACHE_DIR": str(cache)}
+        command = [str(Path(sys.executable).parent / "gtsteer"), *args, "--out", str(out)]
+        start = time.perf_counter()
+        subprocess.run(command, env=full_env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        return wall, {path: (out / path).read_bytes() for path in read}
+
+
+Report = TypeVar("Report")
+
+
+def run_grid(configs: Sequence[str], models: Sequence[str],
+             measure: Callable[[str, str, str], Report]) -> list[tuple[str, str, Report | str]]:
+    """`measure(config, model, folder_name)` for every config x model pair; a pair that raises
+    becomes its error text, so one failure does not lose the other pairs' numbers."""
+    rows: list[tuple[str, str, Report | str]] = []
+    for config in configs:
+        for model in models:
+            print(f"== {config} · {model}", flush=True)
+            folder = f"{Path(config).stem}-{model.replace(':', '_').replace('/', '_')}"
+            try:
+                rows.append((config, model, measure(config, model, folder)))
+            except Exception as exc:  # noqa: BLE001 - one failed pair must not hide the others
+                rows.append((config, model, f"{type(exc).__name__}: {exc}"))
+    return rows
