@@ -24,6 +24,7 @@ BENCHES = {
     "llm": "gtsteer.bench.bench_llm",
     "prefill": "gtsteer.bench.bench_prefill",
     "prefix": "gtsteer.bench.bench_prefix",
+    "profile": "gtsteer.bench.bench_profile",
     "psro": "gtsteer.bench.bench_psro",
     "ray": "gtsteer.bench.bench_ray",
     "reward": "gtsteer.bench.bench_reward",

@@ -10,22 +10,19 @@ turns tokens into seconds (evaluated / prompt rate + generated / generation rate
 seconds a phase spends outside llama.cpp's kernels show. Writes the `bench_profile` section of
 docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
-    flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_profile.py [--model smollm2-135m]
+    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile [--model smollm2-135m]
         [--threads 2] [--no-write]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchdoc
-import llama_tools
-from bench_demo import reference
+from gtsteer.bench import benchdoc, llama_tools
+from gtsteer.bench.bench_demo import reference
 
+COMMAND = "gtsteer bench profile"
 START, END = benchdoc.markers("bench_profile")
 
 
@@ -91,13 +88,13 @@ and one after). "Evaluated": prompt tokens the backend computed after prefix reu
 {END}"""
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--no-write", action="store_true", help="Print the section only.")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     commit = benchdoc.commit(["gtsteer"])
     bins = llama_tools.build(("llama-bench",))
     before = reference(bins, args.model, args.threads)
@@ -109,7 +106,7 @@ def main() -> None:
     speed = {k: (before[k] + after[k]) / 2 for k in ("pp", "tg")}
     profile = json.loads(files["profile.json"])
     print(json.dumps({"profile": profile, "llama_bench": [before, after]}), flush=True)
-    command = ("flock /tmp/gtsteer-model.lock .venv/bin/python scripts/bench_profile.py "
+    command = ("flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile "
                f"--model {args.model} --threads {args.threads}")
     section = render(profile, speed, wall, command, commit, args.model, args.threads)
     print(section)
