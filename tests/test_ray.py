@@ -114,7 +114,9 @@ def test_solve_on_ray_equals_serial_and_a_rerun_makes_no_call(
     assert again["llm_calls"]["new_calls"] == 0
     assert again["llm_calls"]["cache_hits"] == serial["llm_calls"]["requests"]
     assert again["metrics"] == serial["metrics"]
-    keys = lambda name: set(ResponseCache(tmp_path / name / "responses")._cache)
+    def keys(name: str) -> set[object]:
+        return set(ResponseCache(tmp_path / name / "responses")._cache)
+
     assert keys("ray-cache") == keys("serial-cache")  # the same answers, stored once each
 
 

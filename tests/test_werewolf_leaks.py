@@ -227,7 +227,7 @@ def audit_db(db: str) -> tuple[list[str], dict[str, int]]:
     wolves = {n for n, (role, _, _) in players.items() if role == "werewolf"}
     everyone = set(players) | {"(router)"}
     allowed: dict[str, set[str]] = {}  # secret -> who may read it
-    for name, (role, story, style) in players.items():
+    for name, (_role, story, _style) in players.items():
         allowed[re.search(r"storyq\w+q", story).group()] = {name}
     for (style,) in c.execute("SELECT DISTINCT playstyle FROM steps WHERE playstyle IS NOT NULL"):
         users = {a for (a,) in c.execute("SELECT DISTINCT actor FROM steps WHERE playstyle=?",

@@ -61,9 +61,9 @@ from gtsteer.werewolf.steer_game import (
     pick_speakers,
 )
 from gtsteer.werewolf.steering import POLICY_DIR
+from gtsteer.werewolf.store import GameStore
 
 SUMMARY_FILE = "steer_train.json"
-from gtsteer.werewolf.store import GameStore
 
 
 class SteerTrainConfig(BaseModel):
