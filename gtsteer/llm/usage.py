@@ -51,6 +51,14 @@ class UsageReport(BaseModel):
             new_calls=self.new_calls - before.new_calls,
         )
 
+    def add(self, other: UsageReport) -> None:
+        """Count `other` in this report too (a profile's phase summing its stretches)."""
+        for name in _COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.prompt_tokens_evaluated is not None:
+            self.prompt_tokens_evaluated = ((self.prompt_tokens_evaluated or 0)
+                                            + other.prompt_tokens_evaluated)
+
     def minus(self, before: UsageReport) -> UsageReport:
         """Everything counted between the snapshot `before` and this one."""
         evaluated = None
