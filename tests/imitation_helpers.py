@@ -29,7 +29,9 @@ def _unit(seed: int, dim: int) -> np.ndarray:
     return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def situation_embedder(dim: int = DIM, noise: float = 0.1, name: str = "test-situations") -> Embedder:
+def situation_embedder(
+    dim: int = DIM, noise: float = 0.1, name: str = "test-situations"
+) -> Embedder:
     def encode(texts: list[str]) -> np.ndarray:
         rows = []
         for t in texts:
@@ -52,7 +54,9 @@ def synthetic_records(
                 out.append(
                     DecisionRecord(
                         text=f"s{k} instance {inst} variant {j}: Alice holds {j + k} apples.",
-                        features=[float(k == 0), float(k == 1), float(k == 2)] if features else None,
+                        features=(
+                            [float(k == 0), float(k == 1), float(k == 2)] if features else None
+                        ),
                         actions=ACTIONS,
                         target=target,
                         weight=0.5 + 0.25 * j,

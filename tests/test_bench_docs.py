@@ -259,7 +259,8 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  str(ROOT / "configs/trade_fruit_tone.yaml")])
     first, last = written
     assert "| `court` | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
-    assert "Not measured yet" in first and "`trade_fruit_tone` (0 instances solved so far)." in first
+    assert "Not measured yet" in first
+    assert "`trade_fruit_tone` (0 instances solved so far)." in first
     assert "| `trade_fruit_tone` | 2 / 2 |" in last and "Not measured yet" not in last
     assert doc.read_text(encoding="utf-8") == last
     summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
@@ -272,7 +273,9 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     assert court_row.endswith("(K=1, judge `embed:all-MiniLM-L6-v2`) |")
     assert fruit_row.endswith("| not measured: no validated judge (K=1) |")
     assert "no judge passed the labelled messages (docs/EVAL.md): `trade_fruit_tone`" in last
-    fruit_saved = json.loads((tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").read_text())
+    fruit_saved = json.loads(
+        (tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").read_text()
+    )
     assert "trade_fruit_tone.tone" in fruit_saved["row"]["steering_refused"]
     assert fruit_saved["row"]["steering_plain"] is None
     # Each row names the one-domain command and the commit that measured it.

@@ -78,7 +78,8 @@ def test_serialized_state_loads_in_another_process(tmp_path: Path) -> None:
     (tmp_path / "state.txt").write_text(blob)
     script = (
         "import sys, pyspiel, gtsteer.domains\n"
-        f"game, state = pyspiel.deserialize_game_and_state(open({str(tmp_path / 'state.txt')!r}).read())\n"
+        "game, state = pyspiel.deserialize_game_and_state("
+        f"open({str(tmp_path / 'state.txt')!r}).read())\n"
         "print(state.information_state_string(0))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "5"}

@@ -289,7 +289,9 @@ MAY_IMPORT = design_may_import()
 
 
 #: What the benchmarks may import: every room but the command line (and the studies).
-BELOW_BENCH = {"llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf"}
+BELOW_BENCH = {
+    "llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf",
+}
 
 
 def test_the_layer_table_is_read_from_the_design_document() -> None:

@@ -141,7 +141,9 @@ def _basket(owned: dict[str, int]) -> list[str]:
 
 
 def test_llm_payoffs_out_of_range_are_still_clipped_and_counted() -> None:
-    spec = fruit_spec(FRUIT_TRADE.without_utility(), payoff={"min": -5, "max": 5, "prompt": "{transcript}"})
+    spec = fruit_spec(
+        FRUIT_TRADE.without_utility(), payoff={"min": -5, "max": 5, "prompt": "{transcript}"}
+    )
     ctx = _context({"ann": 9.0, "ben": -1.0})
     ctx = ctx.model_copy(update={"spec": spec})
     reward = run_sync(compute_reward(ctx))

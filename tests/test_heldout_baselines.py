@@ -62,7 +62,9 @@ def with_greedy(day: str) -> str:
     return name
 
 
-def test_the_policy_is_compared_with_each_baseline_on_the_same_fresh_samples(tmp_path: Path) -> None:
+def test_the_policy_is_compared_with_each_baseline_on_the_same_fresh_samples(
+    tmp_path: Path,
+) -> None:
     llm = games(tmp_path, fresh_days=(DAYS[1], DAYS[0]))[0].llm
     # The same game with a greedy hook that always names Monday.
     spec = load_spec_with_domain(tmp_path, with_greedy(DAYS[0]))

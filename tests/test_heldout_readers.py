@@ -100,7 +100,10 @@ def games(tmp_path: Path, fresh_days: tuple[str, str]):
 
 
 def readers():
-    return {"nearest": nearest_reader(day_embedder()), "distilled": distilled_reader(day_embedder())}
+    return {
+        "nearest": nearest_reader(day_embedder()),
+        "distilled": distilled_reader(day_embedder()),
+    }
 
 
 def test_a_replay_by_sample_index_answers_the_day_it_never_read(tmp_path: Path) -> None:

@@ -78,8 +78,9 @@ def test_saved_model_matches_the_report(run) -> None:
     embeddings = np.load(out / "dataset" / "embeddings.npy")
     # The loaded policy embeds texts itself and agrees with the stored embeddings' answer.
     texts = [r.text for r in records[:3]]
-    assert np.allclose(policy.probs_batch(texts), policy.probs_batch(texts, embeddings=embeddings[:3]),
-                       atol=1e-6)
+    assert np.allclose(
+        policy.probs_batch(texts), policy.probs_batch(texts, embeddings=embeddings[:3]), atol=1e-6
+    )
 
 
 def test_rerun_reuses_everything_and_repeats_the_numbers(run) -> None:

@@ -1,7 +1,8 @@
 """Importing the CLI, the Werewolf server and the imitation types must not load torch.
 
 torch costs every command ~2 s and ~200 MiB; it is imported only when a network is built,
-trained, loaded or run (scipy.stats and scipy.optimize likewise only where they compute). Each check runs in a fresh interpreter (this one has torch loaded).
+trained, loaded or run (scipy.stats and scipy.optimize likewise only where they compute). Each
+check runs in a fresh interpreter (this one has torch loaded).
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ def install_part(site: Path, package: str, data: bytes, version: str = "1.0") ->
     """What `pip install` leaves for one part wheel: module, data file, dist-info, RECORD."""
     module = package.replace("-", "_")
     (site / module / "data").mkdir(parents=True)
-    init = "import os\ndef get_part_path():\n    return os.path.join(os.path.dirname(__file__), 'data', 'part.bin')\n"
+    init = (
+        "import os\ndef get_part_path():\n"
+        "    return os.path.join(os.path.dirname(__file__), 'data', 'part.bin')\n"
+    )
     (site / module / "__init__.py").write_text(init)
     part = site / module / "data" / "part.bin"
     part.write_bytes(data)

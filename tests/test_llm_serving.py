@@ -39,7 +39,9 @@ def schema_answer(body: dict[str, Any]) -> str:
     """A valid object for whichever schema the request carries, else plain text."""
     fmt = body.get("response_format") or {}
     schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or body.get("format")
-    rng = random.Random(hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest())
+    rng = random.Random(
+        hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+    )
     if not isinstance(schema, dict):  # the prompt mode: the schema is only in the prompt
         hint = str(body["messages"][-1]["content"])
         if "JSON schema:\n" not in hint:  # a message: one that names a day, as in the game
@@ -91,7 +93,9 @@ def test_a_server_without_json_schema_costs_one_failed_request_per_endpoint() ->
 
 
 def test_a_server_refusing_both_formats_gets_the_schema_in_the_prompt() -> None:
-    with LoopbackServer(responder=schema_answer, rejected_formats=("json_schema", "json_object")) as srv:
+    with LoopbackServer(
+        responder=schema_answer, rejected_formats=("json_schema", "json_object")
+    ) as srv:
         llm = served(srv)
         assert llm.structured_sync("Vote.", Vote).value.who in ("Akira", "Yuki")
         llm.structured_sync("Vote again.", Vote)
@@ -224,7 +228,8 @@ def test_every_command_with_a_model_takes_the_endpoint_flags() -> None:
     assert {"solve", "psro", "imitate", "instances", "eval steering", "eval reward",
             "eval verdict", "llm ask", "werewolf play"} <= set(with_model)
     lacking = sorted(n for n, opts in with_model.items()
-                     if not {"--api-base", "--api-key-env", "--request-timeout", "--max-wait"} <= opts
+                     if not {"--api-base", "--api-key-env", "--request-timeout",
+                             "--max-wait"} <= opts
                      and n != "werewolf serve")
     assert lacking == []
 

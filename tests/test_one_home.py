@@ -29,10 +29,12 @@ def test_werewolf_win_rates_use_the_solvers_interval() -> None:
     rate, share = win_rate(8, 10), wilson(8, 10)
     assert (rate.wins, rate.games, rate.rate) == (8, 10, 0.8)
     assert (rate.low, rate.high) == (share.ci_low, share.ci_high)
-    assert rate.low == pytest.approx(0.4902, abs=1e-4) and rate.high == pytest.approx(0.9433, abs=1e-4)
+    assert rate.low == pytest.approx(0.4902, abs=1e-4)
+    assert rate.high == pytest.approx(0.9433, abs=1e-4)
 
 
 def test_drivers_build_clients_only_through_as_llm() -> None:
-    copies = [name for name, text in sources("binding", "runs", "cli", "werewolf", "imitation", "solvers", "domains", "checks").items()
+    rooms = ("binding", "runs", "cli", "werewolf", "imitation", "solvers", "domains", "checks")
+    copies = [name for name, text in sources(*rooms).items()
               if re.search(r"isinstance\(\w+, LLM\) else LLM\(", text)]
     assert copies == []

@@ -55,7 +55,11 @@ def plugin_config(tmp_path: Path, domain: str) -> Path:
 
 
 def solve_cli(tmp_path: Path, config: Path, out: str, *extra: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "GTSTEER_CACHE_DIR": str(tmp_path / out / "cache")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path),
+        "GTSTEER_CACHE_DIR": str(tmp_path / out / "cache"),
+    }
     done = subprocess.run(
         [sys.executable, "-m", "gtsteer", "solve", str(config), "--llm", "fake", "--games",
          "3", "-q", "-o", str(tmp_path / out), *extra],

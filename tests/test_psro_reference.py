@@ -6,8 +6,8 @@ The strength domain pays payoff_i = strength(own) - 0.5 strength(other), so in t
 gain over `any` is 2, and a meta-strategy on instruction s has NashConv 2 x (2 - s) and gain s.
 The full game's CFR gain is lower, (2 + 0.4) / 2: the equilibrium opens `bold`, so after an
 `any` opening the responder's states carry no counterfactual weight and CFR leaves them
-uniform (0.4 = the mean strength). The run starts from `calm` and `any` and the scripted proposer names `assertive`,
-then `bold`.
+uniform (0.4 = the mean strength). The run starts from `calm` and `any` and the scripted
+proposer names `assertive`, then `bold`.
 """
 
 from __future__ import annotations

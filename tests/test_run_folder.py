@@ -23,7 +23,9 @@ def test_run_folder_is_out_dir_when_given_else_the_default_of_its_kind(tmp_path:
     assert run_folder("psro", "configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(
         "results/fruit-psro-openai_gpt-4o-mini-3")
     # a client names the same folder as its model string
-    assert run_folder("imitate", "c.yaml", LLM("fake"), 1) == run_dir("imitate", "c.yaml", "fake", 1)
+    assert run_folder("imitate", "c.yaml", LLM("fake"), 1) == run_dir(
+        "imitate", "c.yaml", "fake", 1
+    )
 
 
 def test_solve_returns_the_folder_it_wrote(tmp_path: Path, monkeypatch):

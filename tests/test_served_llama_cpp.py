@@ -2,7 +2,8 @@
 and a structured request through litellm as `openai/smollm2`, with 2 parallel slots.
 
 Slow, and skipped unless the binary was built (`gtsteer bench llama-tools`, 23
-minutes on 2 shared cores): `make test` does not build it. Run under `flock /tmp/gtsteer-model.lock`.
+minutes on 2 shared cores): `make test` does not build it. Run under
+`flock /tmp/gtsteer-model.lock`.
 """
 
 from __future__ import annotations

@@ -29,7 +29,10 @@ def served(srv: LoopbackServer, **kwargs: object) -> LLM:
 
 @pytest.mark.parametrize(
     ("fault", "named"),
-    [("emptychoices", "the answer has no choices"), ("nullcontent", "the message's content is null")],
+    [
+        ("emptychoices", "the answer has no choices"),
+        ("nullcontent", "the message's content is null"),
+    ],
 )
 def test_a_malformed_answer_is_retried_then_named(fault: str, named: str) -> None:
     with LoopbackServer() as srv:

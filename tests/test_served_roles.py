@@ -109,7 +109,9 @@ def test_a_served_role_gets_its_endpoint_the_flag_wins_and_no_secret_is_recorded
         "api_key_env": "ROLE_KEY"}, "reader": "fake:reader"})
     spec = load_spec(config)
     monkeypatch.delenv("ROLE_KEY", raising=False)
-    with pytest.raises(ModelConfigError, match="models.writer.api_key_env ROLE_KEY: that environment"):
+    with pytest.raises(
+        ModelConfigError, match="models.writer.api_key_env ROLE_KEY: that environment"
+    ):
         pick(spec, "writer", None)
     monkeypatch.setenv("ROLE_KEY", "sk-role-secret")
     writer, others, roles = pick_roles(spec, None, None, reader=None)

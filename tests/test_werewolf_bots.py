@@ -42,7 +42,8 @@ def cornered(seed: int = 0, model: str = "fake"):
 def test_cornered_bot_votes_a_legal_target_fake(seed):
     state = cornered(seed)
     want = pending(state)
-    assert want.actor == "Cat" and "Cat" not in want.legal_targets and "Gus" not in want.legal_targets
+    assert want.actor == "Cat"
+    assert "Cat" not in want.legal_targets and "Gus" not in want.legal_targets
     decision, records = bot_decision(state, want, LLMPool())
     assert decision.target in want.legal_targets
     assert decision.target not in ("Cat", "Gus") and not decision.fallback

@@ -100,7 +100,9 @@ async def agenerate_llm_instances(
 ) -> list[Instance]:
     """`num` LLM-written instances of `spec`, validated; deterministic for a model and seed."""
     if num < 0 or examples < 1 or attempts < 1:
-        raise ValueError(f"num >= 0, examples >= 1, attempts >= 1; got {num}, {examples}, {attempts}")
+        raise ValueError(
+            f"num >= 0, examples >= 1, attempts >= 1; got {num}, {examples}, {attempts}"
+        )
     shots = [make_instance(spec, i, seed) for i in range(examples)]
     prompt = instance_prompt(spec, shots)
     schema = _schema(spec.num_players, tuple(tuple(k) for k in _keys(spec)))

@@ -230,9 +230,9 @@ def clean_message(text: str, instance: Instance, chat: bool = False, cut: bool =
 def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
     """A chat model's answer as one message: leading blank lines, a repeated `Name:` tag (once or
     more) and a lead-in line ("Here is Alice's message:") dropped, cut at the first blank line
-    after the content (what follows is commentary) or at a line opening another turn, lines joined, a
-    quoted message unquoted; when the answer was `cut` at the token limit, its unfinished last
-    sentence is dropped (where a whole one precedes it)."""
+    after the content (what follows is commentary) or at a line opening another turn, lines
+    joined, a quoted message unquoted; when the answer was `cut` at the token limit, its
+    unfinished last sentence is dropped (where a whole one precedes it)."""
     tag = _name_tag(instance.names)
     names = "|".join(re.escape(n) for n in instance.names)
     lead_in = re.compile(rf"\b(?:message|reply|response|{names})\b", re.IGNORECASE)
@@ -284,9 +284,13 @@ def reward_prompt(
         "scenario": instance.scenario,
         "players": join_names(instance.names),
         "private_info_all": everyone,
-        "transcript": render_transcript(turns, instance.names) if transcript is None else transcript,
+        "transcript": (
+            render_transcript(turns, instance.names) if transcript is None else transcript
+        ),
     }
-    return fill_template(spec.payoff.prompt if template is None else template, fields).rstrip() + "\n"
+    return fill_template(
+        spec.payoff.prompt if template is None else template, fields
+    ).rstrip() + "\n"
 
 
 def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:

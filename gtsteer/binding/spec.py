@@ -416,7 +416,9 @@ def validation_summary(exc: ValidationError, prefix: tuple[str, ...] = ()) -> st
 def parse_spec(data: Any, source: str = "<config>") -> DomainSpec:
     """A validated spec from a mapping, its domain not yet bound (`with_domain`)."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping at the top level, got {type(data).__name__}"
+        )
     payoff = data.get("payoff")
     for field, old_name in (("private_info_generator", data.get("private_info_generator")),
                             ("payoff.utility", isinstance(payoff, dict) and payoff.get("utility"))):

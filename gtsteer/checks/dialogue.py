@@ -108,8 +108,9 @@ def check_spec(
     `ConformanceError`. Load it with `gtsteer.domains.load_spec`, which binds its domain.
 
     `llm` is a model string or a `gtsteer.llm.LLM` (checks import binding and solvers only,
-    DESIGN.md, so the type is not spelled here). Pass an echoing test model as `llm` to exercise the echo stripping on the config's own
-    instruction templates. The dealt mode (two deals) is checked with `random_sim_test` too.
+    DESIGN.md, so the type is not spelled here). Pass an echoing test model as `llm` to
+    exercise the echo stripping on the config's own instruction templates. The dealt mode (two
+    deals) is checked with `random_sim_test` too.
     """
     spec, notes = reduced_spec(spec, max_leaves)
     game = make_game(spec, make_instance(spec, 0), llm)

@@ -93,7 +93,8 @@ def print_steering(report: SteeringReport) -> None:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
     console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
+        f"{calls.new_calls} new calls"
     )
 
 
@@ -128,8 +129,10 @@ def steering(
     on_ray = ray_options(ray, workers)
     with friendly_errors():
         report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
-                                     progress=not quiet, endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait),
+                                     progress=not quiet,
+                                     endpoint=Endpoint(api_base, api_key_env,
+                                                       timeout_s=request_timeout,
+                                                       max_wait_s=max_wait),
                                      validate_classifier_on=validate_judge, ray=on_ray)
     print_validations(report.judge_validation)
     print_steering(report)
@@ -180,7 +183,8 @@ def print_validation_report(report: ValidationReport) -> None:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
     console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
+        f"{calls.new_calls} new calls"
     )
 
 
@@ -209,7 +213,8 @@ def print_reward(report: RewardReport) -> None:
     )
     calls = report.llm_calls
     console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new calls"
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
+        f"{calls.new_calls} new calls"
     )
 
 

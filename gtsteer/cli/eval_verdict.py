@@ -1,4 +1,5 @@
-"""`gtsteer eval verdict CONFIG`: naive vs strategic questioner, over judge prompts and temperatures."""
+"""`gtsteer eval verdict CONFIG`: naive vs strategic questioner, over judge prompts and
+temperatures."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def print_report(report: VerdictEvalReport) -> None:
         diff = cells[names[-1]].win.rate - cells[names[0]].win.rate
         table.add_row(str(p), f"{t:g}", *(_rate(cells[n].win) for n in names), f"{diff:+.0%}")
     totals = list(report.totals.values())
-    table.add_row("all", "", *(_rate(w) for w in totals), f"{totals[-1].rate - totals[0].rate:+.0%}")
+    table.add_row(
+        "all", "", *(_rate(w) for w in totals), f"{totals[-1].rate - totals[0].rate:+.0%}"
+    )
     console.print(table)
     console.print(
         f"target verdict: {report.target_verdict} · strategic breadth {report.breadth}, depth"
@@ -56,7 +59,9 @@ def print_report(report: VerdictEvalReport) -> None:
 
 
 def verdict(
-    config: Annotated[Path, typer.Argument(help="A verdict-game config (court, interrogation...).")],
+    config: Annotated[
+        Path, typer.Argument(help="A verdict-game config (court, interrogation...).")
+    ],
     games: VerdictGames = 20,
     llm: Llm = "local",
     api_base: ApiBase = None,
@@ -71,7 +76,9 @@ def verdict(
     breadth: Annotated[
         int, typer.Option("--breadth", help="Strategic candidates per question.")
     ] = DEFAULT_BREADTH,
-    depth: Annotated[int, typer.Option("--depth", help="Strategic look-ahead rounds.")] = DEFAULT_DEPTH,
+    depth: Annotated[
+        int, typer.Option("--depth", help="Strategic look-ahead rounds.")
+    ] = DEFAULT_DEPTH,
     quiet: Quiet = False,
     ray: Ray = None,
     workers: Workers = None,
@@ -88,8 +95,8 @@ def verdict(
                    max_wait_s=max_wait)
         endpoint.check(llm)
         report = evaluate_verdict(
-            config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps, breadth=breadth,
-            depth=depth, out_dir=where, progress=not quiet, ray=on_ray,
+            config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps,
+            breadth=breadth, depth=depth, out_dir=where, progress=not quiet, ray=on_ray,
         )
     print_report(report)
     console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

@@ -98,7 +98,8 @@ def print_report(report: ImitationReport, out: Path) -> None:
     )
     for failure in report.failures:
         console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {escape(failure.reason)}"
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] "
+            f"{escape(failure.reason)}"
         )
     console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
 

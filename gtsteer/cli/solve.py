@@ -114,7 +114,8 @@ def print_summary(summary: SolveSummary) -> None:
                           " see `heldout_failure` in games/<i>.json[/]")
     for failure in summary.failures:
         console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] {escape(failure.reason)}"
+            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] "
+            f"{escape(failure.reason)}"
         )
 
 

@@ -30,7 +30,9 @@ Each person's payoff is their own preference value for the day both agreed on. I
 they agreed on no day, or when the agreed day is one of that person's out-of-office days.
 """
 
-PROPOSE = ["How about we meet on {day}?", "Let's meet on {day}.", "I suggest {day} for the meeting."]
+PROPOSE = [
+    "How about we meet on {day}?", "Let's meet on {day}.", "I suggest {day} for the meeting.",
+]
 ACCEPT = ["Yes, {day} works for me. See you then!", "Agreed, {day} it is."]
 REJECT = ["No, I can't agree to that, and I don't want to meet this week.", "No. Let's not meet."]
 COUNTER = ["{day} is bad for me. What about {other}?", "Could we do {other} instead?"]

@@ -186,7 +186,9 @@ async def play_verdict_game(
             if speaker == table_spec.questioner:
                 turn = await questioner.message(table, speaker)
             else:
-                turn = await sample_message(table, table.turns, speaker, ("a", round_index, speaker))
+                turn = await sample_message(
+                    table, table.turns, speaker, ("a", round_index, speaker)
+                )
             table.turns.append(turn)
         final = round_index + 1 >= spec.num_max_replies
         judgement = await ask_judge(

@@ -83,7 +83,9 @@ def feature_dim(records: Sequence[DecisionRecord]) -> int | None:
     """The common length of `features` (None when no record has features)."""
     dims = {None if r.features is None else len(r.features) for r in records}
     if len(dims) > 1:
-        raise DatasetError(f"features: records disagree on presence/length: {sorted(map(str, dims))}")
+        raise DatasetError(
+            f"features: records disagree on presence/length: {sorted(map(str, dims))}"
+        )
     return dims.pop() if dims else None
 
 

@@ -50,7 +50,9 @@ def decision_signature(state: pyspiel.State, player: int) -> Signature:
             json.dumps(private, sort_keys=True))
 
 
-def solved_decisions(game: pyspiel.Game, table: PolicyTable) -> dict[Signature, list[tuple[str, str]]]:
+def solved_decisions(
+    game: pyspiel.Game, table: PolicyTable
+) -> dict[Signature, list[tuple[str, str]]]:
     """Every decision of the solved tree the table covers, by signature: (key, text view) in
     tree order, each information state once."""
     out: dict[Signature, list[tuple[str, str]]] = {}
@@ -172,7 +174,9 @@ def distill_config() -> TrainConfig:
                        weighting="uniform")
 
 
-def nearest_reader(embedder: TextEmbedder) -> Callable[[pyspiel.Game, PolicyTable], NearestInfoState]:
+def nearest_reader(
+    embedder: TextEmbedder,
+) -> Callable[[pyspiel.Game, PolicyTable], NearestInfoState]:
     """A `solvers.heldout.ReaderFactory` for the nearest-information-state replay."""
 
     def build(solved: pyspiel.Game, table: PolicyTable) -> NearestInfoState:

@@ -152,7 +152,9 @@ def train_policy(
     train_rows = [i for i, r in enumerate(records) if r.instance not in held]
     held_rows = [i for i, r in enumerate(records) if r.instance in held]
     train = _Tensors([records[i] for i in train_rows], inputs[train_rows], labels)
-    heldout = _Tensors([records[i] for i in held_rows], inputs[held_rows], labels) if held_rows else None
+    heldout = (
+        _Tensors([records[i] for i in held_rows], inputs[held_rows], labels) if held_rows else None
+    )
     weights = train.weight if config.weighting == "reach" else np.ones(len(train_rows))
     if weights.sum() <= 0:
         raise DatasetError("training set: every record has weight 0 (no state is reached)")

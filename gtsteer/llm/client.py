@@ -97,7 +97,8 @@ def model_string(llm: str | LLM) -> str:
 
 
 class LLM:
-    """A model with cache, retries and metering. `LLM("fake")`, `LLM("local")`, `LLM("openai/...")`."""
+    """A model with cache, retries and metering. `LLM("fake")`, `LLM("local")`,
+    `LLM("openai/...")`."""
 
     def __init__(
         self,
@@ -126,7 +127,9 @@ class LLM:
         )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
-        self.cache: AnswerStore | None = (cache if cache is not None else ResponseCache()) if use_cache else None
+        self.cache: AnswerStore | None = (
+            (cache if cache is not None else ResponseCache()) if use_cache else None
+        )
         self.max_concurrency = max_concurrency or self.backend.max_concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -194,7 +197,8 @@ class LLM:
         max_tokens: int = 256,
         attempts: int | None = None,
     ) -> Structured[T]:
-        """A validated `schema` object; invalid answers are retried with feedback naming the problem."""
+        """A validated `schema` object; invalid answers are retried with feedback naming the
+        problem."""
         attempts = attempts or self.structured_attempts
         json_schema = schema.model_json_schema()
         request = to_request(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens)
@@ -244,14 +248,17 @@ class LLM:
                 current = _with_feedback(current, raw, problems)
             if result.usage.completion_tokens >= current.max_tokens:
                 # Truncated mid-object (a base model rambling inside a string): give room.
-                current = current.model_copy(update={"max_tokens": min(current.max_tokens * 2, 2048)})
+                current = current.model_copy(
+                    update={"max_tokens": min(current.max_tokens * 2, 2048)}
+                )
         self.meter.failure()
         raise StructuredOutputError(schema.__name__, attempts, raw, problems)
 
     async def choose(
         self, prompt: PromptLike, options: Sequence[str], *, seed: int = 0
     ) -> ChoiceResult:
-        """Pick one of `options`: log-likelihood scores where available, else a constrained choice."""
+        """Pick one of `options`: log-likelihood scores where available, else a constrained
+        choice."""
         options = list(dict.fromkeys(options))
         if len(options) < 2:
             raise ValueError("choose() needs at least two distinct options")
@@ -306,7 +313,9 @@ class LLM:
     def structured_sync(self, prompt: PromptLike, schema: type[T], **kwargs: Any) -> Structured[T]:
         return run_sync(self.structured(prompt, schema, **kwargs))
 
-    def choose_sync(self, prompt: PromptLike, options: Sequence[str], **kwargs: Any) -> ChoiceResult:
+    def choose_sync(
+        self, prompt: PromptLike, options: Sequence[str], **kwargs: Any
+    ) -> ChoiceResult:
         return run_sync(self.choose(prompt, options, **kwargs))
 
     # ---- internals --------------------------------------------------------------------------

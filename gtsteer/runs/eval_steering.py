@@ -194,16 +194,16 @@ async def _classify(
 
 
 async def _measure(
-    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int, config: str,
-    progress: bool, variants: tuple[str, ...] = VARIANTS,
+    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
+    config: str, progress: bool, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     with GatherBar(progress) as bar:
         return await _measure_with(spec, model, classifier, samples, seed, config, bar, variants)
 
 
 async def _measure_with(
-    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int, config: str,
-    bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
+    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
+    config: str, bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
 ) -> tuple[list[SteeringSample], list[str], int]:
     out, speaker = await _generate(spec, model, samples, seed, config, bar)
     skipped, todo = _todo(spec, out, variants)
@@ -417,7 +417,9 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
 
     counts = np.asarray(confusion.counts, dtype=float)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
-    fig, ax = plt.subplots(figsize=(1.1 * len(confusion.columns) + 2.5, 0.6 * len(confusion.rows) + 2))
+    fig, ax = plt.subplots(
+        figsize=(1.1 * len(confusion.columns) + 2.5, 0.6 * len(confusion.rows) + 2)
+    )
     ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0)
     ax.set_xticks(range(len(confusion.columns)), confusion.columns, rotation=30, ha="right")
     ax.set_yticks(range(len(confusion.rows)), [*confusion.rows[:-1], f"{ANY} (unguided)"])

@@ -158,7 +158,9 @@ def check_args(
     if games < 2:
         raise ValueError(f"--games: need at least 2 (training and held-out), got {games}")
     if features not in FEATURE_MODES:
-        raise ValueError(f"--features: expected one of {', '.join(FEATURE_MODES)}, got {features!r}")
+        raise ValueError(
+            f"--features: expected one of {', '.join(FEATURE_MODES)}, got {features!r}"
+        )
     check_solver_args(solver, iterations)
     if holdout <= 0:
         raise ValueError(f"--holdout: the evaluation needs held-out instances, got {holdout}")

@@ -78,7 +78,8 @@ class Endpoint:
         if (self.api_base or self.api_key_env) and not any(m and served(m) for m in models):
             raise ModelConfigError(
                 "--api-base/--api-key-env apply to served models (litellm ids such as"
-                f" openai/NAME or hosted_vllm/NAME); this run uses only {', '.join(m for m in models if m)}."
+                " openai/NAME or hosted_vllm/NAME); this run uses only"
+                f" {', '.join(m for m in models if m)}."
             )
 
     def under(self, role: RoleModel, field: str) -> Endpoint:

@@ -183,9 +183,13 @@ def _owned_content(sub: Path, owned: bool) -> list[Path]:
     entries = list(sub.iterdir())
     if owned:
         return entries
-    foreign = sorted(e.name for e in entries if not (e.is_file() and _LEGACY_FILE.fullmatch(e.name)))
+    foreign = sorted(
+        e.name for e in entries if not (e.is_file() and _LEGACY_FILE.fullmatch(e.name))
+    )
     if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        shown = ", ".join(foreign[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
         raise RunDirError(f"--out: {sub} holds files gtsteer did not write ({shown}); a run "
                           "replaces that folder's content, so move them or choose another --out")
     return entries

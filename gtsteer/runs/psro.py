@@ -211,7 +211,9 @@ def _reference_spec(path: str | Path, spec: DomainSpec, key: str | None,
             "action keys": (full.action_keys, spec.action_keys)}
     for what, (theirs, ours) in same.items():
         if theirs != ours:
-            raise ValueError(f"--reference {path}: its {what} {theirs} differ from the run's {ours}")
+            raise ValueError(
+                f"--reference {path}: its {what} {theirs} differ from the run's {ours}"
+            )
     if grown not in full.actions:
         raise ValueError(f"--reference {path}: no action key {grown!r}")
     check_fits(full, instances, [f"instance {i.index}" for i in instances])

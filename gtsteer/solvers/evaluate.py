@@ -74,7 +74,10 @@ def truncated(table: PolicyTable, tolerance: float) -> PolicyTable:
         raise ValueError(f"tolerance: must be in [0, 1), got {tolerance}")
     out: PolicyTable = {}
     for key, probs in table.items():
-        kept = [(a, p) for a, p in probs if p >= tolerance and p > 0.0] or [max(probs, key=itemgetter(1))]
+        kept = (
+            [(a, p) for a, p in probs if p >= tolerance and p > 0.0]
+            or [max(probs, key=itemgetter(1))]
+        )
         z = sum(p for _, p in kept)
         out[key] = [(a, p / z) for a, p in kept]
     return out

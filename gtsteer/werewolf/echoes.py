@@ -15,11 +15,12 @@ lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces"
 rules and the play guide every bot reads (`shared_prompt_texts`) are no secret, but a line that
 reads them out is the prompt, not the character speaking (SmolLM2, seed 0: "This is a game of
 Werewolf. The party game of bluffing and deduction..." as Hugo's turn), so the bots strip them
-the same way; the scene is not stripped (talking about the village is in character). A werewolf's first-person claim to be one
-("I am a werewolf, so I am hiding", Qwen 0.5B) is dropped in any wording: its goal forbids that
-reveal, and no run of words catches every phrasing. A sentence that opens by telling the speaker
-who it is ("You are Greta.", SmolLM2 on all three tries of a turn: the role line read out without
-its role, shorter than the role line so no run catches it) is its prompt too; only the second
+the same way; the scene is not stripped (talking about the village is in character). A
+werewolf's first-person claim to be one ("I am a werewolf, so I am hiding", Qwen 0.5B) is
+dropped in any wording: its goal forbids that reveal, and no run of words catches every
+phrasing. A sentence that opens by telling the speaker who it is ("You are Greta.", SmolLM2 on
+all three tries of a turn: the role line read out without its role, shorter than the role line
+so no run catches it) is its prompt too; only the second
 person counts, so "I am Greta" stays. Echo sentences are dropped; each decision
 records how many (`Decision.echoes`), so a game's count is the sum over its steps.
 """

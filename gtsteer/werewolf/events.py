@@ -67,7 +67,8 @@ def step_events(before: GameState, after: GameState, decision: Decision | None) 
                         "role": p.role.value, "day": p.died_day, "cause": p.cause})
     for m in after.messages[len(before.messages):]:
         out.append({"type": "message", "audience": message_audience(after, m), "id": m.id,
-                    "day": m.day, "phase": m.phase, "channel": m.channel, "author": m.author, "text": m.text})
+                    "day": m.day, "phase": m.phase, "channel": m.channel, "author": m.author,
+                    "text": m.text})
     if (before.day, before.phase) != (after.day, after.phase):
         out.append({"type": "phase", "audience": ALL, "day": after.day, "phase": after.phase})
     if after.over and not before.over:

@@ -27,8 +27,12 @@ def make_backend(
     an in-process model's threads (default: `local_threads()`), e.g. a Ray worker's CPUs."""
     model = (model or "").strip()
     if not model:
-        raise ModelConfigError("Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`.")
-    if (api_base or api_key) and (model in ("local", "fake") or model.startswith(("local:", "fake:"))):
+        raise ModelConfigError(
+            "Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`."
+        )
+    if (api_base or api_key) and (
+        model in ("local", "fake") or model.startswith(("local:", "fake:"))
+    ):
         raise ModelConfigError(
             f"--api-base/--api-key-env apply to served models (litellm ids such as "
             f"openai/NAME or hosted_vllm/NAME), not to {model!r}, which runs in-process."

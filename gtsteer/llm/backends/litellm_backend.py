@@ -138,7 +138,8 @@ class LiteLLMBackend(Backend):
             _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
         except Exception as exc:
             raise ModelConfigError(
-                f"Unknown model string {model!r}. Use `local` (the default embedded model, SmolLM2-135M-Instruct), "
+                f"Unknown model string {model!r}. Use `local` (the default embedded model, "
+                "SmolLM2-135M-Instruct), "
                 "`local:/path/model.gguf`, `fake` (offline test double), or a litellm model such "
                 "as `openai/gpt-4o-mini`, `anthropic/claude-3-5-haiku-latest`, "
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
@@ -280,7 +281,8 @@ class LiteLLMBackend(Backend):
             try:
                 answer = await self._send_structured(kwargs, json_schema, mode)
             except (TransientLLMError, LLMCallError) as exc:
-                said = f"{exc} {exc.provider_text}"  # the provider's whole text, not the 300-char cut
+                # the provider's whole text, not the 300-char cut
+                said = f"{exc} {exc.provider_text}"
                 if mode != "prompt" and _REJECTS_FORMAT.search(said):
                     continue  # the server named the format it refuses: try the next mode
                 raise
@@ -301,11 +303,15 @@ class LiteLLMBackend(Backend):
             request.model_copy(update={"prompt": f"{request.prompt}\n\n{listed}"})
             if request.prompt is not None
             else request.model_copy(
-                update={"messages": [*(request.messages or []), Message(role="user", content=listed)]}
+                update={
+                    "messages": [*(request.messages or []), Message(role="user", content=listed)]
+                }
             )
         )
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
-        response, usage = await self._send({**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
+        response, usage = await self._send(
+            {**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        )
         try:
             top = _top_logprobs(self._first_choice(response))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -323,7 +329,10 @@ def _top_logprobs(choice: Any) -> dict[str, float] | None:
     logprobs = getattr(choice, "logprobs", None)
     if logprobs is None:
         return None
-    content = logprobs.get("content") if isinstance(logprobs, dict) else getattr(logprobs, "content", None)
+    content = (
+        logprobs.get("content") if isinstance(logprobs, dict)
+        else getattr(logprobs, "content", None)
+    )
     if not content:
         return None
     first = content[0]
@@ -346,7 +355,8 @@ def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, f
     for option in options:
         wanted = option.strip().lower()
         matches = [
-            (lp, tok) for tok, lp in top.items() if tok.strip() and wanted.startswith(tok.strip().lower())
+            (lp, tok) for tok, lp in top.items()
+            if tok.strip() and wanted.startswith(tok.strip().lower())
         ]
         if matches:
             lp, tok = max(matches)

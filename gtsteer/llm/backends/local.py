@@ -447,7 +447,9 @@ class LocalBackend(Backend):
             return await engine.queue.run(
                 text, lambda: self._complete_sync(engine, text, request, json_schema)
             )
-        return await engine.batcher.run(text, self._generate_job(engine, text, request, json_schema))
+        return await engine.batcher.run(
+            text, self._generate_job(engine, text, request, json_schema)
+        )
 
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]

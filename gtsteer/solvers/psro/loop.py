@@ -248,7 +248,9 @@ def run_psro(
         phase(f"iteration {t}: meta-game {sizes}")
         mg = run.metagame(run.populations)
         stack = mg.mean
-        all_any: tuple[slice | int, ...] = (slice(None), *(pop.index(ANY) for pop in run.populations))
+        all_any: tuple[slice | int, ...] = (
+            slice(None), *(pop.index(ANY) for pop in run.populations)
+        )
         solutions = solve_meta(stack, stack[all_any].tolist(), config.cce_tie_break,
                                nash=config.meta_solver == "nash" or config.report_nash)
         driver = solutions[config.meta_solver]

@@ -3,8 +3,8 @@
     from gtsteer.werewolf.web import build_app
     app = build_app("games.sqlite", models=["fake"])
 
-The server decides what each viewer may see (`gtsteer.werewolf.visibility`); pages are static shells and
-vanilla JS, with nothing fetched from outside the server.
+The server decides what each viewer may see (`gtsteer.werewolf.visibility`); pages are static
+shells and vanilla JS, with nothing fetched from outside the server.
 """
 
 from gtsteer.werewolf.events import step_events
