@@ -18,7 +18,7 @@ from gtsteer.solvers import (
     uniform,
 )
 from gtsteer.solvers.cfr import cached_tree, policy_table
-from gtsteer.solvers.metrics import t_interval, wilson
+from gtsteer.solvers.metrics import mcnemar_exact, t_interval, wilson
 
 LABELS = ["a", "b", "any"]
 # General-sum; rows are player 0's action, columns player 1's.
@@ -168,3 +168,11 @@ def test_wilson_share_and_interval() -> None:
     share = wilson(8, 10)
     assert (share.correct, share.n, share.accuracy) == (8, 10, 0.8)
     assert (share.ci_low, share.ci_high) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+
+
+def test_mcnemar_exact_is_a_binomial_test_on_the_discordant_pairs() -> None:
+    # 8 against 1 discordant: P = 2 * (C(9,8) + C(9,9)) / 2**9 = 20 / 512.
+    assert mcnemar_exact(8, 1) == pytest.approx(20 / 512)
+    assert mcnemar_exact(1, 8) == pytest.approx(20 / 512)
+    assert mcnemar_exact(3, 3) == pytest.approx(1.0)
+    assert mcnemar_exact(0, 0) == 1.0

@@ -52,7 +52,12 @@ from gtsteer.runs.werewolf_games import (
     driver_model,
     play_game,
 )
-from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, wilson
+from gtsteer.solvers.metrics import (
+    bootstrap_interval,
+    instances_for_power,
+    mcnemar_exact,
+    wilson,
+)
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
@@ -339,8 +344,6 @@ def saved_seeds(root: Path, key: str, games: int) -> list[list[PlayedGame]]:
 def paired_differences(cfg: EvaluateConfig, finals: Mapping[str, GameState]
                        ) -> list[PairedDifference]:
     """Each played condition against static on the same seeds."""
-    from scipy import stats
-
     static = list(CONDITION_KEYS).index(STATIC)
     base = [finals[game_id(static, g)] for g in range(cfg.games)]
     out = []
@@ -363,7 +366,7 @@ def paired_differences(cfg: EvaluateConfig, finals: Mapping[str, GameState]
             condition_only_wins=b, static_only_wins=c_,
             village_win_difference=sum(diffs) / len(diffs),
             low=interval[0] if interval else None, high=interval[1] if interval else None,
-            mcnemar_p=float(stats.binomtest(b, b + c_, 0.5).pvalue) if b + c_ else 1.0,
+            mcnemar_p=mcnemar_exact(b, c_),
             votes_on_wolves_difference=(sum(vote_diffs) / len(vote_diffs) if vote_diffs
                                         else None),
             votes_low=vote_interval[0] if vote_interval else None,

@@ -156,3 +156,13 @@ def wilson(correct: int, n: int) -> Accuracy:
     return Accuracy(
         correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
     )
+
+
+def mcnemar_exact(first_only: int, second_only: int) -> float:
+    """Two-sided exact McNemar p-value for paired binary outcomes: a binomial test of the
+    discordant pairs (`first_only` won only under the first condition, `second_only` only
+    under the second) against 1/2. 1.0 when no pair is discordant."""
+    from scipy import stats
+
+    n = first_only + second_only
+    return float(stats.binomtest(first_only, n, 0.5).pvalue) if n else 1.0
