@@ -58,3 +58,18 @@ def test_relative_links_in_the_docs_resolve() -> None:
             if path and not (doc.parent / path).exists():
                 broken.append(f"{doc.relative_to(ROOT)}: {target}")
     assert broken == []
+
+
+# A folder of one machine (a home, a checkout's parent) in a doc or a command a reader copies.
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|Users)/[\w.-]+")
+
+
+def test_no_machine_paths_in_docs_data_or_code() -> None:
+    rooms = [ROOT / "README.md", ROOT / "Makefile", *(ROOT / d for d in
+             ("docs", "gtsteer", "configs", "scripts"))]
+    files = [p for room in rooms for p in ([room] if room.is_file() else sorted(room.rglob("*")))
+             if p.is_file() and p.suffix in {"", ".md", ".py", ".json", ".yaml", ".toml"}
+             and "reference" not in p.relative_to(ROOT).parts]
+    found = [f"{p.relative_to(ROOT)}: {m}" for p in files
+             for m in MACHINE_PATH.findall(p.read_text(encoding="utf-8", errors="replace"))]
+    assert found == []

@@ -8,7 +8,7 @@ without playing. Writes its section of docs/BENCHMARKS.md.
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench werewolf-lines \
         --models smollm2-135m,qwen2.5-coder-0.5b,gemma3-270m,qwen2.5-coder-1.5b \
-        --out /work/bench/wwlines
+        --out results/wwlines
 """
 
 from __future__ import annotations

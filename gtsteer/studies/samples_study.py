@@ -20,7 +20,7 @@ cache, and an interrupted run resumes where it stopped. Each finished S saves it
 from the saved rows without a model call.
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study samples configs/debate.yaml \
-        --seeds 2,4,8 --games 20,20,4 --results /work/bench/samples
+        --seeds 2,4,8 --games 20,20,4 --results results/samples
 """
 
 from __future__ import annotations
