@@ -20,21 +20,15 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import math
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.backends.batch_decode import (
-    GROUP_ROWS,
-    BatchDecoder,
-    GenerateJob,
-    ScoreJob,
-    local_batch,
-    log_softmax,
-)
 from gtsteer.llm.backends.chat_prompt import ChatTemplate, has_chat_template
 from gtsteer.llm.backends.local_models import (
     DEFAULT_LOCAL_MODEL,
@@ -78,15 +72,7 @@ def local_threads() -> int:
 class LlamaEngine:
     """One loaded GGUF: the llama.cpp context, how it is prompted, its prefix cache and queue."""
 
-    def __init__(
-        self,
-        path: Path,
-        n_ctx: int,
-        threads: int,
-        cache_bytes: int,
-        chat: bool | None,
-        batch: int = 1,
-    ):
+    def __init__(self, path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None):
         try:
             # `Llama` with llama.cpp's grammar-check-the-sampled-token-first sampling.
             from gtsteer.llm.backends.llama_sampling import FastGrammarLlama
@@ -98,65 +84,19 @@ class LlamaEngine:
         self.path = path
         self.threads = threads
         self.n_ctx = n_ctx
-
-        def load(repack: bool) -> Any:
-            with _model_params(use_extra_bufts=repack):
-                return FastGrammarLlama(
-                    model_path=str(path),
-                    n_ctx=n_ctx,
-                    n_batch=512,  # >= BLOCK: every block is one llama_decode
-                    n_threads=threads,
-                    n_threads_batch=threads,
-                    swa_full=True,  # SWA layers keep every cell: restored states lay out as fresh
-                    verbose=False,
-                )
-
-        #: Whether llama.cpp repacked the weights for its row-grouped kernels (its default).
-        self.repacked = True
-        self.llm = load(repack=True)
+        self.llm = FastGrammarLlama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_batch=512,  # >= BLOCK: every block is one llama_decode
+            n_threads=threads,
+            n_threads_batch=threads,
+            swa_full=True,  # SWA layers keep every cell: restored states lay out as fresh
+            verbose=False,
+        )
         self.chat = has_chat_template(self.llm) if chat is None else chat
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
-        # batch > 1: concurrent requests are decoded together (batch_decode); 1: one at a time
-
-        def batcher() -> BatchDecoder:
-            return BatchDecoder(
-                self, batch, BlockPrefixCache(cache_bytes), f"gtsteer-batch-{path.name}"
-            )
-
-        self.batcher = batcher() if batch > 1 else None
-        #: Why requests are served one at a time although batching was asked for (or None).
-        self.unbatched_reason: str | None = None
-        if self.batcher is not None and self.batcher.rows_per_decode < min(batch, GROUP_ROWS):
-            # Row-grouped (repacked) kernels round each row by its group of 4, so a row's answer
-            # would depend on its batch neighbours, and decodes of fewer rows stream the weights
-            # once per row (batching bought nothing: docs/BENCHMARKS.md). Reload the weights
-            # unrepacked (llama.cpp's --no-repack) and probe again: batched answers then differ
-            # from GTSTEER_LOCAL_BATCH=1's (repacked) but not with the batch. If rows still
-            # round together, serve one at a time on the repacked weights, as B = 1 does.
-            self.batcher.close()
-            self.llm.close()
-            self.llm = load(repack=False)
-            self.repacked = False
-            self.batcher = batcher()
-            if self.batcher.rows_per_decode < min(batch, GROUP_ROWS):
-                self.batcher.close()
-                self.batcher = None
-                self.llm.close()
-                self.llm = load(repack=True)
-                self.repacked = True
-                self.unbatched_reason = "row-grouped kernels, also with weights unrepacked"
-
-    @property
-    def active_prefix(self) -> BlockPrefixCache:
-        """The prefix cache requests go through (the batch context keeps its own)."""
-        return self.batcher.prefix if self.batcher else self.prefix
-
-    @property
-    def served(self) -> Any:
-        """Recent prompts in the order they were served (admitted, when batching)."""
-        return self.batcher.served if self.batcher else self.queue.served
 
     def render(self, request: GenerationRequest) -> str:
         return self.template.render(request) if self.template else request.as_text()
@@ -177,8 +117,6 @@ class LlamaEngine:
     def close(self) -> None:
         # The queue's worker is a daemon thread: at exit (Ctrl-C mid-request) it may still be
         # inside llama.cpp, and freeing the model under it would crash; leaking is harmless.
-        if self.batcher is not None and not self.batcher.close():
-            return
         if not self.queue.running.acquire(timeout=10):
             return
         try:
@@ -188,40 +126,13 @@ class LlamaEngine:
             self.queue.running.release()
 
 
-_params_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _model_params(**fields: Any) -> Any:
-    """`llama_cpp.Llama()` with these `llama_model_params` fields set. Llama() exposes no
-    `use_extra_bufts` (weight repacking) argument, and builds its params from
-    `llama_model_default_params()` inside __init__; so that function is wrapped for the
-    duration of one construction (under a lock: engines may load from several threads)."""
-    import llama_cpp.llama_cpp as native
-
-    with _params_lock:
-        original = native.llama_model_default_params
-
-        def with_fields() -> Any:
-            params = original()
-            for name, value in fields.items():
-                setattr(params, name, value)
-            return params
-
-        native.llama_model_default_params = with_fields
-        try:
-            yield
-        finally:
-            native.llama_model_default_params = original
-
-
 def engine_for(
-    path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None, batch: int = 1
+    path: Path, n_ctx: int, threads: int, cache_bytes: int, chat: bool | None
 ) -> LlamaEngine:
-    key = (str(path), n_ctx, threads, cache_bytes, chat, batch)
+    key = (str(path), n_ctx, threads, cache_bytes, chat)
     with _engines_lock:
         if key not in _engines:
-            _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat, batch)
+            _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat)
         return _engines[key]
 
 
@@ -233,16 +144,10 @@ def engine_stats() -> list[dict[str, Any]]:
         {
             "model": e.path.name,
             "threads": e.threads,
-            "batch": e.batcher.max_seqs if e.batcher else 1,
-            "batch_steps": e.batcher.steps if e.batcher else 0,
-            "batch_peak": e.batcher.peak_active if e.batcher else 1,
-            "rows_per_decode": e.batcher.rows_per_decode if e.batcher else 1,
-            "repacked": e.repacked,
-            "unbatched_reason": e.unbatched_reason,
-            "bound_bytes": e.active_prefix.max_bytes,
-            "cached_bytes": e.active_prefix.bytes,
-            "cached_states": len(e.active_prefix),
-            **dataclasses.asdict(e.active_prefix.stats),
+            "bound_bytes": e.prefix.max_bytes,
+            "cached_bytes": e.prefix.bytes,
+            "cached_states": len(e.prefix),
+            **dataclasses.asdict(e.prefix.stats),
         }
         for e in engines
     ]
@@ -259,6 +164,36 @@ def close_engines() -> None:
             with contextlib.suppress(Exception):
                 engine.close()
         _engines.clear()
+
+
+@dataclass
+class GenerateJob:
+    """One completion: prompt tokens, sampling settings and the per-request stop rules."""
+
+    tokens: list[int]
+    seed: int
+    temperature: float
+    max_tokens: int
+    stop: list[str]
+    grammar: Any = None  # a LlamaGrammar, or None
+
+
+@dataclass
+class ScoreJob:
+    """One `choose`: the prompt and each option's continuation tokens."""
+
+    tokens: list[int]
+    options: list[str]
+    option_tokens: list[list[int]]
+
+
+def log_softmax(logits: Any) -> Any:
+    """Log-probabilities from float64 logits, max-shifted: how `choose` turns llama.cpp's
+    logits into an option token's log-likelihood."""
+    import numpy as np
+
+    top = logits.max()
+    return logits - (top + math.log(np.exp(logits - top).sum()))
 
 
 def _last_logits(llm: Any, n_vocab: int) -> Any:
@@ -284,13 +219,11 @@ class LocalBackend(Backend):
         *,
         prefix_cache_mb: float | None = None,
         threads: int | None = None,
-        batch: int | None = None,
     ):
         super().__init__(model)
         self.choice = parse_local_model(model)
         self.n_ctx = int(os.environ.get("GTSTEER_LOCAL_CTX", DEFAULT_CTX))
         self.threads = threads or local_threads()
-        self.batch = batch or local_batch()
         self.cache_bytes = (
             cache_bytes_from_env() if prefix_cache_mb is None else int(prefix_cache_mb * 2**20)
         )
@@ -303,9 +236,7 @@ class LocalBackend(Backend):
     def engine(self) -> LlamaEngine:
         start = time.perf_counter()
         path = self.choice.resolve_path()  # assembling the Gemma GGUF takes a few seconds
-        engine = engine_for(
-            path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat, self.batch
-        )
+        engine = engine_for(path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat)
         if self.load_seconds is None:
             self.load_seconds = time.perf_counter() - start
         return engine
@@ -319,28 +250,16 @@ class LocalBackend(Backend):
             self.choice.chat = self.engine().chat
         return self.choice.chat
 
-    def weights(self) -> str:
-        """The layout of the weights that answer: "repacked" (llama.cpp's default, which B = 1
-        always keeps) or "unrepacked" (a batched engine reloaded them because the repacked
-        kernels round a row by its batch neighbours; Gemma 3 and Qwen 0.5B). A batched engine
-        decides it by its start-up probe, so asking loads the model (and probes) once."""
-        if self.batch == 1:
-            return "repacked"
-        return "repacked" if self.engine().repacked else "unrepacked"
-
     def identity(self) -> dict[str, Any]:
-        identity = {
+        """What the response-cache key holds of this backend. Building it loads no model for
+        an embedded one (its prompting kind is known): a rerun whose answers are all cached
+        never touches llama.cpp."""
+        return {
             "backend": self.kind,
             "model": self.choice.label,
             "prompting": "chat" if self.chat else "completion",
             "eval": f"blocks{BLOCK}",  # the batch split fixes the logits' low bits
         }
-        # The two layouts answer differently (docs/LOCAL.md). Only the unrepacked one is named:
-        # keys made before the layout was keyed are all of the default layout (B = 1, and
-        # SmolLM2, which never reloads), so they stay valid.
-        if self.weights() == "unrepacked":
-            identity["weights"] = "unrepacked"
-        return identity
 
     def render(self, request: GenerationRequest) -> str:
         """The exact text the model reads for `request` (chat template applied for chat models)."""
@@ -443,23 +362,17 @@ class LocalBackend(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         engine, text = await self._prepared(request)
-        if engine.batcher is None:
-            return await engine.queue.run(
-                text, lambda: self._complete_sync(engine, text, request, json_schema)
-            )
-        return await engine.batcher.run(
-            text, self._generate_job(engine, text, request, json_schema)
+        return await engine.queue.run(
+            text, lambda: self._complete_sync(engine, text, request, json_schema)
         )
 
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]
     ) -> tuple[dict[str, float] | None, Usage]:
         engine, text = await self._prepared(request)
-        if engine.batcher is None:
-            return await engine.queue.run(text, lambda: self._score_sync(engine, text, options))
-        return await engine.batcher.run(text, self._score_job(engine, text, options))
+        return await engine.queue.run(text, lambda: self._score_sync(engine, text, options))
 
-    # ---- batched requests (checked here, so a bad one fails alone before it is queued) --------
+    # ---- requests, checked on the engine's thread before anything is evaluated ---------------
 
     def _generate_job(
         self, engine: LlamaEngine, text: str, request: GenerationRequest, json_schema: dict | None
