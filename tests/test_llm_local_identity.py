@@ -61,3 +61,10 @@ def test_a_key_is_the_one_made_before_the_batch_engine_was_removed() -> None:
 def test_the_default_model_shares_its_name_s_key() -> None:
     """`local` is SmolLM2 today: its answers are the ones cached under `local:smollm2-135m`."""
     assert key(backend("local")) == key(backend("local:smollm2-135m"))
+
+
+def test_the_backend_class_lives_in_the_package_itself() -> None:
+    """A Ray driver recognises a built-in backend by its class's module and rebuilds it on the
+    worker from the model string (gtsteer/runs/ray_pool.py), so `LocalBackend` is defined in
+    `gtsteer.llm.backends.local` itself, not in one of its modules."""
+    assert LocalBackend.__module__ == "gtsteer.llm.backends.local"

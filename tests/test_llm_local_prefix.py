@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from gtsteer.llm import LLM
-from gtsteer.llm.backends.local import LlamaEngine, LocalBackend, _last_logits
-from gtsteer.llm.backends.prefix_cache import BLOCK, block_keys, tail_key
+from gtsteer.llm.backends.local import LlamaEngine, LocalBackend, serial
+from gtsteer.llm.backends.local.prefix_cache import BLOCK, block_keys, tail_key
 from gtsteer.llm.client import run_sync
 from gtsteer.llm.usage import UsageReport
 
@@ -154,7 +154,7 @@ def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
 def last_logits(engine: LlamaEngine, tokens: list[int]) -> np.ndarray:
     engine.prefix.load(engine.llm, tokens[:-1])
     engine.llm.eval(tokens[-1:])
-    return _last_logits(engine.llm, engine.llm.n_vocab())
+    return serial.last_logits(engine.llm, engine.llm.n_vocab())
 
 
 def test_a_choice_scores_each_option_as_if_fed_from_a_reloaded_prompt() -> None:
@@ -175,11 +175,11 @@ def test_a_choice_scores_each_option_as_if_fed_from_a_reloaded_prompt() -> None:
             top = logits.max()
             total += float(logits[token] - (top + math.log(np.exp(logits - top).sum())))
             engine.llm.eval([token])
-            logits = _last_logits(engine.llm, engine.llm.n_vocab())
+            logits = serial.last_logits(engine.llm, engine.llm.n_vocab())
         want[option] = total
     lengths = [len(engine.continuation_tokens(text, o)) for o in options]
     assert min(lengths) == 1 and max(lengths) >= 4
-    got, usage = backend._score_sync(engine, text, options)
+    got, usage = serial.score(engine, text, options)
     assert got == want
     assert usage.prompt_tokens == sum(len(tokens) + n for n in lengths)
     assert usage.prompt_tokens_evaluated == len(tokens) + sum(

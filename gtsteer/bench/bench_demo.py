@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.llm.backends.local_models import parse_local_model
+from gtsteer.llm.backends.local import parse_local_model
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench demo"

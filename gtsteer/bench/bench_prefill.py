@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.llm.backends.local import LocalBackend, close_engines
-from gtsteer.llm.backends.local_models import parse_local_model
+from gtsteer.llm.backends.local import LocalBackend, close_engines, parse_local_model
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench prefill"
@@ -35,7 +34,7 @@ START, END = benchdoc.markers("bench_prefill")
 N_PROMPT = 512
 CHUNKS = (16, 64, 128, 256, 512)
 SEQS = (1, 2, 4, 8)
-#: The block gtsteer evaluates prompts in (prefix_cache.BLOCK); the ratios are against it.
+#: The block gtsteer evaluates prompts in (local.BLOCK); the ratios are against it.
 BLOCK = 64
 
 
