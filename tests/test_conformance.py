@@ -334,3 +334,103 @@ def test_no_import_circle_between_gtsteer_packages() -> None:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
         pytest.fail(f"import circle between gtsteer packages: {' -> '.join(exc.args[1])}")
+
+
+# ---- the local backend's modules (docs/DESIGN.md, "The local backend") ------------------------
+
+LOCAL = ROOT / "gtsteer" / "llm" / "backends" / "local"
+LOCAL_PACKAGE = "gtsteer.llm.backends.local"
+
+
+def design_local_modules() -> dict[str, set[str]]:
+    """docs/DESIGN.md's table of the local backend's modules: each module (by file stem), the
+    sibling modules it may import ("all of the above": every row before it)."""
+    text = (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    section = text.split("### The local backend (`gtsteer/llm/backends/local/`)", 1)[1]
+    rows = re.findall(r"^\| `(\w+)\.py` \|.*\| ([^|]*) \|$", section.split("\n## ", 1)[0],
+                      re.MULTILINE)
+    names = [module for module, _ in rows]
+    return {module: set(names[:i]) if "all of the above" in cell
+            else {n for n in names if re.search(rf"\b{n}\b", cell)} - {module}
+            for i, (module, cell) in enumerate(rows)}
+
+
+def local_modules_imported(tree: ast.AST) -> set[str]:
+    """The local backend's modules a file imports, by stem; `__init__` for the package's own
+    names (`from gtsteer.llm.backends.local import LocalBackend`, `from gtsteer.llm.backends
+    import local`)."""
+    stems = {p.stem for p in LOCAL.glob("*.py")}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = {a.name for a in node.names}
+            if node.module == LOCAL_PACKAGE:
+                found |= names & stems
+                found |= {"__init__"} if names - stems else set()
+            elif node.module.startswith(LOCAL_PACKAGE + "."):
+                found.add(node.module.split(".")[4])
+            elif node.module == "gtsteer.llm.backends" and "local" in names:
+                found.add("__init__")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == LOCAL_PACKAGE:
+                    found.add("__init__")
+                elif alias.name.startswith(LOCAL_PACKAGE + "."):
+                    found.add(alias.name.split(".")[4])
+    return found
+
+
+def imports_llama_cpp(tree: ast.AST) -> bool:
+    return any(
+        (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "llama_cpp")
+        or (isinstance(node, ast.Import)
+            and any(a.name.split(".")[0] == "llama_cpp" for a in node.names))
+        for node in ast.walk(tree))
+
+
+def test_the_local_scan_sees_every_kind_of_import() -> None:
+    source = ("from gtsteer.llm.backends.local import LocalBackend, serial\n"
+              "from gtsteer.llm.backends.local.models import EMBEDDED_MODELS\n"
+              "def f():\n"
+              "    import gtsteer.llm.backends.local.worker\n"
+              "    from gtsteer.llm.backends import local\n"
+              "    from llama_cpp import Llama\n")
+    tree = ast.parse(source)
+    assert local_modules_imported(tree) == {"__init__", "serial", "models", "worker"}
+    assert imports_llama_cpp(tree)
+    assert local_modules_imported(ast.parse("from gtsteer.llm.backends import fake\n")) == set()
+    assert not imports_llama_cpp(ast.parse("import llama_cpp_tools\n"))
+
+
+def test_every_local_backend_module_has_a_row_in_the_design_document() -> None:
+    table = design_local_modules()
+    assert set(table) == {p.stem for p in LOCAL.glob("*.py")}
+    assert table["parts"] == set() and table["models"] == {"parts"}
+    assert table["engine"] == {"chat", "sampling", "prefix_cache", "worker"}
+    assert table["serial"] == {"engine"}
+    assert table["__init__"] == set(table) - {"__init__"}
+
+
+def test_each_local_backend_module_imports_only_the_siblings_design_allows() -> None:
+    table = design_local_modules()
+    wrong = [f"{path.name}: {sorted(bad)}" for path in sorted(LOCAL.glob("*.py"))
+             if (bad := local_modules_imported(ast.parse(path.read_text(encoding="utf-8")))
+                 - table[path.stem] - {path.stem})]
+    assert wrong == []
+
+
+def test_outside_the_local_backend_gtsteer_imports_only_its_package() -> None:
+    """Its modules are free to move: everything else goes through the names `__init__`
+    exports (what the Makefile, the benchmarks and the CLI use)."""
+    wrong = [f"{path.relative_to(ROOT)}: {sorted(bad)}"
+             for path in sorted((ROOT / "gtsteer").rglob("*.py")) if LOCAL not in path.parents
+             if (bad := local_modules_imported(ast.parse(path.read_text(encoding="utf-8")))
+                 - {"__init__"})]
+    assert wrong == []
+
+
+def test_in_the_llm_layer_only_the_local_backend_imports_llama_cpp() -> None:
+    llm = ROOT / "gtsteer" / "llm"
+    found = [path.relative_to(llm).as_posix() for path in sorted(llm.rglob("*.py"))
+             if imports_llama_cpp(ast.parse(path.read_text(encoding="utf-8")))]
+    assert found and all(name.startswith("backends/local/") for name in found), found

@@ -43,6 +43,15 @@ def test_import_does_not_load_torch(module: str) -> None:
     assert "torch" not in loaded
 
 
+@pytest.mark.parametrize("module", ["gtsteer.llm.backends.local", "gtsteer.cli"])
+def test_import_does_not_load_llama_cpp(module: str) -> None:
+    """llama-cpp-python (and its shared library) loads when a local model does: `local.engine`
+    imports it then, so a command that never runs the local model never pays for it."""
+    loaded = modules_after(f"import {module}")
+    assert {module, "gtsteer.llm.backends.local.engine"} <= loaded
+    assert not {m for m in loaded if m.split(".")[0] == "llama_cpp"}
+
+
 def test_cli_loads_scipy_stats_and_optimize_only_when_used() -> None:
     loaded = modules_after("import gtsteer.cli")
     assert not {"scipy.stats", "scipy.optimize"} & loaded

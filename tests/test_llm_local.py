@@ -107,7 +107,7 @@ ACCUSE_PROMPT = (
 def test_fast_grammar_sampling_is_valid_by_construction(local: LLM) -> None:
     """The sampled-token-first grammar check never lets an invalid token through: every sample
     at temperature 1.0 validates on the first attempt, and a seed fixes the JSON."""
-    from gtsteer.llm.backends.llama_sampling import FastGrammarLlama, GrammarCheckedSampler
+    from gtsteer.llm.backends.local.sampling import FastGrammarLlama, GrammarCheckedSampler
 
     results = [
         local.structured_sync(ACCUSE_PROMPT, Accusation, seed=s, temperature=1.0, max_tokens=120)

@@ -9,19 +9,19 @@ import threading
 import pytest
 
 from gtsteer.llm import ModelConfigError
-from gtsteer.llm.backends.local_models import (
+from gtsteer.llm.backends.local.models import (
     DEFAULT_LOCAL_MODEL,
     EMBEDDED_MODELS,
     parse_local_model,
 )
-from gtsteer.llm.backends.prefix_cache import (
+from gtsteer.llm.backends.local.prefix_cache import (
     BLOCK,
     BlockPrefixCache,
     block_keys,
     cache_bytes_from_env,
     is_checkpoint,
 )
-from gtsteer.llm.backends.prefix_queue import PrefixOrderedQueue, common_prefix_len
+from gtsteer.llm.backends.local.worker import PrefixOrderedQueue, common_prefix_len
 
 
 def test_model_strings_name_the_embedded_models() -> None:

@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 
 from gtsteer.llm import LLM
-from gtsteer.llm.backends.local import LlamaEngine, LocalBackend, _last_logits
-from gtsteer.llm.backends.prefix_cache import BLOCK, block_keys, tail_key
+from gtsteer.llm.backends.local import LlamaEngine, LocalBackend, serial
+from gtsteer.llm.backends.local.prefix_cache import BLOCK, block_keys, tail_key
 from gtsteer.llm.client import run_sync
 from gtsteer.llm.usage import UsageReport
 
@@ -57,8 +57,8 @@ PROMPTS = [
 ]
 
 
-def make_llm(model: str, cache_mb: float, batch: int | None = None) -> LLM:
-    backend = LocalBackend(model, prefix_cache_mb=cache_mb, batch=batch)
+def make_llm(model: str, cache_mb: float) -> LLM:
+    backend = LocalBackend(model, prefix_cache_mb=cache_mb)
     return LLM(model, backend=backend, use_cache=False)
 
 
@@ -85,8 +85,8 @@ def engine_of(llm: LLM) -> LlamaEngine:
 
 @pytest.fixture(scope="module")
 def reference() -> tuple[dict[int, Any], UsageReport]:
-    """Every prompt answered one at a time (unbatched) with reuse off."""
-    off = make_llm(SMOL, 0, batch=1)
+    """Every prompt answered one at a time with reuse off."""
+    off = make_llm(SMOL, 0)
     return serve_in_order(off, list(range(len(PROMPTS)))), off.usage
 
 
@@ -96,7 +96,7 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
     expected, usage_off = reference
     # Reuse off: every generation evaluates its whole prompt; a choice evaluates its prompt
     # once, and again for each option longer than one token, with that option but its last.
-    engine = engine_of(make_llm(SMOL, 0, batch=1))
+    engine = engine_of(make_llm(SMOL, 0))
     evaluated_off = 0
     for i, prompt in enumerate(PROMPTS):
         text = engine.render_text(prompt)
@@ -116,7 +116,7 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
         "shuffled": random.Random(0).sample(range(len(PROMPTS)), len(PROMPTS)),
     }
     for name, order in orders.items():
-        engine.active_prefix.clear()
+        engine.prefix.clear()
         before = on.usage
         got = serve_in_order(on, order)
         assert got == expected, name
@@ -130,15 +130,14 @@ def test_outputs_are_identical_with_reuse_on_off_and_in_any_order(
 def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
     reference: tuple[dict[int, Any], UsageReport],
 ) -> None:
-    """All 24 submitted at once, interleaving the four prefix groups: the unbatched queue serves
-    each group together and the answers equal one-at-a-time serving with reuse off (batched
-    admission follows the same order; tests/test_llm_local_batch.py checks its answers)."""
+    """All 24 submitted at once, interleaving the four prefix groups: the queue serves each
+    group together and the answers equal one-at-a-time serving with reuse off."""
     interleaved = [g * 6 + q for q in range(6) for g in range(4)]
     expected = reference[0]
 
-    on = make_llm(SMOL, 128, batch=1)
+    on = make_llm(SMOL, 128)
     engine = engine_of(on)
-    engine.served.clear()
+    engine.queue.served.clear()
 
     async def burst() -> list[Any]:
         return await asyncio.gather(*(ask(on, i) for i in interleaved))
@@ -146,7 +145,7 @@ def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
     answers = asyncio.run(burst())
     assert dict(zip(interleaved, answers, strict=True)) == expected
     group_of = {engine.render_text(p): i // 6 for i, p in enumerate(PROMPTS)}
-    groups = [group_of[key] for key in engine.served]
+    groups = [group_of[key] for key in engine.queue.served]
     assert sorted(groups) == sorted(group_of.values())
     switches = sum(a != b for a, b in itertools.pairwise(groups))
     assert switches <= 6, groups  # grouped: far fewer switches than the 23 submitted
@@ -155,14 +154,14 @@ def test_concurrent_requests_are_grouped_by_prefix_and_stay_identical(
 def last_logits(engine: LlamaEngine, tokens: list[int]) -> np.ndarray:
     engine.prefix.load(engine.llm, tokens[:-1])
     engine.llm.eval(tokens[-1:])
-    return _last_logits(engine.llm, engine.llm.n_vocab())
+    return serial.last_logits(engine.llm, engine.llm.n_vocab())
 
 
 def test_a_choice_scores_each_option_as_if_fed_from_a_reloaded_prompt() -> None:
     """Every option's first token is scored from the one distribution after the prompt and its
     later tokens from a reloaded prompt: the same float64 scores, bit for bit, as feeding each
     option token by token from its own reload, for options of one and of several tokens."""
-    llm = make_llm(SMOL, 0, batch=1)
+    llm = make_llm(SMOL, 0)
     engine = engine_of(llm)
     backend = llm.backend
     assert isinstance(backend, LocalBackend)
@@ -176,11 +175,11 @@ def test_a_choice_scores_each_option_as_if_fed_from_a_reloaded_prompt() -> None:
             top = logits.max()
             total += float(logits[token] - (top + math.log(np.exp(logits - top).sum())))
             engine.llm.eval([token])
-            logits = _last_logits(engine.llm, engine.llm.n_vocab())
+            logits = serial.last_logits(engine.llm, engine.llm.n_vocab())
         want[option] = total
     lengths = [len(engine.continuation_tokens(text, o)) for o in options]
     assert min(lengths) == 1 and max(lengths) >= 4
-    got, usage = backend._score_sync(engine, text, options)
+    got, usage = serial.score(engine, text, options)
     assert got == want
     assert usage.prompt_tokens == sum(len(tokens) + n for n in lengths)
     assert usage.prompt_tokens_evaluated == len(tokens) + sum(

@@ -10,7 +10,7 @@ import pytest
 
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.local import LocalBackend
-from gtsteer.llm.backends.local_models import QWEN_05B, QWEN_15B
+from gtsteer.llm.backends.local.models import QWEN_05B, QWEN_15B
 from gtsteer.llm.types import GenerationRequest, Message
 
 pytestmark = pytest.mark.slow

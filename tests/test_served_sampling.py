@@ -6,11 +6,12 @@ in-process ones with the server's defaults, 11 of 16 with these fields (docs/LOC
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM
-from gtsteer.llm.backends.batch_decode import _SAMPLING
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING
 
 
@@ -20,7 +21,11 @@ def no_provider_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_sent_sampling_is_the_in_process_chain() -> None:
-    assert {k: _SAMPLING[k] for k in LLAMA_CPP_SAMPLING} == LLAMA_CPP_SAMPLING
+    """The in-process backend samples with `create_completion`'s defaults (it passes none of
+    these fields), so the fields sent are those defaults, read from llama-cpp-python itself."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    defaults = inspect.signature(llama_cpp.Llama.create_completion).parameters
+    assert {k: defaults[k].default for k in LLAMA_CPP_SAMPLING} == LLAMA_CPP_SAMPLING
 
 
 def test_an_openai_compatible_server_gets_llama_cpp_sampling_seed_and_stops() -> None:

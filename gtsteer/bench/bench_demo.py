@@ -1,20 +1,20 @@
-"""The README demo cold by model, threads and batch size: its wall time and what it computed.
+"""The README demo cold by model and threads: its wall time and what it computed.
 
-Runs `gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>` (what
-`make demo` runs, with the model named) once per model, `GTSTEER_LOCAL_THREADS` value and
-`GTSTEER_LOCAL_BATCH` value, each in an empty response cache, one at a time, nothing else loading
-a model (run it under `flock /tmp/gtsteer-model.lock`). A model's first row is the reference: the
-other rows give their speed-up over it, and whether every sampled dialogue and payoff came out
-the same (a hash of the instance's terminals file), since llama.cpp splits a product's rows
-among threads but computes each value on one thread. Beside each row, llama.cpp's own
-`llama-bench` on the same GGUF and threads (64-token prompts, 32 generated tokens, flash
-attention off as gtsteer runs) says how fast this machine was at the time: the VM's speed moves
-from day to day, so a wall time from another day compares only through its reference. Writes
-the `bench_demo` section of docs/BENCHMARKS.md (`bench_demo_<label>` with `--label`, so models
+Runs `gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>`
+(what `make demo` runs, with the model named) once per model and `GTSTEER_LOCAL_THREADS`
+value, each in an empty response cache, one at a time, nothing else loading a model (run it
+under `flock /tmp/gtsteer-model.lock`). A model's first row is the reference: the other rows
+give their speed-up over it, and whether every sampled dialogue and payoff came out the same
+(a hash of the instance's terminals file), since llama.cpp splits a product's rows among
+threads but computes each value on one thread. Beside each row, llama.cpp's own `llama-bench`
+on the same GGUF and threads (64-token prompts, 32 generated tokens, flash attention off as
+gtsteer runs) says how fast this machine was at the time: the VM's speed moves from day to
+day, so a wall time from another day compares only through its reference. Writes the
+`bench_demo` section of docs/BENCHMARKS.md (`bench_demo_<label>` with `--label`, so models
 measured in separate runs keep their sections).
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench demo \
-        [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--batch 1] [--label L]
+        [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--label L]
         [--no-write]
 """
 
@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.llm.backends.local_models import parse_local_model
+from gtsteer.llm.backends.local import parse_local_model
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench demo"
@@ -39,16 +39,16 @@ def section_name(label: str) -> str:
     return "bench_demo" + (f"_{label}" if label else "")
 
 
-def run_demo(model: str, threads: int, batch: int = 1) -> dict:
+def run_demo(model: str, threads: int) -> dict:
     terminals_file = "games/0.terminals.jsonl"
     wall, files = benchdoc.run_cold(
         [*benchdoc.demo_args(), "--llm", f"local:{model}", "-q"],
-        {"GTSTEER_LOCAL_THREADS": str(threads), "GTSTEER_LOCAL_BATCH": str(batch)},
+        {"GTSTEER_LOCAL_THREADS": str(threads)},
         "bench-demo-",
         read=("summary.json", terminals_file))
     summary, terminals = json.loads(files["summary.json"]), files[terminals_file]
     metrics = summary["metrics"]
-    return {"model": model, "threads": threads, "batch": batch, "wall_s": round(wall, 1),
+    return {"model": model, "threads": threads, "wall_s": round(wall, 1),
             "new_calls": summary["llm_calls"]["new_calls"],
             "nash_conv": metrics.get("nash_conv"), "cfr_gain": metrics.get("cfr_gain"),
             "terminals": hashlib.sha256(terminals).hexdigest()[:12]}
@@ -73,31 +73,30 @@ def speeds(ref: dict[str, float] | None) -> str:
 
 
 def render(rows: list[dict], command: str, commit: str, label: str = "") -> str:
-    lines = [("| model | threads | batch | wall, cold | speed-up | new calls | NashConv | CFR gain"
+    lines = [("| model | threads | wall, cold | speed-up | new calls | NashConv | CFR gain"
               " | terminals (sha256) | same as the reference | llama-bench prompt / generated "
               "tokens/s |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for row in rows:
         ref = next(r for r in rows if r["model"] == row["model"])
         same = "reference" if row is ref else ("yes" if row["terminals"] == ref["terminals"]
                                                else "**no**")
-        lines.append(f"| `{row['model']}` | {row['threads']} | {row.get('batch', 1)} | "
-                     f"{row['wall_s']:.0f} s | "
+        lines.append(f"| `{row['model']}` | {row['threads']} | {row['wall_s']:.0f} s | "
                      f"{ref['wall_s'] / row['wall_s']:.2f}x | {row['new_calls']} | "
                      f"{fmt(row['nash_conv'])} | {fmt(row['cfr_gain'])} | `{row['terminals']}` | "
                      f"{same} | {speeds(row.get('llama_bench'))} |")
     start, end = benchdoc.markers(section_name(label))
     demo = " ".join(benchdoc.demo_args())
-    title = ("The README demo cold, per model, thread count and batch size"
+    title = ("The README demo cold, per model and thread count"
              + (f" ({label})" if label else ""))
     return f"""{start}
 ## {title}
 
 Command: `{command}`
 Machine: {benchdoc.machine_line(commit=commit)}. Each row: `gtsteer {demo} --llm local:<model>`
-in an empty response cache with `GTSTEER_LOCAL_THREADS` and `GTSTEER_LOCAL_BATCH` set, one run at a
-time. Speed-up: the model's first row's wall time over this row's. Terminals: a hash of every
-sampled dialogue with its payoffs (`games/0.terminals.jsonl`).
+in an empty response cache with `GTSTEER_LOCAL_THREADS` set, one run at a time. Speed-up: the
+model's first row's wall time over this row's. Terminals: a hash of every sampled dialogue with its
+payoffs (`games/0.terminals.jsonl`).
 
 {chr(10).join(lines)}
 {end}"""
@@ -107,28 +106,23 @@ def main(argv: list[str] | None = None) -> None:
     ap = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
     ap.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b")
     ap.add_argument("--threads", default="1,2", help="The first is the reference.")
-    ap.add_argument("--batch", default="1",
-                    help="GTSTEER_LOCAL_BATCH values; the first is the reference.")
     ap.add_argument("--label", default="", help="Names this run's section of the doc.")
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--no-write", action="store_true", help="Print the section only.")
     args = ap.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    batches = [int(b) for b in args.batch.split(",") if b.strip()]
     commit = benchdoc.commit(["gtsteer"])
     bins = llama_tools.build(("llama-bench",))
     rows = []
     for model in models:
         for n in threads:
             speed = reference(bins, model, n)  # the machine's speed, once per model and threads
-            for batch in batches:
-                print(f"{model}, {n} thread(s), batch {batch} ...", flush=True)
-                rows.append({**run_demo(model, n, batch), "llama_bench": speed})
-                print(json.dumps(rows[-1]), flush=True)
+            print(f"{model}, {n} thread(s) ...", flush=True)
+            rows.append({**run_demo(model, n), "llama_bench": speed})
+            print(json.dumps(rows[-1]), flush=True)
     command = (f"flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench demo "
-               f"--models {','.join(models)} --threads {','.join(map(str, threads))} "
-               f"--batch {','.join(map(str, batches))}"
+               f"--models {','.join(models)} --threads {','.join(map(str, threads))}"
                + (f" --label {args.label}" if args.label else ""))
     section = render(rows, command, commit, args.label)
     print(section)

@@ -250,7 +250,7 @@ def render(
             "greedy, so both samplers emit the same tokens; prompt included; the token count "
             "per model is in the table), "
             "llama-cpp-python's stock sampler (JSON-schema grammar over the whole vocabulary "
-            "before top-k) against gtsteer's (`llama_sampling`: the grammar checks the sampled"
+            "before top-k) against gtsteer's (`local.sampling`: the grammar checks the sampled"
             " token first, then the top 40, and runs over the whole vocabulary only when it"
             " rejects them all; the share of such tokens is in the last column). The two alternate "
             "within each repeat; medians. Generation speed without a grammar (above) is the "

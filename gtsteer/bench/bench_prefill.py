@@ -1,10 +1,11 @@
 """Prompt evaluation (prefill) on the local backend: would bigger decodes, or many sequences'
 prompts in one decode, evaluate prompts faster on this machine?
 
-The README main job and the long-prefix case of `gtsteer bench batch` spend most of their
-time evaluating prompts, one 64-token block per `llama_decode` (gtsteer/llm/backends/
-prefix_cache.py). Batching generation helps them only if prompt evaluation gets faster too, and
-that is a question about llama.cpp's kernels on this CPU, answered here by measurement:
+The README main job and the long-prefix case of the batched-decoding benchmark (removed with
+the batch engine; docs/LOCAL.md, "Batched decoding: tried, measured, removed") spend most of
+their time evaluating prompts, one 64-token block per `llama_decode` (gtsteer/llm/backends/
+local/prefix_cache.py). Batching generation helps them only if prompt evaluation gets faster
+too, and that is a question about llama.cpp's kernels on this CPU, answered here by measurement:
 
 1. 512 prompt tokens evaluated in decodes of 16, 64, 128, 256 and 512 tokens, through gtsteer's
    engine, beside llama.cpp's own `llama-bench -p 512 -n 0 -b 512 -ub C` (same GGUF, threads).
@@ -24,8 +25,7 @@ import time
 from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.llm.backends.local import LocalBackend, close_engines
-from gtsteer.llm.backends.local_models import parse_local_model
+from gtsteer.llm.backends.local import LocalBackend, close_engines, parse_local_model
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench prefill"
@@ -34,7 +34,7 @@ START, END = benchdoc.markers("bench_prefill")
 N_PROMPT = 512
 CHUNKS = (16, 64, 128, 256, 512)
 SEQS = (1, 2, 4, 8)
-#: The block gtsteer evaluates prompts in (prefix_cache.BLOCK); the ratios are against it.
+#: The block gtsteer evaluates prompts in (local.BLOCK); the ratios are against it.
 BLOCK = 64
 
 
@@ -43,7 +43,7 @@ def gtsteer_prefill(model: str, threads: int, repeats: int = 2) -> dict[int, flo
     an empty context, the last token's logits computed as a prompt's are."""
     import llama_cpp
 
-    backend = LocalBackend(model, threads=threads, batch=1)
+    backend = LocalBackend(model, threads=threads)
     llm = backend.engine().llm
     memory = llama_cpp.llama_get_memory(llm._ctx.ctx)
     tokens = [(llm.token_bos() + 7 + 13 * i) % llm.n_vocab() for i in range(N_PROMPT)]
@@ -91,8 +91,8 @@ def reading(best: float, cross: float) -> str:
     if max(best, cross) < WORTH:
         return head + (" Prompt evaluation is compute-bound already at one block on this "
                        "machine, so batching prefill across requests cannot make the "
-                       "prefill-bound jobs (the README main job, the long-prefix case of "
-                       "`gtsteer bench batch`) much faster; batching speeds up only their "
+                       "prefill-bound jobs (the README main job, 16 requests sharing a long "
+                       "prefix) much faster; batching speeds up only their "
                        "generation.")  # fmt: skip
     return head + (f" That is at least {WORTH}x: evaluating several requests' prompt blocks in "
                    "one decode would pay here.")

@@ -108,7 +108,7 @@ def two_process_reference(model: str = "local:smollm2-135m") -> dict:
     import subprocess
 
     from gtsteer.bench import llama_tools
-    from gtsteer.llm.backends.local_models import parse_local_model
+    from gtsteer.llm.backends.local import parse_local_model
 
     bins = llama_tools.build()
     path = parse_local_model(model).resolve_path()

@@ -117,7 +117,7 @@ def slots_main(args: argparse.Namespace) -> None:
     base = rows[0][1]
     def label(n: int | str) -> str:
         return (f"`llama-server --parallel {n}`" if n != "in-process" else
-                "in-process `local:smollm2-135m` (batched decoding)")
+                "in-process `local:smollm2-135m`")
 
     table = [f"| {label(n)} | {wall:.1f} s | {len(requests) / (wall / 60):.0f} | "
              f"{tokens / wall:.1f} | {base / wall:.2f}x | {lb:.1f} / {la:.1f} |"

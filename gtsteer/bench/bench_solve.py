@@ -193,7 +193,7 @@ def main_job() -> dict | str:
     """
     if (why := local_unavailable()) is not None:
         return why
-    from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
+    from gtsteer.llm.backends.local import DEFAULT_LOCAL_MODEL
 
     out: dict = {"command": DEMO_COMMAND, "model": DEFAULT_LOCAL_MODEL}
     out["source"] = f"snapshot of the work tree at {benchdoc.commit()}"

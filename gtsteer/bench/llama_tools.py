@@ -30,8 +30,7 @@ VERSION = "0.3.36"
 TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
 #: gtsteer's contexts run without flash attention (llama-cpp-python's default), while llama.cpp's
 #: tools default to `auto`, which turns it on for this CPU; a reference run passes this so that it
-#: measures the same attention kernels. (On SmolLM2 at B = 8 flash attention alone made gtsteer's
-#: batched generation 1.42x faster and its long-prefix case slower: docs/LOCAL.md.)
+#: measures the same attention kernels (docs/LOCAL.md, "Flash attention").
 FLASH_ATTN = "off"
 
 
@@ -117,22 +116,18 @@ def batched_bench(
     n_prompt: int,
     n_gen: int,
     seqs: list[int],
-    repack: bool = True,
     shared_prompt: bool = True,
     speed: str = "speed_tg",
 ) -> dict[int, float]:
     """llama-batched-bench's aggregate `speed` (tokens/s: `speed_tg` generation, `speed_pp`
     prompt) per parallel sequence count. `shared_prompt`: the prompt shared between sequences
-    (`-pps`), as gtsteer's tree levels share theirs; else one prompt per sequence.
-    `repack=False` keeps the weights as stored (`--no-repack`), as gtsteer's batched decoder
-    loads a model whose repacked kernels round rows by group."""
+    (`-pps`), as gtsteer's tree levels share theirs; else one prompt per sequence."""
     ctx = max(seqs) * (n_prompt + n_gen) + 256
     out = subprocess.run(
         [str(bins["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb",
          str(threads), "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(n_prompt),
          "-ntg", str(n_gen), "-npl", ",".join(map(str, seqs)), "-fa", FLASH_ATTN,
-         "--output-format", "jsonl", *(["-pps"] if shared_prompt else []),
-         *([] if repack else ["--no-repack"])],
+         "--output-format", "jsonl", *(["-pps"] if shared_prompt else [])],
         check=True, capture_output=True, text=True,
     ).stdout
     speeds = {}

