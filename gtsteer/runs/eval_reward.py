@@ -32,9 +32,9 @@ from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
+from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm
+from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import check_out_dir, run_folder, write_json
-from gtsteer.runs.ray_map import map_on_ray
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
@@ -141,7 +141,7 @@ def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
 
 
 async def _score(
-    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], progress: bool
+    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], bar: GatherBar
 ) -> list[ScoredCase]:
     async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
         ctx = RewardContext(
@@ -152,8 +152,7 @@ async def _score(
         except LLMError as exc:
             return None, f"{type(exc).__name__}: {exc}"
 
-    with GatherBar(progress) as bar:
-        results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
+    results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
     out = []
     it = iter(results)
     for case in cases:
@@ -176,25 +175,26 @@ async def _score(
 
 @dataclass(frozen=True)
 class CaseBatch:
-    """The cases of one generated instance (one per outcome type), as a Ray task gets them:
-    no two instances share a prompt, so the batches are independent."""
+    """The cases of one generated instance (one per outcome type), the unit of work: no two
+    instances share a prompt, so the batches are independent."""
 
     specs: dict[str, DomainSpec]
     cases: list[RewardCase]
 
 
-def score_batch(batch: CaseBatch, model: LLM) -> list[ScoredCase]:
-    return run_sync(_score(batch.specs, model, batch.cases, progress=False))
+async def score_batch(batch: CaseBatch, model: LLM, bar: GatherBar) -> list[ScoredCase]:
+    return await _score(batch.specs, model, batch.cases, bar)
 
 
-def _score_on_ray(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
-                  ray: RayOptions, progress: bool) -> list[ScoredCase]:
-    """`_score` with one Ray task per instance's cases; the cases' order is kept."""
+def _score_all(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
+               executor: Executor) -> list[ScoredCase]:
+    """Every case scored on every path, one unit per instance's cases; the cases' order is
+    kept."""
     by_instance: dict[int, list[int]] = {}
     for position, case in enumerate(cases):
         by_instance.setdefault(case.instance.index, []).append(position)
     batches = [CaseBatch(specs, [cases[p] for p in mine]) for mine in by_instance.values()]
-    run = map_on_ray(score_batch, batches, model, ray, progress=progress, label="case batches")
+    run = executor.gather(score_batch, batches, model, label="case batches")
     scored: dict[int, ScoredCase] = {}
     for mine, done in zip(by_instance.values(), run.values, strict=True):
         scored.update(zip(mine, done, strict=True))
@@ -236,7 +236,8 @@ def measure_reward(
     ray: RayOptions | None = None,
 ) -> RewardReport:
     """Write the cases, score them on every path, and summarise; nothing is written to disk.
-    `ray`: one Ray task per generated instance's cases; the report is the same."""
+    The unit of work is one generated instance's cases (`ray`: one Ray task each); the
+    report is the same either way."""
     if not 1 <= cases <= MAX_CASES:
         raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
     spec = load_spec(config_path)
@@ -245,10 +246,9 @@ def measure_reward(
     specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
     written = write_cases(spec, cases, seed)
     before = model.usage
-    if ray is None:
-        scored = run_sync(_score(specs, model, written, progress))
-    else:
-        scored = _score_on_ray(specs, model, written, ray, progress)
+    executor = Executor(ray, progress)
+    with executor.session():
+        scored = _score_all(specs, model, written, executor)
     after = model.usage
     errors = [
         path_error(path, outcome, scored)

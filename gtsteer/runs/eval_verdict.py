@@ -30,9 +30,9 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
-from gtsteer.llm import LLM, as_llm, run_sync
+from gtsteer.llm import LLM, as_llm
+from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
-from gtsteer.runs.ray_map import map_on_ray
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import wilson
 
@@ -108,40 +108,32 @@ def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int
         raise ValueError(f"breadth/depth: must be >= 1, got {breadth}/{depth}")
 
 
-async def _play_all(
-    llm: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]], seed: int,
-    progress: bool,
-) -> list[GameOutcome]:
-    with GatherBar(progress) as bar:
-        return await bar.gather("verdict games", [
-            play_verdict_game(llm, spec, instance, policy, setting, seed)
-            for policy, setting, instance in jobs
-        ])
-
-
 @dataclass(frozen=True)
 class InstanceGames:
-    """Every (judge setting, policy) game of one instance, as a Ray task gets them: the games
-    of an instance share prompts (the strategic questioner's first candidate is the naive
-    one's message), those of two instances none, so instances are the independent units."""
+    """Every (judge setting, policy) game of one instance, the unit of work: the games of an
+    instance share prompts (the strategic questioner's first candidate is the naive one's
+    message), those of two instances none, so instances are the independent units."""
 
     spec: DomainSpec
     jobs: list[tuple[Questioner, JudgeSetting, Instance]]
     seed: int
 
 
-def play_instance(unit: InstanceGames, model: LLM) -> list[GameOutcome]:
-    return run_sync(_play_all(model, unit.spec, unit.jobs, unit.seed, progress=False))
+async def play_instance(unit: InstanceGames, model: LLM, bar: GatherBar) -> list[GameOutcome]:
+    return await bar.gather("verdict games", [
+        play_verdict_game(model, unit.spec, instance, policy, setting, unit.seed)
+        for policy, setting, instance in unit.jobs
+    ])
 
 
-def _play_on_ray(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
-                 seed: int, ray: RayOptions, progress: bool) -> list[GameOutcome]:
-    """`_play_all` with one Ray task per instance; outcomes in the jobs' order."""
+def _play_all(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
+              seed: int, executor: Executor) -> list[GameOutcome]:
+    """Every job's game, one unit per instance; outcomes in the jobs' order."""
     by_instance: dict[int, list[int]] = {}
     for position, (_, _, instance) in enumerate(jobs):
         by_instance.setdefault(instance.index, []).append(position)
     units = [InstanceGames(spec, [jobs[p] for p in mine], seed) for mine in by_instance.values()]
-    run = map_on_ray(play_instance, units, model, ray, progress=progress, label="instances")
+    run = executor.gather(play_instance, units, model, label="instances")
     outcomes: dict[int, GameOutcome] = {}
     for mine, done in zip(by_instance.values(), run.values, strict=True):
         outcomes.update(zip(mine, done, strict=True))
@@ -162,7 +154,8 @@ def evaluate_verdict(
     ray: RayOptions | None = None,
 ) -> VerdictEvalReport:
     """Play every (policy, judge prompt, temperature, instance) game; write the report.
-    `ray`: one Ray task per instance's games; the report and games.jsonl are the same."""
+    The unit of work is one instance's games (`ray`: one Ray task each); the report and
+    games.jsonl are the same either way."""
     spec = load_spec(config_path)
     temps = list(DEFAULT_TEMPERATURES if temperatures is None else temperatures)
     _check(spec, games, temps, breadth, depth)
@@ -174,10 +167,9 @@ def evaluate_verdict(
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
     instances = generate_instances(spec, games, seed)
     jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
-    if ray is None:
-        outcomes = run_sync(_play_all(model, spec, jobs, seed, progress))
-    else:
-        outcomes = _play_on_ray(model, spec, jobs, seed, ray, progress)
+    executor = Executor(ray, progress)
+    with executor.session():
+        outcomes = _play_all(model, spec, jobs, seed, executor)
     cells: list[VerdictCell] = []
     totals: dict[str, list[bool]] = {p.name: [] for p in policies}
     for setting in settings:

@@ -1,12 +1,13 @@
-"""Ray for drivers that meter their own models (`psro`, `eval steering|reward|verdict`).
+"""Ray for drivers that meter their own models (`psro`, and `eval steering|reward|verdict`
+through `gtsteer.runs.executor`).
 
 `run_units` returns the tasks' call counts beside the values; these drivers instead snapshot
 their models' meters before and after the work (per PSRO iteration, per report), so here each
 task also returns its worker-built model's usage and the driver folds it into its own model's
 meter (`UsageMeter.absorb`): every count downstream reads as in the serial run.
 
-Without `--ray` none of this runs: the drivers keep their serial code, and nothing here
-imports Ray (`gtsteer.runs.ray_pool` is loaded only inside a Ray session).
+Without `--ray` none of this runs (the executor gathers the same units in this process), and
+nothing here imports Ray (`gtsteer.runs.ray_pool` is loaded only inside a Ray session).
 """
 
 from __future__ import annotations
