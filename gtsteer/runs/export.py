@@ -33,7 +33,7 @@ from gtsteer.runs.output import (
     write_text,
 )
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE, check_tree_size
-from gtsteer.runs.units import run_units
+from gtsteer.runs.executor import run_units
 from gtsteer.solvers.efg import EfgExport, to_efg
 
 SUMMARY_FILE = "export.json"

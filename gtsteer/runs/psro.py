@@ -29,17 +29,18 @@ from gtsteer.runs.output import (
     write_json,
     write_text,
 )
-from gtsteer.runs.psro_games import games_on_ray
+from gtsteer.runs.executor import Executor
+from gtsteer.runs.psro_games import game_map
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     check_tree_size,
 )
-from gtsteer.runs.units import RayOptions, ray_session
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.nfg import to_nfg
-from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
+from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.reference import ReferenceGame, measure_in_reference
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -164,10 +165,10 @@ def psro_config(
         if on_iteration is not None:
             on_iteration(report)
 
-    with ray_session(ray):
+    executor = Executor(ray)
+    with executor.session():
         result = run_psro(dialogue_games, proposer, settings, on_iteration=record,
-                          on_phase=on_phase,
-                          map_games=serial_map if ray is None else games_on_ray(model, ray))
+                          on_phase=on_phase, map_games=game_map(executor, model))
     totals = sum((m.usage.since(before)
                   for m, before in zip(_distinct(model, proposer), befores, strict=True)),
                  LLMCalls())

@@ -57,7 +57,8 @@ from gtsteer.runs.solve_schema import (
     SolveSummary,
     VersusMetric,
 )
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.executor import run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
 from gtsteer.solvers.heldout import (

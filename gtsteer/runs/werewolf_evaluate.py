@@ -43,7 +43,8 @@ from gtsteer.runs.output import (
     save_png,
     write_json,
 )
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.executor import run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,

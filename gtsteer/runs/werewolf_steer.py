@@ -39,7 +39,8 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.units import RayOptions, ray_session, run_units
+from gtsteer.runs.executor import ray_session, run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
