@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import ANY, DialogueGame, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
@@ -51,10 +51,11 @@ from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
 from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
 from gtsteer.evals.validation import ClassifierValidation, passing_variants
 from gtsteer.llm import LLM, LLMCalls
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.executor import Executor
-from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
-from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
+from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.output import RunResult, check_out_dir, save_png, write_json
 from gtsteer.runs.units import RayOptions
 
 SCHEMA_VERSION = 1
@@ -64,7 +65,7 @@ Node = tuple[str, int, int]
 MAX_SAMPLES = 1000
 
 
-class SteeringReport(BaseModel):
+class SteeringReport(RunResult):
     """`DIR/steering.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -290,65 +291,68 @@ def _validated_variants(
     return kept, found, notes
 
 
-def measure_steering(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    classifier_llm: str | LLM | SteeringClassifier | None = None,
-    samples: int = 10,
-    seed: int = 0,
-    *,
-    progress: bool = True,
-    endpoint: Endpoint | None = None,
-    variants: tuple[str, ...] = VARIANTS,
-    validate_classifier_on: str | Path | None = None,
-    ray: RayOptions | None = None,
-) -> SteeringReport:
-    """Generate, classify and summarise; nothing is written (see `run_steering`).
+class SteeringOptions(BaseModel):
+    """`gtsteer eval steering`'s options (the writer and the classifier, the reader role, come
+    with the run context)."""
 
-    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`).
-    `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a
-    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); None: the
-    config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Messages per instruction value (`--samples`).
+    samples: int = 10
+    seed: int = 0
+    variants: tuple[str, ...] = VARIANTS
+    #: Labelled messages to validate the classifier on first (`--validate-judge`).
+    validate_classifier_on: Path | None = None
+
+
+def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
+    """Generate, classify and summarise; nothing is written (see `run`).
+
+    The writer: the context's, else the config's `models.writer`, else `local`. The reader
+    (the classifier): a model string or LLM (calibrated log-likelihoods), a
+    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); not given:
+    the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
     labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
     variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
     variant passes the run stops with JudgeRefused before any message is generated. The units
-    of work are each instance's messages, then each (key, variant) batch to classify (`ray`:
-    one Ray task each; a classifier without a model classifies here); the report is the same
+    of work are each instance's messages, then each (key, variant) batch to classify (on Ray:
+    one task each; a classifier without a model classifies here); the report is the same
     either way."""
+    samples, seed, variants = options.samples, options.seed, options.variants
     _check(samples)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         raise ValueError(f"variants: expected some of {', '.join(VARIANTS)}, got {variants!r}")
-    spec = load_spec(config_path)  # ConfigError before any LLM call
+    spec = load_spec(config)  # ConfigError before any LLM call
     if all(len(options_of(spec, k)) < 2 for k in spec.actions):
         raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
                          f"`{ANY}`, so there is nothing to classify")
+    classifier_llm = ctx.given("reader")
     classifier: SteeringClassifier
     if classifier_llm is None or (
         isinstance(classifier_llm, (str, LLM)) and not names_a_classifier(classifier_llm)
     ):
-        model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
+        model, others, roles = ctx.roles(spec, "reader")
         classifier = LoglikClassifier(others["reader"])
     else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
-        model, _, roles = pick_roles(spec, endpoint, llm)
+        model, _, roles = ctx.roles(spec)
         classifier = make_classifier(classifier_llm)
         roles["reader"] = RoleRecord(model=classifier.name, source="given")
     meters = list(dict.fromkeys([model, *classifier_models(classifier)]))
     before = [m.usage for m in meters]
     validations: list[ClassifierValidation] = []
     refused: list[str] = []
-    if validate_classifier_on is not None:
+    if options.validate_classifier_on is not None:
         variants, validations, refused = _validated_variants(
-            spec, classifier, validate_classifier_on, variants, progress
+            spec, classifier, options.validate_classifier_on, variants, ctx.progress
         )
-    executor = Executor(ray, progress)
-    with executor.session():
+    with ctx.executor.session():
         out, skipped, speaker, modes = _measure(
-            spec, model, classifier, samples, seed, str(config_path), variants, executor)
+            spec, model, classifier, samples, seed, str(config), variants, ctx.executor)
     after = [m.usage for m in meters]
     runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
     return SteeringReport(
-        config=str(config_path),
+        config=str(config),
         domain=spec.name,
         model=model.model,
         classifier_model=classifier.name,
@@ -363,6 +367,28 @@ def measure_steering(
         llm_modes=modes,
         judge_validation=validations,
     )
+
+
+def measure_steering(
+    config_path: str | Path,
+    llm: str | LLM | None = None,
+    classifier_llm: str | LLM | SteeringClassifier | None = None,
+    samples: int = 10,
+    seed: int = 0,
+    *,
+    progress: bool = True,
+    endpoint: Endpoint | None = None,
+    variants: tuple[str, ...] = VARIANTS,
+    validate_classifier_on: str | Path | None = None,
+    ray: RayOptions | None = None,
+) -> SteeringReport:
+    """`measure` from plain arguments (the Python API's spelling)."""
+    ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=endpoint, ray=ray,
+                        progress=progress)
+    return measure(config_path, ctx, SteeringOptions(
+        samples=samples, seed=seed, variants=variants,
+        validate_classifier_on=None if validate_classifier_on is None
+        else Path(validate_classifier_on)))
 
 
 # ---- files ----------------------------------------------------------------------------------
@@ -393,34 +419,20 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     return fig
 
 
-def run_steering(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    classifier_llm: str | LLM | SteeringClassifier | None = None,
-    samples: int = 10,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    progress: bool = True,
-    endpoint: Endpoint | None = None,
-    variants: tuple[str, ...] = VARIANTS,
-    validate_classifier_on: str | Path | None = None,
-    ray: RayOptions | None = None,
-) -> tuple[SteeringReport, Path]:
-    """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
-    _check(samples)
-    out = run_folder("eval-steering", config_path, writer_name(load_spec(config_path), llm), seed,
-                     out_dir)
-    check_out_dir(out)
-    report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
-                              endpoint=endpoint, variants=variants,
-                              validate_classifier_on=validate_classifier_on, ray=ray)
-    for run in report.runs:
-        for confusion in run.confusion:
-            file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"
-            how = "with definitions" if run.variant == DEFINED else "without definitions"
+def run(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
+    """`gtsteer eval steering`: measure, then write DIR/steering.json and one confusion PNG per
+    (variant, key)."""
+    _check(options.samples)
+    out = check_out_dir(ctx.folder("eval-steering", config, ctx.writer_name(load_spec(config)),
+                                   options.seed))
+    report = measure(config, ctx, options)
+    for variant in report.runs:
+        for confusion in variant.confusion:
+            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)
+            file = f"confusion-{variant.variant}-{key}.png"
+            how = "with definitions" if variant.variant == DEFINED else "without definitions"
             title = f"{report.domain} · {report.model} · classifier {how}"
             save_png(confusion_figure(confusion, title), out / file)
-            run.png.append(file)
+            variant.png.append(file)
     write_json(out / "steering.json", report)
-    return report, out
+    return report.written_to(out)

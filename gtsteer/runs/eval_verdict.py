@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import Instance, generate_instances
 from gtsteer.binding.progress import GatherBar
@@ -30,7 +30,8 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
-from gtsteer.llm import LLM, as_llm
+from gtsteer.llm import LLM
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
 from gtsteer.runs.units import RayOptions
@@ -140,6 +141,21 @@ def _play_all(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSe
     return [outcomes[p] for p in range(len(jobs))]
 
 
+class VerdictOptions(BaseModel):
+    """`gtsteer eval verdict`'s options (the model comes with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Games per policy and judge setting (`--games`), on as many instances.
+    games: int = 20
+    seed: int = 0
+    #: Judge temperatures (None: `DEFAULT_TEMPERATURES`).
+    temperatures: list[float] | None = None
+    #: The strategic questioner's candidates per question and look-ahead rounds.
+    breadth: int = DEFAULT_BREADTH
+    depth: int = DEFAULT_DEPTH
+
+
 def evaluate_verdict(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -153,23 +169,37 @@ def evaluate_verdict(
     progress: bool = True,
     ray: RayOptions | None = None,
 ) -> VerdictEvalReport:
-    """Play every (policy, judge prompt, temperature, instance) game; write the report.
-    The unit of work is one instance's games (`ray`: one Ray task each); the report and
-    games.jsonl are the same either way."""
+    """`run` from plain arguments (the Python API's spelling); without `out_dir`, nothing is
+    written."""
+    options = VerdictOptions(games=games, seed=seed, temperatures=temperatures,
+                             breadth=breadth, depth=depth)
+    ctx = RunContext.of(llm=llm, out=out_dir, ray=ray, progress=progress)
+    return _evaluate(config_path, ctx, options, write=out_dir is not None)
+
+
+def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> VerdictEvalReport:
+    """`gtsteer eval verdict`: play every (policy, judge prompt, temperature, instance) game;
+    write report.json, games.jsonl and verdict.png. The unit of work is one instance's games
+    (on Ray: one task each); the files are the same either way."""
+    return _evaluate(config, ctx, options, write=True)
+
+
+def _evaluate(config_path: str | Path, ctx: RunContext, options: VerdictOptions, *,
+              write: bool) -> VerdictEvalReport:
+    games, seed, breadth, depth = options.games, options.seed, options.breadth, options.depth
     spec = load_spec(config_path)
-    temps = list(DEFAULT_TEMPERATURES if temperatures is None else temperatures)
+    temps = list(DEFAULT_TEMPERATURES if options.temperatures is None else options.temperatures)
     _check(spec, games, temps, breadth, depth)
     assert spec.judge is not None
     table = verdict_table(spec)
-    model = as_llm(llm)
+    model, _, _ = ctx.roles(spec)
     before = model.usage
     policies: list[Questioner] = [NaiveQuestioner(), StrategicQuestioner(breadth, depth)]
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
     instances = generate_instances(spec, games, seed)
     jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
-    executor = Executor(ray, progress)
-    with executor.session():
-        outcomes = _play_all(model, spec, jobs, seed, executor)
+    with ctx.executor.session():
+        outcomes = _play_all(model, spec, jobs, seed, ctx.executor)
     cells: list[VerdictCell] = []
     totals: dict[str, list[bool]] = {p.name: [] for p in policies}
     for setting in settings:
@@ -194,9 +224,10 @@ def evaluate_verdict(
         llm_requests=calls.requests,
         new_llm_calls=calls.new_calls,
     )
-    if out_dir is not None:
-        _write(Path(out_dir), report, jobs, outcomes)
-        report.written_to(out_dir)
+    if write:
+        out = ctx.folder("eval-verdict", config_path, model, seed)
+        _write(out, report, jobs, outcomes)
+        report.written_to(out)
     return report
 
 
