@@ -103,3 +103,9 @@ def endpoint(api_base: str | None, api_key_env: str | None, request_timeout: flo
     """Where the run's served models live, from `--api-base`, `--api-key-env`,
     `--request-timeout` and `--max-wait` (an unusable variable name is refused here)."""
     return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait)
+
+
+def note(line: str) -> None:
+    """A run's one-line notes (the tree-size estimate, a resumed run), on stderr
+    (`RunContext.report`)."""
+    err_console.print(line, highlight=False, soft_wrap=True)

@@ -79,7 +79,7 @@ class JudgeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     judges: list[str]
-    labelled: Path = DEFAULT_LABELLED
+    labelled: str | Path = DEFAULT_LABELLED
 
 
 def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> ValidationReport:

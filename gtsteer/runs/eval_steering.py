@@ -302,7 +302,7 @@ class SteeringOptions(BaseModel):
     seed: int = 0
     variants: tuple[str, ...] = VARIANTS
     #: Labelled messages to validate the classifier on first (`--validate-judge`).
-    validate_classifier_on: Path | None = None
+    validate_classifier_on: str | Path | None = None
 
 
 def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
@@ -387,8 +387,7 @@ def measure_steering(
                         progress=progress)
     return measure(config_path, ctx, SteeringOptions(
         samples=samples, seed=seed, variants=variants,
-        validate_classifier_on=None if validate_classifier_on is None
-        else Path(validate_classifier_on)))
+        validate_classifier_on=validate_classifier_on))
 
 
 # ---- files ----------------------------------------------------------------------------------
