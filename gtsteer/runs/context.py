@@ -3,11 +3,12 @@
 A command's run is `run(config, ctx, options) -> RunResult`: `config` says what is played (a
 domain config; a Werewolf run's own settings), `options` how (one pydantic model per command),
 and the context where and with what: the models given per role and where served models live
-(`Endpoint`), the output folder, the executor (serial or Ray, with or without progress bars)
-and where one-line notes go. Models are resolved in one place, `RunContext.roles`: the given
-model of a role, else the config's `models:` block, else the default
-(`gtsteer.runs.models.pick_roles`). Each role's client carries its response cache and its
-usage meter, so a driver meters a run by the clients the context gave it.
+(`Endpoint`), the output folder, the executor (serial or Ray, with or without progress bars),
+and who hears of the run as it goes (one-line notes, the current phase, each finished step).
+Models are resolved in one place, `RunContext.roles`: the given model of a role, else the
+config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`). Each role's
+client carries its response cache and its usage meter, so a driver meters a run by the
+clients the context gave it.
 """
 
 from __future__ import annotations
@@ -41,17 +42,24 @@ class RunContext:
     executor: Executor = SERIAL
     #: Where one-line notes go (the tree-size estimate, a resumed run); None: nowhere.
     report: Callable[[str], None] | None = None
+    #: Told what the run is doing now ("iteration 2: oracle of player 0"); None: nobody.
+    on_phase: Callable[[str], None] | None = None
+    #: Handed each step's result as it finishes (a PSRO iteration's report); None: nobody.
+    on_step: Callable[[Any], None] | None = None
 
     @classmethod
     def of(cls, *, llm: str | LLM | None = None, reader: Any = None,
            proposer: str | LLM | None = None, endpoint: Endpoint | None = None,
            out: str | Path | None = None, ray: RayOptions | None = None, progress: bool = True,
-           report: Callable[[str], None] | None = None) -> RunContext:
+           report: Callable[[str], None] | None = None,
+           on_phase: Callable[[str], None] | None = None,
+           on_step: Callable[[Any], None] | None = None) -> RunContext:
         """A context from the command line's words (a role left None is not given)."""
         given = {"writer": llm, "reader": reader, "proposer": proposer}
         return cls(models={r: m for r, m in given.items() if m is not None},  # type: ignore[misc]
                    endpoint=endpoint or Endpoint(), out=None if out is None else Path(out),
-                   executor=Executor(ray, progress), report=report)
+                   executor=Executor(ray, progress), report=report, on_phase=on_phase,
+                   on_step=on_step)
 
     @property
     def progress(self) -> bool:
