@@ -98,7 +98,7 @@ def ray_options(address: str | None, workers: int | None) -> RayOptions | None:
     return options
 
 
-def endpoint(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
+def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
              max_wait: float | None) -> Endpoint:
     """Where the run's served models live, from `--api-base`, `--api-key-env`,
     `--request-timeout` and `--max-wait` (an unusable variable name is refused here)."""

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
@@ -133,9 +133,9 @@ def steering(
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        ctx = RunContext.of(llm=llm, reader=classifier_llm,
-                            endpoint=endpoint(api_base, api_key_env, request_timeout, max_wait),
-                            out=out, ray=on_ray, progress=not quiet)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=served, out=out,
+                            ray=on_ray, progress=not quiet)
         report = eval_steering.run(config, ctx, parse_options(
             SteeringOptions, STEERING_FLAGS, samples=samples, seed=seed,
             validate_classifier_on=validate_judge))
@@ -247,9 +247,9 @@ def reward(
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        ctx = RunContext.of(llm=llm, endpoint=endpoint(api_base, api_key_env, request_timeout,
-                                                        max_wait),
-                            out=out, ray=on_ray, progress=not quiet)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                            progress=not quiet)
         report = eval_reward.run(config, ctx, parse_options(
             RewardOptions, {"cases": "--cases", "seed": "--seed"}, cases=cases, seed=seed))
     print_reward(report)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -94,9 +94,9 @@ def verdict(
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        ctx = RunContext.of(llm=llm, endpoint=endpoint(api_base, api_key_env, request_timeout,
-                                                        max_wait),
-                            out=out, ray=on_ray, progress=not quiet)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                            progress=not quiet)
         options = parse_options(VerdictOptions, FLAGS, games=games, seed=seed,
                                 temperatures=temps, breadth=breadth, depth=depth)
         report = eval_verdict.run(config, ctx, options)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import console, endpoint, friendly_errors, note, parse_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -53,9 +53,9 @@ def export(
     information sets to gtsteer's information states (0 model calls after a `solve` of the
     same config, model and seed)."""
     with friendly_errors():
-        ctx = RunContext.of(llm=llm, endpoint=endpoint(api_base, api_key_env, request_timeout,
-                                                        max_wait),
-                            out=out, progress=not quiet, report=note)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,
+                            report=note)
         summary = run_export(config, ctx, parse_options(
             ExportOptions, FLAGS, fmt=fmt, games=games, seed=seed, deals=deals,
             max_calls=max_calls))

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint, friendly_errors, parse_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -146,9 +146,8 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        ctx = RunContext.of(llm=llm, endpoint=endpoint(api_base, api_key_env, request_timeout,
-                                                        max_wait),
-                            out=out, progress=not quiet)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet)
         report = run_imitate(config, ctx, parse_options(
             ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
             embedder=embedder, features=features, seed=seed, solver=solver,

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import (
     console,
-    endpoint,
+    endpoint_of,
     friendly_errors,
     note,
     parse_options,
@@ -207,12 +207,12 @@ def psro(
                 bar.console.print(f"iteration {report.iteration}: {added} "
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
+            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
             # progress=False: this spinner is the run's one live display (a Ray bar of
             # instances would be a second one)
             ctx = RunContext.of(
-                llm=llm, proposer=proposer_llm,
-                endpoint=endpoint(api_base, api_key_env, request_timeout, max_wait), out=out,
-                ray=on_ray, progress=False, report=note,
+                llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
+                progress=False, report=note,
                 on_phase=lambda text: bar.update(task, description=text), on_step=done)
             summary = run_psro(config, ctx, parse_options(
                 PSROOptions, FLAGS, settings=settings, games=games, deals=deals,

@@ -13,7 +13,7 @@ from rich.table import Column, Table
 from gtsteer.binding import cost_profile
 from gtsteer.cli.common import (
     console,
-    endpoint,
+    endpoint_of,
     friendly_errors,
     note,
     parse_options,
@@ -265,9 +265,9 @@ def solve(
                                  param_hint="--profile")
     on_ray = ray_options(ray, workers)
     with friendly_errors(), cost_profile.profiling() as costs:
-        run_ctx = RunContext.of(llm=llm,
-                                endpoint=endpoint(api_base, api_key_env, request_timeout, max_wait),
-                                out=out, ray=on_ray, progress=not quiet, report=note)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                                progress=not quiet, report=note)
         options = parse_options(
             SolveOptions, FLAGS, games=games, instances_file=instances,
             iterations=iterations, solver=solver, seed=seed, deals=deals, heldout=heldout,

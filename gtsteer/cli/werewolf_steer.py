@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint, friendly_errors, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -77,8 +77,8 @@ def steer_train(
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        ctx = RunContext.of(endpoint=endpoint(api_base, api_key_env, request_timeout, max_wait),
-                            out=out, ray=on_ray)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
         summary = run(cfg, ctx, SteerTrainOptions())
         calls = summary.model_calls
         console.print(f"solved {len(summary.solved)} playstyle games "
@@ -124,8 +124,8 @@ def evaluate(
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed, conditions=chosen)
-        ctx = RunContext.of(endpoint=endpoint(api_base, api_key_env, request_timeout, max_wait),
-                            out=out, ray=on_ray)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
         summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume))
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
