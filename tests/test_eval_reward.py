@@ -17,7 +17,9 @@ from gtsteer.cli import app
 from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import OWNED, VALUES, parse_counts
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
-from gtsteer.runs.eval_reward import CONFIGURED, FREE, measure_reward, run_reward, write_cases
+from gtsteer.runs import eval_reward
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_reward import CONFIGURED, FREE, RewardOptions, measure_reward, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
@@ -119,7 +121,8 @@ def test_config_without_exact_utility_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "free.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="domain: .* has no exact utility"):
-        run_reward(path, "fake", cases=1, out_dir=tmp_path / "o", progress=False)
+        eval_reward.run(path, RunContext.of(llm="fake", out=tmp_path / "o", progress=False),
+                        RewardOptions(cases=1))
     assert not (tmp_path / "o").exists()
 
 

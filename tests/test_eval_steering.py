@@ -15,7 +15,9 @@ from gtsteer.cli import app
 from gtsteer.domains import load_game, spec_from_dict
 from gtsteer.evals.prompts import DEFINED, PLAIN, classifier_prompt
 from gtsteer.llm import LLM
-from gtsteer.runs.eval_steering import measure_steering, run_steering
+from gtsteer.runs import eval_steering
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_steering import SteeringOptions, measure_steering
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
@@ -119,7 +121,9 @@ def test_two_keys_share_the_unguided_message_and_skip_undefined_keys(tmp_path: P
 
 
 def test_run_writes_report_and_pngs(tmp_path: Path) -> None:
-    report, out = run_steering(FRUIT, oracle(), samples=2, out_dir=tmp_path / "s", progress=False)
+    report = eval_steering.run(FRUIT, RunContext.of(llm=oracle(), out=tmp_path / "s",
+                                                    progress=False), SteeringOptions(samples=2))
+    out = report.folder
     data = json.loads((out / "steering.json").read_text())
     assert data["samples_per_instruction"] == 2 and data["domain"] == "trade_fruit_tone"
     assert [r["variant"] for r in data["runs"]] == ["plain", "definitions"]

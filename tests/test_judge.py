@@ -24,10 +24,12 @@ from gtsteer.evals.classifiers import (
 from gtsteer.evals.prompts import DEFINED, PLAIN, options_of
 from gtsteer.evals.validation import JudgeRefused, labelled_for
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
+from gtsteer.runs import eval_judge
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import (
     DEFAULT_LABELLED,
+    JudgeOptions,
     load_labelled,
-    run_classifier_validation,
     validate_classifier,
 )
 from gtsteer.runs.eval_steering import measure_steering
@@ -260,9 +262,9 @@ def test_cli_eval_judge_bad_labelled_file(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "no file" in result.output
 
 
-def test_run_classifier_validation_needs_a_classifier(tmp_path: Path) -> None:
+def test_eval_judge_needs_a_classifier(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one"):
-        run_classifier_validation([FRUIT], [], out_dir=tmp_path)
+        eval_judge.run([FRUIT], RunContext.of(out=tmp_path), JudgeOptions(judges=[]))
 
 
 def test_cli_eval_steering_prints_the_variant_that_passed(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ import pytest
 from ray_support import ROOT, two_nodes
 
 from gtsteer.llm import LLM, ResponseCache
+from gtsteer.runs.executor import run_units
 from gtsteer.runs.solve import solve_config
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.units import RayOptions
 
 FRUIT = str(Path(ROOT) / "configs" / "trade_fruit_tone.yaml")
 CLUSTER = RayOptions("auto")  # already joined by the fixture: reused, not started

@@ -118,15 +118,12 @@ def test_units_shipped_like_ray_tasks_give_the_serial_files(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No Ray: the drivers' units, their pickling and the merge of their results."""
-    import gtsteer.runs.eval_steering
-    import gtsteer.runs.psro
-    import gtsteer.runs.ray_map
+    import gtsteer.runs.executor
 
     extra = COMMANDS[name].shipped_extra
     serial = run_cli(name, tmp_path / "serial", tmp_path / "serial-cache", monkeypatch, *extra)
-    monkeypatch.setattr(gtsteer.runs.ray_map, "run_units", shipped_run_units)
-    for module in (gtsteer.runs.psro, gtsteer.runs.eval_steering):
-        monkeypatch.setattr(module, "ray_session", lambda _ray: nullcontext())
+    monkeypatch.setattr(gtsteer.runs.executor, "run_units", shipped_run_units)
+    monkeypatch.setattr(gtsteer.runs.executor, "ray_session", lambda _ray: nullcontext())
     shipped = run_cli(name, tmp_path / "shipped", tmp_path / "shipped-cache", monkeypatch,
                       *extra, "--ray", "local")
     assert COMMANDS[name].new_calls(serial) > 0

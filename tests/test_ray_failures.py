@@ -80,7 +80,8 @@ def test_well_formed_head_addresses_pass() -> None:
 #: later, exit status 1, no word) unless the run noticed first.
 RAYLET_DIES = """
 from gtsteer.llm import LLM
-from gtsteer.runs.units import RayClusterError, RayOptions, run_units
+from gtsteer.runs.executor import run_units
+from gtsteer.runs.units import RayClusterError, RayOptions
 from ray_support import unit_or_kill_raylet
 finished = []
 try:

@@ -12,7 +12,8 @@ import pytest
 from ray_support import listening_sockets
 
 from gtsteer.llm import LLM
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.executor import run_units
+from gtsteer.runs.units import RayOptions
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/net/tcp")
 

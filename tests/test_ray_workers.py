@@ -12,9 +12,10 @@ from ray_support import most_at_once, one_node, timed_unit
 from solve_helpers import MIXED_2X2, PricedBackend
 
 from gtsteer.llm import LLM, ResponseCache
+from gtsteer.runs.executor import run_units
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import SolveSummary
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.units import RayOptions
 
 
 def test_a_ray_run_keeps_as_many_units_running_as_it_has_cpus(tmp_path: Path) -> None:

@@ -68,8 +68,9 @@ def fake_overhead(games: int, iterations: int) -> dict:
     import ray
 
     from gtsteer.llm import LLM
+    from gtsteer.runs.executor import run_units
     from gtsteer.runs.ray_pool import connected
-    from gtsteer.runs.units import RayOptions, run_units
+    from gtsteer.runs.units import RayOptions
 
     options = RayOptions("local", WORKERS)
     serial, serial_summary = solve_wall(FRUIT, "fake", games, iterations, None)

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
-from gtsteer.runs.eval_reward import RewardReport, run_reward
+from gtsteer.runs import eval_reward
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_reward import RewardOptions, RewardReport
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench reward"
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
     commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
 
     def measure(config: str, model: str, folder: str) -> RewardReport:
-        return run_reward(config, model, args.cases, out_dir=args.results / folder)[0]
+        return eval_reward.run(config, RunContext.of(llm=model, out=args.results / folder),
+                               RewardOptions(cases=args.cases))
 
     rows = benchdoc.run_grid(args.configs, args.models, measure)
     section = render(rows, command.strip(), args.cases, commit)

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from gtsteer.bench import benchdoc
 from gtsteer.evals.prompts import DEFINED, PLAIN
-from gtsteer.runs.eval_steering import SteeringReport, run_steering
+from gtsteer.runs import eval_steering
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,8 +114,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     def measure(config: str, model: str, folder: str) -> SteeringReport:
-        report, _ = run_steering(ROOT / config, model, samples=args.samples,
-                                 out_dir=args.results / folder)
+        report = eval_steering.run(ROOT / config,
+                                   RunContext.of(llm=model, out=args.results / folder),
+                                   SteeringOptions(samples=args.samples))
         report.config = config  # repo-relative in the doc
         return report
 

@@ -12,6 +12,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -33,7 +34,11 @@ class WaitColumn(ProgressColumn):
 
 
 class GatherBar:
-    """`with GatherBar(enabled) as bar: await bar.gather(label, jobs)`: one bar per phase."""
+    """`with GatherBar(enabled) as bar: await bar.gather(label, jobs)`: one bar per phase.
+
+    Gathers under a label that already has a bar add to it, so units of work gathered
+    together (`gtsteer.runs.executor`), each with its own `gather("messages", ...)`, show one
+    bar of every unit's messages."""
 
     def __init__(self, enabled: bool = True):
         columns = (
@@ -41,6 +46,7 @@ class GatherBar:
             TimeElapsedColumn(), WaitColumn(),
         )
         self.progress = Progress(*columns) if enabled else None
+        self.tasks: dict[str, tuple[TaskID, int]] = {}  # label -> (its bar, jobs so far)
 
     def __enter__(self) -> Self:
         if self.progress is not None:
@@ -50,6 +56,15 @@ class GatherBar:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+    def _task(self, progress: Progress, label: str, jobs: int) -> TaskID:
+        if label in self.tasks:
+            task, before = self.tasks[label]
+            progress.update(task, total=before + jobs)
+        else:
+            task, before = progress.add_task(label, total=jobs), 0
+        self.tasks[label] = (task, before + jobs)
+        return task
 
     @overload
     async def gather(self, label: str, jobs: Sequence[Awaitable[T]], *,
@@ -66,7 +81,7 @@ class GatherBar:
         if not jobs:
             return []
         progress = self.progress
-        task = progress.add_task(label, total=len(jobs)) if progress is not None else None
+        task = None if progress is None else self._task(progress, label, len(jobs))
 
         async def tracked(job: Awaitable[T]) -> T:
             try:

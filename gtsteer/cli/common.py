@@ -17,6 +17,7 @@ from rich.markup import escape
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 from gtsteer.llm.secrets import scrub_secrets
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.units import RayClusterError, RayOptions
 
 console = Console()
@@ -95,3 +96,16 @@ def ray_options(address: str | None, workers: int | None) -> RayOptions | None:
         raise typer.BadParameter("Ray is not installed: pip install 'gtsteer[ray]'",
                                  param_hint="--ray") from None
     return options
+
+
+def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
+             max_wait: float | None) -> Endpoint:
+    """Where the run's served models live, from `--api-base`, `--api-key-env`,
+    `--request-timeout` and `--max-wait` (an unusable variable name is refused here)."""
+    return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait)
+
+
+def note(line: str) -> None:
+    """A run's one-line notes (the tree-size estimate, a resumed run), on stderr
+    (`RunContext.report`)."""
+    err_console.print(line, highlight=False, soft_wrap=True)

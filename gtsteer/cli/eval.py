@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
@@ -33,11 +33,16 @@ from gtsteer.cli.options import (
 from gtsteer.cli.solve import print_roles
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
-from gtsteer.runs.eval_judge import DEFAULT_LABELLED, ValidationReport, run_classifier_validation
-from gtsteer.runs.eval_reward import RewardReport, run_reward
-from gtsteer.runs.eval_steering import SteeringReport, run_steering
-from gtsteer.runs.models import Endpoint
+from gtsteer.runs import eval_judge, eval_reward, eval_steering
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
+from gtsteer.runs.eval_reward import RewardOptions, RewardReport
+from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import Accuracy
+
+#: The flag of each `SteeringOptions` field the command sets, for its errors.
+STEERING_FLAGS = {"samples": "--samples", "seed": "--seed",
+                  "validate_classifier_on": "--validate-judge"}
 
 eval_app = typer.Typer(
     help="Evaluate a domain: steering accuracy, reward error, verdict-game win rates.",
@@ -128,12 +133,13 @@ def steering(
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        report, where = run_steering(config, llm, classifier_llm, samples, seed, out,
-                                     progress=not quiet,
-                                     endpoint=Endpoint(api_base, api_key_env,
-                                                       timeout_s=request_timeout,
-                                                       max_wait_s=max_wait),
-                                     validate_classifier_on=validate_judge, ray=on_ray)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=served, out=out,
+                            ray=on_ray, progress=not quiet)
+        report = eval_steering.run(config, ctx, parse_options(
+            SteeringOptions, STEERING_FLAGS, samples=samples, seed=seed,
+            validate_classifier_on=validate_judge))
+    where = report.folder
     print_validations(report.judge_validation)
     print_steering(report)
     print_roles(report.roles)
@@ -171,10 +177,12 @@ def judge(
     """Can a judge tell apart messages whose label is known? Accuracy per judge, config and
     variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
     with friendly_errors():
-        report, where = run_classifier_validation(list(configs), judges, labelled, out,
-                                                  progress=not quiet)
+        report = eval_judge.run(list(configs), RunContext.of(out=out, progress=not quiet),
+                                parse_options(JudgeOptions, {"judges": "--judge",
+                                                             "labelled": "--labelled"},
+                                              judges=judges, labelled=labelled))
     print_validation_report(report)
-    console.print(f"report: {where / 'judge.json'}")
+    console.print(f"report: {report.folder / 'judge.json'}")
 
 
 def print_validation_report(report: ValidationReport) -> None:
@@ -239,14 +247,13 @@ def reward(
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        report, where = run_reward(
-            config, endpoint.resolve(llm), cases, seed, out, progress=not quiet, ray=on_ray
-        )
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                            progress=not quiet)
+        report = eval_reward.run(config, ctx, parse_options(
+            RewardOptions, {"cases": "--cases", "seed": "--seed"}, cases=cases, seed=seed))
     print_reward(report)
-    console.print(f"report: {where / 'reward.json'}")
+    console.print(f"report: {report.folder / 'reward.json'}")
 
 
 eval_app.command("verdict")(verdict)

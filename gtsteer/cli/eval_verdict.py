@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -23,15 +23,19 @@ from gtsteer.cli.options import (
     VerdictGames,
     Workers,
 )
+from gtsteer.runs import eval_verdict
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
     VerdictEvalReport,
+    VerdictOptions,
     WinRate,
-    evaluate_verdict,
 )
-from gtsteer.runs.models import Endpoint
-from gtsteer.runs.output import run_folder
+
+#: The flag of each `VerdictOptions` field, for its errors.
+FLAGS = {"games": "--games", "seed": "--seed", "temperatures": "--temperatures",
+         "breadth": "--breadth", "depth": "--depth"}
 
 
 def _rate(win: WinRate) -> str:
@@ -90,13 +94,12 @@ def verdict(
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        where = run_folder("eval-verdict", config, llm, seed, out)
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        report = evaluate_verdict(
-            config, llm=endpoint.resolve(llm), games=games, seed=seed, temperatures=temps,
-            breadth=breadth, depth=depth, out_dir=where, progress=not quiet, ray=on_ray,
-        )
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                            progress=not quiet)
+        options = parse_options(VerdictOptions, FLAGS, games=games, seed=seed,
+                                temperatures=temps, breadth=breadth, depth=depth)
+        report = eval_verdict.run(config, ctx, options)
     print_report(report)
+    where = report.folder
     console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import console, err_console, friendly_errors
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -23,9 +23,14 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
-from gtsteer.runs.export import SUMMARY_FILE, export_config
-from gtsteer.runs.models import Endpoint
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.export import SUMMARY_FILE, ExportOptions
+from gtsteer.runs.export import run as run_export
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
+
+#: The flag of each `ExportOptions` field, for its errors.
+FLAGS = {"fmt": "--format", "games": "--games", "seed": "--seed", "deals": "--deals",
+         "max_calls": "--max-calls"}
 
 
 def export(
@@ -48,12 +53,12 @@ def export(
     information sets to gtsteer's information states (0 model calls after a `solve` of the
     same config, model and seed)."""
     with friendly_errors():
-        summary = export_config(
-            config, llm=llm, endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                              max_wait_s=max_wait), games=games, seed=seed,
-            out_dir=out, fmt=fmt, deals=deals, progress=not quiet, max_calls=max_calls,
-            report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-        )
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,
+                            report=note)
+        summary = run_export(config, ctx, parse_options(
+            ExportOptions, FLAGS, fmt=fmt, games=games, seed=seed, deals=deals,
+            max_calls=max_calls))
     where = summary.folder
     for g in summary.games:
         if g.status == "failed":

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -26,15 +26,22 @@ from gtsteer.cli.options import (
     Solver,
 )
 from gtsteer.imitation.evaluate import Metric
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
     FEATURE_MODES,
     REPORT_FILE,
+    ImitateOptions,
     ImitationReport,
-    imitate_config,
 )
-from gtsteer.runs.models import Endpoint
+from gtsteer.runs.imitate import run as run_imitate
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+
+#: The flag of each `ImitateOptions` field, for its errors.
+FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",
+         "features": "--features", "seed": "--seed", "solver": "--solver",
+         "iterations": "--iterations", "deals": "--deals", "solve_dir": "--solve-dir",
+         "compare_features": "--compare-features"}
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -139,26 +146,13 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        report = imitate_config(
-            config,
-            llm=endpoint.resolve(llm),
-            games=games,
-            holdout=holdout,
-            steps=steps,
-            embedder=embedder,
-            features=features,  # type: ignore[arg-type]  # checked by the driver
-            out_dir=out,
-            seed=seed,
-            solver=solver,
-            iterations=iterations,
-            deals=deals,
-            solve_dir=solve_dir,
-            compare_features=compare_features,
-            progress=not quiet,
-        )
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet)
+        report = run_imitate(config, ctx, parse_options(
+            ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
+            embedder=embedder, features=features, seed=seed, solver=solver,
+            iterations=iterations, deals=deals, solve_dir=solve_dir,
+            compare_features=compare_features))
     print_report(report, report.folder)
 
 

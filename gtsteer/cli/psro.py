@@ -9,7 +9,14 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gtsteer.cli.common import console, err_console, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    friendly_errors,
+    note,
+    parse_options,
+    ray_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -29,8 +36,9 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
-from gtsteer.runs.models import Endpoint
-from gtsteer.runs.psro import PSROSummary, psro_config
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.psro import PSROOptions, PSROSummary
+from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
@@ -40,6 +48,11 @@ PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
               "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player",
               "gap_tolerance": "--gap-tolerance", "heldout": "--heldout",
               "heldout_gate": "--heldout-gate", "report_nash": "--report-nash"}
+
+#: The flag of each other `PSROOptions` field, for its errors.
+FLAGS = {"games": "--games", "deals": "--deals", "max_calls": "--max-calls",
+         "export_nfg": "--export-nfg", "instances_file": "--instances",
+         "reference": "--reference"}
 
 
 def added_cell(added: list[str | None], rejected: list[str | None]) -> str:
@@ -194,15 +207,17 @@ def psro(
                 bar.console.print(f"iteration {report.iteration}: {added} "
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-            summary = psro_config(
-                config, llm=llm, proposer_llm=proposer_llm, games=games, settings=settings,
-                out_dir=out, deals=deals, on_iteration=done,
-                on_phase=lambda text: bar.update(task, description=text), max_calls=max_calls,
-                report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-                endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                                  max_wait_s=max_wait), ray=on_ray, export_nfg=export_nfg,
-                instances_file=instances, reference=reference,
-            )
+            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+            # progress=False: this spinner is the run's one live display (a Ray bar of
+            # instances would be a second one)
+            ctx = RunContext.of(
+                llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
+                progress=False, report=note,
+                on_phase=lambda text: bar.update(task, description=text), on_step=done)
+            summary = run_psro(config, ctx, parse_options(
+                PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
+                max_calls=max_calls, export_nfg=export_nfg, instances_file=instances,
+                reference=reference))
     print_summary(summary)
     print_roles(summary.roles)
     where = summary.folder

@@ -11,7 +11,14 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.binding import cost_profile
-from gtsteer.cli.common import console, err_console, friendly_errors, ray_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    friendly_errors,
+    note,
+    parse_options,
+    ray_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -33,15 +40,17 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
-from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import write_json
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     READERS,
-    solve_config,
+    SolveOptions,
 )
+from gtsteer.runs.solve import run as run_solve
 from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
 
@@ -186,6 +195,13 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
         out.print(table)
 
 
+#: The flag of each `SolveOptions` field, for its errors.
+FLAGS = {"games": "--games", "instances_file": "--instances", "iterations": "--iterations",
+         "solver": "--solver", "seed": "--seed", "deals": "--deals", "heldout": "--heldout",
+         "readers": "--heldout-readers", "embedder": "--embedder", "max_calls": "--max-calls",
+         "resume": "--resume"}
+
+
 #: `--profile`'s file in the run folder.
 PROFILE_FILE = "profile.json"
 
@@ -249,27 +265,15 @@ def solve(
                                  param_hint="--profile")
     on_ray = ray_options(ray, workers)
     with friendly_errors(), cost_profile.profiling() as costs:
-        summary = solve_config(
-            config,
-            llm=llm,
-            endpoint=Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait),
-            games=games,
-            instances_file=instances,
-            iterations=iterations,
-            solver=solver,
-            seed=seed,
-            out_dir=out,
-            deals=deals,
-            heldout=heldout,
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
+                                progress=not quiet, report=note)
+        options = parse_options(
+            SolveOptions, FLAGS, games=games, instances_file=instances,
+            iterations=iterations, solver=solver, seed=seed, deals=deals, heldout=heldout,
             readers=[r.strip() for r in heldout_readers.split(",") if r.strip()],
-            embedder=embedder,
-            progress=not quiet,
-            max_calls=max_calls,
-            report=lambda line: err_console.print(line, highlight=False, soft_wrap=True),
-            ray=on_ray,
-            resume=resume,
-        )
+            embedder=embedder, max_calls=max_calls, resume=resume)
+        summary = run_solve(config, run_ctx, options)
     print_summary(summary)
     if profile:
         write_json(summary.folder / PROFILE_FILE, costs)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -28,8 +28,7 @@ from gtsteer.cli.options import (
     SeedsResume,
     Workers,
 )
-from gtsteer.runs.models import Endpoint
-from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.runs.context import RunContext
 from gtsteer.werewolf.playstyles import options_for
 
 if TYPE_CHECKING:  # the run module is imported when a command runs
@@ -69,8 +68,7 @@ def steer_train(
     """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
     distill the solutions into a policy for `play --steer OUT`. With --ray, each logged game
     and each playstyle game is a Ray task; the training runs here."""
-    from gtsteer.runs.werewolf_steer import SteerTrainConfig
-    from gtsteer.runs.werewolf_steer import steer_train as run
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, SteerTrainOptions, run
 
     on_ray = ray_options(ray, workers)
     with friendly_errors():
@@ -79,10 +77,9 @@ def steer_train(
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        summary = run(cfg, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
+        summary = run(cfg, ctx, SteerTrainOptions())
         calls = summary.model_calls
         console.print(f"solved {len(summary.solved)} playstyle games "
                       f"({summary.llm_calls} LLM calls), {summary.records} records; "
@@ -120,19 +117,16 @@ def evaluate(
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
     --ray, each seed's games are a Ray task."""
-    from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig
-    from gtsteer.runs.werewolf_evaluate import evaluate as run
+    from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
 
     on_ray = ray_options(ray, workers)
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
     with friendly_errors():
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed, conditions=chosen)
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
-        endpoint.check(llm)
-        summary = run(cfg, steer, out, pool=LLMPool(factory=endpoint.llm), ray=on_ray,
-                      resume=resume)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
+        summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume))
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
         for r in summary.results:

@@ -6,7 +6,8 @@ module per command: `solve` (`gtsteer solve`, its file schema in `solve_schema`)
 the measurements of the first two live in `gtsteer.evals`), and
 `werewolf_steer` / `werewolf_evaluate` (`gtsteer werewolf steer-train` / `evaluate`; their
 games as units of work in `werewolf_games`).
-`heldout` measures the CFR gain on fresh LLM samples for `gtsteer solve --heldout`.
 Shared run-folder, JSON and PNG handling lives in `gtsteer.runs.output` (atomic writes in
-`atomic`).
+`atomic`). A driver gets a `RunContext` (`context`: models by role, endpoint, output folder,
+executor) and runs its units of work through the context's `Executor` (`executor`: serially,
+or as Ray tasks via `ray_pool`), so the serial and the Ray run are one code path.
 """

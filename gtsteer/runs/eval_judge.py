@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
@@ -28,14 +28,15 @@ from gtsteer.evals.validation import (
     validate_on_labelled,
 )
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.output import check_out_dir, write_json
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
 #: The labelled set shipped with the repository.
 DEFAULT_LABELLED = Path(__file__).resolve().parents[2] / "tests" / "data" / "judge_labelled.yaml"
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(RunResult):
     """`DIR/judge.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -71,22 +72,27 @@ def validate_classifier(
     return run_sync(go())
 
 
-def run_classifier_validation(
-    configs: list[str | Path],
-    classifiers: list[str],
-    labelled_path: str | Path = DEFAULT_LABELLED,
-    out_dir: str | Path | None = None,
-    *,
-    progress: bool = True,
-) -> tuple[ValidationReport, Path]:
-    """Validate every classifier (its spelling: a model, pairwise:<model>, embed) on every
-    config's labelled messages; write DIR/judge.json."""
+class JudgeOptions(BaseModel):
+    """`gtsteer eval judge`'s options: the classifiers to validate (`--judge`: a model,
+    pairwise:<model>, embed) and the labelled messages (`--labelled`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    judges: list[str]
+    labelled: str | Path = DEFAULT_LABELLED
+
+
+def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> ValidationReport:
+    """`gtsteer eval judge`: validate every classifier on every config's labelled messages;
+    write DIR/judge.json (default folder: results/eval-judge). The classifiers are the
+    options' own, not the context's model roles."""
+    classifiers, labelled_path = options.judges, options.labelled
     if not classifiers:
         # "judges": what the command line calls them (`gtsteer eval judge --judge`)
         raise ValueError("judges: give at least one (a model string, pairwise:<model>, embed)")
-    specs = [load_spec(c) for c in configs]  # ConfigError before any model is loaded
+    specs = [load_spec(c) for c in config]  # ConfigError before any model is loaded
     labelled = load_labelled(labelled_path)
-    out = check_out_dir(Path(out_dir) if out_dir is not None else Path("results") / "eval-judge")
+    out = check_out_dir(ctx.out if ctx.out is not None else Path("results") / "eval-judge")
     validations: list[ClassifierValidation] = []
     skipped: list[str] = []
     calls = LLMCalls()
@@ -95,7 +101,7 @@ def run_classifier_validation(
         meters = classifier_models(classifier)
         before = [m.usage for m in meters]
         for spec in specs:
-            found = validate_classifier(spec, classifier, labelled, progress=progress)
+            found = validate_classifier(spec, classifier, labelled, progress=ctx.progress)
             if not found:
                 skipped.append(f"{spec.name}: no labelled messages in {labelled_path}")
             validations += found
@@ -105,4 +111,4 @@ def run_classifier_validation(
         skipped=list(dict.fromkeys(skipped)), llm_calls=calls,
     )
     write_json(out / "judge.json", report)
-    return report, out
+    return report.written_to(out)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, make_instance
 from gtsteer.binding.instances import stable_int
@@ -32,9 +32,10 @@ from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
-from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, run_sync
-from gtsteer.runs.output import check_out_dir, run_folder, write_json
-from gtsteer.runs.ray_map import map_on_ray
+from gtsteer.llm import LLM, LLMCalls, LLMError
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import Executor
+from gtsteer.runs.output import RunResult, check_out_dir, write_json
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
@@ -98,7 +99,7 @@ class PathError(BaseModel):
     sign_flips: SignFlips | None
 
 
-class RewardReport(BaseModel):
+class RewardReport(RunResult):
     """`DIR/reward.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -141,7 +142,7 @@ def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
 
 
 async def _score(
-    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], progress: bool
+    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], bar: GatherBar
 ) -> list[ScoredCase]:
     async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
         ctx = RewardContext(
@@ -152,8 +153,7 @@ async def _score(
         except LLMError as exc:
             return None, f"{type(exc).__name__}: {exc}"
 
-    with GatherBar(progress) as bar:
-        results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
+    results = await bar.gather("rewards", [one(c, p) for c in cases for p in specs])
     out = []
     it = iter(results)
     for case in cases:
@@ -176,25 +176,26 @@ async def _score(
 
 @dataclass(frozen=True)
 class CaseBatch:
-    """The cases of one generated instance (one per outcome type), as a Ray task gets them:
-    no two instances share a prompt, so the batches are independent."""
+    """The cases of one generated instance (one per outcome type), the unit of work: no two
+    instances share a prompt, so the batches are independent."""
 
     specs: dict[str, DomainSpec]
     cases: list[RewardCase]
 
 
-def score_batch(batch: CaseBatch, model: LLM) -> list[ScoredCase]:
-    return run_sync(_score(batch.specs, model, batch.cases, progress=False))
+async def score_batch(batch: CaseBatch, model: LLM, bar: GatherBar) -> list[ScoredCase]:
+    return await _score(batch.specs, model, batch.cases, bar)
 
 
-def _score_on_ray(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
-                  ray: RayOptions, progress: bool) -> list[ScoredCase]:
-    """`_score` with one Ray task per instance's cases; the cases' order is kept."""
+def _score_all(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
+               executor: Executor) -> list[ScoredCase]:
+    """Every case scored on every path, one unit per instance's cases; the cases' order is
+    kept."""
     by_instance: dict[int, list[int]] = {}
     for position, case in enumerate(cases):
         by_instance.setdefault(case.instance.index, []).append(position)
     batches = [CaseBatch(specs, [cases[p] for p in mine]) for mine in by_instance.values()]
-    run = map_on_ray(score_batch, batches, model, ray, progress=progress, label="case batches")
+    run = executor.gather(score_batch, batches, model, label="case batches")
     scored: dict[int, ScoredCase] = {}
     for mine, done in zip(by_instance.values(), run.values, strict=True):
         scored.update(zip(mine, done, strict=True))
@@ -226,6 +227,45 @@ def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     )
 
 
+class RewardOptions(BaseModel):
+    """`gtsteer eval reward`'s options (the model comes with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Templated dialogues per outcome type (`--cases`).
+    cases: int = 10
+    seed: int = 0
+
+
+def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:
+    """Write the cases, score them on every path, and summarise; nothing is written to disk.
+    The unit of work is one generated instance's cases (on Ray: one task each); the report
+    is the same either way. The model: the context's writer (`--llm`)."""
+    cases, seed = options.cases, options.seed
+    if not 1 <= cases <= MAX_CASES:
+        raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
+    spec = load_spec(config)
+    domain = reward_cases_for(spec)  # a clear error for domains without known payoffs
+    model, _, _ = ctx.roles(spec)
+    specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
+    written = write_cases(spec, cases, seed)
+    before = model.usage
+    with ctx.executor.session():
+        scored = _score_all(specs, model, written, ctx.executor)
+    after = model.usage
+    errors = [
+        path_error(path, outcome, scored)
+        for path in specs for outcome in (*OUTCOMES, "all")
+    ]
+    return RewardReport(
+        config=str(config), domain=spec.name, model=model.model, cases_per_outcome=cases,
+        seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
+        configured_path=f"extract-then-compute (utility `{spec.hooks.name}`)",
+        paths=list(specs), errors=errors, cases=scored,
+        llm_calls=after.since(before),
+    )
+
+
 def measure_reward(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -235,47 +275,15 @@ def measure_reward(
     progress: bool = True,
     ray: RayOptions | None = None,
 ) -> RewardReport:
-    """Write the cases, score them on every path, and summarise; nothing is written to disk.
-    `ray`: one Ray task per generated instance's cases; the report is the same."""
-    if not 1 <= cases <= MAX_CASES:
-        raise ValueError(f"cases: must be between 1 and {MAX_CASES}, got {cases}")
-    spec = load_spec(config_path)
-    domain = reward_cases_for(spec)  # a clear error for domains without known payoffs
-    model = as_llm(llm)
-    specs = {CONFIGURED: spec, FREE: free_spec(spec, domain.payoff_rule)}
-    written = write_cases(spec, cases, seed)
-    before = model.usage
-    if ray is None:
-        scored = run_sync(_score(specs, model, written, progress))
-    else:
-        scored = _score_on_ray(specs, model, written, ray, progress)
-    after = model.usage
-    errors = [
-        path_error(path, outcome, scored)
-        for path in specs for outcome in (*OUTCOMES, "all")
-    ]
-    return RewardReport(
-        config=str(config_path), domain=spec.name, model=model.model, cases_per_outcome=cases,
-        seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
-        configured_path=f"extract-then-compute (utility `{spec.hooks.name}`)",
-        paths=list(specs), errors=errors, cases=scored,
-        llm_calls=after.since(before),
-    )
+    """`measure` from plain arguments (the Python API's spelling)."""
+    return measure(config_path, RunContext.of(llm=llm, ray=ray, progress=progress),
+                   RewardOptions(cases=cases, seed=seed))
 
 
-def run_reward(
-    config_path: str | Path,
-    llm: str | LLM = "local",
-    cases: int = 10,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    progress: bool = True,
-    ray: RayOptions | None = None,
-) -> tuple[RewardReport, Path]:
-    """Measure, then write DIR/reward.json."""
-    out = run_folder("eval-reward", config_path, llm, seed, out_dir)
-    check_out_dir(out)
-    report = measure_reward(config_path, llm, cases, seed, progress=progress, ray=ray)
+def run(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:
+    """`gtsteer eval reward`: measure, then write DIR/reward.json."""
+    writer = ctx.given("writer") or ctx.writer_name(load_spec(config))
+    out = check_out_dir(ctx.folder("eval-reward", config, writer, options.seed))
+    report = measure(config, ctx, options)
     write_json(out / "reward.json", report)
-    return report, out
+    return report.written_to(out)

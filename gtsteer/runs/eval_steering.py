@@ -22,7 +22,7 @@ The classifier is one of the steering classifiers of `gtsteer.evals.classifiers`
 (likelihoods, pairwise, embedding); with `validate_classifier_on` it is first checked on
 hand-labelled messages (`gtsteer.evals.validation`) and refused where it is not better than
 chance. The summary statistics are `gtsteer.evals.steering`'s; this driver writes the messages,
-runs the classification (serially or on Ray) and the files.
+runs the classification (both as units of work, serially or on Ray) and the files.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import ANY, DialogueGame, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
@@ -50,12 +50,13 @@ from gtsteer.evals.classifiers import (
 from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
 from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
 from gtsteer.evals.validation import ClassifierValidation, passing_variants
-from gtsteer.llm import LLM, LLMCalls, run_sync
+from gtsteer.llm import LLM, LLMCalls
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
-from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
-from gtsteer.runs.output import check_out_dir, run_folder, save_png, write_json
-from gtsteer.runs.ray_map import map_on_ray
-from gtsteer.runs.units import RayOptions, ray_session
+from gtsteer.runs.executor import Executor
+from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.output import RunResult, check_out_dir, save_png, write_json
+from gtsteer.runs.units import RayOptions
 
 SCHEMA_VERSION = 1
 #: A message to generate: (instruction label, instance index, chance outcome).
@@ -64,7 +65,7 @@ Node = tuple[str, int, int]
 MAX_SAMPLES = 1000
 
 
-class SteeringReport(BaseModel):
+class SteeringReport(RunResult):
     """`DIR/steering.json`."""
 
     schema_version: int = SCHEMA_VERSION
@@ -153,18 +154,6 @@ def _samples(spec: DomainSpec, samples: int, games: dict[int, DialogueGame], spe
     return out
 
 
-async def _generate(
-    spec: DomainSpec, model: LLM, samples: int, seed: int, config: str, bar: GatherBar
-) -> tuple[list[SteeringSample], int]:
-    """K messages per (key, value) plus K unguided ones at the game's first decision; also
-    returns the index of the player who speaks there."""
-    games = _games(spec, model, samples, seed, config)
-    speaker = games[0].first_player
-    nodes = _nodes(spec, samples)
-    texts = await _messages(games, speaker, nodes, bar)
-    return _samples(spec, samples, games, speaker, dict(zip(nodes, texts, strict=True))), speaker
-
-
 def _groups(todo: list[tuple[SteeringSample, str]]
             ) -> list[tuple[str, str, list[SteeringSample]]]:
     """(key, variant, its samples): the batches a classifier classifies, in the serial order."""
@@ -180,35 +169,6 @@ def _record(variant: str, mine: list[SteeringSample], found: list[Classification
         sample.scores[variant] = classified.scores
         if classified.prior is not None:
             sample.prior[variant] = classified.prior
-
-
-async def _classify(
-    spec: DomainSpec, classifier: SteeringClassifier, todo: list[tuple[SteeringSample, str]],
-    bar: GatherBar,
-) -> None:
-    """Fill each sample's prediction, raw argmax, scores and prior for its variant."""
-    for key, variant, mine in _groups(todo):
-        found = await classifier.classify(spec, key, [(s.speaker, s.message) for s in mine],
-                                          variant, bar)
-        _record(variant, mine, found)
-
-
-async def _measure(
-    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
-    config: str, progress: bool, variants: tuple[str, ...] = VARIANTS,
-) -> tuple[list[SteeringSample], list[str], int]:
-    with GatherBar(progress) as bar:
-        return await _measure_with(spec, model, classifier, samples, seed, config, bar, variants)
-
-
-async def _measure_with(
-    spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
-    config: str, bar: GatherBar, variants: tuple[str, ...] = VARIANTS,
-) -> tuple[list[SteeringSample], list[str], int]:
-    out, speaker = await _generate(spec, model, samples, seed, config, bar)
-    skipped, todo = _todo(spec, out, variants)
-    await _classify(spec, classifier, todo, bar)
-    return out, skipped, speaker
 
 
 def _todo(spec: DomainSpec, out: list[SteeringSample], variants: tuple[str, ...]
@@ -234,15 +194,16 @@ def _todo(spec: DomainSpec, out: list[SteeringSample], variants: tuple[str, ...]
     return skipped, todo
 
 
-# ---- on Ray (`--ray`) --------------------------------------------------------------------
-# Two maps: one task per instance writes that instance's messages (no two instances share a
-# prompt), then one task per (key, variant) batch classifies them (each batch has its own
-# prompts and content-free prior), so every task is independent and counts as serially.
+# ---- units of work -------------------------------------------------------------------------
+# Two stages: one unit per instance writes that instance's messages (no two instances share a
+# prompt), then one unit per (key, variant) batch classifies them (each batch has its own
+# prompts and content-free prior), so every unit is independent and counts the same serially
+# (all gathered in one loop) and on Ray (one task each).
 
 
 @dataclass(frozen=True)
 class MessagesUnit:
-    """One instance's messages, as a Ray task receives them."""
+    """One instance's messages."""
 
     spec: DomainSpec
     index: int
@@ -252,63 +213,70 @@ class MessagesUnit:
     nodes: list[Node]
 
 
-def instance_messages(unit: MessagesUnit, model: LLM) -> list[str]:
+async def instance_messages(unit: MessagesUnit, model: LLM, bar: GatherBar) -> list[str]:
     game = make_game(unit.spec, make_instance(unit.spec, unit.index, unit.seed), model,
                      config=unit.config, seed=unit.seed)
-    return run_sync(_messages({unit.index: game}, unit.speaker, unit.nodes, GatherBar(False)))
+    return await _messages({unit.index: game}, unit.speaker, unit.nodes, bar)
+
+
+#: One (key, variant) batch to classify: (spec, key, variant, [(speaker, message)]).
+Batch = tuple[DomainSpec, str, str, list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
 class ClassifyUnit:
-    """One (key, variant) batch of messages for a classifier of `kind` (`MODEL_CLASSIFIERS`),
-    rebuilt around the worker's model."""
+    """One batch for a classifier of `kind` (`MODEL_CLASSIFIERS`), rebuilt around the unit's
+    model."""
 
-    spec: DomainSpec
-    key: str
-    variant: str
-    items: list[tuple[str, str]]
+    batch: Batch
     kind: type[LoglikClassifier | PairwiseClassifier]
 
 
-def classify_batch(unit: ClassifyUnit, model: LLM) -> list[Classification]:
-    classifier = unit.kind(model)
-    return run_sync(classifier.classify(unit.spec, unit.key, unit.items, unit.variant,
-                                        GatherBar(False)))
+async def classify_batch(unit: ClassifyUnit, model: LLM, bar: GatherBar) -> list[Classification]:
+    spec, key, variant, items = unit.batch
+    return await unit.kind(model).classify(spec, key, items, variant, bar)
 
 
-def _measure_on_ray(
+def _measure(
     spec: DomainSpec, model: LLM, classifier: SteeringClassifier, samples: int, seed: int,
-    config: str, progress: bool, variants: tuple[str, ...], ray: RayOptions,
-) -> tuple[list[SteeringSample], list[str], int, dict[str, str | None] | None]:
-    """`_measure` with both stages as Ray tasks; also the classifier model's modes as the
-    workers found them (None: the classifier ran here)."""
+    config: str, variants: tuple[str, ...], executor: Executor,
+) -> tuple[list[SteeringSample], list[str], int, dict[str, str | None]]:
+    """K messages per (key, value) plus K unguided ones at the game's first decision, each
+    classified under its variants; also the index of the player who speaks there and the
+    classifier model's modes as its units found them ({}: a classifier without a model)."""
     games = _games(spec, model, samples, seed, config)
     speaker = games[0].first_player
     nodes = _nodes(spec, samples)
     by_index = {i: [n for n in nodes if n[1] == i] for i in games}
-    written = map_on_ray(instance_messages,
-                         [MessagesUnit(spec, i, seed, config, speaker, mine)
-                          for i, mine in by_index.items()],
-                         model, ray, progress=progress, label="instances")
+    written = executor.gather(instance_messages,
+                              [MessagesUnit(spec, i, seed, config, speaker, mine)
+                               for i, mine in by_index.items()],
+                              model, label="instances")
     text_of = {n: t for i, texts in zip(by_index, written.values, strict=True)
                for n, t in zip(by_index[i], texts, strict=True)}
     out = _samples(spec, samples, games, speaker, text_of)
     skipped, todo = _todo(spec, out, variants)
-    kind = type(classifier)
-    if kind not in MODEL_CLASSIFIERS or not isinstance(classifier, MODEL_CLASSIFIERS):
-        # (isinstance: for typing) a classifier without a model classifies here
-        with GatherBar(progress) as bar:
-            run_sync(_classify(spec, classifier, todo, bar))
-        return out, skipped, speaker, None
     groups = _groups(todo)
-    classified = map_on_ray(classify_batch,
-                            [ClassifyUnit(spec, key, variant,
-                                          [(s.speaker, s.message) for s in mine], kind)
-                             for key, variant, mine in groups],
-                            classifier.llm, ray, progress=progress, label="batches")
-    for (_, variant, mine), found in zip(groups, classified.values, strict=True):
-        _record(variant, mine, found)
-    return out, skipped, speaker, classified.capabilities
+    batches: list[Batch] = [(spec, key, variant, [(s.speaker, s.message) for s in mine])
+                            for key, variant, mine in groups]
+    kind = type(classifier)
+    found: list[list[Classification]]
+    if kind in MODEL_CLASSIFIERS and isinstance(classifier, MODEL_CLASSIFIERS):
+        # (isinstance: for typing) rebuilt around the classifier's model wherever it runs
+        classified = executor.gather(classify_batch, [ClassifyUnit(b, kind) for b in batches],
+                                     classifier.llm, label="batches")
+        found, modes = classified.values, classified.capabilities
+    else:  # a classifier without a model (embeddings) classifies in this process
+        async def here(batch: Batch, _: LLM, bar: GatherBar) -> list[Classification]:
+            one_spec, key, variant, items = batch
+            return await classifier.classify(one_spec, key, items, variant, bar)
+
+        found = Executor(progress=executor.progress).gather(here, batches, model,
+                                                            label="batches").values
+        modes = {}
+    for (_, variant, mine), classifications in zip(groups, found, strict=True):
+        _record(variant, mine, classifications)
+    return out, skipped, speaker, modes
 
 
 def _validated_variants(
@@ -321,6 +289,84 @@ def _validated_variants(
                                 progress=progress)
     kept, notes = passing_variants(found, variants, spec.name)
     return kept, found, notes
+
+
+class SteeringOptions(BaseModel):
+    """`gtsteer eval steering`'s options (the writer and the classifier, the reader role, come
+    with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Messages per instruction value (`--samples`).
+    samples: int = 10
+    seed: int = 0
+    variants: tuple[str, ...] = VARIANTS
+    #: Labelled messages to validate the classifier on first (`--validate-judge`).
+    validate_classifier_on: str | Path | None = None
+
+
+def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
+    """Generate, classify and summarise; nothing is written (see `run`).
+
+    The writer: the context's, else the config's `models.writer`, else `local`. The reader
+    (the classifier): a model string or LLM (calibrated log-likelihoods), a
+    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); not given:
+    the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
+    labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
+    variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
+    variant passes the run stops with JudgeRefused before any message is generated. The units
+    of work are each instance's messages, then each (key, variant) batch to classify (on Ray:
+    one task each; a classifier without a model classifies here); the report is the same
+    either way."""
+    samples, seed, variants = options.samples, options.seed, options.variants
+    _check(samples)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise ValueError(f"variants: expected some of {', '.join(VARIANTS)}, got {variants!r}")
+    spec = load_spec(config)  # ConfigError before any LLM call
+    if all(len(options_of(spec, k)) < 2 for k in spec.actions):
+        raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
+                         f"`{ANY}`, so there is nothing to classify")
+    classifier_llm = ctx.given("reader")
+    classifier: SteeringClassifier
+    if classifier_llm is None or (
+        isinstance(classifier_llm, (str, LLM)) and not names_a_classifier(classifier_llm)
+    ):
+        model, others, roles = ctx.roles(spec, "reader")
+        classifier = LoglikClassifier(others["reader"])
+    else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
+        model, _, roles = ctx.roles(spec)
+        classifier = make_classifier(classifier_llm)
+        roles["reader"] = RoleRecord(model=classifier.name, source="given")
+    meters = list(dict.fromkeys([model, *classifier_models(classifier)]))
+    before = [m.usage for m in meters]
+    validations: list[ClassifierValidation] = []
+    refused: list[str] = []
+    if options.validate_classifier_on is not None:
+        variants, validations, refused = _validated_variants(
+            spec, classifier, options.validate_classifier_on, variants, ctx.progress
+        )
+    with ctx.executor.session():
+        out, skipped, speaker, modes = _measure(
+            spec, model, classifier, samples, seed, str(config), variants, ctx.executor)
+    after = [m.usage for m in meters]
+    runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
+    return SteeringReport(
+        config=str(config),
+        domain=spec.name,
+        model=model.model,
+        classifier_model=classifier.name,
+        roles=roles,
+        samples_per_instruction=samples,
+        seed=seed,
+        speaker_role=spec.players[speaker],
+        runs=runs,
+        skipped=refused + skipped,
+        samples=out,
+        llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
+        llm_modes=modes,
+        judge_validation=validations,
+    )
 
 
 def measure_steering(
@@ -336,73 +382,12 @@ def measure_steering(
     validate_classifier_on: str | Path | None = None,
     ray: RayOptions | None = None,
 ) -> SteeringReport:
-    """Generate, classify and summarise; nothing is written (see `run_steering`).
-
-    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`).
-    `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a
-    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); None: the
-    config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
-    labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
-    variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
-    variant passes the run stops with JudgeRefused before any message is generated. `ray`: one
-    Ray task per instance's messages, then one per (key, variant) batch to classify (a
-    classifier without a model classifies here); the report is the same."""
-    _check(samples)
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants:
-        raise ValueError(f"variants: expected some of {', '.join(VARIANTS)}, got {variants!r}")
-    spec = load_spec(config_path)  # ConfigError before any LLM call
-    if all(len(options_of(spec, k)) < 2 for k in spec.actions):
-        raise ValueError(f"actions: no key of `{spec.name}` has two instructions besides "
-                         f"`{ANY}`, so there is nothing to classify")
-    classifier: SteeringClassifier
-    if classifier_llm is None or (
-        isinstance(classifier_llm, (str, LLM)) and not names_a_classifier(classifier_llm)
-    ):
-        model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
-        classifier = LoglikClassifier(others["reader"])
-    else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
-        model, _, roles = pick_roles(spec, endpoint, llm)
-        classifier = make_classifier(classifier_llm)
-        roles["reader"] = RoleRecord(model=classifier.name, source="given")
-    meters = list(dict.fromkeys([model, *classifier_models(classifier)]))
-    before = [m.usage for m in meters]
-    validations: list[ClassifierValidation] = []
-    refused: list[str] = []
-    if validate_classifier_on is not None:
-        variants, validations, refused = _validated_variants(
-            spec, classifier, validate_classifier_on, variants, progress
-        )
-    modes = None
-    if ray is None:
-        out, skipped, speaker = run_sync(
-            _measure(spec, model, classifier, samples, seed, str(config_path), progress, variants)
-        )
-    else:
-        with ray_session(ray):
-            out, skipped, speaker, modes = _measure_on_ray(
-                spec, model, classifier, samples, seed, str(config_path), progress, variants, ray)
-    after = [m.usage for m in meters]
-    runs = [summarise(spec, out, v) for v in VARIANTS if any(v in s.predicted for s in out)]
-    reader = classifier_models(classifier)
-    if modes is None:
-        modes = reader[0].capabilities() if reader else {}
-    return SteeringReport(
-        config=str(config_path),
-        domain=spec.name,
-        model=model.model,
-        classifier_model=classifier.name,
-        roles=roles,
-        samples_per_instruction=samples,
-        seed=seed,
-        speaker_role=spec.players[speaker],
-        runs=runs,
-        skipped=refused + skipped,
-        samples=out,
-        llm_calls=sum((a.since(b) for a, b in zip(after, before, strict=True)), LLMCalls()),
-        llm_modes=modes,
-        judge_validation=validations,
-    )
+    """`measure` from plain arguments (the Python API's spelling)."""
+    ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=endpoint, ray=ray,
+                        progress=progress)
+    return measure(config_path, ctx, SteeringOptions(
+        samples=samples, seed=seed, variants=variants,
+        validate_classifier_on=validate_classifier_on))
 
 
 # ---- files ----------------------------------------------------------------------------------
@@ -433,34 +418,20 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     return fig
 
 
-def run_steering(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    classifier_llm: str | LLM | SteeringClassifier | None = None,
-    samples: int = 10,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    progress: bool = True,
-    endpoint: Endpoint | None = None,
-    variants: tuple[str, ...] = VARIANTS,
-    validate_classifier_on: str | Path | None = None,
-    ray: RayOptions | None = None,
-) -> tuple[SteeringReport, Path]:
-    """Measure, then write DIR/steering.json and one confusion PNG per (variant, key)."""
-    _check(samples)
-    out = run_folder("eval-steering", config_path, writer_name(load_spec(config_path), llm), seed,
-                     out_dir)
-    check_out_dir(out)
-    report = measure_steering(config_path, llm, classifier_llm, samples, seed, progress=progress,
-                              endpoint=endpoint, variants=variants,
-                              validate_classifier_on=validate_classifier_on, ray=ray)
-    for run in report.runs:
-        for confusion in run.confusion:
-            file = f"confusion-{run.variant}-{re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)}.png"
-            how = "with definitions" if run.variant == DEFINED else "without definitions"
+def run(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
+    """`gtsteer eval steering`: measure, then write DIR/steering.json and one confusion PNG per
+    (variant, key)."""
+    _check(options.samples)
+    out = check_out_dir(ctx.folder("eval-steering", config, ctx.writer_name(load_spec(config)),
+                                   options.seed))
+    report = measure(config, ctx, options)
+    for variant in report.runs:
+        for confusion in variant.confusion:
+            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)
+            file = f"confusion-{variant.variant}-{key}.png"
+            how = "with definitions" if variant.variant == DEFINED else "without definitions"
             title = f"{report.domain} · {report.model} · classifier {how}"
             save_png(confusion_figure(confusion, title), out / file)
-            run.png.append(file)
+            variant.png.append(file)
     write_json(out / "steering.json", report)
-    return report, out
+    return report.written_to(out)

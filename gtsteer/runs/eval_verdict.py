@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import Instance, generate_instances
 from gtsteer.binding.progress import GatherBar
@@ -30,9 +30,10 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
-from gtsteer.llm import LLM, as_llm, run_sync
+from gtsteer.llm import LLM
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
-from gtsteer.runs.ray_map import map_on_ray
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import wilson
 
@@ -108,44 +109,51 @@ def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int
         raise ValueError(f"breadth/depth: must be >= 1, got {breadth}/{depth}")
 
 
-async def _play_all(
-    llm: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]], seed: int,
-    progress: bool,
-) -> list[GameOutcome]:
-    with GatherBar(progress) as bar:
-        return await bar.gather("verdict games", [
-            play_verdict_game(llm, spec, instance, policy, setting, seed)
-            for policy, setting, instance in jobs
-        ])
-
-
 @dataclass(frozen=True)
 class InstanceGames:
-    """Every (judge setting, policy) game of one instance, as a Ray task gets them: the games
-    of an instance share prompts (the strategic questioner's first candidate is the naive
-    one's message), those of two instances none, so instances are the independent units."""
+    """Every (judge setting, policy) game of one instance, the unit of work: the games of an
+    instance share prompts (the strategic questioner's first candidate is the naive one's
+    message), those of two instances none, so instances are the independent units."""
 
     spec: DomainSpec
     jobs: list[tuple[Questioner, JudgeSetting, Instance]]
     seed: int
 
 
-def play_instance(unit: InstanceGames, model: LLM) -> list[GameOutcome]:
-    return run_sync(_play_all(model, unit.spec, unit.jobs, unit.seed, progress=False))
+async def play_instance(unit: InstanceGames, model: LLM, bar: GatherBar) -> list[GameOutcome]:
+    return await bar.gather("verdict games", [
+        play_verdict_game(model, unit.spec, instance, policy, setting, unit.seed)
+        for policy, setting, instance in unit.jobs
+    ])
 
 
-def _play_on_ray(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
-                 seed: int, ray: RayOptions, progress: bool) -> list[GameOutcome]:
-    """`_play_all` with one Ray task per instance; outcomes in the jobs' order."""
+def _play_all(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
+              seed: int, executor: Executor) -> list[GameOutcome]:
+    """Every job's game, one unit per instance; outcomes in the jobs' order."""
     by_instance: dict[int, list[int]] = {}
     for position, (_, _, instance) in enumerate(jobs):
         by_instance.setdefault(instance.index, []).append(position)
     units = [InstanceGames(spec, [jobs[p] for p in mine], seed) for mine in by_instance.values()]
-    run = map_on_ray(play_instance, units, model, ray, progress=progress, label="instances")
+    run = executor.gather(play_instance, units, model, label="instances")
     outcomes: dict[int, GameOutcome] = {}
     for mine, done in zip(by_instance.values(), run.values, strict=True):
         outcomes.update(zip(mine, done, strict=True))
     return [outcomes[p] for p in range(len(jobs))]
+
+
+class VerdictOptions(BaseModel):
+    """`gtsteer eval verdict`'s options (the model comes with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Games per policy and judge setting (`--games`), on as many instances.
+    games: int = 20
+    seed: int = 0
+    #: Judge temperatures (None: `DEFAULT_TEMPERATURES`).
+    temperatures: list[float] | None = None
+    #: The strategic questioner's candidates per question and look-ahead rounds.
+    breadth: int = DEFAULT_BREADTH
+    depth: int = DEFAULT_DEPTH
 
 
 def evaluate_verdict(
@@ -161,23 +169,37 @@ def evaluate_verdict(
     progress: bool = True,
     ray: RayOptions | None = None,
 ) -> VerdictEvalReport:
-    """Play every (policy, judge prompt, temperature, instance) game; write the report.
-    `ray`: one Ray task per instance's games; the report and games.jsonl are the same."""
+    """`run` from plain arguments (the Python API's spelling); without `out_dir`, nothing is
+    written."""
+    options = VerdictOptions(games=games, seed=seed, temperatures=temperatures,
+                             breadth=breadth, depth=depth)
+    ctx = RunContext.of(llm=llm, out=out_dir, ray=ray, progress=progress)
+    return _evaluate(config_path, ctx, options, write=out_dir is not None)
+
+
+def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> VerdictEvalReport:
+    """`gtsteer eval verdict`: play every (policy, judge prompt, temperature, instance) game;
+    write report.json, games.jsonl and verdict.png. The unit of work is one instance's games
+    (on Ray: one task each); the files are the same either way."""
+    return _evaluate(config, ctx, options, write=True)
+
+
+def _evaluate(config_path: str | Path, ctx: RunContext, options: VerdictOptions, *,
+              write: bool) -> VerdictEvalReport:
+    games, seed, breadth, depth = options.games, options.seed, options.breadth, options.depth
     spec = load_spec(config_path)
-    temps = list(DEFAULT_TEMPERATURES if temperatures is None else temperatures)
+    temps = list(DEFAULT_TEMPERATURES if options.temperatures is None else options.temperatures)
     _check(spec, games, temps, breadth, depth)
     assert spec.judge is not None
     table = verdict_table(spec)
-    model = as_llm(llm)
+    model, _, _ = ctx.roles(spec)
     before = model.usage
     policies: list[Questioner] = [NaiveQuestioner(), StrategicQuestioner(breadth, depth)]
     settings = [JudgeSetting(i, t) for i in range(len(spec.judge.prompts)) for t in temps]
     instances = generate_instances(spec, games, seed)
     jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
-    if ray is None:
-        outcomes = run_sync(_play_all(model, spec, jobs, seed, progress))
-    else:
-        outcomes = _play_on_ray(model, spec, jobs, seed, ray, progress)
+    with ctx.executor.session():
+        outcomes = _play_all(model, spec, jobs, seed, ctx.executor)
     cells: list[VerdictCell] = []
     totals: dict[str, list[bool]] = {p.name: [] for p in policies}
     for setting in settings:
@@ -202,9 +224,10 @@ def evaluate_verdict(
         llm_requests=calls.requests,
         new_llm_calls=calls.new_calls,
     )
-    if out_dir is not None:
-        _write(Path(out_dir), report, jobs, outcomes)
-        report.written_to(out_dir)
+    if write:
+        out = ctx.folder("eval-verdict", config_path, model, seed)
+        _write(out, report, jobs, outcomes)
+        report.written_to(out)
     return report
 
 

@@ -16,24 +16,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import Instance, expand_sync, generate_instances, make_game
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, StorageError
-from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import Endpoint, RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_folder,
     write_json,
     write_text,
 )
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE, check_tree_size
-from gtsteer.runs.units import run_units
 from gtsteer.solvers.efg import EfgExport, to_efg
 
 SUMMARY_FILE = "export.json"
@@ -89,6 +88,21 @@ class ExportOutcome:
     failure: str | None = None
 
 
+class ExportOptions(BaseModel):
+    """`gtsteer export`'s options (the model and the folder come with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The file format (`--format`; `FORMATS`).
+    fmt: str = "efg"
+    games: int = 1
+    seed: int = 0
+    #: Private-information draws dealt at the root (None: the config's `num_deals`).
+    deals: int | None = None
+    #: Refuse a run whose worst-case trees need more requests (None: no bound).
+    max_calls: int | None = DEFAULT_MAX_CALLS
+
+
 def export_config(
     config_path: str | Path,
     llm: str | LLM | None = None,
@@ -103,9 +117,19 @@ def export_config(
     report: Callable[[str], None] | None = None,
     endpoint: Endpoint | None = None,
 ) -> ExportSummary:
-    """Build and expand `games` instances as `gtsteer solve` does; write one `.efg` and side
-    file per instance and `out_dir/export.json`. An instance whose expansion fails is
+    """`run` from plain arguments (the Python API's spelling)."""
+    ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out_dir, progress=progress,
+                        report=report)
+    return run(config_path, ctx, ExportOptions(fmt=fmt, games=games, seed=seed, deals=deals,
+                                               max_calls=max_calls))
+
+
+def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSummary:
+    """`gtsteer export`: build and expand `games` instances as `gtsteer solve` does; write one
+    `.efg` and side file per instance and `export.json`. An instance whose expansion fails is
     recorded failed (its reason in export.json); the others are still written."""
+    config_path, out_dir, progress = config, ctx.out, ctx.progress
+    fmt, games, seed, deals = options.fmt, options.games, options.seed, options.deals
     if fmt not in FORMATS:
         raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if out_dir is not None:
@@ -119,9 +143,9 @@ def export_config(
     chosen = generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
-    check_tree_size(spec, games, max_calls, report=report)
-    model, _, role_models = pick_roles(spec, endpoint, llm)
-    out = run_folder("export", config_path, model, seed, out_dir)
+    check_tree_size(spec, games, options.max_calls, report=ctx.report)
+    model, _, role_models = ctx.roles(spec)
+    out = ctx.folder("export", config_path, model, seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
     jobs = [ExportJob(spec, inst, str(config_path), seed, progress) for inst in chosen]
     records: list[ExportedGame] = []
@@ -129,12 +153,12 @@ def export_config(
     def write_game(_: int, done: ExportOutcome) -> None:
         records.append(_write(out, done))
 
-    run = run_units(export_instance, jobs, model, on_result=write_game, progress=progress,
-                    label="instances")
+    units_run = ctx.executor.run(export_instance, jobs, model, on_result=write_game,
+                                 label="instances")
     summary = ExportSummary(
         config=str(config_path), domain=spec.name, model=model.model, roles=role_models,
         seed=seed, format="efg", num_games=games, num_deals=spec.num_deals,
-        num_llm_seeds=spec.num_llm_seeds, games=records, llm_calls=run.calls,
+        num_llm_seeds=spec.num_llm_seeds, games=records, llm_calls=units_run.calls,
     )
     finish_run_dir(out, SUMMARY_FILE, summary)
     return summary.written_to(out)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
 from gtsteer.domains import load_spec
@@ -31,9 +31,10 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
-from gtsteer.llm import LLM, LLMCalls, LLMError, as_llm, model_string
+from gtsteer.llm import LLM, LLMCalls, LLMError, model_string
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.atomic import atomic_dir, atomic_path
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.output import (
     IN_PROGRESS,
     RunResult,
@@ -41,7 +42,6 @@ from gtsteer.runs.output import (
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_folder,
     save_png,
     write_text,
 )
@@ -175,6 +175,32 @@ def check_args(
     return config, (spec if deals is None else spec.with_deals(deals))
 
 
+class ImitateOptions(BaseModel):
+    """`gtsteer imitate`'s options (the model and the folder come with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    games: int = DEFAULT_GAMES
+    #: Held-out instances: a fraction < 1 or a count >= 1.
+    holdout: float = 0.2
+    steps: int = 10_000
+    #: A sentence embedder's name (an `Embedder` object from Python).
+    embedder: str | Embedder | None = None
+    #: The network's input (`FEATURE_MODES`; checked by the driver, which names the flag).
+    features: str = "text"
+    seed: int = 0
+    solver: str = DEFAULT_SOLVER
+    iterations: int = DEFAULT_ITERATIONS
+    #: Private-information draws dealt at the root (None: the config's `num_deals`).
+    deals: int | None = None
+    #: Solve results to reuse or write (None: OUT/solve).
+    solve_dir: str | Path | None = None
+    #: Also train every feature mode and compare them on the held-out instances.
+    compare_features: bool = False
+    #: The training settings beyond the command line's (library callers).
+    train_config: TrainConfig | None = None
+
+
 def imitate_config(
     config_path: str | Path,
     llm: str | LLM = "local",
@@ -194,24 +220,41 @@ def imitate_config(
     train_config: TrainConfig | None = None,
     progress: bool = True,
 ) -> ImitationReport:
-    """The whole pipeline; writes the run folder and returns its report.
+    """`run` from plain arguments (the Python API's spelling)."""
+    return run(config_path, RunContext.of(llm=llm, out=out_dir, progress=progress),
+               ImitateOptions(games=games, holdout=holdout, steps=steps, embedder=embedder,
+                              features=features, seed=seed, solver=solver,
+                              iterations=iterations, deals=deals, solve_dir=solve_dir,
+                              compare_features=compare_features, train_config=train_config))
+
+
+def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> ImitationReport:
+    """`gtsteer imitate`: the whole pipeline; writes the run folder and returns its report.
 
     `deals` (default: the config's `num_deals`) > 1 solves dealt games, as `gtsteer solve --deals`;
-    each instance is still one unit of the train/held-out split."""
-    config, spec = check_args(
+    each instance is still one unit of the train/held-out split. The model: the context's
+    writer (`--llm`)."""
+    config_path, games, holdout, steps = config, options.games, options.holdout, options.steps
+    embedder, features, seed, solver = (options.embedder, options.features, options.seed,
+                                        options.solver)
+    iterations, deals, solve_dir = options.iterations, options.deals, options.solve_dir
+    compare_features, train_config, progress = (options.compare_features, options.train_config,
+                                                ctx.progress)
+    train, spec = check_args(
         config_path, games, holdout, steps, features, solver, iterations, seed, deals
     )
     if train_config is not None:  # library callers may change more than the CLI exposes
-        config = train_config.model_copy(
+        train = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    model_name = model_string(llm)
-    out = run_folder("imitate", config_path, llm, seed, out_dir)
+    writer = ctx.given("writer") or ctx.writer_name(spec)
+    model_name = model_string(writer)
+    out = ctx.folder("imitate", config_path, writer, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
-    client = as_llm(llm)
+    client, _, _ = ctx.roles(spec)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
 
@@ -233,7 +276,7 @@ def imitate_config(
         with atomic_path(out / EMBEDDINGS_FILE) as tmp:
             np.save(tmp, embeddings)
         policy, training = train_policy(
-            records, emb, config, bar("training", config.steps),
+            records, emb, train, bar("training", train.steps),
             embeddings=embeddings, domain=spec.name,
         )
     with atomic_dir(out / MODEL_DIR) as tmp:
@@ -247,7 +290,7 @@ def imitate_config(
     if compare_features:
         for mode in FEATURE_MODES:
             variant, fit = (policy, training) if mode == features else train_policy(
-                records, emb, config.model_copy(update={"features": mode}),
+                records, emb, train.model_copy(update={"features": mode}),
                 embeddings=embeddings, domain=spec.name,
             )
             assert fit.heldout is not None

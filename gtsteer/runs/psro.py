@@ -12,34 +12,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import DomainSpec, Instance, expand_sync, generate_instances, make_game
 from gtsteer.binding.llm_instances import check_fits, read_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import Endpoint, RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_in_file,
     finish_run_dir,
     prepare_run_dir,
-    run_folder,
     save_png,
     write_json,
     write_text,
 )
-from gtsteer.runs.psro_games import games_on_ray
+from gtsteer.runs.psro_games import game_map
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     check_tree_size,
 )
-from gtsteer.runs.units import RayOptions, ray_session
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.nfg import to_nfg
-from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro, serial_map
+from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.reference import ReferenceGame, measure_in_reference
 from gtsteer.solvers.psro.report import META_SOLVERS
 
@@ -88,6 +88,27 @@ class PSROSummary(RunResult):
         return data
 
 
+class PSROOptions(BaseModel):
+    """`gtsteer psro`'s options: the algorithm's settings (`PSROConfig`, recorded in the
+    summary) and the run's (the models, the folder and Ray come with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    settings: PSROConfig = Field(default_factory=PSROConfig)
+    #: Generated instances (`--games`); ignored with `instances_file`.
+    games: int = 1
+    #: Private-information draws dealt at the root (None: the config's `num_deals`).
+    deals: int | None = None
+    #: Refuse a run whose starting trees need more requests (None: no bound).
+    max_calls: int | None = DEFAULT_MAX_CALLS
+    #: Also write each iteration's meta-game as `iterations/<t>.nfg` (`--export-nfg`).
+    export_nfg: bool = False
+    #: Play the instances of this JSONL file (`--instances`) instead of generated ones.
+    instances_file: str | Path | None = None
+    #: A config of the same domain with the full action set (`--reference`).
+    reference: str | Path | None = None
+
+
 def psro_config(
     config_path: str | Path,
     llm: str | LLM | None = None,
@@ -107,14 +128,27 @@ def psro_config(
     instances_file: str | Path | None = None,
     reference: str | Path | None = None,
 ) -> PSROSummary:
-    """Run PSRO on `games` instances of a domain config; write summary.json and the plot.
+    """`run` from plain arguments (the Python API's spelling)."""
+    ctx = RunContext.of(llm=llm, proposer=proposer_llm, endpoint=endpoint, out=out_dir,
+                        ray=ray, progress=False, report=report, on_phase=on_phase,
+                        on_step=on_iteration)
+    return run(config_path, ctx, PSROOptions(
+        settings=settings or PSROConfig(), games=games, deals=deals, max_calls=max_calls,
+        export_nfg=export_nfg, instances_file=instances_file, reference=reference))
+
+
+def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummary:
+    """`gtsteer psro`: run PSRO on `games` instances of a domain config; write summary.json
+    and the plot. `ctx.on_phase` hears what the run is doing, `ctx.on_step` gets each
+    iteration's report once it is written.
 
     `deals` (default: the config's `num_deals`) > 1 plays each instance as a dealt game (its
     root chance node deals one of `deals` private-information draws), as in `gtsteer solve`.
-    `llm`/`proposer_llm` None: the config's `models.writer`/`models.proposer`, else `local`
-    and the writer (`gtsteer.runs.models.pick`). `ray` runs each meta-game build's
-    per-instance expansions as Ray tasks (`gtsteer.runs.psro_games`); the results are the
-    same, and the proposer stays in this process. `export_nfg` also writes each iteration's
+    The writer and the proposer: the context's, else the config's
+    `models.writer`/`models.proposer`, else `local` and the writer (`RunContext.roles`). Each
+    meta-game build's per-instance expansions are units of the context's executor (on Ray:
+    tasks, `gtsteer.runs.psro_games`); the results are the same, and the proposer stays in
+    this process. `export_nfg` also writes each iteration's
     meta-game (mean over instances) as `iterations/<t>.nfg`, for Gambit.
 
     `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances
@@ -123,7 +157,10 @@ def psro_config(
     and each iteration's driving meta-strategy is measured in it (`IterationReport.reference`:
     its NashConv there, its gain over `any` beside the full game's CFR gain, and, with
     `heldout`, that gain on fresh samples)."""
-    settings = settings or PSROConfig()
+    config_path, settings, games, deals = config, options.settings, options.games, options.deals
+    instances_file, reference, max_calls = (options.instances_file, options.reference,
+                                            options.max_calls)
+    report, on_phase, on_iteration = ctx.report, ctx.on_phase, ctx.on_step
     if instances_file is not None:
         check_in_file(instances_file, "--instances")
     elif games < 1:
@@ -140,10 +177,10 @@ def psro_config(
     check_tree_size(spec, games, max_calls, report=report)
     if full is not None:
         check_tree_size(full, games, max_calls, heldout=settings.heldout, report=report)
-    model, others, roles = pick_roles(spec, endpoint, llm, proposer=proposer_llm)
+    model, others, roles = ctx.roles(spec, "proposer")
     proposer = others["proposer"]
     model_name, proposer_name = model.model, proposer.model
-    out = prepare_run_dir(run_folder("psro", config_path, model, settings.seed, out_dir),
+    out = prepare_run_dir(ctx.folder("psro", config_path, model, settings.seed),
                           subdirs=("iterations",), summary="summary.json")
     dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
                       for inst in instances]
@@ -158,16 +195,15 @@ def psro_config(
             report.reference = measure_in_reference(
                 references, report.solutions[report.driver].marginals, report.driver)
         write_json(out / "iterations" / f"{report.iteration}.json", report)
-        if export_nfg:
+        if options.export_nfg:
             write_text(out / "iterations" / f"{report.iteration}.nfg",
                        metagame_nfg(report, spec.name, list(spec.players)))
         if on_iteration is not None:
             on_iteration(report)
 
-    with ray_session(ray):
+    with ctx.executor.session():
         result = run_psro(dialogue_games, proposer, settings, on_iteration=record,
-                          on_phase=on_phase,
-                          map_games=serial_map if ray is None else games_on_ray(model, ray))
+                          on_phase=on_phase, map_games=game_map(ctx.executor, model))
     totals = sum((m.usage.since(before)
                   for m, before in zip(_distinct(model, proposer), befores, strict=True)),
                  LLMCalls())

@@ -23,9 +23,8 @@ from gtsteer.binding import DialogueGame, Instance, make_game
 from gtsteer.binding.reward import Reward
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM
-from gtsteer.runs.ray_map import map_on_ray
-from gtsteer.runs.units import RayOptions
-from gtsteer.solvers.psro import GameMap
+from gtsteer.runs.executor import Executor
+from gtsteer.solvers.psro import GameMap, serial_map
 
 History = tuple[int, ...]
 
@@ -94,15 +93,18 @@ def play_game_unit(unit: GameUnit, model: LLM) -> tuple[Any, FilledTree]:
     return value, FilledTree.of(game).since(unit.tree)
 
 
-def games_on_ray(model: LLM, ray: RayOptions) -> GameMap:
-    """A `GameMap` that runs each game's work as a Ray task with a worker-built `model`."""
+def game_map(executor: Executor, model: LLM) -> GameMap:
+    """The `GameMap` of a run: the plain loop serially (the games are here already), else each
+    game's work as a Ray task with a worker-built `model`, its new entries merged back."""
+    if executor.ray is None:
+        return serial_map
 
     def map_games(work: Callable[[DialogueGame], Any],
                   games: Sequence[DialogueGame]) -> list[Any]:
         if any(game.llm is not model for game in games):
-            raise ValueError("games_on_ray: every game must be played by the run's model")
-        run = map_on_ray(play_game_unit, [GameUnit.of(g, work) for g in games], model, ray,
-                         label="instances")
+            raise ValueError("game_map: every game must be played by the run's model")
+        run = executor.map(play_game_unit, [GameUnit.of(g, work) for g in games], model,
+                           label="instances")
         values = []
         for game, (value, added) in zip(games, run.values, strict=True):
             added.fill(game)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import (
     DialogueGame,
@@ -32,13 +33,13 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
-from gtsteer.runs.models import Endpoint, pick_roles
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
-    run_folder,
     write_json,
     write_text,
 )
@@ -57,7 +58,7 @@ from gtsteer.runs.solve_schema import (
     SolveSummary,
     VersusMetric,
 )
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
 from gtsteer.solvers.heldout import (
@@ -120,6 +121,32 @@ def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None
     check_solver_args(solver, iterations)
 
 
+class SolveOptions(BaseModel):
+    """`gtsteer solve`'s options (the model, the folder and Ray come with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    #: Generated instances (`--games`); ignored with `instances_file`.
+    games: int = 1
+    #: Play the instances of this JSONL file (`--instances`) instead of generated ones.
+    instances_file: str | Path | None = None
+    iterations: int = DEFAULT_ITERATIONS
+    solver: str = DEFAULT_SOLVER
+    seed: int = 0
+    #: Private-information draws dealt at the root (None: the config's `num_deals`).
+    deals: int | None = None
+    #: Also measure the CFR gain on fresh samples (`--heldout`).
+    heldout: bool = False
+    #: The held-out replays that read the fresh text (`--heldout-readers`).
+    readers: tuple[str, ...] = READERS
+    #: A sentence embedder's name (an `Embedder` object from Python, not on Ray).
+    embedder: str | Embedder | None = None
+    #: Refuse a run whose worst-case trees need more requests (None: no bound).
+    max_calls: int | None = DEFAULT_MAX_CALLS
+    #: Keep the instances an earlier run with the same settings solved (`--resume`).
+    resume: bool = False
+
+
 def solve_config(
     config_path: str | Path,
     llm: str | LLM | None = None,
@@ -141,7 +168,18 @@ def solve_config(
     embedder: str | Embedder | None = None,
     resume: bool = False,
 ) -> SolveSummary:
-    """Solve `games` instances of a domain config and write `out_dir/summary.json`.
+    """`run` from plain arguments (the Python API's spelling)."""
+    ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out_dir, ray=ray, progress=progress,
+                        report=report)
+    return run(config_path, ctx, SolveOptions(
+        games=games, instances_file=instances_file, iterations=iterations, solver=solver,
+        seed=seed, deals=deals, heldout=heldout, readers=tuple(readers), embedder=embedder,
+        max_calls=max_calls, resume=resume))
+
+
+def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:
+    """`gtsteer solve`: solve `games` instances of a domain config and write
+    `ctx.out/summary.json` (default folder: `results/<config>-<model>-<seed>`).
 
     `deals` (default: the config's `num_deals`) > 1 solves each instance as a dealt game: a
     root chance node deals one of `deals` private-information draws, so no player's strategy
@@ -166,10 +204,16 @@ def solve_config(
     Before any LLM call the worst-case tree is estimated (`check_tree_size`, told to `report`);
     a run needing more than `max_calls` requests is refused (None: no bound).
 
-    `ray` runs each instance as a Ray task (`gtsteer.runs.units`); the results are the same.
-    `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`);
-    `endpoint` holds the CLI's `--api-base`/`--api-key-env` for the served models.
+    Each instance is one unit of work of the context's executor (on Ray: one task each); the
+    results are the same. The writer: the context's, else the config's `models.writer`, else
+    `local` (`RunContext.roles`).
     """
+    config_path, games, iterations, solver, seed = (config, options.games, options.iterations,
+                                                    options.solver, options.seed)
+    deals, heldout, readers, embedder = (options.deals, options.heldout, options.readers,
+                                         options.embedder)
+    instances_file, max_calls, resume = options.instances_file, options.max_calls, options.resume
+    out_dir, progress, report, ray = ctx.out, ctx.progress, ctx.report, ctx.ray
     if out_dir is not None:
         check_out_dir(out_dir)  # bad paths before any work
     if instances_file is not None:
@@ -191,9 +235,9 @@ def solve_config(
         from gtsteer.llm.embed import get_embedder
 
         get_embedder(embedder, strict=True)  # an unusable name fails before any LLM call
-    model, _, role_models = pick_roles(spec, endpoint, llm)
+    model, _, role_models = ctx.roles(spec)
     model_name = model.model
-    out = run_folder("solve", config_path, model, seed, out_dir)
+    out = ctx.folder("solve", config_path, model, seed)
     jobs = [InstanceJob(spec, instance, str(config_path), seed, solver, iterations, heldout,
                         progress=progress and ray is None,  # on Ray: one bar of instances
                         readers=tuple(readers) if heldout else (), embedder=embedder)
@@ -213,11 +257,11 @@ def solve_config(
             write_text(out / "games" / f"{done.record.index}.terminals.jsonl", done.terminals)
         write_json(out / "games" / f"{done.record.index}.json", done.record)
 
-    run = run_units(solve_instance, [job for job, _ in todo], model, ray=ray,
-                    on_result=write_game, progress=progress, label="instances")
-    solved_now = {done.record.index: done.record for done in run.values}
+    units_run = ctx.executor.run(solve_instance, [job for job, _ in todo], model,
+                                 on_result=write_game, label="instances")
+    solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
-    backend = next((done.backend for done in reversed(run.values) if done.backend), "")
+    backend = next((done.backend for done in reversed(units_run.values) if done.backend), "")
     failures = [
         Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
         for r in records
@@ -249,9 +293,9 @@ def solve_config(
         metrics=None,
         head_to_head=None,
         instruction_distribution=[],
-        llm_calls=run.calls,
-        llm_cost_usd=run.cost_usd,
-        llm_modes=run.capabilities,
+        llm_calls=units_run.calls,
+        llm_cost_usd=units_run.cost_usd,
+        llm_modes=units_run.capabilities,
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,

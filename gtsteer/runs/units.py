@@ -1,24 +1,21 @@
-"""Run a driver's units of work (one instance, one game) serially or as Ray tasks.
+"""The words of a run's units of work: where Ray tasks run (`RayOptions`, from `--ray` and
+`--workers`), what a batch of units gives back (`UnitsRun`) and the error of a cluster that
+fails (`RayClusterError`).
 
-Every driver hands its per-unit function here instead of looping itself, so the serial run and
-the Ray run (`--ray ADDRESS`) share one code path: `work(unit, model)` is the same function in
-both, called with the driver's model here and with a worker-built model on a Ray worker.
-Without `ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
+Plain data, imported by both sides: the executor that runs units serially or as Ray tasks
+(`gtsteer.runs.executor`) and the Ray side itself (`gtsteer.runs.ray_pool`), which this module
+never imports.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 
-U = TypeVar("U")
 R = TypeVar("R")
 
 #: A DNS name (RFC 1123 labels) or an IPv4 address; an IPv6 address goes in brackets.
@@ -86,48 +83,3 @@ class UnitsRun(Generic[R]):
     cost_usd: float = 0.0
     #: The Ray node each unit ran on (empty for a serial run).
     nodes: list[str] = field(default_factory=list)
-
-
-def run_units(
-    work: Callable[[U, LLM], R],
-    units: Sequence[U],
-    model: LLM,
-    *,
-    ray: RayOptions | None = None,
-    on_result: Callable[[int, R], None] | None = None,
-    progress: bool = False,
-    label: str = "units",
-) -> UnitsRun[R]:
-    """`work(unit, model)` for every unit; `on_result(i, value)` runs in this process as each
-    unit finishes (drivers write their per-unit files there); `progress` shows a bar of units
-done across the cluster on Ray. An exception `work` lets out
-    stops the run, serial or on Ray, so drivers catch what belongs to one unit themselves."""
-    if ray is not None:
-        from gtsteer.runs.ray_pool import run_on_ray  # Ray is imported only here
-
-        return run_on_ray(work, units, model, ray, on_result=on_result, progress=progress,
-                          label=label)
-    before = model.usage
-    values: list[R] = []
-    for i, unit in enumerate(units):  # serial: the units' own bars show progress
-        value = work(unit, model)
-        values.append(value)
-        if on_result is not None:
-            on_result(i, value)
-    after = model.usage
-    return UnitsRun(values, after.since(before), model.capabilities(),
-                    cost_usd=after.cost_usd - before.cost_usd)
-
-
-@contextmanager
-def ray_session(ray: RayOptions | None) -> Iterator[None]:
-    """One Ray session around a driver that runs units several times (a PSRO run builds a
-    meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
-    starts once, not per `run_units`. Serial: nothing, and Ray is not imported."""
-    if ray is None:
-        yield
-        return
-    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
-
-    with connected(ray):
-        yield

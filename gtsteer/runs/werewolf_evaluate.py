@@ -31,11 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.progress import Progress
 
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
@@ -43,7 +45,7 @@ from gtsteer.runs.output import (
     save_png,
     write_json,
 )
-from gtsteer.runs.units import RayOptions, run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
@@ -216,14 +218,48 @@ def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
     return played
 
 
+class EvaluateOptions(BaseModel):
+    """`gtsteer werewolf evaluate`'s options beyond its recorded settings (`EvaluateConfig`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    #: The `steer-train` folder whose policy steers (`--steer`).
+    steer: str | Path
+    #: Keep the seeds an earlier run with the same settings and policy finished (`--resume`).
+    resume: bool = False
+    #: An in-process `PlaystyleChooser` instead of the folder's policy (Python callers).
+    steered: Any = None
+    #: The models' `LLMPool` (Python callers); None: one client per model string, served
+    #: models through the context's endpoint.
+    pool: Any = None
+
+
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
              steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
              show_progress: bool = True, ray: RayOptions | None = None,
              resume: bool = False) -> EvaluateSummary:
-    """`ray` plays each game as a Ray task (`gtsteer.runs.units`); the results are the same.
-    There the workers load the policy from the folder's files (`Steering`), unless `steered`
-    (an in-process chooser) is given, which then travels as it is. `resume` keeps the seeds an
-    earlier run with the same settings and policy saved in `out/seeds/` and plays the rest."""
+    """`run` from plain arguments (the Python API's spelling)."""
+    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
+               EvaluateOptions(steer=steer, resume=resume, steered=steered, pool=pool))
+
+
+def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
+    """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
+    playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit
+    of the context's executor (on Ray: a task, `gtsteer.runs.units`); the results are the
+    same. There the workers load the policy from the folder's files (`Steering`), unless
+    `steered` (an in-process chooser) is given, which then travels as it is. `resume` keeps
+    the seeds an earlier run with the same settings and policy saved in `out/seeds/` and plays
+    the rest."""
+    if ctx.out is None:
+        raise ValueError("--out: give the folder of the run")
+    cfg, steer, out, resume = config, options.steer, ctx.out, options.resume
+    show_progress, ray = ctx.progress, ctx.ray
+    steered: PlaystyleChooser | None = options.steered
+    pool: LLMPool | None = options.pool
+    if pool is None:
+        ctx.endpoint.check(cfg.llm)
+        pool = LLMPool(factory=ctx.endpoint.llm)
     given = steered is not None
     steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
     key = run_key(cfg, steer)
@@ -236,7 +272,6 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
     store = GameStore(root / "evaluate.sqlite")
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
-    pool = pool or LLMPool()
     played = [c for c, k in enumerate(CONDITION_KEYS) if k in cfg.conditions]
     units = [EvaluationSeed(tuple(
         EvaluationGame(GameSetup(game_id(c, g), cfg.seed + g, cfg.players, cfg.llm,
@@ -262,8 +297,9 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
             write_json(root / SEEDS_DIR / f"{g}.json", SavedSeed.of(key, g, games))
             store_seed(games)
 
-        run = run_units(play_evaluation_seed, units[len(kept):], driver_model(pool, cfg.llm),
-                        ray=ray, on_result=InOrder(write), label="evaluation seeds")
+        units_run = run_units(play_evaluation_seed, units[len(kept):],
+                              driver_model(pool, cfg.llm), ray=ray, on_result=InOrder(write),
+                              label="evaluation seeds")
     results = []
     for c in played:
         name = list(CONDITIONS)[c]
@@ -272,7 +308,7 @@ def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
         results.append(_condition(store, name, team, kind, [finals[i] for i in ids], ids))
     paired = paired_differences(cfg, finals) if STATIC in cfg.conditions else []
     summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, paired=paired,
-                              llm_calls=run.calls)
+                              llm_calls=units_run.calls)
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()

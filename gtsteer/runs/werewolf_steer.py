@@ -26,9 +26,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyspiel
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from rich.progress import Progress
 
 from gtsteer.imitation.build import reach_weighted_records
@@ -38,8 +39,10 @@ from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import ray_session, run_units
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.units import RayOptions, ray_session, run_units
+from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
@@ -269,17 +272,46 @@ def solve_playstyle_job(job: PlaystyleJob, model: LLM
     return solve_state(job.state, game_pool(model, job.completion_style), job.cfg, job.instance)
 
 
+class SteerTrainOptions(BaseModel):
+    """`gtsteer werewolf steer-train`'s options beyond its recorded settings
+    (`SteerTrainConfig`); the command line sets none of them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    #: A `TextEmbedder` object instead of the config's `embedder` name (Python callers).
+    embedder: Any = None
+    #: The models' `LLMPool` (Python callers); None: one client per model string, served
+    #: models through the context's endpoint.
+    pool: Any = None
+
+
 def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
                 pool: LLMPool | None = None, show_progress: bool = True,
                 ray: RayOptions | None = None) -> SteerTrainSummary:
-    """`ray` runs the logged games and the playstyle games as Ray tasks (one Ray session for
-    both); the training stays here. The results are the serial run's."""
+    """`run` from plain arguments (the Python API's spelling)."""
+    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
+               SteerTrainOptions(embedder=embedder, pool=pool))
+
+
+def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
+        ) -> SteerTrainSummary:
+    """`gtsteer werewolf steer-train`: log bot-only games, solve playstyle games at sampled
+    discussion turns, distil them into a policy; writes `ctx.out` (required). The logged
+    games and the playstyle games are units of the context's executor (on Ray: one session
+    for both, a task each); the training stays here. The results are the serial run's."""
+    if ctx.out is None:
+        raise ValueError("--out: give the folder of the run")
+    cfg, out, show_progress, ray = config, ctx.out, ctx.progress, ctx.ray
+    embedder: TextEmbedder | None = options.embedder
+    pool: LLMPool | None = options.pool
+    if pool is None:
+        ctx.endpoint.check(cfg.llm)
+        pool = LLMPool(factory=ctx.endpoint.llm)
     root = prepare_run_dir(out, (POLICY_DIR,), summary=SUMMARY_FILE)
     db = root / "games.sqlite"
     if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
-    pool = pool or LLMPool()
     store = GameStore(db)
     with Progress(disable=not show_progress) as bar, ray_session(ray):
         t0 = time.perf_counter()
@@ -305,8 +337,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
 
         jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
                 for state in picked]
-        run = run_units(solve_playstyle_job, jobs, driver_model(pool, cfg.llm), ray=ray,
-                        on_result=InOrder(collect), label="playstyle games")
+        units_run = run_units(solve_playstyle_job, jobs, driver_model(pool, cfg.llm), ray=ray,
+                              on_result=InOrder(collect), label="playstyle games")
         t2 = time.perf_counter()
     solved_records = len(records)
     records = pool_shared_views(records)
@@ -331,7 +363,7 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
         llm_calls=sum(s.message_calls + s.prediction_calls for s in solved),
         seconds_games=t1 - t0, seconds_states=t2 - t1, seconds_train=t3 - t2,
         train=report.model_dump(exclude={"curve"}), shortfall=shortfall(cfg, len(candidates)),
-        model_calls=game_calls + run.calls)
+        model_calls=game_calls + units_run.calls)
     finish_run_dir(root, SUMMARY_FILE, summary)
     store.close()
     return summary.written_to(root)

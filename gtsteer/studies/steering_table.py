@@ -30,8 +30,10 @@ from pathlib import Path
 from gtsteer.bench import benchdoc
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
-from gtsteer.runs.eval_judge import DEFAULT_LABELLED, ValidationReport, run_classifier_validation
-from gtsteer.runs.eval_steering import SteeringReport, run_steering
+from gtsteer.runs import eval_judge, eval_steering
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
+from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import wilson
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,9 +73,10 @@ def validate(candidates: list[str], configs: list[str],
     """Every candidate on every config's labelled messages (cached; saved per judge)."""
     found = []
     for judge in candidates:
-        report, _ = run_classifier_validation([ROOT / c for c in configs], [judge],
-                                              DEFAULT_LABELLED, results / "judges" / safe(judge),
-                                              progress=False)
+        report = eval_judge.run([ROOT / c for c in configs],
+                                RunContext.of(out=results / "judges" / safe(judge),
+                                              progress=False),
+                                JudgeOptions(judges=[judge], labelled=DEFAULT_LABELLED))
         found += report.validations
     return found
 
@@ -120,9 +123,11 @@ def measure(configs: list[str], writers: list[str], judges: list[str], samples: 
             print(f"== {config} · {writer} · judge {judge} ({variant})", flush=True)
             out = results / "runs" / f"{Path(config).stem}-{safe(writer)}-k{samples}"
             try:
-                run_steering(ROOT / config, writer, judge, samples, out_dir=out,
-                             progress=False, variants=(variant,),
-                             validate_classifier_on=DEFAULT_LABELLED)
+                eval_steering.run(ROOT / config,
+                                  RunContext.of(llm=writer, reader=judge, out=out,
+                                                progress=False),
+                                  SteeringOptions(samples=samples, variants=(variant,),
+                                                  validate_classifier_on=DEFAULT_LABELLED))
             except Exception as exc:  # noqa: BLE001 - one failed pair must not lose the others
                 print(f"   failed: {type(exc).__name__}: {exc}")
 

@@ -1,0 +1,93 @@
+"""What every driver gets besides its config and its options: a `RunContext`.
+
+A command's run is `run(config, ctx, options) -> RunResult`: `config` says what is played (a
+domain config; a Werewolf run's own settings), `options` how (one pydantic model per command),
+and the context where and with what: the models given per role and where served models live
+(`Endpoint`), the output folder, the executor (serial or Ray, with or without progress bars),
+and who hears of the run as it goes (one-line notes, the current phase, each finished step).
+Models are resolved in one place, `RunContext.roles`: the given model of a role, else the
+config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`). Each role's
+client carries its response cache and its usage meter, so a driver meters a run by the
+clients the context gave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gtsteer.binding.run_models import Role
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.llm import LLM
+from gtsteer.runs.executor import SERIAL, Executor
+from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
+from gtsteer.runs.output import run_folder
+from gtsteer.runs.units import RayOptions
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where and with what a driver runs (see the module docstring)."""
+
+    #: The models given per role (unset: the config's `models:` block, else the default): a
+    #: model string, a client (its cache and meter shared with the caller), or for the reader
+    #: of `eval steering` a steering classifier or its spelling (`embed`, `pairwise:MODEL`).
+    models: Mapping[Role, Any] = field(default_factory=dict)
+    #: Where served models live (`--api-base`, `--api-key-env`, timeouts).
+    endpoint: Endpoint = field(default_factory=Endpoint)
+    #: The output folder (None: the command's default under results/).
+    out: Path | None = None
+    executor: Executor = SERIAL
+    #: Where one-line notes go (the tree-size estimate, a resumed run); None: nowhere.
+    report: Callable[[str], None] | None = None
+    #: Told what the run is doing now ("iteration 2: oracle of player 0"); None: nobody.
+    on_phase: Callable[[str], None] | None = None
+    #: Handed each step's result as it finishes (a PSRO iteration's report); None: nobody.
+    on_step: Callable[[Any], None] | None = None
+
+    @classmethod
+    def of(cls, *, llm: str | LLM | None = None, reader: Any = None,
+           proposer: str | LLM | None = None, endpoint: Endpoint | None = None,
+           out: str | Path | None = None, ray: RayOptions | None = None, progress: bool = True,
+           report: Callable[[str], None] | None = None,
+           on_phase: Callable[[str], None] | None = None,
+           on_step: Callable[[Any], None] | None = None) -> RunContext:
+        """A context from the command line's words (a role left None is not given)."""
+        given = {"writer": llm, "reader": reader, "proposer": proposer}
+        return cls(models={r: m for r, m in given.items() if m is not None},  # type: ignore[misc]
+                   endpoint=endpoint or Endpoint(), out=None if out is None else Path(out),
+                   executor=Executor(ray, progress), report=report, on_phase=on_phase,
+                   on_step=on_step)
+
+    @property
+    def progress(self) -> bool:
+        return self.executor.progress
+
+    @property
+    def ray(self) -> RayOptions | None:
+        return self.executor.ray
+
+    def given(self, role: Role) -> Any:
+        """The model given for `role`, or None."""
+        return self.models.get(role)
+
+    def roles(self, spec: DomainSpec, *others: Role
+              ) -> tuple[LLM, dict[str, LLM], dict[str, RoleRecord]]:
+        """The writer's client, the `others` roles' clients and what each role got: the one
+        place a run's models are resolved (`pick_roles`)."""
+        return pick_roles(spec, self.endpoint, self.given("writer"),
+                          **{role: self.given(role) for role in others})
+
+    def writer_name(self, spec: DomainSpec) -> str:
+        """The writer's model string as `roles` will choose it, without building a client."""
+        return writer_name(spec, self.given("writer"))
+
+    def folder(self, kind: str, config: str | Path, model: str | LLM, seed: int) -> Path:
+        """The run's folder: `out` as given, else the default `run_dir` of `kind`."""
+        return run_folder(kind, config, model, seed, self.out)
+
+    def tell(self, line: str) -> None:
+        if self.report is not None:
+            self.report(line)

@@ -1,0 +1,165 @@
+"""How a driver runs its units of work: in this process, or one Ray task per unit (`--ray`).
+
+A driver gets one `Executor` (in its `RunContext`) and hands it every batch of units; its body
+is the same whichever executor runs them, as PSRO's `GameMap` keeps `run_psro` unaware of Ray.
+`work` is the same function in both: called with the driver's model here, and with a
+worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Three ways to hand it:
+
+- `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (each
+  unit's own bars show progress); on Ray the result counts the tasks' calls (`UnitsRun.calls`)
+  and `on_result` lets the driver write each unit's files as it finishes;
+- `map(...)`: the same, for drivers that meter their own models (PSRO per iteration, the
+  evals per report): on Ray each task's usage is folded into `model`'s meter, so every count
+  downstream reads as in the serial run;
+- `gather(work, units, model)`: async `work(unit, model, bar)`; serially every unit's
+  coroutine is awaited together in one event loop (the model sees all their requests at once,
+  its own semaphore bounds them, and same-named phases of the units add up in one bar); on Ray
+  each unit is a task with its own loop, metered as `map`.
+
+Without `--ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from gtsteer.binding.progress import GatherBar
+from gtsteer.llm import LLM, run_sync
+from gtsteer.llm.usage import UsageReport
+from gtsteer.runs.units import RayOptions, UnitsRun
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+#: One unit's async work: `work(unit, model, bar)`. A module-level function (a Ray task
+#: receives it by reference), whose unit is picklable and carries what rebuilds its games.
+AsyncWork = Callable[[U, LLM, GatherBar], Awaitable[R]]
+
+
+def run_units(
+    work: Callable[[U, LLM], R],
+    units: Sequence[U],
+    model: LLM,
+    *,
+    ray: RayOptions | None = None,
+    on_result: Callable[[int, R], None] | None = None,
+    progress: bool = False,
+    label: str = "units",
+) -> UnitsRun[R]:
+    """`work(unit, model)` for every unit; `on_result(i, value)` runs in this process as each
+    unit finishes (drivers write their per-unit files there); `progress` shows a bar of units
+    done across the cluster on Ray. An exception `work` lets out stops the run, serial or on
+    Ray, so drivers catch what belongs to one unit themselves."""
+    if ray is not None:
+        from gtsteer.runs.ray_pool import run_on_ray  # Ray is imported only here
+
+        return run_on_ray(work, units, model, ray, on_result=on_result, progress=progress,
+                          label=label)
+    before = model.usage
+    values: list[R] = []
+    for i, unit in enumerate(units):  # serial: the units' own bars show progress
+        value = work(unit, model)
+        values.append(value)
+        if on_result is not None:
+            on_result(i, value)
+    after = model.usage
+    return UnitsRun(values, after.since(before), model.capabilities(),
+                    cost_usd=after.cost_usd - before.cost_usd)
+
+
+@contextmanager
+def ray_session(ray: RayOptions | None) -> Iterator[None]:
+    """One Ray session around a driver that runs units several times (a PSRO run builds a
+    meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
+    starts once, not per `run_units`. Serial: nothing, and Ray is not imported."""
+    if ray is None:
+        yield
+        return
+    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
+
+    with connected(ray):
+        yield
+
+
+@dataclass(frozen=True)
+class _Metered(Generic[U, R]):
+    """`work` plus the usage of the model it ran with (picklable: `work` travels by name)."""
+
+    work: Callable[[U, LLM], R]
+
+    def __call__(self, unit: U, model: LLM) -> tuple[R, UsageReport]:
+        before = model.usage
+        value = self.work(unit, model)
+        return value, model.usage.minus(before)
+
+
+@dataclass(frozen=True)
+class _InOwnLoop(Generic[U, R]):
+    """Async `work` as a Ray task runs it: in the task's own event loop, without a display."""
+
+    work: AsyncWork[U, R]
+
+    def __call__(self, unit: U, model: LLM) -> R:
+        async def one() -> R:
+            return await self.work(unit, model, GatherBar(False))
+
+        return run_sync(one())
+
+
+@dataclass(frozen=True)
+class Executor:
+    """Serial (`ray` None) or Ray; `progress` shows bars while units run."""
+
+    ray: RayOptions | None = None
+    progress: bool = False
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """One Ray session around several batches (Ray starts once); serially, nothing."""
+        with ray_session(self.ray):
+            yield
+
+    def run(self, work: Callable[[U, LLM], R], units: Sequence[U], model: LLM, *,
+            on_result: Callable[[int, R], None] | None = None,
+            label: str = "units") -> UnitsRun[R]:
+        """`run_units` with this executor's Ray settings and progress."""
+        return run_units(work, units, model, ray=self.ray, on_result=on_result,
+                         progress=self.progress, label=label)
+
+    def map(self, work: Callable[[U, LLM], R], units: Sequence[U], model: LLM, *,
+            label: str = "units") -> UnitsRun[R]:
+        """`run`, with a Ray task's usage landing in `model`'s meter and its new answers in its
+        cache (the driver stays the cache's only writer); serially the model metered them."""
+        if self.ray is None:
+            return self.run(work, units, model, label=label)
+        run = run_units(_Metered(work), units, model, ray=self.ray, progress=self.progress,
+                        label=label)
+        for _, usage in run.values:
+            model.meter.absorb(usage)
+        return UnitsRun([value for value, _ in run.values], run.calls, run.capabilities,
+                        cost_usd=run.cost_usd, nodes=run.nodes)
+
+    def gather(self, work: AsyncWork[U, R], units: Sequence[U], model: LLM, *,
+               label: str = "units") -> UnitsRun[R]:
+        """`work(unit, model, bar)` for every unit; the values in the units' order, the calls
+        on `model`'s meter (and counted in the result), `model`'s modes as its users saw them."""
+        if self.ray is not None:
+            return self.map(_InOwnLoop(work), units, model, label=label)
+        before = model.usage
+
+        async def every(bar: GatherBar) -> list[R]:
+            return list(await asyncio.gather(*(work(unit, model, bar) for unit in units)))
+
+        with GatherBar(self.progress) as bar:
+            values = run_sync(every(bar))
+        after = model.usage
+        return UnitsRun(values, after.since(before), model.capabilities(),
+                        cost_usd=after.cost_usd - before.cost_usd)
+
+
+#: The executor of a run without `--ray` and without progress display.
+SERIAL = Executor()
