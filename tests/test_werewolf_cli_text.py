@@ -10,6 +10,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, FakeBackend, GenerationRequest, RawCompletion
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 
 #: Rich markup (unbalanced, a hyperlink, a chat-template tag), an ANSI colour, an OSC-8 terminal
@@ -48,8 +49,8 @@ def hostile_pool() -> LLMPool:
 def test_show_prints_markup_and_escapes_in_chat_and_names_as_text(tmp_path):
     db = tmp_path / "w.sqlite"
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=1, game_id="m", max_days=1,
-                        max_messages_per_day=2, pool=hostile_pool())
+    state = create_game(store, GameConfig(n_players=5, max_days=1, max_messages_per_day=2), seed=1,
+                        game_id="m", pool=hostile_pool())
     GameRunner(store, pool=hostile_pool()).run(state)
     # A name from a snapshot or another tool: the CLI's own name checks are not the last line.
     conn = store.conn
@@ -117,7 +118,7 @@ def test_a_second_resume_of_one_game_stops_with_one_line(tmp_path, monkeypatch):
 
     db = tmp_path / "r.sqlite"
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=2, game_id="r", max_messages_per_day=3)
+    state = create_game(store, GameConfig(n_players=5, max_messages_per_day=3), seed=2, game_id="r")
     GameRunner(store).run(state, max_steps=3)
     moved_on = GameRunner(store).run(store.load("r"), max_steps=1)  # "the other process"
     before = store.load("r")

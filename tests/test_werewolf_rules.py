@@ -14,7 +14,7 @@ from gtsteer.werewolf.engine import (
     winner_of,
 )
 from gtsteer.werewolf.rules import Role, WerewolfConfigError
-from gtsteer.werewolf.state import Decision
+from gtsteer.werewolf.state import Decision, GameConfig
 
 # roles: Ann Ben Cat Dan Eve Fay Gus  (W=wolf, D=doctor, T=detective, M=maniac, V=villager)
 NIGHT_CASES = [
@@ -206,13 +206,13 @@ def test_night_kill_can_end_the_game():
 def test_bad_setups_are_rejected_with_clear_errors(n, wolves, match):
     cast = [(f"P{i}", "", "balanced") for i in range(n)]
     with pytest.raises(WerewolfConfigError, match=match):
-        new_game(cast, n_wolves=wolves, maniac=True)
+        new_game(cast, GameConfig(n_players=n, n_wolves=wolves, maniac=True))
 
 
 def test_duplicate_names_rejected():
     cast = [("Ann", "", "balanced")] * 5
     with pytest.raises(WerewolfConfigError, match="unique"):
-        new_game(cast, n_wolves=1)
+        new_game(cast, GameConfig(n_players=5, n_wolves=1))
 
 
 def test_day_limit_ends_without_winner():

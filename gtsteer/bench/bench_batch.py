@@ -135,6 +135,7 @@ def werewolf_game(batch: int) -> dict:
     import hashlib
 
     from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.state import GameConfig
     from gtsteer.werewolf.store import GameStore
 
     os.environ[BATCH_ENV] = str(batch)
@@ -142,8 +143,8 @@ def werewolf_game(batch: int) -> dict:
         with benchdoc.fresh_cache("bench-batch-werewolf-") as cache:
             store = GameStore(cache / "werewolf.sqlite")
             start = time.perf_counter()
-            state = create_game(store, n_players=7, seed=0, model="local", max_days=2,
-                                max_messages_per_day=3, game_id="bench")  # fmt: skip
+            state = create_game(store, GameConfig(n_players=7, max_days=2, max_messages_per_day=3),
+                                seed=0, model="local", game_id="bench")  # fmt: skip
             state = GameRunner(store).run(state)
             wall = time.perf_counter() - start
             calls = [(c.bot, c.purpose, c.response) for c in store.calls("bench")]

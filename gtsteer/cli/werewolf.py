@@ -38,7 +38,14 @@ from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, load_snapshot
+from gtsteer.werewolf.state import (
+    MODERATOR,
+    Decision,
+    GameConfig,
+    GameState,
+    Pending,
+    load_snapshot,
+)
 from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
 from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
 
@@ -210,11 +217,12 @@ def play(
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
+        config = GameConfig(n_players=players, n_wolves=wolves, max_days=max_days,
+                            max_messages_per_day=max_messages, rules=rules, ties=ties)
         state = create_game(
-            store, n_players=players, n_wolves=wolves, seed=seed, model=names[0],
+            store, config, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
-            human=human, max_days=max_days, max_messages_per_day=max_messages,
-            game_id=game_id, pool=pool, rules=rules, ties=ties,  # type: ignore[arg-type]
+            human=human, game_id=game_id, pool=pool,
             api_base=api_base if any(served(n) for n in names) else None,
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")

@@ -17,7 +17,6 @@ from gtsteer.werewolf.rules import (
     Role,
     WerewolfConfigError,
     assign_roles,
-    default_wolves,
     reads_evil,
     rng,
     validate_setup,
@@ -34,10 +33,8 @@ from gtsteer.werewolf.state import (
     NightResult,
     Pending,
     Player,
-    RulesName,
     Summary,
     SummaryNotes,
-    TieRule,
     Vote,
 )
 
@@ -63,28 +60,25 @@ class IllegalDecision(ValueError):
 
 def new_game(
     cast: Sequence[tuple[str, str, str]],
+    config: GameConfig | None = None,
     *,
     seed: int = 0,
-    n_wolves: int | None = None,
-    maniac: bool | None = None,
     models: str | Sequence[str] = "fake",
     humans: Sequence[str] = (),
-    max_days: int | None = None,
-    max_messages_per_day: int | None = None,
-    intro: bool = True,
     game_id: str = "game",
     scene: str = "",
-    rules: RulesName = "reference",
-    ties: TieRule = "none",
 ) -> GameState:
-    """Seat the cast (name, story, playstyle) and deal roles from the seed.
+    """Seat the cast (name, story, playstyle) under `config` and deal roles from the seed.
 
-    `max_messages_per_day=None` scales the discussion with the living players."""
+    `config` is the whole setup (`GameConfig`; None: the defaults for the cast's size) and
+    must be sized for the cast; `models` and `humans` say who sits in each seat."""
     check_game_id(game_id)
     n = len(cast)
-    wolves = default_wolves(n) if n_wolves is None else n_wolves
-    use_maniac = (n >= 6) if maniac is None else maniac
-    validate_setup(n, wolves, use_maniac)
+    config = GameConfig(n_players=n) if config is None else config
+    if config.n_players != n:
+        raise WerewolfConfigError(f"the setup is for {config.n_players} players but the cast "
+                                  f"has {n}")
+    validate_setup(n, config.n_wolves, config.maniac)
     names = [c[0] for c in cast]
     if len(set(names)) != n:
         raise WerewolfConfigError(f"player names must be unique (got {names})")
@@ -97,26 +91,18 @@ def new_game(
     model_list = [models] * n if isinstance(models, str) else list(models)
     if len(model_list) != n:
         raise WerewolfConfigError(f"need one model per player ({n}), got {len(model_list)}")
-    if max_messages_per_day is not None and max_messages_per_day < 1:
+    if config.max_messages_per_day is not None and config.max_messages_per_day < 1:
         raise WerewolfConfigError("max_messages_per_day must be at least 1")
-    if max_days is not None and max_days < 1:
+    if config.max_days is not None and config.max_days < 1:
         raise WerewolfConfigError("max_days must be at least 1")
-    if rules not in ("reference", "simple"):
-        raise WerewolfConfigError(f"rules must be 'reference' or 'simple' (got {rules!r})")
-    if ties not in ("none", "random"):
-        raise WerewolfConfigError(f"ties must be 'none' or 'random' (got {ties!r})")
-    roles = assign_roles(n, wolves, use_maniac, seed)
+    roles = assign_roles(n, config.n_wolves, config.maniac, seed)
     players = [
         Player(name=c[0], story=c[1], playstyle=c[2], role=r, model=m, human=c[0] in humans)
         for c, r, m in zip(cast, roles, model_list, strict=True)
     ]
-    config = GameConfig(
-        n_players=n, n_wolves=wolves, maniac=use_maniac, max_days=max_days,
-        max_messages_per_day=max_messages_per_day, intro=intro, rules=rules, ties=ties,
-    )
-    state = GameState(game_id=game_id, seed=seed, config=config, players=players, scene=scene,
-                      router_model=model_list[0])
-    if intro:
+    state = GameState(game_id=game_id, seed=seed, config=config.model_copy(deep=True),
+                      players=players, scene=scene, router_model=model_list[0])
+    if config.intro:
         state.phase, state.queue = "intro", list(names)
     else:
         state.phase, state.queue = "discussion", []
