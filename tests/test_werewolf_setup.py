@@ -4,7 +4,11 @@ the runner, the web lobby and the replay pass around; the rules' bounds are writ
 from __future__ import annotations
 
 import inspect
+import re
 from pathlib import Path
+
+import pytest
+from werewolf_helpers import table
 
 from gtsteer.werewolf import engine, replay, runner
 from gtsteer.werewolf.replay import initial_state
@@ -72,3 +76,41 @@ def test_wolves_and_maniac_default_by_size_and_stay_as_stored() -> None:
 def _snapshot(config: GameConfig) -> str:
     cast = [(f"P{i}", "", "balanced") for i in range(config.n_players)]
     return engine.new_game(cast, config).model_dump_json()
+
+
+# ---- bounds, written once in rules.py ---------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_speaker_bounds_are_the_rules_own() -> None:
+    from gtsteer.werewolf import router, rules
+    from gtsteer.werewolf.engine import IllegalDecision, pending, step
+    from gtsteer.werewolf.state import Decision
+
+    assert (router.MIN_SPEAKERS, router.MAX_SPEAKERS) == (rules.MIN_SPEAKERS, rules.MAX_SPEAKERS)
+    state = table("WWDTMVVVV", intro=False)
+    legal = pending(state).legal_targets
+    most = legal[:rules.MAX_SPEAKERS]
+    assert step(state, Decision(kind="route", speakers=most)).queue == most
+    with pytest.raises(IllegalDecision, match=f"router must pick 1 to {rules.MAX_SPEAKERS} of"):
+        step(state, Decision(kind="route", speakers=legal[:rules.MAX_SPEAKERS + 1]))
+
+
+def test_no_player_count_bounds_outside_the_rules() -> None:
+    """5..12 players is `rules.MIN_PLAYERS`/`MAX_PLAYERS`; drivers, options and the lobby
+    read them (the lobby from /api/config)."""
+    literal = re.compile(r"ge=5,\s*le=12|\(5\.\.12\)|min=\"5\"\s+max=\"12\"|k <= 5\b")
+    found = [str(p.relative_to(ROOT)) for p in (ROOT / "gtsteer").rglob("*")
+             if p.suffix in (".py", ".html", ".js") and literal.search(p.read_text())]
+    assert found == []
+    from gtsteer.runs.werewolf_evaluate import EvaluateConfig
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig
+    from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
+
+    for model in (EvaluateConfig, SteerTrainConfig):
+        with pytest.raises(ValueError, match=f"greater than or equal to {MIN_PLAYERS}"):
+            model(players=MIN_PLAYERS - 1)
+        with pytest.raises(ValueError, match=f"less than or equal to {MAX_PLAYERS}"):
+            model(players=MAX_PLAYERS + 1)
+    assert "config.max_players" in (ROOT / "gtsteer/werewolf/web/static/lobby.js").read_text()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from gtsteer.werewolf.prompts import night_result_line, vote_result_line
 from gtsteer.werewolf.rules import (
+    MAX_SPEAKERS,
     Role,
     WerewolfConfigError,
     assign_roles,
@@ -240,10 +241,9 @@ def step(state: GameState, decision: Decision) -> GameState:
     elif want.kind == "route":
         speakers = list(dict.fromkeys(decision.speakers))
         bad = [n for n in speakers if n not in want.legal_targets]
-        if bad or not 1 <= len(speakers) <= 5:
-            raise IllegalDecision(
-                f"router must pick 1 to 5 of {want.legal_targets}; got {decision.speakers}"
-            )
+        if bad or not 1 <= len(speakers) <= MAX_SPEAKERS:
+            raise IllegalDecision(f"router must pick 1 to {MAX_SPEAKERS} of "
+                                  f"{want.legal_targets}; got {decision.speakers}")
         s.queue = speakers
     elif want.kind == "vote":
         _check_target(want, decision.target, want.legal_targets)

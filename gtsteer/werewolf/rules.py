@@ -28,6 +28,10 @@ class Role(str, Enum):
 
 ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
+#: Speakers the router names after each round: at least MIN_SPEAKERS (when that many may
+#: speak), at most MAX_SPEAKERS. The engine accepts 1 to MAX_SPEAKERS (one is all a table
+#: with a single other living player can offer).
+MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
 
 
 class WerewolfConfigError(ValueError):
