@@ -414,3 +414,39 @@ def test_an_api_chat_model_gets_no_stops():
     bot_decision(state, pending(state), pool)
     assert backend.asked[0][-1].role == "user"
     assert not backend.stops[0]
+
+
+def test_each_decision_kind_has_its_own_function(tmp_path, monkeypatch):
+    """`bot_decision` only builds the `DecisionContext` and hands it to `_speak` (speak,
+    pack chat), `_summarise` (summary) or `_choose` (vote, night); each gives what
+    `bot_decision` gives, records included (issue 41 item 6)."""
+    from gtsteer.werewolf import bots
+
+    store = GameStore(tmp_path / "k.sqlite")
+    config = GameConfig(n_players=7, max_days=2, max_messages_per_day=2)
+    seen: dict[str, tuple] = {}
+
+    def grab(before, _after, _decision) -> None:
+        want = pending(before)
+        if want.kind != "route" and want.kind not in seen:
+            seen[want.kind] = (before, want)
+
+    GameRunner(store, on_step=grab).run(create_game(store, config, seed=4, game_id="k"))
+    assert set(seen) == {"speak", "pack_chat", "night", "vote", "summary"}
+    by_kind = {"speak": bots._speak, "pack_chat": bots._speak, "summary": bots._summarise,
+               "vote": bots._choose, "night": bots._choose}
+    for kind, (state, want) in seen.items():
+        dc = bots.decision_context(state, want, LLMPool())
+        assert (dc.bot, dc.purpose) == (want.actor, kind if want.verb is None
+                                        else f"night:{want.verb}")
+        direct, direct_calls = by_kind[kind](dc)
+        whole, calls = bot_decision(state, want, LLMPool())
+        assert direct == whole and direct.kind == kind
+        assert ([c.model_dump(exclude={"latency_s"}) for c in direct_calls]
+                == [c.model_dump(exclude={"latency_s"}) for c in calls])
+    asked: list[str] = []
+    for name in ("_speak", "_summarise", "_choose"):
+        monkeypatch.setattr(bots, name, lambda dc, name=name: (asked.append(name), [])[1])
+    for _kind, (state, want) in sorted(seen.items()):
+        bot_decision(state, want, LLMPool())
+    assert asked == ["_choose", "_speak", "_speak", "_summarise", "_choose"]
