@@ -32,7 +32,7 @@ from gtsteer.cli.options import (
 from gtsteer.runs.models import Endpoint, served
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
-from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
+from gtsteer.werewolf.engine import pending_for
 from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import action_line
@@ -50,9 +50,6 @@ from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
 from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
-
-VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
-
 
 def _store(db: str | None, *, read_only: bool = False) -> GameStore:
     return GameStore(Path(db) if db else default_db_path(), read_only=read_only)
@@ -332,27 +329,12 @@ def act(
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
         state = load_snapshot(check_in_file(snapshot, "--snapshot").read_bytes(), snapshot)
-        me = state.player(bot) if bot in {p.name for p in state.players} else None
-        if me is None:
-            raise ValueError(f"no player {bot!r}; players: {[p.name for p in state.players]}")
-        if not me.alive:
-            raise ValueError(f"{bot} is dead and takes no actions")
+        if action not in ("vote", "night", "speak"):
+            raise ValueError(f"--action must be vote, night or speak (got {action!r})")
+        want = pending_for(state, bot, action)
+        me = state.player(bot)
         if llm:
             me.model = llm
-        if action == "vote":
-            want = Pending(kind="vote", actor=bot, legal_targets=legal_targets(state, bot, "vote"))
-        elif action == "night":
-            verb = VERB_OF_ROLE.get(me.role)
-            if verb is None:
-                raise ValueError(f"{bot} is a {me.role.value} and has no night action")
-            actions = night_actions_for(state, bot, verb)
-            want = Pending(kind="night", actor=bot, verb=verb,
-                           legal_targets=actions.get(verb, []), actions=actions)
-        elif action == "speak":
-            want = Pending(kind="speak", actor=bot, turn=state.turns_today + 1,
-                           turns_total=state.turn_limit())
-        else:
-            raise ValueError(f"--action must be vote, night or speak (got {action!r})")
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                    max_wait_s=max_wait)
         endpoint.check(me.model)

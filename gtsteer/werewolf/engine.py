@@ -199,7 +199,8 @@ def pending(state: GameState) -> Pending | None:
         return Pending(kind="route", legal_targets=legal_targets(state, "", "route"))
     if state.phase == "vote":
         actor = state.queue[0]
-        return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
+        return Pending(kind="vote", actor=actor,
+                       legal_targets=legal_targets(state, actor, "vote"))
     slot = state.queue[0]
     night_actor = night_slot_actor(state, slot)
     assert night_actor is not None, "normalized night queues start with an actionable slot"
@@ -210,6 +211,31 @@ def pending(state: GameState) -> Pending | None:
         kind="night", actor=night_actor, verb=slot,
         legal_targets=actions.get(slot, []), actions=actions,
     )
+
+
+def pending_for(state: GameState, actor: str, kind: str) -> Pending:
+    """The decision `actor` would face if it were their turn to `kind` now ("vote", "night":
+    their role's own slot, "speak": the next discussion turn), whatever is pending: for asking
+    one bot out of turn (`werewolf act`). A ValueError names what cannot act."""
+    names = [p.name for p in state.players]
+    if actor not in names:
+        raise ValueError(f"no player {actor!r}; players: {names}")
+    me = state.player(actor)
+    if not me.alive:
+        raise ValueError(f"{actor} is dead and takes no actions")
+    if kind == "vote":
+        return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
+    if kind == "night":
+        verb = next((v for v, role in SLOT_VERB.items() if role is me.role), None)
+        if verb is None:
+            raise ValueError(f"{actor} is a {me.role.value} and has no night action")
+        actions = night_actions_for(state, actor, verb)
+        return Pending(kind="night", actor=actor, verb=verb,
+                       legal_targets=actions.get(verb, []), actions=actions)
+    if kind == "speak":
+        return Pending(kind="speak", actor=actor, turn=state.turns_today + 1,
+                       turns_total=state.turn_limit())
+    raise ValueError(f"no out-of-turn {kind!r} decision: vote, night or speak")
 
 
 # ---- applying a decision -----------------------------------------------------------------
