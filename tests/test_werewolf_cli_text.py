@@ -142,3 +142,28 @@ def test_an_error_that_quotes_markup_is_printed_literally(tmp_path):
                                    str(tmp_path / "x.sqlite")])
     assert res.exit_code == 2
     assert "no game '[/bold]x'" in res.output
+
+
+def test_show_is_labelled_the_god_view_and_prints_what_only_god_sees(tmp_path):
+    """`show` prints roles, pack chat and night actions, which a spectator may not see
+    (`visibility.PUBLIC`), so it says it is the god view (issue 41 item 6)."""
+    from gtsteer.werewolf.events import step_events
+    from gtsteer.werewolf.replay import replay
+    from gtsteer.werewolf.visibility import PUBLIC, for_viewer
+
+    db = tmp_path / "g.sqlite"
+    store = GameStore(db)
+    config = GameConfig(n_players=7, max_days=1, max_messages_per_day=2)
+    final = GameRunner(store).run(create_game(store, config, seed=2, game_id="g"))
+    res = CliRunner().invoke(app, ["werewolf", "show", "g", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("God view of game g: ")
+    pack = next(m for m in final.messages if m.channel == "pack")
+    assert f"[pack] {pack.author}: {pack.text}"[:60] in res.output.replace("\n", " ")
+    assert "werewolf" in res.output and " abducted " in res.output
+    public = [e for b, a, d in replay(final, store.steps("g"))
+              for e in for_viewer(step_events(b, a, d), PUBLIC)]
+    assert not any(e.get("channel") == "pack" for e in public)
+    assert not any(e["type"] == "night_action" for e in public)
+    helped = CliRunner().invoke(app, ["werewolf", "show", "--help"])
+    assert "god view" in helped.output and "spectator's view)" not in helped.output

@@ -47,7 +47,7 @@ from gtsteer.werewolf.state import (
     load_snapshot,
 )
 from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
-from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
+from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view, players_view
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
 
@@ -273,14 +273,17 @@ def show(
     game_id: Annotated[str, typer.Argument()],
     db: Db = None,
 ) -> None:
-    """Print the full transcript with roles, votes and night results (a spectator's view)."""
+    """Print the god view of a game: every role, playstyle and model, the public and pack chat,
+    the votes and the night actions (the players and spectators see far less)."""
     with friendly_errors():
         state = _store(db, read_only=True).load(game_id)
+        say(("God view", "bold"), f" of game {game_id}: roles, pack chat and night actions "
+            "included (a spectator's view is the web app's table).")
         roles = Table("player", "role", "playstyle", "model", "fate")
-        for p in state.players:
-            fate = "alive" if p.alive else f"died day {p.died_day} ({p.cause})"
-            roles.add_row(line(p.name + (" (human)" if p.human else "")), p.role.value,
-                          p.playstyle, line(p.model), fate)
+        for p in players_view(state, GOD):
+            fate = "alive" if p["alive"] else f"died day {p['died_day']} ({p['cause']})"
+            roles.add_row(line(p["name"] + (" (human)" if p["human"] else "")), p["role"],
+                          p["playstyle"], line(p["model"]), fate)
         console.print(roles)
         for day in range(1, state.day + 1):
             console.rule(f"Day {day}")
