@@ -31,6 +31,7 @@ from gtsteer.runs.werewolf_steer import SteerTrainConfig, logged_setups, steer_t
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
 
@@ -190,8 +191,8 @@ def test_a_game_played_into_memory_is_stored_as_playing_it_into_the_store(
     direct = GameStore(tmp_path / "direct.sqlite")
     model = fresh_model()  # each run with nothing cached: the same hits, the same records
     pool = LLMPool(factory=lambda _name: model)
-    state = create_game(direct, n_players=5, seed=setup.seed, model="fake", max_days=1,
-                        max_messages_per_day=3, game_id=setup.game_id, pool=pool)
+    state = create_game(direct, GameConfig(n_players=5, max_days=1, max_messages_per_day=3),
+                        seed=setup.seed, model="fake", game_id=setup.game_id, pool=pool)
     GameRunner(direct, pool).run(state)
     direct.close()
     via_unit = GameStore(tmp_path / "unit.sqlite")

@@ -19,6 +19,7 @@ from gtsteer.binding.spec import MAX_CONFIG_BYTES, ConfigError, read_spec
 from gtsteer.cli import app
 from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.runner import create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.guard import RequestGuard, SecurityHeaders
 
@@ -32,7 +33,7 @@ SMALL = ["--players", "5", "--max-days", "1", "--max-messages", "2"]
 
 def test_a_served_game_stores_its_endpoint_without_credentials(tmp_path: Path) -> None:
     store = GameStore(tmp_path / "ww.sqlite")
-    state = create_game(store, n_players=5, model="fake", game_id="g1",
+    state = create_game(store, GameConfig(n_players=5), model="fake", game_id="g1",
                         api_base="https://u:pw@gpu1.example:8080/v1?key=QSECRET")
     assert state.api_base == "https://gpu1.example:8080/v1"
     assert store.load("g1").api_base == "https://gpu1.example:8080/v1"
@@ -46,7 +47,8 @@ def test_resume_talks_to_the_games_own_server(tmp_path: Path,
     db = str(tmp_path / "ww.sqlite")
     with LoopbackServer() as srv:
         store = GameStore(db)
-        create_game(store, n_players=5, model="openai/stub", game_id="s2", api_base=srv.base_url)
+        create_game(store, GameConfig(n_players=5), model="openai/stub", game_id="s2",
+                    api_base=srv.base_url)
         store.close()
         srv.fail_next(1000, 400)  # a request that reaches it fails at once: enough to see it
         result = runner.invoke(app, ["werewolf", "resume", "s2", "--db", db])

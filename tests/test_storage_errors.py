@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from gtsteer.llm import CacheError, ResponseCache
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore, StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +158,8 @@ def test_an_unwritable_empty_cache_dir_is_one_line(shared_tmp: Path) -> None:
 
 def a_game(db: Path) -> None:
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=1, game_id="g1", max_messages_per_day=2)
+    state = create_game(store, GameConfig(n_players=5, max_messages_per_day=2), seed=1,
+                        game_id="g1")
     GameRunner(store).run(state, max_steps=12)
     store.close()
 
@@ -196,7 +198,8 @@ def test_act_snapshot_naming_a_directory_is_refused(tmp_path: Path) -> None:
 def test_a_full_disk_stops_a_game_at_its_last_committed_step(tmp_path: Path) -> None:
     db = tmp_path / "ww.sqlite"
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=1, game_id="g1", max_messages_per_day=2)
+    state = create_game(store, GameConfig(n_players=5, max_messages_per_day=2), seed=1,
+                        game_id="g1")
     state = GameRunner(store).run(state, max_steps=3)
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count = {pages}")

@@ -16,7 +16,7 @@ from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, InfoState
 from gtsteer.werewolf.router import fix_speakers, route
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import ChatMessage, Decision, Vote
+from gtsteer.werewolf.state import ChatMessage, Decision, GameConfig, Vote
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.themes import BUILTIN_SCENE, themed_cast
 
@@ -84,8 +84,8 @@ def test_garbage_model_falls_back_and_the_game_goes_on(tmp_path):
     backend = GarbageBackend()
     pool = LLMPool(lambda model: LLM(backend=backend, structured_attempts=2))
     store = GameStore(tmp_path / "g.sqlite")
-    state = create_game(store, n_players=8, seed=4, model="garbage", pool=pool, game_id="gb",
-                        max_messages_per_day=3)
+    state = create_game(store, GameConfig(n_players=8, max_messages_per_day=3), seed=4,
+                        model="garbage", pool=pool, game_id="gb")
     final = GameRunner(store, pool=pool).run(state)
     assert final.over and final.winner in ("village", "werewolves")
     assert final.votes and all(v.fallback and v.error for v in final.votes)
@@ -102,8 +102,8 @@ def test_garbage_model_falls_back_and_the_game_goes_on(tmp_path):
     pool2 = LLMPool(lambda model: LLM(backend=GarbageBackend(), structured_attempts=2,
                                       use_cache=False))
     again = GameRunner(store2, pool=pool2).run(
-        create_game(store2, n_players=8, seed=4, model="garbage", pool=pool2, game_id="gb",
-                    max_messages_per_day=3))
+        create_game(store2, GameConfig(n_players=8, max_messages_per_day=3), seed=4,
+                    model="garbage", pool=pool2, game_id="gb"))
     assert [v.target for v in again.votes] == [v.target for v in final.votes]
 
 
@@ -148,8 +148,8 @@ class Recorder:
 def test_playstyle_hook_is_asked_and_recorded(tmp_path):
     store = GameStore(tmp_path / "h.sqlite")
     chooser = Recorder()
-    state = create_game(store, n_players=7, seed=2, game_id="h", max_days=1,
-                        max_messages_per_day=3)
+    state = create_game(store, GameConfig(n_players=7, max_days=1, max_messages_per_day=3), seed=2,
+                        game_id="h")
     GameRunner(store, chooser=chooser).run(state)
     assert chooser.seen
     assert {i.decision for i in chooser.seen} >= {"speak", "vote"}
@@ -198,8 +198,8 @@ def test_theme_uses_model_cast_or_falls_back():
 
 def test_themed_game_plays(tmp_path):
     store = GameStore(tmp_path / "t.sqlite")
-    state = create_game(store, n_players=5, seed=3, theme="a space station", game_id="t",
-                        max_messages_per_day=2)
+    state = create_game(store, GameConfig(n_players=5, max_messages_per_day=2), seed=3,
+                        theme="a space station", game_id="t")
     final = GameRunner(store).run(state)
     assert final.over
     assert json.loads(final.model_dump_json())["scene"]
@@ -218,8 +218,9 @@ def test_unknown_playstyle_from_the_hook_is_a_clear_error():
 def test_mixed_models_in_one_game(tmp_path):
     store = GameStore(tmp_path / "m.sqlite")
     models = ["fake", "fake:other"] * 3
-    final = GameRunner(store).run(create_game(store, n_players=6, seed=1, models=models,
-                                              game_id="m", max_days=1, max_messages_per_day=2))
+    config = GameConfig(n_players=6, max_days=1, max_messages_per_day=2)
+    final = GameRunner(store).run(create_game(store, config, seed=1, models=models,
+                                              game_id="m"))
     by_bot = {c.bot: c.model for c in store.calls("m") if not c.bot.startswith("(")}
     assert {p.name: p.model for p in final.players if p.name in by_bot} == by_bot
     assert set(by_bot.values()) == {"fake", "fake:other"}
@@ -413,3 +414,39 @@ def test_an_api_chat_model_gets_no_stops():
     bot_decision(state, pending(state), pool)
     assert backend.asked[0][-1].role == "user"
     assert not backend.stops[0]
+
+
+def test_each_decision_kind_has_its_own_function(tmp_path, monkeypatch):
+    """`bot_decision` only builds the `DecisionContext` and hands it to `_speak` (speak,
+    pack chat), `_summarise` (summary) or `_choose` (vote, night); each gives what
+    `bot_decision` gives, records included (issue 41 item 6)."""
+    from gtsteer.werewolf import bots
+
+    store = GameStore(tmp_path / "k.sqlite")
+    config = GameConfig(n_players=7, max_days=2, max_messages_per_day=2)
+    seen: dict[str, tuple] = {}
+
+    def grab(before, _after, _decision) -> None:
+        want = pending(before)
+        if want.kind != "route" and want.kind not in seen:
+            seen[want.kind] = (before, want)
+
+    GameRunner(store, on_step=grab).run(create_game(store, config, seed=4, game_id="k"))
+    assert set(seen) == {"speak", "pack_chat", "night", "vote", "summary"}
+    by_kind = {"speak": bots._speak, "pack_chat": bots._speak, "summary": bots._summarise,
+               "vote": bots._choose, "night": bots._choose}
+    for kind, (state, want) in seen.items():
+        dc = bots.decision_context(state, want, LLMPool())
+        assert (dc.bot, dc.purpose) == (want.actor, kind if want.verb is None
+                                        else f"night:{want.verb}")
+        direct, direct_calls = by_kind[kind](dc)
+        whole, calls = bot_decision(state, want, LLMPool())
+        assert direct == whole and direct.kind == kind
+        assert ([c.model_dump(exclude={"latency_s"}) for c in direct_calls]
+                == [c.model_dump(exclude={"latency_s"}) for c in calls])
+    asked: list[str] = []
+    for name in ("_speak", "_summarise", "_choose"):
+        monkeypatch.setattr(bots, name, lambda dc, name=name: (asked.append(name), [])[1])
+    for _kind, (state, want) in sorted(seen.items()):
+        bot_decision(state, want, LLMPool())
+    assert asked == ["_choose", "_speak", "_speak", "_summarise", "_choose"]

@@ -10,6 +10,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, FakeBackend, GenerationRequest, RawCompletion
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 
 #: Rich markup (unbalanced, a hyperlink, a chat-template tag), an ANSI colour, an OSC-8 terminal
@@ -48,8 +49,8 @@ def hostile_pool() -> LLMPool:
 def test_show_prints_markup_and_escapes_in_chat_and_names_as_text(tmp_path):
     db = tmp_path / "w.sqlite"
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=1, game_id="m", max_days=1,
-                        max_messages_per_day=2, pool=hostile_pool())
+    state = create_game(store, GameConfig(n_players=5, max_days=1, max_messages_per_day=2), seed=1,
+                        game_id="m", pool=hostile_pool())
     GameRunner(store, pool=hostile_pool()).run(state)
     # A name from a snapshot or another tool: the CLI's own name checks are not the last line.
     conn = store.conn
@@ -117,7 +118,7 @@ def test_a_second_resume_of_one_game_stops_with_one_line(tmp_path, monkeypatch):
 
     db = tmp_path / "r.sqlite"
     store = GameStore(db)
-    state = create_game(store, n_players=5, seed=2, game_id="r", max_messages_per_day=3)
+    state = create_game(store, GameConfig(n_players=5, max_messages_per_day=3), seed=2, game_id="r")
     GameRunner(store).run(state, max_steps=3)
     moved_on = GameRunner(store).run(store.load("r"), max_steps=1)  # "the other process"
     before = store.load("r")
@@ -141,3 +142,28 @@ def test_an_error_that_quotes_markup_is_printed_literally(tmp_path):
                                    str(tmp_path / "x.sqlite")])
     assert res.exit_code == 2
     assert "no game '[/bold]x'" in res.output
+
+
+def test_show_is_labelled_the_god_view_and_prints_what_only_god_sees(tmp_path):
+    """`show` prints roles, pack chat and night actions, which a spectator may not see
+    (`visibility.PUBLIC`), so it says it is the god view (issue 41 item 6)."""
+    from gtsteer.werewolf.events import step_events
+    from gtsteer.werewolf.replay import replay
+    from gtsteer.werewolf.visibility import PUBLIC, for_viewer
+
+    db = tmp_path / "g.sqlite"
+    store = GameStore(db)
+    config = GameConfig(n_players=7, max_days=1, max_messages_per_day=2)
+    final = GameRunner(store).run(create_game(store, config, seed=2, game_id="g"))
+    res = CliRunner().invoke(app, ["werewolf", "show", "g", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("God view of game g: ")
+    pack = next(m for m in final.messages if m.channel == "pack")
+    assert f"[pack] {pack.author}: {pack.text}"[:60] in res.output.replace("\n", " ")
+    assert "werewolf" in res.output and " abducted " in res.output
+    public = [e for b, a, d in replay(final, store.steps("g"))
+              for e in for_viewer(step_events(b, a, d), PUBLIC)]
+    assert not any(e.get("channel") == "pack" for e in public)
+    assert not any(e["type"] == "night_action" for e in public)
+    helped = CliRunner().invoke(app, ["werewolf", "show", "--help"])
+    assert "god view" in helped.output and "spectator's view)" not in helped.output

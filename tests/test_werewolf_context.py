@@ -15,7 +15,7 @@ from gtsteer.cli import app
 from gtsteer.werewolf.context import MAX_CHAT_LINES, TRIM_BLOCK, build_context, trimmed
 from gtsteer.werewolf.engine import begin_night, pending, step
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import ChatMessage, Decision, GameState
+from gtsteer.werewolf.state import ChatMessage, Decision, GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
 
 
@@ -35,8 +35,8 @@ class ContextRunner(GameRunner):
 def played(tmp_path, seed=3, n=8, **kw):
     store = GameStore(tmp_path / "c.sqlite")
     runner = ContextRunner(store)
-    final = runner.run(create_game(store, n_players=n, seed=seed, game_id="c",
-                                   max_messages_per_day=6, **kw))
+    final = runner.run(create_game(store, GameConfig(n_players=n, max_messages_per_day=6),
+                                   seed=seed, game_id="c", **kw))
     return store, runner, final
 
 

@@ -19,7 +19,7 @@ from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.context import BotContext, Entry, build_context, fit_context, fold_chat
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import ChatMessage, Pending
+from gtsteer.werewolf.state import ChatMessage, GameConfig, Pending
 from gtsteer.werewolf.store import GameStore
 
 #: A stand-in for a BPE tokenizer: words cut into pieces of up to four characters, punctuation
@@ -86,7 +86,8 @@ def small_pool(chat: bool) -> tuple[LLMPool, dict[str, SmallContextBackend]]:
 def test_a_12_player_game_folds_old_chat_instead_of_overflowing(tmp_path, chat):
     store = GameStore(tmp_path / "g.sqlite")
     pool, made = small_pool(chat)
-    state = create_game(store, n_players=12, seed=1, game_id="big", max_days=2, pool=pool)
+    state = create_game(store, GameConfig(n_players=12, max_days=2), seed=1, game_id="big",
+                        pool=pool)
     final = GameRunner(store, pool=pool).run(state)
     assert final.over and final.day == 2  # two full scaled days: 46 turns each
     backend = made["fake"]

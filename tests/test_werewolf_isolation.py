@@ -17,7 +17,7 @@ from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.prompts import abduction_notice, action_line
 from gtsteer.werewolf.rules import ROLE_NAMES, Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
 
 ROLE_TAG = re.compile(r"\b([A-Z][A-Za-z0-9]*) \((" + "|".join(ROLE_NAMES) + r")\)")
@@ -75,8 +75,8 @@ def test_no_prompt_leaks_hidden_information(tmp_path):
     audited = 0
     for seed, n in GAMES:
         runner = AuditRunner(store)
-        state = create_game(store, n_players=n, seed=seed, game_id=f"a{seed}",
-                            max_messages_per_day=4)
+        state = create_game(store, GameConfig(n_players=n, max_messages_per_day=4), seed=seed,
+                            game_id=f"a{seed}")
         final = runner.run(state)
         assert final.over and pending(final) is None
         for before, rec in runner.seen:
@@ -95,8 +95,8 @@ def test_no_prompt_leaks_hidden_information(tmp_path):
 def test_audit_catches_a_planted_leak(tmp_path):
     store = GameStore(tmp_path / "plant.sqlite")
     runner = AuditRunner(store)
-    final = runner.run(create_game(store, n_players=8, seed=1, game_id="p",
-                                   max_messages_per_day=3))
+    final = runner.run(create_game(store, GameConfig(n_players=8, max_messages_per_day=3), seed=1,
+                                   game_id="p"))
     wolf = final.wolves()[0]
     villager = next(p.name for p in final.players if p.role is not Role.WEREWOLF)
     state, rec = next((s, r) for s, r in runner.seen if r.bot == villager)
@@ -114,8 +114,8 @@ def test_audit_catches_a_planted_leak(tmp_path):
 def test_wolves_do_see_their_pack(tmp_path, seed):
     store = GameStore(tmp_path / "w.sqlite")
     runner = AuditRunner(store)
-    final = runner.run(create_game(store, n_players=9, seed=seed, game_id="w",
-                                   max_messages_per_day=3))
+    final = runner.run(create_game(store, GameConfig(n_players=9, max_messages_per_day=3),
+                                   seed=seed, game_id="w"))
     wolves = final.wolves()
     for _, rec in runner.seen:
         if rec.bot in wolves:

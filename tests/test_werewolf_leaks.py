@@ -31,7 +31,7 @@ from gtsteer.werewolf.prompts import router_prompt
 from gtsteer.werewolf.router import least_active
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import GameState, Pending, SummaryNotes
+from gtsteer.werewolf.state import GameConfig, GameState, Pending, SummaryNotes
 from gtsteer.werewolf.store import GameStore
 
 # ---- 1. non-interference ------------------------------------------------------------------
@@ -129,8 +129,8 @@ def sampled_decisions(tmp_path, games=((0, 7), (1, 9), (2, 12), (3, 8))):
     out = []
     for seed, n in games:
         runner = SamplingRunner(store)
-        runner.run(create_game(store, n_players=n, seed=seed, game_id=f"n{seed}",
-                               max_messages_per_day=5))
+        runner.run(create_game(store, GameConfig(n_players=n, max_messages_per_day=5), seed=seed,
+                               game_id=f"n{seed}"))
         r = random.Random(seed)
         out += r.sample(runner.asked, min(60, len(runner.asked)))
     return out
@@ -210,8 +210,8 @@ def canary_game(tmp_path, seed: int, n: int, monkeypatch) -> tuple[str, CanaryBa
              "Leo"][:n]
     cast = [(name, f"A villager, storyq{name}q.", PLAYSTYLE_NAMES[i % 6])
             for i, name in enumerate(names)]
-    state = create_game(store, cast=cast, n_players=n, seed=seed, model="canary", pool=pool,
-                        game_id="k", max_messages_per_day=4)
+    state = create_game(store, GameConfig(n_players=n, max_messages_per_day=4), cast=cast,
+                        seed=seed, model="canary", pool=pool, game_id="k")
     GameRunner(store, pool=pool).run(state)
     store.close()
     return str(db), backend

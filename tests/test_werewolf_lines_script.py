@@ -8,13 +8,15 @@ from pathlib import Path
 from test_bench_docs import load
 
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 
 
 def stored_game(folder: Path, seed: int = 0) -> None:
     store = GameStore(folder / "werewolf.sqlite")
-    GameRunner(store).run(create_game(store, n_players=7, seed=seed, model="fake", game_id="g0",
-                                      max_days=1, max_messages_per_day=3))
+    GameRunner(store).run(create_game(store,
+                                      GameConfig(n_players=7, max_days=1, max_messages_per_day=3),
+                                      seed=seed, model="fake", game_id="g0"))
 
 
 def test_a_stored_game_is_measured_and_rendered(tmp_path: Path) -> None:

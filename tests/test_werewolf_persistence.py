@@ -15,13 +15,14 @@ from typer.testing import CliRunner
 
 from gtsteer.cli import app
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore, StaleStep
 
 
 def play(db, seed=5, n=7, game_id="g", max_steps=None, **kw):
     store = GameStore(db)
-    state = create_game(store, n_players=n, seed=seed, game_id=game_id,
-                        max_messages_per_day=4, **kw)
+    state = create_game(store, GameConfig(n_players=n, max_messages_per_day=4), seed=seed,
+                        game_id=game_id, **kw)
     return store, GameRunner(store).run(state, max_steps=max_steps)
 
 
@@ -87,7 +88,7 @@ class CrashingStore(GameStore):
 def test_crash_inside_a_step_loses_and_duplicates_nothing(tmp_path):
     ref_store, ref = play(tmp_path / "ref.sqlite", seed=9)
     store = CrashingStore(tmp_path / "c.sqlite", crash_at=17)
-    state = create_game(store, n_players=7, seed=9, game_id="g", max_messages_per_day=4)
+    state = create_game(store, GameConfig(n_players=7, max_messages_per_day=4), seed=9, game_id="g")
     with pytest.raises(KeyboardInterrupt):
         GameRunner(store).run(state)
     store.close()
@@ -101,7 +102,7 @@ def test_crash_inside_a_step_loses_and_duplicates_nothing(tmp_path):
 
 def test_a_step_cannot_be_committed_twice(tmp_path):
     store = GameStore(tmp_path / "s.sqlite")
-    state = create_game(store, n_players=5, seed=1, game_id="g")
+    state = create_game(store, GameConfig(n_players=5), seed=1, game_id="g")
     runner = GameRunner(store)
     after = runner.run(state, max_steps=1)
     from gtsteer.werewolf.engine import pending, step
@@ -121,6 +122,7 @@ def _cli(*args: str) -> list[str]:
 HELD_CHILD = """
 import sys, threading
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 
 class HeldStore(GameStore):
@@ -131,7 +133,7 @@ class HeldStore(GameStore):
         super().commit_step(before, after, decision, records)
 
 store = HeldStore(sys.argv[1])
-state = create_game(store, n_players=7, seed=13, game_id="k", max_messages_per_day=4)
+state = create_game(store, GameConfig(n_players=7, max_messages_per_day=4), seed=13, game_id="k")
 GameRunner(store).run(state)
 """
 

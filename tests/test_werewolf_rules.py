@@ -14,7 +14,7 @@ from gtsteer.werewolf.engine import (
     winner_of,
 )
 from gtsteer.werewolf.rules import Role, WerewolfConfigError
-from gtsteer.werewolf.state import Decision
+from gtsteer.werewolf.state import Decision, GameConfig
 
 # roles: Ann Ben Cat Dan Eve Fay Gus  (W=wolf, D=doctor, T=detective, M=maniac, V=villager)
 NIGHT_CASES = [
@@ -206,13 +206,13 @@ def test_night_kill_can_end_the_game():
 def test_bad_setups_are_rejected_with_clear_errors(n, wolves, match):
     cast = [(f"P{i}", "", "balanced") for i in range(n)]
     with pytest.raises(WerewolfConfigError, match=match):
-        new_game(cast, n_wolves=wolves, maniac=True)
+        new_game(cast, GameConfig(n_players=n, n_wolves=wolves, maniac=True))
 
 
 def test_duplicate_names_rejected():
     cast = [("Ann", "", "balanced")] * 5
     with pytest.raises(WerewolfConfigError, match="unique"):
-        new_game(cast, n_wolves=1)
+        new_game(cast, GameConfig(n_players=5, n_wolves=1))
 
 
 def test_day_limit_ends_without_winner():
@@ -385,3 +385,34 @@ def test_discussion_scales_with_living_players(alive, expected):
     state = table(roles, intro=False)
     assert state.turn_limit() == expected
     assert table(roles, intro=False, max_messages_per_day=4).turn_limit() == 4
+
+
+def test_pending_for_asks_out_of_turn_what_pending_asks_in_turn(tmp_path):
+    """`werewolf act` asks one bot out of turn through `engine.pending_for`, which gives what
+    `pending` gives when it is that bot's turn (issue 41 item 6)."""
+    from gtsteer.werewolf.engine import pending, pending_for
+    from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.store import GameStore
+
+    store = GameStore(tmp_path / "p.sqlite")
+    asked = []
+
+    def grab(before, _after, _decision) -> None:
+        want = pending(before)
+        if want.kind in ("vote", "night") or (want.kind == "speak"
+                                              and before.phase == "discussion"):
+            asked.append((before, want))
+
+    config = GameConfig(n_players=8, max_days=2, max_messages_per_day=3)
+    final = GameRunner(store, on_step=grab).run(create_game(store, config, seed=3, game_id="p"))
+    assert {w.verb for _, w in asked} >= {None, "abduct", "kill", "protect", "investigate"}
+    for before, want in asked:
+        assert pending_for(before, want.actor, want.kind) == want
+    dead = next(p for p in final.players if not p.alive)
+    villager = next(p for p in final.players if p.alive and p.role is Role.VILLAGER)
+    with pytest.raises(ValueError, match=f"{dead.name} is dead and takes no actions"):
+        pending_for(final, dead.name, "vote")
+    with pytest.raises(ValueError, match=f"{villager.name} is a villager and has no night"):
+        pending_for(final, villager.name, "night")
+    with pytest.raises(ValueError, match="no player 'Nobody'; players: "):
+        pending_for(final, "Nobody", "vote")

@@ -40,7 +40,7 @@ from gtsteer.werewolf.playstyles import (
     options_for,
 )
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import GameState, Pending
+from gtsteer.werewolf.state import GameConfig, GameState, Pending
 from gtsteer.werewolf.steer_game import (
     DISCUSSION_OPTIONS,
     PlaystyleGame,
@@ -79,8 +79,8 @@ def hash_embedder(name: str = "test-hash") -> Embedder:
 def test_hook_input_is_situation_first_without_rules_or_reminder(tmp_path):
     store = GameStore(tmp_path / "h.sqlite")
     rec = Recorder()
-    state = create_game(store, n_players=7, seed=4, game_id="h", max_days=2,
-                        max_messages_per_day=3)
+    state = create_game(store, GameConfig(n_players=7, max_days=2, max_messages_per_day=3), seed=4,
+                        game_id="h")
     final = GameRunner(store, chooser=rec).run(state)
     assert len(rec.seen) > 20
     system = build_context(final, final.players[0].name,
@@ -109,8 +109,8 @@ def test_hook_input_is_situation_first_without_rules_or_reminder(tmp_path):
 def test_private_knowledge_is_in_the_view_only_for_its_owner(tmp_path):
     store = GameStore(tmp_path / "k.sqlite")
     for seed in range(3, 20):
-        state = create_game(store, n_players=7, seed=seed, game_id=f"k{seed}", max_days=3,
-                            max_messages_per_day=2)
+        state = create_game(store, GameConfig(n_players=7, max_days=3, max_messages_per_day=2),
+                            seed=seed, game_id=f"k{seed}")
         final = GameRunner(store).run(state)
         checks = [a for a in final.night_actions if a.verb == "investigate" and a.result]
         if checks:
@@ -132,8 +132,8 @@ def test_private_knowledge_is_in_the_view_only_for_its_owner(tmp_path):
 
 def test_choices_and_probabilities_are_in_the_database(tmp_path):
     store = GameStore(tmp_path / "db.sqlite")
-    state = create_game(store, n_players=6, seed=2, game_id="db", max_days=1,
-                        max_messages_per_day=2)
+    state = create_game(store, GameConfig(n_players=6, max_days=1, max_messages_per_day=2), seed=2,
+                        game_id="db")
     GameRunner(store, chooser=UniformPlaystyle()).run(state)
     conn = sqlite3.connect(tmp_path / "db.sqlite")
     rows = conn.execute(
@@ -152,8 +152,8 @@ def test_choices_and_probabilities_are_in_the_database(tmp_path):
 
 def test_unsteered_sends_no_style_sentence(tmp_path):
     store = GameStore(tmp_path / "u.sqlite")
-    state = create_game(store, n_players=6, seed=1, game_id="u", max_days=1,
-                        max_messages_per_day=2)
+    state = create_game(store, GameConfig(n_players=6, max_days=1, max_messages_per_day=2), seed=1,
+                        game_id="u")
     GameRunner(store, chooser=FixedPlaystyle(UNSTEERED)).run(state)
     calls = [c for c in store.calls("u") if not c.bot.startswith("(")]
     assert calls
@@ -169,7 +169,7 @@ def test_a_bad_chooser_answer_is_a_clear_error(tmp_path):
             return StyleChoice(style="trickster", probs={"trickster": 0.0, "balanced": 1.0})
 
     store = GameStore(tmp_path / "z.sqlite")
-    state = create_game(store, n_players=5, seed=1, game_id="z", max_days=1)
+    state = create_game(store, GameConfig(n_players=5, max_days=1), seed=1, game_id="z")
     with pytest.raises(ValueError, match="probability 0"):
         GameRunner(store, chooser=Zero()).run(state)
 
@@ -177,14 +177,15 @@ def test_a_bad_chooser_answer_is_a_clear_error(tmp_path):
 # ---- 1b. options per decision kind, and where the decision sits in the day ------------------
 
 
-def game_decisions(store: GameStore, game_id: str, **kw) -> list[tuple[GameState, Pending]]:
+def game_decisions(store: GameStore, game_id: str, config: GameConfig, seed: int
+                   ) -> list[tuple[GameState, Pending]]:
     """Every (state before, pending) of a finished game, in order."""
     seen: list[tuple[GameState, Pending]] = []
 
     def grab(before: GameState, _after, _d) -> None:
         seen.append((before, pending(before)))
 
-    GameRunner(store, on_step=grab).run(create_game(store, game_id=game_id, **kw))
+    GameRunner(store, on_step=grab).run(create_game(store, config, seed=seed, game_id=game_id))
     return seen
 
 
@@ -194,8 +195,8 @@ def test_options_depend_on_the_decision_kind(tmp_path):
     assert options_for("night") == options_for("summary") == (UNSTEERED,)
     with pytest.raises(ValueError, match="'route' has no playstyle options"):
         options_for("route")
-    decisions = game_decisions(GameStore(tmp_path / "o.sqlite"), "o", n_players=7, seed=3,
-                               max_days=2, max_messages_per_day=2)
+    decisions = game_decisions(GameStore(tmp_path / "o.sqlite"), "o",
+                               GameConfig(n_players=7, max_days=2, max_messages_per_day=2), 3)
     kinds = set()
     for before, want in decisions:
         if want.kind == "route":
@@ -210,8 +211,8 @@ def test_options_depend_on_the_decision_kind(tmp_path):
 def test_single_option_decisions_skip_the_chooser_and_are_stored(tmp_path):
     store = GameStore(tmp_path / "s.sqlite")
     rec = Recorder()
-    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=4, game_id="s",
-                                                   max_days=2, max_messages_per_day=2))
+    config = GameConfig(n_players=7, max_days=2, max_messages_per_day=2)
+    GameRunner(store, chooser=rec).run(create_game(store, config, seed=4, game_id="s"))
     asked = {i.decision.split(":")[0] for i in rec.seen}
     assert asked == {"speak", "vote", "pack_chat"}
     conn = sqlite3.connect(tmp_path / "s.sqlite")
@@ -247,8 +248,8 @@ def test_a_chooser_answer_outside_the_options_is_refused(tmp_path, monkeypatch):
                                                               "quiet_observer": 0.5}),
                          "quiet_observer")]:
         store = GameStore(tmp_path / f"x{bad}.sqlite")
-        state = create_game(store, n_players=5, seed=1, game_id="x", max_days=1,
-                            max_messages_per_day=1)
+        state = create_game(store, GameConfig(n_players=5, max_days=1, max_messages_per_day=1),
+                            seed=1, game_id="x")
         with pytest.raises(ValueError) as err:
             GameRunner(store, chooser=Answer(answer)).run(state)
         msg = str(err.value)
@@ -329,8 +330,8 @@ def test_distilled_chooser_steers_only_the_decisions_the_solved_game_holds():
 def test_turns_left_and_vote_position_at_known_points(tmp_path):
     store = GameStore(tmp_path / "t.sqlite")
     rec = Recorder()
-    GameRunner(store, chooser=rec).run(create_game(store, n_players=7, seed=4, game_id="t",
-                                                   max_days=1, max_messages_per_day=4))
+    config = GameConfig(n_players=7, max_days=1, max_messages_per_day=4)
+    GameRunner(store, chooser=rec).run(create_game(store, config, seed=4, game_id="t"))
     talk = [i for i in rec.seen if i.decision == "speak" and i.phase == "discussion"]
     assert [i.turns_left_today for i in talk] == [4, 3, 2, 1]
     assert talk[0].text.splitlines()[1] == "Turns left today: 4, this one included."
@@ -353,10 +354,10 @@ def test_turns_left_and_vote_position_at_known_points(tmp_path):
 def test_same_seed_replays_the_same_choices_also_after_resume(tmp_path):
     store = GameStore(tmp_path / "r.sqlite")
     full = GameRunner(store, chooser=UniformPlaystyle()).run(
-        create_game(store, n_players=7, seed=9, game_id="a", max_days=2,
-                    max_messages_per_day=3))
-    first = create_game(store, n_players=7, seed=9, game_id="b", max_days=2,
-                        max_messages_per_day=3)
+        create_game(store, GameConfig(n_players=7, max_days=2, max_messages_per_day=3), seed=9,
+                    game_id="a"))
+    first = create_game(store, GameConfig(n_players=7, max_days=2, max_messages_per_day=3), seed=9,
+                        game_id="b")
     GameRunner(store, chooser=UniformPlaystyle()).run(first, max_steps=17)
     resumed = GameRunner(GameStore(tmp_path / "r.sqlite"), chooser=UniformPlaystyle()).run(
         store.load("b"))

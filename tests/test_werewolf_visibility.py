@@ -17,6 +17,7 @@ from gtsteer.werewolf.prompts import action_line
 from gtsteer.werewolf.replay import replay, replay_events
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer, bot_viewer, for_viewer
 
@@ -27,8 +28,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gtsteer"
 def game(tmp_path_factory):
     """A finished bot-only game (fake model) with pack chat and night actions, and its steps."""
     store = GameStore(tmp_path_factory.mktemp("vis") / "v.sqlite")
-    final = GameRunner(store).run(create_game(store, n_players=8, seed=4, game_id="v",
-                                              max_days=2, max_messages_per_day=2))
+    config = GameConfig(n_players=8, max_days=2, max_messages_per_day=2)
+    final = GameRunner(store).run(create_game(store, config, seed=4, game_id="v"))
     steps = list(replay(final, store.steps("v")))
     tagged = [e for b, a, d in steps for e in step_events(b, a, d)]
     wolf = final.wolves()[0]

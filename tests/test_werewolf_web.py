@@ -113,10 +113,11 @@ def test_games_survive_a_restart(tmp_path):
 
 def test_adopt_a_game_started_elsewhere(tmp_path):
     from gtsteer.werewolf.runner import create_game
+    from gtsteer.werewolf.state import GameConfig
 
     db = tmp_path / "web.sqlite"
-    state = create_game(GameStore(db), n_players=5, seed=7, game_id="cli1",
-                        max_messages_per_day=3)
+    state = create_game(GameStore(db), GameConfig(n_players=5, max_messages_per_day=3), seed=7,
+                        game_id="cli1")
     with LiveServer(db) as srv, srv.client() as c:
         row = next(g for g in c.get("/api/games").json() if g["id"] == "cli1")
         assert not row["managed"]

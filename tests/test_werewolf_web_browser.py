@@ -158,10 +158,11 @@ def test_a_human_plays_a_whole_game_in_the_browser(browser, tmp_path):
 def test_run_it_here_adopts_a_cli_game_from_the_page(browser, tmp_path):
     """The page's own adopt request passes the server's same-origin check (issue 27, item 2)."""
     from gtsteer.werewolf.runner import create_game
+    from gtsteer.werewolf.state import GameConfig
 
     db = tmp_path / "web.sqlite"
-    create_game(GameStore(db), n_players=5, seed=7, game_id="cli1", max_messages_per_day=2,
-                max_days=1)
+    create_game(GameStore(db), GameConfig(n_players=5, max_messages_per_day=2, max_days=1), seed=7,
+                game_id="cli1")
     with LiveServer(db) as srv:
         page = browser.new_page()
         errors: list[str] = []

@@ -15,6 +15,7 @@ from gtsteer.llm import LLM, FakeBackend
 from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.rules import Role, assign_roles
 from gtsteer.werewolf.runner import create_game
+from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.guard import MAX_BODY_BYTES, allowed_hosts, host_name
 
@@ -33,8 +34,8 @@ class ModelLog:
 
 
 def cli_game(db: Path, game_id: str, models: list[str] | None = None):
-    return create_game(GameStore(db), n_players=5, seed=7, game_id=game_id,
-                       max_messages_per_day=3, models=models)
+    return create_game(GameStore(db), GameConfig(n_players=5, max_messages_per_day=3), seed=7,
+                       game_id=game_id, models=models)
 
 
 # ---- item 2: adopt ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from gtsteer.llm import Backend, RawCompletion
 from gtsteer.llm.embed import Embedder
 from gtsteer.werewolf.engine import new_game
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.state import GameConfig, GameState
 
 NAMES = ["Ann", "Ben", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Leo"]
 SHORT = {"W": Role.WEREWOLF, "V": Role.VILLAGER, "D": Role.DOCTOR, "T": Role.DETECTIVE,
@@ -21,11 +21,13 @@ SHORT = {"W": Role.WEREWOLF, "V": Role.VILLAGER, "D": Role.DOCTOR, "T": Role.DET
 
 
 def table(roles: str, seed: int = 0, **kwargs) -> GameState:
-    """A game whose seats have exactly these roles, e.g. "WWDTMVV" -> Ann=werewolf, ..."""
+    """A game whose seats have exactly these roles, e.g. "WWDTMVV" -> Ann=werewolf, ...;
+    `kwargs` are `GameConfig` fields (rules, limits) and `new_game`'s seat arguments."""
     n = len(roles)
     cast = [(NAMES[i], f"story of {NAMES[i]}", "balanced") for i in range(n)]
-    wolves = roles.count("W")
-    state = new_game(cast, seed=seed, n_wolves=wolves, maniac="M" in roles, **kwargs)
+    setup = {k: kwargs.pop(k) for k in list(kwargs) if k in GameConfig.model_fields}
+    config = GameConfig(n_players=n, n_wolves=roles.count("W"), maniac="M" in roles, **setup)
+    state = new_game(cast, config, seed=seed, **kwargs)
     for p, r in zip(state.players, roles, strict=True):
         p.role = SHORT[r]
     return state

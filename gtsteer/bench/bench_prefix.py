@@ -150,6 +150,7 @@ def bench_main_job(job: list[str], variants: dict[str, str | None],
 
 def bench_werewolf(players: int, days: int, messages: int, variants: dict) -> dict[str, Any]:
     from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.state import GameConfig
     from gtsteer.werewolf.store import GameStore
 
     out: dict[str, Any] = {
@@ -160,8 +161,9 @@ def bench_werewolf(players: int, days: int, messages: int, variants: dict) -> di
 
             def run(tmp: Path = tmp) -> dict[str, Any]:
                 store = GameStore(tmp / "werewolf.sqlite")
-                state = create_game(store, n_players=players, seed=0, model="local",
-                                    max_days=days, max_messages_per_day=messages,
+                config = GameConfig(n_players=players, max_days=days,
+                                    max_messages_per_day=messages)
+                state = create_game(store, config, seed=0, model="local",
                                     game_id="bench")  # fmt: skip
                 state = GameRunner(store).run(state)
                 calls = store.calls("bench")

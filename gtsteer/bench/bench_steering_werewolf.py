@@ -42,10 +42,12 @@ class Timed:
 
 def play(store, chooser, args, gid: str, seed: int) -> dict:
     from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.state import GameConfig
 
     timed = Timed(chooser)
-    state = create_game(store, n_players=args.players, seed=seed, model=args.llm,
-                        max_days=args.play_days, max_messages_per_day=args.max_messages,
+    config = GameConfig(n_players=args.players, max_days=args.play_days,
+                        max_messages_per_day=args.max_messages)
+    state = create_game(store, config, seed=seed, model=args.llm,
                         game_id=gid)
     t0 = time.perf_counter()
     final = GameRunner(store, chooser=timed).run(state)

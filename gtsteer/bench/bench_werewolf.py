@@ -106,11 +106,12 @@ def prefix_stability(calls: list, tokenize: Tokenize) -> dict:
 def cornered_state(seed: int, model: str):
     """Day 2, ten players: Jon died last night; five of the six votes so far are on the voter."""
     from gtsteer.werewolf.engine import new_game
-    from gtsteer.werewolf.state import ChatMessage, Vote
+    from gtsteer.werewolf.state import ChatMessage, GameConfig, Vote
 
     names = ["Ann", "Ben", "Cat", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon"]
     cast = [(n, f"A villager called {n}.", "balanced") for n in names]
-    state = new_game(cast, seed=seed, n_wolves=3, maniac=True, models=model, intro=False)
+    config = GameConfig(n_players=len(cast), n_wolves=3, maniac=True, intro=False)
+    state = new_game(cast, config, seed=seed, models=model)
     jon = state.player("Jon")
     jon.alive, jon.died_day, jon.cause = False, 1, "night"
     state.day, state.phase = 2, "vote"
@@ -227,6 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
     from gtsteer.werewolf.llmcalls import LLMPool
     from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.state import GameConfig
     from gtsteer.werewolf.store import GameStore
 
     force = {"auto": None, "completion": True, "chat": False}[args.form]
@@ -235,9 +237,10 @@ def main(argv: list[str] | None = None) -> None:
     db = Path(tempfile.mkdtemp(prefix="bench-ww-db-")) / "werewolf.sqlite"
     store = GameStore(db)
     t0 = time.perf_counter()
-    state = create_game(store, n_players=args.players, seed=args.seed, model=args.llm,
-                        max_days=args.max_days, max_messages_per_day=args.max_messages,
-                        game_id="bench", pool=pool, rules=args.rules)
+    config = GameConfig(n_players=args.players, max_days=args.max_days,
+                        max_messages_per_day=args.max_messages, rules=args.rules)
+    state = create_game(store, config, seed=args.seed, model=args.llm, game_id="bench",
+                        pool=pool)
     state = GameRunner(store, pool=pool).run(state)
     wall = time.perf_counter() - t0
     calls = store.calls("bench")

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from gtsteer.runs.solve import SEED_RANGE
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 
 # --- the model and where it is served -------------------------------------------------------
 
@@ -211,7 +212,9 @@ Db = Annotated[
     typer.Option("--db", help="SQLite file (default: <GTSTEER_CACHE_DIR or"
                  " ~/.cache/gtsteer>/werewolf.sqlite)."),
 ]
-Players = Annotated[int, typer.Option("--players", "-n", help="Players per game (5..12).")]
+Players = Annotated[
+    int, typer.Option("--players", "-n", help=f"Players per game ({MIN_PLAYERS}..{MAX_PLAYERS}).")
+]
 MaxMessages = Annotated[
     int | None,
     typer.Option("--max-messages", help="Discussion turns per day (unset: ceil((living + 1) x"

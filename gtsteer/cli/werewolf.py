@@ -32,20 +32,24 @@ from gtsteer.cli.options import (
 from gtsteer.runs.models import Endpoint, served
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
-from gtsteer.werewolf.engine import SLOT_VERB, legal_targets, night_actions_for
+from gtsteer.werewolf.engine import pending_for
 from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.prompts import action_line
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, load_snapshot
+from gtsteer.werewolf.state import (
+    MODERATOR,
+    Decision,
+    GameConfig,
+    GameState,
+    Pending,
+    load_snapshot,
+)
 from gtsteer.werewolf.store import GameStore, StaleStep, default_db_path
-from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view
+from gtsteer.werewolf.visibility import GOD, Viewer, for_viewer, me_view, players_view
 
 werewolf_app = typer.Typer(help="Play Werewolf with LLM bots (bot-only or with you at the table).")
-
-VERB_OF_ROLE = {role: verb for verb, role in SLOT_VERB.items()}
-
 
 def _store(db: str | None, *, read_only: bool = False) -> GameStore:
     return GameStore(Path(db) if db else default_db_path(), read_only=read_only)
@@ -210,11 +214,12 @@ def play(
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
+        config = GameConfig(n_players=players, n_wolves=wolves, max_days=max_days,
+                            max_messages_per_day=max_messages, rules=rules, ties=ties)
         state = create_game(
-            store, n_players=players, n_wolves=wolves, seed=seed, model=names[0],
+            store, config, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
-            human=human, max_days=max_days, max_messages_per_day=max_messages,
-            game_id=game_id, pool=pool, rules=rules, ties=ties,  # type: ignore[arg-type]
+            human=human, game_id=game_id, pool=pool,
             api_base=api_base if any(served(n) for n in names) else None,
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
@@ -268,14 +273,17 @@ def show(
     game_id: Annotated[str, typer.Argument()],
     db: Db = None,
 ) -> None:
-    """Print the full transcript with roles, votes and night results (a spectator's view)."""
+    """Print the god view of a game: every role, playstyle and model, the public and pack chat,
+    the votes and the night actions (the players and spectators see far less)."""
     with friendly_errors():
         state = _store(db, read_only=True).load(game_id)
+        say(("God view", "bold"), f" of game {game_id}: roles, pack chat and night actions "
+            "included (a spectator's view is the web app's table).")
         roles = Table("player", "role", "playstyle", "model", "fate")
-        for p in state.players:
-            fate = "alive" if p.alive else f"died day {p.died_day} ({p.cause})"
-            roles.add_row(line(p.name + (" (human)" if p.human else "")), p.role.value,
-                          p.playstyle, line(p.model), fate)
+        for p in players_view(state, GOD):
+            fate = "alive" if p["alive"] else f"died day {p['died_day']} ({p['cause']})"
+            roles.add_row(line(p["name"] + (" (human)" if p["human"] else "")), p["role"],
+                          p["playstyle"], line(p["model"]), fate)
         console.print(roles)
         for day in range(1, state.day + 1):
             console.rule(f"Day {day}")
@@ -324,27 +332,12 @@ def act(
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
         state = load_snapshot(check_in_file(snapshot, "--snapshot").read_bytes(), snapshot)
-        me = state.player(bot) if bot in {p.name for p in state.players} else None
-        if me is None:
-            raise ValueError(f"no player {bot!r}; players: {[p.name for p in state.players]}")
-        if not me.alive:
-            raise ValueError(f"{bot} is dead and takes no actions")
+        if action not in ("vote", "night", "speak"):
+            raise ValueError(f"--action must be vote, night or speak (got {action!r})")
+        want = pending_for(state, bot, action)
+        me = state.player(bot)
         if llm:
             me.model = llm
-        if action == "vote":
-            want = Pending(kind="vote", actor=bot, legal_targets=legal_targets(state, bot, "vote"))
-        elif action == "night":
-            verb = VERB_OF_ROLE.get(me.role)
-            if verb is None:
-                raise ValueError(f"{bot} is a {me.role.value} and has no night action")
-            actions = night_actions_for(state, bot, verb)
-            want = Pending(kind="night", actor=bot, verb=verb,
-                           legal_targets=actions.get(verb, []), actions=actions)
-        elif action == "speak":
-            want = Pending(kind="speak", actor=bot, turn=state.turns_today + 1,
-                           turns_total=state.turn_limit())
-        else:
-            raise ValueError(f"--action must be vote, night or speak (got {action!r})")
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
                    max_wait_s=max_wait)
         endpoint.check(me.model)

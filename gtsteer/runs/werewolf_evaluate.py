@@ -67,7 +67,7 @@ from gtsteer.werewolf.playstyles import (
     TeamChooser,
     UniformPlaystyle,
 )
-from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS, Role
 from gtsteer.werewolf.state import Decision, GameState
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
@@ -93,7 +93,7 @@ STATIC = "static"
 class EvaluateConfig(BaseModel):
     games: int = Field(10, ge=1)
     llm: str = "local"
-    players: int = Field(7, ge=5, le=12)
+    players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
     max_messages: int = Field(4, ge=1)
     max_days: int | None = Field(4, ge=1)
     seed: int = 0

@@ -22,7 +22,7 @@ from gtsteer.llm import LLM
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, RecordingBackend
 from gtsteer.werewolf.playstyles import PlaystyleChooser
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.state import Decision, GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
 
 T = TypeVar("T")
@@ -96,9 +96,10 @@ def play_game(setup: GameSetup, model: LLM, chooser: PlaystyleChooser | None = N
     """Deal and play one bot-only game with `model`, into memory."""
     log = GameLog()
     pool = game_pool(model, setup.completion_style)
-    state = create_game(log, n_players=setup.players, seed=setup.seed,  # type: ignore[arg-type]
-                        model=setup.model, max_days=setup.max_days,
-                        max_messages_per_day=setup.max_messages, game_id=setup.game_id,
+    config = GameConfig(n_players=setup.players, max_days=setup.max_days,
+                        max_messages_per_day=setup.max_messages)
+    state = create_game(log, config, seed=setup.seed,  # type: ignore[arg-type]
+                        model=setup.model, game_id=setup.game_id,
                         pool=pool)
     GameRunner(log, pool, chooser).run(state)  # type: ignore[arg-type]
     assert log.game is not None

@@ -56,6 +56,7 @@ from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import (
     PlaystyleGame,
@@ -72,7 +73,7 @@ SUMMARY_FILE = "steer_train.json"
 class SteerTrainConfig(BaseModel):
     games: int = Field(4, ge=1)
     llm: str = "local"
-    players: int = Field(7, ge=5, le=12)
+    players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
     max_messages: int = Field(4, ge=1)
     max_days: int = Field(2, ge=1)
     seed: int = 0

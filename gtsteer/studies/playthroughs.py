@@ -27,7 +27,7 @@ from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.runner import GameRunner, create_game
-from gtsteer.werewolf.state import GameState
+from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.steer_game import PlaystyleGame, PlaystyleGameConfig
 from gtsteer.werewolf.store import GameStore
 
@@ -87,8 +87,8 @@ def discussion_states(store: GameStore, seed: int = 1) -> list[GameState]:
         if after.phase == "discussion" and want is not None and want.kind == "speak":
             found.append(after)
 
-    state = create_game(store, n_players=7, seed=seed, game_id=f"log{seed}", max_days=1,
-                        max_messages_per_day=4)
+    state = create_game(store, GameConfig(n_players=7, max_days=1, max_messages_per_day=4),
+                        seed=seed, game_id=f"log{seed}")
     GameRunner(store, on_step=grab).run(state)
     return found
 

@@ -1,9 +1,10 @@
 """Werewolf with LLM bots: a pure state machine, per-bot context, a router, SQLite persistence.
 
     from gtsteer.werewolf.runner import GameRunner, create_game
+    from gtsteer.werewolf.state import GameConfig
     from gtsteer.werewolf.store import GameStore
     store = GameStore("/tmp/ww.sqlite")
-    state = create_game(store, n_players=7, seed=1, model="fake", rules="reference")
+    state = create_game(store, GameConfig(n_players=7, rules="reference"), seed=1, model="fake")
     GameRunner(store).run(state)
 
 The engine, bots, router and store import only `gtsteer.llm`: the engine never knows how a

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from gtsteer.llm import ChoiceResult
+from gtsteer.llm import ChoiceResult, Message
 from gtsteer.llm.speech import drop_stage_directions, ends_sentence, whole_sentences
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts, shared_prompt_texts
@@ -28,7 +30,14 @@ from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_str
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
 from gtsteer.werewolf.prompts import pick_prompt
 from gtsteer.werewolf.rules import Role, derive_seed, rng
-from gtsteer.werewolf.state import MODERATOR, Decision, GameState, Pending, SummaryNotes
+from gtsteer.werewolf.state import (
+    MODERATOR,
+    Decision,
+    GameState,
+    Pending,
+    Player,
+    SummaryNotes,
+)
 
 MAX_LINE_CHARS = 600
 
@@ -120,114 +129,176 @@ def parse_option(option: str, want: Pending) -> tuple[str | None, str]:
     return None, option
 
 
-def bot_decision(
-    state: GameState, want: Pending, pool: LLMPool, chooser: PlaystyleChooser | None = None,
-) -> tuple[Decision, list[CallRecord]]:
-    bot = want.actor or ""
-    me = state.player(bot)
-    chooser = chooser or AssignedPlaystyle()
-    draft = build_context(state, bot, want, me.playstyle)
-    info, choice = choose_style(state, bot, want, chooser)  # the hook never reads the prompt
-    style = choice.style
-    # Only the style sentence depends on the playstyle (none at all when unsteered).
-    ctx = draft.model_copy(update={"style": "" if style == UNSTEERED
-                                   else reminder(style, me.role is Role.WEREWOLF)})
-    local = pool.completion_style(me.model)  # transcript form (embedded base model)
-    small = pool.small(me.model)  # embedded model: short answers and fields
-    seed = decision_seed(state, bot, want.kind)
-    common = {"playstyle": style, "info_state": info.model_dump(), "style_choice": choice}
-    purpose = want.kind if want.verb is None else f"night:{want.verb}"
-    others = [p.name for p in state.players if p.name != bot] + [MODERATOR]
-    names = [p.name for p in state.players]
+@dataclass(frozen=True)
+class DecisionContext:
+    """What every kind of bot decision shares: the bot, its styled context, its model's form
+    and budgets, the decision seed, and the fields each resulting `Decision` carries."""
 
-    # An embedded chat model answers the user turn and may go on to write the others' turns:
-    # it stops there (clean_line would cut there anyway; the tokens after it are only time).
-    # Opening its answer with the speaker's `Name:` cue, as the dialogue games do, was measured
-    # here and made SmolLM2 and Qwen 0.5B copy the day's earlier lines (docs/WEREWOLF.md).
-    turn_stops = [f"\n{name}:" for name in others] if small and not local else None
+    state: GameState
+    want: Pending
+    pool: LLMPool
+    me: Player
+    #: The bot's context with this decision's style sentence (none when unsteered).
+    ctx: BotContext
+    #: Transcript form (an embedded base model) and short answers (any embedded model).
+    local: bool
+    small: bool
+    seed: int
+    #: The playstyle followed, the hook's information state and its choice.
+    common: dict[str, Any]
+    #: The purpose recorded with the decision's calls (`night:<verb>` for a night slot).
+    purpose: str
 
-    def fitted(context: BotContext, answer_prefix: str, answer_tokens: int):
+    @property
+    def bot(self) -> str:
+        return self.me.name
+
+    @property
+    def others(self) -> list[str]:
+        return [p.name for p in self.state.players if p.name != self.bot] + [MODERATOR]
+
+    def fitted(self, context: BotContext, answer_prefix: str, answer_tokens: int
+               ) -> tuple[BotContext, str | list[Message]]:
         """The context guard: the oldest chat is folded until the prompt leaves room for the
         answer in the model's context (a no-op for models without a known limit)."""
-        def render(c: BotContext):
+        local = self.local
+
+        def render(c: BotContext) -> str | list[Message]:
             return c.completion(answer_prefix) if local else c.messages()
 
+        names = [p.name for p in self.state.players]
         return fit_context(context, names, render,
-                           lambda p: pool.fits(me.model, p, answer_tokens + ANSWER_MARGIN))
+                           lambda p: self.pool.fits(self.me.model, p,
+                                                    answer_tokens + ANSWER_MARGIN))
 
-    def say(context: BotContext, label: str, why: str, max_tokens: int,
-            call_seed: int = seed) -> tuple[str, CallRecord, BotContext]:
-        max_tokens = token_budget(max_tokens, small)
-        context, prompt = fitted(context, f"{label}:", max_tokens)
-        raw, rec = call_text(pool, me.model, prompt, bot=bot, purpose=why, seed=call_seed,
-                             max_tokens=max_tokens, stop=["\n\n"] if local else turn_stops)
-        rec.day = state.day
-        line = clean_line(raw, bot, others, first_line=small)
+    def say(self, context: BotContext, label: str, why: str, max_tokens: int,
+            call_seed: int | None = None) -> tuple[str, CallRecord, BotContext]:
+        """One free-text line from the bot's model, cleaned (`clean_line`) and cut to whole
+        sentences when it ran into its token budget."""
+        max_tokens = token_budget(max_tokens, self.small)
+        context, prompt = self.fitted(context, f"{label}:", max_tokens)
+        # An embedded chat model answers the user turn and may go on to write the others'
+        # turns: it stops there (clean_line would cut there anyway; the tokens after it are
+        # only time). Opening its answer with the speaker's `Name:` cue, as the dialogue games
+        # do, was measured here and made SmolLM2 and Qwen 0.5B copy the day's earlier lines
+        # (docs/WEREWOLF.md).
+        others = self.others
+        turn_stops = [f"\n{name}:" for name in others] if self.small and not self.local else None
+        raw, rec = call_text(self.pool, self.me.model, prompt, bot=self.bot, purpose=why,
+                             seed=self.seed if call_seed is None else call_seed,
+                             max_tokens=max_tokens, stop=["\n\n"] if self.local else turn_stops)
+        rec.day = self.state.day
+        line = clean_line(raw, self.bot, others, first_line=self.small)
         if rec.completion_tokens >= max_tokens:  # ran into the limit: no unfinished sentence
             line = whole_sentences(line)
         return line, rec, context
 
+
+def decision_context(state: GameState, want: Pending, pool: LLMPool,
+                     chooser: PlaystyleChooser | None = None) -> DecisionContext:
+    """Build the bot's context and ask the playstyle hook for this decision's style."""
+    me = state.player(want.actor or "")
+    draft = build_context(state, me.name, want, me.playstyle)
+    # The hook never reads the prompt.
+    info, choice = choose_style(state, me.name, want, chooser or AssignedPlaystyle())
+    style = choice.style
+    # Only the style sentence depends on the playstyle (none at all when unsteered).
+    ctx = draft.model_copy(update={"style": "" if style == UNSTEERED
+                                   else reminder(style, me.role is Role.WEREWOLF)})
+    return DecisionContext(
+        state=state, want=want, pool=pool, me=me, ctx=ctx,
+        local=pool.completion_style(me.model), small=pool.small(me.model),
+        seed=decision_seed(state, me.name, want.kind),
+        common={"playstyle": style, "info_state": info.model_dump(), "style_choice": choice},
+        purpose=want.kind if want.verb is None else f"night:{want.verb}",
+    )
+
+
+def bot_decision(
+    state: GameState, want: Pending, pool: LLMPool, chooser: PlaystyleChooser | None = None,
+) -> tuple[Decision, list[CallRecord]]:
+    """The bot's answer to `want`: a chat line (`speak`, `pack_chat`), its notes (`summary`),
+    or a target (`vote`, `night`)."""
+    dc = decision_context(state, want, pool, chooser)
     if want.kind in ("speak", "pack_chat"):
-        label = bot if want.kind == "speak" else f"[pack] {bot}"
-        channel = "public" if want.kind == "speak" else "pack"
-        heard = {line_key(m.text) for m in state.messages if m.channel == channel}
-        echo_filter = (EchoFilter([*private_texts(state, bot, ctx.command, ctx.style),
-                                   *shared_prompt_texts(state.config)],
-                                  wolf=me.role is Role.WEREWOLF, speaker=bot)
-                       if want.kind == "speak" else None)
-        tries: list[tuple[int, str, int, BotContext]] = []  # (line_rank, text, echoes, ...)
-        records: list[CallRecord] = []
-        for attempt in range(1 + LINE_RESAMPLES):
-            text, rec, used = say(ctx, label, purpose, SPEAK_TOKENS,
-                                  seed if attempt == 0 else derive_seed(seed, "resample", attempt))
-            records.append(rec)
-            echoes = 0
-            if echo_filter is not None:  # a public line must not read out its prompt
-                text, echoes = echo_filter.strip(text)
-            tries.append((line_rank(text, heard), text, echoes, used))
-            if tries[-1][0] == 3:
-                break
-        # The best try, the earliest of equals (max keeps the first): a cut fresh line beats a
-        # repeat, a repeat beats silence; all empty: the last try.
-        best = max(tries, key=lambda t: t[0])
-        _, text, echoes, used = best if best[0] else tries[-1]
-        return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
-                        echoes=echoes, resampled=len(tries) - 1,
-                        first_try=tries[0][1] if len(tries) > 1 else None, **common), records
-
+        return _speak(dc)
     if want.kind == "summary":
-        budget = 300 if small else 900
-        used, prompt = fitted(ctx, "JSON:", budget)
-        value, rec = call_structured(pool, me.model, prompt, notes_model(small), bot=bot,
-                                     purpose="summary", seed=seed, max_tokens=budget)
-        rec.day = state.day
-        if value is None:
-            return Decision(kind="summary", actor=bot, notes=SummaryNotes(), fallback=True,
-                            error=rec.error, folded=used.folded, **common), [rec]
-        notes = SummaryNotes(**value.model_dump())
-        return Decision(kind="summary", actor=bot, notes=notes, folded=used.folded,
-                        **common), [rec]
+        return _summarise(dc)
+    return _choose(dc)
 
+
+def _speak(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
+    """A public or pack line: resampled (up to LINE_RESAMPLES times) while it comes out
+    empty, repeated or cut; a public line has its prompt's private text stripped."""
+    state, want, bot = dc.state, dc.want, dc.bot
+    label = bot if want.kind == "speak" else f"[pack] {bot}"
+    channel = "public" if want.kind == "speak" else "pack"
+    heard = {line_key(m.text) for m in state.messages if m.channel == channel}
+    echo_filter = (EchoFilter([*private_texts(state, bot, dc.ctx.command, dc.ctx.style),
+                               *shared_prompt_texts(state.config)],
+                              wolf=dc.me.role is Role.WEREWOLF, speaker=bot)
+                   if want.kind == "speak" else None)
+    tries: list[tuple[int, str, int, BotContext]] = []  # (line_rank, text, echoes, ...)
+    records: list[CallRecord] = []
+    for attempt in range(1 + LINE_RESAMPLES):
+        text, rec, used = dc.say(dc.ctx, label, dc.purpose, SPEAK_TOKENS,
+                                 None if attempt == 0 else derive_seed(dc.seed, "resample",
+                                                                       attempt))
+        records.append(rec)
+        echoes = 0
+        if echo_filter is not None:  # a public line must not read out its prompt
+            text, echoes = echo_filter.strip(text)
+        tries.append((line_rank(text, heard), text, echoes, used))
+        if tries[-1][0] == 3:
+            break
+    # The best try, the earliest of equals (max keeps the first): a cut fresh line beats a
+    # repeat, a repeat beats silence; all empty: the last try.
+    best = max(tries, key=lambda t: t[0])
+    _, text, echoes, used = best if best[0] else tries[-1]
+    return Decision(kind=want.kind, actor=bot, text=text, folded=used.folded,
+                    echoes=echoes, resampled=len(tries) - 1,
+                    first_try=tries[0][1] if len(tries) > 1 else None, **dc.common), records
+
+
+def _summarise(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
+    """The bot's notes on the day and night that ended (empty notes if they never validate)."""
+    budget = 300 if dc.small else 900
+    used, prompt = dc.fitted(dc.ctx, "JSON:", budget)
+    value, rec = call_structured(dc.pool, dc.me.model, prompt, notes_model(dc.small),
+                                 bot=dc.bot, purpose="summary", seed=dc.seed, max_tokens=budget)
+    rec.day = dc.state.day
+    if value is None:
+        return Decision(kind="summary", actor=dc.bot, notes=SummaryNotes(), fallback=True,
+                        error=rec.error, folded=used.folded, **dc.common), [rec]
+    notes = SummaryNotes(**value.model_dump())
+    return Decision(kind="summary", actor=dc.bot, notes=notes, folded=used.folded,
+                    **dc.common), [rec]
+
+
+def _choose(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
+    """A vote or night action: a one-sentence reason, then the options scored after it and
+    one sampled with the decision seed (a seeded random option when no choice validates)."""
+    state, want, bot = dc.state, dc.want, dc.bot
     options = choice_options(state, bot, want)
-    reason, said, used = say(ctx, bot, f"{purpose}:reason", 48)
+    reason, said, used = dc.say(dc.ctx, bot, f"{dc.purpose}:reason", 48)
     if len(options) == 1:
         action, target = parse_option(options[0], want)
         return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
-                        folded=used.folded, **common), [said]
+                        folded=used.folded, **dc.common), [said]
     pick = used.with_answer(bot, reason or "(no comment)", "")
-    if not local:
+    if not dc.local:
         pick = pick.model_copy(update={"command": f"{pick_prompt(bot)} Options: "
                                        f"{', '.join(options)}."})
-    pick, prompt = fitted(pick, pick_prompt(bot), 0)
-    result, rec = call_choice(pool, me.model, prompt, options, bot=bot, purpose=purpose,
-                              seed=seed)
+    pick, prompt = dc.fitted(pick, pick_prompt(bot), 0)
+    result, rec = call_choice(dc.pool, dc.me.model, prompt, options, bot=bot,
+                              purpose=dc.purpose, seed=dc.seed)
     rec.day = state.day
     if result is None or result.choice not in options:
         option = rng(state.seed, state.step, bot, "fallback").choice(options)
         action, target = parse_option(option, want)
         return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
                         fallback=True, error=rec.error or "choice not legal", folded=pick.folded,
-                        **common), [said, rec]
-    action, target = parse_option(sample_choice(result, options, seed), want)
+                        **dc.common), [said, rec]
+    action, target = parse_option(sample_choice(result, options, dc.seed), want)
     return Decision(kind=want.kind, actor=bot, target=target, action=action, reason=reason,
-                    folded=pick.folded, **common), [said, rec]
+                    folded=pick.folded, **dc.common), [said, rec]

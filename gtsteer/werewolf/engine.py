@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from gtsteer.werewolf.prompts import night_result_line, vote_result_line
 from gtsteer.werewolf.rules import (
+    MAX_SPEAKERS,
     Role,
     WerewolfConfigError,
     assign_roles,
-    default_wolves,
     reads_evil,
     rng,
     validate_setup,
@@ -34,10 +34,8 @@ from gtsteer.werewolf.state import (
     NightResult,
     Pending,
     Player,
-    RulesName,
     Summary,
     SummaryNotes,
-    TieRule,
     Vote,
 )
 
@@ -63,28 +61,25 @@ class IllegalDecision(ValueError):
 
 def new_game(
     cast: Sequence[tuple[str, str, str]],
+    config: GameConfig | None = None,
     *,
     seed: int = 0,
-    n_wolves: int | None = None,
-    maniac: bool | None = None,
     models: str | Sequence[str] = "fake",
     humans: Sequence[str] = (),
-    max_days: int | None = None,
-    max_messages_per_day: int | None = None,
-    intro: bool = True,
     game_id: str = "game",
     scene: str = "",
-    rules: RulesName = "reference",
-    ties: TieRule = "none",
 ) -> GameState:
-    """Seat the cast (name, story, playstyle) and deal roles from the seed.
+    """Seat the cast (name, story, playstyle) under `config` and deal roles from the seed.
 
-    `max_messages_per_day=None` scales the discussion with the living players."""
+    `config` is the whole setup (`GameConfig`; None: the defaults for the cast's size) and
+    must be sized for the cast; `models` and `humans` say who sits in each seat."""
     check_game_id(game_id)
     n = len(cast)
-    wolves = default_wolves(n) if n_wolves is None else n_wolves
-    use_maniac = (n >= 6) if maniac is None else maniac
-    validate_setup(n, wolves, use_maniac)
+    config = GameConfig(n_players=n) if config is None else config
+    if config.n_players != n:
+        raise WerewolfConfigError(f"the setup is for {config.n_players} players but the cast "
+                                  f"has {n}")
+    validate_setup(n, config.n_wolves, config.maniac)
     names = [c[0] for c in cast]
     if len(set(names)) != n:
         raise WerewolfConfigError(f"player names must be unique (got {names})")
@@ -97,26 +92,18 @@ def new_game(
     model_list = [models] * n if isinstance(models, str) else list(models)
     if len(model_list) != n:
         raise WerewolfConfigError(f"need one model per player ({n}), got {len(model_list)}")
-    if max_messages_per_day is not None and max_messages_per_day < 1:
+    if config.max_messages_per_day is not None and config.max_messages_per_day < 1:
         raise WerewolfConfigError("max_messages_per_day must be at least 1")
-    if max_days is not None and max_days < 1:
+    if config.max_days is not None and config.max_days < 1:
         raise WerewolfConfigError("max_days must be at least 1")
-    if rules not in ("reference", "simple"):
-        raise WerewolfConfigError(f"rules must be 'reference' or 'simple' (got {rules!r})")
-    if ties not in ("none", "random"):
-        raise WerewolfConfigError(f"ties must be 'none' or 'random' (got {ties!r})")
-    roles = assign_roles(n, wolves, use_maniac, seed)
+    roles = assign_roles(n, config.n_wolves, config.maniac, seed)
     players = [
         Player(name=c[0], story=c[1], playstyle=c[2], role=r, model=m, human=c[0] in humans)
         for c, r, m in zip(cast, roles, model_list, strict=True)
     ]
-    config = GameConfig(
-        n_players=n, n_wolves=wolves, maniac=use_maniac, max_days=max_days,
-        max_messages_per_day=max_messages_per_day, intro=intro, rules=rules, ties=ties,
-    )
-    state = GameState(game_id=game_id, seed=seed, config=config, players=players, scene=scene,
-                      router_model=model_list[0])
-    if intro:
+    state = GameState(game_id=game_id, seed=seed, config=config.model_copy(deep=True),
+                      players=players, scene=scene, router_model=model_list[0])
+    if config.intro:
         state.phase, state.queue = "intro", list(names)
     else:
         state.phase, state.queue = "discussion", []
@@ -212,7 +199,8 @@ def pending(state: GameState) -> Pending | None:
         return Pending(kind="route", legal_targets=legal_targets(state, "", "route"))
     if state.phase == "vote":
         actor = state.queue[0]
-        return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
+        return Pending(kind="vote", actor=actor,
+                       legal_targets=legal_targets(state, actor, "vote"))
     slot = state.queue[0]
     night_actor = night_slot_actor(state, slot)
     assert night_actor is not None, "normalized night queues start with an actionable slot"
@@ -223,6 +211,31 @@ def pending(state: GameState) -> Pending | None:
         kind="night", actor=night_actor, verb=slot,
         legal_targets=actions.get(slot, []), actions=actions,
     )
+
+
+def pending_for(state: GameState, actor: str, kind: str) -> Pending:
+    """The decision `actor` would face if it were their turn to `kind` now ("vote", "night":
+    their role's own slot, "speak": the next discussion turn), whatever is pending: for asking
+    one bot out of turn (`werewolf act`). A ValueError names what cannot act."""
+    names = [p.name for p in state.players]
+    if actor not in names:
+        raise ValueError(f"no player {actor!r}; players: {names}")
+    me = state.player(actor)
+    if not me.alive:
+        raise ValueError(f"{actor} is dead and takes no actions")
+    if kind == "vote":
+        return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
+    if kind == "night":
+        verb = next((v for v, role in SLOT_VERB.items() if role is me.role), None)
+        if verb is None:
+            raise ValueError(f"{actor} is a {me.role.value} and has no night action")
+        actions = night_actions_for(state, actor, verb)
+        return Pending(kind="night", actor=actor, verb=verb,
+                       legal_targets=actions.get(verb, []), actions=actions)
+    if kind == "speak":
+        return Pending(kind="speak", actor=actor, turn=state.turns_today + 1,
+                       turns_total=state.turn_limit())
+    raise ValueError(f"no out-of-turn {kind!r} decision: vote, night or speak")
 
 
 # ---- applying a decision -----------------------------------------------------------------
@@ -254,10 +267,9 @@ def step(state: GameState, decision: Decision) -> GameState:
     elif want.kind == "route":
         speakers = list(dict.fromkeys(decision.speakers))
         bad = [n for n in speakers if n not in want.legal_targets]
-        if bad or not 1 <= len(speakers) <= 5:
-            raise IllegalDecision(
-                f"router must pick 1 to 5 of {want.legal_targets}; got {decision.speakers}"
-            )
+        if bad or not 1 <= len(speakers) <= MAX_SPEAKERS:
+            raise IllegalDecision(f"router must pick 1 to {MAX_SPEAKERS} of "
+                                  f"{want.legal_targets}; got {decision.speakers}")
         s.queue = speakers
     elif want.kind == "vote":
         _check_target(want, decision.target, want.legal_targets)

@@ -2,13 +2,12 @@
 
 The engine is a pure function of (state, decision), so the stored decisions replayed from the
 game's initial state give every intermediate state. The initial state is re-dealt with the
-engine's own `new_game` from the stored cast and setup (roles and config copied from the stored
-game), and the replay must end exactly on the stored latest state, or it is refused.
+engine's own `new_game` from the stored cast and the stored `GameConfig` (roles copied from
+the stored game), and the replay must end exactly on the stored latest state, or it is refused.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 
 from gtsteer.werewolf.engine import new_game, step
@@ -22,20 +21,12 @@ class ReplayMismatch(RuntimeError):
 
 
 def initial_state(latest: GameState) -> GameState:
-    cfg = latest.config
-    accepted = inspect.signature(new_game).parameters
-    # Every config field new_game takes by the same name (wolves, maniac, limits, rules...).
-    kwargs = {k: getattr(cfg, k) for k in type(cfg).model_fields if k in accepted}
-    kwargs.update({
-        "seed": latest.seed, "models": [p.model for p in latest.players],
-        "humans": [p.name for p in latest.players if p.human],
-        "game_id": latest.game_id, "scene": latest.scene,
-    })
     state = new_game(
-        [(p.name, p.story, p.playstyle) for p in latest.players],
-        **{k: v for k, v in kwargs.items() if k in accepted},
+        [(p.name, p.story, p.playstyle) for p in latest.players], latest.config,
+        seed=latest.seed, models=[p.model for p in latest.players],
+        humans=[p.name for p in latest.players if p.human],
+        game_id=latest.game_id, scene=latest.scene,
     )
-    state.config = cfg.model_copy(deep=True)
     state.router_model = latest.router_model
     for p, stored in zip(state.players, latest.players, strict=True):
         p.role = stored.role

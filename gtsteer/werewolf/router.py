@@ -15,10 +15,8 @@ from pydantic import BaseModel, Field, create_model
 from gtsteer.werewolf.context import public_chat_lines
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_structured
 from gtsteer.werewolf.prompts import router_prompt
-from gtsteer.werewolf.rules import derive_seed, rng
+from gtsteer.werewolf.rules import MAX_SPEAKERS, MIN_SPEAKERS, derive_seed, rng
 from gtsteer.werewolf.state import Decision, GameState, Pending
-
-MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
 
 
 def router_schema(legal: list[str], with_reason: bool = True) -> type[BaseModel]:

@@ -28,6 +28,10 @@ class Role(str, Enum):
 
 ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
+#: Speakers the router names after each round: at least MIN_SPEAKERS (when that many may
+#: speak), at most MAX_SPEAKERS. The engine accepts 1 to MAX_SPEAKERS (one is all a table
+#: with a single other living player can offer).
+MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
 
 
 class WerewolfConfigError(ValueError):
@@ -41,6 +45,16 @@ def reads_evil(role: Role) -> bool:
 
 def default_wolves(n_players: int) -> int:
     return 1 if n_players <= 6 else 2 if n_players <= 9 else 3
+
+
+def default_maniac(n_players: int) -> bool:
+    """A maniac joins the cast from six players on."""
+    return n_players >= 6
+
+
+def max_wolves(n_players: int) -> int:
+    """The most werewolves a game of `n_players` can start with (fewer than the others)."""
+    return (n_players - 1) // 2
 
 
 def check_players(n_players: int) -> None:
@@ -57,7 +71,7 @@ def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
     if 2 * n_wolves >= n_players:
         raise WerewolfConfigError(
             f"wolves must be fewer than the other players, or the wolves win at once "
-            f"(got {n_wolves} wolves among {n_players} players; at most {(n_players - 1) // 2})"
+            f"(got {n_wolves} wolves among {n_players} players; at most {max_wolves(n_players)})"
         )
     specials = 2 + int(maniac)
     if n_wolves + specials > n_players:

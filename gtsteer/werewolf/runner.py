@@ -16,7 +16,7 @@ from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle, PlaystyleChooser
 from gtsteer.werewolf.router import route
 from gtsteer.werewolf.rules import check_players
-from gtsteer.werewolf.state import Decision, GameState, Pending, RulesName, TieRule
+from gtsteer.werewolf.state import Decision, GameConfig, GameState, Pending
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.themes import builtin_cast, themed_cast
 
@@ -26,25 +26,23 @@ StepHook = Callable[[GameState, GameState, Decision], None]
 
 def create_game(
     store: GameStore,
+    config: GameConfig | None = None,
     *,
-    n_players: int = 7,
-    n_wolves: int | None = None,
     seed: int = 0,
     model: str = "fake",
     models: list[str] | None = None,
     theme: str | None = None,
     human: str | None = None,
-    max_days: int | None = None,
-    max_messages_per_day: int | None = None,
     game_id: str | None = None,
     pool: LLMPool | None = None,
-    rules: RulesName = "reference",
-    ties: TieRule = "none",
     cast: list[tuple[str, str, str]] | None = None,
     api_base: str | None = None,
 ) -> GameState:
-    """Build the cast (given, themed or built-in), deal roles, and store the new game (with
-    the served models' `api_base`, credentials stripped)."""
+    """Build the cast (given, themed or built-in) for `config` (None: `GameConfig()`), deal
+    roles, and store the new game (with the served models' `api_base`, credentials
+    stripped)."""
+    config = GameConfig() if config is None else config
+    n_players = config.n_players
     check_players(n_players)  # before a cast of that size is drawn or asked for
     game_id = game_id or uuid.uuid4().hex[:10]
     check_game_id(game_id)
@@ -61,12 +59,8 @@ def create_game(
         # The human takes the first seat under their own name.
         style = cast[0][2]
         cast = [(human, "A human player.", style), *cast[1:]]
-    state = new_game(
-        cast, seed=seed, n_wolves=n_wolves, models=models or model,
-        humans=[human] if human else [], max_days=max_days,
-        max_messages_per_day=max_messages_per_day,
-        game_id=game_id, scene=scene, rules=rules, ties=ties,
-    )
+    state = new_game(cast, config, seed=seed, models=models or model,
+                     humans=[human] if human else [], game_id=game_id, scene=scene)
     state.api_base = public_url(api_base)
     store.create(state, records)
     return state

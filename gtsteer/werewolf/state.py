@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES, StyleChoice
-from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.rules import Role, default_maniac, default_wolves
 
 Phase = Literal["summary", "intro", "discussion", "vote", "night", "over"]
 DecisionKind = Literal["summary", "speak", "route", "vote", "pack_chat", "night"]
@@ -107,9 +107,18 @@ class Snapshot(BaseModel):
 
 
 class GameConfig(Snapshot):
+    """A game's setup, declared once: `engine.new_game` deals from it, `runner.create_game`
+    and the web lobby (`CreateGame.to_config`) build it, the snapshot stores it, and a replay
+    re-deals from the stored one. A new setup field added here reaches all of them.
+
+    `n_wolves` and `maniac` left out (or None) take the rules' defaults for `n_players`
+    (`rules.default_wolves`, `rules.default_maniac`), so a stored config always holds the
+    numbers the game was dealt with. Whether the setup is playable (player and wolf counts,
+    limits) is checked by `new_game`, never on load."""
+
     n_players: int = 7
-    n_wolves: int = 2
-    maniac: bool = True
+    n_wolves: int = Field(None, validate_default=True)
+    maniac: bool = Field(None, validate_default=True)
     #: Stop (no winner) after this many day+night cycles; None plays to a winner.
     max_days: int | None = None
     #: Discussion turns per day (intro lines not counted) before the vote starts; None scales
@@ -120,6 +129,21 @@ class GameConfig(Snapshot):
     rules: RulesName = "reference"
     #: A tied vote: nobody is eliminated ("none"), or a seeded random tied player ("random").
     ties: TieRule = "none"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sized_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        n = data.get("n_players", cls.model_fields["n_players"].default)
+        if not isinstance(n, int) or isinstance(n, bool):
+            return data  # n_players itself is reported invalid
+        data = dict(data)
+        if data.get("n_wolves") is None:
+            data["n_wolves"] = default_wolves(n)
+        if data.get("maniac") is None:
+            data["maniac"] = default_maniac(n)
+        return data
 
 
 class Player(Snapshot):

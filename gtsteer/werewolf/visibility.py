@@ -17,7 +17,8 @@ Each thing that happens has an audience, decided here from the state and never f
 `Viewer.sees(audience)` is the single test; `for_viewer` filters tagged events with it (the
 web stream, the page snapshot, the replay and the terminal printer), and the views of the
 current state below (`knows_role`, `players_view`, `me_view`, `turn_view`) say what a seat may
-know of the table right now.
+know of the table right now (`werewolf show` prints `players_view` for the god view, and says
+it is one).
 """
 
 from __future__ import annotations

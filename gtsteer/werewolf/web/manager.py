@@ -3,7 +3,6 @@ after a restart, seat tokens, the lobby list, the god view and the replay."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import secrets
 import threading
@@ -176,7 +175,7 @@ class GameManager:
         models = req.models or [req.model or self.models[0]] * req.players
         for m in dict.fromkeys(models):
             self.check_model(m)
-        rules = self._rules(req.rules)
+        self._check_rules(req.rules)
         if req.max_messages_per_day is None and not scaled_discussion():
             raise WebError(422, "max_messages_per_day: this engine needs a number of turns")
         seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
@@ -192,19 +191,13 @@ class GameManager:
             scene, cast = builtin_cast(req.players, seed)
         if req.human:
             cast = [(req.human, "A human player.", cast[0][2]), *cast[1:]]
-        kwargs: dict[str, Any] = {
-            "seed": seed, "n_wolves": req.wolves, "models": models,
-            "humans": [req.human] if req.human else [], "max_days": req.max_days,
-            "max_messages_per_day": req.max_messages_per_day, "game_id": uuid.uuid4().hex[:10],
-            "scene": scene,
-        }
-        accepted = inspect.signature(new_game).parameters
-        kwargs.update({k: v for k, v in rules.items() if k in accepted})
+        config = req.to_config()
         try:
-            state = new_game(cast, **kwargs)
+            state = new_game(cast, config, seed=seed, models=models,
+                             humans=[req.human] if req.human else [],
+                             game_id=uuid.uuid4().hex[:10], scene=scene)
         except WerewolfConfigError as exc:
             raise WebError(422, str(exc)) from exc
-        state.config = state.config.model_copy(update=rules)
         self.store().create(state, records)
         self.webdb.add_game(state.game_id, step_delay_s=req.step_delay_s)
         self.webdb.add_cost(state.game_id, pool.cost_usd())
@@ -212,7 +205,9 @@ class GameManager:
         self.live(state.game_id).start()
         return state, token
 
-    def _rules(self, chosen: dict[str, str]) -> dict[str, str]:
+    @staticmethod
+    def _check_rules(chosen: dict[str, str]) -> None:
+        """Each chosen rule switch is one of `rule_options()` (a 422 naming it otherwise)."""
         options = rule_options()
         for key, value in chosen.items():
             if key not in options:
@@ -221,7 +216,6 @@ class GameManager:
             if value not in options[key]["choices"]:
                 raise WebError(422, f"rule {key}={value!r} is not one of "
                                f"{options[key]['choices']}")
-        return dict(chosen)
 
     def join(self, game_id: str, name: str) -> str:
         game = self.live(game_id)

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES
-from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
-from gtsteer.werewolf.state import MODERATOR
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS, max_wolves
+from gtsteer.werewolf.state import MODERATOR, GameConfig
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,15}$")
 
@@ -42,7 +42,7 @@ class CastMemberIn(Strict):
 
 class CreateGame(Strict):
     players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
-    wolves: int | None = Field(None, ge=1, le=5)
+    wolves: int | None = Field(None, ge=1, le=max_wolves(MAX_PLAYERS))
     theme: str | None = Field(None, max_length=80)
     #: One model for every bot, or `models` with one entry per seat.
     model: str | None = Field(None, max_length=200)
@@ -71,6 +71,12 @@ class CreateGame(Strict):
         if v and not re.fullmatch(r"[\w ,.'!-]+", v):
             raise ValueError("theme may use letters, digits, spaces and , . ' ! -")
         return v or None
+
+    def to_config(self) -> GameConfig:
+        """The game's setup: the lobby's sizes and limits plus its rule switches (checked
+        against `GameConfig` first by `GameManager`, which names a bad one)."""
+        return GameConfig(n_players=self.players, n_wolves=self.wolves, max_days=self.max_days,
+                          max_messages_per_day=self.max_messages_per_day, **self.rules)
 
     @model_validator(mode="after")
     def _sizes(self) -> CreateGame:

@@ -9,7 +9,7 @@ function wolfOptions() {
   $("players-out").textContent = n;
   const keep = $("wolves").value;
   const opts = [el("option", { value: "", text: "auto" })];
-  for (let k = 1; 2 * k < n && k <= 5; k++) opts.push(el("option", { value: String(k), text: String(k) }));
+  for (let k = 1; 2 * k < n; k++) opts.push(el("option", { value: String(k), text: String(k) }));
   $("wolves").replaceChildren(...opts);
   if ([...$("wolves").options].some((o) => o.value === keep)) $("wolves").value = keep;
   const box = $("models");
@@ -26,6 +26,8 @@ function wolfOptions() {
 
 async function loadConfig() {
   config = await api("/api/config");
+  $("players").min = config.min_players;  // the rules' bounds (rules.py), written once
+  $("players").max = config.max_players;
   $("model").replaceChildren(...config.models.map((m) => el("option", { value: m, text: m })));
   $("model").value = config.default_model;
   $("rulestext").textContent = config.rules_text;
