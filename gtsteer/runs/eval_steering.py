@@ -340,7 +340,7 @@ def measure_steering(
 
     `llm` None: the config's `models.writer`, else `local` (`gtsteer.runs.models.pick`).
     `classifier_llm`: a model string or LLM (calibrated log-likelihoods), a
-    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); None: the
+    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`, `parse`); None: the
     config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
     labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
     variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
@@ -361,7 +361,7 @@ def measure_steering(
     ):
         model, others, roles = pick_roles(spec, endpoint, llm, reader=classifier_llm)
         classifier = LoglikClassifier(others["reader"])
-    else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
+    else:  # a classifier that is no model role (embed, pairwise:MODEL, parse, an object)
         model, _, roles = pick_roles(spec, endpoint, llm)
         classifier = make_classifier(classifier_llm)
         roles["reader"] = RoleRecord(model=classifier.name, source="given")

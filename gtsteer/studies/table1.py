@@ -597,7 +597,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="steering messages per instruction (0: skip steering)")
     parser.add_argument("--judge", default="embed",
                         help="what classifies the steering messages: a judge (embed,"
-                             " pairwise:MODEL) or a model's likelihoods (a model string);"
+                             " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
                              " validated on tests/data/judge_labelled.yaml first, and not used"
                              " where it is at chance there")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
