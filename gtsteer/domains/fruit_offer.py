@@ -118,6 +118,8 @@ _CUES = [
     (re.compile(r"\b(?:want|need|like|take|get|receive|buy|accept|(?:ask|asking|looking|hoping)"
                 r"\s+for|in\s+return|(?:can|could|may|might)\s+i\s+have)\b"), GET),
 ]
+#: After a side, whose fruit it is: "two blueberries from me, one kiwi from you".
+_FROM = re.compile(r"\s*from\s+(me|you)\b")
 #: A clause that refuses rather than makes an offer ("I won't give you ...") ...
 _NEGATION = re.compile(r"\b(?:not|never|cannot)\b|n't\b")
 #: ... except in a proposal ("why don't we", "wouldn't you like").
@@ -195,6 +197,12 @@ def _cue(lead: str) -> str | None:
     return None if best is None else best[2]
 
 
+def _source(text: str, end: int) -> str | None:
+    """GIVE / GET from "from me" / "from you" right after a side, or None."""
+    m = _FROM.match(text, end)
+    return None if m is None else (GIVE if m.group(1) == "me" else GET)
+
+
 def _refused(lead: str) -> bool:
     """Whether the clause before an offer refuses it or sets it aside."""
     clause = re.split(r"[.!?;]|\bbut\b", lead)[-1]
@@ -226,7 +234,8 @@ def read_offers(text: str, fruits: list[str] | tuple[str, ...]) -> list[Offer]:
     sides = _sides(lowered, fruits)
     leads = [lowered[(sides[i - 1].end if i else 0):s.start] for i, s in enumerate(sides)]
     joined = [i > 0 and bool(_FOR.fullmatch(lead)) for i, lead in enumerate(leads)]
-    roles = [s.possessive or (None if joined[i] else _cue(leads[i])) for i, s in enumerate(sides)]
+    roles = [s.possessive or _source(lowered, s.end) or (None if joined[i] else _cue(leads[i]))
+             for i, s in enumerate(sides)]
     for i in range(1, len(sides)):
         if not joined[i]:
             continue

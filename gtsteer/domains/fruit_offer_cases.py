@@ -30,7 +30,7 @@ PROPOSE = [
 ACCEPT = [
     "Deal, I accept.",
     "Yes, that works for me. Deal!",
-    "Agreed: I'll give you {gets} for {gives}.",  # the same trade, said back
+    "Agreed: I'll give you {gives} for {gets}.",  # the same trade, said back
 ]
 REJECT = ["No, I reject that offer.", "No thanks, I'd rather keep my fruit.", "No deal."]
 COUNTER = [
