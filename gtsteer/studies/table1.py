@@ -413,9 +413,10 @@ def versus_section(rows: list[Row]) -> list[str]:
          " resamples of the instances). The first mover plays its opening decision (replayed"
          " exactly: the clean estimate), the other player on `any`. The responder's policy is"
          " replayed by one that reads the fresh text, with the first mover on `any` (*others*"
-         " `any`) or on its solved opening (*others* `policy`). *greedy*: each player proposes"
-         " its own highest-valued day it is not away on, the instruction a person would give"
-         " without a solver; *uniform*: every instruction equally often. Per-instance values:"
+         " `any`) or on its solved opening (*others* `policy`). *greedy*: the instruction a"
+         " person would give each player without a solver (meeting: its own highest-valued day"
+         " it is not away on; offers: the offer worth most to it that its basket can pay for);"
+         " *uniform*: every instruction equally often. Per-instance values:"
          " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
          " docs/data/table1/."),
         "",
