@@ -65,6 +65,10 @@ def test_the_reverse_trade_is_read_as_the_reverse() -> None:
     assert texts("Could I have one apple? I'll give you two bananas.") == ["2 bananas for 1 apple"]
     assert texts("Would you give me your apple for two of my bananas?") == [
         "2 bananas for 1 apple"]
+    # A reply quoting the other's offer says it from the other side: Bob takes Alice's
+    # "1 apple for 2 bananas" (he gives the bananas).
+    assert texts("I accept your offer of 1 apple for 2 bananas.") == ["2 bananas for 1 apple"]
+    assert texts("Sure, here's my offer: 1 apple for 2 bananas.") == ["1 apple for 2 bananas"]
 
 
 def test_counter_offers_refusals_and_vague_amounts() -> None:
@@ -84,6 +88,9 @@ def test_several_fruits_a_side_and_several_offers() -> None:
         "1 apple and 1 kiwi for 3 blueberries"]
     assert texts("I'd trade you three blueberries for a banana, or 1 kiwi for 2 blueberries.") == [
         "3 blueberries for 1 banana", "1 kiwi for 2 blueberries"]
+    assert texts("1 apple for 2 bananas and 1 kiwi for 2 blueberries") == [
+        "1 apple for 2 bananas", "1 kiwi for 2 blueberries"]
+    assert texts("1 apple for 2 bananas and 1 kiwi") == ["1 apple for 2 bananas and 1 kiwi"]
 
 
 # ---- the parse classifier -------------------------------------------------------------------

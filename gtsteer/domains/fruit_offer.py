@@ -105,16 +105,21 @@ _JOIN = re.compile(r"\s*(?:,\s*(?:and\s+|plus\s+)?|and|&|plus|as\s+well\s+as)\s*
 #: Between the two sides of "X for Y": the second side is the other direction.
 _FOR = re.compile(r"\s*,?\s*(?:(?:in\s+(?:exchange|return|trade)\s+)?for|in\s+exchange\s+for"
                   r"|for\s+(?:just|only))\s*", re.IGNORECASE)
+#: "for" right after an amount (an "X for Y" begins there).
+_FOR_NEXT = re.compile(r"\s*,?\s*(?:in\s+(?:exchange|return|trade)\s+)?for\b")
 _GIVING = r"give|offer|trade|swap|exchange|hand|sell|send|spare|part\s+with"
 _TAKING = r"like|want|need|take|get|accept|have|receive"
 #: Cues before a side, each with the direction it gives that side from the speaker's side;
 #: the cue ending last wins (the longer one on a tie): "would you like" (the listener takes, so
-#: the speaker gives), "give me" (the speaker gets), "I'll give you", "I want".
+#: the speaker gives), "give me" (the speaker gets), "I'll give you", "I want", "your offer of".
 _CUES = [
     (re.compile(rf"\byou(?:'ll|'d)?\s+(?:[\w']+\s+){{0,3}}?(?:{_GIVING})\b"), GET),
     (re.compile(r"\b(?:give|hand|send|pass|get|bring|trade|swap|sell|offer)\s+me\b"), GET),
     (re.compile(rf"\byou(?:'ll|'d)?\s+(?:[\w']+\s+){{0,3}}?(?:{_TAKING})\b"), GIVE),
     (re.compile(rf"\b(?:{_GIVING}|give\s+up)\b"), GIVE),
+    # Whose offer is quoted: "I accept your offer of 1 apple for ..." (the listener gives it).
+    (re.compile(r"\byour\s+(?:offer|proposal|deal)(?:\s+of)?"), GET),
+    (re.compile(r"\bmy\s+(?:offer|proposal|deal)(?:\s+of)?"), GIVE),
     (re.compile(r"\b(?:want|need|like|take|get|receive|buy|accept|(?:ask|asking|looking|hoping)"
                 r"\s+for|in\s+return|(?:can|could|may|might)\s+i\s+have)\b"), GET),
 ]
@@ -170,14 +175,18 @@ def _count(text: str | None, singular: bool) -> int | None:
 
 
 def _sides(text: str, fruits: tuple[str, ...]) -> list[_Side]:
-    """The amounts `text` names, joined into sides where only "and" or a comma parts them."""
+    """The amounts `text` names, joined into sides where only "and" or a comma parts them;
+    except that an amount followed by "for" after the second side of an "X for Y" starts a new
+    offer ("1 apple for 2 bananas and 1 kiwi for 2 blueberries": two offers)."""
     sides: list[_Side] = []
     for m in _amount_pattern(fruits).finditer(text):
         fruit, singular = _fruit_of(m.group("fruit"), fruits)
         amount = (fruit, _count(m.group("count"), singular))
         owner = (m.group("pos1") or m.group("pos2") or "").lower()
         role = _POSSESSIVE.get(owner)
-        if sides and _JOIN.fullmatch(text[sides[-1].end:m.start()]):
+        second = len(sides) > 1 and bool(_FOR.fullmatch(text[sides[-2].end:sides[-1].start]))
+        if (sides and _JOIN.fullmatch(text[sides[-1].end:m.start()])
+                and not (second and _FOR_NEXT.match(text, m.end()))):
             last = sides[-1]
             last.amounts.append(amount)
             last.end, last.possessive = m.end(), last.possessive or role
