@@ -76,6 +76,7 @@ def test_counter_offers_refusals_and_vague_amounts() -> None:
     assert texts("Instead of 1 apple for 2 bananas, how about 1 apple for 1 banana?") == [
         "1 apple for 1 banana"]
     assert texts("No, I won't give you 2 bananas for your apple.") == []
+    assert texts("No, I won\u2019t give you 2 bananas for your apple.") == []
     assert texts("I can't give you 1 apple for 2 bananas, but I'll swap 1 kiwi for 1 apple.") == [
         "1 kiwi for 1 apple"]
     assert texts("I'd like some bananas for my apples.") == []  # no counts: no exact offer

@@ -239,7 +239,7 @@ def read_offers(text: str, fruits: list[str] | tuple[str, ...]) -> list[Offer]:
     plural one ("some apples") is no exact offer. Offers in a clause that refuses them ("I
     won't give you ...") or sets them aside ("instead of ...") are not made."""
     fruits = tuple(fruits)
-    lowered = text.lower()
+    lowered = text.lower().replace("\u2019", "'")  # a chat model's curly apostrophe
     sides = _sides(lowered, fruits)
     leads = [lowered[(sides[i - 1].end if i else 0):s.start] for i, s in enumerate(sides)]
     joined = [i > 0 and bool(_FOR.fullmatch(lead)) for i, lead in enumerate(leads)]
