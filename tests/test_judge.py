@@ -104,7 +104,7 @@ def test_labelled_set_covers_every_config_with_a_steering_eval() -> None:
             assert all(6 <= len(m) <= 12 for m in values.values()), (spec.name, key)
     messages = [m for e in labelled.configs.values() for v in e.labels.values()
                 for ms in v.values() for m in ms]
-    assert len(messages) == len(set(messages)) == 186
+    assert len(messages) == len(set(messages)) == 234
 
 
 def test_labelled_values_must_match_the_config(tmp_path: Path) -> None:

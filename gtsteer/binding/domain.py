@@ -70,9 +70,14 @@ PrivateFeatures = Callable[["DomainSpec", dict[str, str]], list[float]]
 #: without a solver, as action key -> value (keys left out: "any"); the `greedy` baseline of
 #: the fresh-sample measure (`gtsteer.solvers.heldout`).
 GreedyChoice = Callable[["DomainSpec", dict[str, str]], dict[str, str]]
+#: (spec, action key, one message) -> the value of that key the message states, read exactly
+#: in code (an offer's counts and fruits), or None where it states none; the steering
+#: classifier `parse` of `gtsteer eval steering` (`gtsteer.evals.classifiers`).
+MessageParser = Callable[["DomainSpec", str, str], "str | None"]
 
-#: Left out of `Domain.fingerprint`: a baseline's choice does not change the game.
-_NOT_IN_GAME = frozenset({"name", "greedy"})
+#: Left out of `Domain.fingerprint`: a baseline's choice, or how a message is read to measure
+#: steering, does not change the game.
+_NOT_IN_GAME = frozenset({"name", "greedy", "parse_message"})
 
 
 def is_domain_reference(name: str) -> bool:
@@ -107,6 +112,7 @@ class Domain:
     features: PrivateFeatures | None = None
     reward_cases: RewardCases | None = None
     greedy: GreedyChoice | None = None
+    parse_message: MessageParser | None = None
 
     def __post_init__(self) -> None:
         if self.private_info is not None and self.joint_private_info is not None:

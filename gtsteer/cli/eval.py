@@ -110,8 +110,9 @@ def steering(
     classifier_llm: Annotated[
         str | None,
         typer.Option("--classifier-llm", "-c", help="Judge that classifies them: a model "
-                     "(calibrated likelihoods), pairwise:MODEL, or embed[:EMBEDDER] "
-                     "(default: the config's models.reader, else --llm)."),
+                     "(calibrated likelihoods), pairwise:MODEL, embed[:EMBEDDER] or parse (the "
+                     "domain's exact reading, e.g. offers) (default: the config's "
+                     "models.reader, else --llm)."),
     ] = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -166,7 +167,7 @@ def judge(
     judges: Annotated[
         list[str],
         typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
-                     "pairwise:MODEL or embed[:EMBEDDER]; repeat for several."),
+                     "pairwise:MODEL, embed[:EMBEDDER] or parse; repeat for several."),
     ],
     labelled: Annotated[
         Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")

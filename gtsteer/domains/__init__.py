@@ -9,6 +9,8 @@ from gtsteer.binding import Domain, RewardCases
 from gtsteer.binding.loader import install_config_loader
 from gtsteer.domains import (
     debate,
+    fruit_offer,
+    fruit_offer_cases,
     fruit_trade,
     fruit_trade_cases,
     schedule_meeting,
@@ -28,6 +30,19 @@ FRUIT_TRADE = Domain(
     instance_check=fruit_trade.check_fruit_instance,
     features=fruit_trade.fruit_features,
     reward_cases=RewardCases(fruit_trade_cases.fruit_case, fruit_trade_cases.RULE.strip()),
+)
+FRUIT_OFFER = Domain(
+    name=fruit_offer.DOMAIN,
+    params=fruit_offer.OfferParams,
+    private_info=fruit_trade.fruit_private_info,
+    utility=fruit_offer.offer_utility,
+    bounds=fruit_trade.trade_bounds,
+    validate=fruit_offer.check_offer_spec,
+    instance_check=fruit_trade.check_fruit_instance,
+    features=fruit_trade.fruit_features,
+    reward_cases=RewardCases(fruit_offer_cases.offer_case, fruit_offer_cases.RULE.strip()),
+    greedy=fruit_offer.offer_greedy,
+    parse_message=fruit_offer.offer_message_value,
 )
 SCHEDULE_MEETING = Domain(
     name=schedule_meeting.DOMAIN,
@@ -62,7 +77,7 @@ VERDICT_GAME = Domain(
     features=verdict.verdict_features,
 )
 #: The domains this package ships (each played by a config in configs/).
-BUILTIN = (FRUIT_TRADE, SCHEDULE_MEETING, DEBATE, VERDICT_GAME)
+BUILTIN = (FRUIT_TRADE, FRUIT_OFFER, SCHEDULE_MEETING, DEBATE, VERDICT_GAME)
 for _domain in BUILTIN:
     register_domain(_domain)
 # pyspiel.load_game("gtsteer_dialogue(config=...)") in a fresh process lands here.
@@ -72,6 +87,7 @@ __all__ = [
     "BUILTIN",
     "DEBATE",
     "DOMAINS",
+    "FRUIT_OFFER",
     "FRUIT_TRADE",
     "SCHEDULE_MEETING",
     "VERDICT_GAME",

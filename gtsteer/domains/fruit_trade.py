@@ -11,7 +11,7 @@ import random
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
@@ -39,6 +39,13 @@ class FruitParams(DomainParams):
     max_count: int = Field(3, ge=1, le=MAX_COUNT)
     #: Each fruit's value is drawn from [low, high].
     value_range: tuple[int, int] = (1, 8)
+
+    @classmethod
+    def of(cls, spec: DomainSpec) -> Self:
+        """The spec's params read as this model's fields only: a domain built on fruit trading
+        (the offer domain's `OfferParams`) adds its own, which fruit trading's helpers skip.
+        Unknown keys are still refused when the config is loaded, by its domain's own model."""
+        return cls.model_validate({k: v for k, v in spec.params.items() if k in cls.model_fields})
 
     @field_validator("fruits")
     @classmethod

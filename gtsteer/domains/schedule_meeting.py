@@ -17,13 +17,13 @@ from gtsteer.binding.domain_checks import DomainCheckError
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.reward import RewardContext
 from gtsteer.binding.spec import ANY, DomainSpec, check_reward_fields
+from gtsteer.domains.agreement import agreed_label
 from gtsteer.domains.fruit_trade import parse_counts, render_counts
 
 DOMAIN = "schedule_meeting"
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 OUT_OF_OFFICE, PREFERENCES = "out_of_office", "day_preferences"
 NO_DAY = "none"
-YES, NO = "yes", "no"
 #: Which day, once the reward prompt has said that both accepted one (`params.day_prompt`).
 DAY_PROMPT = """{players} try to agree on a meeting day.
 {transcript}
@@ -181,13 +181,10 @@ async def meeting_utility(ctx: RewardContext) -> list[float]:
     an agreement on templated accepted proposals (0 of 20) and copied the day of the prompt's
     example ("Friday") into 111 of 256 game transcripts (docs/BENCHMARKS.md, reward section).
     The naming rule keeps a calibrated choice from paying some day for a dialogue that names
-    none ("Here is a possible conversation:")."""
+    none ("Here is a possible conversation:"). The two questions are `agreement.agreed_label`,
+    which the offer domain asks over fruit trades."""
     named = named_days(days_of(ctx.spec), "\n".join(t.text for t in ctx.transcript))
-    day = None
-    if named and await ctx.choose_calibrated(ctx.spec.payoff.prompt, [YES, NO]) == YES:
-        day = named[0]
-        if len(named) > 1:
-            day = await ctx.choose_calibrated(day_prompt(ctx.spec), named)
+    day = await agreed_label(ctx, named, day_prompt(ctx.spec))
     away = [parse_days(info[OUT_OF_OFFICE]) for info in ctx.instance.private_info]
     prefs = [parse_counts(info[PREFERENCES]) for info in ctx.instance.private_info]
     return meeting_values(day, away, prefs)

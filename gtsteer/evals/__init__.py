@@ -13,8 +13,8 @@ One job per module, as `gtsteer.checks` is for conformance:
 - `prompts`: the classifier prompts and the variants (without / with the config's
   instruction definitions);
 - `calibration`: contextual calibration on content-free messages (Zhao et al. 2021);
-- `classifiers`: the steering classifiers (calibrated likelihoods, pairwise, embeddings) and
-  their command-line spellings;
+- `classifiers`: the steering classifiers (calibrated likelihoods, pairwise, embeddings, the
+  domain's exact parse) and their command-line spellings;
 - `validation`: a classifier on hand-labelled messages and the refusal rule;
 - `steering`: the summary of classified messages (accuracy per instruction, base rates,
   confusion matrices).

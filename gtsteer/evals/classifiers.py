@@ -2,7 +2,7 @@
 
 `gtsteer eval steering` needs a steering classifier to turn messages into accuracies, and
 `gtsteer eval judge` checks one on hand-labelled messages first (`gtsteer.evals.validation`).
-Three kinds:
+Four kinds:
 
 - `LoglikClassifier(llm)`: argmax_z [log P(z | message) - log P(z | no message)] through
   `LLM.choose`, calibrated on content-free messages (`gtsteer.evals.calibration`); on API
@@ -13,10 +13,14 @@ Three kinds:
 - `EmbeddingClassifier(name)`: the value whose text (its name, or "name: definition") is
   nearest to the message by cosine of sentence embeddings (MiniLM by default). No language
   model, no llama.cpp; deterministic.
+- `ParseClassifier()`: the value the config's domain reads in the message by exact parsing
+  (`Domain.parse_message`: the offer domain reads counts and fruit words), or none. No model;
+  for instructions whose content can be read exactly, where a model or an embedding would
+  only approximate it ("1 apple for 2 bananas" and its reverse embed alike).
 
 Spelled on the command line (`--classifier-llm`, and `--judge` of `gtsteer eval judge`) as a
-model string (`local:smollm2-135m`), `pairwise:<model>` or `embed` / `embed:<sentence-
-transformers name or folder>` (`make_classifier`).
+model string (`local:smollm2-135m`), `pairwise:<model>`, `embed` / `embed:<sentence-
+transformers name or folder>` or `parse` (`make_classifier`).
 
 Not to be confused with the verdict game's judge (`gtsteer.binding.judge`), which reads a
 whole transcript and rules on it as part of a game; a steering classifier reads one message
@@ -39,7 +43,9 @@ from gtsteer.evals.calibration import calibrated_best, label_priors
 from gtsteer.evals.prompts import DEFINED, classifier_prompt, options_of, pairwise_prompt
 from gtsteer.llm import LLM, ChoiceResult, as_llm
 
-EMBED_PREFIX, PAIRWISE_PREFIX = "embed", "pairwise:"
+EMBED_PREFIX, PAIRWISE_PREFIX, PARSE = "embed", "pairwise:", "parse"
+#: What `ParseClassifier` predicts for a message that states none of the key's values.
+NO_VALUE = "(none)"
 
 
 class Classification(BaseModel):
@@ -180,6 +186,33 @@ class EmbeddingClassifier:
         return out
 
 
+class ParseClassifier:
+    """The value the domain's own parser reads in the message (`Domain.parse_message`), or
+    `NO_VALUE`: exact, so calibration and definitions change nothing (both variants read the
+    same). Its scores are 1 for the value read, 0 for the others."""
+
+    name = PARSE
+
+    async def classify(
+        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        bar: GatherBar,
+    ) -> list[Classification]:
+        parse = spec.hooks.parse_message
+        if parse is None:
+            # "judge:" names the option that spells it (`--judge`, as `--classifier-llm`)
+            raise ValueError(f"judge: `{PARSE}` reads messages with the domain's parser, and "
+                             f"domain `{spec.hooks.name or spec.name}` has none "
+                             "(Domain.parse_message)")
+        options = options_of(spec, key)
+        out = []
+        for _, message in items:
+            value = parse(spec, key, message)
+            best = value if value in options else NO_VALUE
+            scores = {o: float(o == best) for o in options}
+            out.append(Classification(predicted=best, predicted_uncalibrated=best, scores=scores))
+        return out
+
+
 #: Classifiers built around one language model (`.llm`): a Ray worker rebuilds them around
 #: its own client of that model. Any other (an embedding classifier) classifies in the driver.
 MODEL_CLASSIFIERS = (LoglikClassifier, PairwiseClassifier)
@@ -192,7 +225,7 @@ def names_a_classifier(spec: str | LLM | SteeringClassifier) -> bool:
         return False
     if not isinstance(spec, str):
         return True
-    return spec == EMBED_PREFIX or spec.startswith((EMBED_PREFIX + ":", PAIRWISE_PREFIX))
+    return spec in (EMBED_PREFIX, PARSE) or spec.startswith((EMBED_PREFIX + ":", PAIRWISE_PREFIX))
 
 
 def make_classifier(spec: str | LLM | SteeringClassifier) -> SteeringClassifier:
@@ -201,6 +234,8 @@ def make_classifier(spec: str | LLM | SteeringClassifier) -> SteeringClassifier:
         return LoglikClassifier(spec)
     if not isinstance(spec, str):
         return spec
+    if spec == PARSE:
+        return ParseClassifier()
     if spec == EMBED_PREFIX or spec.startswith(EMBED_PREFIX + ":"):
         return EmbeddingClassifier(spec.partition(":")[2] or None)
     if spec.startswith(PAIRWISE_PREFIX):

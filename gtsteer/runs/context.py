@@ -33,7 +33,8 @@ class RunContext:
 
     #: The models given per role (unset: the config's `models:` block, else the default): a
     #: model string, a client (its cache and meter shared with the caller), or for the reader
-    #: of `eval steering` a steering classifier or its spelling (`embed`, `pairwise:MODEL`).
+    #: of `eval steering` a steering classifier or its spelling (`embed`, `pairwise:MODEL`,
+    #: `parse`).
     models: Mapping[Role, Any] = field(default_factory=dict)
     #: Where served models live (`--api-base`, `--api-key-env`, timeouts).
     endpoint: Endpoint = field(default_factory=Endpoint)

@@ -310,8 +310,8 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
 
     The writer: the context's, else the config's `models.writer`, else `local`. The reader
     (the classifier): a model string or LLM (calibrated log-likelihoods), a
-    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`); not given:
-    the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
+    `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`, `parse`); not
+    given: the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
     labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
     variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
     variant passes the run stops with JudgeRefused before any message is generated. The units
@@ -334,7 +334,7 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
     ):
         model, others, roles = ctx.roles(spec, "reader")
         classifier = LoglikClassifier(others["reader"])
-    else:  # a classifier that is no model role (embed, pairwise:MODEL, a classifier object)
+    else:  # a classifier that is no model role (embed, pairwise:MODEL, parse, an object)
         model, _, roles = ctx.roles(spec)
         classifier = make_classifier(classifier_llm)
         roles["reader"] = RoleRecord(model=classifier.name, source="given")

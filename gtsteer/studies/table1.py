@@ -413,9 +413,10 @@ def versus_section(rows: list[Row]) -> list[str]:
          " resamples of the instances). The first mover plays its opening decision (replayed"
          " exactly: the clean estimate), the other player on `any`. The responder's policy is"
          " replayed by one that reads the fresh text, with the first mover on `any` (*others*"
-         " `any`) or on its solved opening (*others* `policy`). *greedy*: each player proposes"
-         " its own highest-valued day it is not away on, the instruction a person would give"
-         " without a solver; *uniform*: every instruction equally often. Per-instance values:"
+         " `any`) or on its solved opening (*others* `policy`). *greedy*: the instruction a"
+         " person would give each player without a solver (meeting: its own highest-valued day"
+         " it is not away on; offers: the offer worth most to it that its basket can pay for);"
+         " *uniform*: every instruction equally often. Per-instance values:"
          " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
          " docs/data/table1/."),
         "",
@@ -597,7 +598,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="steering messages per instruction (0: skip steering)")
     parser.add_argument("--judge", default="embed",
                         help="what classifies the steering messages: a judge (embed,"
-                             " pairwise:MODEL) or a model's likelihoods (a model string);"
+                             " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
                              " validated on tests/data/judge_labelled.yaml first, and not used"
                              " where it is at chance there")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
