@@ -26,6 +26,7 @@ from gtsteer.domains.fruit_offer import (
 from gtsteer.domains.fruit_trade import baskets, render_counts, trade_values
 from gtsteer.evals.classifiers import NO_VALUE, ParseClassifier, make_classifier
 from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.evals.validation import JudgeRefused
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion, run_sync
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.eval_reward import CONFIGURED, measure_reward, write_cases
@@ -125,6 +126,27 @@ def test_the_parse_judge_refuses_a_domain_without_a_parser() -> None:
                                           None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="domain `fruit_trade` has none"):
         run_sync(classify)
+
+
+def test_eval_steering_refuses_parse_for_a_domain_without_a_parser_before_any_call() -> None:
+    writer = LLM("fake")
+    with pytest.raises(JudgeRefused, match=r"--classifier-llm parse: .*domain `schedule_meeting`"):
+        measure_steering(ROOT / "configs" / "schedule_meeting_dow.yaml", writer,
+                         classifier_llm="parse", samples=2, progress=False)
+    assert writer.usage.requests == 0
+
+
+def test_eval_judge_skips_a_domain_without_a_parser_and_keeps_the_others(tmp_path: Path) -> None:
+    from gtsteer.runs import eval_judge
+    from gtsteer.runs.context import RunContext
+
+    report = eval_judge.run([ROOT / "configs" / "trade_fruit_tone.yaml", OFFER],
+                            RunContext.of(out=tmp_path / "judge", progress=False),
+                            eval_judge.JudgeOptions(judges=["parse"]))
+    assert [(v.config, v.accuracy.correct) for v in report.validations] == [
+        ("trade_fruit_offer", 48), ("trade_fruit_offer", 48)]
+    assert any("trade_fruit_tone" in s and "parse" in s for s in report.skipped)
+    assert (tmp_path / "judge" / "judge.json").exists()
 
 
 class OfferWriter(Backend):

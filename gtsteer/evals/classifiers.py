@@ -200,9 +200,7 @@ class ParseClassifier:
         parse = spec.hooks.parse_message
         if parse is None:
             # "judge:" names the option that spells it (`--judge`, as `--classifier-llm`)
-            raise ValueError(f"judge: `{PARSE}` reads messages with the domain's parser, and "
-                             f"domain `{spec.hooks.name or spec.name}` has none "
-                             "(Domain.parse_message)")
+            raise ValueError(f"judge: {cannot_read(self, spec)}")
         options = options_of(spec, key)
         out = []
         for _, message in items:
@@ -211,6 +209,15 @@ class ParseClassifier:
             scores = {o: float(o == best) for o in options}
             out.append(Classification(predicted=best, predicted_uncalibrated=best, scores=scores))
         return out
+
+
+def cannot_read(classifier: SteeringClassifier, spec: DomainSpec) -> str | None:
+    """Why `classifier` cannot classify any message of `spec`, or None: asked before a run
+    generates its messages, so a refusal costs no model call."""
+    if isinstance(classifier, ParseClassifier) and spec.hooks.parse_message is None:
+        return (f"`{PARSE}` reads messages with the domain's parser, and domain "
+                f"`{spec.hooks.name or spec.name}` has none (Domain.parse_message)")
+    return None
 
 
 #: Classifiers built around one language model (`.llm`): a Ray worker rebuilds them around

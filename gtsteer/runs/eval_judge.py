@@ -19,7 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
-from gtsteer.evals.classifiers import SteeringClassifier, classifier_models, make_classifier
+from gtsteer.evals.classifiers import (
+    SteeringClassifier,
+    cannot_read,
+    classifier_models,
+    make_classifier,
+)
 from gtsteer.evals.prompts import VARIANTS
 from gtsteer.evals.validation import (
     ClassifierValidation,
@@ -101,6 +106,9 @@ def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> Val
         meters = classifier_models(classifier)
         before = [m.usage for m in meters]
         for spec in specs:
+            if (reason := cannot_read(classifier, spec)) is not None:
+                skipped.append(f"{spec.name}: {classifier.name}: {reason}")
+                continue
             found = validate_classifier(spec, classifier, labelled, progress=ctx.progress)
             if not found:
                 skipped.append(f"{spec.name}: no labelled messages in {labelled_path}")

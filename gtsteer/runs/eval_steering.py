@@ -43,13 +43,14 @@ from gtsteer.evals.classifiers import (
     LoglikClassifier,
     PairwiseClassifier,
     SteeringClassifier,
+    cannot_read,
     classifier_models,
     make_classifier,
     names_a_classifier,
 )
 from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
 from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
-from gtsteer.evals.validation import ClassifierValidation, passing_variants
+from gtsteer.evals.validation import ClassifierValidation, JudgeRefused, passing_variants
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
@@ -314,7 +315,8 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
     given: the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
     labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
     variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
-    variant passes the run stops with JudgeRefused before any message is generated. The units
+    variant passes the run stops with JudgeRefused before any message is generated, as it
+    does for a classifier that cannot read the domain at all (`parse` without a parser). The units
     of work are each instance's messages, then each (key, variant) batch to classify (on Ray:
     one task each; a classifier without a model classifies here); the report is the same
     either way."""
@@ -338,6 +340,8 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
         model, _, roles = ctx.roles(spec)
         classifier = make_classifier(classifier_llm)
         roles["reader"] = RoleRecord(model=classifier.name, source="given")
+        if (reason := cannot_read(classifier, spec)) is not None:
+            raise JudgeRefused(f"--classifier-llm {classifier.name}: {reason}")
     meters = list(dict.fromkeys([model, *classifier_models(classifier)]))
     before = [m.usage for m in meters]
     validations: list[ClassifierValidation] = []
