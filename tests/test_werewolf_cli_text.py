@@ -101,6 +101,17 @@ def test_too_many_players_names_the_range(tmp_path):
     assert "model per player" not in res.output
 
 
+@pytest.mark.parametrize(("flag", "value", "allowed"), [
+    ("--rules", "bogus", "'reference' or 'simple'"), ("--ties", "coin", "'none' or 'random'")])
+def test_a_bad_rules_or_ties_value_names_the_flag_and_the_value(tmp_path, flag, value, allowed):
+    db = tmp_path / "x.sqlite"
+    res = CliRunner().invoke(app, ["werewolf", "play", "--llm", "fake", "--db", str(db),
+                                   "--players", "5", flag, value])
+    assert res.exit_code == 2
+    assert f"{flag}: Input should be {allowed} (got '{value}')" in res.output
+    assert GameStore(db).games() == []
+
+
 @pytest.mark.parametrize("game_id", ["a/b", "../x", "a b", "x" * 41, "é"])
 def test_a_game_id_the_web_app_cannot_open_is_refused(tmp_path, game_id):
     db = tmp_path / "x.sqlite"

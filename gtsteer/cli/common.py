@@ -48,6 +48,7 @@ def _problems(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
         name = (flags or {}).get(top, field or "(top level)")
         value = e.get("input")
         msg = (f"must be a number, got {value}" if isinstance(value, float) and math.isnan(value)
+               else f"{e['msg']} (got {value!r})" if e["type"] == "literal_error"
                else e["msg"])
         out.append(f"{name}: {msg}")
     return "; ".join(out)

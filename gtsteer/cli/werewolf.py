@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gtsteer.cli.common import console, friendly_errors
+from gtsteer.cli.common import console, friendly_errors, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -167,6 +167,11 @@ def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None 
                          "`werewolf resume` per game at a time); this one stopped") from None
 
 
+#: `play`'s flags by the GameConfig field they set, so a bad value names the flag.
+PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves", "max_days": "--max-days",
+              "max_messages_per_day": "--max-messages", "rules": "--rules", "ties": "--ties"}
+
+
 @werewolf_app.command()
 def play(
     players: Players = 7,
@@ -214,8 +219,9 @@ def play(
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
-        config = GameConfig(n_players=players, n_wolves=wolves, max_days=max_days,
-                            max_messages_per_day=max_messages, rules=rules, ties=ties)
+        config = parse_options(GameConfig, PLAY_FLAGS, n_players=players, n_wolves=wolves,
+                               max_days=max_days, max_messages_per_day=max_messages,
+                               rules=rules, ties=ties)
         state = create_game(
             store, config, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
