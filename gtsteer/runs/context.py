@@ -88,7 +88,3 @@ class RunContext:
     def folder(self, kind: str, config: str | Path, model: str | LLM, seed: int) -> Path:
         """The run's folder: `out` as given, else the default `run_dir` of `kind`."""
         return run_folder(kind, config, model, seed, self.out)
-
-    def tell(self, line: str) -> None:
-        if self.report is not None:
-            self.report(line)
