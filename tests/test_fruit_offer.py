@@ -181,7 +181,9 @@ def test_eval_steering_reads_the_offers_with_the_parse_judge() -> None:
     (conf,) = run.confusion
     turned = conf.rows.index("1 apple for 1 kiwi")
     assert conf.counts[turned][conf.columns.index("1 kiwi for 1 apple")] == 2
-    assert sum(conf.counts[-1]) == 0  # unguided: every message read as (none)
+    assert conf.columns == [*menu(load_spec(OFFER)), NO_VALUE]
+    assert [sum(row) for row in conf.counts] == [2] * len(conf.rows)  # every sample counted
+    assert conf.counts[-1][-1] == 2  # unguided: every message read as (none)
     assert {s.predicted[PLAIN] for s in report.samples if s.instructed == "any"} == {NO_VALUE}
 
 

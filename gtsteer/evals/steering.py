@@ -102,10 +102,14 @@ def _summarise(
         options = options_of(spec, key)
         mine = [s for s in samples if s.key == key and variant in s.predicted]
         unguided = [s for s in mine if s.instructed == ANY]
+        # A prediction outside the options (an exact parse that read none) gets a column of its
+        # own, so every row of the matrix adds up to its samples.
+        outside = [p for p in dict.fromkeys(field(s)[variant] for s in mine) if p not in options]
+        columns = [*options, *outside]
         counts = []
         for value in [*options, ANY]:
             got = [field(s)[variant] for s in mine if s.instructed == value]
-            counts.append([got.count(o) for o in options])
+            counts.append([got.count(o) for o in columns])
             if value == ANY:
                 continue
             hits = got.count(value)
@@ -118,7 +122,7 @@ def _summarise(
                 mention_base_rate=mention_rate(value, unguided),
             ))
         confusions.append(
-            Confusion(key=key, rows=[*options, ANY], columns=options, counts=counts)
+            Confusion(key=key, rows=[*options, ANY], columns=columns, counts=counts)
         )
     return ClassifierRun(
         variant=variant, keys=keys, per_instruction=rows, aggregate=wilson(correct, total),
