@@ -317,6 +317,11 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
+    # Without --games, each saved row is shown at its own instance count.
+    table1.main(["--llm", "fake", "--samples", "1", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml")])
+    assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
 
 
 def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:

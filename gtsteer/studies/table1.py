@@ -129,15 +129,17 @@ def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
 
-def stored_row(results: Path, domain: str, llm: str, games: int, samples: int,
+def stored_row(results: Path, domain: str, llm: str, games: int | None, samples: int,
                heldout: bool = False) -> StoredRow | None:
     """The row a finished run saved for these settings (with the held-out gain where
-    `heldout` asks for it), if any."""
+    `heldout` asks for it), if any; `games` None takes the row at whatever instance count it
+    was measured (each row shows its own n)."""
     path = row_path(results, domain)
     if not path.is_file():
         return None
     saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
-    if (saved.llm, saved.row.games, saved.row.steering_samples) != (llm, games, samples):
+    if (saved.llm, saved.row.steering_samples) != (llm, samples) or (
+            games is not None and saved.row.games != games):
         return None
     if heldout and saved.row.heldout_clean is None:  # none, or measured before the clean part
         return None
@@ -593,7 +595,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path, help="default: every configs/*.yaml")
     parser.add_argument("--llm", default="local")
-    parser.add_argument("--games", type=int, default=20, help="instances per domain")
+    parser.add_argument("--games", type=int,
+                        help="instances per domain (default 20; with --render-only and no"
+                             " --games, each domain's saved row at its own instance count)")
     parser.add_argument("--samples", type=int, default=10,
                         help="steering messages per instruction (0: skip steering)")
     parser.add_argument("--judge", default="embed",
@@ -615,7 +619,9 @@ def main(argv: list[str] | None = None) -> None:
                              " HOST:PORT (docs/SCALE.md)")
     parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
     args = parser.parse_args(argv)
-    if args.games < 1 or args.samples < 0:
+    if args.games is None and not args.render_only:
+        args.games = 20
+    if (args.games is not None and args.games < 1) or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
     try:
         ray = None if args.ray is None else RayOptions(args.ray, args.workers)
