@@ -282,8 +282,8 @@ def measure_reward(
 
 def run(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:
     """`gtsteer eval reward`: measure, then write DIR/reward.json."""
-    writer = ctx.given("writer") or ctx.writer_name(load_spec(config))
-    out = check_out_dir(ctx.folder("eval-reward", config, writer, options.seed))
+    out = check_out_dir(ctx.folder("eval-reward", config, ctx.writer_name(load_spec(config)),
+                                   options.seed))
     report = measure(config, ctx, options)
     write_json(out / "reward.json", report)
     return report.written_to(out)

@@ -31,7 +31,7 @@ from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, ev
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
-from gtsteer.llm import LLM, LLMCalls, LLMError, model_string
+from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.context import RunContext
@@ -247,9 +247,8 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
         train = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
-    writer = ctx.given("writer") or ctx.writer_name(spec)
-    model_name = model_string(writer)
-    out = ctx.folder("imitate", config_path, writer, seed)
+    model_name = ctx.writer_name(spec)
+    out = ctx.folder("imitate", config_path, model_name, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
