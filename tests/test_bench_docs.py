@@ -519,10 +519,12 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     s2 = json.loads((res / "s2" / "run" / "summary.json").read_text())["llm_calls"]
     assert 0 < s2["new_calls"] < s2["requests"] and rows[1].new_calls == s2["new_calls"]
     text = doc.read_text(encoding="utf-8")
-    assert text.count("<!-- samples_study:start -->") == 1
+    assert text.count("<!-- samples_study_debate:start -->") == 1  # the config's own section
     assert f"| 2 | 3 / 3 | {study.ci(rows[1].cfr_gain)} |" in text
     assert "Reading (from the intervals): at S = 1 (3 instances)" in text
-    assert (tmp_path / "samples_study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "samples_study_debate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # One instance set at S = 1 and S = 2: the reading adds their paired difference.
+    assert "Paired over the 3 instances both measured, S = 2 minus S = 1," in text
     # A rerun keeps a finished row (its calls and time) and measures only what is new.
     kept = (res / "s2" / study.ROW_FILE).read_text()
     study.main([str(ROOT / "configs/debate.yaml"), "--llm", "fake", "--seeds", "2,3",
@@ -534,6 +536,59 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     study.main([str(ROOT / "configs/debate.yaml"), "--seeds", "1,2", "--render-only",
                 "--results", str(res), "--doc", str(doc)])
     assert before == [x for x in doc.read_text().splitlines() if x.startswith("| 1 |")]
+
+
+def test_samples_study_reuses_matching_records_of_another_run(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--reuse: a Table 1 run's records at the same S are kept (no model call, the same
+    values); records solved under another S do not match the run key and are solved anew."""
+    study = load("samples_study")
+    debate, doc = str(ROOT / "configs/debate.yaml"), str(tmp_path / "BENCH.md")
+    first = tmp_path / "first"
+    study.main([debate, "--llm", "fake", "--seeds", "1,2", "--games", "3", "--quiet",
+                "--results", str(first), "--doc", doc])
+    # Another session: an empty cache, so only the records can spare the calls.
+    monkeypatch.setenv("GTSTEER_CACHE_DIR", str(tmp_path / "empty-cache"))
+    second = tmp_path / "second"
+    study.main([debate, "--llm", "fake", "--seeds", "2", "--games", "3", "--quiet",
+                "--results", str(second), "--doc", doc, "--reuse", str(first / "s2" / "run")])
+    kept, original = study.read_row(second, 2), study.read_row(first, 2)
+    assert kept is not None and original is not None and kept.new_calls == 0
+    assert kept.per_instance == original.per_instance
+    third = tmp_path / "third"  # S = 1's records offered to S = 2: another key, solved anew
+    study.main([debate, "--llm", "fake", "--seeds", "2", "--games", "3", "--quiet",
+                "--results", str(third), "--doc", doc, "--reuse", str(first / "s1" / "run")])
+    again = study.read_row(third, 2)
+    assert again is not None and again.new_calls > 0
+    # The same values solved again (the distilled replay trains an MLP, whose last digits
+    # vary between trainings, so it is compared to a tolerance).
+    assert again.per_instance.keys() == original.per_instance.keys()
+    for key, values in original.per_instance.items():
+        assert again.per_instance[key] == (
+            pytest.approx(values, abs=1e-3) if "distilled" in key else values), key
+
+
+def test_samples_study_paired_difference_needs_one_instance_set() -> None:
+    study = load("samples_study")
+    from gtsteer.solvers.metrics import mean_ci
+
+    def row(seeds: int, instances: list[int], ins: list[float], fresh: list[float]) -> Any:
+        m = mean_ci(ins)
+        return study.StudyRow(
+            seeds=seeds, games=3, solved=3, payoff_span=2.0, cfr_gain=m, cfr_gain_heldout=m,
+            selection=m, new_calls=1, wall_s=1.0, llm="fake", commit="x", measured_at="now",
+            instances=instances, per_instance={"heldout_clean_in_sample": ins,
+                                               "heldout_clean": fresh})
+
+    s2 = row(2, [0, 1, 2], [1.0, 2.0, 3.0], [0.0, 1.0, 1.0])
+    s4 = row(4, [0, 1, 2], [1.0, 2.0, 2.0], [0.5, 1.5, 1.5])
+    diffs = study.paired(s2, s4)
+    fresh = diffs["the opening decision's fresh gain"]
+    assert (fresh.n, fresh.mean) == (3, pytest.approx(0.5))
+    selection = diffs["its selection (in-sample minus fresh)"]  # 1,1,2 then 0.5,0.5,0.5
+    assert selection.mean == pytest.approx((0.5 + 0.5 + 1.5) / 3 * -1)
+    assert study.paired(s2, row(4, [0, 1, 3], [1.0] * 3, [0.0] * 3)) == {}
 
 
 def test_samples_study_reading_follows_the_intervals() -> None:

@@ -15,9 +15,14 @@ part should shrink as S grows; the doc says what the numbers show.
 Message seeds depend on the chance path's sample indices only (never on S), so the S = 2 tree
 is part of the S = 4 tree and
 its fresh samples (2, 3) are in it too: a larger S re-uses every smaller one's calls from the
-cache, and an interrupted run resumes where it stopped. Each finished S saves its row under
---results and a rerun keeps it (same instances and model); `--render-only` writes the section
-from the saved rows without a model call.
+cache. Each instance's record is kept as it finishes (`gtsteer solve --resume`), so an
+interrupted run, even in another session without the cache, continues with the instances left;
+`--reuse FOLDER` also takes matching records from another run of the same config (a Table 1
+run at the config's own S: its `games/` records, kept only where their run key matches). Each
+finished S saves its row under --results and a rerun keeps it (same instances and model);
+`--render-only` writes the section from the saved rows without a model call. Each config has
+its own section of the doc; where one instance set is measured at several S, the reading adds
+the paired difference per instance between the first and the last S.
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study samples configs/debate.yaml \
         --seeds 2,4,8 --games 20,20,4 --results results/samples
@@ -25,6 +30,7 @@ from the saved rows without a model call.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,6 +42,7 @@ from pydantic import BaseModel
 from gtsteer.bench import benchdoc
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import save_png
+from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from gtsteer.studies.table1 import ci, per_instance_values
@@ -45,7 +52,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study samples"
 
-SECTION = "samples_study"
+def section(domain: str) -> str:
+    """The doc section (and figure) of one config's study: one per domain, side by side."""
+    return f"samples_study_{domain}"
+
+
 ROW_FILE = "study_row.json"
 
 
@@ -84,14 +95,36 @@ def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
     return path
 
 
+def reuse_records(source: Path, run: Path) -> int:
+    """Copy another run's `games/<i>.json` records into `run/games/` where that instance has
+    none yet; `resume` then keeps those whose run key matches this run's (same spec, instance,
+    model, solver and held-out settings) and solves the others anew. Returns how many came."""
+    games = source / "games" if (source / "games").is_dir() else source
+    if not games.is_dir():
+        raise FileNotFoundError(f"--reuse {source}: no games/ folder of a solve there")
+    target = run / "games"
+    target.mkdir(parents=True, exist_ok=True)
+    copied = 0
+    for path in sorted(games.glob("*.json")):
+        if path.stem.isdigit() and not (target / path.name).exists():
+            shutil.copyfile(path, target / path.name)
+            copied += 1
+    return copied
+
+
 def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
-            progress: bool) -> StudyRow:
+            progress: bool, ray: RayOptions | None = None,
+            reuse: Path | None = None) -> StudyRow:
     folder = results / f"s{seeds}"
     commit = benchdoc.commit(["gtsteer", "configs"])
     spec = load_spec(config)
+    if reuse is not None:
+        print(f"   {reuse_records(reuse, folder / 'run')} records from {reuse} offered for reuse",
+              flush=True)
     t0 = time.perf_counter()
     summary = solve_config(seeded_config(config, seeds, folder), llm=llm, games=games,
-                           out_dir=folder / "run", heldout=True, progress=progress)
+                           out_dir=folder / "run", heldout=True, progress=progress, ray=ray,
+                           resume=True, report=lambda line: print(line, flush=True))
     wall = time.perf_counter() - t0
     m = summary.metrics
     if m is None or m.cfr_gain_heldout is None:
@@ -169,7 +202,38 @@ def reading(rows: list[StudyRow]) -> str:
                  f" {first.selection.mean:+.3f} to {last.selection.mean:+.3f}; "
                  + ("the two intervals overlap, so these instances do not show it shrink or"
                     " grow." if overlap else "the two intervals do not overlap."))
+        for label, diff in paired(first, last).items():
+            text += (f" Paired over the {diff.n} instances both measured, S = {last.seeds} minus"
+                     f" S = {first.seeds}, {label}: {ci(diff)}, which {against_zero(diff)}.")
     return text
+
+
+#: The per-instance parts compared between two sample counts: (in-sample key, fresh key).
+PAIRED_PARTS = {
+    "the opening decision's fresh gain": (None, "heldout_clean"),
+    "its selection (in-sample minus fresh)": ("heldout_clean_in_sample", "heldout_clean"),
+}
+
+
+def paired(a: StudyRow, b: StudyRow) -> dict[str, MeanCI]:
+    """Per instance, row `b` minus row `a`, for each part both rows saved on the same instance
+    list (empty where the rows measured different instances)."""
+    if not a.instances or a.instances != b.instances:
+        return {}
+    out = {}
+    for label, (in_key, fresh_key) in PAIRED_PARTS.items():
+        def part(r: StudyRow) -> list[float] | None:
+            fresh = r.per_instance.get(fresh_key)
+            if fresh is None or len(fresh) != len(r.instances):
+                return None
+            if in_key is None:
+                return fresh
+            ins = r.per_instance.get(in_key)
+            return None if ins is None else [x - y for x, y in zip(ins, fresh, strict=True)]
+        pa, pb = part(a), part(b)
+        if pa is not None and pb is not None and len(pa) > 1:
+            out[label] = mean_ci([y - x for x, y in zip(pa, pb, strict=True)])
+    return out
 
 
 def figure(rows: list[StudyRow]) -> Any:
@@ -242,7 +306,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the section from the saved rows")
+    parser.add_argument("--reuse", type=Path, metavar="FOLDER",
+                        help="another solve of this config (e.g. docs/data/table1/<domain>):"
+                             " its instance records are kept where their run key matches")
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="solve instances as Ray tasks: local (with --workers N), auto or"
+                             " HOST:PORT (docs/SCALE.md)")
+    parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
     args = parser.parse_args(argv)
+    try:
+        ray = None if args.ray is None else RayOptions(args.ray, args.workers)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if ray is None and args.workers is not None:
+        parser.error("--workers: only with --ray local")
+    if args.reuse is not None and not args.reuse.is_dir():
+        parser.error(f"--reuse {args.reuse}: not a folder")
     try:
         seeds = [int(s) for s in args.seeds.split(",")]
         games = [int(g) for g in args.games.split(",")]
@@ -254,7 +333,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--games: one count (>= 2, for an interval) or one per --seeds value;"
                      " --seeds: counts >= 1")
     config = args.config.resolve()
-    load_spec(config)  # a broken config fails here, before any model call
+    name = section(load_spec(config).name)  # a broken config fails here, before any model call
     given = sys.argv[1:] if argv is None else argv
     command = "gtsteer study samples" + "".join(f" {a}" for a in given)
     shown = str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config)
@@ -262,8 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     def write(rows: list[StudyRow]) -> str:
         png = None
         if rows:
-            png = save_png(figure(rows), args.doc.with_name(f"{SECTION}.png")).name
-        start, end = benchdoc.markers(SECTION)
+            png = save_png(figure(rows), args.doc.with_name(f"{name}.png")).name
+        start, end = benchdoc.markers(name)
         text = render(rows, shown, command, png)
         benchdoc.write_section(args.doc, start, end, benchdoc.wrap(start, end, text))
         return text
@@ -274,7 +353,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"== num_llm_seeds {s}, {n} instances: saved row kept", flush=True)
                 continue
             print(f"== num_llm_seeds {s}, {n} instances", flush=True)
-            measure(config, s, n, args.llm, args.results, not args.quiet)
+            measure(config, s, n, args.llm, args.results, not args.quiet, ray=ray,
+                    reuse=args.reuse)
             write(saved_rows(args.results, seeds))  # a stopped run keeps the finished rows
     print(write(saved_rows(args.results, seeds)))
 
