@@ -215,6 +215,17 @@ PAIRED_PARTS = {
 }
 
 
+def part_values(r: StudyRow, in_key: str | None, fresh_key: str) -> list[float] | None:
+    """One part per instance: the fresh values, or in-sample minus fresh (None if unsaved)."""
+    fresh = r.per_instance.get(fresh_key)
+    if fresh is None or len(fresh) != len(r.instances):
+        return None
+    if in_key is None:
+        return fresh
+    ins = r.per_instance.get(in_key)
+    return None if ins is None else [x - y for x, y in zip(ins, fresh, strict=True)]
+
+
 def paired(a: StudyRow, b: StudyRow) -> dict[str, MeanCI]:
     """Per instance, row `b` minus row `a`, for each part both rows saved on the same instance
     list (empty where the rows measured different instances)."""
@@ -222,15 +233,7 @@ def paired(a: StudyRow, b: StudyRow) -> dict[str, MeanCI]:
         return {}
     out = {}
     for label, (in_key, fresh_key) in PAIRED_PARTS.items():
-        def part(r: StudyRow) -> list[float] | None:
-            fresh = r.per_instance.get(fresh_key)
-            if fresh is None or len(fresh) != len(r.instances):
-                return None
-            if in_key is None:
-                return fresh
-            ins = r.per_instance.get(in_key)
-            return None if ins is None else [x - y for x, y in zip(ins, fresh, strict=True)]
-        pa, pb = part(a), part(b)
+        pa, pb = part_values(a, in_key, fresh_key), part_values(b, in_key, fresh_key)
         if pa is not None and pb is not None and len(pa) > 1:
             out[label] = mean_ci([y - x for x, y in zip(pa, pb, strict=True)])
     return out
