@@ -226,7 +226,9 @@ def test_a_row_that_finds_nothing_says_what_the_proposer_named(setup, tmp_path: 
     assert "No day was adopted." in reading
     assert 'none of its 1 proposals names a day ("meek")' in reading
     assert "the goal is **not reached**" in reading
-    assert "Not measured yet: `embedded-categorical`, `qwen0.5b-categorical`." in section
+    assert ("Not measured yet: `embedded-categorical`, `qwen0.5b-categorical` (`gtsteer study"
+            " psro-discovery --rows embedded-categorical,qwen0.5b-categorical` runs them)."
+            in section)
 
 
 def test_bad_options_are_refused_before_any_call(setup) -> None:

@@ -496,7 +496,8 @@ def render(rows: list[tuple[StudyRow, PSROSummary]], command: str, results: str,
     for row, summary in rows:
         lines += render_row(row, summary, results)
     if pending:
-        lines += ["Not measured yet: " + ", ".join(f"`{p}`" for p in pending) + "."]
+        lines += ["Not measured yet: " + ", ".join(f"`{p}`" for p in pending)
+                  + f" (`{COMMAND} --rows {','.join(pending)}` runs them)."]
     return "\n".join(lines)
 
 
