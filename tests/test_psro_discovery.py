@@ -23,6 +23,7 @@ from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
 from gtsteer.llm import Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import mean_ci
 from gtsteer.studies import psro_discovery as study
 from gtsteer.studies.table1 import ci
@@ -237,3 +238,8 @@ def test_bad_options_are_refused_before_any_call(setup) -> None:
                   ["--meta-solver", "best"]):
         with pytest.raises(SystemExit):
             study.main([*args, *extra], clients=lambda role, model: pytest.fail("called"))
+
+
+def test_ray_options_go_through_to_the_runs() -> None:
+    assert study.parse(["--ray", "local", "--workers", "2"]).ray_options == RayOptions("local", 2)
+    assert study.parse([]).ray_options is None

@@ -202,7 +202,7 @@ def measure(settings: RowSettings, start: Path, full: Path, instances: Path, res
     ctx = RunContext.of(llm=clients("writer", settings.writer),
                         proposer=clients("proposer", settings.proposer), out=folder, ray=ray,
                         progress=False, report=lambda text: print(f"   {text}", flush=True),
-                        on_step=step)
+                        on_phase=lambda text: print(f"   .. {text}", flush=True), on_step=step)
     psro = PSROConfig(iterations=settings.iterations, candidates=settings.candidates,
                       operator=settings.operator, meta_solver=settings.meta_solver,
                       seed=settings.seed, heldout=True, heldout_gate=True)
