@@ -40,6 +40,7 @@ STUDIES = {
     "demo-outcomes": "gtsteer.studies.demo_outcomes",
     "gambit-check": "gtsteer.studies.gambit_check",
     "playthroughs": "gtsteer.studies.playthroughs",
+    "psro-discovery": "gtsteer.studies.psro_discovery",
     "samples": "gtsteer.studies.samples_study",
     "steering-table": "gtsteer.studies.steering_table",
     "verdict": "gtsteer.studies.study_verdict",
