@@ -36,6 +36,7 @@ policies' distributions, so every interval recomputes from the rows (`--render-o
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -202,6 +203,8 @@ class SteerHeldoutSummary(RunResult):
     #: The command line that ran it (the doc section quotes it).
     command: str = ""
     seconds: float = 0.0
+    #: When the run finished (UTC, minutes).
+    finished: str = ""
 
     @property
     def states(self) -> int:
@@ -576,7 +579,8 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
         config=cfg, train=trained.config, run_key=key, train_seeds=list(trained.seeds),
         heldout_seeds=seeds, candidate_states=candidates,
         stats=gain_stats(rows), shortfall=shortfall(cfg, len(rows)), model_calls=calls,
-        command=options.command, seconds=time.perf_counter() - t0)
+        command=options.command, seconds=time.perf_counter() - t0,
+        finished=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
     finish_run_dir(root, SUMMARY_FILE, summary)
     return summary.written_to(root)
 

@@ -69,7 +69,8 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     cfg, train = summary.config, summary.train
     games = sorted({r.game_id for r in rows})
     head = [
-        (f"`{summary.command or 'gtsteer werewolf steer-heldout'}` (model `{cfg.llm}`). "
+        (f"`{summary.command or 'gtsteer werewolf steer-heldout'}` (model `{cfg.llm}`"
+         f"{', finished ' + summary.finished if summary.finished else ''}). "
          f"{len(rows)} held-out discussion states from {len(games)} bot-only games dealt "
          f"from seeds {seeds_text(summary.heldout_seeds)} (the policy's `steer-train` run "
          f"played seeds {seeds_text(summary.train_seeds)}; at most {cfg.per_game} states a "
