@@ -36,15 +36,17 @@ DRIVERS = {
     "eval verdict": "gtsteer.runs.eval_verdict",
     "werewolf steer-train": "gtsteer.runs.werewolf_steer",
     "werewolf evaluate": "gtsteer.runs.werewolf_evaluate",
+    "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
 }
 #: The Python API's spellings of the drivers with plain arguments: never called by the CLI.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",
                    "steer_train", "evaluate", "measure_steering", "measure_reward",
-                   "evaluate_verdict"}
+                   "evaluate_verdict", "steer_heldout"}
 CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
-DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer"}
+DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer",
+          "werewolf_heldout"}
 
 
 @pytest.mark.parametrize("command", list(DRIVERS))

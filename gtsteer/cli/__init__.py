@@ -13,6 +13,7 @@ from gtsteer.cli.llm import llm_app
 from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
+from gtsteer.cli.werewolf_heldout import register as register_werewolf_heldout
 from gtsteer.cli.werewolf_steer import register as register_werewolf_steer
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ register_export(app)
 register_imitate(app)
 register_psro(app)
 register_werewolf_steer(werewolf_app)
+register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)

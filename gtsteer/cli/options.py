@@ -47,6 +47,10 @@ LobbyLlms = Annotated[
 ]
 #: `werewolf act`: replaces the model stored with the bot.
 BotLlm = Annotated[str | None, typer.Option("--llm", "-m", help="Override the bot's model.")]
+#: `werewolf steer-heldout`: the model the measured policy was trained with, unless given.
+TrainedLlm = Annotated[
+    str | None, typer.Option("--llm", "-m", help="Model (default: the training run's).")
+]
 
 ApiBase = Annotated[
     str | None,
@@ -99,6 +103,11 @@ GameSeed = Annotated[
 ]
 #: `llm ask`: one request's seed.
 SamplingSeed = Annotated[int, typer.Option("--seed", help="Sampling seed (part of the cache key).")]
+HeldoutSeed = Annotated[
+    int | None,
+    typer.Option("--seed", help="Seed of the first held-out game (game g: seed + g); default:"
+                 " the first after the training games'. Training seeds are refused."),
+]
 
 # --- output and display -------------------------------------------------------------------------
 
@@ -171,6 +180,14 @@ PsroIterations = Annotated[int, typer.Option("--iterations", "-t", help="PSRO it
 #: `werewolf steer-train`: per playstyle game.
 PlaystyleIterations = Annotated[
     int, typer.Option("--iterations", help="CFR+ iterations per state.")
+]
+#: `werewolf steer-train`: states of its logged games to solve.
+SolvedStates = Annotated[
+    int, typer.Option("--states", help="Logged states to solve as playstyle games.")
+]
+#: `werewolf steer-heldout`: held-out states to solve and measure.
+HeldoutStates = Annotated[
+    int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
 ]
 MaxCalls = Annotated[
     int,
@@ -248,4 +265,9 @@ SeedsResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the seeds an earlier run with the same settings and"
                  " policy finished in --out (seeds/<g>.json) and play only the rest."),
+]
+StatesResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
+                 " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
 ]

@@ -26,6 +26,7 @@ from gtsteer.cli.options import (
     RequestTimeout,
     RequiredSteer,
     SeedsResume,
+    SolvedStates,
     Workers,
 )
 from gtsteer.runs.context import RunContext
@@ -40,9 +41,7 @@ def steer_train(
     llm: Llm = "local",
     *,  # keyword-only from here: the required --out follows options with defaults
     out: OutFolder,
-    states: Annotated[
-        int, typer.Option("--states", help="Logged states to solve as playstyle games.")
-    ] = 20,
+    states: SolvedStates = 20,
     samples: MessageSamples = 1,
     speakers: Annotated[
         int, typer.Option("--speakers", help="Next speakers per game (2..4).")

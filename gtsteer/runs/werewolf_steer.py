@@ -51,7 +51,7 @@ from gtsteer.runs.werewolf_games import (
     game_pool,
     play_game,
 )
-from gtsteer.solvers.cfr import solve_cfr
+from gtsteer.solvers.cfr import CFRResult, solve_cfr
 from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -234,19 +234,31 @@ def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
     return out
 
 
+def game_config(cfg: SteerTrainConfig) -> PlaystyleGameConfig:
+    """The playstyle game `cfg` solves at every sampled state."""
+    return PlaystyleGameConfig(num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers,
+                               styles=cfg.styles)
+
+
 def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
                 ) -> tuple[list[DecisionRecord], SolvedState]:
     """Build, expand and solve the playstyle game at `state`; its records carry `instance`
     (the logged game's index: the train/held-out split is by logged game)."""
-    game = PlaystyleGame(state, pool, PlaystyleGameConfig(
-        num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers, styles=cfg.styles))
+    game, result, info = solve_playstyle(state, pool, cfg)
+    return records_of(game, result.policy, instance), info
+
+
+def solve_playstyle(state: GameState, pool: LLMPool, cfg: SteerTrainConfig
+                    ) -> tuple[PlaystyleGame, CFRResult, SolvedState]:
+    """The playstyle game at `state`, expanded (every LLM call) and solved with C++ CFR+, its
+    CFR result and what it cost (`steer-train` and `steer-heldout` solve alike)."""
+    game = PlaystyleGame(state, pool, game_config(cfg))
     start = time.perf_counter()
     game.expand()  # every LLM call, so the solve below is pure CFR
     expanded = time.perf_counter() - start
     result = solve_cfr(game, solver="cfr+", iterations=cfg.iterations,
                        allow_python_fallback=False)
     conv = nash_conv(result.game, result.policy)
-    records = records_of(game, result.policy, instance)
     info = SolvedState(
         game_id=state.game_id, step=state.step, day=state.day, speakers=game.speakers,
         teams=game.teams, sizes=game.sizes(), message_calls=len(game.calls),
@@ -255,7 +267,7 @@ def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance
         completion_tokens=sum(c.completion_tokens for c in game.calls),
         info_states=result.info_states, nash_conv=conv, expand_seconds=expanded,
         solve_seconds=result.seconds)
-    return records, info
+    return game, result, info
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,19 @@ def tabular(table: PolicyTable) -> Strategy:
     return strategy
 
 
-def uniform() -> Strategy:
-    """Uniform over legal actions."""
+def uniform(actions: Sequence[int] | None = None) -> Strategy:
+    """Uniform over legal actions, or over those of `actions` that are legal (a baseline that
+    leaves one action out: Werewolf's uniform playstyle never plays `unsteered`); an error
+    where none of `actions` is legal."""
+    chosen = None if actions is None else set(actions)
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
         legal = state.legal_actions()
+        if chosen is not None:
+            legal = [a for a in legal if a in chosen]
+            if not legal:
+                raise StrategyError(f"uniform: none of the actions {sorted(chosen)} is legal "
+                                    f"for player {state.current_player()} at {state}")
         return [(a, 1.0 / len(legal)) for a in legal]
 
     return strategy

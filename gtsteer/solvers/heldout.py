@@ -40,7 +40,7 @@ support and every baseline's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyspiel
@@ -333,12 +333,11 @@ def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Stra
     n, first = fresh.num_players(), fresh.first_player
     opening = _up_to(history, baseline, 0)
 
-    def value(player: int, strategy: Strategy, others: str) -> float:
-        joint = [baseline] * n
+    def joint(others: str) -> list[Strategy]:
+        out = [baseline] * n
         if others == "policy":
-            joint[first] = opening
-        joint[player] = strategy
-        return float(expected_returns(fresh, joint)[player])
+            out[first] = opening
+        return out
 
     out = []
     for player in range(n):
@@ -348,14 +347,56 @@ def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Stra
         else:
             cases = [(dict(readers), others, dict(compared)) for others in OTHERS]
         for sources, others, baselines in cases:
-            base_values = {name: value(player, b, others) for name, b in baselines.items()}
-            for replay, policy in sources.items():
-                policy_value = value(player, policy, others)
-                out += [VersusBaseline(player=player, replay=replay, baseline=name,
-                                       others=others, policy_value=policy_value,
-                                       baseline_value=v, gain=policy_value - v)
-                        for name, v in base_values.items()]
+            out += paired_versus(fresh, player, sources, baselines, joint(others), others)
     return out
+
+
+def paired_versus(game: pyspiel.Game, player: int, policies: Mapping[str, Strategy],
+                  baselines: Mapping[str, Strategy], others: Sequence[Strategy],
+                  others_name: str = "any") -> list[VersusBaseline]:
+    """`player`'s value with each of `policies` minus with each of `baselines`, every other
+    player p on `others[p]`, all on the one tree of `game`: a paired difference (the same
+    samples on both sides, so a policy that plays a baseline's actions gains exactly 0).
+    Game-agnostic: `measure_heldout` runs it on a dialogue tree, the Werewolf held-out driver
+    on a playstyle game."""
+    if len(others) != game.num_players():
+        raise ValueError(f"others: need {game.num_players()} strategies, got {len(others)}")
+
+    base_values = {name: value_of(game, player, b, others) for name, b in baselines.items()}
+    out = []
+    for replay, policy in policies.items():
+        policy_value = value_of(game, player, policy, others)
+        out += [VersusBaseline(player=player, replay=replay, baseline=name, others=others_name,
+                               policy_value=policy_value, baseline_value=v,
+                               gain=policy_value - v)
+                for name, v in base_values.items()]
+    return out
+
+
+def opening_values(game: pyspiel.Game, player: int, others: Sequence[Strategy]
+                   ) -> dict[int, float]:
+    """`player`'s value for each action at its decision at the root of `game` (the others
+    on `others`; at its later decisions, if any, `others[player]`): the numbers every
+    opening policy's value is a mixture of, so a saved row recomputes any policy's value.
+    Refused unless `player` acts at the root."""
+    root = game.new_initial_state()
+    if root.is_chance_node() or root.current_player() != player:
+        raise ValueError(f"player {player} does not act at the root of {game}")
+    out = {}
+    for action in root.legal_actions():
+        def at_root(state: pyspiel.State, a: int = action) -> list[tuple[int, float]]:
+            return [(a, 1.0)] if not state.history() else others[player](state)
+
+        out[action] = value_of(game, player, at_root, others)
+    return out
+
+
+def value_of(game: pyspiel.Game, player: int, strategy: Strategy,
+             others: Sequence[Strategy]) -> float:
+    """`player`'s value playing `strategy`, every other player p on `others[p]`."""
+    joint = list(others)
+    joint[player] = strategy
+    return float(expected_returns(game, joint)[player])
 
 
 def _played(strategy: Strategy, state: pyspiel.State) -> set[int]:

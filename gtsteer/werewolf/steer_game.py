@@ -47,7 +47,7 @@ _PARAMS: dict[str, Any] = {"key": ""}
 #: What rebuilds a game of this process from its key (pyspiel deserialization goes through
 #: params). Plain Python only: a pyspiel object held by a module global outlives the
 #: interpreter's teardown.
-_LIVE: dict[str, tuple[GameState, LLMPool, PlaystyleGameConfig, NodeTables]] = {}
+_LIVE: dict[str, tuple[GameState, LLMPool, PlaystyleGameConfig, NodeTables, int]] = {}
 #: Chat lines the elimination predictor reads.
 PREDICT_CHAT_LINES = 24
 
@@ -133,17 +133,29 @@ def pick_speakers(state: GameState, max_speakers: int) -> list[str]:
     return [n for n in order if n in chosen]
 
 
-def game_key(root: GameState, config: PlaystyleGameConfig, model: str) -> str:
+def game_key(root: GameState, config: PlaystyleGameConfig, model: str,
+             sample_offset: int = 0) -> str:
     blob = f"{root.model_dump_json()}|{config.model_dump_json()}|{model}"
+    if sample_offset:  # the same position with other samples is another game
+        blob += f"|samples+{sample_offset}"
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class PlaystyleGame(pyspiel.Game):
-    """One logged discussion turn as a game over playstyles (see the module docstring)."""
+    """One logged discussion turn as a game over playstyles (see the module docstring).
+
+    `sample_offset` > 0 builds the same position with fresh samples: chance outcome k draws
+    message sample k + sample_offset (`num_llm_seeds` gives samples a game built with 0 never
+    drew; the held-out measurement, `gtsteer werewolf steer-heldout`). The root, its speakers
+    and every information state before the first message are the same."""
 
     def __init__(self, state: GameState, pool: LLMPool | None = None,
-                 config: PlaystyleGameConfig | None = None, tables: NodeTables | None = None):
+                 config: PlaystyleGameConfig | None = None, tables: NodeTables | None = None,
+                 sample_offset: int = 0):
+        if sample_offset < 0:
+            raise ValueError(f"sample_offset: must be >= 0, got {sample_offset}")
         self.config = config or PlaystyleGameConfig()
+        self.sample_offset = sample_offset
         self.pool = pool or LLMPool()
         self.source = state
         self.speakers = pick_speakers(state, self.config.max_speakers)
@@ -159,7 +171,7 @@ class PlaystyleGame(pyspiel.Game):
         self.teams = ["werewolves" if wolf_side(root, n) else "village" for n in self.speakers]
         self.zero_sum = self.teams.count("village") == self.teams.count("werewolves")
         self.predictor = root.router_model
-        self.key = game_key(state, self.config, self.predictor)
+        self.key = game_key(state, self.config, self.predictor, sample_offset)
         n = len(self.speakers)
         super().__init__(
             _game_type(self.zero_sum),
@@ -176,7 +188,7 @@ class PlaystyleGame(pyspiel.Game):
         )
         #: Node contents by action history, filled lazily (or by `expand`).
         self.tables = tables or NodeTables()
-        _LIVE[self.key] = (state, self.pool, self.config, self.tables)
+        _LIVE[self.key] = (state, self.pool, self.config, self.tables, sample_offset)
 
     @property
     def calls(self) -> list[CallRecord]:
@@ -226,10 +238,11 @@ class PlaystyleGame(pyspiel.Game):
 
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
                       style: str) -> GameState:
-        """The engine state after `speaker`'s sampled message (sample = history[-1])."""
+        """The engine state after `speaker`'s sampled message (sample = history[-1] plus the
+        game's `sample_offset`)."""
         messages = self.tables.messages
         if history not in messages:
-            sample = history[-1]
+            sample = history[-1] + self.sample_offset
             # Sample 0 is exactly the live decision; others vary only the message seed.
             draw = state if sample == 0 else state.model_copy(
                 update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
@@ -384,8 +397,8 @@ def _from_params(params: dict[str, Any]) -> PlaystyleGame:
     if key not in _LIVE:
         raise PlaystyleGameError(f"{SHORT_NAME}: no live game with key {key!r} in this process "
                                  "(build it with PlaystyleGame(state, pool, config))")
-    state, pool, config, tables = _LIVE[key]
-    return PlaystyleGame(state, pool, config, tables)
+    state, pool, config, tables, sample_offset = _LIVE[key]
+    return PlaystyleGame(state, pool, config, tables, sample_offset)
 
 
 register_game(_game_type(), _from_params)

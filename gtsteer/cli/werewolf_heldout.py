@@ -1,0 +1,132 @@
+"""`gtsteer werewolf steer-heldout`: a steering policy's gain on fresh samples of held-out
+states, in its own playstyle game (docs/WEREWOLF_STEERING.md, "Fresh samples")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from gtsteer.cli.common import console, endpoint_of, friendly_errors
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    HeldoutSeed,
+    HeldoutStates,
+    MaxWait,
+    OutFolder,
+    RequestTimeout,
+    StatesResume,
+    TrainedLlm,
+)
+from gtsteer.runs.context import RunContext
+
+if TYPE_CHECKING:  # the run module is imported when the command runs
+    from gtsteer.runs.werewolf_heldout import SteerHeldoutSummary
+
+
+def steer_heldout(
+    *,
+    out: OutFolder,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
+                                 " run (its policy/, steer_train.json, states.jsonl,"
+                                 " records.jsonl); required unless --render-only.")
+    ] = None,
+    states: HeldoutStates = 40,
+    per_game: Annotated[
+        int, typer.Option("--per-game", min=1, help="At most this many states of one"
+                          " held-out game (its turns share the game's chat).")
+    ] = 4,
+    seed: HeldoutSeed = None,
+    max_games: Annotated[
+        int | None, typer.Option("--max-games", min=1, help="Held-out games to play at most"
+                                 " (default: 4 x what --states / --per-game needs, + 4).")
+    ] = None,
+    llm: TrainedLlm = None,
+    resume: StatesResume = False,
+    doc: Annotated[
+        Path | None, typer.Option("--doc", help="The doc whose `werewolf_fresh` section to"
+                                  " write (default: docs/WEREWOLF_STEERING.md of this"
+                                  " checkout).")
+    ] = None,
+    no_doc: Annotated[bool, typer.Option("--no-doc", help="Write no doc section.")] = False,
+    render_only: Annotated[
+        bool, typer.Option("--render-only", help="No model call: write the doc section from"
+                           " the rows a finished run saved in --out.")
+    ] = False,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
+) -> None:
+    """Held-out states from games the policy never trained on: each one's playstyle game is
+    solved with CFR+, built again with fresh message samples, and the first speaker's CFR and
+    distilled policies are compared on those samples with `unsteered` and uniform playstyles,
+    paired per state, with 95% t and bootstrap intervals."""
+    from gtsteer.runs.werewolf_heldout import SteerHeldoutConfig, SteerHeldoutOptions, run
+    from gtsteer.studies.werewolf_fresh import DOC, write_doc
+    from gtsteer.studies.werewolf_fresh import render_only as render_from
+
+    target = doc or DOC
+    if render_only and no_doc:
+        raise typer.BadParameter("--render-only writes the doc; drop --no-doc",
+                                 param_hint="--no-doc")
+    with friendly_errors():
+        if render_only:
+            render_from(out, target)
+            console.print(f"wrote the werewolf_fresh section of {target}")
+            return
+        if policy is None:
+            raise typer.BadParameter("give the steer-train folder to measure",
+                                     param_hint="--policy")
+        cfg = SteerHeldoutConfig(policy=policy, states=states, per_game=per_game, seed=seed,
+                                 max_games=max_games, llm=llm)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out)
+        summary = run(cfg, ctx, SteerHeldoutOptions(resume=resume, command=command_line(
+            policy, out, states, per_game, seed, max_games, llm)))
+        console.print(stats_table(summary))
+        calls = summary.model_calls
+        console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
+                      f"{calls.new_calls} new); rows in {summary.folder}/rows")
+        if summary.shortfall:
+            console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
+        if not no_doc:
+            from gtsteer.runs.werewolf_heldout import read_rows
+
+            write_doc(target, summary, read_rows(summary.folder, summary.run_key))
+            console.print(f"wrote the werewolf_fresh section of {target}")
+
+
+def command_line(policy: str, out: str, states: int, per_game: int, seed: int | None,
+                 max_games: int | None, llm: str | None) -> str:
+    """The command as the doc quotes it: the given settings, defaults left out."""
+    parts = ["gtsteer werewolf steer-heldout", f"--policy {policy}", f"--states {states}"]
+    parts += [f"--per-game {per_game}"] if per_game != 4 else []
+    parts += [f"--seed {seed}"] if seed is not None else []
+    parts += [f"--max-games {max_games}"] if max_games is not None else []
+    parts += [f"--llm {llm}"] if llm is not None else []
+    return " ".join([*parts, f"--out {out}"])
+
+
+def stats_table(summary: SteerHeldoutSummary) -> Table:
+    """All rows' gains: each policy against each baseline, fresh and in-sample."""
+    table = Table("policy", "samples", "baseline", "n", "gain [95% t]", "bootstrap [95%]",
+                  title="first speaker's gain, paired per held-out state")
+    for s in summary.stats:
+        if s.team != "all":
+            continue
+        g = s.gain
+        t = (f"{g.mean:+.3f}" if g.ci_low is None or g.ci_high is None
+             else f"{g.mean:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}]")
+        boot = "-" if s.bootstrap is None else f"[{s.bootstrap[0]:+.3f}, {s.bootstrap[1]:+.3f}]"
+        table.add_row(s.policy, s.samples, s.baseline, str(g.n), t, boot)
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add `steer-heldout` to the werewolf group."""
+    app.command("steer-heldout")(steer_heldout)
