@@ -489,3 +489,15 @@ def test_a_summary_of_no_rows_is_not_a_crash() -> None:
     unsteered, results, _, moved = summarise([], [AGG, UNSTEERED], validated=[PLAIN])
     assert unsteered.lines == 0 and math.isnan(unsteered.words.mean)
     assert results[0].lines == 0 and moved == []
+
+
+def test_the_steering_doc_holds_a_section_for_each_measured_writer() -> None:
+    """docs/WEREWOLF_STEERING.md keeps one marked section per writer model the issue asks for,
+    so a run replaces it in place."""
+    from gtsteer.studies.werewolf_styles import DOC
+
+    text = DOC.read_text(encoding="utf-8")
+    for llm in ("local:smollm2-135m", "local:qwen2.5-coder-0.5b"):
+        name = section_name(llm)
+        assert text.count(f"<!-- {name}:start -->") == text.count(f"<!-- {name}:end -->") == 1
+        assert f"--llm {llm} --judge" in text.split(f"<!-- {name}:start -->")[1]
