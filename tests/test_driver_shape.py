@@ -37,6 +37,7 @@ DRIVERS = {
     "werewolf steer-train": "gtsteer.runs.werewolf_steer",
     "werewolf evaluate": "gtsteer.runs.werewolf_evaluate",
     "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
+    "werewolf styles": "gtsteer.runs.werewolf_styles",
 }
 #: The Python API's spellings of the drivers with plain arguments: never called by the CLI.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",

@@ -19,6 +19,8 @@ from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    Judges,
+    LabelledMessages,
     Llm,
     MaxWait,
     Out,
@@ -163,15 +165,11 @@ def print_validations(validations: list[ClassifierValidation]) -> None:
 
 @eval_app.command("judge")
 def judge(
-    configs: Annotated[list[Path], typer.Argument(help="Domain configs with labelled messages.")],
-    judges: Annotated[
-        list[str],
-        typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
-                     "pairwise:MODEL, embed[:EMBEDDER] or parse; repeat for several."),
-    ],
-    labelled: Annotated[
-        Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
-    ] = DEFAULT_LABELLED,
+    configs: Annotated[list[Path], typer.Argument(
+        help="Domain configs with labelled messages, or werewolf_playstyle (the readings of"
+        " `werewolf styles`, with --labelled tests/data/werewolf_style_labelled.yaml).")],
+    judges: Judges,
+    labelled: LabelledMessages = DEFAULT_LABELLED,
     out: Out = None,
     quiet: Quiet = False,
 ) -> None:

@@ -181,10 +181,6 @@ PsroIterations = Annotated[int, typer.Option("--iterations", "-t", help="PSRO it
 PlaystyleIterations = Annotated[
     int, typer.Option("--iterations", help="CFR+ iterations per state.")
 ]
-#: `werewolf steer-train`: states of its logged games to solve.
-SolvedStates = Annotated[
-    int, typer.Option("--states", help="Logged states to solve as playstyle games.")
-]
 #: `werewolf steer-heldout`: held-out states to solve and measure.
 HeldoutStates = Annotated[
     int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
@@ -215,6 +211,26 @@ SteeringSamples = Annotated[
 #: `werewolf steer-train`: chance samples of the playstyle games.
 MessageSamples = Annotated[
     int, typer.Option("--samples", help="num_llm_seeds: samples of each message.")
+]
+#: `eval judge`: the judges it validates, several.
+Judges = Annotated[
+    list[str],
+    typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
+                 "pairwise:MODEL, embed[:EMBEDDER] or parse; repeat for several."),
+]
+#: `werewolf styles`: the one judge of its lines.
+StyleJudge = Annotated[
+    str, typer.Option("--judge", help="Who reads each line's style: a model (calibrated"
+                      " choice), pairwise:MODEL or embed; validated first on --labelled.")
+]
+#: `eval judge`: its labelled messages.
+LabelledMessages = Annotated[
+    Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
+]
+#: `werewolf styles`: the labelled lines its judge is validated on.
+StyleLabelled = Annotated[
+    str | None, typer.Option("--labelled", help="Labelled lines the judge is validated on"
+                             " (default tests/data/werewolf_style_labelled.yaml).")
 ]
 Embedder = Annotated[
     str | None,
@@ -248,6 +264,28 @@ _steer = typer.Option("--steer", help="A `steer-train` output folder: its distil
 Steer = Annotated[str | None, _steer]
 #: The same flag where a command needs it (no default, so typer makes it required).
 RequiredSteer = Annotated[str, _steer]
+#: `werewolf steer-train`: the roots of its playstyle games.
+PlaystyleStates = Annotated[
+    int, typer.Option("--states", help="Logged states to solve as playstyle games.")
+]
+#: `werewolf styles`: the states its lines are sampled at.
+StyleStates = Annotated[
+    int, typer.Option("--states", help="Logged discussion states the lines are sampled at (the"
+                      " issue asks 20).")
+]
+#: `werewolf steer-train`: the players of a playstyle game.
+PlaystyleSpeakers = Annotated[
+    int, typer.Option("--speakers", help="Next speakers per game (2..4).")
+]
+#: `werewolf styles`: which states are eligible (steer-train's, with the same value).
+EligibleSpeakers = Annotated[
+    int, typer.Option("--speakers", help="A state is eligible as a playstyle game with this"
+                      " many next speakers (as steer-train's --speakers).")
+]
+PlaystyleOptions = Annotated[
+    str, typer.Option("--styles",
+                      help="Comma-separated discussion options (playstyles, unsteered).")
+]
 SteerTeam = Annotated[
     str, typer.Option("--steer-team", help="Which bots are steered: village, werewolves or both.")
 ]
@@ -270,4 +308,14 @@ StatesResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
                  " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
+]
+#: `werewolf styles`, `werewolf steer-heldout`: the doc whose marked section a run writes.
+SectionDoc = Annotated[
+    str | None, typer.Option("--doc", help="The doc whose section the run writes (default:"
+                             " docs/WEREWOLF_STEERING.md of this checkout; '' for none).")
+]
+#: The same commands: the numbers and the doc section from the rows a run saved, no model.
+RenderOnly = Annotated[
+    bool, typer.Option("--render-only", help="No model call: recompute the numbers and write"
+                       " the doc section from the rows a run saved in --out.")
 ]

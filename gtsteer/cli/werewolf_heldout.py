@@ -17,7 +17,9 @@ from gtsteer.cli.options import (
     HeldoutStates,
     MaxWait,
     OutFolder,
+    RenderOnly,
     RequestTimeout,
+    SectionDoc,
     StatesResume,
     TrainedLlm,
 )
@@ -47,16 +49,9 @@ def steer_heldout(
     ] = None,
     llm: TrainedLlm = None,
     resume: StatesResume = False,
-    doc: Annotated[
-        Path | None, typer.Option("--doc", help="The doc whose `werewolf_fresh` section to"
-                                  " write (default: docs/WEREWOLF_STEERING.md of this"
-                                  " checkout).")
-    ] = None,
+    doc: SectionDoc = None,
     no_doc: Annotated[bool, typer.Option("--no-doc", help="Write no doc section.")] = False,
-    render_only: Annotated[
-        bool, typer.Option("--render-only", help="No model call: write the doc section from"
-                           " the rows a finished run saved in --out.")
-    ] = False,
+    render_only: RenderOnly = False,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -70,7 +65,8 @@ def steer_heldout(
     from gtsteer.studies.werewolf_fresh import DOC, write_doc
     from gtsteer.studies.werewolf_fresh import render_only as render_from
 
-    target = doc or DOC
+    target = Path(doc) if doc else DOC
+    no_doc = no_doc or doc == ""
     if render_only and no_doc:
         raise typer.BadParameter("--render-only writes the doc; drop --no-doc",
                                  param_hint="--no-doc")

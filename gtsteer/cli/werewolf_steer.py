@@ -1,4 +1,5 @@
-"""`gtsteer werewolf steer-train|evaluate`: build a steering policy, and measure it."""
+"""`gtsteer werewolf steer-train|evaluate|styles`: build a steering policy, measure it, and
+measure whether the playstyles change the lines at all."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     BotGames,
+    EligibleSpeakers,
     Embedder,
     GameSeed,
     Llm,
@@ -22,18 +24,29 @@ from gtsteer.cli.options import (
     OutFolder,
     Players,
     PlaystyleIterations,
+    PlaystyleOptions,
+    PlaystyleSpeakers,
+    PlaystyleStates,
     Ray,
+    RenderOnly,
     RequestTimeout,
     RequiredSteer,
+    SectionDoc,
     SeedsResume,
-    SolvedStates,
+    StyleJudge,
+    StyleLabelled,
+    StyleStates,
     Workers,
 )
 from gtsteer.runs.context import RunContext
 from gtsteer.werewolf.playstyles import options_for
 
+#: `--styles` by default: every option of a discussion decision.
+DISCUSSION_OPTIONS = ",".join(options_for("speak"))
+
 if TYPE_CHECKING:  # the run module is imported when a command runs
     from gtsteer.runs.werewolf_evaluate import PairedDifference
+    from gtsteer.runs.werewolf_styles import StylesSummary
 
 
 def steer_train(
@@ -41,15 +54,10 @@ def steer_train(
     llm: Llm = "local",
     *,  # keyword-only from here: the required --out follows options with defaults
     out: OutFolder,
-    states: SolvedStates = 20,
+    states: PlaystyleStates = 20,
     samples: MessageSamples = 1,
-    speakers: Annotated[
-        int, typer.Option("--speakers", help="Next speakers per game (2..4).")
-    ] = 2,
-    styles: Annotated[
-        str, typer.Option("--styles",
-                          help="Comma-separated discussion options (playstyles, unsteered).")
-    ] = ",".join(options_for("speak")),
+    speakers: PlaystyleSpeakers = 2,
+    styles: PlaystyleOptions = DISCUSSION_OPTIONS,
     iterations: PlaystyleIterations = 200,
     players: Players = 7,
     max_messages: MaxMessages = 4,
@@ -145,10 +153,89 @@ def evaluate(
         console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
 
 
+def styles(
+    llm: Llm = "local",
+    judge: StyleJudge = "local",
+    states: StyleStates = 20,
+    samples: MessageSamples = 1,
+    style_list: PlaystyleOptions = DISCUSSION_OPTIONS,
+    games: BotGames = 4,
+    players: Players = 7,
+    max_messages: MaxMessages = 4,
+    max_days: MaxDays = 2,
+    speakers: EligibleSpeakers = 2,
+    seed: GameSeed = 0,
+    states_from: Annotated[
+        str | None, typer.Option("--states-from", help="A steer-train folder (or its"
+                                 " states.jsonl): measure at its states, spoken by --llm.")
+    ] = None,
+    labelled: StyleLabelled = None,
+    out: OutFolder = "results/werewolf-styles",
+    render_only: RenderOnly = False,
+    doc: SectionDoc = None,
+    api_base: ApiBase = None,
+    api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
+) -> None:
+    """Do the playstyles change what a bot says? Sample the bot's line under each style and
+    unsteered at logged discussion states, read each with a validated judge, and count words and
+    named players; each style against unsteered, paired by state. A rerun keeps finished rows."""
+    from gtsteer.runs.werewolf_styles import (
+        DEFAULT_LABELLED,
+        StylesConfig,
+        StylesOptions,
+        run,
+    )
+    from gtsteer.studies.werewolf_styles import DOC, document
+
+    with friendly_errors():
+        cfg = StylesConfig(
+            llm=llm, judge=judge, states=states, samples=samples,
+            styles=[s.strip() for s in style_list.split(",") if s.strip()], games=games,
+            players=players, max_messages=max_messages, max_days=max_days,
+            max_speakers=speakers, seed=seed, states_from=states_from)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(endpoint=served, out=out)
+        summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED,
+                                              render_only=render_only))
+        console.print(styles_table(summary))
+        for v in summary.validations:
+            console.print(v.describe() + ("" if v.passes else " [red](not counted)[/red]"))
+        console.print(f"moved: {'; '.join(summary.moved) or 'nothing'}")
+        calls = summary.llm_calls
+        console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
+                      f"{calls.new_calls} new)")
+        where = summary.folder
+        console.print(f"wrote {where}/styles.json and {where}/lines.jsonl")
+        if doc != "":
+            console.print(f"wrote its section of {document(summary, where, doc or DOC)}")
+
+
+def styles_table(summary: StylesSummary) -> Table:
+    """Each style against unsteered: words, named players, and the judge's readings."""
+    table = Table("style", "lines", "words (vs unsteered)", "names a player (vs unsteered)",
+                  *(f"read as its style, {v}" for v in summary.validated),
+                  title=f"writer {summary.config.llm}, judge {summary.judge}")
+    u = summary.unsteered
+    table.add_row("unsteered", str(u.lines), f"{u.words.mean:.1f}", f"{u.names.accuracy:.2f}",
+                  *(f"base {u.reads[v].get('neutral', 0.0):.2f} neutral"
+                    for v in summary.validated))
+    for r in summary.styles:
+        judged = {m.variant: m for m in r.judge}
+        table.add_row(
+            r.style, str(r.lines), f"{r.words.mean:.1f} ({r.words_paired.diff.mean:+.1f})",
+            f"{r.names.accuracy:.2f} ({r.names_paired.diff.mean:+.2f})",
+            *(f"{judged[v].own.accuracy:.2f} (base {judged[v].base.accuracy:.2f})"
+              for v in summary.validated))
+    return table
+
+
 def register(app: typer.Typer) -> None:
-    """Add `steer-train` and `evaluate` to the werewolf group."""
+    """Add `steer-train`, `evaluate` and `styles` to the werewolf group."""
     app.command("steer-train")(steer_train)
     app.command("evaluate")(evaluate)
+    app.command("styles")(styles)
 
 
 def paired_table(paired: list[PairedDifference]) -> Table:

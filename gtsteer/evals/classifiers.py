@@ -40,7 +40,13 @@ from pydantic import BaseModel
 from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
 from gtsteer.evals.calibration import calibrated_best, label_priors
-from gtsteer.evals.prompts import DEFINED, classifier_prompt, options_of, pairwise_prompt
+from gtsteer.evals.prompts import (
+    DEFINED,
+    Readable,
+    classifier_prompt,
+    options_of,
+    pairwise_prompt,
+)
 from gtsteer.llm import LLM, ChoiceResult, as_llm
 
 EMBED_PREFIX, PAIRWISE_PREFIX, PARSE = "embed", "pairwise:", "parse"
@@ -65,7 +71,7 @@ class SteeringClassifier(Protocol):
     name: str
 
     async def classify(
-        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        self, spec: Readable, key: str, items: Sequence[tuple[str, str]], variant: str,
         bar: GatherBar,
     ) -> list[Classification]:
         """One classification per (speaker, message), in order."""
@@ -80,7 +86,7 @@ class LoglikClassifier:
         self.name = llm.model
 
     async def classify(
-        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        self, spec: Readable, key: str, items: Sequence[tuple[str, str]], variant: str,
         bar: GatherBar,
     ) -> list[Classification]:
         options = options_of(spec, key)
@@ -111,7 +117,7 @@ class PairwiseClassifier:
         self.name = PAIRWISE_PREFIX + llm.model
 
     async def classify(
-        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        self, spec: Readable, key: str, items: Sequence[tuple[str, str]], variant: str,
         bar: GatherBar,
     ) -> list[Classification]:
         options = options_of(spec, key)
@@ -160,7 +166,7 @@ class EmbeddingClassifier:
         self.embedder = get_embedder(embedder, strict=True)
         self.name = f"{EMBED_PREFIX}:{self.embedder.name}"
 
-    def value_texts(self, spec: DomainSpec, key: str, variant: str) -> list[str]:
+    def value_texts(self, spec: Readable, key: str, variant: str) -> list[str]:
         options = options_of(spec, key)
         if variant != DEFINED:
             return options
@@ -168,7 +174,7 @@ class EmbeddingClassifier:
         return [f"{o}: {defs[o]}" for o in options]
 
     async def classify(
-        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        self, spec: Readable, key: str, items: Sequence[tuple[str, str]], variant: str,
         bar: GatherBar,
     ) -> list[Classification]:
         options = options_of(spec, key)
@@ -194,11 +200,11 @@ class ParseClassifier:
     name = PARSE
 
     async def classify(
-        self, spec: DomainSpec, key: str, items: Sequence[tuple[str, str]], variant: str,
+        self, spec: Readable, key: str, items: Sequence[tuple[str, str]], variant: str,
         bar: GatherBar,
     ) -> list[Classification]:
         parse = spec.hooks.parse_message
-        if parse is None:
+        if parse is None or not isinstance(spec, DomainSpec):  # a LabelSpace has no parser
             # "judge:" names the option that spells it (`--judge`, as `--classifier-llm`)
             raise ValueError(f"judge: {cannot_read(self, spec)}")
         options = options_of(spec, key)
@@ -211,7 +217,7 @@ class ParseClassifier:
         return out
 
 
-def cannot_read(classifier: SteeringClassifier, spec: DomainSpec) -> str | None:
+def cannot_read(classifier: SteeringClassifier, spec: Readable) -> str | None:
     """Why `classifier` cannot classify any message of `spec`, or None: asked before a run
     generates its messages, so a refusal costs no model call."""
     if isinstance(classifier, ParseClassifier) and spec.hooks.parse_message is None:

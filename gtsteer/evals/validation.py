@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, field_validator
 
-from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
 from gtsteer.evals.classifiers import SteeringClassifier
-from gtsteer.evals.prompts import DEFINED, options_of
+from gtsteer.evals.prompts import DEFINED, Readable, options_of
 from gtsteer.solvers.metrics import Accuracy, wilson
 
 
@@ -53,7 +52,7 @@ class LabelledSet(BaseModel):
     configs: dict[str, LabelledConfig]
 
 
-def labelled_for(spec: DomainSpec, labelled: LabelledSet) -> LabelledConfig | None:
+def labelled_for(spec: Readable, labelled: LabelledSet) -> LabelledConfig | None:
     """The config's labelled messages (None: the set has none for it), checked to cover
     exactly the values of each key it labels."""
     entry = labelled.configs.get(spec.name)
@@ -102,7 +101,7 @@ class ClassifierValidation(BaseModel):
 
 
 async def validate_on_labelled(
-    spec: DomainSpec, classifier: SteeringClassifier, entry: LabelledConfig,
+    spec: Readable, classifier: SteeringClassifier, entry: LabelledConfig,
     variants: tuple[str, ...], bar: GatherBar,
 ) -> list[ClassifierValidation]:
     """The classifier's accuracy on each labelled key of the config, per variant (a variant

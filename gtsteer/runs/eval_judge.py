@@ -7,6 +7,13 @@ the config's instruction definitions), and writes DIR/judge.json. `gtsteer eval 
 --validate-judge FILE` and gtsteer study steering-table validate the same way before they measure.
 The command keeps its name, `judge`, and so do its option and file; in the code the thing
 validated is a steering classifier, since "judge" is the verdict game's.
+
+Besides config files it takes the name of a label set that has no config (`LABEL_SPACES`:
+`werewolf_playstyle`, the readings of `gtsteer werewolf styles`, labelled in
+tests/data/werewolf_style_labelled.yaml), validated the same way:
+
+    gtsteer eval judge werewolf_playstyle --judge local \
+        --labelled tests/data/werewolf_style_labelled.yaml
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gtsteer.binding import DomainSpec
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import load_spec
 from gtsteer.evals.classifiers import (
@@ -25,7 +31,7 @@ from gtsteer.evals.classifiers import (
     classifier_models,
     make_classifier,
 )
-from gtsteer.evals.prompts import VARIANTS
+from gtsteer.evals.prompts import VARIANTS, LabelSpace, Readable
 from gtsteer.evals.validation import (
     ClassifierValidation,
     LabelledSet,
@@ -51,6 +57,20 @@ class ValidationReport(RunResult):
     llm_calls: LLMCalls
 
 
+def label_spaces() -> dict[str, LabelSpace]:
+    """The label sets without a config, by name (imported here lazily: their drivers read
+    labelled files with this module)."""
+    from gtsteer.runs.werewolf_styles import STYLE_SPACE
+
+    return {STYLE_SPACE.name: STYLE_SPACE}
+
+
+def readable(config: str | Path) -> Readable:
+    """A config file, or the name of a label set without one (`label_spaces`)."""
+    spaces = label_spaces()
+    return spaces[str(config)] if str(config) in spaces else load_spec(config)
+
+
 def load_labelled(path: str | Path = DEFAULT_LABELLED) -> LabelledSet:
     path = Path(path)
     if not path.is_file():
@@ -62,7 +82,7 @@ def load_labelled(path: str | Path = DEFAULT_LABELLED) -> LabelledSet:
 
 
 def validate_classifier(
-    spec: DomainSpec, classifier: SteeringClassifier, labelled: LabelledSet,
+    spec: Readable, classifier: SteeringClassifier, labelled: LabelledSet,
     variants: tuple[str, ...] = VARIANTS, *, progress: bool = False,
 ) -> list[ClassifierValidation]:
     """The classifier's accuracy on the config's labelled messages; [] where the set has none."""
@@ -95,7 +115,7 @@ def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> Val
     if not classifiers:
         # "judges": what the command line calls them (`gtsteer eval judge --judge`)
         raise ValueError("judges: give at least one (a model string, pairwise:<model>, embed)")
-    specs = [load_spec(c) for c in config]  # ConfigError before any model is loaded
+    specs = [readable(c) for c in config]  # ConfigError before any model is loaded
     labelled = load_labelled(labelled_path)
     out = check_out_dir(ctx.out if ctx.out is not None else Path("results") / "eval-judge")
     validations: list[ClassifierValidation] = []

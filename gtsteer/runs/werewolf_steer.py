@@ -240,6 +240,13 @@ def game_config(cfg: SteerTrainConfig) -> PlaystyleGameConfig:
                                styles=cfg.styles)
 
 
+def pick_states(candidates: list[GameState], states: int, seed: int) -> list[GameState]:
+    """The roots `steer-train` solves: `states` of the candidates (all when there are fewer),
+    drawn with `seed`. `gtsteer werewolf styles` draws its states the same way, so with the same
+    settings it measures the lines at the very roots a policy was trained on."""
+    return random.Random(seed).sample(candidates, min(states, len(candidates)))
+
+
 def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
                 ) -> tuple[list[DecisionRecord], SolvedState]:
     """Build, expand and solve the playstyle game at `state`; its records carry `instance`
@@ -337,7 +344,7 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         if not candidates:
             raise PlaystyleGameError("the logged games have no discussion turn with a werewolf "
                                      "and a village-side bot among the next speakers")
-        picked = random.Random(cfg.seed).sample(candidates, min(cfg.states, len(candidates)))
+        picked = pick_states(candidates, cfg.states, cfg.seed)
         write_text(root / "states.jsonl", "".join(s.model_dump_json() + "\n" for s in picked))
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []

@@ -158,6 +158,13 @@ def wilson(correct: int, n: int) -> Accuracy:
     )
 
 
+def above_chance(k: int, n: int, chance: float) -> float:
+    """One-sided exact binomial p of k hits in n against `chance` (1.0 for n = 0)."""
+    from scipy import stats
+
+    return float(stats.binomtest(k, n, chance, alternative="greater").pvalue) if n else 1.0
+
+
 def mcnemar_exact(first_only: int, second_only: int) -> float:
     """Two-sided exact McNemar p-value for paired binary outcomes: a binomial test of the
     discordant pairs (`first_only` won only under the first condition, `second_only` only

@@ -40,7 +40,7 @@ from gtsteer.werewolf.hook_view import hook_text, own_past_styles
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
 from gtsteer.werewolf.playstyles import FixedPlaystyle, options_for
 from gtsteer.werewolf.rules import Role, derive_seed
-from gtsteer.werewolf.state import GameState, Pending
+from gtsteer.werewolf.state import Decision, GameState, Pending
 
 SHORT_NAME = "gtsteer_werewolf_playstyle"
 _PARAMS: dict[str, Any] = {"key": ""}
@@ -105,6 +105,17 @@ def _game_type(zero_sum: bool = False) -> pyspiel.GameType:
         provides_factored_observation_string=False,
         parameter_specification=_PARAMS,
     )
+
+
+def sample_line(state: GameState, want: Pending, pool: LLMPool, style: str, sample: int
+                ) -> tuple[Decision, list[CallRecord]]:
+    """Sample `sample` of `want.actor`'s line under `style` (a playstyle or `unsteered`), made
+    by the live bot code (`bots.bot_decision`: the live context builder, reminder and
+    cleaning). Sample 0 is exactly the live decision; sample k varies only the message seed.
+    The playstyle game's chance outcomes, and the lines `gtsteer werewolf styles` measures."""
+    draw = state if sample == 0 else state.model_copy(
+        update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
+    return bot_decision(draw, want, pool, FixedPlaystyle(style))
 
 
 def wolf_side(state: GameState, name: str) -> bool:
@@ -242,12 +253,9 @@ class PlaystyleGame(pyspiel.Game):
         game's `sample_offset`)."""
         messages = self.tables.messages
         if history not in messages:
-            sample = history[-1] + self.sample_offset
-            # Sample 0 is exactly the live decision; others vary only the message seed.
-            draw = state if sample == 0 else state.model_copy(
-                update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
             want = self.speak_pending(state, speaker)
-            decision, records = bot_decision(draw, want, self.pool, FixedPlaystyle(style))
+            decision, records = sample_line(state, want, self.pool, style,
+                                            history[-1] + self.sample_offset)
             self.tables.calls.extend(records)
             messages[history] = step(state, decision)
         return messages[history]
