@@ -1,6 +1,7 @@
 """Fruit trading steered by offers (configs/trade_fruit_offer.yaml): the exact offer reading,
-the parse classifier, the calibrated trade reader, the greedy offer, the reward cases and the
-config's load-time checks."""
+the parse classifier, the calibrated trade reader (`params.agreement: ask`), the greedy offer,
+the reward cases and the config's load-time checks. The exact agreement reading, the config's
+own: tests/test_fruit_agreement.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from domain_support import config_dict
+import yaml
+from domain_support import config_dict, spec_of
 
-from gtsteer.binding import ConfigError, compute_reward
+from gtsteer.binding import ConfigError, DomainSpec, compute_reward
 from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase
 from gtsteer.domains import load_spec, spec_from_dict
@@ -187,7 +189,7 @@ def test_eval_steering_reads_the_offers_with_the_parse_judge() -> None:
     assert {s.predicted[PLAIN] for s in report.samples if s.instructed == "any"} == {NO_VALUE}
 
 
-# ---- the trade reader -----------------------------------------------------------------------
+# ---- the trade reader of `params.agreement: ask` --------------------------------------------
 
 OWNED = [{"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},
          {"apple": 0, "banana": 3, "blueberry": 1, "kiwi": 2}]
@@ -228,11 +230,17 @@ class TradeReader(Backend):
         return scores
 
 
+def ask_spec() -> DomainSpec:
+    """The offer config read by the reward LLM's questions (`params.agreement: ask`)."""
+    params = {**config_dict("trade_fruit_offer")["params"], "agreement": "ask"}
+    return spec_of("trade_fruit_offer", params=params)
+
+
 def _pay(*messages: str) -> tuple[list[float], TradeReader]:
     from domain_support import context
 
     backend = TradeReader()
-    ctx = context(load_spec(OFFER), INFO, LLM("reader", backend=backend, use_cache=False))
+    ctx = context(ask_spec(), INFO, LLM("reader", backend=backend, use_cache=False))
     ctx = ctx.model_copy(update={"transcript": [
         Turn(speaker=i % 2, instruction=None, text=m) for i, m in enumerate(messages)]})
     return run_sync(compute_reward(ctx)).returns, backend
@@ -325,6 +333,7 @@ class OfferOracle(Backend):
     def __init__(self, cases: list[RewardCase]):
         super().__init__("offer-oracle")
         self.cases = cases
+        self.asked = 0
 
     async def complete(self, request: GenerationRequest, json_schema: dict[str, Any] | None = None):
         assert json_schema is not None
@@ -332,6 +341,7 @@ class OfferOracle(Backend):
 
     async def score_options(self, request: GenerationRequest, options: list[str]):
         prompt = request.as_text()
+        self.asked += 1
         case = next((c for c in self.cases if all(t.text in prompt for t in c.transcript)), None)
         if case is None:
             return dict.fromkeys(options, 0.0)
@@ -340,11 +350,17 @@ class OfferOracle(Backend):
         return {o: float(o == right) for o in options}
 
 
-def test_eval_reward_reads_every_offer_case() -> None:
-    cases = write_cases(load_spec(OFFER), 4, seed=0)
-    report = measure_reward(OFFER, LLM(backend=OfferOracle(cases)), cases=4, progress=False)
+def test_eval_reward_reads_every_offer_case_by_the_asked_questions(tmp_path: Path) -> None:
+    data = config_dict("trade_fruit_offer")
+    data["params"]["agreement"] = "ask"
+    config = tmp_path / "trade_fruit_offer.yaml"  # the same name: the same generated cases
+    config.write_text(yaml.safe_dump(data))
+    cases = write_cases(load_spec(config), 4, seed=0)
+    backend = OfferOracle(cases)
+    report = measure_reward(config, LLM(backend=backend), cases=4, progress=False)
     assert [c.predicted[CONFIGURED] for c in report.cases] == [c.truth for c in cases]
     assert report.error(CONFIGURED, "all").norm.mean == 0.0
+    assert backend.asked  # the configured path asked the questions
 
 
 # ---- the config -----------------------------------------------------------------------------

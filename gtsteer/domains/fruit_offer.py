@@ -10,11 +10,23 @@ messages name.
 - The menu is static (the config's `offer` values), so every instance has the same action set
   whatever the baskets; an offer of fruit the speaker lacks is a bad offer, which the exact
   utility scores as no trade (`fruit_trade.trade_values`).
-- The utility reuses fruit trading's exact values and bounds; only the reading differs. Every
-  offer the messages make (menu or not) is a candidate trade; the reward LLM answers the
-  calibrated questions of `agreement.agreed_label` (agreed at all? which of the named trades?)
-  and code pays each player its change in basket value. A dialogue that names no exact trade
-  pays nothing without a question.
+- The utility reuses fruit trading's exact values and bounds; only the reading differs. Which
+  trade both players accepted is read as `params.agreement` says:
+  - `exact` (the default, and configs/trade_fruit_offer.yaml's): in code, like the offers
+    (`read_agreement`: the other player says the pending offer back or says yes to it without
+    a counter-offer; `fruit_accept` holds the yes and no words). No model call.
+  - `ask`: the reward LLM answers the calibrated questions of `agreement.agreed_label`
+    (agreed at all? which of the trades the messages offer?). Measured on SmolLM2-135M, the
+    default writer and so the default reward model (`gtsteer eval reward
+    configs/trade_fruit_offer.yaml --cases 20`): no agreement read in any of the 60 cases; on
+    the 20 plain agreements ("Alice: How about my 1 kiwi for your 1 apple? // Bob: Deal, I
+    accept.") the calibrated yes-minus-no log-likelihood was negative in 19 (mean -0.35,
+    against -0.5 on refusals and -0.75 on counter-offers): the model ranks the dialogues but
+    never says yes, so every terminal would pay 0. Qwen2.5-Coder 0.5B, uncalibrated, read 83%
+    right. Kept for models that read agreement well, and to compare readings (`gtsteer eval
+    reward --labelled`).
+  Code pays each player its change in basket value. A dialogue that makes no exact offer pays
+  nothing under either reading.
 - `offer_message_value` is the domain's `parse_message`: the menu offer a message makes, the
   steering classifier `gtsteer eval steering --classifier-llm parse` reads.
 - `offer_greedy` is what a person would offer without a solver: the menu offer worth most to
@@ -27,13 +39,16 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import field_validator
 
 from gtsteer.binding.domain_checks import DomainCheckError
+from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward import RewardContext
 from gtsteer.binding.spec import ANY, DomainSpec, check_reward_fields
 from gtsteer.domains.agreement import agreed_label
+from gtsteer.domains.fruit_accept import says_no, says_yes
 from gtsteer.domains.fruit_trade import (
     OWNED,
     VALUES,
@@ -55,16 +70,35 @@ OFFER_PROMPT = """{players} trade fruit.
 Which trade did both {players} accept?
 Answer:"""
 
+#: `params.agreement`: read the accepted trade in code, or ask the reward LLM.
+Reading = Literal["exact", "ask"]
+EXACT: Reading = "exact"
+ASK: Reading = "ask"
+READINGS: tuple[Reading, ...] = (EXACT, ASK)
+
 GIVE, GET = "give", "get"
 #: A side of an offer: (fruit, count) pairs, sorted by fruit.
 Side = tuple[tuple[str, int], ...]
 
 
 class OfferParams(FruitParams):
-    """`params` of an offer config: fruit trading's, and the which-trade question."""
+    """`params` of an offer config: fruit trading's, how the agreed trade is read, and the
+    which-trade question of the `ask` reading."""
 
-    #: Which trade, once both accepted one (asked over the trades the messages name).
+    #: How the trade both accepted is read: `exact` in code (`read_agreement`), or `ask`, the
+    #: reward LLM's calibrated questions (`agreement.agreed_label`). See the module docstring.
+    agreement: Reading = EXACT
+    #: Which trade, once both accepted one (asked over the trades the messages name; `ask`).
     offer_prompt: str = OFFER_PROMPT
+
+    @field_validator("agreement", mode="before")
+    @classmethod
+    def _agreement(cls, v: object) -> object:
+        if v not in READINGS:
+            raise ValueError(f"must be `{EXACT}` (the trade both accepted, read in code) or "
+                             f"`{ASK}` (the reward LLM's calibrated yes/no and which-trade "
+                             f"questions), got {v!r}")
+        return v
 
     @field_validator("offer_prompt")
     @classmethod
@@ -343,6 +377,89 @@ def check_offer_spec(spec: DomainSpec) -> None:
         seen[offer] = value
 
 
+# ---- reading the agreement ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """An accepted offer: `offer` as its `speaker` made it, accepted in message `accepted_at`."""
+
+    speaker: int
+    offer: Offer
+    accepted_at: int
+
+    def trade(self) -> tuple[dict[str, int], dict[str, int]]:
+        """What each of the two players hands over."""
+        return trade_of(self.offer, self.speaker)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """The offers of the latest message that made any, and who made them."""
+
+    speaker: int
+    offers: tuple[Offer, ...]
+
+
+def _taken(pending: _Pending, made: list[Offer], text: str) -> Offer | None:
+    """The pending offer this message (by the other player) accepts, or None."""
+    if says_no(text):
+        return None
+    # (a) The same trade from its own side: "I'll give you 1 kiwi for 1 apple" takes "1 apple
+    # for 1 kiwi" (any of the alternatives the latest offering message put on the table).
+    said_back = [o for o in pending.offers if o.reversed() in made]
+    if said_back:
+        return said_back[-1]
+    # (b) A yes, with no other trade in the message: a counter-offer is no acceptance. The
+    # offer quoted in its maker's words ("Deal: 1 apple for 2 bananas") is no other trade.
+    if says_yes(text) and all(m in pending.offers for m in made):
+        return made[-1] if made else pending.offers[-1]
+    return None
+
+
+def read_agreement(turns: list[Turn], fruits: list[str] | tuple[str, ...]) -> Agreement | None:
+    """The trade both players accepted, read exactly in code (no model), or None.
+
+    The pending offer is the last exact offer (`read_offers`) a message makes. A later message
+    by the *other* player accepts it when it does not refuse (`fruit_accept.says_no`: "No.",
+    "No deal", "I reject", "I'd rather keep my fruit") and either
+    (a) makes the same trade from its own side, the reverse offer ("I'll give you 1 kiwi for 1
+        apple" after "1 apple for 1 kiwi"; "I accept your offer of 1 apple for 2 bananas"),
+        or
+    (b) says yes (`fruit_accept.says_yes`: "Deal", "I accept", "Sure", "Sounds good", "I'll
+        take it", ... in a clause that refuses nothing and asks nothing) and makes no
+        *different* exact offer: a counter-offer, or the same fruits in another count, is a
+        new offer, not an acceptance.
+    A speaker repeating or saying yes to its own offer accepts nothing. Where the latest
+    offering message put alternatives on the table ("1 apple for 2 bananas, or 1 kiwi for 2
+    blueberries"), the reverse of any of them takes that one, and a plain yes takes the last.
+
+    A reply that accepts and then proposes another trade: by (a), stating the pending trade
+    back accepts it whatever follows; the other trade becomes the pending offer, and if the
+    first player accepts that too, the later agreement stands (the last trade accepted is the
+    one paid; a refusal after an agreement does not undo it). By (b), a yes with another
+    trade in the same message is no acceptance of the pending one: "Deal, but make it 3
+    blueberries for 1 kiwi", the form small models write, is a counter-offer, and a bare yes
+    cannot tell it from "Deal. Also, 1 banana for 1 blueberry?"; the reading pays a trade only
+    when both clearly took that trade, and a writer that means both can say the trade back.
+    The other trade is then the pending offer."""
+    pending: _Pending | None = None
+    agreed: Agreement | None = None
+    for at, turn in enumerate(turns):
+        made = read_offers(turn.text, fruits)
+        taken = None
+        if pending is not None and pending.speaker != turn.speaker:
+            taken = _taken(pending, made, turn.text)
+            if taken is not None:
+                agreed = Agreement(pending.speaker, taken, at)
+        rest = [o for o in made if taken is None or o not in (taken, taken.reversed())]
+        if rest:
+            pending = _Pending(turn.speaker, tuple(rest))
+        elif taken is not None:
+            pending = None
+    return agreed
+
+
 # ---- the utility ------------------------------------------------------------------------------
 
 
@@ -369,11 +486,34 @@ def named_trades(spec: DomainSpec, ctx: RewardContext) -> dict[str, list[dict[st
     return out
 
 
-async def offer_utility(ctx: RewardContext) -> list[float]:
-    """The trade both accepted among those the messages offer, read by calibrated choices
-    (`agreement.agreed_label`), paid exactly (`fruit_trade.trade_values`): no offer named, no
-    question and no trade."""
+#: Who gives what in an agreed trade (players in name order), or None: nothing agreed.
+Trade = tuple[dict[str, int], dict[str, int]] | None
+
+
+async def exact_trade(ctx: RewardContext) -> Trade:
+    """The trade both accepted, read in code (`read_agreement`); no model call."""
+    found = read_agreement(ctx.transcript, fruits_of(ctx.spec))
+    return None if found is None else found.trade()
+
+
+async def asked_trade(ctx: RewardContext) -> Trade:
+    """The trade both accepted among those the messages offer, read by the reward LLM's
+    calibrated choices (`agreement.agreed_label`): no offer named, no question and no trade."""
     named = named_trades(ctx.spec, ctx)
     label = await agreed_label(ctx, list(named), OfferParams.of(ctx.spec).offer_prompt)
+    if label is None:
+        return None
+    first, second = named[label]
+    return first, second
+
+
+#: The ways to read the agreed trade, by `params.agreement`.
+READERS = {EXACT: exact_trade, ASK: asked_trade}
+
+
+async def offer_utility(ctx: RewardContext) -> list[float]:
+    """The trade both accepted, read as `params.agreement` says, paid exactly
+    (`fruit_trade.trade_values`)."""
+    trade = await READERS[OfferParams.of(ctx.spec).agreement](ctx)
     owned, values = baskets(ctx.instance)
-    return trade_values(owned, values, None if label is None else named[label])
+    return trade_values(owned, values, None if trade is None else list(trade))
