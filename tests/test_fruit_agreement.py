@@ -235,6 +235,8 @@ def test_eval_reward_on_the_fake_model_reads_every_template_case(tmp_path: Path)
     assert len(valid) == 6 and any(c["truth"] != [0.0, 0.0] for c in valid)
     configured = {e["outcome"]: e for e in data["errors"] if e["path"] == CONFIGURED}
     assert all(e["norm"]["mean"] == 0.0 and e["failures"] == 0 for e in configured.values())
+    assert data["configured_path"] == (
+        "extract-then-compute (utility `fruit_offer`, agreement read `exact`)")
 
 
 def test_every_template_case_is_read_as_its_outcome() -> None:

@@ -86,13 +86,35 @@ def is_domain_reference(name: str) -> bool:
     return ":" in name
 
 
+#: async (a finished dialogue + the reward LLM) -> what it agreed, in the domain's own terms
+#: (fruit by offer: who gives what, players in name order), None where nothing was agreed.
+AgreementReader = Callable[["RewardContext"], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class AgreementReading:
+    """How a domain reads *what* a dialogue agreed, so that `gtsteer eval reward --labelled`
+    can score each way of reading it on hand-labelled dialogues."""
+
+    #: spec -> its readings by name, the one the config pays by first (fruit by offer:
+    #: `exact` and `ask`, in the order `params.agreement` puts them).
+    readers: Callable[[DomainSpec], dict[str, AgreementReader]]
+    #: (spec, a labelled item's `agreed` value, who speaks first) -> the outcome in the readers'
+    #: terms; a ValueError says what is wrong with the label.
+    label: Callable[[DomainSpec, Any, int], Any]
+    #: (player names, an outcome other than None) -> how a report shows it.
+    describe: Callable[[list[str], Any], str]
+
+
 @dataclass(frozen=True)
 class RewardCases:
-    """Templated transcripts with known payoffs (`gtsteer eval reward`): the writer, and the
-    payoff rule in words for the path on which the LLM computes the payoffs itself."""
+    """Templated transcripts with known payoffs (`gtsteer eval reward`): the writer, the
+    payoff rule in words for the path on which the LLM computes the payoffs itself, and how
+    the domain reads what was agreed, for hand-labelled dialogues (None: it cannot say)."""
 
     writer: CaseWriter
     payoff_rule: str
+    agreement: AgreementReading | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     Judges,
+    LabelledDialogues,
     LabelledMessages,
     Llm,
     MaxWait,
@@ -35,10 +36,11 @@ from gtsteer.cli.options import (
 from gtsteer.cli.solve import print_roles
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
-from gtsteer.runs import eval_judge, eval_reward, eval_steering
+from gtsteer.runs import eval_judge, eval_reward, eval_reward_labelled, eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_reward import RewardOptions, RewardReport
+from gtsteer.runs.eval_reward_labelled import NONE, LabelledReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import Accuracy
 
@@ -225,6 +227,32 @@ def print_reward(report: RewardReport) -> None:
     )
 
 
+def print_labelled(report: LabelledReport) -> None:
+    """Per reading, the share of labelled dialogues read right, overall and by label kind;
+    then the items some reading got wrong."""
+    table = Table(
+        "reading", "labels", "items", "right (95% CI)", "failed",
+        title=f"agreement read: {report.domain} · {report.model} · {report.labelled}",
+    )
+    for acc in report.accuracy:
+        bold = acc.kind == "all"
+        name = f"{acc.path} (configured)" if acc.path == report.configured else acc.path
+        table.add_row(name if bold else "", f"[bold]{acc.kind}[/]" if bold else acc.kind,
+                      str(acc.items), _acc(acc.accuracy), str(acc.failures),
+                      end_section=acc.kind == NONE)
+    console.print(table)
+    wrong = [item for item in report.items if not all(item.correct.values())]
+    for item in wrong:
+        misses = ", ".join(f"{p}: {item.read[p] or 'failed'}" for p in report.paths
+                           if not item.correct[p])
+        console.print(f"item {item.index}: labelled {escape(item.label)}; read {escape(misses)}")
+    calls = report.llm_calls
+    console.print(
+        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
+        f"{calls.new_calls} new calls"
+    )
+
+
 @eval_app.command("reward")
 def reward(
     config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
@@ -234,8 +262,10 @@ def reward(
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
     cases: Annotated[
-        int, typer.Option("--cases", "-n", help="Templated dialogues per outcome type.")
-    ] = 10,
+        int | None,
+        typer.Option("--cases", "-n", help="Templated dialogues per outcome type (default 10).")
+    ] = None,
+    labelled: LabelledDialogues = None,
     seed: Seed = 0,
     out: Out = None,
     quiet: Quiet = False,
@@ -243,14 +273,26 @@ def reward(
     workers: Workers = None,
 ) -> None:
     """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,
-    rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json."""
+    rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json.
+    With --labelled: how often each reading finds what hand-labelled dialogues agreed."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
+        if labelled is not None and cases is not None:
+            raise ValueError("--cases and --labelled: give one (templated cases, or labelled "
+                             "dialogues)")
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
-        report = eval_reward.run(config, ctx, parse_options(
-            RewardOptions, {"cases": "--cases", "seed": "--seed"}, cases=cases, seed=seed))
+        if labelled is not None:
+            found = eval_reward_labelled.run_labelled(config, labelled, ctx, seed)
+        else:
+            report = eval_reward.run(config, ctx, parse_options(
+                RewardOptions, {"cases": "--cases", "seed": "--seed"},
+                cases=10 if cases is None else cases, seed=seed))
+    if labelled is not None:
+        print_labelled(found)
+        console.print(f"report: {found.folder / eval_reward_labelled.FILE}")
+        return
     print_reward(report)
     console.print(f"report: {report.folder / 'reward.json'}")
 

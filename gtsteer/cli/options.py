@@ -227,6 +227,13 @@ StyleJudge = Annotated[
 LabelledMessages = Annotated[
     Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
 ]
+#: `eval reward`: hand-labelled dialogues, scored instead of templated cases.
+LabelledDialogues = Annotated[
+    Path | None,
+    typer.Option("--labelled", "-l", help="Score hand-labelled dialogues (YAML: names,"
+                 " transcript, agreed) by each reading of what was agreed, instead of templated"
+                 " cases; writes DIR/reward_labelled.json.")
+]
 #: `werewolf styles`: the labelled lines its judge is validated on.
 StyleLabelled = Annotated[
     str | None, typer.Option("--labelled", help="Labelled lines the judge is validated on"

@@ -40,7 +40,8 @@ FRUIT_OFFER = Domain(
     validate=fruit_offer.check_offer_spec,
     instance_check=fruit_trade.check_fruit_instance,
     features=fruit_trade.fruit_features,
-    reward_cases=RewardCases(fruit_offer_cases.offer_case, fruit_offer_cases.RULE.strip()),
+    reward_cases=RewardCases(fruit_offer_cases.offer_case, fruit_offer_cases.RULE.strip(),
+                             agreement=fruit_offer_cases.AGREEMENT),
     greedy=fruit_offer.offer_greedy,
     parse_message=fruit_offer.offer_message_value,
 )

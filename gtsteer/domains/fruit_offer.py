@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import field_validator
 
+from gtsteer.binding.domain import AgreementReader
 from gtsteer.binding.domain_checks import DomainCheckError
 from gtsteer.binding.prompts import Turn
 from gtsteer.binding.reward import RewardContext
@@ -508,7 +509,13 @@ async def asked_trade(ctx: RewardContext) -> Trade:
 
 
 #: The ways to read the agreed trade, by `params.agreement`.
-READERS = {EXACT: exact_trade, ASK: asked_trade}
+READERS: dict[str, AgreementReader] = {EXACT: exact_trade, ASK: asked_trade}
+
+
+def agreement_readers(spec: DomainSpec) -> dict[str, AgreementReader]:
+    """Both readings by name, the configured one first (`gtsteer eval reward --labelled`)."""
+    configured = OfferParams.of(spec).agreement
+    return {configured: READERS[configured], **READERS}
 
 
 async def offer_utility(ctx: RewardContext) -> list[float]:

@@ -3,8 +3,9 @@
 The domain's case writer makes N templated two-message dialogues per outcome type (valid deal,
 rejected, incomplete) whose true payoffs it knows; each is scored by
 
-- `configured`: the config's own reward path (for a domain with an exact utility: the LLM
-  extracts what was agreed, code computes the payoffs), exactly as the game scores terminals;
+- `configured`: the config's own reward path (for a domain with an exact utility: what was
+  agreed is read, by the LLM or, for fruit by offer with `params.agreement: exact`, in code,
+  and code computes the payoffs), exactly as the game scores terminals;
 - `free`: the LLM computes both payoffs itself from everyone's private information and the
   transcript (the binding's plain reward path with a prompt that states the payoff rule).
 
@@ -14,6 +15,7 @@ derives it from the baskets and values, so the config's worst-case range does no
 Sgn = how often sign(predicted) != sign(true) (the paper's Table 8), reported as `sign_flips`
 (a flip rate: 0 is a perfect reader).
 A case whose structured answer never validated counts as a failure, not as an error size.
+Hand-labelled dialogues instead of templated ones: `eval_reward_labelled` (`--labelled`).
 """
 
 from __future__ import annotations
@@ -227,6 +229,14 @@ def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     )
 
 
+def configured_path(spec: DomainSpec) -> str:
+    """What `configured` means for this config, naming the reading of what was agreed where
+    the domain has several (fruit by offer: `exact` or `ask`, `params.agreement`)."""
+    reading = spec.hooks.reward_cases.agreement if spec.hooks.reward_cases else None
+    how = "" if reading is None else f", agreement read `{next(iter(reading.readers(spec)))}`"
+    return f"extract-then-compute (utility `{spec.hooks.name}`{how})"
+
+
 class RewardOptions(BaseModel):
     """`gtsteer eval reward`'s options (the model comes with the run context)."""
 
@@ -260,7 +270,7 @@ def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> Rewa
     return RewardReport(
         config=str(config), domain=spec.name, model=model.model, cases_per_outcome=cases,
         seed=seed, payoff_bounds=(spec.payoff.min, spec.payoff.max),
-        configured_path=f"extract-then-compute (utility `{spec.hooks.name}`)",
+        configured_path=configured_path(spec),
         paths=list(specs), errors=errors, cases=scored,
         llm_calls=after.since(before),
     )
