@@ -55,7 +55,8 @@ def trade(*messages: str | tuple[int, str]) -> tuple[dict[str, int], dict[str, i
     "You've got a deal.", "I'll take it.", "Happy to!", "I'd be happy to.", "Works for me.",
     "That works for me, thanks!", "Of course.", "Absolutely, count me in.",
     "No problem, deal!", "Okay, can you hand it over now?", "I don't need bananas, but I accept.",
-    "Sure\u2014happy to.",
+    "Sure\u2014happy to.", "Great!", "Perfect, Alice.", "Let's trade!", "I'm happy with that.",
+    "I'm not sure about it, but okay.", "Sure, if you like.",
 ])
 def test_each_cue_accepts_the_pending_offer(reply: str) -> None:
     assert says_yes(reply) and not says_no(reply)
@@ -96,6 +97,7 @@ def test_the_accepted_trade_is_paid_as_offered_whoever_accepts() -> None:
     "Yes, I'd rather keep my fruit.", "Okay, but I won't give you my kiwi.",
     "Sure. Actually, no.", "Deal! No wait, I changed my mind.",
     "Deal?", "Is it a deal?", "Are you sure, Alice?", "Hmm, let me think about it.", "",
+    "Great to see you. What else do you have?",
     "No, I won't give you 1 kiwi for 1 apple.",  # the reverse offer, refused
 ])
 def test_refusals_questions_and_silence_accept_nothing(reply: str) -> None:
@@ -110,6 +112,9 @@ def test_refusals_questions_and_silence_accept_nothing(reply: str) -> None:
     "Okay: 1 kiwi for 1 banana.",
     "Deal, but make it 2 of your apples for 1 kiwi.",
     "Deal! Also, would you give me 1 banana for 1 blueberry?",  # accept-then-propose by a yes
+    # A condition or an addition naming a fruit: another trade, though no exact offer.
+    "Sure, if you add a banana.", "Deal, and I want 2 bananas too.",
+    "Sure, but only if you give me 2 kiwis.",
 ])
 def test_a_counter_offer_is_no_acceptance(reply: str) -> None:
     assert trade(APPLE_FOR_KIWI, reply) is None

@@ -7,10 +7,12 @@ accept.") of `gtsteer eval reward configs/trade_fruit_offer.yaml --cases 20`. Sa
 offer is a closed vocabulary, so it is read here instead:
 
 - `says_yes`: an acceptance cue ("deal", "accept", "agreed", "yes", "sure", "okay",
-  "sounds good", "I'll take it", "happy to", "works for me", ...) in a clause that holds no
-  refusal ("no", "not", "n't", "never", ...), that is not a question ("Deal?", "Are you
-  sure?"), and that no later "but ..." / "actually, no" clause takes back ("Okay, but I won't
-  give you two"); and no firm refusal anywhere in the message.
+  "sounds good", "I'll take it", "happy to", "works for me", ...; "great", "perfect", "fine"
+  only as a clause of their own) in a clause that holds no refusal ("no", "not", "n't",
+  "never", ...), that is not a question ("Deal?", "Are you sure?"), and that no later
+  "but ..." / "actually, no" clause takes back ("Okay, but I won't give you two"), nor a
+  condition or an addition naming a fruit ("Sure, if you add a banana", "Deal, and 2 kiwis
+  too": another trade); and no firm refusal anywhere in the message.
 - `says_no`: a firm refusal anywhere ("reject", "decline", "refuse", "rather keep", "rather
   not", "I'll pass", "no deal", "not a deal", "no thanks", "not interested"), or a clause that
   opens with "no", "nope", "nah" or "never" ("No way.", "No, I reject that offer.").
@@ -23,7 +25,11 @@ dashes, and before "but", "however", "though", "although", "except".
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from gtsteer.domains.fruit_trade_cases import plural
 
 #: Words and phrases that say yes to what was offered.
 CUES = (
@@ -34,8 +40,17 @@ CUES = (
     r"happy\s+to", r"glad\s+to", r"gladly", r"with\s+pleasure", r"works?\s+for\s+(?:me|us)",
     r"that\s+works", r"fine\s+(?:by|with)\s+me", r"of\s+course", r"absolutely",
     r"let's\s+do\s+(?:it|that|this)", r"i'm\s+in", r"count\s+me\s+in", r"fair\s+enough",
-    r"why\s+not",
+    r"why\s+not", r"definitely", r"certainly", r"happy\s+with\s+(?:that|this|it)",
+    r"let's\s+(?:trade|swap|make\s+(?:the|that|this|a)\s+(?:trade|swap|deal))",
 )
+#: Words that say yes only as a clause of their own ("Great!", "Perfect, Alice."), not in
+#: "Great to see you".
+ALONE = ("fine", "great", "perfect", "done", "excellent", "wonderful", "cool", "awesome")
+#: Words that, beside a fruit, change the trade a yes would take: a condition ("Sure, if you
+#: add a banana") or an addition ("Deal, and I want 2 kiwis too").
+CHANGES = (r"if", r"unless", r"as\s+long\s+as", r"provided", r"on\s+condition", r"too",
+           r"also", r"extra", r"more", r"another", r"as\s+well", r"plus", r"in\s+addition",
+           r"throw\s+in", r"add")
 #: A word that refuses, in the clause of a cue ("not a deal", "I can't accept", "not sure").
 REFUSALS = (r"no", r"not", r"never", r"nope", r"nah", r"cannot", r"\w+n't")
 #: A refusal anywhere in the message, whatever else it says.
@@ -57,7 +72,8 @@ OPENING_REFUSAL = re.compile(r"^(?:no|nope|nah|never)\b")
 TAKE_BACK = re.compile(r"^(?:but|however|though|although|except|actually|wait|on\s+second"
                        r"\s+thought|no|nope|nah)\b")
 
-_CUE = re.compile(r"\b(?:" + "|".join(CUES) + r")\b")
+_CUE = re.compile(r"\b(?:" + "|".join(CUES) + r")\b|^(?:" + "|".join(ALONE) + r")$")
+_CHANGES = re.compile(r"\b(?:" + "|".join(CHANGES) + r")\b")
 _REFUSAL = re.compile(r"\b(?:" + "|".join(REFUSALS) + r")\b")
 _FIRM = re.compile(r"\b(?:" + "|".join(FIRM_REFUSALS) + r")\b")
 _NEUTRAL = re.compile(r"\b(?:" + "|".join(NOT_REFUSALS) + r")\b")
@@ -126,16 +142,33 @@ def says_no(text: str) -> bool:
                for c in clauses(normalise(text)))
 
 
-def says_yes(text: str) -> bool:
+@lru_cache(maxsize=16)
+def _fruit_words(fruits: tuple[str, ...]) -> re.Pattern[str] | None:
+    forms = {form for f in fruits for form in (f, plural(f, 2), f + "s")}
+    if not forms:
+        return None
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(forms, key=len,
+                                                                 reverse=True))) + r")\b")
+
+
+def says_yes(text: str, fruits: Sequence[str] = ()) -> bool:
     """The message has an acceptance cue in a clause without a refusal, outside a question,
-    not taken back by a later "but ..." clause that refuses; and no firm refusal anywhere."""
+    not taken back by a later "but ..." clause that refuses, nor by a condition or an
+    addition that names one of `fruits` after it ("Sure, if you add a banana"); and no firm
+    refusal anywhere."""
     if firm_refusal(text):
         return False
+    named = _fruit_words(tuple(fruits))
     parts = clauses(normalise(text))
     for i, clause in enumerate(parts):
-        if clause.question or not _CUE.search(clause.text) or _refuses(clause.text):
+        cue = _CUE.search(clause.text)
+        if clause.question or cue is None or _refuses(clause.text):
             continue
         later = parts[i + 1:]
-        if not any(TAKE_BACK.match(c.text) and _refuses(c.text) for c in later):
-            return True
+        if any(TAKE_BACK.match(c.text) and _refuses(c.text) for c in later):
+            continue
+        after = [clause.text[cue.end():], *(c.text for c in later)]
+        if named is not None and any(_CHANGES.search(t) and named.search(t) for t in after):
+            continue
+        return True
     return False

@@ -402,7 +402,8 @@ class _Pending:
     offers: tuple[Offer, ...]
 
 
-def _taken(pending: _Pending, made: list[Offer], text: str) -> Offer | None:
+def _taken(pending: _Pending, made: list[Offer], text: str,
+           fruits: tuple[str, ...]) -> Offer | None:
     """The pending offer this message (by the other player) accepts, or None."""
     if says_no(text):
         return None
@@ -413,7 +414,7 @@ def _taken(pending: _Pending, made: list[Offer], text: str) -> Offer | None:
         return said_back[-1]
     # (b) A yes, with no other trade in the message: a counter-offer is no acceptance. The
     # offer quoted in its maker's words ("Deal: 1 apple for 2 bananas") is no other trade.
-    if says_yes(text) and all(m in pending.offers for m in made):
+    if says_yes(text, fruits) and all(m in pending.offers for m in made):
         return made[-1] if made else pending.offers[-1]
     return None
 
@@ -428,9 +429,10 @@ def read_agreement(turns: list[Turn], fruits: list[str] | tuple[str, ...]) -> Ag
         apple" after "1 apple for 1 kiwi"; "I accept your offer of 1 apple for 2 bananas"),
         or
     (b) says yes (`fruit_accept.says_yes`: "Deal", "I accept", "Sure", "Sounds good", "I'll
-        take it", ... in a clause that refuses nothing and asks nothing) and makes no
-        *different* exact offer: a counter-offer, or the same fruits in another count, is a
-        new offer, not an acceptance.
+        take it", ... in a clause that refuses nothing and asks nothing, with no condition or
+        addition naming a fruit after it) and makes no *different* exact offer: a
+        counter-offer, or the same fruits in another count, is a new offer, not an
+        acceptance.
     A speaker repeating or saying yes to its own offer accepts nothing. Where the latest
     offering message put alternatives on the table ("1 apple for 2 bananas, or 1 kiwi for 2
     blueberries"), the reverse of any of them takes that one, and a plain yes takes the last.
@@ -450,7 +452,7 @@ def read_agreement(turns: list[Turn], fruits: list[str] | tuple[str, ...]) -> Ag
         made = read_offers(turn.text, fruits)
         taken = None
         if pending is not None and pending.speaker != turn.speaker:
-            taken = _taken(pending, made, turn.text)
+            taken = _taken(pending, made, turn.text, tuple(fruits))
             if taken is not None:
                 agreed = Agreement(pending.speaker, taken, at)
         rest = [o for o in made if taken is None or o not in (taken, taken.reversed())]
