@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from gtsteer.binding import DomainSpec, Instance, RewardContext, make_instance
 from gtsteer.binding.domain import AgreementReading
@@ -69,6 +69,14 @@ class LabelledDialogue(BaseModel):
     names: list[str]
     transcript: list[str]
     agreed: Any
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_second(cls, data: Any) -> Any:
+        """`first:`/`second:` (the two speakers in order) spell `names:` too."""
+        if isinstance(data, dict) and "names" not in data and {"first", "second"} <= set(data):
+            data = {**data, "names": [data["first"], data["second"]]}
+        return data
 
     @field_validator("names")
     @classmethod
