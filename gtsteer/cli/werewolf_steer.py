@@ -155,7 +155,7 @@ def evaluate(
 
 def styles(
     llm: Llm = "local",
-    judge: StyleJudge = "local",
+    judge: StyleJudge = "embed",
     states: StyleStates = 20,
     samples: MessageSamples = 1,
     style_list: PlaystyleOptions = DISCUSSION_OPTIONS,

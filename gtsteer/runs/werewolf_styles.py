@@ -126,7 +126,10 @@ class StylesConfig(BaseModel):
     #: sampled from.
     llm: str = "local"
     #: The judge's spelling (`gtsteer eval judge --judge`: a model, pairwise:MODEL, embed).
-    judge: str = "local"
+    #: MiniLM by default: on the labelled lines it is the one judge tried whose readings count
+    #: (with definitions, 17/70 against chance 1/7); SmolLM2 and Qwen 0.5B read at chance
+    #: (docs/WEREWOLF_STEERING.md, section 5).
+    judge: str = "embed"
     states: int = Field(ISSUE_STATES, ge=1)
     #: Lines per (state, style): sample k varies only the message seed.
     samples: int = Field(1, ge=1, le=8)
