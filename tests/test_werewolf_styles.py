@@ -462,10 +462,10 @@ def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(tmp_pat
 
 def test_command_of_names_only_what_differs_from_the_defaults() -> None:
     assert command_of(StylesConfig(), "results/s") == (
-        "gtsteer werewolf styles --llm local --judge local --states 20 --out results/s")
+        "gtsteer werewolf styles --llm local --judge embed --states 20 --out results/s")
     cfg = StylesConfig(llm="local:qwen2.5-coder-0.5b", samples=2, styles=[UNSTEERED, QUIET])
     assert command_of(cfg, "o") == (
-        "gtsteer werewolf styles --llm local:qwen2.5-coder-0.5b --judge local --states 20 "
+        "gtsteer werewolf styles --llm local:qwen2.5-coder-0.5b --judge embed --states 20 "
         "--samples 2 --styles quiet_observer,unsteered --out o")
     assert section_name("local:qwen2.5-coder-0.5b") == "werewolf_styles_local-qwen2.5-coder-0.5b"
 
