@@ -66,7 +66,12 @@ def verdict(summary: StylesSummary) -> str:
         return (f"**No style moves any measure on `{llm}`**: every paired interval against "
                 "`unsteered` holds 0, so on this model the style sentence does not measurably "
                 "change the line, and a playstyle policy cannot matter here.")
-    return f"**Moved on `{llm}`** (paired interval excluding 0): " + "; ".join(summary.moved) + "."
+    tests = len(summary.styles) * (2 + len(summary.validated))
+    return (f"**Moved on `{llm}`** (paired interval excluding 0): " + "; ".join(summary.moved)
+            + f". These are {len(summary.moved)} of {tests} paired comparisons at 95%, none"
+            f" corrected for the others: with no effect at all about {tests * 0.05:.1f} would"
+            " exclude 0 by chance, so read a single one as a lead to test on more states, not"
+            " as a found effect.")
 
 
 def validation_lines(summary: StylesSummary) -> list[str]:
