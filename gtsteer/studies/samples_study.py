@@ -95,18 +95,20 @@ def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
     return path
 
 
-def reuse_records(source: Path, run: Path) -> int:
-    """Copy another run's `games/<i>.json` records into `run/games/` where that instance has
-    none yet; `resume` then keeps those whose run key matches this run's (same spec, instance,
-    model, solver and held-out settings) and solves the others anew. Returns how many came."""
-    games = source / "games" if (source / "games").is_dir() else source
-    if not games.is_dir():
+def reuse_records(source: Path, run: Path, games: int) -> int:
+    """Copy another run's `games/<i>.json` records of instances 0..games-1 into `run/games/`
+    where that instance has none yet; `resume` then keeps those whose run key matches this
+    run's (same spec, instance, model, solver and held-out settings) and solves the others
+    anew. Returns how many came."""
+    records = source / "games" if (source / "games").is_dir() else source
+    if not records.is_dir():
         raise FileNotFoundError(f"--reuse {source}: no games/ folder of a solve there")
     target = run / "games"
     target.mkdir(parents=True, exist_ok=True)
     copied = 0
-    for path in sorted(games.glob("*.json")):
-        if path.stem.isdigit() and not (target / path.name).exists():
+    for path in sorted(records.glob("*.json")):
+        if (path.stem.isdigit() and int(path.stem) < games
+                and not (target / path.name).exists()):
             shutil.copyfile(path, target / path.name)
             copied += 1
     return copied
@@ -119,7 +121,8 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
     commit = benchdoc.commit(["gtsteer", "configs"])
     spec = load_spec(config)
     if reuse is not None:
-        print(f"   {reuse_records(reuse, folder / 'run')} records from {reuse} offered for reuse",
+        offered = reuse_records(reuse, folder / "run", games)
+        print(f"   {offered} records from {reuse} offered for reuse",
               flush=True)
     t0 = time.perf_counter()
     summary = solve_config(seeded_config(config, seeds, folder), llm=llm, games=games,
