@@ -83,6 +83,8 @@ class StudyRow(BaseModel):
     llm: str
     commit: str
     measured_at: str
+    #: `--reuse`: the run whose matching records this row took (its calls are not counted).
+    reused_from: str | None = None
 
 
 def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
@@ -143,7 +145,7 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         selection=mean_ci([in_sample[i] - fresh[i] for i in fresh]),
         instances=summary.instances, per_instance=per_instance_values(summary),
         new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
-        measured_at=benchdoc.machine().date)
+        measured_at=benchdoc.machine().date, reused_from=None if reuse is None else str(reuse))
     if (hm := summary.heldout_metrics) is not None:
         row.clean = mean_ci(hm.clean.per_instance)
         row.clean_in_sample = mean_ci(hm.clean_in_sample.per_instance)
@@ -294,6 +296,11 @@ def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> 
                      f" {ci(r.cfr_gain_heldout)} | {ci(r.selection)} | {ci(r.clean_in_sample)} |"
                      f" {ci(r.clean)} | {ci(r.clean_selection)} | {r.new_calls} |"
                      f" {r.wall_s:.0f} s | `{r.llm}` | {r.commit} | {r.measured_at} |")
+    for r in rows:
+        if r.reused_from:
+            lines += ["", f"S = {r.seeds}: the instance records came from `{r.reused_from}` where"
+                      " their run key matched (the same spec, instances, model and held-out"
+                      " settings), so its new calls and wall count only what was solved here."]
     lines += ["", "Reading (from the intervals): " + reading(rows)]
     if png:
         lines += ["", f"![CFR gain by samples per message]({png})"]
