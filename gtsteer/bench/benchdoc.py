@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
@@ -33,6 +33,31 @@ def parser(command: str, description: str) -> argparse.ArgumentParser:
     """The argument parser of a benchmark or study, named by the command that runs it
     (`gtsteer bench llm`), so its usage line and error messages say how to call it."""
     return argparse.ArgumentParser(prog=command, description=description)
+
+
+if TYPE_CHECKING:
+    from gtsteer.runs.units import RayOptions
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--ray ADDRESS` and `--workers N`, as the studies that solve instances take them."""
+    parser.add_argument("--ray", metavar="ADDRESS",
+                        help="solve instances as Ray tasks: local (with --workers N), auto or"
+                             " HOST:PORT (docs/SCALE.md)")
+    parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
+
+
+def ray_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RayOptions | None:
+    """The parsed `--ray`/`--workers` (`add_ray_arguments`), a bad pair a parser error."""
+    from gtsteer.runs.units import RayOptions
+
+    try:
+        ray = None if args.ray is None else RayOptions(args.ray, args.workers)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if ray is None and args.workers is not None:
+        parser.error("--workers: only with --ray local")
+    return ray
 
 
 def markers(name: str) -> tuple[str, str]:

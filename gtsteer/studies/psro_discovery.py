@@ -524,8 +524,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="the full config (its seeded instances are played)")
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--doc", type=Path, default=DOC)
-    parser.add_argument("--ray", default=None, help="as gtsteer psro: local, auto or HOST:PORT")
-    parser.add_argument("--workers", type=int, default=None, help="with --ray local")
+    benchdoc.add_ray_arguments(parser)
     parser.add_argument("--remeasure", action="store_true",
                         help="run saved rows again (from the response cache)")
     parser.add_argument("--render-only", action="store_true",
@@ -539,14 +538,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--games: at least 2 (an interval over instances)")
     if args.iterations < 1 or args.candidates < 1:
         parser.error("--iterations and --candidates: at least 1")
-    args.ray_options = None
-    if args.ray is not None:
-        try:
-            args.ray_options = RayOptions(args.ray.strip(), args.workers)
-        except ValueError as exc:
-            parser.error(str(exc))
-    elif args.workers is not None:
-        parser.error("--workers: only with --ray local")
+    args.ray_options = benchdoc.ray_options(parser, args)
     return args
 
 

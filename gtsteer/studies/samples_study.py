@@ -322,17 +322,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reuse", type=Path, metavar="FOLDER",
                         help="another solve of this config (e.g. docs/data/table1/<domain>):"
                              " its instance records are kept where their run key matches")
-    parser.add_argument("--ray", metavar="ADDRESS",
-                        help="solve instances as Ray tasks: local (with --workers N), auto or"
-                             " HOST:PORT (docs/SCALE.md)")
-    parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
+    benchdoc.add_ray_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        ray = None if args.ray is None else RayOptions(args.ray, args.workers)
-    except ValueError as exc:
-        parser.error(str(exc))
-    if ray is None and args.workers is not None:
-        parser.error("--workers: only with --ray local")
+    ray = benchdoc.ray_options(parser, args)
     if args.reuse is not None and not args.reuse.is_dir():
         parser.error(f"--reuse {args.reuse}: not a folder")
     try:

@@ -614,21 +614,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the doc from the rows finished runs saved "
                              "under --results (several processes or sessions can share the work)")
-    parser.add_argument("--ray", metavar="ADDRESS",
-                        help="solve instances as Ray tasks: local (with --workers N), auto or"
-                             " HOST:PORT (docs/SCALE.md)")
-    parser.add_argument("--workers", type=int, help="CPUs of the Ray instance --ray local starts")
+    benchdoc.add_ray_arguments(parser)
     args = parser.parse_args(argv)
     if args.games is None and not args.render_only:
         args.games = 20
     if (args.games is not None and args.games < 1) or args.samples < 0:
         parser.error("--games must be >= 1 and --samples >= 0")
-    try:
-        ray = None if args.ray is None else RayOptions(args.ray, args.workers)
-    except ValueError as exc:
-        parser.error(str(exc))
-    if ray is None and args.workers is not None:
-        parser.error("--workers: only with --ray local")
+    ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
     given = sys.argv[1:] if argv is None else argv
     command = "gtsteer table1" + "".join(f" {a}" for a in given)
