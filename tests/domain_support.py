@@ -9,6 +9,7 @@ import yaml
 
 from gtsteer.binding import DomainSpec, Instance, RewardContext, Turn
 from gtsteer.domains import spec_from_dict
+from gtsteer.domains.fruit_trade import render_counts
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -66,3 +67,12 @@ class KeywordJudge(Backend):
     async def score_options(self, request: GenerationRequest, options: list[str]):
         self.judged.append(list(options))
         return {o: self.score(request.as_text(), o) for o in options}
+
+
+# Two players' baskets and values of a fruit trade (the offer tests' shared instance).
+FRUIT_OWNED = [{"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},
+         {"apple": 0, "banana": 3, "blueberry": 1, "kiwi": 2}]
+FRUIT_VALUES = [{"apple": 5, "banana": 2, "blueberry": 1, "kiwi": 6},
+          {"apple": 3, "banana": 1, "blueberry": 4, "kiwi": 2}]
+FRUIT_INFO = [{"fruits_owned": render_counts(o), "fruit_values": render_counts(v)}
+        for o, v in zip(FRUIT_OWNED, FRUIT_VALUES, strict=True)]

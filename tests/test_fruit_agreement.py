@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from domain_support import config_dict, context, spec_of
+from domain_support import FRUIT_INFO, FRUIT_OWNED, FRUIT_VALUES, config_dict, context, spec_of
 from typer.testing import CliRunner
 
 from gtsteer.binding import ConfigError, compute_reward
@@ -18,7 +18,7 @@ from gtsteer.cli import app
 from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_accept import says_no, says_yes
 from gtsteer.domains.fruit_offer import ASK, EXACT, OfferParams, read_agreement
-from gtsteer.domains.fruit_trade import render_counts, trade_values
+from gtsteer.domains.fruit_trade import trade_values
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
@@ -157,17 +157,11 @@ def test_accepting_by_the_reverse_then_proposing_keeps_the_first_trade() -> None
 
 # ---- the utility, end to end -------------------------------------------------------------------
 
-OWNED = [{"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},
-         {"apple": 0, "banana": 3, "blueberry": 1, "kiwi": 2}]
-VALUES = [{"apple": 5, "banana": 2, "blueberry": 1, "kiwi": 6},
-          {"apple": 3, "banana": 1, "blueberry": 4, "kiwi": 2}]
-INFO = [{"fruits_owned": render_counts(o), "fruit_values": render_counts(v)}
-        for o, v in zip(OWNED, VALUES, strict=True)]
 
 
 def _pay(*messages: str) -> tuple[list[float], LLM]:
     llm = LLM("fake")
-    ctx = context(load_spec(OFFER), INFO, llm)
+    ctx = context(load_spec(OFFER), FRUIT_INFO, llm)
     ctx = ctx.model_copy(update={"transcript": turns(*messages)})
     return run_sync(compute_reward(ctx)).returns, llm
 
@@ -176,7 +170,8 @@ def _pay(*messages: str) -> tuple[list[float], LLM]:
 def test_the_utility_pays_the_accepted_trade_without_asking(reply: str) -> None:
     returns, llm = _pay("How about my apple for your kiwi?", reply)
     # Ann gives 1 apple (5 to her, 3 to Ben) for 1 kiwi (6 to her, 2 to Ben).
-    assert returns == trade_values(OWNED, VALUES, [{"apple": 1}, {"kiwi": 1}]) == [1.0, 1.0]
+    paid = trade_values(FRUIT_OWNED, FRUIT_VALUES, [{"apple": 1}, {"kiwi": 1}])
+    assert returns == paid == [1.0, 1.0]
     assert llm.usage.requests == 0
 
 

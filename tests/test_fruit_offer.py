@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from domain_support import config_dict, spec_of
+from domain_support import FRUIT_INFO, FRUIT_OWNED, FRUIT_VALUES, config_dict, spec_of
 
 from gtsteer.binding import ConfigError, DomainSpec, compute_reward
 from gtsteer.binding.prompts import Turn
@@ -191,12 +191,6 @@ def test_eval_steering_reads_the_offers_with_the_parse_judge() -> None:
 
 # ---- the trade reader of `params.agreement: ask` --------------------------------------------
 
-OWNED = [{"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},
-         {"apple": 0, "banana": 3, "blueberry": 1, "kiwi": 2}]
-VALUES = [{"apple": 5, "banana": 2, "blueberry": 1, "kiwi": 6},
-          {"apple": 3, "banana": 1, "blueberry": 4, "kiwi": 2}]
-INFO = [{"fruits_owned": render_counts(o), "fruit_values": render_counts(v)}
-        for o, v in zip(OWNED, VALUES, strict=True)]
 
 
 class TradeReader(Backend):
@@ -240,7 +234,7 @@ def _pay(*messages: str) -> tuple[list[float], TradeReader]:
     from domain_support import context
 
     backend = TradeReader()
-    ctx = context(ask_spec(), INFO, LLM("reader", backend=backend, use_cache=False))
+    ctx = context(ask_spec(), FRUIT_INFO, LLM("reader", backend=backend, use_cache=False))
     ctx = ctx.model_copy(update={"transcript": [
         Turn(speaker=i % 2, instruction=None, text=m) for i, m in enumerate(messages)]})
     return run_sync(compute_reward(ctx)).returns, backend
@@ -264,7 +258,8 @@ def test_the_trade_taken_is_read_past_the_models_favourite() -> None:
                             "Deal, but make it 3 of your blueberries for 1 kiwi.")
     assert len([p for p in backend.prompts if "Which trade" in p]) == 2  # and its N/A twin
     # Ann: kiwi 6 - 3 blueberries at 1; Ben: 3 blueberries at 4 - kiwi 2.
-    assert returns == trade_values(OWNED, VALUES, [{"blueberry": 3}, {"kiwi": 1}]) == [3.0, 10.0]
+    paid = trade_values(FRUIT_OWNED, FRUIT_VALUES, [{"blueberry": 3}, {"kiwi": 1}])
+    assert returns == paid == [3.0, 10.0]
 
 
 def test_no_trade_without_agreement_or_without_an_offer() -> None:
@@ -287,12 +282,12 @@ def test_greedy_offers_the_best_trade_it_can_pay_for() -> None:
     # Ann: kiwi 6, apple 5, banana 2, blueberry 1; she owns no banana. Best affordable by
     # value: 2 blueberries (2) for 1 kiwi (6) = +4; "1 blueberry for 1 banana" is +1, "2 bananas
     # for 1 apple" (+1) she cannot pay.
-    assert offer_greedy(spec, INFO[0]) == {"offer": "2 blueberries for 1 kiwi"}
+    assert offer_greedy(spec, FRUIT_INFO[0]) == {"offer": "2 blueberries for 1 kiwi"}
     # Ben: blueberry 4, apple 3, kiwi 2, banana 1: 2 bananas (2) for 1 apple (3) = +1 and
     # 1 banana for 1 blueberry = +3; 1 kiwi for 2 blueberries = +6 (he owns 2 kiwis).
-    assert offer_greedy(spec, INFO[1]) == {"offer": "1 kiwi for 2 blueberries"}
+    assert offer_greedy(spec, FRUIT_INFO[1]) == {"offer": "1 kiwi for 2 blueberries"}
     broke = {"fruits_owned": render_counts({"apple": 0, "banana": 0, "blueberry": 1, "kiwi": 0}),
-             "fruit_values": INFO[0]["fruit_values"]}
+             "fruit_values": FRUIT_INFO[0]["fruit_values"]}
     # Only "1 blueberry for 1 banana" is affordable: taken even though worth only +1.
     assert offer_greedy(spec, broke) == {"offer": "1 blueberry for 1 banana"}
 
