@@ -322,6 +322,17 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "configs/court.yaml")])
     assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
+    # A row saved at another steering K is not these settings' row; without --samples, each
+    # saved row is shown at its own K (rows measured with different K share one page).
+    table1.main(["--llm", "fake", "--samples", "16", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml")])
+    assert "| `court` |" not in doc.read_text(encoding="utf-8")
+    table1.main(["--llm", "fake", "--render-only",
+                 "--results", str(tmp_path / "res"), "--doc", str(doc),
+                 str(ROOT / "configs/court.yaml")])
+    assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
+    assert "(K=1" in doc.read_text(encoding="utf-8")
 
 
 def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:

@@ -129,16 +129,16 @@ def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
 
-def stored_row(results: Path, domain: str, llm: str, games: int | None, samples: int,
+def stored_row(results: Path, domain: str, llm: str, games: int | None, samples: int | None,
                heldout: bool = False) -> StoredRow | None:
     """The row a finished run saved for these settings (with the held-out gain where
     `heldout` asks for it), if any; `games` None takes the row at whatever instance count it
-    was measured (each row shows its own n)."""
+    was measured, `samples` None at whatever steering K (each row shows its own n and K)."""
     path = row_path(results, domain)
     if not path.is_file():
         return None
     saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
-    if (saved.llm, saved.row.steering_samples) != (llm, samples) or (
+    if saved.llm != llm or (samples is not None and saved.row.steering_samples != samples) or (
             games is not None and saved.row.games != games):
         return None
     if heldout and saved.row.heldout_clean is None:  # none, or measured before the clean part
@@ -598,8 +598,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int,
                         help="instances per domain (default 20; with --render-only and no"
                              " --games, each domain's saved row at its own instance count)")
-    parser.add_argument("--samples", type=int, default=10,
-                        help="steering messages per instruction (0: skip steering)")
+    parser.add_argument("--samples", type=int,
+                        help="steering messages per instruction (default 10; 0: skip steering;"
+                             " with --render-only and no --samples, each domain's saved row at"
+                             " its own K)")
     parser.add_argument("--judge", default="embed",
                         help="what classifies the steering messages: a judge (embed,"
                              " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
@@ -616,9 +618,11 @@ def main(argv: list[str] | None = None) -> None:
                              "under --results (several processes or sessions can share the work)")
     benchdoc.add_ray_arguments(parser)
     args = parser.parse_args(argv)
-    if args.games is None and not args.render_only:
-        args.games = 20
-    if (args.games is not None and args.games < 1) or args.samples < 0:
+    if not args.render_only:
+        args.games = 20 if args.games is None else args.games
+        args.samples = 10 if args.samples is None else args.samples
+    if (args.games is not None and args.games < 1) or (
+            args.samples is not None and args.samples < 0):
         parser.error("--games must be >= 1 and --samples >= 0")
     ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
