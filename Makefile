@@ -48,9 +48,13 @@ DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 demo: setup
 	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
 
-# `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest.
+# `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest
+# on one pytest-xdist worker per core (at most 4); the tests that load the embedded model or
+# start Ray share one worker (tests/conftest.py). TEST_WORKERS=0: everything in one process.
+TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
+
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	$(VENV)/bin/ruff check gtsteer tests scripts

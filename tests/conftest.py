@@ -13,6 +13,12 @@ os.environ.setdefault(
     str(Path(os.environ.get("GTSTEER_CACHE_DIR") or Path.home() / ".cache" / "gtsteer") / "models"),
 )
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# A pytest-xdist worker starts with COLUMNS=80 in its environment; rich would fix the CLI's
+# console at that width when it is imported, and a test giving the CLI a wider COLUMNS would
+# still see 80. Without it, the console reads COLUMNS when it prints, as in a plain run.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 
 @pytest.fixture(autouse=True)
@@ -20,3 +26,21 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache_dir = tmp_path / "gtsteer-cache"
     monkeypatch.setenv("GTSTEER_CACHE_DIR", str(cache_dir))
     return cache_dir
+
+
+# `make test` runs pytest-xdist workers (`-n`, `--dist loadgroup`). Two llama.cpp processes on
+# 2 cores are 10-20x slower than one, and two Ray clusters compete for the same cores and
+# ports, so every test that loads the embedded model (marked `slow`) or starts Ray (in a
+# tests/test_ray*.py file, or marked `ray`) runs in one group, on one worker, one after
+# another; the other workers share the rest.
+SERIAL_GROUP = "model-and-ray"
+
+
+def _starts_ray(item: pytest.Item) -> bool:
+    return item.path.name.startswith("test_ray") or item.get_closest_marker("ray") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is not None or _starts_ray(item):
+            item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))

@@ -68,6 +68,7 @@ def solve_cli(tmp_path: Path, config: Path, out: str, *extra: str) -> dict:
     return json.loads((tmp_path / out / "summary.json").read_text())
 
 
+@pytest.mark.ray
 def test_a_domain_in_a_users_module_solves_from_the_cli_serially_and_on_ray(tmp_path: Path) -> None:
     config = plugin_config(tmp_path, "bikes_plugin:BIKE_HAGGLE")
     serial = solve_cli(tmp_path, config, "serial")
