@@ -97,3 +97,36 @@ def test_choose_scores_the_assistant_reply(smol: LLM) -> None:
     assert result.method == "loglik"
     assert result.choice == "Paris"
     assert all(math.isfinite(v) and v < 0 for v in result.scores.values())
+
+
+def test_a_message_ended_once_its_kept_text_is_final_is_the_same_message(smol: LLM) -> None:
+    """Issue 45: `message_end` stops a chat answer once the cleaner's message is decided; on
+    the meeting game's opening messages the cleaned messages are those of the full answers,
+    made with fewer generated tokens."""
+    import asyncio
+    from pathlib import Path
+
+    from gtsteer.binding import make_game, make_instance
+    from gtsteer.binding.prompts import clean_message, message_end
+    from gtsteer.domains import load_spec
+
+    spec = load_spec(Path(__file__).parent.parent / "configs" / "schedule_meeting_dow.yaml")
+    instance = make_instance(spec, 0)
+    game = make_game(spec, instance, smol)
+    tokens = {"full": 0, "ended": 0}
+    shorter = 0
+    for instruction in game.instructions(0):
+        for sample in range(3):
+            req = game.message_request([], 0, instruction, (sample,))
+            kwargs = req.model_dump(exclude={"prompt"})
+            full = asyncio.run(smol.generate(req.prompt, **kwargs))
+            ended = asyncio.run(smol.generate(req.prompt, **kwargs, **message_end(instance, True)))
+            cuts = [c.usage.completion_tokens >= req.max_tokens for c in (full, ended)]
+            assert clean_message(ended.text, instance, True, cuts[1]) == clean_message(
+                full.text, instance, True, cuts[0]), (full.text, ended.text)
+            # (the texts themselves may differ by a stop string's leftover newline)
+            assert ended.usage.completion_tokens <= full.usage.completion_tokens
+            tokens["full"] += full.usage.completion_tokens
+            tokens["ended"] += ended.usage.completion_tokens
+            shorter += ended.usage.completion_tokens < full.usage.completion_tokens
+    assert shorter > 0 and tokens["ended"] < tokens["full"], tokens

@@ -31,6 +31,7 @@ from gtsteer.binding.prompts import (
     Turn,
     clean_message,
     echo_patterns,
+    message_end,
     message_request_prompt,
     message_stop,
     reads_chat,
@@ -250,8 +251,9 @@ class DialogueGame(pyspiel.Game):
         if history not in self.messages:
             req = self.message_request(turns, speaker, instruction, self.sample_path(history),
                                       deal)
-            completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}))
             instance = self.deals[deal]
+            completion = await self.llm.generate(req.prompt, **req.model_dump(exclude={"prompt"}),
+                                                 **message_end(instance, self.chat))
             patterns = echo_patterns(self.spec, instruction)
             cut = completion.usage.completion_tokens >= req.max_tokens
             raw = clean_message(completion.text, instance, self.chat, cut)

@@ -14,14 +14,15 @@ with (a blank line, a `Name:` tag, a lead-in line, a quotation).
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from gtsteer.binding.spec import ANY, DomainSpec
 from gtsteer.llm import LLM, Message
-from gtsteer.llm.speech import whole_sentences
+from gtsteer.llm.speech import ends_sentence, whole_sentences
 
 if TYPE_CHECKING:
     from gtsteer.binding.instances import Instance
@@ -233,18 +234,57 @@ def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
     after the content (what follows is commentary) or at a line opening another turn, lines
     joined, a quoted message unquoted; when the answer was `cut` at the token limit, its
     unfinished last sentence is dropped (where a whole one precedes it)."""
+    message = _chat_kept(text, instance)[0]
+    return (whole_sentences(message) if cut else message) or "..."
+
+
+#: The rule `message_end` names to the response cache (a new name whenever the chat cleaner
+#: changes what it keeps, so answers ended by the old rule are not reused).
+CHAT_MESSAGE_END = "chat-message-kept-1"
+
+
+def message_end(instance: Instance, chat: bool) -> dict[str, Any]:
+    """`LLM.generate`'s early end for a message: a chat model's answer ends once the message
+    `clean_chat_message` keeps from it is final (`chat_message_decided`), the same message a
+    full answer gives. A base model's answer already ends at `message_stop`'s blank line."""
+    if not chat:
+        return {}
+    return {"end_rule": CHAT_MESSAGE_END,
+            "decided": functools.partial(chat_message_decided, instance=instance)}
+
+
+def chat_message_decided(text: str, instance: Instance) -> bool:
+    """Whether `clean_chat_message` keeps the same message from every continuation of `text`,
+    cut at the token limit or not: the paragraphs it keeps are closed by a blank line, and the
+    message ends a sentence (so a cut, which drops an unfinished last sentence, changes
+    nothing). Generation can stop there: the rest would be discarded (issue 45)."""
+    message, closed = _chat_kept(text, instance)
+    return closed and bool(message) and ends_sentence(message)
+
+
+def _chat_kept(text: str, instance: Instance) -> tuple[str, bool]:
+    """`clean_chat_message`'s message before the cut rule, and whether a blank line follows
+    its last kept paragraph in `text` (no continuation of `text` can then change it)."""
     tag = _name_tag(instance.names)
     names = "|".join(re.escape(n) for n in instance.names)
     lead_in = re.compile(rf"\b(?:message|reply|response|{names})\b", re.IGNORECASE)
-    text = text.strip()
+    text = text.lstrip()
     while (opening := tag.match(text)) is not None:  # the tag may come twice ("Iris:\nIris:")
         text = text[opening.end():]
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text)]
-    paragraphs = [p for p in paragraphs if p]
-    while len(paragraphs) > 1 and paragraphs[0].endswith(":") and lead_in.search(paragraphs[0]):
+    # Each paragraph with whether a blank line follows it in `text` (trailing blank kept).
+    parts = re.split(r"\n\s*\n", text)
+    paragraphs = [(p.strip(), i < len(parts) - 1) for i, p in enumerate(parts) if p.strip()]
+    # Lead-in paragraphs are dropped; a last one is kept (it may be the message itself), so
+    # while it is the only one, the next paragraph can still change what is kept.
+    lead_in_pending = False
+    while paragraphs and paragraphs[0][0].endswith(":") and lead_in.search(paragraphs[0][0]):
+        if len(paragraphs) == 1:
+            lead_in_pending = True
+            break
         paragraphs = paragraphs[1:]
     kept: list[str] = []
-    for paragraph in paragraphs:
+    closed = False
+    for paragraph, followed in paragraphs:
         lines = paragraph.splitlines()
         for i, line in enumerate(lines):
             if (i > 0 or kept) and tag.match(line):
@@ -252,9 +292,9 @@ def clean_chat_message(text: str, instance: Instance, cut: bool = False) -> str:
                 break
         kept += lines
         if len(lines) < len(paragraph.splitlines()) or not kept or not kept[-1].endswith(":"):
+            closed = followed and not lead_in_pending
             break  # a paragraph ending in ":" introduces the next one
-    message = _unquote(" ".join(" ".join(kept).split()))
-    return (whole_sentences(message) if cut else message) or "..."
+    return _unquote(" ".join(" ".join(kept).split())), closed
 
 
 def _unquote(text: str) -> str:

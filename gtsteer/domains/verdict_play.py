@@ -24,6 +24,7 @@ from gtsteer.binding.judge import ask_judge, judge_options, judge_prompt, probab
 from gtsteer.binding.prompts import (
     Turn,
     clean_message,
+    message_end,
     message_request_prompt,
     message_stop,
     reads_chat,
@@ -77,6 +78,7 @@ async def sample_message(
         temperature=spec.generation.temperature,
         max_tokens=max_tokens,
         stop=message_stop(spec, inst, speaker, chat),
+        **message_end(inst, chat),
     )
     cut = completion.usage.completion_tokens >= max_tokens
     return Turn(speaker=speaker, instruction=label,

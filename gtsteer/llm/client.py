@@ -167,9 +167,14 @@ class LLM:
         temperature: float = 0.7,
         max_tokens: int = 128,
         stop: list[str] | None = None,
+        end_rule: str | None = None,
+        decided: Callable[[str], bool] | None = None,
     ) -> Completion:
+        """`decided` (with its rule's name, `end_rule`, which the cache key hashes) lets the
+        local backend end generation once the caller's cleaning of the text so far is final."""
         request = to_request(
-            prompt, seed=seed, temperature=temperature, max_tokens=max_tokens, stop=stop or []
+            prompt, seed=seed, temperature=temperature, max_tokens=max_tokens, stop=stop or [],
+            end_rule=end_rule, decided=decided,
         )
         key = self._key("text", request)
         hit = self._cache_get(key, meter=False)
@@ -322,7 +327,7 @@ class LLM:
 
     def _key(self, kind: str, request: GenerationRequest, **extra: Any) -> str:
         return cache_key(
-            {"kind": kind, **self.backend.identity(), "request": request.model_dump(), **extra}
+            {"kind": kind, **self.backend.identity(), "request": request.key_fields(), **extra}
         )
 
     def _cache_get(self, key: str, *, meter: bool = True) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Generic, Literal, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -23,12 +24,25 @@ class GenerationRequest(BaseModel):
     temperature: float = Field(0.7, ge=0.0, le=2.0)
     max_tokens: int = Field(128, ge=1, le=8192)
     stop: list[str] = Field(default_factory=list)
+    #: The name of `decided`'s rule (hashed; None, the default, leaves the key as it was).
+    end_rule: str | None = None
+    #: Generation may end once this says yes to the text so far: the caller's cleaning would
+    #: discard the rest (a backend without a token loop of its own ignores it). Not hashed:
+    #: `end_rule` names it.
+    decided: Callable[[str], bool] | None = Field(default=None, exclude=True)
 
     @model_validator(mode="after")
     def _one_input(self) -> GenerationRequest:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("give exactly one of `prompt` or `messages`")
+        if (self.end_rule is None) != (self.decided is None):
+            raise ValueError("give `end_rule` and `decided` together (the rule's name is hashed)")
         return self
+
+    def key_fields(self) -> dict[str, Any]:
+        """What the cache key hashes: every field that changes the answer (`end_rule` only when
+        set, so requests without one keep their keys)."""
+        return self.model_dump(exclude=None if self.end_rule else {"end_rule"})
 
     def as_text(self) -> str:
         """Completion-style rendering, used by base models and the fake backend."""

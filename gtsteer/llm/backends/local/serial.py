@@ -55,6 +55,8 @@ def complete(
     if engine.template and engine.template.eos:
         stop.append(engine.template.eos)
     start = time.perf_counter()
+    criteria = None if request.decided is None else _until_decided(
+        engine, len(tokens), request.decided)
     try:
         # The prompt but its last token goes through the block cache; llama-cpp-python then
         # finds it already in the context and evaluates only the last token itself.
@@ -66,6 +68,7 @@ def complete(
             seed=request.seed,
             stop=stop or None,
             grammar=grammar,
+            stopping_criteria=criteria,
         )
     except Exception as exc:  # llama.cpp raises plain RuntimeError/ValueError
         raise LLMCallError(f"llama.cpp failed: {exc}") from exc
@@ -80,6 +83,25 @@ def complete(
             latency_s=time.perf_counter() - start,
         ),
     )
+
+
+def _until_decided(engine: LlamaEngine, prompt_length: int, decided: Any) -> Any:
+    """llama-cpp-python's stopping criteria for `request.decided`: after each token it is
+    asked with every token so far, and a yes ends generation there (the sampled next token is
+    dropped). The tokens before it are the ones a full generation makes, so the kept text is
+    the same and only the discarded tail is never generated."""
+    from llama_cpp import StoppingCriteriaList
+
+    llm = engine.llm
+
+    def done(input_ids: Any, _logits: Any) -> bool:
+        generated = input_ids[prompt_length:]
+        if len(generated) == 0:
+            return False
+        text = llm.detokenize(list(generated), prev_tokens=list(input_ids[:prompt_length]))
+        return bool(decided(text.decode("utf-8", errors="ignore")))
+
+    return StoppingCriteriaList([done])
 
 
 def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str, float], Usage]:
