@@ -567,11 +567,15 @@ def test_samples_study_reuses_matching_records_of_another_run(
     kept, original = study.read_row(second, 2), study.read_row(first, 2)
     assert kept is not None and original is not None and kept.new_calls == 0
     assert kept.per_instance == original.per_instance
+    assert kept.reused == 3
+    assert "S = 2: 3 of the 3 instance records came from" in Path(doc).read_text()
     third = tmp_path / "third"  # S = 1's records offered to S = 2: another key, solved anew
     study.main([debate, "--llm", "fake", "--seeds", "2", "--games", "3", "--quiet",
                 "--results", str(third), "--doc", doc, "--reuse", str(first / "s1" / "run")])
     again = study.read_row(third, 2)
     assert again is not None and again.new_calls > 0
+    # None kept: the doc does not say they came from the other run.
+    assert again.reused == 0 and "came from" not in Path(doc).read_text()
     # The same values solved again (the distilled replay trains an MLP, whose last digits
     # vary between trainings, so it is compared to a tolerance).
     assert again.per_instance.keys() == original.per_instance.keys()

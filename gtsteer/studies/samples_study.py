@@ -83,8 +83,10 @@ class StudyRow(BaseModel):
     llm: str
     commit: str
     measured_at: str
-    #: `--reuse`: the run whose matching records this row took (its calls are not counted).
+    #: `--reuse`: the run whose records were offered, and how many of them this row kept
+    #: (their run key matched; their calls are not counted). None in rows saved before.
     reused_from: str | None = None
+    reused: int | None = None
 
 
 def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
@@ -116,6 +118,15 @@ def reuse_records(source: Path, run: Path, games: int) -> int:
     return copied
 
 
+def kept_records(source: Path, run: Path) -> int:
+    """How many of `run/games/` records are still byte for byte the ones `--reuse` offered
+    from `source` (after the solve: a record whose run key did not match was solved anew)."""
+    records = source / "games" if (source / "games").is_dir() else source
+    return sum(1 for path in (run / "games").glob("*.json")
+               if (records / path.name).is_file()
+               and (records / path.name).read_bytes() == path.read_bytes())
+
+
 def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
             progress: bool, ray: RayOptions | None = None,
             reuse: Path | None = None) -> StudyRow:
@@ -145,7 +156,8 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         selection=mean_ci([in_sample[i] - fresh[i] for i in fresh]),
         instances=summary.instances, per_instance=per_instance_values(summary),
         new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
-        measured_at=benchdoc.machine().date, reused_from=None if reuse is None else str(reuse))
+        measured_at=benchdoc.machine().date, reused_from=None if reuse is None else str(reuse),
+        reused=None if reuse is None else kept_records(reuse, folder / "run"))
     if (hm := summary.heldout_metrics) is not None:
         row.clean = mean_ci(hm.clean.per_instance)
         row.clean_in_sample = mean_ci(hm.clean_in_sample.per_instance)
@@ -297,8 +309,10 @@ def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> 
                      f" {ci(r.clean)} | {ci(r.clean_selection)} | {r.new_calls} |"
                      f" {r.wall_s:.0f} s | `{r.llm}` | {r.commit} | {r.measured_at} |")
     for r in rows:
-        if r.reused_from:
-            lines += ["", f"S = {r.seeds}: the instance records came from `{r.reused_from}` where"
+        if r.reused_from and r.reused != 0:
+            which = "the instance records" if r.reused is None else (
+                f"{r.reused} of the {r.solved} instance records")
+            lines += ["", f"S = {r.seeds}: {which} came from `{r.reused_from}` where"
                       " their run key matched (the same spec, instances, model and held-out"
                       " settings), so its new calls and wall count only what was solved here."]
     lines += ["", "Reading (from the intervals): " + reading(rows)]
