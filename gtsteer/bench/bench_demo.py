@@ -39,6 +39,12 @@ def section_name(label: str) -> str:
     return "bench_demo" + (f"_{label}" if label else "")
 
 
+def digest(data: bytes) -> str:
+    """The short sha256 the tables print for a run's output (`terminals (sha256)`): equal
+    digests, byte-identical dialogues and payoffs."""
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
 def run_demo(model: str, threads: int) -> dict:
     terminals_file = "games/0.terminals.jsonl"
     wall, files = benchdoc.run_cold(
@@ -51,7 +57,7 @@ def run_demo(model: str, threads: int) -> dict:
     return {"model": model, "threads": threads, "wall_s": round(wall, 1),
             "new_calls": summary["llm_calls"]["new_calls"],
             "nash_conv": metrics.get("nash_conv"), "cfr_gain": metrics.get("cfr_gain"),
-            "terminals": hashlib.sha256(terminals).hexdigest()[:12]}
+            "terminals": digest(terminals)}
 
 
 def reference(bins: dict[str, Path], model: str, threads: int) -> dict[str, float]:

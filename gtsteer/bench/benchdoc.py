@@ -191,16 +191,18 @@ def demo_args() -> list[str]:
 
 
 def run_cold(args: Sequence[str], env: Mapping[str, str], prefix: str,
-             read: Sequence[str] = ("summary.json",)) -> tuple[float, dict[str, bytes]]:
+             read: Sequence[str] = ("summary.json",), cwd: Path = ROOT,
+             ) -> tuple[float, dict[str, bytes]]:
     """`gtsteer *args --out DIR` in a subprocess with an empty response cache, `env` added to
-    this process's environment and the hub offline: its wall time and the bytes of each
-    `read` path inside DIR."""
+    this process's environment and the hub offline, run in `cwd` (this checkout; another
+    checkout's configs with `cwd`, its code with `PYTHONPATH` in `env`): its wall time and the
+    bytes of each `read` path inside DIR."""
     with fresh_cache(prefix) as cache:
         out = cache / "results"
         full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **env, "GTSTEER_CACHE_DIR": str(cache)}
         command = [str(Path(sys.executable).parent / "gtsteer"), *args, "--out", str(out)]
         start = time.perf_counter()
-        subprocess.run(command, env=full_env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        subprocess.run(command, env=full_env, check=True, cwd=cwd, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
         return wall, {path: (out / path).read_bytes() for path in read}
 

@@ -16,6 +16,7 @@ import typer
 
 #: `gtsteer bench NAME` -> the module whose `main(argv)` it runs.
 BENCHES = {
+    "abba": "gtsteer.bench.bench_abba",
     "compare-served": "gtsteer.bench.compare_served",
     "demo": "gtsteer.bench.bench_demo",
     "imitation": "gtsteer.bench.bench_imitation",
