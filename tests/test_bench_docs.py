@@ -533,6 +533,7 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     assert text.count("<!-- samples_study_debate:start -->") == 1  # the config's own section
     assert f"| 2 | 3 / 3 | {study.ci(rows[1].cfr_gain)} |" in text
     assert "Reading (from the intervals): at S = 1 (3 instances)" in text
+    assert "was measured by" not in text  # the header's command measured every row
     assert (tmp_path / "samples_study_debate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # One instance set at S = 1 and S = 2: the reading adds their paired difference.
     assert "Paired over the 3 instances both measured, S = 2 minus S = 1," in text
@@ -547,6 +548,11 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     study.main([str(ROOT / "configs/debate.yaml"), "--seeds", "1,2", "--render-only",
                 "--results", str(res), "--doc", str(doc)])
     assert before == [x for x in doc.read_text().splitlines() if x.startswith("| 1 |")]
+    # ... and names the command and machine that measured each row, which it did not run.
+    rendered = doc.read_text()
+    assert rendered.count("was measured by `gtsteer study samples") == 2
+    assert (f"S = 1 was measured by `gtsteer study samples {ROOT / 'configs/debate.yaml'}"
+            " --llm fake --seeds 1,2") in rendered and " CPUs (" in rendered
 
 
 def test_samples_study_reuses_matching_records_of_another_run(

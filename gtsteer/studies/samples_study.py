@@ -87,6 +87,10 @@ class StudyRow(BaseModel):
     #: (their run key matched; their calls are not counted). None in rows saved before.
     reused_from: str | None = None
     reused: int | None = None
+    #: The command that measured this row and the machine it ran on (a `--render-only` doc
+    #: names both for a row measured elsewhere). None in rows saved before.
+    command: str | None = None
+    machine: str | None = None
 
 
 def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
@@ -129,7 +133,7 @@ def kept_records(source: Path, run: Path) -> int:
 
 def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
             progress: bool, ray: RayOptions | None = None,
-            reuse: Path | None = None) -> StudyRow:
+            reuse: Path | None = None, command: str | None = None) -> StudyRow:
     folder = results / f"s{seeds}"
     commit = benchdoc.commit(["gtsteer", "configs"])
     spec = load_spec(config)
@@ -157,13 +161,18 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         instances=summary.instances, per_instance=per_instance_values(summary),
         new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
         measured_at=benchdoc.machine().date, reused_from=None if reuse is None else str(reuse),
-        reused=None if reuse is None else kept_records(reuse, folder / "run"))
+        reused=None if reuse is None else kept_records(reuse, folder / "run"),
+        command=command, machine=machine_text(benchdoc.machine()))
     if (hm := summary.heldout_metrics) is not None:
         row.clean = mean_ci(hm.clean.per_instance)
         row.clean_in_sample = mean_ci(hm.clean_in_sample.per_instance)
         row.clean_selection = mean_ci(hm.clean_selection.per_instance)
     (folder / ROW_FILE).write_text(row.model_dump_json(indent=1), encoding="utf-8")
     return row
+
+
+def machine_text(m: benchdoc.Machine) -> str:
+    return f"{m.cpus} CPUs ({m.cpu}), Python {m.python}"
 
 
 def read_row(results: Path, seeds: int) -> StudyRow | None:
@@ -309,6 +318,9 @@ def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> 
                      f" {ci(r.clean)} | {ci(r.clean_selection)} | {r.new_calls} |"
                      f" {r.wall_s:.0f} s | `{r.llm}` | {r.commit} | {r.measured_at} |")
     for r in rows:
+        if r.command is not None and r.command != command:
+            lines += ["", f"S = {r.seeds} was measured by `{r.command}` on {r.machine}."]
+    for r in rows:
         if r.reused_from and r.reused != 0:
             which = "the instance records" if r.reused is None else (
                 f"{r.reused} of the {r.solved} instance records")
@@ -373,7 +385,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             print(f"== num_llm_seeds {s}, {n} instances", flush=True)
             measure(config, s, n, args.llm, args.results, not args.quiet, ray=ray,
-                    reuse=args.reuse)
+                    reuse=args.reuse, command=command)
             write(saved_rows(args.results, seeds))  # a stopped run keeps the finished rows
     print(write(saved_rows(args.results, seeds)))
 
