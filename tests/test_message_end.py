@@ -31,7 +31,8 @@ INST = Instance(index=0, seed=0, names=["Alice", "Bob"], private_info=[{}, {}], 
 PIECES = [
     "Alice:", "**Alice:**", "Bob:", "**Bob:**", "Alice (to Bob):", "Here is Alice's message:",
     "My options:", "Let's meet on Monday.", "How about Tuesday?", "Great!", "Sure, Friday works",
-    '"How about Monday, Bob?"', '"Monday works," Alice says.', '"Hi Bob. Monday is fine," she says.',
+    '"How about Monday, Bob?"', '"Monday works," Alice says.',
+    '"Hi Bob. Monday is fine," she says.',
     "(This message proposes Monday.)", "I am free all day and we could", "Mr. Bob agrees.", "...",
 ]
 SEPARATORS = ["\n\n", "\n", " ", "\n \n", "\n\n\n"]
