@@ -105,6 +105,11 @@ class Machine:
     load: tuple[float, float, float]
 
     @property
+    def described(self) -> str:
+        """`2 CPUs (AMD EPYC), Python 3.11.7`: what ran it, without the time or load."""
+        return f"{self.cpus} CPUs ({self.cpu}), Python {self.python}"
+
+    @property
     def load_text(self) -> str:
         return ", ".join(f"{x:.1f}" for x in self.load)
 
@@ -134,7 +139,7 @@ def machine_line(
     """`2 CPUs (AMD EPYC), Python 3.11.7, 2026-11-30 10:15 UTC, commit 270def3, load average at
     the end 2.2, 1.8, 2.7` plus `note`; call it when the load should be read."""
     m = machine()
-    parts = [f"{m.cpus} CPUs ({m.cpu})", f"Python {m.python}", m.date]
+    parts = [m.described, m.date]
     parts += [f"commit {commit}"] if commit else []
     parts.append(f"load average {load_when} {m.load_text}")
     return ", ".join(parts) + note

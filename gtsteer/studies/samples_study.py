@@ -103,12 +103,17 @@ def seeded_config(config: Path, seeds: int, folder: Path) -> Path:
     return path
 
 
+def records_folder(source: Path) -> Path:
+    """`--reuse FOLDER`'s records: its `games/` (a solve's folder) or the folder itself."""
+    return source / "games" if (source / "games").is_dir() else source
+
+
 def reuse_records(source: Path, run: Path, games: int) -> int:
     """Copy another run's `games/<i>.json` records of instances 0..games-1 into `run/games/`
     where that instance has none yet; `resume` then keeps those whose run key matches this
     run's (same spec, instance, model, solver and held-out settings) and solves the others
     anew. Returns how many came."""
-    records = source / "games" if (source / "games").is_dir() else source
+    records = records_folder(source)
     if not records.is_dir():
         raise FileNotFoundError(f"--reuse {source}: no games/ folder of a solve there")
     target = run / "games"
@@ -125,7 +130,7 @@ def reuse_records(source: Path, run: Path, games: int) -> int:
 def kept_records(source: Path, run: Path) -> int:
     """How many of `run/games/` records are still byte for byte the ones `--reuse` offered
     from `source` (after the solve: a record whose run key did not match was solved anew)."""
-    records = source / "games" if (source / "games").is_dir() else source
+    records = records_folder(source)
     return sum(1 for path in (run / "games").glob("*.json")
                if (records / path.name).is_file()
                and (records / path.name).read_bytes() == path.read_bytes())
@@ -146,6 +151,7 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
                            out_dir=folder / "run", heldout=True, progress=progress, ray=ray,
                            resume=True, report=lambda line: print(line, flush=True))
     wall = time.perf_counter() - t0
+    here = benchdoc.machine()
     m = summary.metrics
     if m is None or m.cfr_gain_heldout is None:
         raise RuntimeError(f"S={seeds}: no instance solved with its fresh-sample gain "
@@ -160,19 +166,15 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         selection=mean_ci([in_sample[i] - fresh[i] for i in fresh]),
         instances=summary.instances, per_instance=per_instance_values(summary),
         new_calls=summary.llm_calls.new_calls, wall_s=round(wall, 1), llm=llm, commit=commit,
-        measured_at=benchdoc.machine().date, reused_from=None if reuse is None else str(reuse),
+        measured_at=here.date, reused_from=None if reuse is None else str(reuse),
         reused=None if reuse is None else kept_records(reuse, folder / "run"),
-        command=command, machine=machine_text(benchdoc.machine()))
+        command=command, machine=here.described)
     if (hm := summary.heldout_metrics) is not None:
         row.clean = mean_ci(hm.clean.per_instance)
         row.clean_in_sample = mean_ci(hm.clean_in_sample.per_instance)
         row.clean_selection = mean_ci(hm.clean_selection.per_instance)
     (folder / ROW_FILE).write_text(row.model_dump_json(indent=1), encoding="utf-8")
     return row
-
-
-def machine_text(m: benchdoc.Machine) -> str:
-    return f"{m.cpus} CPUs ({m.cpu}), Python {m.python}"
 
 
 def read_row(results: Path, seeds: int) -> StudyRow | None:

@@ -56,7 +56,7 @@ def complete(
         stop.append(engine.template.eos)
     start = time.perf_counter()
     criteria = None if request.decided is None else _until_decided(
-        engine, len(tokens), request.decided)
+        engine, tokens, request.decided)
     try:
         # The prompt but its last token goes through the block cache; llama-cpp-python then
         # finds it already in the context and evaluates only the last token itself.
@@ -85,7 +85,7 @@ def complete(
     )
 
 
-def _until_decided(engine: LlamaEngine, prompt_length: int, decided: Any) -> Any:
+def _until_decided(engine: LlamaEngine, prompt: list[int], decided: Any) -> Any:
     """llama-cpp-python's stopping criteria for `request.decided`: after each token it is
     asked with every token so far, and a yes ends generation there (the sampled next token is
     dropped). The tokens before it are the ones a full generation makes, so the kept text is
@@ -93,12 +93,13 @@ def _until_decided(engine: LlamaEngine, prompt_length: int, decided: Any) -> Any
     from llama_cpp import StoppingCriteriaList
 
     llm = engine.llm
+    prompt = list(prompt)  # detokenize's context, made once rather than at every token
 
     def done(input_ids: Any, _logits: Any) -> bool:
-        generated = input_ids[prompt_length:]
+        generated = input_ids[len(prompt):]
         if len(generated) == 0:
             return False
-        text = llm.detokenize(list(generated), prev_tokens=list(input_ids[:prompt_length]))
+        text = llm.detokenize(list(generated), prev_tokens=prompt)
         return bool(decided(text.decode("utf-8", errors="ignore")))
 
     return StoppingCriteriaList([done])
