@@ -438,6 +438,24 @@ def test_states_from_a_folder_replay_the_same_lines(tmp_path: Path) -> None:
                 states_from=str(tmp_path / "nowhere"))
 
 
+def test_states_from_a_steer_heldout_folder_are_read_under_their_run_key(tmp_path: Path) -> None:
+    """`steer-heldout` saves each state under "state" beside its run key: the same states."""
+    first = tmp_path / "first"
+    measure(first, tmp_path / "cache", CountingFake(), styles=[AGG, UNSTEERED])
+    heldout = tmp_path / "heldout"
+    heldout.mkdir()
+    lines = (first / "states.jsonl").read_text().splitlines()
+    (heldout / "states.jsonl").write_text("".join(
+        json.dumps({"run_key": "k", "state": json.loads(line)}) + "\n" for line in lines))
+    measure(tmp_path / "second", tmp_path / "cache", CountingFake(), styles=[AGG, UNSTEERED],
+            states_from=str(heldout), games=1)
+    assert [r["text"] for r in rows_of(tmp_path / "second")] == \
+        [r["text"] for r in rows_of(first)]
+    (heldout / "states.jsonl").write_text("{not json\n")
+    with pytest.raises(StylesError, match="line 1 is not JSON"):
+        measure(tmp_path / "third", tmp_path / "cache", CountingFake(), states_from=str(heldout))
+
+
 def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
     doc.write_text("# Doc\n\ntext before\n")
@@ -468,6 +486,10 @@ def test_command_of_names_only_what_differs_from_the_defaults() -> None:
         "gtsteer werewolf styles --llm local:qwen2.5-coder-0.5b --judge embed --states 20 "
         "--samples 2 --styles quiet_observer,unsteered --out o")
     assert section_name("local:qwen2.5-coder-0.5b") == "werewolf_styles_local-qwen2.5-coder-0.5b"
+    # a run at another states file gets its own section, named by the file's folder
+    at = "werewolf_styles_local-qwen2.5-coder-0.5b_at-werewolf-fresh"
+    assert section_name("local:qwen2.5-coder-0.5b", "docs/data/werewolf_fresh") == at
+    assert section_name("local:qwen2.5-coder-0.5b", "docs/data/werewolf_fresh/states.jsonl") == at
 
 
 @pytest.mark.parametrize(("flags", "message"), [

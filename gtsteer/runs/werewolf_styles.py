@@ -398,15 +398,22 @@ def states_path(source: str | Path) -> Path:
 
 
 def read_states(path: Path, flag: str = "--states-from") -> list[GameState]:
+    """The game states of a `states.jsonl`: `steer-train`'s (a state per line) or
+    `steer-heldout`'s (a state under `"state"`, beside the run key that picked it)."""
     out = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            out.append(GameState.model_validate_json(line))
+            row = json.loads(line)
+            if isinstance(row, dict) and set(row) == {"run_key", "state"}:
+                row = row["state"]
+            out.append(GameState.model_validate(row))
         except ValidationError as exc:
             raise StylesError(f"{flag}: {path} line {i} is not a game state: "
                               f"{exc.errors()[0]['msg']}") from None
+        except ValueError as exc:
+            raise StylesError(f"{flag}: {path} line {i} is not JSON: {exc}") from None
     return out
 
 

@@ -22,9 +22,19 @@ DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
 CODE = ["gtsteer/werewolf", "gtsteer/llm", "gtsteer/evals", "gtsteer/runs"]
 
 
-def section_name(llm: str) -> str:
-    """`werewolf_styles_local-smollm2-135m`: one section per writer model."""
-    return "werewolf_styles_" + re.sub(r"[^A-Za-z0-9.]+", "-", llm).strip("-")
+def section_name(llm: str, states_from: str | None = None) -> str:
+    """`werewolf_styles_local-smollm2-135m`: one section per writer model, and one more per
+    states file it is measured at (`..._at-werewolf-fresh`), so a run that tests a lead on other
+    states does not replace the run that found it."""
+    name = "werewolf_styles_" + _slug(llm)
+    if states_from:
+        source = Path(states_from)
+        name += "_at-" + _slug((source.parent if source.suffix else source).name)
+    return name
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")
 
 
 def command_of(cfg: StylesConfig, out: str | Path) -> str:
@@ -117,14 +127,15 @@ def judge_table(summary: StylesSummary, variant: str) -> list[str]:
 def render(summary: StylesSummary, out: str | Path, commit: str) -> str:
     """The section of one writer model (markers included)."""
     cfg = summary.config
-    start, end = benchdoc.markers(section_name(cfg.llm))
+    start, end = benchdoc.markers(section_name(cfg.llm, cfg.states_from))
+    at = f", at the states of `{cfg.states_from}`" if cfg.states_from else ""
     trial = (f" A trial: fewer than the issue's {ISSUE_STATES} states."
              if summary.states < ISSUE_STATES else "")
     labelled = Path(summary.labelled)
     shown = (labelled.relative_to(benchdoc.ROOT) if labelled.is_relative_to(benchdoc.ROOT)
              else labelled)
     parts = [
-        f"### Writer `{cfg.llm}`, judge `{summary.judge}`", "",
+        f"### Writer `{cfg.llm}`, judge `{summary.judge}`{at}", "",
         f"Command: `{command_of(cfg, out)}`", "",
         f"Rows complete {summary.finished_at or 'at an unknown time'}, rendered at commit "
         f"{commit}: {summary.states} logged discussion states x {cfg.samples} sample(s) x "
@@ -146,7 +157,7 @@ def render(summary: StylesSummary, out: str | Path, commit: str) -> str:
 def document(summary: StylesSummary, out: str | Path, doc: str | Path = DOC) -> Path:
     """Write (or replace) the writer model's section of `doc`; returns the doc's path."""
     path = Path(doc)
-    start, end = benchdoc.markers(section_name(summary.config.llm))
+    start, end = benchdoc.markers(section_name(summary.config.llm, summary.config.states_from))
     benchdoc.write_section(path, start, end, render(summary, out, benchdoc.commit(CODE)))
     return path
 
