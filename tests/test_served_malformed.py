@@ -61,8 +61,9 @@ def test_logprobs_without_a_logprob_are_a_malformed_answer() -> None:
 def test_llm_ask_against_an_endpoint_without_choices_is_one_line() -> None:
     with LoopbackServer() as srv:
         srv.fault_next(100, "emptychoices")
+        # every try fails the same way: short waits between them (the default backs off ~10 s)
         result = runner.invoke(app, ["llm", "ask", "--model", "openai/stub", "--api-base",
-                                     srv.base_url, "Hello"])
+                                     srv.base_url, "--max-wait", "0.05", "Hello"])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and result.exception is not None
     assert "malformed response from openai/stub" in result.output
