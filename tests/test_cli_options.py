@@ -110,7 +110,7 @@ def test_a_flag_with_one_declaration_reads_the_same_in_every_command() -> None:
 
 def test_declarations_of_one_flag_differ_and_each_is_used() -> None:
     """Two aliases of one flag must differ in what a user sees (or in the Python type, as
-    `Steer` and `RequiredSteer` do), and every declaration is taken by some command."""
+    `Players` and `TablePlayers` might), and every declaration is taken by some command."""
     used = {signature(p) for uses in option_params().values() for _, p in uses}
     for flag, named in aliases().items():
         kinds = {name: (signature(p), typing.get_args(getattr(options, name))[0])

@@ -75,10 +75,12 @@ def run(policy: Path, out: Path, cache: Path, backend: CountingFake, **kwargs: A
 
 
 def cache_free(summary: dict) -> dict:
-    """evaluate.json without what only the response cache decides: the cache's share of the
-    calls, and tokens (a structured answer read from the cache counts 0)."""
-    out = {k: v for k, v in summary.items() if k != "llm_calls"}
-    out["results"] = [{k: v for k, v in r.items() if k != "tokens_per_game"}
+    """evaluate.json without what only the response cache or the clock decides: the cache's
+    share of the calls, tokens (a structured answer read from the cache counts 0), the calls'
+    latencies and when the run finished."""
+    out = {k: v for k, v in summary.items() if k not in ("llm_calls", "finished")}
+    out["results"] = [{k: v for k, v in r.items()
+                       if k not in ("tokens_per_game", "model_seconds_per_game")}
                       for r in summary["results"]]
     return out
 
@@ -151,3 +153,67 @@ def test_unknown_conditions_are_named_before_any_game(policy: Path, tmp_path: Pa
     assert result.exit_code != 0
     assert "villagers-steered" in result.output and "village-steered" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
+        policy: Path, tmp_path: Path) -> None:
+    from gtsteer.studies.werewolf_paired import MARKERS, render, write_doc
+
+    out = tmp_path / "run"
+    summary = run(policy, out, tmp_path / "cache", CountingFake())
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Doc\n\nbefore\n")
+    write_doc(doc, summary, out)
+    text = doc.read_text()
+    assert text.startswith("# Doc\n\nbefore\n") and MARKERS[0] in text and MARKERS[1] in text
+    for r in summary.results:  # one row per condition, its counts as measured
+        v, w = r.village, r.werewolves
+        assert (f"| {r.condition} | {v.wins}/{v.games} = {v.rate:.2f} [{v.low:.2f}, "
+                f"{v.high:.2f}] | {w.wins}/{w.games} = ") in text
+    for d in summary.paired:
+        assert f"| {d.condition} | 4 | {d.condition_only_wins} / {d.static_only_wins} |" in text
+        assert f"| {d.mcnemar_p:.3f} |" in text
+    # --render-only: the same section from evaluate.json alone, no game played
+    again = tmp_path / "again.md"
+    result = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(out),
+                                      "--render-only", "--doc", str(again)])
+    assert result.exit_code == 0, result.output
+    section = render(summary, out).strip()
+    assert section in again.read_text() and section in text
+    missing = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(tmp_path / "none"),
+                                       "--render-only", "--doc", str(again)])
+    assert missing.exit_code == 2 and "holds no finished evaluate run" in missing.output
+
+
+def test_the_cost_of_resolving_a_difference_comes_from_the_runs_own_timings(
+        policy: Path, tmp_path: Path) -> None:
+    from gtsteer.runs.werewolf_evaluate import PairedDifference
+    from gtsteer.studies.werewolf_paired import cost_lines
+
+    summary = run(policy, tmp_path / "run", tmp_path / "cache", CountingFake())
+    results = [r.model_copy(update={"model_seconds_per_game": 30.0}) for r in summary.results]
+    held = PairedDifference(condition="village steered", seeds=40, condition_only_wins=5,
+                            static_only_wins=3, village_win_difference=0.05, low=-0.1, high=0.2,
+                            mcnemar_p=0.73, votes_on_wolves_difference=None, votes_low=None,
+                            votes_high=None, seeds_to_exclude_zero=600)
+    clear = held.model_copy(update={"condition": "werewolves steered", "low": 0.01})
+    timed = summary.model_copy(update={"results": results, "paired": [held, clear],
+                                       "workers": 2})
+    lines = cost_lines(timed)
+    # 600 seeds x 3 games x 30 s = 15 hours of model time, 7.5 on two workers at once
+    assert lines == [
+        "- village steered vs static: about 600 seeds (a t-test at 80% power, if the difference"
+        " +0.05 and its spread held); at 90 s of model time per seed (its 3 games), 7.5 hours"
+        " on this machine, 2 seed(s) at a time as here; a Ray cluster plays one seed per task"
+        " (docs/SCALE.md), so K model workers as fast take about 15.0 hours / K."]
+
+
+def test_the_command_the_doc_quotes_names_what_differs_from_the_defaults() -> None:
+    from gtsteer.cli.werewolf_steer import evaluate_command
+
+    cfg = EvaluateConfig(**{**CONFIG, "games": 100})
+    assert evaluate_command(cfg, "docs/data/werewolf_steer", "docs/data/ww", "local", 2, True,
+                            "static,village-steered") == (
+        "gtsteer werewolf evaluate --games 100 --steer docs/data/werewolf_steer --llm fake "
+        "--players 5 --max-messages 2 --max-days 1 --conditions static,village-steered "
+        "--ray local --workers 2 --resume --out docs/data/ww")

@@ -269,8 +269,6 @@ _steer = typer.Option("--steer", help="A `steer-train` output folder: its distil
                       " the bots' playstyles at discussion turns (the decisions it was solved"
                       " for).")
 Steer = Annotated[str | None, _steer]
-#: The same flag where a command needs it (no default, so typer makes it required).
-RequiredSteer = Annotated[str, _steer]
 #: `werewolf steer-train`: the roots of its playstyle games.
 PlaystyleStates = Annotated[
     int, typer.Option("--states", help="Logged states to solve as playstyle games.")
@@ -325,4 +323,15 @@ SectionDoc = Annotated[
 RenderOnly = Annotated[
     bool, typer.Option("--render-only", help="No model call: recompute the numbers and write"
                        " the doc section from the rows a run saved in --out.")
+]
+#: `werewolf evaluate`: its section is opt-in (an evaluate of one's own writes no doc).
+OptInDoc = Annotated[
+    str | None, typer.Option("--doc", help="Write the run's werewolf_paired section into this"
+                             " doc (docs/WEREWOLF_STEERING.md for the issue's run; default:"
+                             " none).")
+]
+#: `werewolf evaluate`: the section from the summary a run wrote, no game.
+SummaryRenderOnly = Annotated[
+    bool, typer.Option("--render-only", help="No game: write --doc's section from the"
+                       " evaluate.json in --out.")
 ]

@@ -21,6 +21,7 @@ from gtsteer.cli.options import (
     MaxMessages,
     MaxWait,
     MessageSamples,
+    OptInDoc,
     OutFolder,
     Players,
     PlaystyleIterations,
@@ -30,12 +31,13 @@ from gtsteer.cli.options import (
     Ray,
     RenderOnly,
     RequestTimeout,
-    RequiredSteer,
     SectionDoc,
     SeedsResume,
+    Steer,
     StyleJudge,
     StyleLabelled,
     StyleStates,
+    SummaryRenderOnly,
     Workers,
 )
 from gtsteer.runs.context import RunContext
@@ -45,7 +47,7 @@ from gtsteer.werewolf.playstyles import options_for
 DISCUSSION_OPTIONS = ",".join(options_for("speak"))
 
 if TYPE_CHECKING:  # the run module is imported when a command runs
-    from gtsteer.runs.werewolf_evaluate import PairedDifference
+    from gtsteer.runs.werewolf_evaluate import EvaluateConfig, PairedDifference
     from gtsteer.runs.werewolf_styles import StylesSummary
 
 
@@ -99,8 +101,8 @@ def steer_train(
 
 def evaluate(
     games: BotGames = 10,
-    *,  # keyword-only from here: the required --steer follows an option with a default
-    steer: RequiredSteer,
+    *,
+    steer: Steer = None,
     llm: Llm = "local",
     out: OutFolder = "results/werewolf-evaluate",
     players: Players = 7,
@@ -121,19 +123,36 @@ def evaluate(
                      " also compared with it seed by seed."),
     ] = "",
     resume: SeedsResume = False,
+    doc: OptInDoc = None,
+    render_only: SummaryRenderOnly = False,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
     --ray, each seed's games are a Ray task."""
+    from pathlib import Path
+
     from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
+    from gtsteer.studies.werewolf_paired import render_only as render_from
+    from gtsteer.studies.werewolf_paired import write_doc
 
     on_ray = ray_options(ray, workers)
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
     with friendly_errors():
+        if render_only:
+            if not doc:
+                raise typer.BadParameter("--render-only writes a doc: name it",
+                                         param_hint="--doc")
+            render_from(out, Path(doc))
+            console.print(f"wrote the werewolf_paired section of {doc}")
+            return
+        if steer is None:
+            raise typer.BadParameter("give the steer-train folder whose policy steers",
+                                     param_hint="--steer")
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed, conditions=chosen)
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
-        summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume))
+        command = evaluate_command(cfg, steer, out, ray, workers, resume, conditions)
+        summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume, command=command))
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
         for r in summary.results:
@@ -151,6 +170,27 @@ def evaluate(
                       f"{calls.new_calls} new)")
         where = summary.folder
         console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
+        if doc:
+            write_doc(Path(doc), summary, out)
+            console.print(f"wrote the werewolf_paired section of {doc}")
+
+
+def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
+                     workers: int | None, resume: bool, conditions: str) -> str:
+    """The command as the doc quotes it: the given settings, defaults left out."""
+    from gtsteer.runs.werewolf_evaluate import EvaluateConfig
+
+    default = EvaluateConfig()
+    parts = ["gtsteer werewolf evaluate", f"--games {cfg.games}", f"--steer {steer}"]
+    flags = {"llm": "--llm", "players": "--players", "max_messages": "--max-messages",
+             "max_days": "--max-days", "seed": "--seed"}
+    parts += [f"{flag} {getattr(cfg, name)}" for name, flag in flags.items()
+              if getattr(cfg, name) != getattr(default, name)]
+    parts += [f"--conditions {conditions}"] if conditions else []
+    parts += [f"--ray {ray}"] if ray else []
+    parts += [f"--workers {workers}"] if workers else []
+    parts += ["--resume"] if resume else []
+    return " ".join([*parts, f"--out {out}"])
 
 
 def styles(

@@ -25,7 +25,9 @@ votes that hit a wolf, and the seeds the measured difference would need to exclu
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +134,9 @@ class ConditionResult(BaseModel):
     mean_days_survived: float
     llm_calls_per_game: float
     tokens_per_game: float
+    #: The model's seconds per game: the latencies of its calls summed (a cache hit costs
+    #: about 0), on the machine that played it, beside whatever else ran there.
+    model_seconds_per_game: float = 0.0
     game_ids: list[str]
 
 
@@ -160,10 +165,17 @@ class PairedDifference(BaseModel):
 
 
 class EvaluateSummary(RunResult):
-    #: The summary format (2: `conditions`, `paired`, resumable seeds).
-    schema_version: int = 2
+    #: The summary format (2: `conditions`, `paired`, resumable seeds; 3: `command`,
+    #: `workers`, `finished`, model seconds per game).
+    schema_version: int = 3
     config: EvaluateConfig
     steer: str
+    #: The command line that ran it (the doc section quotes it).
+    command: str = ""
+    #: Games played at once (`--ray local --workers N`: N; serial: 1; a cluster: None).
+    workers: int | None = 1
+    #: When the last seed finished (UTC).
+    finished: str = ""
     results: list[ConditionResult]
     #: Every played condition against static, seed by seed (empty without static).
     paired: list[PairedDifference] = Field(default_factory=list)
@@ -232,6 +244,8 @@ class EvaluateOptions(BaseModel):
     #: The models' `LLMPool` (Python callers); None: one client per model string, served
     #: models through the context's endpoint.
     pool: Any = None
+    #: The command line, quoted in the doc section.
+    command: str = ""
 
 
 def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
@@ -308,11 +322,23 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
         results.append(_condition(store, name, team, kind, [finals[i] for i in ids], ids))
     paired = paired_differences(cfg, finals) if STATIC in cfg.conditions else []
     summary = EvaluateSummary(config=cfg, steer=str(steer), results=results, paired=paired,
-                              llm_calls=units_run.calls)
+                              llm_calls=units_run.calls, command=options.command,
+                              workers=games_at_once(ray),
+                              finished=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
     finish_run_dir(root, "evaluate.json", summary)
     plot(summary, root / "evaluate.png")
     store.close()
     return summary.written_to(root)
+
+
+def games_at_once(ray: RayOptions | None) -> int | None:
+    """How many seeds play at once: 1 serially, `--workers` on `--ray local` (None where a
+    cluster decides)."""
+    if ray is None:
+        return 1
+    if ray.address != "local":
+        return None
+    return ray.workers or os.cpu_count() or 1  # --ray local's default: every CPU
 
 
 #: The finished seeds of a run (`seeds/<g>.json`).
@@ -439,6 +465,7 @@ def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[G
         mean_days_survived=sum(days) / len(days) if days else 0.0,
         llm_calls_per_game=len(calls) / n,
         tokens_per_game=sum(c.prompt_tokens + c.completion_tokens for c in calls) / n,
+        model_seconds_per_game=sum(c.latency_s for c in calls) / n,
         game_ids=ids,
     )
 
