@@ -65,6 +65,13 @@ def untimed(value: Any) -> Any:
     return value
 
 
+def how_played(report: dict) -> dict:
+    """An evaluate.json without how the run went: its command, workers, finish time and
+    timings."""
+    return untimed({k: v for k, v in report.items()
+                    if k not in ("command", "workers", "finished")})
+
+
 def cache_keys(cache: Path) -> set[str]:
     return set(ResponseCache(cache / "responses")._cache)
 
@@ -120,14 +127,18 @@ def test_evaluate_on_ray_equals_serial_and_a_rerun_makes_no_call(
               for name, out in runs.items()}
     serial = report["serial"]
     assert len(serial["results"]) == 6 and serial["llm_calls"]["new_calls"] > 0
-    assert report["ray"] == serial  # win rates, intervals, tokens and the call counts
+    # win rates, intervals, tokens and the call counts; not how it ran (the command, the
+    # workers, when and how long)
+    assert how_played(report["ray"]) == how_played(serial)
+    assert (serial["workers"], report["ray"]["workers"]) == (1, 2)
+    assert "--ray local --workers 2" in report["ray"]["command"]
     assert database(runs["ray"] / "evaluate.sqlite") == database(runs["serial"] / "evaluate.sqlite")
     assert database(runs["again"] / "evaluate.sqlite", hits=False) == \
         database(runs["serial"] / "evaluate.sqlite", hits=False)
     again = report["again"]
     # A rerun reads every structured answer from the cache, and those count 0 tokens.
-    assert [{**r, "tokens_per_game": 0} for r in again["results"]] == \
-        [{**r, "tokens_per_game": 0} for r in serial["results"]]
+    assert [{**r, "tokens_per_game": 0} for r in how_played(again)["results"]] == \
+        [{**r, "tokens_per_game": 0} for r in how_played(serial)["results"]]
     assert again["llm_calls"] == {"requests": serial["llm_calls"]["requests"],
                                   "cache_hits": serial["llm_calls"]["requests"], "new_calls": 0}
     assert cache_keys(tmp_path / "c-ray") == cache_keys(tmp_path / "c-serial")
