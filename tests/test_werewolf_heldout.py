@@ -255,6 +255,12 @@ def test_steer_heldout_end_to_end_resume_and_render(tmp_path, trained, embedder)
     res = invoke("--out", str(out), "--doc", str(doc), "--render-only")
     assert res.exit_code == 0, res.output
     assert doc.read_text() == written
+    # What the rows cost is theirs, whichever run measured them (this one asked nothing).
+    kept = [json.loads((out / "rows" / f"{i}.json").read_text()) for i in range(3)]
+    asked = sum(r["solved"]["message_calls"] + r["solved"]["prediction_calls"]
+                + r["fresh_message_calls"] + r["fresh_prediction_calls"] for r in kept)
+    assert f"The 3 rows took {asked} model requests (both trees, cached or not)" in written
+    assert "The last run made 0 model requests" in written
 
 
 def test_steer_heldout_refuses_what_is_not_held_out(tmp_path, trained, embedder):

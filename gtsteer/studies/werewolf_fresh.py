@@ -63,6 +63,16 @@ def seeds_text(seeds: Sequence[int]) -> str:
     return f"{min(seeds)}..{max(seeds)}" if seeds else "none"
 
 
+def measured_cost(rows: Sequence[FreshStateRow]) -> str:
+    """What the rows cost, whichever runs measured them (a resumed run counts only its own
+    calls): each row's model requests and seconds, summed."""
+    requests = sum(r.solved.message_calls + r.solved.prediction_calls + r.fresh_message_calls
+                   + r.fresh_prediction_calls for r in rows)
+    seconds = sum(r.seconds for r in rows)
+    return (f"The {len(rows)} rows took {requests} model requests (both trees, cached or not) "
+            f"and {duration(seconds)}, their own counts and seconds summed.")
+
+
 def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     """The section, markers included, from `rows` (the settings and command from `summary`)."""
     stats = gain_stats(rows)
@@ -139,8 +149,8 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     lines += ["", ("Per-state rows (every style's value on both trees, both policies' "
                    "distributions): `rows/<i>.json` in the run's folder; `gtsteer werewolf "
                    "steer-heldout --out <that folder> --render-only` rewrites this section "
-                   f"from them. The run made {calls.requests} model requests "
-                   f"({calls.cache_hits} from the cache, {calls.new_calls} new) in "
+                   f"from them. {measured_cost(rows)} The last run made {calls.requests} model "
+                   f"requests ({calls.cache_hits} from the cache, {calls.new_calls} new) in "
                    f"{duration(summary.seconds)}.")]
     start, end = MARKERS
     return benchdoc.wrap(start, end, "\n".join(lines))
