@@ -77,3 +77,24 @@ class PricedBackend(ConstantBackend):
     ) -> RawCompletion:
         raw = await super().complete(request, json_schema)
         return RawCompletion(text=raw.text, usage=Usage(completion_tokens=5, cost_usd=self.PRICE))
+
+
+#: The README job's config (`gtsteer solve configs/schedule_meeting_dow.yaml --games 1`).
+MEETING = Path(__file__).parent.parent / "configs" / "schedule_meeting_dow.yaml"
+
+
+def small_meeting(tmp: Path, days: tuple[str, ...] = ("Monday", "Friday", "any"),
+                  samples: int = 1) -> Path:
+    """The README job's config with fewer day actions and samples per message, written into
+    `tmp`: the same domain, prompts, reward and model, on a tree a fraction of the size (the
+    full README instance takes about 5 minutes on one thread, the small one well under one)."""
+    import yaml
+
+    data = yaml.safe_load(MEETING.read_text(encoding="utf-8"))
+    data["actions"] = {"day": list(days)}
+    defined = data.get("instruction_definitions", {}).get("day", {})
+    data["instruction_definitions"] = {"day": {d: v for d, v in defined.items() if d in days}}
+    data["num_llm_seeds"] = samples
+    path = tmp / "small_meeting.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path

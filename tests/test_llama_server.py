@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 from served_support import ask_and_choose
+from solve_helpers import small_meeting
 from typer.testing import CliRunner
 
 import gtsteer.llm.client as client_module
@@ -119,8 +120,10 @@ class Answered(Backend):
 def test_solve_killed_mid_run_resumes_from_the_cache(
     server: LlamaServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The README job: the server dies mid-run; after a restart the rerun solves the instance,
+    """The README job's domain (four days, one sample: about 45 requests, a fraction of the
+    README instance): the server dies mid-run; after a restart the rerun solves the instance,
     and no request the dead server had answered is sent again."""
+    config = small_meeting(tmp_path, days=("Monday", "Tuesday", "Friday", "any"))
     real = client_module.make_backend
     monkeypatch.setattr(client_module, "make_backend",
                         lambda *a, **k: Answered(real(*a, **k)))
@@ -129,7 +132,7 @@ def test_solve_killed_mid_run_resumes_from_the_cache(
     first_out, out = tmp_path / "killed", tmp_path / "run"
     llm = Endpoint(server.base_url).llm(MODEL)
     llm.max_retries = 1  # the dead server fails the run quickly
-    killed = threading.Thread(target=solve_config, args=(CONFIG,),
+    killed = threading.Thread(target=solve_config, args=(config,),
                               kwargs={"llm": llm, "out_dir": first_out, "progress": False})
     killed.start()
     cache = ResponseCache()
@@ -144,7 +147,7 @@ def test_solve_killed_mid_run_resumes_from_the_cache(
     assert len(before_restart) >= 25
 
     server.start()
-    result = invoke_resuming(server, ["solve", str(CONFIG), "--llm", MODEL, "--api-base",
+    result = invoke_resuming(server, ["solve", str(config), "--llm", MODEL, "--api-base",
                                       server.base_url, "--games", "1", "-q", "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
