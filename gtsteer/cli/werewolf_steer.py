@@ -280,16 +280,11 @@ def register(app: typer.Typer) -> None:
 
 def paired_table(paired: list[PairedDifference]) -> Table:
     """Each condition minus static on the same seeds: village wins and votes on wolves."""
+    from gtsteer.studies.werewolf_paired import signed_span as span  # as the doc writes it
+
     table = Table("condition", "seeds", "wins: only it / only static", "win-rate difference"
                   " [95%]", "McNemar p", "votes on wolves, difference [95%]",
                   "seeds to exclude 0", title="paired with static (same seeds)")
-
-    def span(mean: float | None, low: float | None, high: float | None) -> str:
-        if mean is None:
-            return "-"
-        inside = "" if low is None or high is None else f" [{low:+.2f}, {high:+.2f}]"
-        return f"{mean:+.2f}{inside}"
-
     for d in paired:
         table.add_row(d.condition, str(d.seeds), f"{d.condition_only_wins} / {d.static_only_wins}",
                       span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",

@@ -41,14 +41,17 @@ def hours(seconds: float) -> str:
     return f"{seconds / 60:.0f} minutes" if seconds < 5400 else f"{seconds / 3600:.1f} hours"
 
 
+def holds_zero(d: PairedDifference) -> bool:
+    """The win-rate difference's interval exists and holds 0."""
+    return d.low is not None and d.high is not None and d.low <= 0 <= d.high
+
+
 def reading(d: PairedDifference) -> str:
     if d.low is None or d.high is None:
         return "no interval (one seed)"
-    if d.low > 0:
-        return "the village wins more often"
-    if d.high < 0:
-        return "the village wins less often"
-    return "not distinguishable from 0"
+    if holds_zero(d):
+        return "not distinguishable from 0"
+    return "the village wins more often" if d.low > 0 else "the village wins less often"
 
 
 def cost_lines(summary: EvaluateSummary) -> list[str]:
@@ -59,7 +62,7 @@ def cost_lines(summary: EvaluateSummary) -> list[str]:
     at_once = summary.workers
     lines = []
     for d in summary.paired:
-        if d.seeds_to_exclude_zero is None or reading(d) != "not distinguishable from 0":
+        if d.seeds_to_exclude_zero is None or not holds_zero(d):
             continue
         need = d.seeds_to_exclude_zero
         total = need * per_seed
