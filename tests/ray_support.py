@@ -50,8 +50,9 @@ def one_node(cpus: int = 2) -> Iterator[None]:
     import ray
 
     with _environment():
-        ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                 logging_level="WARNING")
+        # "local": not the cluster another test's Cluster advertises in /tmp/ray meanwhile
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False,
+                 _node_ip_address="127.0.0.1", logging_level="WARNING")
         try:
             yield
         finally:

@@ -246,8 +246,11 @@ def connected(options: RayOptions) -> Iterator[None]:
         return
     if options.address == "local":
         with loopback_only():
-            ray.init(num_cpus=options.workers or os.cpu_count() or 1, include_dashboard=False,
-                     _node_ip_address="127.0.0.1", logging_level=logging.WARNING)
+            # address="local": a new session even where `ray start` (or RAY_ADDRESS)
+            # advertises a cluster, which a bare ray.init() would join
+            ray.init(address="local", num_cpus=options.workers or os.cpu_count() or 1,
+                     include_dashboard=False, _node_ip_address="127.0.0.1",
+                     logging_level=logging.WARNING)
     else:
         if options.address != "auto":
             probe_head(options.address)
