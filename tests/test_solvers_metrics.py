@@ -18,7 +18,7 @@ from gtsteer.solvers import (
     uniform,
 )
 from gtsteer.solvers.cfr import cached_tree, policy_table
-from gtsteer.solvers.metrics import mcnemar_exact, t_interval, wilson
+from gtsteer.solvers.metrics import mcnemar_exact, side_of_zero, t_interval, wilson
 
 LABELS = ["a", "b", "any"]
 # General-sum; rows are player 0's action, columns player 1's.
@@ -176,3 +176,11 @@ def test_mcnemar_exact_is_a_binomial_test_on_the_discordant_pairs() -> None:
     assert mcnemar_exact(1, 8) == pytest.approx(20 / 512)
     assert mcnemar_exact(3, 3) == pytest.approx(1.0)
     assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_side_of_zero_reads_where_an_interval_lies() -> None:
+    assert [side_of_zero(0.1, 0.5), side_of_zero(-0.5, -0.1), side_of_zero(-0.1, 0.1),
+            side_of_zero(0.0, 0.3), side_of_zero(None, None)] == [1, -1, 0, 0, None]
+    assert mean_ci([1.0, 1.2, 0.9]).side == 1
+    assert mean_ci([-1.0, 1.0]).side == 0
+    assert mean_ci([2.0]).side is None  # one value: no interval

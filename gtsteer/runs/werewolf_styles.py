@@ -199,8 +199,7 @@ class Paired(BaseModel):
     @property
     def moved(self) -> bool:
         """The interval excludes 0."""
-        d = self.diff
-        return d.ci_low is not None and d.ci_high is not None and (d.ci_low > 0 or d.ci_high < 0)
+        return self.diff.side in (1, -1)
 
 
 class JudgeMeasure(BaseModel):

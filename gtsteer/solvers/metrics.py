@@ -60,6 +60,18 @@ class MeanCI(BaseModel):
     ci_high: float | None = None
     n: int
 
+    @property
+    def side(self) -> int | None:
+        return side_of_zero(self.ci_low, self.ci_high)
+
+
+def side_of_zero(low: float | None, high: float | None) -> int | None:
+    """Where an interval lies: 1 above 0, -1 below 0, 0 holding it, None when there is none
+    (the one test every study's reading of an interval makes)."""
+    if low is None or high is None:
+        return None
+    return 1 if low > 0 else -1 if high < 0 else 0
+
 
 def t_interval(
     values: Any, axis: int = 0, confidence: float = 0.95

@@ -47,6 +47,7 @@ from gtsteer.solvers.metrics import MeanCI, mean_ci
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 from gtsteer.solvers.psro.oracles import OracleResult
 from gtsteer.solvers.psro.reference import ReferenceReport
+from gtsteer.studies.samples_study import against_zero
 from gtsteer.studies.table1 import ci, pct, signed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -397,9 +398,8 @@ def reading(summary: PSROSummary, days: Sequence[str], players: Sequence[str]) -
             f" {signed(cfr.mean)} (goal: {pct(GOAL)}, {signed(GOAL * cfr.mean)}): the goal is "
             + ("**reached**" if reached else "**not reached**"))
     margin = mean_ci([(p.fresh_gain or 0.0) - GOAL * p.cfr_gain for p in ref.per_instance])
-    if margin.ci_low is not None and margin.ci_high is not None:
-        where = ("holds 0" if margin.ci_low <= 0 <= margin.ci_high
-                 else "is above 0" if margin.mean > 0 else "is below 0")
+    if margin.side is not None:
+        where = against_zero(margin)
         text += (f"; per instance, fresh gain minus {pct(GOAL)} of CFR's gain is {ci(margin)},"
                  f" an interval that {where}")
     first = next((it.iteration for it in summary.iterations

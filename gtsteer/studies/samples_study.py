@@ -197,9 +197,7 @@ def saved_rows(results: Path, seeds: list[int]) -> list[StudyRow]:
 
 def against_zero(m: MeanCI) -> str:
     """Where an interval lies: "holds 0", "is above 0" or "is below 0"."""
-    if m.ci_low is None or m.ci_high is None or m.ci_low <= 0 <= m.ci_high:
-        return "holds 0"
-    return "is above 0" if m.mean > 0 else "is below 0"
+    return {1: "is above 0", -1: "is below 0"}.get(m.side or 0, "holds 0")
 
 
 def disjoint(a: MeanCI, b: MeanCI) -> bool:

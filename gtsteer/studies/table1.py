@@ -329,7 +329,7 @@ def gain_without_steering(rows: list[Row]) -> list[str]:
     """Domains whose CFR gain interval excludes 0 while steering is indistinguishable from
     chance."""
     return [f"`{r.domain}`" for r in rows
-            if r.cfr_gain is not None and r.cfr_gain.ci_low is not None and r.cfr_gain.ci_low > 0
+            if r.cfr_gain is not None and r.cfr_gain.side == 1
             and r.steering_low and r.steering_chance is not None
             and max(r.steering_low) <= r.steering_chance]
 
@@ -358,9 +358,7 @@ def readers_cell(r: Row) -> str:
 
 
 def against_zero(m: MeanCI) -> str:
-    return ("above 0" if m.ci_low is not None and m.ci_low > 0 else
-            "below 0" if m.ci_high is not None and m.ci_high < 0 else
-            "not distinguishable from 0")
+    return {1: "above 0", -1: "below 0"}.get(m.side or 0, "not distinguishable from 0")
 
 
 def heldout_summary(rows: list[Row]) -> str:
@@ -437,7 +435,7 @@ def versus_section(rows: list[Row]) -> list[str]:
                          f" {versus_cell(by.get('any'))} | {versus_cell(by.get('greedy'))} |"
                          f" {versus_cell(by.get('uniform'))} |")
             for name, c in by.items():
-                if against_zero(c.gain) == "not distinguishable from 0" and c.instances_needed:
+                if c.gain.side in (0, None) and c.instances_needed:
                     needs.append(f"`{r.domain}` {role} ({replay}, others `{others}`) vs"
                                  f" {name}: about"
                                  f" {c.instances_needed}")

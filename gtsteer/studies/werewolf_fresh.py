@@ -46,13 +46,8 @@ def boot_cell(s: GainStat | None) -> str:
 
 
 def verdict(m: MeanCI) -> str:
-    if m.ci_low is None or m.ci_high is None:
-        return "no interval (one state)"
-    if m.ci_low > 0:
-        return "above 0"
-    if m.ci_high < 0:
-        return "below 0"
-    return "not distinguishable from 0"
+    return {None: "no interval (one state)", 1: "above 0", -1: "below 0"}.get(
+        m.side, "not distinguishable from 0")
 
 
 def duration(seconds: float) -> str:
@@ -138,7 +133,7 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
                   + "; ".join(parts) + "."]
     needs = [f"{LABELS[s.policy]} vs {s.baseline}: about {s.states_needed}"
              for s in stats if s.samples == "fresh" and s.team == "all"
-             and verdict(s.gain) == "not distinguishable from 0" and s.states_needed]
+             and s.gain.side == 0 and s.states_needed]
     if needs:
         lines += ["", ("Where a fresh-sample interval holds 0, the states a t-test would need "
                        "to exclude it with 80% power if the mean and spread stayed as "

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gtsteer.bench import benchdoc
 from gtsteer.runs.werewolf_evaluate import EvaluateSummary, PairedDifference, Rate
+from gtsteer.solvers.metrics import side_of_zero
 
 #: The doc and the markers of its section.
 DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
@@ -43,15 +44,13 @@ def hours(seconds: float) -> str:
 
 def holds_zero(d: PairedDifference) -> bool:
     """The win-rate difference's interval exists and holds 0."""
-    return d.low is not None and d.high is not None and d.low <= 0 <= d.high
+    return side_of_zero(d.low, d.high) == 0
 
 
 def reading(d: PairedDifference) -> str:
-    if d.low is None or d.high is None:
-        return "no interval (one seed)"
-    if holds_zero(d):
-        return "not distinguishable from 0"
-    return "the village wins more often" if d.low > 0 else "the village wins less often"
+    return {None: "no interval (one seed)", 0: "not distinguishable from 0",
+            1: "the village wins more often", -1: "the village wins less often"}[
+        side_of_zero(d.low, d.high)]
 
 
 def cost_lines(summary: EvaluateSummary) -> list[str]:
