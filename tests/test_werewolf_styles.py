@@ -28,6 +28,7 @@ from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.runs import eval_judge
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import JudgeOptions, load_labelled
+from gtsteer.runs.output import ROOT, repo_relative
 from gtsteer.runs.werewolf_steer import logged_discussion_states, pick_states
 from gtsteer.runs.werewolf_styles import (
     DEFAULT_LABELLED,
@@ -420,6 +421,18 @@ def test_other_settings_keep_no_rows(tmp_path: Path) -> None:
     assert len({r["key"] for r in rows}) == 1
     # sample 0 is the same line as before; sample 1 varies the seed
     assert {r["sample"] for r in rows} == {0, 1}
+
+
+def test_run_files_name_the_labelled_set_relative_to_the_repository(tmp_path: Path) -> None:
+    """The same text from main or from a frozen worktree (the default path is absolute)."""
+    out = tmp_path / "run"
+    summary = measure(out, tmp_path / "cache", CountingFake(), styles=[AGG, UNSTEERED])
+    stored = {json.loads((out / name).read_text())["labelled"]
+              for name in ("run.json", "judge.json", "styles.json")}
+    assert stored == {summary.labelled} == {"tests/data/werewolf_style_labelled.yaml"}
+    assert repo_relative(ROOT / "docs" / "x.md") == "docs/x.md"
+    assert repo_relative("elsewhere/x.yaml") == "elsewhere/x.yaml"
+    assert repo_relative("/srv/x.yaml") == "/srv/x.yaml"
 
 
 def test_states_from_a_folder_replay_the_same_lines(tmp_path: Path) -> None:

@@ -21,6 +21,20 @@ from pydantic import BaseModel, PrivateAttr
 from gtsteer.llm import LLM, model_string
 from gtsteer.runs.atomic import atomic_path, write_text
 
+#: The repository (a checkout or a worktree: the one this code was imported from).
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def repo_relative(path: str | Path) -> str:
+    """`path` as run files and docs store it: relative to the repository when it lies in it,
+    so a run from another checkout (a frozen worktree) writes the same text as one from main.
+    A relative path is kept as given."""
+    p = Path(path)
+    if p.is_absolute() and p.is_relative_to(ROOT):
+        return p.relative_to(ROOT).as_posix()
+    return p.as_posix() if not p.is_absolute() else str(p)
+
+
 #: Present while a run writes its folder; removed once its summary is written.
 IN_PROGRESS = "IN_PROGRESS"
 #: Names the subfolders gtsteer made in a run folder, so a later run may empty them.

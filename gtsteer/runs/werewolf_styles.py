@@ -64,6 +64,7 @@ from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
     prepare_run_dir,
+    repo_relative,
     write_json,
     write_text,
 )
@@ -543,7 +544,7 @@ def build_summary(cfg: StylesConfig, judge: str, labelled: str | Path,
                  and all(x.passes for x in mine)]
     unsteered, styles, confusion, moved = summarise(rows, cfg.styles, validated)
     return StylesSummary(
-        config=cfg, judge=judge, labelled=str(labelled), validations=validations,
+        config=cfg, judge=judge, labelled=repo_relative(labelled), validations=validations,
         validated=validated, states=states, lines=len(rows), unsteered=unsteered,
         styles=styles, confusion=confusion, moved=moved, llm_calls=calls,
         seconds=round(seconds, 1))
@@ -600,10 +601,12 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     with Progress(disable=not ctx.progress) as bar:
         states = load_states(root, cfg, key, states_file, pool, bar)
     write_json(root / RUN_FILE, {"key": key, "config": cfg.model_dump(),
-                                 "judge": classifier.name, "labelled": str(options.labelled)})
+                                 "judge": classifier.name,
+                                 "labelled": repo_relative(options.labelled)})
     # Its own display (one live display at a time): the labelled lines, both variants.
     validations = validate_judge(classifier, options.labelled, progress=ctx.progress)
-    write_json(root / JUDGE_FILE, {"judge": classifier.name, "labelled": str(options.labelled),
+    write_json(root / JUDGE_FILE, {"judge": classifier.name,
+                                   "labelled": repo_relative(options.labelled),
                                    "validations": [v.model_dump() for v in validations]})
     rows_path = root / ROWS_FILE
     rows, dropped = load_rows(rows_path, key, states, cfg)

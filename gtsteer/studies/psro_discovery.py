@@ -39,7 +39,7 @@ from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import IN_PROGRESS
+from gtsteer.runs.output import IN_PROGRESS, repo_relative
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.units import RayOptions
@@ -127,8 +127,7 @@ Clients = Callable[[str, str], str | LLM]
 
 def shown(path: Path) -> str:
     """`path` as the docs show it: relative to the repository when it lies in it."""
-    path = path.resolve()
-    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    return repo_relative(path.resolve())
 
 
 def instances_file(results: Path, full: Path, games: int, seed: int = 0) -> Path:

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from gtsteer.bench import benchdoc
 from gtsteer.domains import load_spec
-from gtsteer.runs.output import save_png
+from gtsteer.runs.output import repo_relative, save_png
 from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> None:
     name = section(load_spec(config).name)  # a broken config fails here, before any model call
     given = sys.argv[1:] if argv is None else argv
     command = "gtsteer study samples" + "".join(f" {a}" for a in given)
-    shown = str(config.relative_to(ROOT)) if config.is_relative_to(ROOT) else str(config)
+    shown = repo_relative(config)
 
     def write(rows: list[StudyRow]) -> str:
         png = None

@@ -27,7 +27,7 @@ from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.eval_steering import SteeringReport, measure_steering
-from gtsteer.runs.output import save_png
+from gtsteer.runs.output import repo_relative, save_png
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
@@ -161,7 +161,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     labelled messages first: a judge at chance there is not used, and the row says why."""
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
-    row = Row(config=str(config.relative_to(ROOT) if config.is_relative_to(ROOT) else config),
+    row = Row(config=repo_relative(config),
               domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
     command = None if command is None else f"{command} {row.config}"
     try:

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
+from gtsteer.runs.output import repo_relative
 from gtsteer.runs.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
 from gtsteer.solvers.metrics import Accuracy, MeanCI
 from gtsteer.werewolf.style_lines import NEUTRAL
@@ -131,9 +132,7 @@ def render(summary: StylesSummary, out: str | Path, commit: str) -> str:
     at = f", at the states of `{cfg.states_from}`" if cfg.states_from else ""
     trial = (f" A trial: fewer than the issue's {ISSUE_STATES} states."
              if summary.states < ISSUE_STATES else "")
-    labelled = Path(summary.labelled)
-    shown = (labelled.relative_to(benchdoc.ROOT) if labelled.is_relative_to(benchdoc.ROOT)
-             else labelled)
+    shown = repo_relative(summary.labelled)
     parts = [
         f"### Writer `{cfg.llm}`, judge `{summary.judge}`{at}", "",
         f"Command: `{command_of(cfg, out)}`", "",
