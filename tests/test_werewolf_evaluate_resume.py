@@ -178,8 +178,10 @@ def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
     result = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(out),
                                       "--render-only", "--doc", str(again)])
     assert result.exit_code == 0, result.output
-    section = render(summary, out).strip()
+    # the plot, linked from the doc's folder (both docs sit beside the run's folder)
+    section = render(summary, out, "run/evaluate.png").strip()
     assert section in again.read_text() and section in text
+    assert "differences with static](run/evaluate.png)" in text and (out / "evaluate.png").exists()
     missing = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(tmp_path / "none"),
                                        "--render-only", "--doc", str(again)])
     assert missing.exit_code == 2 and "holds no finished evaluate run" in missing.output

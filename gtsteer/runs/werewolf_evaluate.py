@@ -326,7 +326,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
                               workers=games_at_once(ray),
                               finished=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
     finish_run_dir(root, "evaluate.json", summary)
-    plot(summary, root / "evaluate.png")
+    plot(summary, root / PLOT_FILE)
     store.close()
     return summary.written_to(root)
 
@@ -343,6 +343,7 @@ def games_at_once(ray: RayOptions | None) -> int | None:
 
 #: The finished seeds of a run (`seeds/<g>.json`).
 SEEDS_DIR = "seeds"
+PLOT_FILE = "evaluate.png"
 
 
 def game_id(condition: int, seed_index: int) -> str:

@@ -11,10 +11,11 @@ where a seed is one task (docs/SCALE.md)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
-from gtsteer.runs.werewolf_evaluate import EvaluateSummary, PairedDifference, Rate
+from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary, PairedDifference, Rate
 from gtsteer.solvers.metrics import side_of_zero
 
 #: The doc and the markers of its section.
@@ -76,8 +77,8 @@ def cost_lines(summary: EvaluateSummary) -> list[str]:
     return lines
 
 
-def render(summary: EvaluateSummary, out: str | Path) -> str:
-    """The section, markers included."""
+def render(summary: EvaluateSummary, out: str | Path, plot: str | None = None) -> str:
+    """The section, markers included; `plot`: the run's plot, as a link from the doc."""
     cfg = summary.config
     command = summary.command or (f"gtsteer werewolf evaluate --games {cfg.games} "
                                   f"--steer {summary.steer} --out {out}")
@@ -121,6 +122,9 @@ def render(summary: EvaluateSummary, out: str | Path) -> str:
         cost = cost_lines(summary)
         if cost:
             lines += ["", "What resolving a difference that holds 0 would take:", "", *cost]
+    if plot is not None:
+        lines += ["", f"![village and werewolf win rates per condition, and the paired "
+                      f"differences with static]({plot})"]
     calls = summary.llm_calls
     lines += ["", (f"Every game is in `{SUMMARY_FILE}` and `seeds/<g>.json` of the run's folder "
                    "(`evaluate.png` plots it); `gtsteer werewolf evaluate --out <that folder> "
@@ -133,7 +137,10 @@ def render(summary: EvaluateSummary, out: str | Path) -> str:
 
 def write_doc(doc: Path, summary: EvaluateSummary, out: str | Path) -> str:
     """Replace the doc's section (append it when the doc has none); returns the section."""
-    section = render(summary, out)
+    png = Path(out) / PLOT_FILE
+    plot = (Path(os.path.relpath(png.resolve(), doc.resolve().parent)).as_posix()
+            if png.exists() else None)
+    section = render(summary, out, plot)
     benchdoc.write_section(doc, *MARKERS, section)
     return section
 
