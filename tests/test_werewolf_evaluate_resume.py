@@ -4,6 +4,7 @@ run, and no model call is made twice (fake model, no Ray)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,11 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(policy: Path, tmp_path
     first = CountingFake(kill_at=whole.calls * 3 // 5)  # dies during a seed past the first
     with pytest.raises(Killed):
         run(policy, out, cache, first)
-    saved = sorted(p.name for p in (out / "seeds").iterdir())
+    saved = {p.name: p.read_bytes() for p in (out / "seeds").iterdir()}
     assert 0 < len(saved) < 4 and not (out / "evaluate.json").exists()
+    for name, data in saved.items():  # gzipped JSON of that seed, named by it
+        assert name.endswith(".json.gz")
+        assert json.loads(gzip.decompress(data))["seed_index"] == int(name.split(".")[0])
     second = CountingFake()
     run(policy, out, cache, second, resume=True)
     # every call the killed run made is a cache hit now, and none is made twice
@@ -105,14 +109,32 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(policy: Path, tmp_path
     assert cache_free(resumed) | {"folder": None} == cache_free(expected) | {"folder": None}
     assert database(out / "evaluate.sqlite", hits=False) == \
         database(tmp_path / "whole" / "evaluate.sqlite", hits=False)
-    for name in saved:  # a kept seed file is left as it was written
-        assert json.loads((out / "seeds" / name).read_text())["seed_index"] == int(name[:-5])
+    for name, data in saved.items():  # a kept seed file is left as it was written
+        assert (out / "seeds" / name).read_bytes() == data
 
     # without --resume the run starts over (the seeds folder is emptied first)
     third = CountingFake()
     run(policy, out, cache, third)
     assert third.calls == 0  # all from the cache, but every seed played again
     assert len(list((out / "seeds").iterdir())) == 4
+
+
+def test_plain_json_seeds_of_older_runs_are_kept_and_a_damaged_seed_is_played_again(
+        policy: Path, tmp_path: Path) -> None:
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    run(policy, out, cache, CountingFake())
+    expected = cache_free(json.loads((out / "evaluate.json").read_text()))
+    seeds = out / "seeds"
+    first = seeds / "0.json.gz"  # as runs before 6 Dec 2026 wrote it
+    (seeds / "0.json").write_bytes(gzip.decompress(first.read_bytes()))
+    first.unlink()
+    (seeds / "2.json.gz").write_bytes(b"\x1f\x8b not gzip")
+    again = CountingFake()
+    run(policy, out, cache, again, resume=True)
+    assert again.calls == 0  # seed 2 and 3 played again, from the cache
+    assert cache_free(json.loads((out / "evaluate.json").read_text())) == expected
+    assert sorted(p.name for p in seeds.iterdir()) == \
+        ["0.json", "1.json.gz", "2.json.gz", "3.json.gz"]
 
 
 def test_other_settings_do_not_resume_from_saved_seeds(policy: Path, tmp_path: Path) -> None:

@@ -303,11 +303,11 @@ InstancesResume = Annotated[
     typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
                  " solved in --out (their games/<i>.json) and solve only the rest."),
 ]
-#: `werewolf evaluate`: each finished seed is saved (`seeds/<g>.json`) with the run's key.
+#: `werewolf evaluate`: each finished seed is saved (`seeds/<g>.json.gz`) with the run's key.
 SeedsResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the seeds an earlier run with the same settings and"
-                 " policy finished in --out (seeds/<g>.json) and play only the rest."),
+                 " policy finished in --out (seeds/<g>.json.gz) and play only the rest."),
 ]
 StatesResume = Annotated[
     bool,

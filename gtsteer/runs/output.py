@@ -40,7 +40,7 @@ IN_PROGRESS = "IN_PROGRESS"
 #: Names the subfolders gtsteer made in a run folder, so a later run may empty them.
 OWNED = ".gtsteer-run.json"
 #: Files of subfolders made before `OWNED` existed (games/3.json, iterations/2.json, ...).
-_LEGACY_FILE = re.compile(r"\d+\.(json|terminals\.jsonl)")
+_LEGACY_FILE = re.compile(r"\d+\.(json|json\.gz|terminals\.jsonl)")
 
 
 class RunDirError(ValueError):

@@ -11,7 +11,7 @@ counts 0 tokens. Played in the serial order within one task, each game meets the
 hits as serially, so `tokens_per_game` (and the call counts) equal the serial run's; games of
 different seeds share no request (the seed is in every request).
 
-Each finished seed is saved (`seeds/<g>.json`, with the run's key), so `resume` continues a
+Each finished seed is saved (`seeds/<g>.json.gz`, with the run's key), so `resume` continues a
 stopped run: it keeps the seeds saved by a run with the same settings, rebuilds the database from
 them in order and plays the rest. The games, win rates and paired comparisons then equal one
 uninterrupted run's; the calls a killed seed had made come from the response cache, so only the
@@ -26,8 +26,10 @@ votes that hit a wolf, and the seeds the measured difference would need to exclu
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import hashlib
 import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,7 @@ from rich.progress import Progress
 
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
+from gtsteer.runs.atomic import atomic_path
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
@@ -45,7 +48,6 @@ from gtsteer.runs.output import (
     finish_run_dir,
     prepare_run_dir,
     save_png,
-    write_json,
 )
 from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
@@ -308,7 +310,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
 
         def write(i: int, games: list[PlayedGame]) -> None:
             g = len(kept) + i
-            write_json(root / SEEDS_DIR / f"{g}.json", SavedSeed.of(key, g, games))
+            SavedSeed.of(key, g, games).save(root)
             store_seed(games)
 
         units_run = run_units(play_evaluation_seed, units[len(kept):],
@@ -341,7 +343,7 @@ def games_at_once(ray: RayOptions | None) -> int | None:
     return ray.workers or os.cpu_count() or 1  # --ray local's default: every CPU
 
 
-#: The finished seeds of a run (`seeds/<g>.json`).
+#: The finished seeds of a run (`seeds/<g>.json.gz`).
 SEEDS_DIR = "seeds"
 PLOT_FILE = "evaluate.png"
 
@@ -377,6 +379,31 @@ class SavedSeed(BaseModel):
                         [r.model_dump(mode="json") for r in rs]] for a, d, rs in g.steps]}
             for g in games])
 
+    def save(self, root: Path) -> Path:
+        """`root/seeds/<g>.json.gz`, atomically. Gzipped: a seed's log repeats the whole game
+        state at every step (0.6-1.7 MB of JSON on a 5-player game), which compresses about
+        20x, and the seeds of a long run are committed. No timestamp in the gzip header: the
+        bytes change only with the content."""
+        path = root / SEEDS_DIR / f"{self.seed_index}.json.gz"
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(gzip.compress(self.model_dump_json().encode(), mtime=0))
+        return path
+
+    @classmethod
+    def load(cls, root: Path, seed_index: int) -> SavedSeed | None:
+        """Seed `seed_index` of the run in `root`; None when it is missing or damaged. A plain
+        `<g>.json` (runs before 6 Dec 2026) is read too."""
+        base = root / SEEDS_DIR / str(seed_index)
+        try:
+            if Path(f"{base}.json.gz").is_file():
+                return cls.model_validate_json(gzip.decompress(
+                    Path(f"{base}.json.gz").read_bytes()))
+            if Path(f"{base}.json").is_file():
+                return cls.model_validate_json(Path(f"{base}.json").read_text())
+        except (ValueError, OSError, EOFError, zlib.error):  # damaged: play the seed again
+            return None
+        return None
+
     def played(self) -> list[PlayedGame]:
         return [PlayedGame(
             GameState.model_validate(g["created"]),
@@ -391,14 +418,8 @@ def saved_seeds(root: Path, key: str, games: int) -> list[list[PlayedGame]]:
     missing (seeds are saved in order), at most `games` of them."""
     kept: list[list[PlayedGame]] = []
     for g in range(games):
-        path = root / SEEDS_DIR / f"{g}.json"
-        if not path.is_file():
-            break
-        try:
-            saved = SavedSeed.model_validate_json(path.read_text())
-        except ValueError:
-            break  # a damaged file: play this seed again
-        if saved.run_key != key or saved.seed_index != g:
+        saved = SavedSeed.load(root, g)
+        if saved is None or saved.run_key != key or saved.seed_index != g:
             break
         kept.append(saved.played())
     return kept

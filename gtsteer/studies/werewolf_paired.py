@@ -126,7 +126,7 @@ def render(summary: EvaluateSummary, out: str | Path, plot: str | None = None) -
         lines += ["", f"![village and werewolf win rates per condition, and the paired "
                       f"differences with static]({plot})"]
     calls = summary.llm_calls
-    lines += ["", (f"Every game is in `{SUMMARY_FILE}` and `seeds/<g>.json` of the run's folder "
+    lines += ["", (f"Every game is in `{SUMMARY_FILE}` and `seeds/<g>.json.gz` of the run's folder "
                    "(`evaluate.png` plots it); `gtsteer werewolf evaluate --out <that folder> "
                    "--render-only --doc <this doc>` rewrites this section from them. The last "
                    f"run made {calls.requests} model requests ({calls.cache_hits} from the "
