@@ -46,17 +46,12 @@ def _environment() -> Iterator[None]:
 
 @contextmanager
 def one_node(cpus: int = 2) -> Iterator[None]:
-    """`ray.init` with `cpus` CPUs, no dashboard, loopback only."""
-    import ray
+    """A `--ray local` session with `cpus` CPUs (no dashboard, loopback only), started and
+    shut down by gtsteer's own `connected`."""
+    from gtsteer.runs.ray_pool import RayOptions, connected  # imports Ray
 
-    with _environment():
-        # "local": not the cluster another test's Cluster advertises in /tmp/ray meanwhile
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False,
-                 _node_ip_address="127.0.0.1", logging_level="WARNING")
-        try:
-            yield
-        finally:
-            ray.shutdown()
+    with _environment(), connected(RayOptions("local", cpus)):
+        yield
 
 
 @contextmanager

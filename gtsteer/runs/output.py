@@ -32,7 +32,7 @@ def repo_relative(path: str | Path) -> str:
     p = Path(path)
     if p.is_absolute() and p.is_relative_to(ROOT):
         return p.relative_to(ROOT).as_posix()
-    return p.as_posix() if not p.is_absolute() else str(p)
+    return p.as_posix()
 
 
 #: Present while a run writes its folder; removed once its summary is written.

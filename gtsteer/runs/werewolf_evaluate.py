@@ -348,6 +348,10 @@ SEEDS_DIR = "seeds"
 PLOT_FILE = "evaluate.png"
 
 
+def seed_file(root: Path, seed_index: int) -> Path:
+    return root / SEEDS_DIR / f"{seed_index}.json.gz"
+
+
 def game_id(condition: int, seed_index: int) -> str:
     """A game's id: its condition's place in `CONDITIONS` and its seed's index in the run."""
     return f"eval-{condition}-{seed_index}"
@@ -384,7 +388,7 @@ class SavedSeed(BaseModel):
         state at every step (0.6-1.7 MB of JSON on a 5-player game), which compresses about
         20x, and the seeds of a long run are committed. No timestamp in the gzip header: the
         bytes change only with the content."""
-        path = root / SEEDS_DIR / f"{self.seed_index}.json.gz"
+        path = seed_file(root, self.seed_index)
         with atomic_path(path) as tmp:
             tmp.write_bytes(gzip.compress(self.model_dump_json().encode(), mtime=0))
         return path
@@ -393,13 +397,13 @@ class SavedSeed(BaseModel):
     def load(cls, root: Path, seed_index: int) -> SavedSeed | None:
         """Seed `seed_index` of the run in `root`; None when it is missing or damaged. A plain
         `<g>.json` (runs before 6 Dec 2026) is read too."""
-        base = root / SEEDS_DIR / str(seed_index)
+        gz = seed_file(root, seed_index)
+        plain = gz.with_suffix("")  # <g>.json
         try:
-            if Path(f"{base}.json.gz").is_file():
-                return cls.model_validate_json(gzip.decompress(
-                    Path(f"{base}.json.gz").read_bytes()))
-            if Path(f"{base}.json").is_file():
-                return cls.model_validate_json(Path(f"{base}.json").read_text())
+            if gz.is_file():
+                return cls.model_validate_json(gzip.decompress(gz.read_bytes()))
+            if plain.is_file():
+                return cls.model_validate_json(plain.read_bytes())
         except (ValueError, OSError, EOFError, zlib.error):  # damaged: play the seed again
             return None
         return None
