@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench imitation"
 
-ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
 START, END = benchdoc.markers("bench_imitation")
 

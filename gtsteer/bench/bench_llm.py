@@ -24,10 +24,9 @@ from typing import Any
 from rich.console import Console
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM, ResponseCache
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench llm"

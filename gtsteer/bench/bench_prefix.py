@@ -36,8 +36,7 @@ import yaml
 from rich.console import Console
 
 from gtsteer.bench import benchdoc
-
-ROOT = Path(__file__).resolve().parents[2]
+from gtsteer.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench prefix"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 
 if TYPE_CHECKING:
     from gtsteer.runs.solve_schema import SolveSummary
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench ray"
 
-ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
 README_CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
 DOC = benchdoc.DOC

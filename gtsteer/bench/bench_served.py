@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
+from gtsteer.bench.benchdoc import ROOT
 from gtsteer.bench.servers import CTX_PER_SLOT, LlamaCppServer, LlamaServer
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench served"

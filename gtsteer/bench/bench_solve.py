@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench solve"
 
-ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_solve")

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.runs import eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench steering"

@@ -37,6 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import ROOT
 from gtsteer.bench.servers import LlamaServer
 from gtsteer.binding import generate_instances, make_game
 from gtsteer.binding.prompts import Turn, message_stop, reward_prompt
@@ -44,8 +45,6 @@ from gtsteer.domains import load_spec
 from gtsteer.domains.schedule_meeting import day_prompt
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench compare-served"

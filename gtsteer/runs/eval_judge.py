@@ -40,11 +40,11 @@ from gtsteer.evals.validation import (
 )
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import RunResult, check_out_dir, write_json
+from gtsteer.runs.output import ROOT, RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
 #: The labelled set shipped with the repository.
-DEFAULT_LABELLED = Path(__file__).resolve().parents[2] / "tests" / "data" / "judge_labelled.yaml"
+DEFAULT_LABELLED = ROOT / "tests" / "data" / "judge_labelled.yaml"
 
 
 class ValidationReport(RunResult):

@@ -61,6 +61,7 @@ from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.output import (
+    ROOT,
     RunResult,
     finish_run_dir,
     prepare_run_dir,
@@ -104,8 +105,7 @@ STATES_FILE = "states.jsonl"
 RUN_FILE = "run.json"
 JUDGE_FILE = "judge.json"
 #: The labelled lines the judge is validated on.
-DEFAULT_LABELLED = (Path(__file__).resolve().parents[2] / "tests" / "data"
-                    / "werewolf_style_labelled.yaml")
+DEFAULT_LABELLED = ROOT / "tests" / "data" / "werewolf_style_labelled.yaml"
 #: What the issue asks for; fewer states make a trial run, which the docs section says.
 ISSUE_STATES = 20
 

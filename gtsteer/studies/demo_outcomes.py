@@ -26,11 +26,11 @@ from gtsteer.domains.schedule_meeting import (
     meeting_values,
     parse_days,
 )
+from gtsteer.runs.output import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study demo-outcomes"
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def outcome_table(results: Path, config: Path, instance: int = 0) -> str:

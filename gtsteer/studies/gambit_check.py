@@ -35,6 +35,7 @@ import pyspiel
 
 from gtsteer.bench import benchdoc
 from gtsteer.runs.export import export_config
+from gtsteer.runs.output import ROOT
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.efg import EfgMap, policy_to_efg
@@ -43,7 +44,6 @@ from gtsteer.solvers.metrics import nash_conv
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study gambit-check"
 
-ROOT = Path(__file__).resolve().parents[2]
 #: Reduced pure strategies (all players) past which the strategic-form regret is skipped (each
 #: strategy's value is a walk of the tree); the best-response NashConv has no such limit.
 MAX_STRATEGIES = 20_000

@@ -39,7 +39,7 @@ from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import IN_PROGRESS, repo_relative
+from gtsteer.runs.output import IN_PROGRESS, ROOT, repo_relative
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.units import RayOptions
@@ -49,8 +49,6 @@ from gtsteer.solvers.psro.oracles import OracleResult
 from gtsteer.solvers.psro.reference import ReferenceReport
 from gtsteer.studies.samples_study import against_zero
 from gtsteer.studies.table1 import ci, pct, signed
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study psro-discovery"

@@ -41,13 +41,11 @@ from pydantic import BaseModel
 
 from gtsteer.bench import benchdoc
 from gtsteer.domains import load_spec
-from gtsteer.runs.output import repo_relative, save_png
+from gtsteer.runs.output import ROOT, repo_relative, save_png
 from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from gtsteer.studies.table1 import ci, per_instance_values
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study samples"

@@ -34,9 +34,8 @@ from gtsteer.runs import eval_judge, eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
+from gtsteer.runs.output import ROOT
 from gtsteer.solvers.metrics import wilson
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study steering-table"

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from gtsteer.bench import benchdoc
 from gtsteer.runs.eval_verdict import VerdictEvalReport, evaluate_verdict
-
-ROOT = Path(__file__).resolve().parents[2]
+from gtsteer.runs.output import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer study verdict"

@@ -27,13 +27,11 @@ from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.eval_steering import SteeringReport, measure_steering
-from gtsteer.runs.output import repo_relative, save_png
+from gtsteer.runs.output import ROOT, repo_relative, save_png
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer table1"
