@@ -32,7 +32,6 @@ from gtsteer.runs.output import ROOT
 COMMAND = "gtsteer study demo-outcomes"
 
 
-
 def outcome_table(results: Path, config: Path, instance: int = 0) -> str:
     days = days_of(load_spec(config))
     record = json.loads((results / "games" / f"{instance}.json").read_text(encoding="utf-8"))
