@@ -7,8 +7,14 @@ Table 1 instance. Per phase: requests, new calls, prompt tokens requested and ev
 prefix reuse), tokens generated and the share cleaning discarded, and seconds. Beside them,
 llama.cpp's own `llama-bench` on the same GGUF and threads (before and after the run, averaged)
 turns tokens into seconds (evaluated / prompt rate + generated / generation rate), so the
-seconds a phase spends outside llama.cpp's kernels show. Writes the `bench_profile` section of
-docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
+seconds a phase spends outside llama.cpp's kernels show.
+
+The floor: each phase's novel tokens (prompt and generated tokens no earlier call had computed
+as a prefix, `Usage.tokens_novel`) must be evaluated by any way of serving the same calls, since
+a token's KV entry depends on all tokens before it. At llama.cpp's best prompt rate on this
+machine (`llama-bench -p 512 -n 0 -ub C`, the fastest C, the faster of the runs before and
+after), no caching, batching or scheduling could finish the same answers sooner. Writes the
+`bench_profile` section of docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile [--model smollm2-135m]
         [--threads 2] [--no-write]
@@ -21,6 +27,8 @@ from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
 from gtsteer.bench.bench_demo import reference
+from gtsteer.bench.bench_prefill import llama_prefill
+from gtsteer.llm.backends.local import parse_local_model
 
 COMMAND = "gtsteer bench profile"
 START, END = benchdoc.markers("bench_profile")
@@ -38,31 +46,44 @@ def _sum(phases: list[dict]) -> dict:
     keys = ("requests", "new_calls", "prompt_tokens", "completion_tokens", "wall_s",
             "generated_chars", "kept_chars")
     total = {k: sum(p[k] for p in phases) for k in keys}
-    evaluated = [p["prompt_tokens_evaluated"] for p in phases]
-    total["prompt_tokens_evaluated"] = (None if all(e is None for e in evaluated)
-                                        else sum(e or 0 for e in evaluated))
+    for optional in ("prompt_tokens_evaluated", "tokens_novel"):
+        values = [p.get(optional) for p in phases]
+        total[optional] = (None if all(v is None for v in values)
+                           else sum(v or 0 for v in values))
     return total
+
+
+def floor_row(name: str, p: dict, best_pp: float) -> str:
+    """A job's profiled seconds beside the seconds its novel tokens take at the best rate."""
+    novel = p.get("tokens_novel")
+    if novel is None:
+        return f"| {name} | {p['wall_s']:.1f} | not counted | | |"
+    floor = novel / best_pp
+    return (f"| {name} | {p['wall_s']:.1f} | {novel:,} | {floor:.1f} | "
+            f"{floor / p['wall_s']:.2f}x |")
 
 
 def _row(name: str, p: dict, speed: dict[str, float], total_s: float) -> str:
     evaluated = "" if p["prompt_tokens_evaluated"] is None else f"{p['prompt_tokens_evaluated']:,}"
+    novel = "" if p.get("tokens_novel") is None else f"{p['tokens_novel']:,}"
     discarded = ""
     if p["generated_chars"]:
         share = 1 - p["kept_chars"] / p["generated_chars"]
         discarded = f"{round(p['completion_tokens'] * share):,} ({share:.0%})"
     model_s = at_rates(p, speed)
     return (f"| {name} | {p['requests']:,} | {p['new_calls']:,} | {p['prompt_tokens']:,} | "
-            f"{evaluated} | {p['completion_tokens']:,} | {discarded} | {p['wall_s']:.1f} | "
+            f"{evaluated} | {p['completion_tokens']:,} | {discarded} | {novel} | "
+            f"{p['wall_s']:.1f} | "
             f"{p['wall_s'] / total_s:.0%} | {model_s:.1f} |")
 
 
 def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
-           commit: str, model: str, threads: int) -> str:
+           commit: str, model: str, threads: int, best_pp: float) -> str:
     phases = profile["phases"]
     total = profile["total_s"]
     lines = [("| phase | requests | new calls | prompt tokens | evaluated | generated | "
-              "discarded by cleaning | seconds | share | seconds at llama-bench rates |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "discarded by cleaning | novel | seconds | share | seconds at llama-bench rates |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [_row(name, p, speed, total) for name, p in phases.items()]
     solved = [p for name, p in phases.items() if not name.startswith("fresh: ")]
     fresh = [p for name, p in phases.items() if name.startswith("fresh: ")]
@@ -70,8 +91,13 @@ def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
     if fresh:
         lines.append(_row("**`--heldout`'s fresh tree**", _sum(fresh), speed, total))
     outside = total - sum(p["wall_s"] for p in phases.values())
-    lines.append(f"| outside the phases (readers, metrics, I/O) | | | | | | | {outside:.1f} | "
+    lines.append(f"| outside the phases (readers, metrics, I/O) | | | | | | | | {outside:.1f} | "
                  f"{outside / total:.0%} | |")
+    floors = [("| job | seconds (phases) | novel tokens | floor at the best rate |"
+               " floor / seconds |"),
+              "|---|---:|---:|---:|---:|",
+              floor_row("README job (solved tree)", _sum(solved), best_pp),
+              floor_row("Table 1 instance (both trees)", _sum(solved + fresh), best_pp)]
     return f"""{START}
 ## Cost by phase: the README job and a Table 1 instance
 
@@ -83,8 +109,17 @@ for the whole process (model load and imports included). llama-bench on the same
 threads: {speed['pp']:.0f} prompt / {speed['tg']:.1f} generated tokens/s (mean of a run before
 and one after). "Evaluated": prompt tokens the backend computed after prefix reuse.
 "Discarded": generated tokens estimated by the share of characters cleaning dropped.
+"Novel": prompt and generated tokens no earlier call had computed as a prefix.
 
 {chr(10).join(lines)}
+
+The floor: novel tokens at llama.cpp's best prompt rate here, {best_pp:.0f} tokens/s (`llama-bench
+-p 512 -n 0 -ub C`, the fastest C of 16-512, the faster of a run before and one after). Every
+novel token must be evaluated to give these answers, and no token is evaluated faster than
+that, so no reuse, batching or scheduling of the same calls finishes below the floor; only
+calls that ask for fewer or other tokens can.
+
+{chr(10).join(floors)}
 {END}"""
 
 
@@ -97,18 +132,22 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     commit = benchdoc.commit(["gtsteer"])
     bins = llama_tools.build(("llama-bench",))
+    path = parse_local_model(f"local:{args.model}").resolve_path()
     before = reference(bins, args.model, args.threads)
+    best_before = max(llama_prefill(bins, path, args.threads).values())
     wall, files = benchdoc.run_cold(
         [*benchdoc.demo_args(), "--heldout", "--profile", "-q", "--llm", f"local:{args.model}"],
         {"GTSTEER_LOCAL_THREADS": str(args.threads)}, "bench-profile-",
         read=("profile.json",))
     after = reference(bins, args.model, args.threads)
+    best_pp = max(best_before, *llama_prefill(bins, path, args.threads).values())
     speed = {k: (before[k] + after[k]) / 2 for k in ("pp", "tg")}
     profile = json.loads(files["profile.json"])
-    print(json.dumps({"profile": profile, "llama_bench": [before, after]}), flush=True)
+    print(json.dumps({"profile": profile, "llama_bench": [before, after], "best_pp": best_pp}),
+          flush=True)
     command = ("flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile "
                f"--model {args.model} --threads {args.threads}")
-    section = render(profile, speed, wall, command, commit, args.model, args.threads)
+    section = render(profile, speed, wall, command, commit, args.model, args.threads, best_pp)
     print(section)
     if not args.no_write:
         benchdoc.write_section(Path(args.doc), START, END, section)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -209,16 +212,35 @@ PROFILE_FILE = "profile.json"
 def print_profile(costs: cost_profile.CostProfile, out: Console = console) -> None:
     """The cost profile as a table: one row per phase, then the seconds outside them."""
     table = Table("phase", "requests", "new calls", "prompt tokens", "evaluated", "generated",
-                  "discarded", "seconds", title="cost by phase (profile.json)")
+                  "discarded", "novel", "seconds", title="cost by phase (profile.json)")
     for p in costs.phases.values():
         share = p.discarded_share
         discarded = "" if share is None else f"{p.discarded_tokens} ({share:.0%})"
         evaluated = "" if p.prompt_tokens_evaluated is None else str(p.prompt_tokens_evaluated)
+        novel = "" if p.tokens_novel is None else str(p.tokens_novel)
         table.add_row(p.phase, str(p.requests), str(p.new_calls), str(p.prompt_tokens),
-                      evaluated, str(p.completion_tokens), discarded, f"{p.wall_s:.1f}")
-    table.add_row("(outside the phases)", *[""] * 6, f"{costs.unaccounted_s:.1f}")
-    table.add_row("total", *[""] * 6, f"{costs.total_s:.1f}")
+                      evaluated, str(p.completion_tokens), discarded, novel, f"{p.wall_s:.1f}")
+    table.add_row("(outside the phases)", *[""] * 7, f"{costs.unaccounted_s:.1f}")
+    table.add_row("total", *[""] * 7, f"{costs.total_s:.1f}")
     out.print(table)
+
+
+@contextmanager
+def counting_novel_tokens(on: bool) -> Iterator[None]:
+    """Local models loaded in this block count each call's novel tokens (`--profile`: the
+    fewest tokens any serving of the same calls evaluates); the setting is restored after."""
+    from gtsteer.llm.backends.local import COUNT_NOVEL_ENV
+
+    before = os.environ.get(COUNT_NOVEL_ENV)
+    if on:
+        os.environ[COUNT_NOVEL_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(COUNT_NOVEL_ENV, None)
+        else:
+            os.environ[COUNT_NOVEL_ENV] = before
 
 
 def solve(
@@ -248,9 +270,9 @@ def solve(
     profile: Annotated[
         bool,
         typer.Option("--profile", help="Also write DIR/profile.json: calls, prompt tokens"
-                     " evaluated, tokens generated (and discarded by cleaning) and seconds per"
-                     " phase (messages, end checks, rewards; the fresh tree's apart). Serial"
-                     " only."),
+                     " evaluated, tokens generated (and discarded by cleaning), novel tokens (on"
+                     " the local model: what no reuse could save) and seconds per phase"
+                     " (messages, end checks, rewards; the fresh tree's apart). Serial only."),
     ] = False,
     quiet: Quiet = False,
     ray: Ray = None,
@@ -264,7 +286,7 @@ def solve(
         raise typer.BadParameter("a profile reads one process's meters: run without --ray",
                                  param_hint="--profile")
     on_ray = ray_options(ray, workers)
-    with friendly_errors(), cost_profile.profiling() as costs:
+    with friendly_errors(), cost_profile.profiling() as costs, counting_novel_tokens(profile):
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                                 progress=not quiet, report=note)

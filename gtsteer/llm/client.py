@@ -459,10 +459,14 @@ def _end_waits(shown: list[int]) -> None:
 
 
 def _add(a: Usage, b: Usage) -> Usage:
-    evaluated = [u.prompt_tokens_evaluated for u in (a, b) if u.prompt_tokens_evaluated is not None]
+    def optional(name: str) -> int | None:
+        values = [getattr(u, name) for u in (a, b) if getattr(u, name) is not None]
+        return sum(values) if values else None
+
     return Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
-        prompt_tokens_evaluated=sum(evaluated) if evaluated else None,
+        prompt_tokens_evaluated=optional("prompt_tokens_evaluated"),
+        tokens_novel=optional("tokens_novel"),
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         latency_s=a.latency_s + b.latency_s,

@@ -66,6 +66,9 @@ class Usage(BaseModel):
     #: Prompt tokens the model really evaluated (the local backend reuses cached prefixes);
     #: None where the backend cannot tell.
     prompt_tokens_evaluated: int | None = None
+    #: Tokens (prompt and generated) no earlier call had computed as a prefix: what any way
+    #: of serving the same calls must evaluate. None unless the local backend counts them.
+    tokens_novel: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

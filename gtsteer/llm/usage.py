@@ -25,9 +25,19 @@ class LLMCalls(BaseModel):
         )
 
 
-#: `UsageReport`'s plain counters (`prompt_tokens_evaluated`, which may be None, aside).
+#: `UsageReport`'s plain counters.
 _COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
              "completion_tokens", "cost_usd", "latency_s")
+#: Counters only some backends report: None until a call reports one.
+_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel")
+
+
+def _add_optional(total: object, other: object) -> None:
+    """Add `other`'s optional counters into `total`'s (a report or a usage), where reported."""
+    for name in _OPTIONAL:
+        value = getattr(other, name)
+        if value is not None:
+            setattr(total, name, (getattr(total, name) or 0) + value)
 
 
 class UsageReport(BaseModel):
@@ -39,6 +49,8 @@ class UsageReport(BaseModel):
     prompt_tokens: int = 0
     #: Of `prompt_tokens`, those evaluated afresh (None: no backend call reported it).
     prompt_tokens_evaluated: int | None = None
+    #: Tokens no earlier call had computed (`Usage.tokens_novel`; None: not counted).
+    tokens_novel: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
@@ -55,17 +67,15 @@ class UsageReport(BaseModel):
         """Count `other` in this report too (a profile's phase summing its stretches)."""
         for name in _COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        if other.prompt_tokens_evaluated is not None:
-            self.prompt_tokens_evaluated = ((self.prompt_tokens_evaluated or 0)
-                                            + other.prompt_tokens_evaluated)
+        _add_optional(self, other)
 
     def minus(self, before: UsageReport) -> UsageReport:
         """Everything counted between the snapshot `before` and this one."""
-        evaluated = None
-        if self.prompt_tokens_evaluated is not None:
-            evaluated = self.prompt_tokens_evaluated - (before.prompt_tokens_evaluated or 0)
+        optional = {name: None if getattr(self, name) is None
+                    else getattr(self, name) - (getattr(before, name) or 0)
+                    for name in _OPTIONAL}
         return UsageReport(**{name: getattr(self, name) - getattr(before, name)
-                              for name in _COUNTERS}, prompt_tokens_evaluated=evaluated)
+                              for name in _COUNTERS}, **optional)
 
 
 class UsageMeter:
@@ -86,10 +96,7 @@ class UsageMeter:
             r = self._report
             r.new_calls += 1
             r.prompt_tokens += usage.prompt_tokens
-            if usage.prompt_tokens_evaluated is not None:
-                r.prompt_tokens_evaluated = (
-                    r.prompt_tokens_evaluated or 0
-                ) + usage.prompt_tokens_evaluated
+            _add_optional(r, usage)
             r.completion_tokens += usage.completion_tokens
             r.cost_usd += usage.cost_usd
             r.latency_s += usage.latency_s
@@ -101,9 +108,7 @@ class UsageMeter:
             r = self._report
             for name in _COUNTERS:
                 setattr(r, name, getattr(r, name) + getattr(other, name))
-            if other.prompt_tokens_evaluated is not None:
-                r.prompt_tokens_evaluated = ((r.prompt_tokens_evaluated or 0)
-                                             + other.prompt_tokens_evaluated)
+            _add_optional(r, other)
 
     def failure(self) -> None:
         with self._lock:

@@ -42,7 +42,12 @@ from gtsteer.llm.backends.local.models import (
     default_model_path,
     parse_local_model,
 )
-from gtsteer.llm.backends.local.prefix_cache import BLOCK, CACHE_MB_ENV, cache_bytes_from_env
+from gtsteer.llm.backends.local.prefix_cache import (
+    BLOCK,
+    CACHE_MB_ENV,
+    COUNT_NOVEL_ENV,
+    cache_bytes_from_env,
+)
 from gtsteer.llm.backends.local.threads import THREADS_ENV, local_threads
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
@@ -52,6 +57,7 @@ CTX_ENV = "GTSTEER_LOCAL_CTX"
 __all__ = [
     "BLOCK",
     "CACHE_MB_ENV",
+    "COUNT_NOVEL_ENV",
     "DEFAULT_LOCAL_MODEL",
     "EMBEDDED_MODELS",
     "THREADS_ENV",

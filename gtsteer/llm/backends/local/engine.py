@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.local.chat import ChatTemplate, has_chat_template
-from gtsteer.llm.backends.local.prefix_cache import BlockPrefixCache
+from gtsteer.llm.backends.local.prefix_cache import (
+    BlockPrefixCache,
+    NovelTokens,
+    count_novel_from_env,
+)
 from gtsteer.llm.backends.local.worker import PrefixOrderedQueue
 from gtsteer.llm.errors import ModelConfigError
 from gtsteer.llm.types import GenerationRequest
@@ -52,6 +56,7 @@ class LlamaEngine:
         self.chat = has_chat_template(self.llm) if chat is None else chat
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
+        self.novel = NovelTokens() if count_novel_from_env() else None
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
 
     def render(self, request: GenerationRequest) -> str:
@@ -69,6 +74,13 @@ class LlamaEngine:
     def continuation_tokens(self, prompt: str, option: str) -> list[int]:
         sep = "" if self.template or prompt.endswith((" ", "\n")) else " "
         return self.llm.tokenize((sep + option).encode(), add_bos=False, special=False)
+
+    def count_novel(self, tokens: Any) -> int | None:
+        """Of `tokens` (a sequence this engine just held in its KV cache), those no earlier
+        sequence had as a prefix; None unless counting is on."""
+        if self.novel is None:
+            return None
+        return self.novel.add(tokens)
 
     def close(self) -> None:
         # The queue's worker is a daemon thread: at exit (Ctrl-C mid-request) it may still be

@@ -44,6 +44,8 @@ BLOCK = 64  # tokens per llama_decode; must not exceed the context's n_batch/n_u
 DEFAULT_CACHE_MB = 2048  # of a 24 GiB machine: ample room left for the solver and the models
 RECENT_PROMPTS = 64  # prompts remembered (as tokens) to find where new ones branch off
 CACHE_MB_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
+#: Set (to 1) to count each call's novel tokens (`NovelTokens`); `solve --profile` sets it.
+COUNT_NOVEL_ENV = "GTSTEER_LOCAL_COUNT_NOVEL"
 _SEQ = 0  # the one llama.cpp sequence gtsteer uses
 
 
@@ -93,6 +95,37 @@ def tail_key(tokens: Sequence[int], keys: list[bytes], block: int = BLOCK) -> by
     chunk = np.asarray(tokens[-rest:], dtype=np.int32).tobytes()
     head = keys[-1] if keys else b"gtsteer-prefix-v1"
     return hashlib.blake2b(head + b"tail" + chunk, digest_size=16).digest()
+
+
+def count_novel_from_env() -> bool:
+    return os.environ.get(COUNT_NOVEL_ENV, "").strip() not in ("", "0")
+
+
+class NovelTokens:
+    """The token sequences an engine has held in its KV cache, as a trie, to count the tokens
+    of a new sequence that no earlier one shares as a prefix.
+
+    A token's KV entry depends on every token before it, so any way of serving the same calls
+    must evaluate each node of this trie at least once: the sum of `add` over a run is the
+    fewest tokens that could give its answers, whatever the caching or batching. That floor is
+    a measurement (`gtsteer bench profile`), so it is opt-in: the trie keeps every distinct
+    token (one dict each), which a long run should not pay for."""
+
+    def __init__(self) -> None:
+        self._root: dict[int, dict] = {}
+        self.nodes = 0
+
+    def add(self, tokens: Sequence[int]) -> int:
+        """Insert `tokens`; return how many of them are new nodes."""
+        node, new = self._root, 0
+        for token in tokens:
+            child = node.get(token)
+            if child is None:
+                child = node[token] = {}
+                new += 1
+            node = child
+        self.nodes += new
+        return new
 
 
 @dataclass

@@ -74,11 +74,14 @@ def complete(
         raise LLMCallError(f"llama.cpp failed: {exc}") from exc
     assert isinstance(out, dict), "not streamed, so one response"
     usage = out.get("usage", {})
+    # What the context holds now: the prompt and every generated token but the last sampled.
+    novel = engine.count_novel(llm.input_ids[: llm.n_tokens].tolist())
     return RawCompletion(
         text=out["choices"][0]["text"],
         usage=Usage(
             prompt_tokens=len(tokens),
             prompt_tokens_evaluated=evaluated,
+            tokens_novel=novel,
             completion_tokens=usage.get("completion_tokens", 0),
             latency_s=time.perf_counter() - start,
         ),
@@ -132,11 +135,14 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
     # option from a reloaded prompt: the same scores, with most of the decodes gone (the
     # reward model's one-token answers: one decode a choice instead of two an option).
     evaluated = at_prompt_end()
+    novel = engine.count_novel(prompt_tokens)
     after_prompt = log_softmax(last_logits(llm, n_vocab))
     scores: dict[str, float] = {}
     for option, tokens in zip(options, option_tokens, strict=True):
         total = float(after_prompt[tokens[0]]) if tokens else 0.0
         if len(tokens) > 1:
+            if novel is not None:  # the option's last token is never evaluated
+                novel += engine.count_novel(prompt_tokens + tokens[:-1]) or 0
             evaluated += at_prompt_end()
             for token, following in itertools.pairwise(tokens):
                 llm.eval([token])
@@ -146,6 +152,7 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
     usage = Usage(
         prompt_tokens=requested,
         prompt_tokens_evaluated=evaluated,
+        tokens_novel=novel,
         latency_s=time.perf_counter() - start,
     )
     return scores, usage

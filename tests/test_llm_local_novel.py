@@ -1,0 +1,96 @@
+"""Novel tokens: the tokens of a call that no earlier call held as a prefix, the fewest any
+serving of the same calls must evaluate (`gtsteer bench profile`'s floor)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gtsteer.llm import LLM
+from gtsteer.llm.backends.local import COUNT_NOVEL_ENV, LocalBackend, close_engines
+from gtsteer.llm.backends.local.prefix_cache import NovelTokens
+from gtsteer.llm.client import run_sync
+from gtsteer.llm.types import Usage
+from gtsteer.llm.usage import UsageMeter, UsageReport
+
+
+def test_a_sequence_counts_only_the_tokens_past_every_earlier_prefix() -> None:
+    trie = NovelTokens()
+    assert trie.add([1, 2, 3]) == 3
+    assert trie.add([1, 2, 4, 5]) == 2  # branches after [1, 2]
+    assert trie.add([1, 2]) == 0  # a prefix of both
+    assert trie.add([1, 2, 3]) == 0  # the same again
+    assert trie.add([7]) == 1
+    assert trie.nodes == 6
+
+
+def test_the_meter_sums_novel_tokens_and_leaves_them_unknown_when_none_is_reported() -> None:
+    meter = UsageMeter()
+    meter.call(Usage(prompt_tokens=10))
+    assert meter.snapshot().tokens_novel is None
+    before = meter.snapshot()
+    meter.call(Usage(prompt_tokens=10, tokens_novel=4))
+    meter.call(Usage(prompt_tokens=10, tokens_novel=3))
+    assert meter.snapshot().tokens_novel == 7
+    assert meter.snapshot().minus(before).tokens_novel == 7
+    total = UsageReport()
+    total.add(meter.snapshot().minus(before))
+    total.add(UsageReport(tokens_novel=5))
+    assert total.tokens_novel == 12
+
+
+PROMPT = "Alice and Bob pick a day to meet. Alice: How about Monday? Bob:"
+OPTIONS = ["Yes", "No, Tuesday suits me better"]
+
+
+def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
+    """Four answers and a choice: each call's novel tokens (the choice's last) and the meter."""
+    backend = LocalBackend("local:smollm2-135m", prefix_cache_mb=cache_mb)
+    llm = LLM("local:smollm2-135m", backend=backend, use_cache=False)
+    novel = []
+    for seed, temperature in ((1, 0.9), (2, 0.9), (3, 0.0), (4, 0.0)):
+        completion = run_sync(llm.generate(PROMPT, seed=seed, temperature=temperature,
+                                           max_tokens=10))
+        novel.append(completion.usage.tokens_novel)
+    before = llm.usage
+    run_sync(llm.choose(PROMPT, OPTIONS))
+    novel.append(llm.usage.minus(before).tokens_novel)
+    return novel, llm.usage
+
+
+@pytest.mark.slow
+def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On SmolLM2: a first call's novel tokens are its prompt and every generated token but the
+    last sampled (never evaluated); a greedy answer asked again adds none; a choice on a known
+    prompt adds only its multi-token option's tokens. The count is the calls', not the
+    serving's: the same with prefix reuse off and on."""
+    monkeypatch.setenv(COUNT_NOVEL_ENV, "1")
+    close_engines()  # engines count from their start: load fresh ones with the switch on
+    try:
+        novel, usage = counted_calls(cache_mb=3)
+        off, usage_off = counted_calls(cache_mb=0)
+        engine = LocalBackend("local:smollm2-135m", prefix_cache_mb=3).engine()
+        text = engine.render_text(PROMPT)
+        prompt_tokens = len(engine.tokens(text))
+        option_tokens = len(engine.continuation_tokens(text, OPTIONS[1]))
+    finally:
+        close_engines()
+    assert usage.completion_tokens == 40  # 10 each: nothing stopped early
+    assert novel[0] == prompt_tokens + 10 - 1
+    assert 0 < novel[1] <= 10 - 1  # shares the prompt, and perhaps a first word
+    assert novel[3] == 0  # the greedy answer of the call before
+    assert option_tokens > 2 and 1 <= novel[4] <= option_tokens - 1  # "Yes": one token, none
+    assert usage.tokens_novel == sum(novel)
+    assert off == novel and usage_off.tokens_novel == usage.tokens_novel
+    assert usage_off.prompt_tokens_evaluated > usage.prompt_tokens_evaluated
+
+def test_without_the_switch_no_trie_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(COUNT_NOVEL_ENV, raising=False)
+    from gtsteer.llm.backends.local.prefix_cache import count_novel_from_env
+
+    assert not count_novel_from_env()
+    monkeypatch.setenv(COUNT_NOVEL_ENV, "0")
+    assert not count_novel_from_env()
+    monkeypatch.setenv(COUNT_NOVEL_ENV, "1")
+    assert count_novel_from_env()
