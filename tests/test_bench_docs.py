@@ -650,10 +650,11 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
                    env={**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})
     profile = json.loads((out / "profile.json").read_text())
     speed = {"pp": 1000.0, "tg": 10.0}
-    section = bench.render(profile, speed, 12.0, "cmd", "abc", "fake", 2, 500.0)
+    section = bench.render(profile, speed, 12.0, "cmd", "abc", "fake", 2,
+                           {"pp": 500.0, "tg": 100.0})
     assert section.startswith(bench.START) and section.endswith(bench.END)
     # The fake model counts no novel tokens: the floor says so instead of reading 0.
-    assert "| README job (solved tree) | " in section and "| not counted | | |" in section
+    assert "| README job (solved tree) | " in section and "| not counted | | | | |" in section
     messages = profile["phases"]["messages"]
     assert messages["new_calls"] > 0 and messages["completion_tokens"] > 0
     expected = messages["prompt_tokens"] / 1000 + messages["completion_tokens"] / 10
@@ -664,13 +665,16 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
     assert f"| {sum(p['new_calls'] for p in fresh):,} |" in total_row
 
 
-def test_the_floor_is_novel_tokens_at_the_best_rate_against_the_profiled_seconds() -> None:
+def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seconds() -> None:
+    """25,000 novel tokens at 500 prompt tokens/s: 50 s. With the 5,000 generated ones at 100
+    generated tokens/s instead: 20,000 / 500 + 5,000 / 100 = 90 s."""
     bench = load("bench_profile")
     zero = {"requests": 0, "new_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
             "generated_chars": 0, "kept_chars": 0, "prompt_tokens_evaluated": None}
-    phases = [{**zero, "wall_s": 60.0, "tokens_novel": 15_000},
-              {**zero, "wall_s": 40.0, "tokens_novel": 10_000}]
+    phases = [{**zero, "wall_s": 60.0, "tokens_novel": 15_000, "tokens_novel_generated": 5_000},
+              {**zero, "wall_s": 40.0, "tokens_novel": 10_000, "tokens_novel_generated": None}]
     total = bench._sum(phases)
     assert total["tokens_novel"] == 25_000 and total["wall_s"] == 100.0
     assert total["prompt_tokens_evaluated"] is None  # not reported: stays unknown, not 0
-    assert bench.floor_row("job", total, 500.0) == "| job | 100.0 | 25,000 | 50.0 | 0.50x |"
+    assert (bench.floor_row("job", total, {"pp": 500.0, "tg": 100.0})
+            == "| job | 100.0 | 25,000 | 5,000 | 50.0 (0.50x) | 90.0 (0.90x) |")

@@ -51,9 +51,13 @@ def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
         completion = run_sync(llm.generate(PROMPT, seed=seed, temperature=temperature,
                                            max_tokens=10))
         novel.append(completion.usage.tokens_novel)
+        # Of them generated: all 9 evaluated first; after it the prompt is known.
+        assert completion.usage.tokens_novel_generated == (
+            9 if seed == 1 else completion.usage.tokens_novel)
     before = llm.usage
     run_sync(llm.choose(PROMPT, OPTIONS))
     novel.append(llm.usage.minus(before).tokens_novel)
+    assert llm.usage.minus(before).tokens_novel_generated == 0  # a choice generates nothing
     return novel, llm.usage
 
 

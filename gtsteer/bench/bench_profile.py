@@ -9,12 +9,15 @@ llama.cpp's own `llama-bench` on the same GGUF and threads (before and after the
 turns tokens into seconds (evaluated / prompt rate + generated / generation rate), so the
 seconds a phase spends outside llama.cpp's kernels show.
 
-The floor: each phase's novel tokens (prompt and generated tokens no earlier call had computed
+The floors: each phase's novel tokens (prompt and generated tokens no earlier call had computed
 as a prefix, `Usage.tokens_novel`) must be evaluated by any way of serving the same calls, since
-a token's KV entry depends on all tokens before it. At llama.cpp's best prompt rate on this
-machine (`llama-bench -p 512 -n 0 -ub C`, the fastest C, the faster of the runs before and
-after), no caching, batching or scheduling could finish the same answers sooner. Writes the
-`bench_profile` section of docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
+a token's KV entry depends on all tokens before it. All of them at llama.cpp's best prompt rate
+on this machine (`llama-bench -p 512 -n 0 -ub C`, the fastest C) is a time no caching, batching
+or scheduling of the same calls could beat. A generated token also needs the one before it, so
+it is one decode step of its sequence: the second floor takes those at llama.cpp's best
+generation rate with B sequences decoded together (`llama-batched-bench`, the best B of 1-16).
+Each rate is the faster of a run before the job and one after. Writes the `bench_profile`
+section of docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile [--model smollm2-135m]
         [--threads 2] [--no-write]
@@ -31,6 +34,9 @@ from gtsteer.bench.bench_prefill import llama_prefill
 from gtsteer.llm.backends.local import parse_local_model
 
 COMMAND = "gtsteer bench profile"
+#: llama-batched-bench's shape for the best generation rate: a prompt about a meeting
+#: message's, shared by B sequences as a tree level's siblings share theirs.
+GEN_PROMPT, GEN_TOKENS, GEN_SEQS = 256, 32, (1, 2, 4, 8, 16)
 START, END = benchdoc.markers("bench_profile")
 
 
@@ -46,21 +52,25 @@ def _sum(phases: list[dict]) -> dict:
     keys = ("requests", "new_calls", "prompt_tokens", "completion_tokens", "wall_s",
             "generated_chars", "kept_chars")
     total = {k: sum(p[k] for p in phases) for k in keys}
-    for optional in ("prompt_tokens_evaluated", "tokens_novel"):
+    for optional in ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated"):
         values = [p.get(optional) for p in phases]
         total[optional] = (None if all(v is None for v in values)
                            else sum(v or 0 for v in values))
     return total
 
 
-def floor_row(name: str, p: dict, best_pp: float) -> str:
-    """A job's profiled seconds beside the seconds its novel tokens take at the best rate."""
+def floor_row(name: str, p: dict, best: dict[str, float]) -> str:
+    """A job's profiled seconds beside the seconds its novel tokens take at the best rates: all
+    at the prompt rate, then the generated ones at the generation rate."""
     novel = p.get("tokens_novel")
     if novel is None:
-        return f"| {name} | {p['wall_s']:.1f} | not counted | | |"
-    floor = novel / best_pp
-    return (f"| {name} | {p['wall_s']:.1f} | {novel:,} | {floor:.1f} | "
-            f"{floor / p['wall_s']:.2f}x |")
+        return f"| {name} | {p['wall_s']:.1f} | not counted | | | | |"
+    generated = p.get("tokens_novel_generated") or 0
+    every = novel / best["pp"]
+    stepwise = (novel - generated) / best["pp"] + generated / best["tg"]
+    return (f"| {name} | {p['wall_s']:.1f} | {novel:,} | {generated:,} | "
+            f"{every:.1f} ({every / p['wall_s']:.2f}x) | "
+            f"{stepwise:.1f} ({stepwise / p['wall_s']:.2f}x) |")
 
 
 def _row(name: str, p: dict, speed: dict[str, float], total_s: float) -> str:
@@ -78,7 +88,7 @@ def _row(name: str, p: dict, speed: dict[str, float], total_s: float) -> str:
 
 
 def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
-           commit: str, model: str, threads: int, best_pp: float) -> str:
+           commit: str, model: str, threads: int, best: dict[str, float]) -> str:
     phases = profile["phases"]
     total = profile["total_s"]
     lines = [("| phase | requests | new calls | prompt tokens | evaluated | generated | "
@@ -93,11 +103,11 @@ def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
     outside = total - sum(p["wall_s"] for p in phases.values())
     lines.append(f"| outside the phases (readers, metrics, I/O) | | | | | | | | {outside:.1f} | "
                  f"{outside / total:.0%} | |")
-    floors = [("| job | seconds (phases) | novel tokens | floor at the best rate |"
-               " floor / seconds |"),
-              "|---|---:|---:|---:|---:|",
-              floor_row("README job (solved tree)", _sum(solved), best_pp),
-              floor_row("Table 1 instance (both trees)", _sum(solved + fresh), best_pp)]
+    floors = [("| job | seconds (phases) | novel tokens | of them generated | floor: all at the"
+               " prompt rate | floor: generated at the generation rate |"),
+              "|---|---:|---:|---:|---:|---:|",
+              floor_row("README job (solved tree)", _sum(solved), best),
+              floor_row("Table 1 instance (both trees)", _sum(solved + fresh), best)]
     return f"""{START}
 ## Cost by phase: the README job and a Table 1 instance
 
@@ -113,14 +123,25 @@ and one after). "Evaluated": prompt tokens the backend computed after prefix reu
 
 {chr(10).join(lines)}
 
-The floor: novel tokens at llama.cpp's best prompt rate here, {best_pp:.0f} tokens/s (`llama-bench
--p 512 -n 0 -ub C`, the fastest C of 16-512, the faster of a run before and one after). Every
-novel token must be evaluated to give these answers, and no token is evaluated faster than
-that, so no reuse, batching or scheduling of the same calls finishes below the floor; only
-calls that ask for fewer or other tokens can.
+The floors. Every novel token must be evaluated to give these answers. llama.cpp's best prompt
+rate here is {best['pp']:.0f} tokens/s (`llama-bench -p 512 -n 0 -ub C`, the fastest C of
+16-512), and no token is evaluated faster, so no reuse, batching or scheduling of the same calls
+finishes below the first floor. A generated token is one decode step of its sequence: its best
+rate is llama.cpp's best aggregate generation rate, {best['tg']:.0f} tokens/s
+(`llama-batched-bench`, {GEN_PROMPT}-token shared prompt, {GEN_TOKENS} generated, the best B of
+{', '.join(map(str, GEN_SEQS))} sequences), which gives the second floor. Each rate is the faster
+of a run before the job and one after; the ratios are against the phases' seconds. Only calls
+that ask for fewer or other tokens go below them.
 
 {chr(10).join(floors)}
 {END}"""
+
+
+def best_rates(bins: dict[str, Path], path: Path, threads: int) -> dict[str, float]:
+    """llama.cpp's fastest prompt rate over decode sizes and fastest aggregate generation rate
+    over sequence counts (tokens/s)."""
+    tg = llama_tools.batched_bench(bins, path, threads, GEN_PROMPT, GEN_TOKENS, list(GEN_SEQS))
+    return {"pp": max(llama_prefill(bins, path, threads).values()), "tg": max(tg.values())}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,23 +152,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-write", action="store_true", help="Print the section only.")
     args = ap.parse_args(argv)
     commit = benchdoc.commit(["gtsteer"])
-    bins = llama_tools.build(("llama-bench",))
+    bins = llama_tools.build(("llama-bench", "llama-batched-bench"))
     path = parse_local_model(f"local:{args.model}").resolve_path()
     before = reference(bins, args.model, args.threads)
-    best_before = max(llama_prefill(bins, path, args.threads).values())
+    best_before = best_rates(bins, path, args.threads)
     wall, files = benchdoc.run_cold(
         [*benchdoc.demo_args(), "--heldout", "--profile", "-q", "--llm", f"local:{args.model}"],
         {"GTSTEER_LOCAL_THREADS": str(args.threads)}, "bench-profile-",
         read=("profile.json",))
     after = reference(bins, args.model, args.threads)
-    best_pp = max(best_before, *llama_prefill(bins, path, args.threads).values())
+    best_after = best_rates(bins, path, args.threads)
+    best = {k: max(best_before[k], best_after[k]) for k in ("pp", "tg")}
     speed = {k: (before[k] + after[k]) / 2 for k in ("pp", "tg")}
     profile = json.loads(files["profile.json"])
-    print(json.dumps({"profile": profile, "llama_bench": [before, after], "best_pp": best_pp}),
-          flush=True)
+    print(json.dumps({"profile": profile, "llama_bench": [before, after],
+                      "best": [best_before, best_after]}), flush=True)
     command = ("flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile "
                f"--model {args.model} --threads {args.threads}")
-    section = render(profile, speed, wall, command, commit, args.model, args.threads, best_pp)
+    section = render(profile, speed, wall, command, commit, args.model, args.threads, best)
     print(section)
     if not args.no_write:
         benchdoc.write_section(Path(args.doc), START, END, section)

@@ -467,6 +467,7 @@ def _add(a: Usage, b: Usage) -> Usage:
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         prompt_tokens_evaluated=optional("prompt_tokens_evaluated"),
         tokens_novel=optional("tokens_novel"),
+        tokens_novel_generated=optional("tokens_novel_generated"),
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         latency_s=a.latency_s + b.latency_s,

@@ -69,6 +69,8 @@ class Usage(BaseModel):
     #: Tokens (prompt and generated) no earlier call had computed as a prefix: what any way
     #: of serving the same calls must evaluate. None unless the local backend counts them.
     tokens_novel: int | None = None
+    #: Of those, the generated ones (evaluated one decode per token of a sequence).
+    tokens_novel_generated: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

@@ -29,7 +29,7 @@ class LLMCalls(BaseModel):
 _COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
              "completion_tokens", "cost_usd", "latency_s")
 #: Counters only some backends report: None until a call reports one.
-_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel")
+_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated")
 
 
 def _add_optional(total: object, other: object) -> None:
@@ -51,6 +51,7 @@ class UsageReport(BaseModel):
     prompt_tokens_evaluated: int | None = None
     #: Tokens no earlier call had computed (`Usage.tokens_novel`; None: not counted).
     tokens_novel: int | None = None
+    tokens_novel_generated: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

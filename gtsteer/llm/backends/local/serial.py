@@ -75,13 +75,15 @@ def complete(
     assert isinstance(out, dict), "not streamed, so one response"
     usage = out.get("usage", {})
     # What the context holds now: the prompt and every generated token but the last sampled.
-    novel = engine.count_novel(llm.input_ids[: llm.n_tokens].tolist())
+    novel_prompt = engine.count_novel(tokens)
+    generated = engine.count_novel(llm.input_ids[: llm.n_tokens].tolist())
     return RawCompletion(
         text=out["choices"][0]["text"],
         usage=Usage(
             prompt_tokens=len(tokens),
             prompt_tokens_evaluated=evaluated,
-            tokens_novel=novel,
+            tokens_novel=None if novel_prompt is None else novel_prompt + (generated or 0),
+            tokens_novel_generated=generated,
             completion_tokens=usage.get("completion_tokens", 0),
             latency_s=time.perf_counter() - start,
         ),
