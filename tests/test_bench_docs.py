@@ -654,7 +654,7 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
                            {"pp": 500.0, "tg": 100.0})
     assert section.startswith(bench.START) and section.endswith(bench.END)
     # The fake model counts no novel tokens: the floor says so instead of reading 0.
-    assert "| README job (solved tree) | " in section and "| not counted | | | | |" in section
+    assert "| README job (solved tree) | " in section and "| not counted | | | |" in section
     messages = profile["phases"]["messages"]
     assert messages["new_calls"] > 0 and messages["completion_tokens"] > 0
     expected = messages["prompt_tokens"] / 1000 + messages["completion_tokens"] / 10
@@ -666,15 +666,21 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
 
 
 def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seconds() -> None:
-    """25,000 novel tokens at 500 prompt tokens/s: 50 s. With the 5,000 generated ones at 100
-    generated tokens/s instead: 20,000 / 500 + 5,000 / 100 = 90 s."""
+    """Bit for bit: 12,000 prompt tokens at 400/s and 6,000 generated at 50/s = 150 s. Batched:
+    the 20,000 novel prompt tokens at 500/s and the 5,000 novel generated at 100/s = 90 s. All
+    25,000 novel tokens at 500/s = 50 s. Against 200 s of phases."""
     bench = load("bench_profile")
     zero = {"requests": 0, "new_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "generated_chars": 0, "kept_chars": 0, "prompt_tokens_evaluated": None}
-    phases = [{**zero, "wall_s": 60.0, "tokens_novel": 15_000, "tokens_novel_generated": 5_000},
-              {**zero, "wall_s": 40.0, "tokens_novel": 10_000, "tokens_novel_generated": None}]
+            "generated_chars": 0, "kept_chars": 0}
+    phases = [{**zero, "wall_s": 120.0, "tokens_novel": 15_000, "tokens_novel_generated": 5_000,
+               "prompt_tokens_block_floor": 7_000, "prompt_tokens_evaluated": None,
+               "completion_tokens": 6_000},
+              {**zero, "wall_s": 80.0, "tokens_novel": 10_000, "tokens_novel_generated": None,
+               "prompt_tokens_block_floor": 5_000, "prompt_tokens_evaluated": None}]
     total = bench._sum(phases)
-    assert total["tokens_novel"] == 25_000 and total["wall_s"] == 100.0
+    assert total["tokens_novel"] == 25_000 and total["wall_s"] == 200.0
     assert total["prompt_tokens_evaluated"] is None  # not reported: stays unknown, not 0
-    assert (bench.floor_row("job", total, {"pp": 500.0, "tg": 100.0})
-            == "| job | 100.0 | 25,000 | 5,000 | 50.0 (0.50x) | 90.0 (0.90x) |")
+    speed, best = {"pp": 400.0, "tg": 50.0}, {"pp": 500.0, "tg": 100.0}
+    assert bench.floor_row("job", total, speed, best) == (
+        "| job | 200.0 | 120.0 | 12,000 | 25,000 (5,000) | 150.0 (0.75x) | 90.0 (0.45x) |"
+        " 50.0 (0.25x) |")

@@ -7,7 +7,7 @@ import pytest
 
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.local import COUNT_NOVEL_ENV, LocalBackend, close_engines
-from gtsteer.llm.backends.local.prefix_cache import NovelTokens
+from gtsteer.llm.backends.local.prefix_cache import BLOCK, BlockPrefixCache, NovelTokens
 from gtsteer.llm.client import run_sync
 from gtsteer.llm.types import Usage
 from gtsteer.llm.usage import UsageMeter, UsageReport
@@ -21,6 +21,35 @@ def test_a_sequence_counts_only_the_tokens_past_every_earlier_prefix() -> None:
     assert trie.add([1, 2, 3]) == 0  # the same again
     assert trie.add([7]) == 1
     assert trie.nodes == 6
+
+
+class Evaluations:
+    """The two calls `BlockPrefixCache.load` makes of a llama.cpp model when reuse is off."""
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+
+    def reset(self) -> None:
+        pass
+
+    def eval(self, tokens: list[int]) -> None:
+        self.evaluated += len(tokens)
+
+
+def test_the_block_floor_is_what_an_unbounded_cache_would_evaluate() -> None:
+    """A cache saving every block and every exact prompt: a prompt again costs nothing, one
+    leaving a known prompt inside its third block re-evaluates from that block's start, and
+    one that shares no block evaluates all. With reuse off every load evaluates everything."""
+    cache, model = BlockPrefixCache(0), Evaluations()
+    cache.count_floor()
+    first = list(range(2 * BLOCK + 22))
+    floors = []
+    for tokens in (first, first, first[: 2 * BLOCK + 10] + [-1] * 5, [-2] * (BLOCK + 3)):
+        cache.load(model, tokens)
+        floors.append(cache.floor_last)
+    assert floors == [2 * BLOCK + 22, 0, 15, BLOCK + 3]
+    assert model.evaluated == 2 * (2 * BLOCK + 22) + (2 * BLOCK + 15) + BLOCK + 3
+    assert BlockPrefixCache(0).floor_last is None  # not counting
 
 
 def test_the_meter_sums_novel_tokens_and_leaves_them_unknown_when_none_is_reported() -> None:
@@ -87,6 +116,9 @@ def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served(
     assert option_tokens > 2 and 1 <= novel[4] <= option_tokens - 1  # "Yes": one token, none
     assert usage.tokens_novel == sum(novel)
     assert off == novel and usage_off.tokens_novel == usage.tokens_novel
+    # The bit-for-bit floor is the calls' too; this small cache already reaches it.
+    assert usage_off.prompt_tokens_block_floor == usage.prompt_tokens_block_floor
+    assert usage.prompt_tokens_block_floor == usage.prompt_tokens_evaluated
     assert usage_off.prompt_tokens_evaluated > usage.prompt_tokens_evaluated
 
 def test_without_the_switch_no_trie_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:

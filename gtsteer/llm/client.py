@@ -468,6 +468,7 @@ def _add(a: Usage, b: Usage) -> Usage:
         prompt_tokens_evaluated=optional("prompt_tokens_evaluated"),
         tokens_novel=optional("tokens_novel"),
         tokens_novel_generated=optional("tokens_novel_generated"),
+        prompt_tokens_block_floor=optional("prompt_tokens_block_floor"),
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         latency_s=a.latency_s + b.latency_s,

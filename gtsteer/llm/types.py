@@ -71,6 +71,9 @@ class Usage(BaseModel):
     tokens_novel: int | None = None
     #: Of those, the generated ones (evaluated one decode per token of a sequence).
     tokens_novel_generated: int | None = None
+    #: Prompt tokens an unbounded block cache would have evaluated: the fewest that give the
+    #: same answers bit for bit (counted with `tokens_novel`).
+    prompt_tokens_block_floor: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

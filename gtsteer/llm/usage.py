@@ -29,7 +29,8 @@ class LLMCalls(BaseModel):
 _COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
              "completion_tokens", "cost_usd", "latency_s")
 #: Counters only some backends report: None until a call reports one.
-_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated")
+_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated",
+             "prompt_tokens_block_floor")
 
 
 def _add_optional(total: object, other: object) -> None:
@@ -52,6 +53,7 @@ class UsageReport(BaseModel):
     #: Tokens no earlier call had computed (`Usage.tokens_novel`; None: not counted).
     tokens_novel: int | None = None
     tokens_novel_generated: int | None = None
+    prompt_tokens_block_floor: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0

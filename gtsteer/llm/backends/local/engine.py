@@ -57,6 +57,8 @@ class LlamaEngine:
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
         self.novel = NovelTokens() if count_novel_from_env() else None
+        if self.novel is not None:
+            self.prefix.count_floor()
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
 
     def render(self, request: GenerationRequest) -> str:

@@ -149,6 +149,17 @@ class BlockPrefixCache:
         self._recent: deque[np.ndarray] = deque(maxlen=RECENT_PROMPTS)
         self.bytes = 0
         self.stats = PrefixCacheStats()
+        #: Every block and tail key loaded so far, when counting the floor (`count_floor`).
+        self._seen: set[bytes] | None = None
+        #: What the last `load` would have evaluated with an unbounded cache saving every block
+        #: boundary (None unless counting).
+        self.floor_last: int | None = None
+
+    def count_floor(self) -> None:
+        """From now on, work out for each load what an unbounded cache that saved every block
+        and tail would have evaluated: the fewest tokens that give the same answers bit for bit
+        (the same block splits). Memory grows with the distinct blocks: a measurement only."""
+        self._seen = set()
 
     @property
     def enabled(self) -> bool:
@@ -169,6 +180,8 @@ class BlockPrefixCache:
         evaluation uses. Logits of the last token are not needed by callers (they evaluate the
         prompt's final token themselves), so a fully cached `tokens` evaluates nothing."""
         tokens = list(tokens)
+        if self._seen is not None:
+            self.floor_last = self._unbounded(tokens, self._seen)
         if not self.enabled:
             llm.reset()
             for pos in range(0, len(tokens), self.block):
@@ -199,6 +212,21 @@ class BlockPrefixCache:
             self._save(llm, tail)
         self._recent.append(np.asarray(tokens, dtype=np.int32))
         return self._count(len(tokens), len(tokens) - start)
+
+    def _unbounded(self, tokens: list[int], seen: set[bytes]) -> int:
+        """Tokens an unbounded cache would evaluate for `tokens`: none if this exact prompt was
+        loaded before (its tail state), else all after its longest loaded block prefix."""
+        keys = block_keys(tokens, self.block)
+        tail = tail_key(tokens, keys, self.block)
+        if tail is not None and tail in seen:
+            return 0
+        known = 0
+        while known < len(keys) and keys[known] in seen:
+            known += 1
+        seen.update(keys)
+        if tail is not None:
+            seen.add(tail)
+        return len(tokens) - known * self.block
 
     def _branch_block(self, tokens: list[int]) -> int:
         """The last block boundary before `tokens` leaves the longest prefix it shares with a

@@ -61,6 +61,7 @@ def complete(
         # The prompt but its last token goes through the block cache; llama-cpp-python then
         # finds it already in the context and evaluates only the last token itself.
         evaluated = engine.prefix.load(llm, tokens[:-1]) + 1
+        floor = engine.prefix.floor_last
         out = llm.create_completion(
             tokens,
             max_tokens=request.max_tokens,
@@ -84,6 +85,7 @@ def complete(
             prompt_tokens_evaluated=evaluated,
             tokens_novel=None if novel_prompt is None else novel_prompt + (generated or 0),
             tokens_novel_generated=generated,
+            prompt_tokens_block_floor=None if floor is None else floor + 1,
             completion_tokens=usage.get("completion_tokens", 0),
             latency_s=time.perf_counter() - start,
         ),
@@ -122,10 +124,14 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
     requested = sum(len(prompt_tokens) + len(t) for t in option_tokens)
     start = time.perf_counter()
 
+    floors: list[int] = []  # what each load would evaluate with an unbounded cache
+
     def at_prompt_end() -> int:
         """Load the prompt (its last token evaluated here, so its logits are llama.cpp's
         last ones); the tokens evaluated."""
         loaded = engine.prefix.load(llm, prompt_tokens[:-1])
+        if engine.prefix.floor_last is not None:
+            floors.append(engine.prefix.floor_last + 1)
         llm.eval(prompt_tokens[-1:])
         return loaded + 1
 
@@ -149,12 +155,15 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
             for token, following in itertools.pairwise(tokens):
                 llm.eval([token])
                 evaluated += 1
+                if floors:
+                    floors.append(1)
                 total += float(log_softmax(last_logits(llm, n_vocab))[following])
         scores[option] = total
     usage = Usage(
         prompt_tokens=requested,
         prompt_tokens_evaluated=evaluated,
         tokens_novel=novel,
+        prompt_tokens_block_floor=sum(floors) if floors else None,
         latency_s=time.perf_counter() - start,
     )
     return scores, usage
