@@ -682,5 +682,5 @@ def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seco
     assert total["prompt_tokens_evaluated"] is None  # not reported: stays unknown, not 0
     speed, best = {"pp": 400.0, "tg": 50.0}, {"pp": 500.0, "tg": 100.0}
     assert bench.floor_row("job", total, speed, best) == (
-        "| job | 200.0 | 120.0 | 12,000 | 25,000 (5,000) | 150.0 (0.75x) | 90.0 (0.45x) |"
+        "| job | 200.0 | 12,000 | 25,000 (5,000) | 150.0 (0.75x) | 90.0 (0.45x) |"
         " 50.0 (0.25x) |")

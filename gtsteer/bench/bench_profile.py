@@ -67,15 +67,14 @@ def floor_row(name: str, p: dict, speed: dict[str, float], best: dict[str, float
     generation rate; every novel token at the best prompt rate."""
     novel = p.get("tokens_novel")
     if novel is None:
-        return f"| {name} | {p['wall_s']:.1f} | {at_rates(p, speed):.1f} | not counted | | | |"
+        return f"| {name} | {p['wall_s']:.1f} | not counted | | | |"
     generated = p.get("tokens_novel_generated") or 0
     blocks = p.get("prompt_tokens_block_floor") or 0
     floors = (blocks / speed["pp"] + p["completion_tokens"] / speed["tg"],
               (novel - generated) / best["pp"] + generated / best["tg"],
               novel / best["pp"])
     cells = " | ".join(f"{f:.1f} ({f / p['wall_s']:.2f}x)" for f in floors)
-    return (f"| {name} | {p['wall_s']:.1f} | {at_rates(p, speed):.1f} | {blocks:,} | "
-            f"{novel:,} ({generated:,}) | {cells} |")
+    return f"| {name} | {p['wall_s']:.1f} | {blocks:,} | {novel:,} ({generated:,}) | {cells} |"
 
 
 def _row(name: str, p: dict, speed: dict[str, float], total_s: float) -> str:
@@ -108,10 +107,10 @@ def render(profile: dict, speed: dict[str, float], wall_s: float, command: str,
     outside = total - sum(p["wall_s"] for p in phases.values())
     lines.append(f"| outside the phases (readers, metrics, I/O) | | | | | | | | {outside:.1f} | "
                  f"{outside / total:.0%} | |")
-    floors = [("| job | seconds (phases) | at llama-bench rates | prompt tokens, unbounded block"
-               " cache | novel tokens (generated) | floor: bit for bit | floor: generation"
-               " batched | floor: all at the prompt rate |"),
-              "|---|---:|---:|---:|---:|---:|---:|---:|",
+    floors = [("| job | seconds (phases) | prompt tokens, unbounded block cache | novel tokens"
+               " (generated) | floor: bit for bit | floor: generation batched | floor: all at the"
+               " prompt rate |"),
+              "|---|---:|---:|---:|---:|---:|---:|",
               floor_row("README job (solved tree)", _sum(solved), speed, best),
               floor_row("Table 1 instance (both trees)", _sum(solved + fresh), speed, best)]
     return f"""{START}
