@@ -6,8 +6,9 @@ exactly the README job's work and its fresh tree (the `fresh:` phases) what `--h
 Table 1 instance. Per phase: requests, new calls, prompt tokens requested and evaluated (after
 prefix reuse), tokens generated and the share cleaning discarded, and seconds. Beside them,
 llama.cpp's own `llama-bench` on the same GGUF and threads (before and after the run, averaged)
-turns tokens into seconds (evaluated / prompt rate + generated / generation rate), so the
-seconds a phase spends outside llama.cpp's kernels show.
+turns tokens into seconds (evaluated / prompt rate + generated / generation rate). A phase's
+seconds above that are decodes slower than llama-bench's short-context ones, not Python
+(docs/BENCHMARKS.md, "Reading the floors").
 
 The floors: each phase's novel tokens (prompt and generated tokens no earlier call had computed
 as a prefix, `Usage.tokens_novel`) must be evaluated by any way of serving the same calls, since
