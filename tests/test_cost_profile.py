@@ -5,17 +5,21 @@ phases are apart, and a profile is refused on Ray."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game
 from typer.testing import CliRunner
 
 from gtsteer.binding import cost_profile, expand_sync
 from gtsteer.cli import app
+from gtsteer.cli.solve import counting_novel_tokens
 from gtsteer.domains import load_game
 from gtsteer.llm import run_sync
+from gtsteer.llm.backends.local import COUNT_NOVEL_ENV
 from gtsteer.llm.types import GenerationRequest, RawCompletion
 
 
@@ -109,6 +113,24 @@ def test_solve_profile_writes_the_fresh_tree_apart(tmp_path: Path) -> None:
     assert phases["CFR"]["requests"] == 0 and phases["CFR"]["wall_s"] >= 0
     # the profile leaves the records as they were: no phase lands in games/<i>.json
     assert "phases" not in record["expansion"]
+    # the fake model counts no novel tokens: unknown, not 0; and the switch is not left on
+    assert phases["messages"]["tokens_novel"] is None
+    assert COUNT_NOVEL_ENV not in os.environ
+
+
+def test_profile_switches_novel_token_counting_on_for_its_run_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(COUNT_NOVEL_ENV, raising=False)
+    with counting_novel_tokens(True):
+        assert os.environ[COUNT_NOVEL_ENV] == "1"
+    assert COUNT_NOVEL_ENV not in os.environ
+    monkeypatch.setenv(COUNT_NOVEL_ENV, "0")  # a user's own setting survives a run without it
+    with counting_novel_tokens(False):
+        assert os.environ[COUNT_NOVEL_ENV] == "0"
+    with counting_novel_tokens(True):
+        assert os.environ[COUNT_NOVEL_ENV] == "1"
+    assert os.environ[COUNT_NOVEL_ENV] == "0"
 
 
 def test_profile_is_refused_on_ray(tmp_path: Path) -> None:
