@@ -651,10 +651,10 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
     profile = json.loads((out / "profile.json").read_text())
     speed = {"pp": 1000.0, "tg": 10.0}
     section = bench.render(profile, speed, 12.0, "cmd", "abc", "fake", 2,
-                           {"pp": 500.0, "tg": 100.0})
+                           {"pp": 400.0, "tg": 50.0}, {"pp": 500.0, "tg": 100.0, "tg_seqs": 8.0})
     assert section.startswith(bench.START) and section.endswith(bench.END)
     # The fake model counts no novel tokens: the floor says so instead of reading 0.
-    assert "| README job (solved tree) | " in section and "| not counted | | | |" in section
+    assert "| README job (solved tree) | " in section and "| not counted | | | | |" in section
     messages = profile["phases"]["messages"]
     assert messages["new_calls"] > 0 and messages["completion_tokens"] > 0
     expected = messages["prompt_tokens"] / 1000 + messages["completion_tokens"] / 10
@@ -684,3 +684,13 @@ def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seco
     assert bench.floor_row("job", total, speed, best) == (
         "| job | 200.0 | 12,000 | 25,000 (5,000) | 150.0 (0.75x) | 90.0 (0.45x) |"
         " 50.0 (0.25x) |")
+
+
+def test_the_fastest_rates_are_taken_key_by_key_with_the_winning_sequence_count() -> None:
+    bench = load("bench_profile")
+    before = {"pp": 300.0, "tg": 170.0, "tg_seqs": 16.0}
+    after = {"pp": 310.0, "tg": 180.0, "tg_seqs": 8.0}
+    assert bench.fastest(before, after) == {"pp": 310.0, "tg": 180.0, "tg_seqs": 8.0}
+    assert bench.fastest({"pp": 320.0, "tg": 110.0}, {"pp": 300.0, "tg": 120.0}) == {
+        "pp": 320.0, "tg": 120.0}
+

@@ -5,7 +5,6 @@ phases are apart, and a profile is refused on Ray."""
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,10 @@ from typer.testing import CliRunner
 
 from gtsteer.binding import cost_profile, expand_sync
 from gtsteer.cli import app
-from gtsteer.cli.solve import counting_novel_tokens
 from gtsteer.domains import load_game
 from gtsteer.llm import run_sync
-from gtsteer.llm.backends.local import COUNT_NOVEL_ENV
+from gtsteer.llm.backends.fake import FakeBackend
+from gtsteer.llm.backends.local import engine as local_engine
 from gtsteer.llm.types import GenerationRequest, RawCompletion
 
 
@@ -113,24 +112,29 @@ def test_solve_profile_writes_the_fresh_tree_apart(tmp_path: Path) -> None:
     assert phases["CFR"]["requests"] == 0 and phases["CFR"]["wall_s"] >= 0
     # the profile leaves the records as they were: no phase lands in games/<i>.json
     assert "phases" not in record["expansion"]
-    # the fake model counts no novel tokens: unknown, not 0; and the switch is not left on
+    # the fake model counts no novel tokens: unknown, not 0
     assert phases["messages"]["tokens_novel"] is None
-    assert COUNT_NOVEL_ENV not in os.environ
 
 
-def test_profile_switches_novel_token_counting_on_for_its_run_only(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("profile", [True, False])
+def test_local_models_count_tokens_during_a_profiled_run_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: bool,
 ) -> None:
-    monkeypatch.delenv(COUNT_NOVEL_ENV, raising=False)
-    with counting_novel_tokens(True):
-        assert os.environ[COUNT_NOVEL_ENV] == "1"
-    assert COUNT_NOVEL_ENV not in os.environ
-    monkeypatch.setenv(COUNT_NOVEL_ENV, "0")  # a user's own setting survives a run without it
-    with counting_novel_tokens(False):
-        assert os.environ[COUNT_NOVEL_ENV] == "0"
-    with counting_novel_tokens(True):
-        assert os.environ[COUNT_NOVEL_ENV] == "1"
-    assert os.environ[COUNT_NOVEL_ENV] == "0"
+    """What the local engines' switch reads at each model call of a `solve` run, and after."""
+    seen: list[bool] = []
+    complete = FakeBackend.complete
+
+    async def recording(self: FakeBackend, *args: Any, **kwargs: Any) -> RawCompletion:
+        seen.append(local_engine._counting)
+        return await complete(self, *args, **kwargs)
+
+    monkeypatch.setattr(FakeBackend, "complete", recording)
+    result = CliRunner().invoke(app, [
+        "solve", "configs/schedule_meeting_dow.yaml", "--llm", "fake", "--quiet",
+        "--out", str(tmp_path / "run"), *(["--profile"] if profile else [])])
+    assert result.exit_code == 0, result.output
+    assert len(seen) > 10 and set(seen) == {profile}
+    assert local_engine._counting is False
 
 
 def test_profile_is_refused_on_ray(tmp_path: Path) -> None:

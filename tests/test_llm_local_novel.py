@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gtsteer.llm import LLM
-from gtsteer.llm.backends.local import COUNT_NOVEL_ENV, LocalBackend, close_engines
+from gtsteer.llm.backends.local import LocalBackend, counting_tokens
 from gtsteer.llm.backends.local.prefix_cache import BLOCK, BlockPrefixCache, NovelTokens
 from gtsteer.llm.client import run_sync
 from gtsteer.llm.types import Usage
@@ -38,18 +38,22 @@ class Evaluations:
 
 def test_the_block_floor_is_what_an_unbounded_cache_would_evaluate() -> None:
     """A cache saving every block and every exact prompt: a prompt again costs nothing, one
-    leaving a known prompt inside its third block re-evaluates from that block's start, and
-    one that shares no block evaluates all. With reuse off every load evaluates everything."""
+    leaving a known prompt inside its third block re-evaluates from that block's start, a
+    mid-block prefix of a known prompt evaluates its partial block (a full block's state is not
+    its state), a block-aligned one nothing, and one that shares no block evaluates all. With
+    reuse off every load evaluates everything."""
     cache, model = BlockPrefixCache(0), Evaluations()
-    cache.count_floor()
+    cache.count_floor(True)
     first = list(range(2 * BLOCK + 22))
-    floors = []
-    for tokens in (first, first, first[: 2 * BLOCK + 10] + [-1] * 5, [-2] * (BLOCK + 3)):
+    loads = [(first, 2 * BLOCK + 22), (first, 0), (first[: 2 * BLOCK + 10] + [-1] * 5, 15),
+             (first[: BLOCK + 7], 7), (first[: 2 * BLOCK], 0), ([-2] * (BLOCK + 3), BLOCK + 3)]
+    for tokens, floor in loads:
         cache.load(model, tokens)
-        floors.append(cache.floor_last)
-    assert floors == [2 * BLOCK + 22, 0, 15, BLOCK + 3]
-    assert model.evaluated == 2 * (2 * BLOCK + 22) + (2 * BLOCK + 15) + BLOCK + 3
-    assert BlockPrefixCache(0).floor_last is None  # not counting
+        assert cache.floor_last == floor
+    assert model.evaluated == sum(len(tokens) for tokens, _ in loads)
+    cache.count_floor(False)
+    cache.load(model, first)
+    assert cache.floor_last is None
 
 
 def test_the_meter_sums_novel_tokens_and_leaves_them_unknown_when_none_is_reported() -> None:
@@ -72,7 +76,8 @@ OPTIONS = ["Yes", "No, Tuesday suits me better"]
 
 
 def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
-    """Four answers and a choice: each call's novel tokens (the choice's last) and the meter."""
+    """Four answers and a choice, counted: each call's novel tokens (the choice's last) and
+    the meter."""
     backend = LocalBackend("local:smollm2-135m", prefix_cache_mb=cache_mb)
     llm = LLM("local:smollm2-135m", backend=backend, use_cache=False)
     novel = []
@@ -91,42 +96,38 @@ def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
 
 
 @pytest.mark.slow
-def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served() -> None:
     """On SmolLM2: a first call's novel tokens are its prompt and every generated token but the
     last sampled (never evaluated); a greedy answer asked again adds none; a choice on a known
     prompt adds only its multi-token option's tokens. The count is the calls', not the
     serving's: the same with prefix reuse off and on."""
-    monkeypatch.setenv(COUNT_NOVEL_ENV, "1")
-    close_engines()  # engines count from their start: load fresh ones with the switch on
-    try:
-        novel, usage = counted_calls(cache_mb=3)
+    with counting_tokens():
+        novel, usage = counted_calls(cache_mb=40)
         off, usage_off = counted_calls(cache_mb=0)
-        engine = LocalBackend("local:smollm2-135m", prefix_cache_mb=3).engine()
+        engine = LocalBackend("local:smollm2-135m", prefix_cache_mb=40).engine()
         text = engine.render_text(PROMPT)
         prompt_tokens = len(engine.tokens(text))
         option_tokens = len(engine.continuation_tokens(text, OPTIONS[1]))
-    finally:
-        close_engines()
+    assert engine.novel is None and engine.prefix.floor_last is None  # stopped with the block
     assert usage.completion_tokens == 40  # 10 each: nothing stopped early
     assert novel[0] == prompt_tokens + 10 - 1
     assert 0 < novel[1] <= 10 - 1  # shares the prompt, and perhaps a first word
-    assert novel[3] == 0  # the greedy answer of the call before
+    assert 0 < novel[2] <= 10 - 1 and novel[3] == 0  # a greedy answer, then the same again
     assert option_tokens > 2 and 1 <= novel[4] <= option_tokens - 1  # "Yes": one token, none
     assert usage.tokens_novel == sum(novel)
     assert off == novel and usage_off.tokens_novel == usage.tokens_novel
-    # The bit-for-bit floor is the calls' too; this small cache already reaches it.
+    # The bit-for-bit floor is the calls' too, and this cache reaches it. Evaluated counts each
+    # completion's last prompt token; the floor leaves it to completion_tokens.
     assert usage_off.prompt_tokens_block_floor == usage.prompt_tokens_block_floor
-    assert usage.prompt_tokens_block_floor == usage.prompt_tokens_evaluated
+    assert usage.prompt_tokens_block_floor == usage.prompt_tokens_evaluated - 4
     assert usage_off.prompt_tokens_evaluated > usage.prompt_tokens_evaluated
 
-def test_without_the_switch_no_trie_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(COUNT_NOVEL_ENV, raising=False)
-    from gtsteer.llm.backends.local.prefix_cache import count_novel_from_env
 
-    assert not count_novel_from_env()
-    monkeypatch.setenv(COUNT_NOVEL_ENV, "0")
-    assert not count_novel_from_env()
-    monkeypatch.setenv(COUNT_NOVEL_ENV, "1")
-    assert count_novel_from_env()
+def test_engines_count_only_inside_a_counting_block() -> None:
+    """No model is loaded for this: the switch is read by engines as they load."""
+    from gtsteer.llm.backends.local import engine as local_engine
+
+    assert local_engine._counting is False
+    with counting_tokens():
+        assert local_engine._counting is True
+    assert local_engine._counting is False

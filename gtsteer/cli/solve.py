@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -225,22 +223,14 @@ def print_profile(costs: cost_profile.CostProfile, out: Console = console) -> No
     out.print(table)
 
 
-@contextmanager
-def counting_novel_tokens(on: bool) -> Iterator[None]:
-    """Local models loaded in this block count each call's novel tokens (`--profile`: the
-    fewest tokens any serving of the same calls evaluates); the setting is restored after."""
-    from gtsteer.llm.backends.local import COUNT_NOVEL_ENV
+def counted_tokens(profile: bool) -> AbstractContextManager[None]:
+    """With `--profile`, local models count each call's novel tokens and block floor for the
+    run (the floors of `gtsteer bench profile`)."""
+    if not profile:
+        return nullcontext()
+    from gtsteer.llm.backends.local import counting_tokens  # llama.cpp only when profiling
 
-    before = os.environ.get(COUNT_NOVEL_ENV)
-    if on:
-        os.environ[COUNT_NOVEL_ENV] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(COUNT_NOVEL_ENV, None)
-        else:
-            os.environ[COUNT_NOVEL_ENV] = before
+    return counting_tokens()
 
 
 def solve(
@@ -286,7 +276,7 @@ def solve(
         raise typer.BadParameter("a profile reads one process's meters: run without --ray",
                                  param_hint="--profile")
     on_ray = ray_options(ray, workers)
-    with friendly_errors(), cost_profile.profiling() as costs, counting_novel_tokens(profile):
+    with friendly_errors(), cost_profile.profiling() as costs, counted_tokens(profile):
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                                 progress=not quiet, report=note)

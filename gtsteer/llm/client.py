@@ -40,7 +40,7 @@ from gtsteer.llm.types import (
     Structured,
     Usage,
 )
-from gtsteer.llm.usage import UsageMeter, UsageReport
+from gtsteer.llm.usage import UsageMeter, UsageReport, add_optional
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -459,20 +459,15 @@ def _end_waits(shown: list[int]) -> None:
 
 
 def _add(a: Usage, b: Usage) -> Usage:
-    def optional(name: str) -> int | None:
-        values = [getattr(u, name) for u in (a, b) if getattr(u, name) is not None]
-        return sum(values) if values else None
-
-    return Usage(
+    total = Usage(
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
-        prompt_tokens_evaluated=optional("prompt_tokens_evaluated"),
-        tokens_novel=optional("tokens_novel"),
-        tokens_novel_generated=optional("tokens_novel_generated"),
-        prompt_tokens_block_floor=optional("prompt_tokens_block_floor"),
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
         latency_s=a.latency_s + b.latency_s,
     )
+    add_optional(total, a)
+    add_optional(total, b)
+    return total
 
 
 def _with_schema_hint(request: GenerationRequest, json_schema: dict) -> GenerationRequest:

@@ -72,7 +72,9 @@ class Usage(BaseModel):
     #: Of those, the generated ones (evaluated one decode per token of a sequence).
     tokens_novel_generated: int | None = None
     #: Prompt tokens an unbounded block cache would have evaluated: the fewest that give the
-    #: same answers bit for bit (counted with `tokens_novel`).
+    #: same answers bit for bit when prompts load in blocks and then their last token (counted
+    #: with `tokens_novel`). A completion's last prompt token is left out: it is one of the
+    #: single-token decodes that `completion_tokens` counts.
     prompt_tokens_block_floor: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0

@@ -28,14 +28,15 @@ class LLMCalls(BaseModel):
 #: `UsageReport`'s plain counters.
 _COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
              "completion_tokens", "cost_usd", "latency_s")
-#: Counters only some backends report: None until a call reports one.
-_OPTIONAL = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated",
-             "prompt_tokens_block_floor")
+#: Counters only some backends report (fields of `Usage` and `UsageReport` alike): None until a
+#: call reports one, so "not reported" never reads as 0.
+OPTIONAL_COUNTERS = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated",
+                     "prompt_tokens_block_floor")
 
 
-def _add_optional(total: object, other: object) -> None:
+def add_optional(total: object, other: object) -> None:
     """Add `other`'s optional counters into `total`'s (a report or a usage), where reported."""
-    for name in _OPTIONAL:
+    for name in OPTIONAL_COUNTERS:
         value = getattr(other, name)
         if value is not None:
             setattr(total, name, (getattr(total, name) or 0) + value)
@@ -50,7 +51,9 @@ class UsageReport(BaseModel):
     prompt_tokens: int = 0
     #: Of `prompt_tokens`, those evaluated afresh (None: no backend call reported it).
     prompt_tokens_evaluated: int | None = None
-    #: Tokens no earlier call had computed (`Usage.tokens_novel`; None: not counted).
+    #: The sums of `Usage`'s counters of the same names (None: not counted): tokens no earlier
+    #: call had computed, the generated ones among them, and the prompt tokens an unbounded
+    #: block cache would have evaluated.
     tokens_novel: int | None = None
     tokens_novel_generated: int | None = None
     prompt_tokens_block_floor: int | None = None
@@ -70,13 +73,13 @@ class UsageReport(BaseModel):
         """Count `other` in this report too (a profile's phase summing its stretches)."""
         for name in _COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        _add_optional(self, other)
+        add_optional(self, other)
 
     def minus(self, before: UsageReport) -> UsageReport:
         """Everything counted between the snapshot `before` and this one."""
         optional = {name: None if getattr(self, name) is None
                     else getattr(self, name) - (getattr(before, name) or 0)
-                    for name in _OPTIONAL}
+                    for name in OPTIONAL_COUNTERS}
         return UsageReport(**{name: getattr(self, name) - getattr(before, name)
                               for name in _COUNTERS}, **optional)
 
@@ -99,7 +102,7 @@ class UsageMeter:
             r = self._report
             r.new_calls += 1
             r.prompt_tokens += usage.prompt_tokens
-            _add_optional(r, usage)
+            add_optional(r, usage)
             r.completion_tokens += usage.completion_tokens
             r.cost_usd += usage.cost_usd
             r.latency_s += usage.latency_s
@@ -111,7 +114,7 @@ class UsageMeter:
             r = self._report
             for name in _COUNTERS:
                 setattr(r, name, getattr(r, name) + getattr(other, name))
-            _add_optional(r, other)
+            add_optional(r, other)
 
     def failure(self) -> None:
         with self._lock:

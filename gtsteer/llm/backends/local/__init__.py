@@ -33,6 +33,7 @@ from gtsteer.llm.backends.local import serial
 from gtsteer.llm.backends.local.engine import (
     LlamaEngine,
     close_engines,
+    counting_tokens,
     engine_for,
     engine_stats,
 )
@@ -42,12 +43,7 @@ from gtsteer.llm.backends.local.models import (
     default_model_path,
     parse_local_model,
 )
-from gtsteer.llm.backends.local.prefix_cache import (
-    BLOCK,
-    CACHE_MB_ENV,
-    COUNT_NOVEL_ENV,
-    cache_bytes_from_env,
-)
+from gtsteer.llm.backends.local.prefix_cache import BLOCK, CACHE_MB_ENV, cache_bytes_from_env
 from gtsteer.llm.backends.local.threads import THREADS_ENV, local_threads
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
@@ -57,7 +53,6 @@ CTX_ENV = "GTSTEER_LOCAL_CTX"
 __all__ = [
     "BLOCK",
     "CACHE_MB_ENV",
-    "COUNT_NOVEL_ENV",
     "DEFAULT_LOCAL_MODEL",
     "EMBEDDED_MODELS",
     "THREADS_ENV",
@@ -65,6 +60,7 @@ __all__ = [
     "LocalBackend",
     "cache_bytes_from_env",
     "close_engines",
+    "counting_tokens",
     "default_model_path",
     "engine_stats",
     "local_threads",

@@ -12,21 +12,19 @@ import atexit
 import contextlib
 import dataclasses
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from gtsteer.llm.backends.local.chat import ChatTemplate, has_chat_template
-from gtsteer.llm.backends.local.prefix_cache import (
-    BlockPrefixCache,
-    NovelTokens,
-    count_novel_from_env,
-)
+from gtsteer.llm.backends.local.prefix_cache import BlockPrefixCache, NovelTokens
 from gtsteer.llm.backends.local.worker import PrefixOrderedQueue
 from gtsteer.llm.errors import ModelConfigError
 from gtsteer.llm.types import GenerationRequest
 
 _engines: dict[tuple, LlamaEngine] = {}
 _engines_lock = threading.Lock()
+_counting = False  # whether engines count tokens (`counting_tokens`)
 
 
 class LlamaEngine:
@@ -56,9 +54,8 @@ class LlamaEngine:
         self.chat = has_chat_template(self.llm) if chat is None else chat
         self.template = ChatTemplate(self.llm) if self.chat else None
         self.prefix = BlockPrefixCache(cache_bytes)
-        self.novel = NovelTokens() if count_novel_from_env() else None
-        if self.novel is not None:
-            self.prefix.count_floor()
+        self.novel: NovelTokens | None = None
+        self.count_tokens(_counting)
         self.queue = PrefixOrderedQueue(f"gtsteer-llama-{path.name}")
 
     def render(self, request: GenerationRequest) -> str:
@@ -76,6 +73,11 @@ class LlamaEngine:
     def continuation_tokens(self, prompt: str, option: str) -> list[int]:
         sep = "" if self.template or prompt.endswith((" ", "\n")) else " "
         return self.llm.tokenize((sep + option).encode(), add_bos=False, special=False)
+
+    def count_tokens(self, on: bool) -> None:
+        """Start counting novel tokens and the block floor afresh, or stop."""
+        self.novel = NovelTokens() if on else None
+        self.prefix.count_floor(on)
 
     def count_novel(self, tokens: Any) -> int | None:
         """Of `tokens` (a sequence this engine just held in its KV cache), those no earlier
@@ -104,6 +106,29 @@ def engine_for(
         if key not in _engines:
             _engines[key] = LlamaEngine(path, n_ctx, threads, cache_bytes, chat)
         return _engines[key]
+
+
+@contextlib.contextmanager
+def counting_tokens() -> Iterator[None]:
+    """Every engine, loaded now or within this block, counts each call's novel tokens and
+    block floor from the block's start (`Usage.tokens_novel`, `prompt_tokens_block_floor`),
+    and stops at its end. One counted stretch at a time per process: engines are shared."""
+    global _counting
+    with _engines_lock:
+        _counting = True
+        engines = list(_engines.values())
+    for engine in engines:
+        with engine.queue.running:  # not under a request
+            engine.count_tokens(True)
+    try:
+        yield
+    finally:
+        with _engines_lock:
+            _counting = False
+            engines = list(_engines.values())
+        for engine in engines:
+            with engine.queue.running:
+                engine.count_tokens(False)
 
 
 def engine_stats() -> list[dict[str, Any]]:

@@ -44,8 +44,6 @@ BLOCK = 64  # tokens per llama_decode; must not exceed the context's n_batch/n_u
 DEFAULT_CACHE_MB = 2048  # of a 24 GiB machine: ample room left for the solver and the models
 RECENT_PROMPTS = 64  # prompts remembered (as tokens) to find where new ones branch off
 CACHE_MB_ENV = "GTSTEER_LOCAL_PREFIX_CACHE_MB"
-#: Set (to 1) to count each call's novel tokens (`NovelTokens`); `solve --profile` sets it.
-COUNT_NOVEL_ENV = "GTSTEER_LOCAL_COUNT_NOVEL"
 _SEQ = 0  # the one llama.cpp sequence gtsteer uses
 
 
@@ -97,10 +95,6 @@ def tail_key(tokens: Sequence[int], keys: list[bytes], block: int = BLOCK) -> by
     return hashlib.blake2b(head + b"tail" + chunk, digest_size=16).digest()
 
 
-def count_novel_from_env() -> bool:
-    return os.environ.get(COUNT_NOVEL_ENV, "").strip() not in ("", "0")
-
-
 class NovelTokens:
     """The token sequences an engine has held in its KV cache, as a trie, to count the tokens
     of a new sequence that no earlier one shares as a prefix.
@@ -108,8 +102,9 @@ class NovelTokens:
     A token's KV entry depends on every token before it, so any way of serving the same calls
     must evaluate each node of this trie at least once: the sum of `add` over a run is the
     fewest tokens that could give its answers, whatever the caching or batching. That floor is
-    a measurement (`gtsteer bench profile`), so it is opt-in: the trie keeps every distinct
-    token (one dict each), which a long run should not pay for."""
+    a measurement (`solve --profile`, `gtsteer bench profile`), so it is opt-in
+    (`counting_tokens`): the trie keeps every distinct token (one dict each), which a long run
+    should not pay for."""
 
     def __init__(self) -> None:
         self._root: dict[int, dict] = {}
@@ -155,11 +150,13 @@ class BlockPrefixCache:
         #: boundary (None unless counting).
         self.floor_last: int | None = None
 
-    def count_floor(self) -> None:
-        """From now on, work out for each load what an unbounded cache that saved every block
-        and tail would have evaluated: the fewest tokens that give the same answers bit for bit
-        (the same block splits). Memory grows with the distinct blocks: a measurement only."""
-        self._seen = set()
+    def count_floor(self, on: bool) -> None:
+        """From now on (afresh), or no longer, work out for each load what an unbounded cache
+        that saved every block and every exact prompt would have evaluated: the fewest tokens
+        this load-then-last-token scheme evaluates for the same answers bit for bit (the same
+        block splits). Memory grows with the distinct blocks: a measurement only."""
+        self._seen = set() if on else None
+        self.floor_last = None
 
     @property
     def enabled(self) -> bool:

@@ -85,7 +85,9 @@ def complete(
             prompt_tokens_evaluated=evaluated,
             tokens_novel=None if novel_prompt is None else novel_prompt + (generated or 0),
             tokens_novel_generated=generated,
-            prompt_tokens_block_floor=None if floor is None else floor + 1,
+            # The last prompt token is decoded alone, like each generated token but the last:
+            # completion_tokens counts those decodes, so it is not counted here again.
+            prompt_tokens_block_floor=floor,
             completion_tokens=usage.get("completion_tokens", 0),
             latency_s=time.perf_counter() - start,
         ),
@@ -124,14 +126,14 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
     requested = sum(len(prompt_tokens) + len(t) for t in option_tokens)
     start = time.perf_counter()
 
-    floors: list[int] = []  # what each load would evaluate with an unbounded cache
+    floor = 0  # what the loads would evaluate with an unbounded cache, when counting
 
     def at_prompt_end() -> int:
         """Load the prompt (its last token evaluated here, so its logits are llama.cpp's
         last ones); the tokens evaluated."""
+        nonlocal floor
         loaded = engine.prefix.load(llm, prompt_tokens[:-1])
-        if engine.prefix.floor_last is not None:
-            floors.append(engine.prefix.floor_last + 1)
+        floor += (engine.prefix.floor_last or 0) + 1
         llm.eval(prompt_tokens[-1:])
         return loaded + 1
 
@@ -155,15 +157,14 @@ def score(engine: LlamaEngine, text: str, options: list[str]) -> tuple[dict[str,
             for token, following in itertools.pairwise(tokens):
                 llm.eval([token])
                 evaluated += 1
-                if floors:
-                    floors.append(1)
+                floor += 1
                 total += float(log_softmax(last_logits(llm, n_vocab))[following])
         scores[option] = total
     usage = Usage(
         prompt_tokens=requested,
         prompt_tokens_evaluated=evaluated,
         tokens_novel=novel,
-        prompt_tokens_block_floor=sum(floors) if floors else None,
+        prompt_tokens_block_floor=None if engine.novel is None else floor,
         latency_s=time.perf_counter() - start,
     )
     return scores, usage
