@@ -666,9 +666,10 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
 
 
 def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seconds() -> None:
-    """Bit for bit: 12,000 prompt tokens at 400/s and 6,000 generated at 50/s = 150 s. Batched:
-    the 20,000 novel prompt tokens at 500/s and the 5,000 novel generated at 100/s = 90 s. All
-    25,000 novel tokens at 500/s = 50 s. Against 200 s of phases."""
+    """Bit for bit: 12,000 prompt tokens at the 64-token rate, 300/s, and 6,000 generated at the
+    best batched rate, 100/s = 100 s. Any serving: the 20,000 novel prompt tokens at 500/s and
+    the 5,000 novel generated at 100/s = 90 s. All 25,000 novel tokens at 500/s = 50 s. Against
+    200 s of phases."""
     bench = load("bench_profile")
     zero = {"requests": 0, "new_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
             "generated_chars": 0, "kept_chars": 0}
@@ -680,9 +681,9 @@ def test_the_floors_are_novel_tokens_at_the_best_rates_against_the_profiled_seco
     total = bench._sum(phases)
     assert total["tokens_novel"] == 25_000 and total["wall_s"] == 200.0
     assert total["prompt_tokens_evaluated"] is None  # not reported: stays unknown, not 0
-    speed, best = {"pp": 400.0, "tg": 50.0}, {"pp": 500.0, "tg": 100.0}
-    assert bench.floor_row("job", total, speed, best) == (
-        "| job | 200.0 | 12,000 | 25,000 (5,000) | 150.0 (0.75x) | 90.0 (0.45x) |"
+    single, best = {"pp": 300.0, "tg": 50.0}, {"pp": 500.0, "tg": 100.0}
+    assert bench.floor_row("job", total, single, best) == (
+        "| job | 200.0 | 12,000 | 25,000 (5,000) | 100.0 (0.50x) | 90.0 (0.45x) |"
         " 50.0 (0.25x) |")
 
 

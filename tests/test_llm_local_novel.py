@@ -3,6 +3,9 @@ serving of the same calls must evaluate (`gtsteer bench profile`'s floor)."""
 
 from __future__ import annotations
 
+import threading
+from types import SimpleNamespace
+
 import pytest
 
 from gtsteer.llm import LLM
@@ -85,6 +88,7 @@ def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
         completion = run_sync(llm.generate(PROMPT, seed=seed, temperature=temperature,
                                            max_tokens=10))
         novel.append(completion.usage.tokens_novel)
+        assert completion.usage.completion_tokens == 10  # nothing stopped early
         # Of them generated: all 9 evaluated first; after it the prompt is known.
         assert completion.usage.tokens_novel_generated == (
             9 if seed == 1 else completion.usage.tokens_novel)
@@ -92,6 +96,15 @@ def counted_calls(cache_mb: float) -> tuple[list[int | None], UsageReport]:
     run_sync(llm.choose(PROMPT, OPTIONS))
     novel.append(llm.usage.minus(before).tokens_novel)
     assert llm.usage.minus(before).tokens_novel_generated == 0  # a choice generates nothing
+    # A known prompt: its block floor is the one-token decodes generation does not count. A stop
+    # at max_tokens leaves the last counted token undecoded (none beyond); `decided` drops a
+    # sampled token that was never counted, after decoding every counted one (one beyond).
+    at_max = run_sync(llm.generate(PROMPT, seed=5, temperature=0.9, max_tokens=6)).usage
+    early = run_sync(llm.generate(PROMPT, seed=5, temperature=0.9, max_tokens=6,
+                                  end_rule="three", decided=lambda text: len(text) >= 3)).usage
+    assert at_max.completion_tokens == 6 and at_max.prompt_tokens_block_floor == 0
+    assert early.completion_tokens < 6 and early.prompt_tokens_block_floor == 1
+    novel += [at_max.tokens_novel, early.tokens_novel]
     return novel, llm.usage
 
 
@@ -109,7 +122,6 @@ def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served() ->
         prompt_tokens = len(engine.tokens(text))
         option_tokens = len(engine.continuation_tokens(text, OPTIONS[1]))
     assert engine.novel is None and engine.prefix.floor_last is None  # stopped with the block
-    assert usage.completion_tokens == 40  # 10 each: nothing stopped early
     assert novel[0] == prompt_tokens + 10 - 1
     assert 0 < novel[1] <= 10 - 1  # shares the prompt, and perhaps a first word
     assert 0 < novel[2] <= 10 - 1 and novel[3] == 0  # a greedy answer, then the same again
@@ -117,9 +129,10 @@ def test_novel_tokens_count_what_the_context_held_and_not_how_it_was_served() ->
     assert usage.tokens_novel == sum(novel)
     assert off == novel and usage_off.tokens_novel == usage.tokens_novel
     # The bit-for-bit floor is the calls' too, and this cache reaches it. Evaluated counts each
-    # completion's last prompt token; the floor leaves it to completion_tokens.
+    # of the 6 completions' last prompt token; the floor only the one `decided` call's decode
+    # beyond its completion tokens.
     assert usage_off.prompt_tokens_block_floor == usage.prompt_tokens_block_floor
-    assert usage.prompt_tokens_block_floor == usage.prompt_tokens_evaluated - 4
+    assert usage.prompt_tokens_block_floor == usage.prompt_tokens_evaluated - 6 + 1
     assert usage_off.prompt_tokens_evaluated > usage.prompt_tokens_evaluated
 
 
@@ -131,3 +144,39 @@ def test_engines_count_only_inside_a_counting_block() -> None:
     with counting_tokens():
         assert local_engine._counting is True
     assert local_engine._counting is False
+
+
+def test_one_token_decodes_beyond_the_completion_tokens() -> None:
+    from gtsteer.llm.backends.local.serial import _beyond_completion
+
+    # 10 prompt tokens, 5 counted completion tokens:
+    assert _beyond_completion(10, 14, 5) == 0  # max_tokens or a stop string: the 5th undecoded
+    assert _beyond_completion(10, 15, 5) == 1  # end-of-generation or `decided`: all 5 decoded
+
+
+class StubEngine:
+    """What `counting_tokens` uses of a loaded engine."""
+
+    def __init__(self) -> None:
+        self.queue = SimpleNamespace(running=threading.Lock())
+        self.switched: list[bool] = []
+
+    def count_tokens(self, on: bool) -> None:
+        assert self.queue.running.locked()  # never under a request
+        self.switched.append(on)
+
+
+def test_counting_switches_loaded_engines_on_then_off_and_does_not_nest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gtsteer.llm.backends.local import engine as local_engine
+
+    stub = StubEngine()
+    monkeypatch.setitem(local_engine._engines, ("stub",), stub)
+    with counting_tokens():
+        assert stub.switched == [True]
+        with pytest.raises(RuntimeError, match="already counting"), counting_tokens():
+            pass
+        assert local_engine._counting is True  # the refused block left it on
+    assert stub.switched == [True, False] and local_engine._counting is False
+

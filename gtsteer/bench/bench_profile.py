@@ -10,15 +10,20 @@ turns tokens into seconds (evaluated / prompt rate + generated / generation rate
 seconds above that are decodes slower than llama-bench's short-context ones, not Python
 (docs/BENCHMARKS.md, "Reading the floors").
 
-The floors: each phase's novel tokens (prompt and generated tokens no earlier call had computed
-as a prefix, `Usage.tokens_novel`) must be evaluated by any way of serving the same calls, since
-a token's KV entry depends on all tokens before it. All of them at llama.cpp's best prompt rate
-on this machine (`llama-bench -p 512 -n 0 -ub C`, the fastest C) is a time no caching, batching
-or scheduling of the same calls could beat. A generated token also needs the one before it, so
-it is one decode step of its sequence: the second floor takes those at llama.cpp's best
-generation rate with B sequences decoded together (`llama-batched-bench`, the best B of 1-16).
-Each rate is the faster of a run before the job and one after. Writes the `bench_profile`
-section of docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
+Three floors on the time, from what the calls ask for (`solve --profile` counts the tokens):
+1. bit for bit: the prompt tokens an unbounded 64-token-block cache evaluates
+   (`Usage.prompt_tokens_block_floor`), at llama-bench's 64-token prompt rate, and the one-token
+   decodes of generation at llama.cpp's best batched generation rate (batched decoding can give
+   the same bytes as one sequence at a time, docs/LOCAL.md);
+2. any serving: the novel prompt tokens (`Usage.tokens_novel`: no earlier call held them as a
+   prefix, and a token's KV entry depends on all before it) at llama.cpp's best prompt rate and
+   the novel generated ones, one decode step of their sequence each, at the best batched
+   generation rate;
+3. every novel token at the best prompt rate.
+The best prompt rate is the fastest of `llama-bench -p 512 -n 0 -ub C` over C and the 64-token
+runs; the best generation rate the fastest of `llama-batched-bench` over B sequences. Each is the
+faster of a run before the job and one after. Writes the `bench_profile` section of
+docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
     flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile [--model smollm2-135m]
         [--threads 2] [--no-write]
@@ -38,7 +43,7 @@ from gtsteer.llm.usage import OPTIONAL_COUNTERS
 COMMAND = "gtsteer bench profile"
 #: llama-batched-bench's shape for the best generation rate: a prompt about a meeting
 #: message's, shared by B sequences as a tree level's siblings share theirs.
-GEN_PROMPT, GEN_TOKENS, GEN_SEQS = 192, 32, (1, 2, 4, 8, 16, 32)
+GEN_PROMPT, GEN_TOKENS, GEN_SEQS = 192, 32, (1, 2, 4, 8, 16, 32, 64)
 START, END = benchdoc.markers("bench_profile")
 
 
@@ -63,8 +68,8 @@ def _sum(phases: list[dict]) -> dict:
 
 def floor_row(name: str, p: dict, single: dict[str, float], best: dict[str, float]) -> str:
     """A job's profiled seconds beside three floors, tightest first: its prompt tokens as an
-    unbounded block cache evaluates them and every generated token at llama-bench's fastest
-    64-token and single-sequence rates (`single`: the same answers bit for bit); its novel
+    unbounded block cache evaluates them at llama-bench's fastest 64-token rate (`single`) and
+    its generation's decodes at the best batched rate (the same answers bit for bit); its novel
     tokens with the generated ones at the best batched generation rate; every novel token at
     the best prompt rate."""
     novel = p.get("tokens_novel")
@@ -72,7 +77,7 @@ def floor_row(name: str, p: dict, single: dict[str, float], best: dict[str, floa
         return f"| {name} | {p['wall_s']:.1f} | not counted | | | | |"
     generated = p.get("tokens_novel_generated") or 0
     blocks = p.get("prompt_tokens_block_floor") or 0
-    floors = (blocks / single["pp"] + p["completion_tokens"] / single["tg"],
+    floors = (blocks / single["pp"] + p["completion_tokens"] / best["tg"],
               (novel - generated) / best["pp"] + generated / best["tg"],
               novel / best["pp"])
     cells = " | ".join(f"{f:.1f} ({f / p['wall_s']:.2f}x)" for f in floors)
@@ -136,16 +141,16 @@ generated).
 The floors, tightest first; each ratio is against the phases' seconds.
 - **Bit for bit**: the same answers to the last bit need the same 64-token blocks, so at best a
   prompt evaluates what an unbounded cache, saving the state after every block and every prompt,
-  would evaluate ("prompt tokens, unbounded block cache"), and every token is generated one
-  sequence at a time; at llama-bench's rates above, the faster of the two runs
-  ({single['pp']:.0f} / {single['tg']:.1f} tokens/s).
+  would evaluate ("prompt tokens, unbounded block cache"), at llama-bench's 64-token rate above,
+  the faster of the two runs ({single['pp']:.0f} tokens/s); generation, which batched decoding
+  can do in the same bytes (docs/LOCAL.md), at the best generation rate below.
 - **Generation batched**: every novel token must be evaluated for these answers (its KV entry
   depends on all tokens before it), a prompt token at best at llama.cpp's best prompt rate here,
   {best['pp']:.0f} tokens/s (the fastest of `llama-bench -p 512 -n 0 -ub C` for C of 16-512
   and the 64-token runs above), and a generated one, one decode step of its sequence, at
   llama.cpp's best aggregate generation rate, {best['tg']:.0f} tokens/s at B =
   {best['tg_seqs']:.0f} (`llama-batched-bench`, {GEN_PROMPT}-token shared prompt, {GEN_TOKENS}
-  generated, B of {', '.join(map(str, GEN_SEQS))} sequences).
+  generated, the best of B = {', '.join(map(str, GEN_SEQS))} sequences).
 - **All at the prompt rate**: every novel token at the best prompt rate. No reuse, batching or
   scheduling of the same calls finishes below it; only calls asking for fewer or other tokens.
 

@@ -75,7 +75,11 @@ class LlamaEngine:
         return self.llm.tokenize((sep + option).encode(), add_bos=False, special=False)
 
     def count_tokens(self, on: bool) -> None:
-        """Start counting novel tokens and the block floor afresh, or stop."""
+        """Start counting novel tokens and the block floor afresh, or stop. Starting empties
+        the prefix cache, so what the engine evaluates and its floor start from the same
+        nothing (outputs are the same bytes with or without it)."""
+        if on:
+            self.prefix.clear()
         self.novel = NovelTokens() if on else None
         self.prefix.count_floor(on)
 
@@ -115,6 +119,9 @@ def counting_tokens() -> Iterator[None]:
     and stops at its end. One counted stretch at a time per process: engines are shared."""
     global _counting
     with _engines_lock:
+        if _counting:
+            raise RuntimeError("local models are already counting tokens (one profiled run at a"
+                               " time per process)")
         _counting = True
         engines = list(_engines.values())
     for engine in engines:

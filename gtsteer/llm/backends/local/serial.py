@@ -85,13 +85,20 @@ def complete(
             prompt_tokens_evaluated=evaluated,
             tokens_novel=None if novel_prompt is None else novel_prompt + (generated or 0),
             tokens_novel_generated=generated,
-            # The last prompt token is decoded alone, like each generated token but the last:
-            # completion_tokens counts those decodes, so it is not counted here again.
-            prompt_tokens_block_floor=floor,
+            prompt_tokens_block_floor=None if floor is None else floor + _beyond_completion(
+                len(tokens), llm.n_tokens, usage.get("completion_tokens", 0)),
             completion_tokens=usage.get("completion_tokens", 0),
             latency_s=time.perf_counter() - start,
         ),
     )
+
+
+def _beyond_completion(prompt: int, held: int, completion_tokens: int) -> int:
+    """One-token decodes of a completion that `completion_tokens` does not count: the prompt's
+    last token, then each generated token the context holds, are decoded one at a time. A stop
+    at `max_tokens` or a stop string leaves the last counted token undecoded (0 beyond); a stop
+    at end-of-generation or `decided` drops a sampled token that is never counted (1 beyond)."""
+    return max(0, 1 + held - prompt - completion_tokens)
 
 
 def _until_decided(engine: LlamaEngine, prompt: list[int], decided: Any) -> Any:
