@@ -117,25 +117,26 @@ def counting_tokens() -> Iterator[None]:
     """Every engine, loaded now or within this block, counts each call's novel tokens and
     block floor from the block's start (`Usage.tokens_novel`, `prompt_tokens_block_floor`),
     and stops at its end. One counted stretch at a time per process: engines are shared."""
-    global _counting
-    with _engines_lock:
-        if _counting:
-            raise RuntimeError("local models are already counting tokens (one profiled run at a"
-                               " time per process)")
-        _counting = True
-        engines = list(_engines.values())
-    for engine in engines:
-        with engine.queue.running:  # not under a request
-            engine.count_tokens(True)
+    _switch_counting(True)
     try:
         yield
     finally:
-        with _engines_lock:
-            _counting = False
-            engines = list(_engines.values())
-        for engine in engines:
-            with engine.queue.running:
-                engine.count_tokens(False)
+        _switch_counting(False)
+
+
+def _switch_counting(on: bool) -> None:
+    """Set the switch engines read as they load, and switch every loaded one, each between
+    requests."""
+    global _counting
+    with _engines_lock:
+        if on and _counting:
+            raise RuntimeError("local models are already counting tokens (one profiled run at a"
+                               " time per process)")
+        _counting = on
+        engines = list(_engines.values())
+    for engine in engines:
+        with engine.queue.running:  # not under a request
+            engine.count_tokens(on)
 
 
 def engine_stats() -> list[dict[str, Any]]:

@@ -111,7 +111,8 @@ class NovelTokens:
         self.nodes = 0
 
     def add(self, tokens: Sequence[int]) -> int:
-        """Insert `tokens`; return how many of them are new nodes."""
+        """Insert `tokens`; return how many of them are new nodes (always its last ones: once
+        a sequence leaves the trie, every token after is new)."""
         node, new = self._root, 0
         for token in tokens:
             child = node.get(token)

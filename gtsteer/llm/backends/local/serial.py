@@ -76,14 +76,16 @@ def complete(
     assert isinstance(out, dict), "not streamed, so one response"
     usage = out.get("usage", {})
     # What the context holds now: the prompt and every generated token but the last sampled.
-    novel_prompt = engine.count_novel(tokens)
-    generated = engine.count_novel(llm.input_ids[: llm.n_tokens].tolist())
+    # Its novel tokens are a suffix of it, so those past the prompt are the generated ones.
+    held = llm.input_ids[: llm.n_tokens].tolist()
+    novel = engine.count_novel(held)
+    generated = None if novel is None else min(novel, len(held) - len(tokens))
     return RawCompletion(
         text=out["choices"][0]["text"],
         usage=Usage(
             prompt_tokens=len(tokens),
             prompt_tokens_evaluated=evaluated,
-            tokens_novel=None if novel_prompt is None else novel_prompt + (generated or 0),
+            tokens_novel=novel,
             tokens_novel_generated=generated,
             prompt_tokens_block_floor=None if floor is None else floor + _beyond_completion(
                 len(tokens), llm.n_tokens, usage.get("completion_tokens", 0)),
