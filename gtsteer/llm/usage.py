@@ -111,10 +111,7 @@ class UsageMeter:
         """Add usage that this model's work reported from elsewhere: a Ray task answers with
         a worker-built client, whose counters come home as a report."""
         with self._lock:
-            r = self._report
-            for name in _COUNTERS:
-                setattr(r, name, getattr(r, name) + getattr(other, name))
-            add_optional(r, other)
+            self._report.add(other)
 
     def failure(self) -> None:
         with self._lock:
