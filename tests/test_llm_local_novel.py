@@ -72,6 +72,11 @@ def test_the_meter_sums_novel_tokens_and_leaves_them_unknown_when_none_is_report
     total.add(meter.snapshot().minus(before))
     total.add(UsageReport(tokens_novel=5))
     assert total.tokens_novel == 12
+    # A Ray worker's report comes home whole: plain counters and the optional ones.
+    meter.absorb(UsageReport(requests=2, new_calls=2, prompt_tokens=30, tokens_novel=5))
+    home = meter.snapshot()
+    assert (home.requests, home.new_calls, home.prompt_tokens) == (2, 5, 60)
+    assert home.tokens_novel == 12 and home.prompt_tokens_evaluated is None
 
 
 PROMPT = "Alice and Bob pick a day to meet. Alice: How about Monday? Bob:"
