@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from werewolf_web_helpers import LiveServer
 
+from gtsteer.bench import bench_abba, bench_profile, llama_tools
 from gtsteer.werewolf.runner import create_game
 from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
@@ -120,3 +123,52 @@ def test_a_request_head_over_its_cap_is_answered_400_before_it_ends(tmp_path: Pa
         with socket.create_connection((host, int(port)), timeout=30) as s:
             s.sendall(head.encode())
             assert s.recv(65536).split(b"\r\n", 1)[0] == b"HTTP/1.1 400 Bad Request"
+
+
+# ---- L11: bench profile and bench abba check their arguments before any build -------------------
+
+
+@pytest.fixture
+def no_subprocess(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every process a benchmark would start (git, pip, cmake, llama-bench) is recorded and
+    refused, as is llama.cpp's build."""
+    started: list[Any] = []
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        started.append(args[0] if args else kwargs)
+        raise AssertionError(f"started {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "run", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(llama_tools, "build", refuse)
+    return started
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--model", "typo-model"], "--model: Unknown embedded model 'typo-model'"),
+    (["--model", "/nowhere/model.gguf"], "--model: Local model file not found: /nowhere/"),
+    (["--threads", "0"], "--threads: at least 1, got 0"),
+    (["--threads", "-5"], "--threads: at least 1, got -5"),
+])
+def test_bench_profile_refuses_a_bad_model_or_threads_before_any_build(
+        no_subprocess: list[Any], capsys: pytest.CaptureFixture[str], argv: list[str],
+        message: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        bench_profile.main([*argv, "--no-write"])
+    assert exit_.value.code == 2
+    assert f"gtsteer bench profile: error: {message}" in capsys.readouterr().err
+    assert no_subprocess == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--model", "typo-model"], "--model: Unknown embedded model 'typo-model'"),
+    (["--llm", "local:typo-model"], "--llm: Unknown embedded model 'typo-model'"),
+])
+def test_bench_abba_refuses_a_bad_model_before_any_build(
+        no_subprocess: list[Any], capsys: pytest.CaptureFixture[str], argv: list[str],
+        message: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        bench_abba.main(["--against", "HEAD", *argv, "--no-write"])
+    assert exit_.value.code == 2
+    assert f"gtsteer bench abba: error: {message}" in capsys.readouterr().err
+    assert no_subprocess == []
