@@ -137,6 +137,32 @@ def test_plain_json_seeds_of_older_runs_are_kept_and_a_damaged_seed_is_played_ag
         ["0.json", "1.json.gz", "2.json.gz", "3.json.gz"]
 
 
+@pytest.mark.parametrize("damage", ["a game without `created`", "a step of two parts",
+                                    "a game missing"])
+def test_a_seed_that_parses_but_lacks_a_part_is_played_again(
+        policy: Path, tmp_path: Path, damage: str) -> None:
+    """Review 0832c41 L12: such a seed validates as a SavedSeed, yet its games cannot be
+    rebuilt; it is damaged like a cut file, and played again (from the cache here)."""
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    run(policy, out, cache, CountingFake())
+    expected = cache_free(json.loads((out / "evaluate.json").read_text()))
+    seed = out / "seeds" / "1.json.gz"
+    data = json.loads(gzip.decompress(seed.read_bytes()))
+    if damage == "a game without `created`":
+        del data["games"][1]["created"]
+    elif damage == "a step of two parts":
+        data["games"][0]["steps"][0] = data["games"][0]["steps"][0][:2]
+    else:
+        del data["games"][2]
+    seed.write_bytes(gzip.compress(json.dumps(data).encode()))
+    again = CountingFake()
+    run(policy, out, cache, again, resume=True)
+    assert again.calls == 0  # seeds 1 to 3 played again, from the cache
+    assert cache_free(json.loads((out / "evaluate.json").read_text())) == expected
+    rebuilt = json.loads(gzip.decompress(seed.read_bytes()))
+    assert len(rebuilt["games"]) == 3 and all("created" in g for g in rebuilt["games"])
+
+
 def test_other_settings_do_not_resume_from_saved_seeds(policy: Path, tmp_path: Path) -> None:
     out, cache = tmp_path / "run", tmp_path / "cache"
     run(policy, out, cache, CountingFake())

@@ -491,6 +491,21 @@ def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(tmp_pat
     assert "0 new" in again.output and doc.read_text() == text  # from the saved rows alone
 
 
+def test_render_only_says_how_many_torn_lines_it_left_out(tmp_path: Path) -> None:
+    """Review 0832c41 (notes): a torn `lines.jsonl` line was dropped without a word."""
+    out = tmp_path / "run"
+    measure(out, tmp_path / "cache", CountingFake(), styles=[AGG, UNSTEERED])
+    lines = (out / ROWS_FILE).read_text().splitlines()
+    torn = lines[:-1] + [lines[-1][: len(lines[-1]) // 2]]  # a kill cut the last line
+    (out / ROWS_FILE).write_text("\n".join(torn) + "\n")
+    said: list[str] = []
+    summary = run(StylesConfig(**TINY), RunContext.of(out=out, report=said.append),
+                  StylesOptions(render_only=True))
+    assert summary.lines == len(lines) - 1
+    assert said == [f"--render-only: 1 line of {out / ROWS_FILE} left out (cut by a kill, or"
+                    f" not this run's); the summary counts the {len(lines) - 1} kept"]
+
+
 def test_command_of_names_only_what_differs_from_the_defaults() -> None:
     assert command_of(StylesConfig(), "results/s") == (
         "gtsteer werewolf styles --llm local --judge embed --states 20 --out results/s")

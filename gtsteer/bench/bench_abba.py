@@ -44,6 +44,8 @@ from pathlib import Path
 
 from gtsteer.bench import benchdoc, llama_tools
 from gtsteer.bench.bench_demo import digest, reference
+from gtsteer.llm import ModelConfigError
+from gtsteer.llm.backends.local import parse_local_model
 
 COMMAND = "gtsteer bench abba"
 START, END = benchdoc.markers("bench_abba")
@@ -390,6 +392,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.rounds < 1 or args.threads < 1:
         ap.error("--rounds and --threads: at least 1")
     llm = args.llm or f"local:{args.model}"
+    if llama_model(llm) is not None:  # checked before llama-bench is built (minutes)
+        try:
+            parse_local_model(llm)
+        except ModelConfigError as exc:
+            ap.error(f"{'--llm' if args.llm else '--model'}: {exc}")
     try:
         result = run_abba(args.against, llm, args.threads, args.rounds)
     except AbbaError as exc:

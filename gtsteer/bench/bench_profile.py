@@ -37,6 +37,7 @@ from pathlib import Path
 from gtsteer.bench import benchdoc, llama_tools
 from gtsteer.bench.bench_demo import reference
 from gtsteer.bench.bench_prefill import llama_prefill
+from gtsteer.llm import ModelConfigError
 from gtsteer.llm.backends.local import parse_local_model
 from gtsteer.llm.usage import OPTIONAL_COUNTERS
 
@@ -185,9 +186,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--doc", default=str(benchdoc.DOC))
     ap.add_argument("--no-write", action="store_true", help="Print the section only.")
     args = ap.parse_args(argv)
+    # Checked before anything runs: fetching and building llama.cpp takes minutes.
+    if args.threads < 1:
+        ap.error(f"--threads: at least 1, got {args.threads}")
+    try:
+        model = parse_local_model(f"local:{args.model}")
+    except ModelConfigError as exc:
+        ap.error(f"--model: {exc}")
     commit = benchdoc.commit(["gtsteer"])
     bins = llama_tools.build(("llama-bench", "llama-batched-bench"))
-    path = parse_local_model(f"local:{args.model}").resolve_path()
+    path = model.resolve_path()
     before = reference(bins, args.model, args.threads)
     best_before = best_rates(bins, path, args.threads)
     wall, files = benchdoc.run_cold(

@@ -80,7 +80,8 @@ def read_section(doc: Path, start: str, end: str) -> str | None:
 
 def write_section(doc: Path, start: str, end: str, section: str) -> None:
     """Replace the text from `start` to `end` with `section` (which begins and ends with those
-    markers), leaving every other section alone; append it when the doc has none yet."""
+    markers), leaving every other section alone; append it when the doc has none yet. The doc
+    is replaced whole (`ResultWriteError` naming it when it cannot be written)."""
     section = section.strip("\n")
     if not (section.startswith(start) and section.endswith(end)):
         raise ValueError(f"section must begin with {start!r} and end with {end!r}")
@@ -90,8 +91,9 @@ def write_section(doc: Path, start: str, end: str, section: str) -> None:
         text = head + section + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text, encoding="utf-8")
+    from gtsteer.runs.atomic import write_text  # here: it imports the LLM layer
+
+    write_text(doc, text)  # atomically: a kill leaves the old doc or the new one, never half
 
 
 @dataclass(frozen=True)

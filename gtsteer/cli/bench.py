@@ -56,14 +56,19 @@ PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def run_module(module: str, argv: list[str]) -> None:
     """`module.main(argv)`; a non-zero int it returns is the exit code. A main that takes
-    `run_cli` (bench_prefix times the README job in-process) is handed this command line."""
-    main = importlib.import_module(module).main
-    if "run_cli" in inspect.signature(main).parameters:
-        from gtsteer.cli import app
+    `run_cli` (bench_prefix times the README job in-process) is handed this command line.
+    Expected failures (a bad config, an unreadable input, an unwritable doc) are one line and
+    exit 2, as for every other command (`friendly_errors`)."""
+    from gtsteer.cli.common import friendly_errors
 
-        code = main(argv, run_cli=lambda args: app(args=args, standalone_mode=False))
-    else:
-        code = main(argv)
+    main = importlib.import_module(module).main
+    with friendly_errors():
+        if "run_cli" in inspect.signature(main).parameters:
+            from gtsteer.cli import app
+
+            code = main(argv, run_cli=lambda args: app(args=args, standalone_mode=False))
+        else:
+            code = main(argv)
     if isinstance(code, int) and code != 0:
         raise typer.Exit(code)
 

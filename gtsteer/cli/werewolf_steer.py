@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -236,7 +236,7 @@ def styles(
             players=players, max_messages=max_messages, max_days=max_days,
             max_speakers=speakers, seed=seed, states_from=states_from)
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
-        ctx = RunContext.of(endpoint=served, out=out)
+        ctx = RunContext.of(endpoint=served, out=out, report=note)
         summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED,
                                               render_only=render_only))
         console.print(styles_table(summary))

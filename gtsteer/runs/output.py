@@ -14,9 +14,9 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from gtsteer.llm import LLM, model_string
 from gtsteer.runs.atomic import atomic_path, write_text
@@ -46,6 +46,32 @@ _LEGACY_FILE = re.compile(r"\d+\.(json|json\.gz|terminals\.jsonl)")
 class RunDirError(ValueError):
     """An output or input path is unusable (a file where a folder is needed, or the reverse,
     or a folder holding someone else's files); raised before any work."""
+
+
+class DamagedFileError(ValueError):
+    """A saved result file cannot be read as what it should hold (cut by a kill, emptied,
+    overwritten, hand-edited); the message names the file and why, in one line."""
+
+
+Saved = TypeVar("Saved", bound=BaseModel)
+
+
+def read_result(path: str | Path, model: type[Saved]) -> Saved:
+    """`path` (JSON) validated as `model`, or `DamagedFileError` naming the file and the first
+    problems: bytes, not text, are parsed, so a file of random bytes is damaged too."""
+    source = Path(path)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        raise DamagedFileError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the file'}: {e['msg']}"
+                             for e in exc.errors()[:3])
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise DamagedFileError(f"{source}: not a readable {model.__name__} ({problems}{more})"
+                               ) from None
 
 #: Default run folder under results/ per kind of run: the shapes README and docs/*.md name.
 RUN_DIRS = {

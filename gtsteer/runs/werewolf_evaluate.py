@@ -30,7 +30,7 @@ import gzip
 import hashlib
 import os
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,7 +280,8 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
     key = run_key(cfg, steer)
     root = Path(out)
-    kept = saved_seeds(root, key, cfg.games) if resume else []
+    played = [c for c, k in enumerate(CONDITION_KEYS) if k in cfg.conditions]
+    kept = saved_seeds(root, key, cfg.games, played) if resume else []
     root = prepare_run_dir(out, subdirs=() if resume else (SEEDS_DIR,), summary="evaluate.json")
     (root / SEEDS_DIR).mkdir(exist_ok=True)
     for suffix in ("", "-wal", "-shm"):  # rebuilt from the seeds, in order
@@ -288,7 +289,6 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     store = GameStore(root / "evaluate.sqlite")
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
-    played = [c for c, k in enumerate(CONDITION_KEYS) if k in cfg.conditions]
     units = [EvaluationSeed(tuple(
         EvaluationGame(GameSetup(game_id(c, g), cfg.seed + g, cfg.players, cfg.llm,
                                  cfg.max_days, cfg.max_messages, pool.force_completion),
@@ -409,6 +409,8 @@ class SavedSeed(BaseModel):
         return None
 
     def played(self) -> list[PlayedGame]:
+        """The seed's games; KeyError, TypeError or ValueError (a ValidationError) when a
+        game's record is damaged though the file parsed (`saved_seeds` plays it again)."""
         return [PlayedGame(
             GameState.model_validate(g["created"]),
             [CallRecord.model_validate(r) for r in g["create_records"]],
@@ -417,15 +419,23 @@ class SavedSeed(BaseModel):
             for g in self.games]
 
 
-def saved_seeds(root: Path, key: str, games: int) -> list[list[PlayedGame]]:
+def saved_seeds(root: Path, key: str, games: int, played: Sequence[int]
+                ) -> list[list[PlayedGame]]:
     """The seeds 0, 1, ... an earlier run with `key` finished in `root`, up to the first one
-    missing (seeds are saved in order), at most `games` of them."""
+    missing or damaged (seeds are saved in order), at most `games` of them; each must hold
+    one game per condition in `played` (their indices in `CONDITIONS`)."""
     kept: list[list[PlayedGame]] = []
     for g in range(games):
         saved = SavedSeed.load(root, g)
         if saved is None or saved.run_key != key or saved.seed_index != g:
             break
-        kept.append(saved.played())
+        try:
+            seed = saved.played()
+        except (KeyError, TypeError, ValueError):  # parsed, but a game lacks a part: replay
+            break
+        if [p.created.game_id for p in seed] != [game_id(c, g) for c in played]:
+            break  # not this seed's games, one per condition: replay
+        kept.append(seed)
     return kept
 
 

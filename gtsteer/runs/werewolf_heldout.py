@@ -57,11 +57,13 @@ from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
+    DamagedFileError,
     RunDirError,
     RunResult,
     check_in_dir,
     finish_run_dir,
     prepare_run_dir,
+    read_result,
     write_json,
     write_text,
 )
@@ -460,12 +462,17 @@ def saved_rows(root: Path, key: str, states: Sequence[GameState]) -> list[FreshS
 
 
 def read_rows(root: str | Path, key: str) -> list[FreshStateRow]:
-    """The rows of the run with `key` under `root/rows/`, in order (`--render-only`)."""
+    """The rows of the run with `key` under `root/rows/`, in order (`--render-only`); a row
+    that cannot be read is refused by name (DamagedFileError), as every interval needs it."""
     folder = Path(root) / ROWS_DIR
     if not folder.is_dir():
         raise RunDirError(f"--out: {root} holds no {ROWS_DIR}/ (run the measurement first)")
-    rows = [FreshStateRow.model_validate_json(p.read_text())
-            for p in sorted(folder.glob("*.json"), key=lambda p: int(p.stem))]
+    rows = []
+    for path in sorted(folder.glob("*.json"), key=lambda p: int(p.stem)):
+        try:
+            rows.append(read_result(path, FreshStateRow))
+        except DamagedFileError as exc:
+            raise DamagedFileError(f"{exc}; `--resume` measures that state again") from None
     return [r for r in rows if r.run_key == key]
 
 

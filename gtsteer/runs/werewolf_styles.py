@@ -42,6 +42,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -441,18 +442,18 @@ def shortfall_error(cfg: StylesConfig, candidates: int) -> StylesError:
 
 
 def load_rows(path: Path, key: str, states: list[GameState], cfg: StylesConfig
-              ) -> tuple[list[StyleLine], bool]:
+              ) -> tuple[list[StyleLine], int]:
     """The saved rows of this run (same key, a known state, style and sample, first of each),
-    in file order, and whether the file held anything else (then it is rewritten)."""
+    in file order, and how many other lines the file held (then it is rewritten)."""
     if not path.is_file():
-        return [], False
+        return [], 0
     kept: dict[tuple[int, str, int], StyleLine] = {}
-    dropped = False
-    for line in path.read_text(encoding="utf-8").splitlines():
+    dropped = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             row = StyleLine.model_validate_json(line)
         except ValidationError:
-            dropped = True  # a line cut by a kill, or another format: sampled again
+            dropped += 1  # a line cut by a kill, or another format: sampled again
             continue
         ident = (row.state, row.style, row.sample)
         ok = (row.key == key and 0 <= row.state < len(states) and row.style in cfg.styles
@@ -462,7 +463,7 @@ def load_rows(path: Path, key: str, states: list[GameState], cfg: StylesConfig
         if ok:
             kept[ident] = row
         else:
-            dropped = True
+            dropped += 1
     return list(kept.values()), dropped
 
 
@@ -550,8 +551,9 @@ def build_summary(cfg: StylesConfig, judge: str, labelled: str | Path,
         seconds=round(seconds, 1))
 
 
-def render_only(out: Path) -> StylesSummary:
-    """The summary of OUT's saved rows, with no model (`--render-only`)."""
+def render_only(out: Path, report: Callable[[str], None] | None = None) -> StylesSummary:
+    """The summary of OUT's saved rows, with no model (`--render-only`); `report` is told
+    how many lines of the rows file were left out (cut by a kill, or another run's)."""
     try:
         saved = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
         cfg = StylesConfig.model_validate(saved["config"])
@@ -561,7 +563,11 @@ def render_only(out: Path) -> StylesSummary:
         raise StylesError(f"--render-only: {out} holds no finished styles run to render "
                           f"({exc})") from None
     states = read_states(out / STATES_FILE, "--render-only")
-    rows, _ = load_rows(out / ROWS_FILE, saved["key"], states, cfg)
+    rows, dropped = load_rows(out / ROWS_FILE, saved["key"], states, cfg)
+    if dropped and report is not None:
+        report(f"--render-only: {dropped} line{'s' if dropped != 1 else ''} of"
+               f" {out / ROWS_FILE} left out (cut by a kill, or not this run's); the summary"
+               f" counts the {len(rows)} kept")
     summary = build_summary(cfg, saved["judge"], saved["labelled"], validations,
                             rows, len(states), LLMCalls(), 0.0)
     try:  # the rows were sampled when the run finished, not now
@@ -580,7 +586,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     if options.render_only:
-        return render_only(ctx.out)
+        return render_only(ctx.out, ctx.report)
     cfg, t0 = config, time.perf_counter()
     states_file = states_path(cfg.states_from) if cfg.states_from else None
     digest = (hashlib.sha256(states_file.read_bytes()).hexdigest() if states_file else "")

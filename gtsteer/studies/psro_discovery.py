@@ -38,9 +38,17 @@ from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
+from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import IN_PROGRESS, ROOT, repo_relative
-from gtsteer.runs.psro import PSROOptions, PSROSummary
+from gtsteer.runs.output import (
+    IN_PROGRESS,
+    ROOT,
+    DamagedFileError,
+    check_out_file,
+    read_result,
+    repo_relative,
+)
+from gtsteer.runs.psro import SCHEMA_VERSION, PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
@@ -138,42 +146,69 @@ def instances_file(results: Path, full: Path, games: int, seed: int = 0) -> Path
             raise ValueError(f"{path}: not the seeded instances of {shown(full)} (seed {seed});"
                              " move it away and run again")
         return path
-    results.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_text(path, text)
     return path
 
 
 def read_row(folder: Path) -> StudyRow | None:
+    """The folder's study_row.json, None when there is none (`DamagedFileError` when it
+    cannot be read)."""
     path = folder / ROW_FILE
     if not path.is_file():
         return None
-    return StudyRow.model_validate_json(path.read_text(encoding="utf-8"))
+    return read_result(path, StudyRow)
 
 
 def read_summary(folder: Path) -> PSROSummary | None:
+    """The folder's finished summary.json, None when there is none or the run was stopped
+    (`DamagedFileError` when it cannot be read, holds no iteration, or was written by a newer
+    schema than this code reads)."""
     path = folder / SUMMARY
     if not path.is_file() or (folder / IN_PROGRESS).exists():
         return None
-    return PSROSummary.model_validate_json(path.read_text(encoding="utf-8"))
+    summary = read_result(path, PSROSummary)
+    if summary.schema_version > SCHEMA_VERSION:
+        raise DamagedFileError(f"{path}: written with schema version {summary.schema_version},"
+                               f" newer than this gtsteer reads ({SCHEMA_VERSION})")
+    if not summary.iterations:
+        raise DamagedFileError(f"{path}: holds no iteration")
+    return summary
 
 
 def saved_row(results: Path, settings: RowSettings) -> StudyRow | None:
-    """The row a finished run saved for exactly these settings, if any."""
+    """The row a finished run saved for exactly these settings, if any (a damaged one is
+    named and measured again)."""
     folder = results / settings.row
-    row = read_row(folder)
-    if row is None or row.settings != settings or read_summary(folder) is None:
+    try:
+        row = read_row(folder)
+        if row is None or row.settings != settings or read_summary(folder) is None:
+            return None
+    except DamagedFileError as exc:
+        print(f"   {exc}: measured again", flush=True)
         return None
     return row
 
 
-def saved_rows(results: Path, names: Sequence[str]) -> list[tuple[StudyRow, PSROSummary]]:
-    """Every finished row among `names` (in that order) with its summary."""
-    out = []
+def saved_rows(results: Path, names: Sequence[str]
+               ) -> tuple[list[tuple[StudyRow, PSROSummary]], dict[str, str]]:
+    """Every finished row among `names` (in that order) with its summary, and the rows that
+    could not be read or drawn, each with why (the file and the problem)."""
+    out, damaged = [], {}
     for name in names:
-        row, summary = read_row(results / name), read_summary(results / name)
-        if row is not None and summary is not None:
-            out.append((row, summary))
-    return out
+        folder = results / name
+        try:
+            row, summary = read_row(folder), read_summary(folder)
+            if row is None or summary is None:
+                continue
+            render_row(row, summary, str(results))  # a row that cannot be drawn is damaged
+        except DamagedFileError as exc:
+            damaged[name] = str(exc)
+            continue
+        except (LookupError, ValueError, ArithmeticError, TypeError) as exc:
+            damaged[name] = f"{folder}: cannot be drawn ({type(exc).__name__}: {exc})"
+            continue
+        out.append((row, summary))
+    return out, damaged
 
 
 def path_arg(path: Path) -> str:
@@ -214,7 +249,7 @@ def measure(settings: RowSettings, start: Path, full: Path, instances: Path, res
     row = StudyRow(settings=settings, new_calls=summary.llm_calls.new_calls,
                    requests=summary.llm_calls.requests, proposer_new_calls=proposer_calls,
                    wall_s=round(wall, 1), commit=commit, measured_at=benchdoc.machine().date)
-    (folder / ROW_FILE).write_text(row.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    write_text(folder / ROW_FILE, row.model_dump_json(indent=1) + "\n")  # whole or none
     return row
 
 
@@ -459,7 +494,9 @@ def render_row(row: StudyRow, summary: PSROSummary, results: str) -> list[str]:
 
 
 def render(rows: list[tuple[StudyRow, PSROSummary]], command: str, results: str,
-           pending: Sequence[str], start: str, full: str) -> str:
+           pending: Sequence[str], start: str, full: str,
+           damaged: Sequence[str] = ()) -> str:
+    """The section; `damaged` rows have saved files that could not be read (not shown)."""
     lines = [
         "## The discovery experiment (issue 40, item 2)",
         "",
@@ -495,6 +532,10 @@ def render(rows: list[tuple[StudyRow, PSROSummary]], command: str, results: str,
     if pending:
         lines += ["Not measured yet: " + ", ".join(f"`{p}`" for p in pending)
                   + f" (`{COMMAND} --rows {','.join(pending)}` runs them)."]
+    if damaged:
+        lines += ["", "Saved rows that could not be read, not shown: "
+                  + ", ".join(f"`{p}`" for p in damaged)
+                  + f" (`{COMMAND} --rows {','.join(damaged)}` measures them again)."]
     return "\n".join(lines)
 
 
@@ -546,6 +587,7 @@ def main(argv: list[str] | None = None, clients: Clients | None = None) -> None:
     start, full, results = args.config.resolve(), args.reference.resolve(), args.results
     for config in (start, full):
         load_spec(config)  # a broken config fails here, before any model call
+    check_out_file(args.doc, "--doc")
     results_shown = shown(results)
     given = sys.argv[1:] if argv is None else argv
     command = " ".join([COMMAND, *(a for a in given if a != "--remeasure")])
@@ -559,10 +601,13 @@ def main(argv: list[str] | None = None, clients: Clients | None = None) -> None:
 
     def write() -> str:
         # every saved row, also those another --rows run measured
-        rows = saved_rows(results, list(ROWS))
+        rows, damaged = saved_rows(results, list(ROWS))
+        for problem in damaged.values():
+            print(f"{COMMAND}: skipped {problem}", file=sys.stderr, flush=True)
         done = {r.settings.row for r, _ in rows}
-        text = render(rows, command, results_shown, [r for r in ROWS if r not in done],
-                      shown(start), shown(full))
+        text = render(rows, command, results_shown,
+                      [r for r in ROWS if r not in done and r not in damaged],
+                      shown(start), shown(full), list(damaged))
         start_marker, end_marker = benchdoc.markers(SECTION)
         benchdoc.write_section(args.doc, start_marker, end_marker,
                                benchdoc.wrap(start_marker, end_marker, text))

@@ -19,15 +19,23 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gtsteer.bench import benchdoc
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
+from gtsteer.runs.atomic import write_text
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.eval_steering import SteeringReport, measure_steering
-from gtsteer.runs.output import ROOT, repo_relative, save_png
+from gtsteer.runs.output import (
+    ROOT,
+    DamagedFileError,
+    check_out_file,
+    read_result,
+    repo_relative,
+    save_png,
+)
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
@@ -76,7 +84,8 @@ class Row(BaseModel):
     domain: str
     games: int
     solved: int = 0
-    payoff_span: float = 1.0
+    #: The config's payoff range (max - min), which every normalised value divides by.
+    payoff_span: float = Field(1.0, gt=0)
     nash_conv: MeanCI | None = None
     nash_conv_normalized: MeanCI | None = None
     cfr_gain: MeanCI | None = None
@@ -131,11 +140,12 @@ def stored_row(results: Path, domain: str, llm: str, games: int | None, samples:
                heldout: bool = False) -> StoredRow | None:
     """The row a finished run saved for these settings (with the held-out gain where
     `heldout` asks for it), if any; `games` None takes the row at whatever instance count it
-    was measured, `samples` None at whatever steering K (each row shows its own n and K)."""
+    was measured, `samples` None at whatever steering K (each row shows its own n and K).
+    A row file that cannot be read raises `DamagedFileError` naming it."""
     path = row_path(results, domain)
     if not path.is_file():
         return None
-    saved = StoredRow.model_validate_json(path.read_text(encoding="utf-8"))
+    saved = read_result(path, StoredRow)
     if saved.llm != llm or (samples is not None and saved.row.steering_samples != samples) or (
             games is not None and saved.row.games != games):
         return None
@@ -218,9 +228,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
         row.error = f"{type(exc).__name__}: {exc}"
     stored = StoredRow(llm=llm, row=row, command=command, commit=commit, measured_at=utc_now())
     if row.error is None:  # a finished domain: `--render-only` and later runs can show it
-        path = row_path(out, spec.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(stored.model_dump_json(indent=1), encoding="utf-8")
+        write_text(row_path(out, spec.name), stored.model_dump_json(indent=1))  # whole or none
     return stored
 
 
@@ -481,7 +489,8 @@ def gain_figure(rows: list[Row]) -> Any:
 
 def render(rows: list[Row], llm: str, command: str,
            pending: list[tuple[str, int]] | None = None, figure: str | None = None,
-           stored: list[StoredRow] | None = None) -> str:
+           stored: list[StoredRow] | None = None, damaged: list[str] | None = None) -> str:
+    """The page; `damaged` are domains whose saved row could not be read (not shown)."""
     now = utc_now()
     lines = [
         "# Table 1: how unexploitable and how useful is the CFR guidance?",
@@ -519,6 +528,10 @@ def render(rows: list[Row], llm: str, command: str,
         lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
                   + ", ".join(f"`{name}` ({solved} instance{'' if solved == 1 else 's'}"
                               " solved so far)" for name, solved in pending) + "."]
+    if damaged:
+        lines += ["", "Saved rows that could not be read (not shown; the command names each"
+                  " file and why, and measuring the domain again replaces it): "
+                  + ", ".join(f"`{name}`" for name in damaged) + "."]
     lines += [
         "",
         "## The paper's numbers (PaLM 2, 200 instances, no intervals reported)",
@@ -628,26 +641,33 @@ def main(argv: list[str] | None = None) -> None:
     config_args = set(args.configs)
     command_base = "gtsteer table1" + "".join(
         f" {a}" for a in given if Path(a) not in config_args)
-    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    check_out_file(args.doc, "--doc")  # before any work: a folder there is refused now
     domains = [load_spec(c).name for c in configs]
+    damaged: list[str] = []
 
     def write_doc(rows: dict[str, StoredRow]) -> str:
-        pending = [(d, solved_so_far(args.results, d)) for d in domains if d not in rows]
+        pending = [(d, solved_so_far(args.results, d)) for d in domains
+                   if d not in rows and d not in damaged]
         stored = [rows[d] for d in domains if d in rows]
         shown = [s.row for s in stored]
         figure = None
         if any(r.cfr_gain_normalized is not None for r in shown):
             figure = save_png(gain_figure(shown), args.doc.with_name(f"{args.doc.stem}_gain.png"))
         text = render(shown, args.llm, command, pending, figure.name if figure else None,
-                      stored)
-        args.doc.write_text(text, encoding="utf-8")
+                      stored, damaged)
+        write_text(args.doc, text)  # atomically: a kill leaves the old page or the new one
         return text
 
     rows: dict[str, StoredRow] = {}
     if args.render_only:
         for domain in domains:
-            row = stored_row(args.results, domain, args.llm, args.games, args.samples,
-                             args.heldout)
+            try:
+                row = stored_row(args.results, domain, args.llm, args.games, args.samples,
+                                 args.heldout)
+            except DamagedFileError as exc:  # one damaged row must not hide the others
+                print(f"{COMMAND}: skipped `{domain}`: {exc}", file=sys.stderr, flush=True)
+                damaged.append(domain)
+                continue
             if row is not None:
                 rows[domain] = row
         print(write_doc(rows))

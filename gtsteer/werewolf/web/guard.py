@@ -11,8 +11,10 @@ for requests that change something, and a cap on request bodies.
   `Sec-Fetch-Site` is refused (403) whatever the body.
 - **Size**: bodies over `MAX_BODY_BYTES` are refused (413) from the Content-Length alone, or as
   soon as a chunked body passes the cap, so nothing large is ever read into memory.
-- **Time**: a body that stops arriving for `BODY_TIMEOUT_S` is answered 408 (a stalled client
-  holds no request forever); a client that disconnects mid-body gets nothing and logs nothing.
+- **Time**: a body must arrive whole within `BODY_TIMEOUT_S` of its request's head, however it
+  trickles, or it is answered 408 (a stalled client holds no request, and no worker, for
+  longer); a client that disconnects mid-body gets nothing and logs nothing. The head itself
+  has no deadline (uvicorn has no such option, docs/WEREWOLF.md says what bounds it).
 
 A pure ASGI middleware (not Starlette's TrustedHostMiddleware, which splits `[::1]:8000` at the
 first colon), so the three rules sit in one place with one JSON error shape.
@@ -31,7 +33,7 @@ from urllib.parse import urlsplit
 #: The largest body the API accepts: a 12-seat custom cast with per-seat models is about 6 KB
 #: of JSON (36 KB if every character were \u-escaped).
 MAX_BODY_BYTES = 64 * 1024
-#: The longest pause while a request body arrives (the API's bodies are a few KB).
+#: The longest a request body may take to arrive, whole (the API's bodies are a few KB).
 BODY_TIMEOUT_S = 10.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_BINDS = ("0.0.0.0", "::", "")
@@ -107,11 +109,15 @@ class RequestGuard:
             await refuse(send, 403, problem)
             return
         body = bytearray()
+        # One deadline for the whole body, not one per chunk: a byte every few seconds would
+        # otherwise hold the request for days.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
         while True:
             try:
-                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
             except TimeoutError:
-                await refuse(send, 408, f"the request body stopped arriving for"
+                await refuse(send, 408, f"the request body did not arrive within"
                              f" {self.body_timeout_s:g} s")
                 return
             if message["type"] != "http.request":  # the client went away: nobody to answer

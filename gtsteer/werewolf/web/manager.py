@@ -59,6 +59,10 @@ class GameManager:
         self.webdb = WebDB(self.store().path)
         self.games: dict[str, LiveGame] = {}
         self.lock = threading.RLock()
+        #: Held from an adopt's "not managed yet?" to its "managed now", so of concurrent
+        #: adopts of one game exactly one succeeds (its own lock: checking the models may
+        #: load one, which must not stall every other request on `lock`).
+        self.adopt_lock = threading.Lock()
 
     # ---- plumbing ----------------------------------------------------------------------------
 
@@ -157,15 +161,17 @@ class GameManager:
                      "text": "(the earlier history of this game cannot be shown)"}]
 
     def adopt(self, game_id: str) -> LiveGame:
-        """Let this server drive a stored game it did not create (e.g. from the CLI)."""
+        """Let this server drive a stored game it did not create (e.g. from the CLI); of
+        concurrent adopts of one game, one succeeds and the others get 409."""
         game = self.live(game_id)
-        if game.managed:
-            raise WebError(409, f"game {game_id} is already run by this server")
-        if game.state.over:
-            raise WebError(409, f"game {game_id} is over")
-        self.check_game_models(game.state)
-        self.webdb.add_game(game_id)
-        game.managed = True
+        with self.adopt_lock:
+            if game.managed:
+                raise WebError(409, f"game {game_id} is already run by this server")
+            if game.state.over:
+                raise WebError(409, f"game {game_id} is over")
+            self.check_game_models(game.state)
+            self.webdb.add_game(game_id)
+            game.managed = True
         game.start()
         return game
 

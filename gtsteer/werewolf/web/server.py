@@ -23,6 +23,12 @@ NO_AUTH_WARNING = (
 
 __all__ = ["ThreadedServer", "build_app", "is_loopback", "serve"]
 
+#: The server runs uvicorn's h11 protocol (whatever else is installed) with this cap on a
+#: request head. uvicorn has no deadline for a head, so a client that never finishes one holds
+#: a socket and at most this many buffered bytes (a longer head is answered 400), never a
+#: request or a thread (docs/WEREWOLF.md). Bodies have their deadline in `guard.RequestGuard`.
+MAX_HEAD_BYTES = 16 * 1024
+
 
 def build_app(db: str | Path, models: list[str],
               llm_factory: Callable[[str], LLM] | None = None,
@@ -39,7 +45,8 @@ def serve(host: str, port: int, db: str | Path, models: list[str],
     if not is_loopback(host):
         warn(NO_AUTH_WARNING.format(host=host))
     uvicorn.run(build_app(db, models, hosts=allowed_hosts(host, allow_hosts)), host=host,
-                port=port, log_level="info", timeout_graceful_shutdown=5)
+                port=port, log_level="info", timeout_graceful_shutdown=5, http="h11",
+                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
 
 
 class ThreadedServer:
@@ -52,7 +59,8 @@ class ThreadedServer:
         self.app = build_app(db, models, llm_factory=llm_factory)
         self.manager = self.app.state.manager
         config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                timeout_graceful_shutdown=2)
+                                timeout_graceful_shutdown=2, http="h11",
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = ""
