@@ -140,3 +140,41 @@ def test_a_flag_the_user_gives_still_lets_the_environment_key_go_to_that_url(
         srv.fail_next(1000, 400)
         runner.invoke(app, ["werewolf", "resume", "s1", "--db", db, "--api-base", srv.base_url])
     assert set(srv.authorizations) == {"Bearer sk-users-own-choice"}
+
+
+#: Keys that are valid variable names too, so only their shape gives them away (L6).
+NAME_SHAPED_KEYS = ["hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+                    "gsk_8fJ2kLm9QwErTy7UiOp3AsDfGhJkL1zXcVbNm0",
+                    "AbCdEfGhIjKlMnOpQrStUvWxYz012345"]
+
+
+@pytest.mark.parametrize("key", NAME_SHAPED_KEYS)
+def test_a_name_shaped_key_in_api_key_env_is_not_echoed(key: str) -> None:
+    result = runner.invoke(app, ["llm", "ask", "--model", "openai/x", "--api-key-env", key, "hi"])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "--api-key-env" in out and "that environment variable is not set" in out
+    assert key not in out and key[4:12] not in out
+    assert f"{key[:2]}... ({len(key)} characters" in out
+
+
+@pytest.mark.parametrize("key", NAME_SHAPED_KEYS)
+def test_a_name_shaped_key_in_a_configs_api_key_env_is_not_echoed(
+        key: str, tmp_path: Path) -> None:
+    config = tmp_path / "served.yaml"
+    source = (ROOT / "configs" / "trade_fruit_tone.yaml").read_text()
+    config.write_text(source + "\nmodels:\n  writer: {model: openai/x, api_base:"
+                      f" 'http://127.0.0.1:9/v1', api_key_env: {key}}}\n")
+    result = runner.invoke(app, ["solve", str(config), "-q", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "models.writer.api_key_env" in out and "that environment variable is not set" in out
+    assert key not in out and key[4:12] not in out
+
+
+def test_a_variable_name_is_still_named_in_full() -> None:
+    result = runner.invoke(app, ["llm", "ask", "--model", "openai/x", "--api-key-env",
+                                 "HUGGINGFACEHUB_API_TOKEN_UNSET", "hi"])
+    assert result.exit_code == 2
+    assert ("--api-key-env HUGGINGFACEHUB_API_TOKEN_UNSET: that environment variable is not set"
+            in " ".join(result.output.split()))

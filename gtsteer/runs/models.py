@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gtsteer.binding.run_models import Role, RoleModel, env_name_problem
+from gtsteer.binding.run_models import Role, RoleModel, env_name_problem, shown_env_name
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
 from gtsteer.llm.cache import public_url
@@ -59,7 +59,8 @@ class Endpoint:
         key = os.environ.get(self.api_key_env)
         if not key:
             raise ModelConfigError(
-                f"{self.key_field} {self.api_key_env}: that environment variable is not set."
+                f"{self.key_field} {shown_env_name(self.api_key_env)}: that environment"
+                " variable is not set."
             )
         return key
 
