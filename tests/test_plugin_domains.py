@@ -111,3 +111,70 @@ def test_an_installed_package_registers_its_domain_by_entry_point(
     spec = load_spec(tmp_path / "bike_haggle.yaml")
     assert spec.hooks.name == "bike_haggle" and spec.hooks.utility is not None
     monkeypatch.delitem(registry.DOMAINS, "bike_haggle")
+
+
+#: Modules whose import goes wrong, each a ConfigError naming the config and the module (review
+#: reliability-0832c41, L3: each was a traceback, and `sys.exit(0)` ended the run with rc 0).
+BROKEN = {
+    "raises_on_import_l3": ("raise RuntimeError('boom')\n",
+                            "importing 'raises_on_import_l3' failed: RuntimeError: boom"),
+    "keyerror_on_import_l3": ("{}['nope']\n",
+                              "importing 'keyerror_on_import_l3' failed: KeyError: 'nope'"),
+    "syntax_error_l3": ("def broken(:\n    pass\n",
+                        "importing 'syntax_error_l3' failed: SyntaxError: "),
+    "exits_on_import_l3": ("import sys\nsys.exit(0)\n",
+                           "importing 'exits_on_import_l3' called sys.exit(0)"),
+    "missing_dependency_l3": ("import no_such_dependency_l3\n",
+                              "importing 'missing_dependency_l3' failed: ModuleNotFoundError"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(BROKEN))
+def test_a_module_that_fails_at_import_is_a_config_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    source, words = BROKEN[module]
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = plugin_config(tmp_path, f"{module}:DOMAIN")
+    with pytest.raises(ConfigError) as err:
+        load_spec(config)
+    message = str(err.value)
+    assert message.startswith(f"{config}: field `domain`: '{module}:DOMAIN'"), message
+    assert words in message and "\n" not in message
+
+
+def test_a_module_that_exits_at_import_fails_the_cli_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "exits_cli_l3.py").write_text("import sys\nsys.exit(0)\n")
+    config = plugin_config(tmp_path, "exits_cli_l3:DOMAIN")
+    done = subprocess.run(
+        [sys.executable, "-m", "gtsteer", "solve", str(config), "--llm", "fake", "-q",
+         "-o", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+             "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr[-2000:])
+    assert "called sys.exit(0)" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_relative_none_or_taken_reference_names_the_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "odd_records_l3.py").write_text(textwrap.dedent('''
+        from gtsteer.binding import Domain
+
+        async def utility(ctx):
+            return [1.0, 1.0]
+
+        NONE_ATTR = None
+        TAKES_BUILTIN = Domain(name="fruit_trade", utility=utility)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for domain, words in ((".bikes_plugin:BIKE_HAGGLE", "a relative module cannot be imported"),
+                          ("odd_records_l3:NONE_ATTR", "'NONE_ATTR' is None, not a gtsteer Domain"),
+                          ("odd_records_l3:TAKES_BUILTIN",
+                           "domain 'fruit_trade' is already registered")):
+        config = plugin_config(tmp_path, domain)
+        with pytest.raises(ConfigError) as err:
+            load_spec(config)
+        assert str(err.value).startswith(f"{config}: field `domain`: '{domain}'"), err.value
+        assert words in str(err.value), domain

@@ -4,10 +4,12 @@ F1, E2): each was a crash, a hang, or a value that should never have been accept
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -191,3 +193,81 @@ def test_an_oversized_config_is_refused_at_once(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=rf"over the {MAX_CONFIG_BYTES} a config may have"):
         read_spec(big)
     assert time.monotonic() - start < 1.0
+
+
+# ---- reliability-0832c41 L9: the cap holds for files with no size (devices, pipes, FIFOs) ----
+
+
+def _read_spec_within(path: str | Path, seconds: float) -> BaseException | None:
+    """What `read_spec(path)` raised, run in a thread that must end within `seconds`."""
+    raised: list[BaseException | None] = [None]
+
+    def read() -> None:
+        try:
+            read_spec(path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised[0] = exc
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert not reader.is_alive(), f"read_spec({path}) still reading after {seconds} s"
+    return raised[0]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_an_endless_device_is_read_only_up_to_the_cap() -> None:
+    err = _read_spec_within("/dev/zero", 10)
+    assert isinstance(err, ConfigError), err
+    assert f"more than {MAX_CONFIG_BYTES} bytes, over the {MAX_CONFIG_BYTES}" in str(err)
+
+
+def test_an_endless_pipe_is_read_only_up_to_the_cap() -> None:
+    """`yes 'name: a' | gtsteer solve /dev/stdin`: a pipe has no size to check first."""
+    read_end, write_end = os.pipe()
+
+    def write_forever() -> None:
+        with open(write_end, "wb", buffering=0) as out:
+            try:
+                while True:
+                    out.write(b"name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n" * 64)
+            except (BrokenPipeError, OSError):
+                return
+
+    threading.Thread(target=write_forever, daemon=True).start()
+    try:
+        err = _read_spec_within(f"/dev/fd/{read_end}", 20)
+    finally:
+        os.close(read_end)
+    assert isinstance(err, ConfigError) and "over the" in str(err), err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_without_a_writer_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    err = _read_spec_within(fifo, 10)
+    assert isinstance(err, ConfigError), err
+    assert str(err) == (f"{fifo}: a named pipe with nothing to read (no program is writing to"
+                        " it); give the config file itself")
+    assert time.monotonic() - start < 2.0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_fifo_with_a_writer_is_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    config = (ROOT / "configs" / "trade_fruit_tone.yaml").read_bytes()
+    writing = threading.Event()
+
+    def write() -> None:
+        writing.set()
+        with open(fifo, "wb") as out:  # blocks until a reader opens the FIFO
+            out.write(config)
+
+    threading.Thread(target=write, daemon=True).start()
+    writing.wait(5)
+    time.sleep(0.5)  # the writer is waiting in open() by now
+    err = _read_spec_within(fifo, 10)
+    assert err is None, err

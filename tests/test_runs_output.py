@@ -62,3 +62,43 @@ def test_run_dir_gives_the_documented_default_folders(kind: str, path: str) -> N
 def test_run_dir_rejects_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="kind: .*'sovle'"):
         run_dir("sovle", "configs/fruit.yaml", "local", 0)
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_symlinked_subfolder_is_refused_and_its_target_kept(tmp_path: Path,
+                                                              owned: bool) -> None:
+    """Review reliability-0832c41 L10: emptying `games/` followed a link and deleted the
+    target's files (in a shared /tmp, or a user's other disk)."""
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data.csv").write_text("a,b\n")
+    (precious / "7.json").write_text("{}")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "games").symlink_to(precious, target_is_directory=True)
+    if owned:
+        (out / ".gtsteer-run.json").write_text(json.dumps({"made": ["games"]}))
+    with pytest.raises(RunDirError, match=r"games is a symbolic link .*never follows"):
+        prepare_run_dir(out, subdirs=("games",), summary="summary.json")
+    assert sorted(p.name for p in precious.iterdir()) == ["7.json", "data.csv"]
+    assert (out / "games").is_symlink() and not (out / "summary.json").exists()
+
+
+def test_export_into_a_folder_with_a_symlinked_games_is_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gtsteer.cli import app
+
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "data.csv").write_text("a,b\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "games").symlink_to(precious)
+    (out / ".gtsteer-run.json").write_text(json.dumps({"made": ["games"]}))
+    config = Path(__file__).resolve().parents[1] / "configs" / "schedule_meeting_dow.yaml"
+    result = CliRunner().invoke(app, ["export", str(config), "--llm", "fake", "-q",
+                                      "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "is a symbolic link" in result.output
+    assert [p.name for p in precious.iterdir()] == ["data.csv"]

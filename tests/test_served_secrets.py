@@ -93,3 +93,88 @@ def test_a_key_pasted_into_api_key_env_is_not_echoed() -> None:
     assert result.exit_code == 2
     assert "sk-123 456" not in result.output
     assert "--api-key-env" in result.output and "10 characters" in result.output
+
+
+# ---- review reliability-0832c41 L5, L6 ------------------------------------------------------
+
+
+def _stored_endpoint_game(db: str, srv: LoopbackServer) -> None:
+    from gtsteer.werewolf.runner import create_game
+    from gtsteer.werewolf.state import GameConfig
+    from gtsteer.werewolf.store import GameStore
+
+    store = GameStore(db)
+    create_game(store, GameConfig(n_players=5), model="openai/stub", game_id="s1",
+                api_base=srv.base_url)
+    store.close()
+
+
+def test_a_stored_endpoint_gets_no_key_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A game database may come from anywhere: resuming it must not send the user's
+    OPENAI_API_KEY to the URL it stores, only the key `--api-key-env` names (L5)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-realOpenAIkey-ABCDEFGH12345678")
+    db = str(tmp_path / "ww.sqlite")
+    with LoopbackServer() as srv:
+        _stored_endpoint_game(db, srv)
+        srv.fail_next(1000, 400)  # the first request shows the header; the game stops there
+        keyless = runner.invoke(app, ["werewolf", "resume", "s1", "--db", db])
+        sent_keyless = set(srv.authorizations)
+        srv.reset_counters()
+        named = runner.invoke(app, ["werewolf", "resume", "s1", "--db", db,
+                                    "--api-key-env", "SERVERPASS"])
+        sent_named = set(srv.authorizations)
+    assert sent_keyless == {"Bearer no-key"}, keyless.output
+    assert "no key (--api-key-env sends one)" in " ".join(keyless.output.split())
+    assert sent_named == {f"Bearer {KEY}"}, named.output
+    assert "realOpenAIkey" not in keyless.output + named.output
+
+
+def test_a_flag_the_user_gives_still_lets_the_environment_key_go_to_that_url(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--api-base` typed by the user is the user's choice: litellm's usual key applies."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-users-own-choice")
+    db = str(tmp_path / "ww.sqlite")
+    with LoopbackServer() as srv:
+        _stored_endpoint_game(db, srv)
+        srv.fail_next(1000, 400)
+        runner.invoke(app, ["werewolf", "resume", "s1", "--db", db, "--api-base", srv.base_url])
+    assert set(srv.authorizations) == {"Bearer sk-users-own-choice"}
+
+
+#: Keys that are valid variable names too, so only their shape gives them away (L6).
+NAME_SHAPED_KEYS = ["hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+                    "gsk_8fJ2kLm9QwErTy7UiOp3AsDfGhJkL1zXcVbNm0",
+                    "AbCdEfGhIjKlMnOpQrStUvWxYz012345"]
+
+
+@pytest.mark.parametrize("key", NAME_SHAPED_KEYS)
+def test_a_name_shaped_key_in_api_key_env_is_not_echoed(key: str) -> None:
+    result = runner.invoke(app, ["llm", "ask", "--model", "openai/x", "--api-key-env", key, "hi"])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "--api-key-env" in out and "that environment variable is not set" in out
+    assert key not in out and key[4:12] not in out
+    assert f"{key[:2]}... ({len(key)} characters" in out
+
+
+@pytest.mark.parametrize("key", NAME_SHAPED_KEYS)
+def test_a_name_shaped_key_in_a_configs_api_key_env_is_not_echoed(
+        key: str, tmp_path: Path) -> None:
+    config = tmp_path / "served.yaml"
+    source = (ROOT / "configs" / "trade_fruit_tone.yaml").read_text()
+    config.write_text(source + "\nmodels:\n  writer: {model: openai/x, api_base:"
+                      f" 'http://127.0.0.1:9/v1', api_key_env: {key}}}\n")
+    result = runner.invoke(app, ["solve", str(config), "-q", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "models.writer.api_key_env" in out and "that environment variable is not set" in out
+    assert key not in out and key[4:12] not in out
+
+
+def test_a_variable_name_is_still_named_in_full() -> None:
+    result = runner.invoke(app, ["llm", "ask", "--model", "openai/x", "--api-key-env",
+                                 "HUGGINGFACEHUB_API_TOKEN_UNSET", "hi"])
+    assert result.exit_code == 2
+    assert ("--api-key-env HUGGINGFACEHUB_API_TOKEN_UNSET: that environment variable is not set"
+            in " ".join(result.output.split()))

@@ -7,6 +7,7 @@ the equilibrium.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import TypeVar
@@ -120,9 +121,12 @@ def player_keys(names: tuple[str, ...] | list[str]) -> list[str]:
 @lru_cache(maxsize=256)
 def payoff_model(names: tuple[str, ...], low: float, high: float) -> type[BaseModel]:
     """Both players' payoffs as one object. Bounds are described, not enforced: out-of-range
-    answers are clipped and counted rather than retried into a failure."""
+    answers are clipped and counted rather than retried into a failure. A non-finite number
+    (NaN, Infinity) is a malformed answer, retried with feedback and never cached: clipping
+    cannot place it (`max(lo, nan)` is `lo`), so it would be read as a silent 0."""
     fields: dict = {
-        key: (float, Field(description=f"{name}'s payoff, from {low:g} to {high:g}"))
+        key: (float, Field(description=f"{name}'s payoff, from {low:g} to {high:g}",
+                           allow_inf_nan=False))
         for key, name in zip(player_keys(names), names, strict=True)
     }
     return create_model("Payoffs", **fields)
@@ -138,7 +142,12 @@ async def compute_reward(ctx: RewardContext) -> Reward:
         value = await ctx.extract(model)
         raw = [float(v) for v in value.model_dump().values()]
     if len(raw) != spec.num_players:
-        raise ValueError(f"utility returned {len(raw)} payoffs for {spec.num_players} players")
+        raise ValueError(f"the utility of domain {utility_name(spec)} returned {len(raw)}"
+                         f" payoffs for {spec.num_players} players")
+    if not all(math.isfinite(v) for v in raw):
+        # Only code gets here (the reward model's answer is validated finite): not retriable.
+        raise ValueError(f"the utility of domain {utility_name(spec)} returned a non-finite"
+                         f" payoff {raw}; a payoff must be a finite number")
     lo, hi = payoff_bounds(spec, ctx.instance)
     if spec.payoff.zero_sum:
         returns = _zero_sum(raw, hi)
@@ -146,6 +155,14 @@ async def compute_reward(ctx: RewardContext) -> Reward:
         returns = [min(hi, max(lo, v)) for v in raw]
     clipped = any(abs(a - b) > 1e-12 for a, b in zip(returns, _centred(raw, spec), strict=True))
     return Reward(raw=raw, returns=returns, clipped=clipped)
+
+
+def utility_name(spec: DomainSpec) -> str:
+    """The domain and its utility function as an error names them: `'bike_haggle'
+    (bikes_plugin.haggle_utility)`."""
+    utility = spec.hooks.utility
+    where = f"{getattr(utility, '__module__', '?')}.{getattr(utility, '__qualname__', utility)}"
+    return f"{spec.hooks.name!r} ({where})"
 
 
 def _centred(raw: list[float], spec: DomainSpec) -> list[float]:

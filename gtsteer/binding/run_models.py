@@ -28,6 +28,38 @@ def env_name_problem(value: str) -> str | None:
             f" {len(value)} characters that is not one (a key?)")
 
 
+#: How common provider keys begin (Hugging Face, Groq, GitHub, GitLab, Slack, AWS, Google,
+#: Replicate, Stripe-style `sk_`/`pk_`/`rk_`, ...): a value beginning so is a pasted key.
+_KEY_PREFIXES = ("hf_", "gsk_", "sk_", "pk_", "rk_", "r8_", "fw_", "ghp_", "gho_", "ghu_",
+                 "ghs_", "ghr_", "github_pat_", "glpat", "xox", "AKIA", "ASIA", "AIza")
+#: A name's underscore-separated parts are words (OPENAI_API_KEY, HUGGINGFACEHUB_API_TOKEN);
+#: a longer run of letters and digits is a key's random body.
+_LONGEST_WORD = 16
+
+
+def shown_env_name(value: str) -> str:
+    """`value`, given as an environment variable's name, as a message may show it: in full when
+    it reads like a name, else its first two characters and its length. Many keys (`hf_...`,
+    `gsk_...`, 32 random letters) are valid names too, so `env_name_problem` cannot catch them."""
+    if _key_like(value):
+        return f"{value[:2]}... ({len(value)} characters, not shown: a key?)"
+    return value
+
+
+def _key_like(value: str) -> bool:
+    if value.startswith(_KEY_PREFIXES) or len(value) > 3 * _LONGEST_WORD:
+        return True
+    for word in value.split("_"):
+        digits = sum(c.isdigit() for c in word)
+        mixed_case = word.lower() != word and word.upper() != word
+        # Names are words (API, KEY, GPT4); a key's body is long, or mixes case and digits,
+        # or letters and many digits.
+        if (len(word) > _LONGEST_WORD or (mixed_case and digits)
+                or (digits >= 4 and len(word) - digits >= 4)):
+            return True
+    return False
+
+
 class RoleModel(BaseModel):
     """One role's model: `writer: fake` or `writer: {model: openai/x, api_base: URL}`."""
 

@@ -7,7 +7,9 @@ the file and the field named instead of surfacing as a strange prompt hours into
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -487,6 +489,37 @@ def _expanded_size(data: Any, limit: int) -> int:
     return size(data)
 
 
+def _read_capped(path: Path) -> bytes:
+    """`path`'s bytes, refused past `MAX_CONFIG_BYTES` whatever it is: a regular file (by its
+    size, before reading), or what has no size to check (a pipe such as /dev/stdin or
+    `<(...)`, a device such as /dev/zero), read only up to one byte past the cap.
+
+    Opened non-blocking: opening a named pipe (FIFO) otherwise waits for a writer for ever.
+    A FIFO with no writer then reads as empty at once and is refused; one whose writer is
+    waiting, and any pipe, is read with blocking reads to its end, as a shell reads stdin."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with open(fd, "rb", buffering=0) as source:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: {info.st_size} bytes, over the {MAX_CONFIG_BYTES} a"
+                              " config may have (the shipped configs are a few KB); is it the"
+                              " right file?")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_CONFIG_BYTES and (chunk := source.read(MAX_CONFIG_BYTES + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: more than {MAX_CONFIG_BYTES} bytes, over the"
+                          f" {MAX_CONFIG_BYTES} a config may have (the shipped configs are a few"
+                          " KB); is it the right file?")
+    if not size and stat.S_ISFIFO(path.lstat().st_mode):  # named, not /dev/stdin's link
+        raise ConfigError(f"{path}: a named pipe with nothing to read (no program is writing"
+                          " to it); give the config file itself")
+    return b"".join(chunks)
+
+
 def read_spec(path: str | Path) -> DomainSpec:
     """Read and validate a domain YAML, its domain not yet bound (`gtsteer.domains.load_spec`
     binds it); raises `ConfigError` naming file and field.
@@ -495,10 +528,8 @@ def read_spec(path: str | Path) -> DomainSpec:
     to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation)."""
     path = Path(path)
     try:
-        if path.is_file() and (size := path.stat().st_size) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path}: {size} bytes, over the {MAX_CONFIG_BYTES} a config may"
-                              " have (the shipped configs are a few KB); is it the right file?")
-        text = path.read_text(encoding="utf-8")
+        # Universal newlines, as `read_text` gives them.
+        text = _read_capped(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:

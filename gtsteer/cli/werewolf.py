@@ -253,12 +253,15 @@ def resume(
         if state.over:
             say(f"Game {game_id} is over: {state.winner} ({state.end_reason}).")
             return
-        # The game's own server unless told otherwise (the key is never stored: --api-key-env)
+        # The game's own server unless told otherwise. The key is never stored, and a stored
+        # URL (a database may come from anywhere) gets only the key --api-key-env names.
+        stored = api_base is None and state.api_base is not None
         endpoint = Endpoint(api_base or state.api_base, api_key_env, timeout_s=request_timeout,
-                            max_wait_s=max_wait)
+                            max_wait_s=max_wait, env_keys=not stored)
         endpoint.check(state.router_model, *{p.model for p in state.players})
-        if api_base is None and state.api_base:
-            say(f"Served models at {state.api_base} (stored with the game).")
+        if stored:
+            sent = "the key in --api-key-env" if api_key_env else "no key (--api-key-env sends one)"
+            say(f"Served models at {state.api_base} (stored with the game); {sent}.")
         say(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
         _run(store, state, chooser, LLMPool(factory=endpoint.llm))
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gtsteer.binding.run_models import Role, RoleModel, env_name_problem
+from gtsteer.binding.run_models import Role, RoleModel, env_name_problem, shown_env_name
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
 from gtsteer.llm.cache import public_url
@@ -24,6 +24,11 @@ from gtsteer.llm.client import REQUEST_TIMEOUT_S, RETRY_AFTER_MAX_S
 def served(model: str) -> bool:
     """A litellm model (served over HTTP), not the in-process `local` or `fake`."""
     return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
+
+
+#: The key sent where none is given: OpenAI-compatible servers without auth take it, and the
+#: OpenAI SDK insists on holding some key.
+NO_KEY = "no-key"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,11 @@ class Endpoint:
     timeout_s: float | None = None
     #: `--max-wait`: the longest wait between tries, a `Retry-After` included (None: 300).
     max_wait_s: float | None = None
+    #: False where the user did not give `api_base` this run (a Werewolf game's stored
+    #: endpoint, which a database from elsewhere may point anywhere): a served model then
+    #: sends `api_key_env`'s key or the placeholder, never a key litellm finds in the
+    #: environment (OPENAI_API_KEY and its kin).
+    env_keys: bool = True
 
     def __post_init__(self) -> None:
         if self.api_key_env is not None and (problem := env_name_problem(self.api_key_env)):
@@ -49,7 +59,8 @@ class Endpoint:
         key = os.environ.get(self.api_key_env)
         if not key:
             raise ModelConfigError(
-                f"{self.key_field} {self.api_key_env}: that environment variable is not set."
+                f"{self.key_field} {shown_env_name(self.api_key_env)}: that environment"
+                " variable is not set."
             )
         return key
 
@@ -65,10 +76,12 @@ class Endpoint:
         if not served(model):
             return LLM(model)
         key = self.api_key()
-        if key is None and self.api_base and not os.environ.get("OPENAI_API_KEY"):
+        if key is None and self.api_base and not self.env_keys:
+            key = NO_KEY
+        elif key is None and self.api_base and not os.environ.get("OPENAI_API_KEY"):
             # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the
             # SDK to hold some key; this placeholder is what those servers' docs send.
-            key = "no-key" if model.startswith("openai/") else None
+            key = NO_KEY if model.startswith("openai/") else None
         return LLM(model, api_base=self.api_base, api_key=key,
                    timeout_s=REQUEST_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
                    max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s)
@@ -86,9 +99,9 @@ class Endpoint:
         """This endpoint for a config role: each flag given wins over the role's own value."""
         if self.api_key_env is not None:
             return Endpoint(self.api_base or role.api_base, self.api_key_env, self.key_field,
-                            self.timeout_s, self.max_wait_s)
+                            self.timeout_s, self.max_wait_s, self.env_keys)
         return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env",
-                        self.timeout_s, self.max_wait_s)
+                        self.timeout_s, self.max_wait_s, self.env_keys)
 
 
 Source = Literal["given", "config", "default", "writer"]

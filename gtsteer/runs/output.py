@@ -4,13 +4,15 @@ A run folder belongs to one run: `prepare_run_dir` empties the subfolders an ear
 (e.g. `games/5.json` from a run with more games) and removes its summary, so every file in it
 describes this run. Until `finish_run_dir` writes the summary, the folder holds `IN_PROGRESS`:
 a reader tells a finished run (summary, no marker) from a partial or killed one. A subfolder
-gtsteer did not make is never emptied: a run that finds files there refuses to start. Every
+gtsteer did not make is never emptied: a run that finds files there refuses to start, as it
+does for a subfolder that is a symbolic link (its target is never emptied). Every
 file is written atomically (`gtsteer.runs.atomic`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -214,7 +216,13 @@ def _owned(root: Path) -> set[str]:
 
 def _owned_content(sub: Path, owned: bool) -> list[Path]:
     """What a run may delete in subfolder `sub`: everything when gtsteer made it; otherwise
-    only old gtsteer game files, and a folder holding anything else is refused."""
+    only old gtsteer game files, and a folder holding anything else is refused. A symbolic
+    link is refused whatever it points to: emptying it would delete the target's files (a
+    shared /tmp, a folder on another disk), and removing it would write elsewhere unasked."""
+    if sub.is_symlink():
+        raise RunDirError(f"--out: {sub} is a symbolic link (to {os.readlink(sub)}); a run"
+                          " empties its folders and never follows a link, so remove the link"
+                          " or choose another --out")
     if not sub.exists():
         return []
     if not sub.is_dir():
