@@ -237,7 +237,7 @@ class DialogueGame(pyspiel.Game):
     @property
     def reply_limit(self) -> int:
         """Messages after which the dialogue ends regardless of the termination check."""
-        return self.spec.num_max_replies * self.spec.num_players
+        return self.spec.reply_limit
 
     # Each node's content has one async definition: expansion gathers these concurrently, and
     # the synchronous versions that OpenSpiel's traversal calls run the same coroutine, so the
