@@ -12,3 +12,16 @@ def load_game(config_path: str, llm: Any = "fake", instance: int = 0, **kwargs: 
     from gtsteer.domains import load_game as _load_game
 
     return _load_game(config_path, llm=llm, instance=instance, **kwargs)
+
+
+__all__ = ["Advisor", "load_game"]
+
+
+def __getattr__(name: str) -> Any:
+    # `gtsteer.Advisor` is resolved on first use: it reads dialogue configs (pyspiel), and a
+    # plain `import gtsteer` stays light.
+    if name == "Advisor":
+        from gtsteer.imitation.advisor import Advisor
+
+        return Advisor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

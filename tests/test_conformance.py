@@ -296,7 +296,8 @@ BELOW_BENCH = {
 
 def test_the_layer_table_is_read_from_the_design_document() -> None:
     assert MAY_IMPORT == {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
-                          "solvers": {"binding", "llm"}, "imitation": {"solvers", "binding", "llm"},
+                          "solvers": {"binding", "llm"},
+                          "imitation": {"solvers", "binding", "domains", "llm"},
                           "checks": {"binding", "solvers"},
                           "evals": {"llm", "binding", "solvers"},
                           "werewolf": {"llm", "binding", "imitation"},

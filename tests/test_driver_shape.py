@@ -38,6 +38,7 @@ DRIVERS = {
     "werewolf evaluate": "gtsteer.runs.werewolf_evaluate",
     "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
     "werewolf styles": "gtsteer.runs.werewolf_styles",
+    "play": "gtsteer.runs.play",
 }
 #: The Python API's spellings of the drivers with plain arguments: never called by the CLI.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",
@@ -47,7 +48,7 @@ CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
 DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer",
-          "werewolf_heldout"}
+          "werewolf_heldout", "play"}
 
 
 @pytest.mark.parametrize("command", list(DRIVERS))

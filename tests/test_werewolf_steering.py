@@ -287,7 +287,7 @@ def tiny_style_policy(actions: tuple[str, ...] = STYLE_OPTIONS):
 
 
 def test_distilled_chooser_draws_only_allowed_options():
-    from gtsteer.werewolf.steering import DistilledPlaystyleChooser
+    from gtsteer.werewolf.steering import DistilledPlaystyleChooser, hook_policy_input
 
     policy = tiny_style_policy()
     chooser = DistilledPlaystyleChooser(policy)
@@ -304,6 +304,8 @@ def test_distilled_chooser_draws_only_allowed_options():
     assert list(probs) == allowed and sum(probs.values()) == pytest.approx(1.0)
     mass = sum(full[o] for o in allowed)
     assert probs == pytest.approx({o: full[o] / mass for o in allowed})  # renormalised
+    # the hook's text reaches the policy the one way every live view does (`probs_for`)
+    assert probs == policy.probs_for(hook_policy_input(text), actions=allowed)
     # None of the policy's options allowed here: the fallback is legal.
     narrower = DistilledPlaystyleChooser(tiny_style_policy(("trickster", "balanced")))
     narrow = narrower.choose(info.model_copy(update={"options": ["quiet_observer", UNSTEERED]}))

@@ -237,7 +237,7 @@ class DialogueGame(pyspiel.Game):
     @property
     def reply_limit(self) -> int:
         """Messages after which the dialogue ends regardless of the termination check."""
-        return self.spec.num_max_replies * self.spec.num_players
+        return self.spec.reply_limit
 
     # Each node's content has one async definition: expansion gathers these concurrently, and
     # the synchronous versions that OpenSpiel's traversal calls run the same coroutine, so the
@@ -392,6 +392,16 @@ class DialogueState(pyspiel.State):
         self._replies += 1
         ended = game.needs_end_check(self._replies) and game.terminated(history, self.turns)
         self._over = ended or self._replies >= game.reply_limit
+
+    def apply_message(self, text: str, sample: int = 0) -> None:
+        """At a message's chance node, apply outcome `sample` with `text` as its message instead
+        of the model's: a person's words (`gtsteer play`), which then meet the same end check
+        and reward as any message. The text is kept in this game's table for that history, so
+        play such a game once."""
+        if self.deal is None or self._pending is None:
+            raise ValueError("apply_message: the state is not at a message's chance node")
+        self._game.messages[(*self._actions, sample)] = text
+        self.apply_action(sample)
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:

@@ -325,6 +325,11 @@ class DomainSpec(_Strict):
         return len(self.players)
 
     @property
+    def reply_limit(self) -> int:
+        """Messages after which a dialogue ends regardless of the termination check."""
+        return self.num_max_replies * self.num_players
+
+    @property
     def action_keys(self) -> list[str]:
         return list(self.actions)
 

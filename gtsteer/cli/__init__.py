@@ -10,6 +10,7 @@ from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.instances import instances
 from gtsteer.cli.llm import llm_app
+from gtsteer.cli.play import register as register_play
 from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
@@ -27,6 +28,7 @@ register_solve(app)
 register_export(app)
 register_imitate(app)
 register_psro(app)
+register_play(app)
 register_werewolf_steer(werewolf_app)
 register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")

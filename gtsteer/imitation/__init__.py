@@ -4,7 +4,8 @@
     policy, report = train_policy(records, get_embedder(), TrainConfig(steps=2000))
     policy.probs("Alice (proposer) holds ...")      # {"calm": 0.7, "assertive": 0.2, ...}
 
-Everything imported here is free of pyspiel, so Werewolf steering can use it alone. Solved
+Everything imported here is free of pyspiel, so Werewolf steering can use it alone (`Advisor`,
+which reads dialogue configs, is resolved on first use like `train_policy` below). Solved
 dialogue games become records in `gtsteer.imitation.build`; the OpenSpiel `Policy` adapter is
 `gtsteer.imitation.pyspiel_policy`; held-out evaluation and the DIM-vs-LLM meta-game are in
 `gtsteer.imitation.evaluate` and `gtsteer.imitation.metagame`.
@@ -24,28 +25,38 @@ from gtsteer.imitation.dataset import (
     records_to_jsonl,
     split_instances,
 )
+from gtsteer.imitation.dialogue import Dialogue, Line
 from gtsteer.imitation.policy import (
     ActionSetMismatchError,
     DistilledPolicy,
     PolicyConfig,
     PolicyError,
+    PolicyInput,
 )
 from gtsteer.imitation.train_types import FitMetrics, TrainConfig, TrainReport
 
 if TYPE_CHECKING:
+    from gtsteer.imitation.advisor import Advisor
     from gtsteer.imitation.train import train_policy
 
 #: Public names whose modules import torch, and the module each lives in.
 _TORCH_BACKED = {"train_policy": "gtsteer.imitation.train"}
+#: Public names whose modules import pyspiel (through the binding), resolved on first use too.
+_PYSPIEL_BACKED = {"Advisor": "gtsteer.imitation.advisor"}
+_LAZY = {**_TORCH_BACKED, **_PYSPIEL_BACKED}
 
 __all__ = [
     "ActionSetMismatchError",
+    "Advisor",
     "DatasetError",
     "DecisionRecord",
+    "Dialogue",
     "DistilledPolicy",
     "FitMetrics",
+    "Line",
     "PolicyConfig",
     "PolicyError",
+    "PolicyInput",
     "TrainConfig",
     "TrainReport",
     "action_labels",
@@ -57,10 +68,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _TORCH_BACKED:
+    if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_TORCH_BACKED[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value  # later lookups skip this hook
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

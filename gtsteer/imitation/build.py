@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import pyspiel
 
 from gtsteer.imitation.dataset import DatasetError, DecisionRecord
-from gtsteer.imitation.views import decision_metadata, features, text_view
+from gtsteer.imitation.views import decision_input, decision_metadata, dialogue_of
 from gtsteer.solvers.cfr import PolicyTable
 
 #: Information-state key -> {instruction label: probability} (what `gtsteer solve` stores).
@@ -113,13 +113,16 @@ def _record(
     total = sum(target)
     if total <= 0:
         raise DatasetError(f"instance {instance}: the policy at a state sums to 0: {key[:80]!r}")
+    dialogue = dialogue_of(state, player)
+    view = decision_input(state.get_game().spec, dialogue, with_features)
     return DecisionRecord(
-        text=text_view(state, player),
-        features=features(state, player) if with_features else None,
+        text=view.text,
+        features=view.features,
         actions=legal,
         target=[p / total for p in target],  # C++ average policies sum to 1 within ~1e-12
         weight=0.0,
         instance=instance,
         player=player,
-        metadata={"info_state": key, **decision_metadata(state, player)},
+        metadata={"info_state": key, **decision_metadata(state, player),
+                  "dialogue": dialogue.model_dump(mode="json")},
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if TYPE_CHECKING:
     from gtsteer.imitation.model import PolicyMLP
@@ -39,6 +39,17 @@ class PolicyError(ValueError):
 
 class ActionSetMismatchError(PolicyError):
     """The caller's instructions are not the ones the policy was trained on."""
+
+
+class PolicyInput(BaseModel):
+    """What a policy reads at one decision: a view's text and, where the view has them, its
+    structured features. Every caller that steers live play (the dialogue `Advisor`, Werewolf's
+    distilled playstyle chooser) builds one from its own view and asks `probs_for`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    features: list[float] | None = None
 
 
 class TextEmbedder(Protocol):
@@ -116,6 +127,20 @@ class DistilledPolicy:
         row = self.probs_batch([text], None if features is None else [features], labels)[0]
         return {label: float(p) for label, p in zip(labels, row, strict=True)}
 
+    def probs_for(self, view: PolicyInput, actions: Sequence[str] | None = None
+                  ) -> dict[str, float]:
+        """P(instruction) at one live decision: the one way a view becomes this policy's input.
+        The text goes in where the policy reads text, the features where it reads features (a
+        view without them is a `PolicyError` naming what is missing)."""
+        if self.config.uses_features and view.features is None:
+            raise PolicyError(
+                f"features: this policy was trained with features={self.config.features!r} and "
+                f"needs {self.config.feature_dim} structured features per state; the view has "
+                "none (gtsteer.Advisor builds them from a dialogue)"
+            )
+        return self.probs(view.text, view.features if self.config.uses_features else None,
+                          actions)
+
     def probs_batch(
         self,
         texts: Sequence[str],
@@ -172,7 +197,8 @@ class DistilledPolicy:
         if features is None:
             raise PolicyError(
                 f"features: this policy was trained with features={self.config.features!r} and "
-                f"needs {self.config.feature_dim} structured features per state"
+                f"needs {self.config.feature_dim} structured features per state (gtsteer.Advisor "
+                "builds the text view and the features from a dialogue)"
             )
         arr = np.asarray(features, np.float32)
         if arr.shape != (n, self.config.feature_dim):

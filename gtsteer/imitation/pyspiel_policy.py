@@ -17,24 +17,26 @@ import pyspiel
 from open_spiel.python import policy as os_policy
 
 from gtsteer.imitation.dataset import DecisionRecord
-from gtsteer.imitation.policy import ActionSetMismatchError, DistilledPolicy
+from gtsteer.imitation.policy import ActionSetMismatchError, DistilledPolicy, PolicyInput
 from gtsteer.solvers.cfr import PolicyTable, policy_table
 
-#: (state, player) -> (text, structured features or None).
-View = Callable[[pyspiel.State, int], tuple[str, list[float] | None]]
+#: (state, player) -> what the policy reads there (text, structured features or None).
+View = Callable[[pyspiel.State, int], PolicyInput]
 
 
-def dialogue_view(state: pyspiel.State, player: int) -> tuple[str, list[float] | None]:
-    from gtsteer.imitation.views import features, text_view
+def dialogue_view(state: pyspiel.State, player: int) -> PolicyInput:
+    """The dataset's view of a dialogue game state (`views.decision_input`)."""
+    from gtsteer.imitation.views import decision_input, dialogue_of
 
-    return text_view(state, player), features(state, player)
+    return decision_input(state.get_game().spec, dialogue_of(state, player))
 
 
 def view_from_records(records: Sequence[DecisionRecord]) -> View:
     """A view that looks states up by `metadata["info_state"]` (as `records_from_game` sets)."""
-    by_key = {r.metadata["info_state"]: (r.text, r.features) for r in records}
+    by_key = {r.metadata["info_state"]: PolicyInput(text=r.text, features=r.features)
+              for r in records}
 
-    def view(state: pyspiel.State, player: int) -> tuple[str, list[float] | None]:
+    def view(state: pyspiel.State, player: int) -> PolicyInput:
         key = state.information_state_string(player)
         if key not in by_key:
             raise KeyError(f"no record for information state {key[:120]!r}...")
@@ -68,11 +70,8 @@ class DistilledPyspielPolicy(os_policy.Policy):
         if key not in self._memo:
             legal = state.legal_actions(player)
             labels = [state.action_to_string(player, a) for a in legal]
-            text, feats = self._view(state, player)
-            if not self.distilled.config.uses_features:
-                feats = None
             try:
-                probs = self.distilled.probs(text, feats, actions=labels)
+                probs = self.distilled.probs_for(self._view(state, player), actions=labels)
             except ActionSetMismatchError as exc:
                 raise ActionSetMismatchError(f"player {player}: {exc}") from None
             self._memo[key] = {a: probs[label] for a, label in zip(legal, labels, strict=True)}

@@ -28,7 +28,7 @@ import numpy as np
 import pyspiel
 
 from gtsteer.imitation.policy import TextEmbedder
-from gtsteer.imitation.views import own_instructions, text_view
+from gtsteer.imitation.views import decision_input, dialogue_of, own_instructions, text_view
 from gtsteer.solvers.cfr import PolicyTable
 
 if TYPE_CHECKING:
@@ -159,7 +159,9 @@ class DistilledReader(_Reader):
     def _read(self, state: pyspiel.State, player: int) -> list[tuple[int, float]]:
         labels = self._labels(player)
         legal = state.legal_actions()
-        probs = self.policy.probs(text_view(state, player), actions=[labels[a] for a in legal])
+        view = decision_input(state.get_game().spec, dialogue_of(state, player),
+                              self.policy.config.uses_features)
+        probs = self.policy.probs_for(view, actions=[labels[a] for a in legal])
         return [(a, probs[labels[a]]) for a in legal]
 
 

@@ -84,6 +84,7 @@ RUN_DIRS = {
     "eval-steering": "eval-steering/{stem}-{model}-{seed}",
     "eval-reward": "eval-reward/{stem}-{model}-{seed}",
     "eval-verdict": "{stem}-verdict-{seed}",
+    "play": "play/{stem}-{model}-{seed}",
 }
 
 

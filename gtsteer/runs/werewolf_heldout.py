@@ -83,7 +83,7 @@ from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import PlaystyleGame
-from gtsteer.werewolf.steering import POLICY_DIR
+from gtsteer.werewolf.steering import POLICY_DIR, hook_policy_input
 from gtsteer.werewolf.store import GameStore
 
 SUMMARY_FILE = "steer_heldout.json"
@@ -377,7 +377,8 @@ def distilled_strategy(policy: DistilledPolicy, styles: Sequence[str]) -> Strate
     names = list(styles)
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
-        probs = policy.probs(state.information_state_string(), actions=names)
+        probs = policy.probs_for(hook_policy_input(state.information_state_string()),
+                                 actions=names)
         return [(names.index(s), p) for s, p in probs.items()]
 
     return strategy

@@ -47,7 +47,7 @@ import pyspiel
 from pydantic import BaseModel, Field
 
 from gtsteer.binding import DialogueGame, DialogueState, expand_sync
-from gtsteer.binding.spec import ANY
+from gtsteer.binding.spec import ANY, DomainSpec
 from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.evaluate import (
     Indistinct,
@@ -297,26 +297,34 @@ def measure_heldout(
     )
 
 
-def greedy_baseline(game: DialogueGame) -> Strategy | None:
-    """The acting player's `greedy` instruction (the domain's hook, from that player's own
-    private information), or None where the domain has none or names no action of the game
-    (every instruction key it leaves out is `any`)."""
-    choose = game.domain.greedy
+def greedy_instruction(spec: DomainSpec, info: dict[str, str]) -> str | None:
+    """The instruction the domain's `greedy` hook gives a player whose private information is
+    `info` (every instruction key it leaves out is `any`), as an action string of `spec`; None
+    where the domain has no such hook or its choice names no action of the game."""
+    choose = spec.hooks.greedy
     if choose is None:
         return None
-    spec, names = game.spec, game.instructions()
-    actions = {tuple(sorted(spec.parse_instruction(name).items())): a
-               for a, name in enumerate(names)}
+    chosen = choose(spec, info)
+    if not set(chosen) & set(spec.actions):
+        return None
+    wanted = {k: chosen.get(k, ANY) for k in spec.actions}
+    return next((name for name in spec.instructions()
+                 if spec.parse_instruction(name) == wanted), None)
+
+
+def greedy_baseline(game: DialogueGame) -> Strategy | None:
+    """The acting player's `greedy` instruction (`greedy_instruction`, from that player's own
+    private information), or None where the domain has none or names no action of the game."""
+    if game.domain.greedy is None:
+        return None
+    names = game.instructions()
     picks: dict[tuple[int, int], int] = {}
     for d, deal in enumerate(game.deals):
         for player in range(game.num_players()):
-            chosen = choose(spec, deal.private_info[player])
-            if not set(chosen) & set(spec.actions):
+            chosen = greedy_instruction(game.spec, deal.private_info[player])
+            if chosen is None:
                 return None
-            key = tuple(sorted({k: chosen.get(k, ANY) for k in spec.actions}.items()))
-            if key not in actions:
-                return None
-            picks[d, player] = actions[key]
+            picks[d, player] = names.index(chosen)
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
         return [(picks[state.deal, state.current_player()], 1.0)]

@@ -8,13 +8,18 @@ same draws (and its LLM calls hit the cache). It steers only the decisions the p
 contains (discussion turns, `playstyles.solved_decision`): the intro, pack chat and votes were
 never solved, so there the bot keeps its baseline style (the assigned one). The only import of
 `gtsteer.imitation` in the Werewolf package lives here (DESIGN.md: steering only).
+
+The view becomes the policy's input as in every other domain, through
+`DistilledPolicy.probs_for`; what differs is the view: the hook's text (`hook_view.hook_text`,
+which the playstyle game also shows its players, so what is solved, distilled and read live is
+one text), not a dialogue config's `Dialogue`. Werewolf has no structured features.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gtsteer.imitation.policy import DistilledPolicy, PolicyError, TextEmbedder
+from gtsteer.imitation.policy import DistilledPolicy, PolicyError, PolicyInput, TextEmbedder
 from gtsteer.werewolf.playstyles import (
     STYLE_OPTIONS,
     AssignedPlaystyle,
@@ -28,6 +33,12 @@ from gtsteer.werewolf.playstyles import (
 
 #: The policy's directory inside a `steer-train` output folder.
 POLICY_DIR = "policy"
+
+
+def hook_policy_input(text: str) -> PolicyInput:
+    """What a playstyle policy reads at a decision: the hook's text view (a playstyle game's
+    information state is that text), no features."""
+    return PolicyInput(text=text)
 
 
 class DistilledPlaystyleChooser:
@@ -60,5 +71,6 @@ class DistilledPlaystyleChooser:
         if not allowed:  # the policy knows none of this decision's options
             style = legal_style("", info.options)
             return StyleChoice(style=style, probs={style: 1.0})
-        probs = self.policy.probs(info.text, actions=allowed)  # masked and renormalised
+        # masked and renormalised over the decision's options
+        probs = self.policy.probs_for(hook_policy_input(info.text), actions=allowed)
         return StyleChoice(style=sample_style(probs, info.seed), probs=probs)
