@@ -46,7 +46,7 @@ lock: setup
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
 demo: setup
-	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
+	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve gtsteer/configs/schedule_meeting_dow.yaml --games 1
 
 # `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest
 # on one pytest-xdist worker per core (at most 4); the tests that load the embedded model or

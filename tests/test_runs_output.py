@@ -56,9 +56,9 @@ def test_write_json_and_save_png(tmp_path: Path) -> None:
     ("eval-verdict", "results/fruit-verdict-3"),
 ])
 def test_run_dir_gives_the_documented_default_folders(kind: str, path: str) -> None:
-    assert run_dir(kind, "configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(path)
+    assert run_dir(kind, "gtsteer/configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(path)
 
 
 def test_run_dir_rejects_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="kind: .*'sovle'"):
-        run_dir("sovle", "configs/fruit.yaml", "local", 0)
+        run_dir("sovle", "gtsteer/configs/fruit.yaml", "local", 0)

@@ -51,7 +51,7 @@ def test_an_error_quoting_the_key_is_scrubbed_everywhere(fault: str) -> None:
 
 
 def test_a_solve_against_a_server_echoing_the_key_stores_no_key(tmp_path: Path) -> None:
-    config = ROOT / "configs" / "trade_fruit_tone.yaml"
+    config = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     out = tmp_path / "run"
     with LoopbackServer() as srv:
         srv.fault_next(1000, "echo400")
@@ -87,7 +87,7 @@ def test_bearer_tokens_and_authorization_headers_are_scrubbed() -> None:
 
 
 def test_a_key_pasted_into_api_key_env_is_not_echoed() -> None:
-    config = ROOT / "configs" / "trade_fruit_tone.yaml"
+    config = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     result = runner.invoke(app, ["solve", str(config), "--llm", "openai/x", "--api-key-env",
                                  "sk-123 456", "-q"])
     assert result.exit_code == 2

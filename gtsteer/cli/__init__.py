@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gtsteer.cli.bench import register as register_bench
+from gtsteer.cli.configs import register as register_configs
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
@@ -22,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
 app.add_typer(llm_app, name="llm")
 register_solve(app)
 register_export(app)
@@ -32,4 +34,5 @@ register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)
+register_configs(app)
 register_bench(app)

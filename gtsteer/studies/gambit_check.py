@@ -12,7 +12,7 @@ in pygambit on the exported file:
   unique, so |difference| <= gtsteer's NashConv), and OpenSpiel's NashConv of it (0).
 pygambit is in the test extra (`pip install -e '.[test]'`).
 
-    gtsteer study gambit-check [--llm fake] [--float] [configs/*.yaml]
+    gtsteer study gambit-check [--llm fake] [--float] [gtsteer/configs/*.yaml]
 
 prints one markdown table row per config (docs/SOLVE.md, "Cross-check with Gambit").
 """
@@ -147,7 +147,7 @@ def check(efg_path: Path, efg_map: EfgMap, policy: PolicyTable, *,
     """Gambit's regret of `policy` and an exact equilibrium of the exported game.
 
     The equilibrium comes from `lcp_solve` on the sequence form for every game: its zero-sum
-    sibling `lp_solve` (16.7.0) returned, on configs/court.yaml with the fake model, a profile
+    sibling `lp_solve` (16.7.0) returned, on the court config with the fake model, a profile
     whose first information set has all-zero probabilities and payoffs 0/0 where the value is
     -1/+1 (docs/SOLVE.md). `equilibrium` False skips it (the 2-player LCP takes minutes on
     the interrogation tree): then the equilibrium fields are empty and NaN."""
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", default="fake")
     parser.add_argument("--float", action="store_true", help="lcp_solve in floats, not rationals")
     args = parser.parse_args(argv)
-    configs = args.configs or sorted((ROOT / "configs").glob("*.yaml"))
+    configs = args.configs or sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
     print(HEADER)
     for config in configs:
         with tempfile.TemporaryDirectory() as tmp:
