@@ -259,3 +259,12 @@ def test_endpoint_flag_mistakes_are_one_line_errors(args: list[str], message: st
     assert result.exit_code == 2
     assert message in result.output
 
+
+def test_a_served_model_without_a_key_sends_the_placeholder_as_the_cli_does() -> None:
+    """`LLM(model, api_base=...)` with no key and no OPENAI_API_KEY: the OpenAI SDK still needs
+    some key, so the client sends the placeholder the CLI sends (`no-key`), instead of failing
+    every try as a "status 500"."""
+    with LoopbackServer(0.0, schema_answer) as srv:
+        llm = LLM("openai/test-model", api_base=srv.base_url, max_retries=0, use_cache=False)
+        assert llm.generate_sync("Pick a day.").text.startswith("Let us meet on")
+        assert srv.authorizations == ["Bearer no-key"]

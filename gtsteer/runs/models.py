@@ -64,12 +64,8 @@ class Endpoint:
         """The client of `model`: served models get the base URL and key."""
         if not served(model):
             return LLM(model)
-        key = self.api_key()
-        if key is None and self.api_base and not os.environ.get("OPENAI_API_KEY"):
-            # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the
-            # SDK to hold some key; this placeholder is what those servers' docs send.
-            key = "no-key" if model.startswith("openai/") else None
-        return LLM(model, api_base=self.api_base, api_key=key,
+        # No key: an `openai/` model at an --api-base gets the placeholder from the backend.
+        return LLM(model, api_base=self.api_base, api_key=self.api_key(),
                    timeout_s=REQUEST_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
                    max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s)
 
