@@ -21,8 +21,8 @@ def test_table_validates_refuses_and_renders(tmp_path: Path) -> None:
     table = load_script()
     doc, png, results = tmp_path / "BENCHMARKS.md", tmp_path / "t.png", tmp_path / "results"
     table.main(["--models", "fake", "--configs", "gtsteer/configs/schedule_meeting_dow.yaml",
-                "trade_fruit_tone", "--results", str(results), "--doc", str(doc),
-                "--png", str(png)])
+                "gtsteer/configs/trade_fruit_tone.yaml", "--results", str(results),
+                "--doc", str(doc), "--png", str(png)])
     text = doc.read_text()
     start, end = table.START, table.END
     assert text.count(start) == 1 and text.count(end) == 1
