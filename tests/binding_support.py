@@ -12,7 +12,7 @@ from gtsteer.binding import DialogueGame, Domain, DomainSpec, make_game, make_in
 from gtsteer.domains import load_spec, spec_from_dict
 from gtsteer.llm import LLM, Backend, FakeBackend, GenerationRequest, RawCompletion
 
-FRUIT = Path(__file__).resolve().parent.parent / "configs" / "trade_fruit_tone.yaml"
+FRUIT = Path(__file__).resolve().parent.parent / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 
 
 def fruit_dict() -> dict[str, Any]:

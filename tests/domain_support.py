@@ -12,7 +12,7 @@ from gtsteer.domains import spec_from_dict
 from gtsteer.domains.fruit_trade import render_counts
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parent.parent / "gtsteer" / "configs"
 
 
 def config_dict(name: str) -> dict[str, Any]:

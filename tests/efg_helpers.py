@@ -19,7 +19,7 @@ from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.efg import EfgMap
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
 
 
 @dataclass

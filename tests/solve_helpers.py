@@ -79,8 +79,8 @@ class PricedBackend(ConstantBackend):
         return RawCompletion(text=raw.text, usage=Usage(completion_tokens=5, cost_usd=self.PRICE))
 
 
-#: The README job's config (`gtsteer solve configs/schedule_meeting_dow.yaml --games 1`).
-MEETING = Path(__file__).parent.parent / "configs" / "schedule_meeting_dow.yaml"
+#: The README job's config (`gtsteer solve gtsteer/configs/schedule_meeting_dow.yaml --games 1`).
+MEETING = Path(__file__).parent.parent / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 
 
 def small_meeting(tmp: Path, days: tuple[str, ...] = ("Monday", "Friday", "any"),

@@ -179,7 +179,7 @@ def test_the_readme_example_steers_with_a_features_both_policy(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("GTSTEER_CACHE_DIR", str(tmp_path / "cache"))
     code = readme_steering_example()
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
     records = solved_records(spec)
     policy, _ = train_policy(records, get_embedder(), TrainConfig(
         steps=3, batch=8, hidden=(8,), holdout=0.0, features="both", curve_points=1),
@@ -187,7 +187,7 @@ def test_the_readme_example_steers_with_a_features_both_policy(
     model_dir = re.search(r'"(results/imitate-[^"]+/model)"', code)
     assert model_dir is not None and "--features both" in (ROOT / "README.md").read_text()
     policy.save(tmp_path / model_dir.group(1))
-    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    (tmp_path / "configs").symlink_to(ROOT / "gtsteer" / "configs")
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+CONFIG_DIR = ROOT / "gtsteer" / "configs"
 BENCH = ROOT / "gtsteer" / "bench"
 SECTION_SCRIPTS = sorted(p.stem for p in BENCH.glob("bench_*.py")) + ["study_verdict"]
 STUDIES = {"table1", "samples_study", "steering_table", "study_verdict", "demo_outcomes"}
@@ -78,10 +79,10 @@ def test_run_grid_keeps_every_pair_and_turns_a_failure_into_its_message(benchdoc
             raise RuntimeError("no such model")
         return f"{config}|{model}|{folder}"
 
-    rows = benchdoc.run_grid(["configs/a.yaml", "b.yaml"], ["local:x/y", "bad"], measure)
+    rows = benchdoc.run_grid(["gtsteer/configs/a.yaml", "b.yaml"], ["local:x/y", "bad"], measure)
     assert rows == [
-        ("configs/a.yaml", "local:x/y", "configs/a.yaml|local:x/y|a-local_x_y"),
-        ("configs/a.yaml", "bad", "RuntimeError: no such model"),
+        ("gtsteer/configs/a.yaml", "local:x/y", "gtsteer/configs/a.yaml|local:x/y|a-local_x_y"),
+        ("gtsteer/configs/a.yaml", "bad", "RuntimeError: no such model"),
         ("b.yaml", "local:x/y", "b.yaml|local:x/y|b-local_x_y"),
         ("b.yaml", "bad", "RuntimeError: no such model"),
     ]
@@ -129,7 +130,7 @@ def on_off(wall_off: float, wall_on: float, outcome: str) -> dict[str, Any]:
 
 def fake_results(wall_off: float) -> dict[str, Any]:
     return {
-        "main": {"command": "gtsteer solve configs/x.yaml --games 1",
+        "main": {"command": "gtsteer solve gtsteer/configs/x.yaml --games 1",
                  **on_off(wall_off, 50.0, "aaa")},
         "werewolf": {"command": "7 players, --max-days 2 --max-messages 3 --seed 0",
                      **on_off(wall_off + 1, 20.0, "bbb")},
@@ -255,8 +256,8 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     monkeypatch.setattr(table1, "render", render)
     doc = tmp_path / "TABLE1.md"
     table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--quiet", "--results",
-                 str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "configs/court.yaml"),
-                 str(ROOT / "configs/trade_fruit_tone.yaml")])
+                 str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "gtsteer/configs/court.yaml"),
+                 str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     first, last = written
     assert "| `court` | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
     assert "Not measured yet" in first
@@ -281,7 +282,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     # Each row names the one-domain command and the commit that measured it.
     court_how = next(line for line in last.splitlines() if line.startswith("- `court`: "))
     assert court_how.startswith("- `court`: `gtsteer table1 --llm fake --games 2 ")
-    assert "configs/court.yaml` at commit " in court_how and "trade_fruit" not in court_how
+    assert "gtsteer/configs/court.yaml` at commit " in court_how and "trade_fruit" not in court_how
 
     # --render-only: the saved rows and nothing measured, and a domain with no finished row is
     # listed with the instances solved so far.
@@ -293,7 +294,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     (tmp_path / "res" / "trade_fruit_tone" / "games" / "1.json").unlink()
     table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml"), str(ROOT / "configs/trade_fruit_tone.yaml")])
+                 str(CONFIG_DIR / "court.yaml"), str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     rendered = doc.read_text(encoding="utf-8")
     # The gain chart is drawn from the rows and linked from the page.
     chart = tmp_path / "TABLE1_gain.png"
@@ -310,27 +311,27 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     saved.write_text(json.dumps(old_style))
     table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml")])
+                 str(ROOT / "gtsteer/configs/court.yaml")])
     assert "- `court`: not recorded" in doc.read_text(encoding="utf-8")
     # Rows saved for other settings are not shown as these settings' results.
     table1.main(["--llm", "fake", "--games", "3", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml")])
+                 str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
     # Without --games, each saved row is shown at its own instance count.
     table1.main(["--llm", "fake", "--samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml")])
+                 str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
     # A row saved at another steering K is not these settings' row; without --samples, each
     # saved row is shown at its own K (rows measured with different K share one page).
     table1.main(["--llm", "fake", "--samples", "16", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml")])
+                 str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
     table1.main(["--llm", "fake", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/court.yaml")])
+                 str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
     assert "(K=1" in doc.read_text(encoding="utf-8")
 
@@ -340,7 +341,7 @@ def test_table1_names_gains_found_where_steering_sits_at_chance() -> None:
     from gtsteer.solvers.metrics import mean_ci
 
     def row(domain: str, gains: list[float], low: float) -> Any:
-        return table1.Row(config=f"configs/{domain}.yaml", domain=domain, games=3, solved=3,
+        return table1.Row(config=f"gtsteer/configs/{domain}.yaml", domain=domain, games=3, solved=3,
                           cfr_gain=mean_ci(gains), steering_samples=10, steering_plain=0.4,
                           steering_chance=0.33, steering_low=[low])
 
@@ -362,7 +363,7 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     doc = tmp_path / "TABLE1.md"
     table1.main(["--llm", "fake", "--games", "3", "--samples", "0", "--quiet", "--heldout",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
-                 str(ROOT / "configs/trade_fruit_tone.yaml")])
+                 str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     summary = json.loads((tmp_path / "res" / "trade_fruit_tone" / "summary.json").read_text())
     held = summary["metrics"]["cfr_gain_heldout"]
     assert summary["heldout_instances"] == [0, 1, 2] and held["n"] == 3
@@ -390,7 +391,7 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
         values["heldout_nearest"])
     # --render-only --heldout shows only rows that have the held-out gain.
     render = ["--llm", "fake", "--games", "3", "--samples", "0", "--render-only", "--results",
-              str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "configs/trade_fruit_tone.yaml")]
+              str(tmp_path / "res"), "--doc", str(doc), str(CONFIG_DIR / "trade_fruit_tone.yaml")]
     table1.main([*render, "--heldout"])
     assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
     saved = tmp_path / "res" / "trade_fruit_tone" / "table1_row.json"
@@ -408,7 +409,7 @@ def test_table1_says_per_domain_whether_the_clean_gain_survives_fresh_samples() 
     from gtsteer.solvers.metrics import mean_ci
 
     def row(domain: str, held: list[float] | None) -> Any:
-        return table1.Row(config=f"configs/{domain}.yaml", domain=domain, games=3, solved=3,
+        return table1.Row(config=f"gtsteer/configs/{domain}.yaml", domain=domain, games=3, solved=3,
                           cfr_gain=mean_ci([0.5, 0.7, 0.9]),
                           cfr_gain_heldout=None if held is None else mean_ci(held),
                           heldout_clean=None if held is None else mean_ci(held))
@@ -476,7 +477,7 @@ def test_demo_outcomes_decodes_payoffs_back_to_days(tmp_path: Path) -> None:
             row("Wednesday", [10.0, 4.0]),  # read as Monday
             row("any", [0.0, 0.0])]
     (games / "0.terminals.jsonl").write_text("\n".join(rows) + "\n")
-    table = demo.outcome_table(tmp_path, ROOT / "configs" / "schedule_meeting_dow.yaml")
+    table = demo.outcome_table(tmp_path, ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml")
     assert table.splitlines()[2:] == [
         "| nothing (`any`) | 1 | 0 | 0 |",
         "| Wednesday | 1 | 1 | 0 |",
@@ -514,7 +515,7 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     study = load("samples_study")
     doc = tmp_path / "BENCH.md"
     res = tmp_path / "res"
-    study.main([str(ROOT / "configs/debate.yaml"), "--llm", "fake", "--seeds", "1,2",
+    study.main([str(ROOT / "gtsteer/configs/debate.yaml"), "--llm", "fake", "--seeds", "1,2",
                 "--games", "3", "--quiet", "--results", str(res), "--doc", str(doc)])
     rows = study.saved_rows(res, [1, 2])
     assert [(r.seeds, r.solved, r.games) for r in rows] == [(1, 3, 3), (2, 3, 3)]
@@ -539,19 +540,19 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     assert "Paired over the 3 instances both measured, S = 2 minus S = 1," in text
     # A rerun keeps a finished row (its calls and time) and measures only what is new.
     kept = (res / "s2" / study.ROW_FILE).read_text()
-    study.main([str(ROOT / "configs/debate.yaml"), "--llm", "fake", "--seeds", "2,3",
+    study.main([str(ROOT / "gtsteer/configs/debate.yaml"), "--llm", "fake", "--seeds", "2,3",
                 "--games", "3", "--quiet", "--results", str(res), "--doc", str(doc)])
     assert (res / "s2" / study.ROW_FILE).read_text() == kept
     assert [r.seeds for r in study.saved_rows(res, [1, 2, 3])] == [1, 2, 3]
     # --render-only redraws the same table without solving.
     before = [x for x in text.splitlines() if x.startswith("| 1 |")]
-    study.main([str(ROOT / "configs/debate.yaml"), "--seeds", "1,2", "--render-only",
+    study.main([str(ROOT / "gtsteer/configs/debate.yaml"), "--seeds", "1,2", "--render-only",
                 "--results", str(res), "--doc", str(doc)])
     assert before == [x for x in doc.read_text().splitlines() if x.startswith("| 1 |")]
     # ... and names the command and machine that measured each row, which it did not run.
     rendered = doc.read_text()
     assert rendered.count("was measured by `gtsteer study samples") == 2
-    assert (f"S = 1 was measured by `gtsteer study samples {ROOT / 'configs/debate.yaml'}"
+    assert (f"S = 1 was measured by `gtsteer study samples {ROOT / 'gtsteer/configs/debate.yaml'}"
             " --llm fake --seeds 1,2") in rendered and " CPUs (" in rendered
 
 
@@ -561,7 +562,7 @@ def test_samples_study_reuses_matching_records_of_another_run(
     """--reuse: a Table 1 run's records at the same S are kept (no model call, the same
     values); records solved under another S do not match the run key and are solved anew."""
     study = load("samples_study")
-    debate, doc = str(ROOT / "configs/debate.yaml"), str(tmp_path / "BENCH.md")
+    debate, doc = str(ROOT / "gtsteer/configs/debate.yaml"), str(tmp_path / "BENCH.md")
     first = tmp_path / "first"
     study.main([debate, "--llm", "fake", "--seeds", "1,2", "--games", "3", "--quiet",
                 "--results", str(first), "--doc", doc])
@@ -644,7 +645,7 @@ def test_bench_profile_renders_a_fake_runs_profile(tmp_path: Path) -> None:
     each phase's "seconds at llama-bench rates" is evaluated / 1000 + generated / 10."""
     bench = load("bench_profile")
     out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "gtsteer", "solve", "configs/schedule_meeting_dow.yaml",
+    subprocess.run([sys.executable, "-m", "gtsteer", "solve", "schedule_meeting_dow",
                     "--llm", "fake", "--heldout", "--heldout-readers", "", "--profile", "-q",
                     "--out", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=300,
                    env={**os.environ, "GTSTEER_CACHE_DIR": str(tmp_path / "cache")})

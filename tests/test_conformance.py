@@ -1,9 +1,11 @@
-"""Every config in configs/ passes the conformance check and replays its recorded playthrough;
+"""Every shipped config (gtsteer/configs/) passes the conformance check and replays its recorded
+playthrough;
 every game gtsteer registers with pyspiel has a playthrough; the import layers hold.
 
-Parametrized over configs/*.yaml at collection time, so a new domain is checked as soon as its
+Parametrized over gtsteer/configs/*.yaml at collection time, so a new domain is checked as soon as
+its
 YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
-`gtsteer study playthroughs [configs/x.yaml]`.
+`gtsteer study playthroughs [gtsteer/configs/x.yaml]`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from gtsteer.domains import BUILTIN, game_from_params, load_spec
 from gtsteer.llm import LLM
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
 PLAYTHROUGHS = ROOT / "tests" / "data" / "playthroughs"
 #: The playthrough of each gtsteer game that is not a config (tests/test_werewolf_steering.py).
 OTHER_GAMES = {"gtsteer_werewolf_playstyle": "werewolf_playstyle.txt"}
@@ -45,7 +47,7 @@ def check_config(config: Path, llm: LLM):
 
 
 def test_there_are_configs() -> None:
-    assert CONFIGS, "configs/*.yaml is empty"
+    assert CONFIGS, "gtsteer/configs/*.yaml is empty"
 
 
 def _demo_configs() -> list[str]:
@@ -78,7 +80,7 @@ def test_config_conforms(config: Path) -> None:
 def test_an_echoing_model_is_warned_about_not_failed() -> None:
     # The warning tier: echoed instructions are stripped (the hard checks pass), and a model
     # that echoes most of them is reported, as PettingZoo's api_test warns for soft problems.
-    fruit = ROOT / "configs" / "trade_fruit_tone.yaml"
+    fruit = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     with pytest.warns(CheckWarning, match="repeated their instruction"):
         report = check_config(fruit, LLM(backend=EchoingFake()))
     assert report.echoed_messages > report.messages / 2 and len(report.warnings) == 1
@@ -105,11 +107,11 @@ def _replayed(recorded: str) -> str:
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_playthrough_replays_its_recorded_actions(config: Path) -> None:
     recorded = PLAYTHROUGHS / f"{config.stem}.txt"
-    command = f"gtsteer study playthroughs configs/{config.name}"
+    command = f"gtsteer study playthroughs gtsteer/configs/{config.name}"
     assert recorded.exists(), f"no recorded playthrough for {config.name}: run `{command}`"
     expected = recorded.read_text(encoding="utf-8")
     header = read_playthrough(expected).header
-    assert header["config"] == f"configs/{config.name}" and header["model"] == "fake"
+    assert header["config"] == f"gtsteer/configs/{config.name}" and header["model"] == "fake"
     fresh = _replayed(expected)
     if fresh != expected:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), fresh.splitlines(True),
@@ -165,7 +167,7 @@ def test_the_check_catches_an_unstripped_echo(monkeypatch: pytest.MonkeyPatch) -
     from gtsteer.domains import load_spec
 
     monkeypatch.setattr(game_module, "strip_instruction_echo", lambda text, parts: (text, False))
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
     game = make_game(spec, make_instance(spec, 0), LLM(backend=EchoingFake()))
     with pytest.raises(ConformanceError, match="no instruction echo"):
         check_game(game, "x")
@@ -174,7 +176,7 @@ def test_the_check_catches_an_unstripped_echo(monkeypatch: pytest.MonkeyPatch) -
 def test_big_configs_are_checked_on_a_smaller_variant() -> None:
     from gtsteer.domains import load_spec
 
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
     big = spec.model_copy(update={"num_max_replies": 4})
     small, notes = reduced_spec(big, max_leaves=4096)
     assert notes and small.num_llm_seeds == 1
@@ -184,7 +186,7 @@ def test_big_configs_are_checked_on_a_smaller_variant() -> None:
 def test_a_trimmed_variant_keeps_only_its_values_definitions() -> None:
     from gtsteer.domains import load_spec
 
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
     assert set(spec.instruction_definitions["tone"]) == {"calm", "assertive", "submissive"}
     big = spec.model_copy(update={"num_max_replies": 8})  # 4^16 leaves: actions get trimmed
     small, notes = reduced_spec(big, max_leaves=4096)

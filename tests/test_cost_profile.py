@@ -98,7 +98,7 @@ def test_no_profile_records_nothing_and_run_sync_carries_the_profile_into_its_th
 def test_solve_profile_writes_the_fresh_tree_apart(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(app, [
-        "solve", "configs/schedule_meeting_dow.yaml", "--llm", "fake", "--heldout",
+        "solve", "gtsteer/configs/schedule_meeting_dow.yaml", "--llm", "fake", "--heldout",
         "--heldout-readers", "", "--profile", "--quiet", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "cost by phase" in result.output
@@ -130,7 +130,7 @@ def test_local_models_count_tokens_during_a_profiled_run_only(
 
     monkeypatch.setattr(FakeBackend, "complete", recording)
     result = CliRunner().invoke(app, [
-        "solve", "configs/schedule_meeting_dow.yaml", "--llm", "fake", "--quiet",
+        "solve", "gtsteer/configs/schedule_meeting_dow.yaml", "--llm", "fake", "--quiet",
         "--out", str(tmp_path / "run"), *(["--profile"] if profile else [])])
     assert result.exit_code == 0, result.output
     assert len(seen) > 10 and set(seen) == {profile}
@@ -139,7 +139,7 @@ def test_local_models_count_tokens_during_a_profiled_run_only(
 
 def test_profile_is_refused_on_ray(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [
-        "solve", "configs/schedule_meeting_dow.yaml", "--llm", "fake", "--profile",
+        "solve", "gtsteer/configs/schedule_meeting_dow.yaml", "--llm", "fake", "--profile",
         "--ray", "local", "--out", str(tmp_path / "run")])
     assert result.exit_code == 2
     assert "--profile" in result.output and "without --ray" in result.output

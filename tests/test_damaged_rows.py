@@ -62,7 +62,7 @@ def table1_rows(tmp_path: Path) -> Path:
 
 
 def table1(results: Path, doc: Path, *extra: str):
-    configs = [str(ROOT / "configs" / f"{d}.yaml") for d in TABLE1_DOMAINS]
+    configs = [str(ROOT / "gtsteer" / "configs" / f"{d}.yaml") for d in TABLE1_DOMAINS]
     return runner.invoke(app, ["table1", "--render-only", "--results", str(results),
                                "--doc", str(doc), *extra, *configs])
 

@@ -22,7 +22,7 @@ from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_reward import CONFIGURED, FREE, RewardOptions, measure_reward, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 
 

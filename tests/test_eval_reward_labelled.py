@@ -1,5 +1,5 @@
 """`gtsteer eval reward CONFIG --labelled FILE`: each reading of what was agreed scored on
-hand-labelled dialogues (tests/data/reward_labelled_offers.yaml), accuracy with Wilson
+hand-labelled dialogues (gtsteer/data/reward_labelled_offers.yaml), accuracy with Wilson
 intervals overall and by label kind, the CLI, and bad input refused before any model call."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from gtsteer.runs.eval_reward_labelled import (
 from gtsteer.solvers.metrics import wilson
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFER = ROOT / "configs" / "trade_fruit_offer.yaml"
-LABELLED = ROOT / "tests" / "data" / "reward_labelled_offers.yaml"
+OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
+LABELLED = ROOT / "gtsteer" / "data" / "reward_labelled_offers.yaml"
 runner = CliRunner()
 
 
@@ -155,7 +155,7 @@ def test_the_cli_refuses_what_it_cannot_score(tmp_path: Path) -> None:
     both = runner.invoke(app, ["eval", "reward", str(OFFER), "--llm", "fake", "-q",
                                "--labelled", str(LABELLED), "--cases", "3"])
     assert both.exit_code == 2 and "--cases and --labelled" in both.output
-    tone = runner.invoke(app, ["eval", "reward", str(ROOT / "configs" / "trade_fruit_tone.yaml"),
+    tone = runner.invoke(app, ["eval", "reward", "trade_fruit_tone",
                                "--llm", "fake", "-q", "--labelled", str(LABELLED),
                                "-o", str(tmp_path / "t")])
     assert tone.exit_code == 2 and "domain `fruit_trade` cannot say what" in tone.output
@@ -169,11 +169,11 @@ def test_the_cli_refuses_what_it_cannot_score(tmp_path: Path) -> None:
 
 
 def test_the_exact_reading_on_the_blind_labelled_set() -> None:
-    """tests/data/fruit_agreement_labelled.yaml was written blind to every reader (its header
+    """gtsteer/data/fruit_agreement_labelled.yaml was written blind to every reader (its header
     says how), in the messy style SmolLM2 writes, with `first:`/`second:` for the speakers.
     The exact reading scored 74 of 82 (90%) when it was first read, after it was written; this
     guards that reading against regressions (a change that reads worse must say why here)."""
-    blind = ROOT / "tests" / "data" / "fruit_agreement_labelled.yaml"
+    blind = ROOT / "gtsteer" / "data" / "fruit_agreement_labelled.yaml"
     items = load_labelled_dialogues(blind)
     assert len(items) == 82 and items[0].names == ["Alice", "Bob"]
     report, _ = _measure(labelled=blind)

@@ -19,8 +19,8 @@ from gtsteer.llm import LLM
 from gtsteer.runs.eval_reward import CONFIGURED, FREE, measure_reward, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
-DOW = ROOT / "configs" / "schedule_meeting_dow.yaml"
-TONE = ROOT / "configs" / "schedule_meeting_tone.yaml"
+DOW = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
+TONE = ROOT / "gtsteer" / "configs" / "schedule_meeting_tone.yaml"
 runner = CliRunner()
 
 

@@ -20,7 +20,7 @@ from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_steering import SteeringOptions, measure_steering
 
 ROOT = Path(__file__).resolve().parents[1]
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 
 

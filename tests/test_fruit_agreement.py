@@ -23,7 +23,7 @@ from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFER = ROOT / "configs" / "trade_fruit_offer.yaml"
+OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
 FRUITS = ("apple", "banana", "blueberry", "kiwi")
 #: Alice's offer in every two-message case below: she gives 1 apple, Bob 1 kiwi.
 APPLE_FOR_KIWI = "How about my 1 apple for your 1 kiwi?"

@@ -1,4 +1,4 @@
-"""Fruit trading steered by offers (configs/trade_fruit_offer.yaml): the exact offer reading,
+"""Fruit trading steered by offers (trade_fruit_offer): the exact offer reading,
 the parse classifier, the calibrated trade reader (`params.agreement: ask`), the greedy offer,
 the reward cases and the config's load-time checks. The exact agreement reading, the config's
 own: tests/test_fruit_agreement.py."""
@@ -35,7 +35,7 @@ from gtsteer.runs.eval_reward import CONFIGURED, measure_reward, write_cases
 from gtsteer.runs.eval_steering import measure_steering
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFER = ROOT / "configs" / "trade_fruit_offer.yaml"
+OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
 FRUITS = ("apple", "banana", "blueberry", "kiwi")
 
 
@@ -123,7 +123,7 @@ def test_the_parse_judge_passes_the_labelled_offers_exactly() -> None:
 
 
 def test_the_parse_judge_refuses_a_domain_without_a_parser() -> None:
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml")
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
     classify = ParseClassifier().classify(spec, "tone", [("Alice", "Calm down.")], PLAIN,
                                           None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="domain `fruit_trade` has none"):
@@ -133,7 +133,7 @@ def test_the_parse_judge_refuses_a_domain_without_a_parser() -> None:
 def test_eval_steering_refuses_parse_for_a_domain_without_a_parser_before_any_call() -> None:
     writer = LLM("fake")
     with pytest.raises(JudgeRefused, match=r"--classifier-llm parse: .*domain `schedule_meeting`"):
-        measure_steering(ROOT / "configs" / "schedule_meeting_dow.yaml", writer,
+        measure_steering(ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml", writer,
                          classifier_llm="parse", samples=2, progress=False)
     assert writer.usage.requests == 0
 
@@ -142,7 +142,7 @@ def test_eval_judge_skips_a_domain_without_a_parser_and_keeps_the_others(tmp_pat
     from gtsteer.runs import eval_judge
     from gtsteer.runs.context import RunContext
 
-    report = eval_judge.run([ROOT / "configs" / "trade_fruit_tone.yaml", OFFER],
+    report = eval_judge.run([ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml", OFFER],
                             RunContext.of(out=tmp_path / "judge", progress=False),
                             eval_judge.JudgeOptions(judges=["parse"]))
     assert [(v.config, v.accuracy.correct) for v in report.validations] == [

@@ -105,7 +105,7 @@ def test_to_nfg_is_read_by_gambit_with_every_payoff_in_its_place(tmp_path: Path)
 
 def test_psro_export_nfg_writes_each_meta_game_as_gambit_reads_it(tmp_path: Path):
     out = tmp_path / "psro"
-    result = CliRunner().invoke(app, ["psro", "configs/trade_fruit_tone.yaml", "--llm", "fake",
+    result = CliRunner().invoke(app, ["psro", "trade_fruit_tone", "--llm", "fake",
                                       "--iterations", "1", "--candidates", "2", "--out",
                                       str(out), "--quiet", "--export-nfg", "--report-nash"])
     assert result.exit_code == 0, result.output

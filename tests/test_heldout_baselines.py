@@ -28,7 +28,7 @@ from gtsteer.solvers.heldout import OPENING, greedy_baseline, measure_heldout
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, mean_ci
 
 ROOT = Path(__file__).resolve().parents[1]
-MEETING = ROOT / "configs" / "schedule_meeting_dow.yaml"
+MEETING = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 
 
 def test_greedy_proposes_the_best_day_the_player_is_not_away_on() -> None:

@@ -15,7 +15,7 @@ from gtsteer.imitation import DatasetError, DistilledPolicy, read_records
 from gtsteer.llm.embed import EmbedderError
 from gtsteer.runs.imitate import ImitationReport, imitate_config
 
-FRUIT = Path(__file__).resolve().parent.parent / "configs" / "trade_fruit_tone.yaml"
+FRUIT = Path(__file__).resolve().parent.parent / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 ARGS = {"llm": "fake", "games": 3, "holdout": 1, "steps": 60, "seed": 0}
 CLI_ARGS = ["--llm", "fake", "--games", "3", "--holdout", "1", "--steps", "60", "--quiet"]
 

@@ -206,13 +206,15 @@ def test_wrong_embedder_is_named(saved: Path) -> None:
 
 
 def test_policy_side_needs_no_pyspiel() -> None:
-    """Werewolf steering uses DistilledPolicy without OpenSpiel: importing it must not load it."""
+    """Werewolf steering uses DistilledPolicy without OpenSpiel's Python algorithms or an
+    embedder: importing it must not load them. (pyspiel itself loads with any `import gtsteer`,
+    which registers the dialogue game, as OpenSpiel's own games register at import.)"""
     import subprocess
     import sys
 
     code = (
         "import sys, gtsteer.imitation, gtsteer.llm.embed; "
-        "print(sorted(m for m in ('pyspiel', 'open_spiel', 'sentence_transformers') "
+        "print(sorted(m for m in ('open_spiel', 'sentence_transformers', 'torch') "
         "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -35,9 +35,9 @@ from gtsteer.runs.eval_judge import (
 from gtsteer.runs.eval_steering import measure_steering
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-DAYS = ROOT / "configs" / "schedule_meeting_dow.yaml"
+CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
+DAYS = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 runner = CliRunner()
 _MESSAGE = re.compile(r'Message from [^:]+: "(.*)"')
 
@@ -92,7 +92,7 @@ def oracle(**kwargs: Any) -> LLM:
 
 def test_labelled_set_covers_every_config_with_a_steering_eval() -> None:
     labelled = load_labelled()
-    assert DEFAULT_LABELLED == ROOT / "tests" / "data" / "judge_labelled.yaml"
+    assert DEFAULT_LABELLED == ROOT / "gtsteer" / "data" / "judge_labelled.yaml"
     for config in CONFIGS:
         spec = load_spec(config)
         if not any(options_of(spec, key) for key in spec.action_keys):
@@ -271,7 +271,7 @@ def test_cli_eval_steering_prints_the_variant_that_passed(tmp_path: Path) -> Non
     """MiniLM fails debate styles without definitions and passes with them: the table shows
     the definitions column only, and says why the other is missing."""
     result = runner.invoke(app, [
-        "eval", "steering", str(ROOT / "configs" / "debate.yaml"), "--llm", "fake",
+        "eval", "steering", str(ROOT / "gtsteer" / "configs" / "debate.yaml"), "--llm", "fake",
         "--classifier-llm", "embed", "--samples", "2", "-q",
         "--validate-judge", str(DEFAULT_LABELLED), "-o", str(tmp_path / "out"),
     ], env={"COLUMNS": "200"})

@@ -20,9 +20,9 @@ def load_script():
 def test_table_validates_refuses_and_renders(tmp_path: Path) -> None:
     table = load_script()
     doc, png, results = tmp_path / "BENCHMARKS.md", tmp_path / "t.png", tmp_path / "results"
-    table.main(["--models", "fake", "--configs", "configs/schedule_meeting_dow.yaml",
-                "configs/trade_fruit_tone.yaml", "--results", str(results), "--doc", str(doc),
-                "--png", str(png)])
+    table.main(["--models", "fake", "--configs", "gtsteer/configs/schedule_meeting_dow.yaml",
+                "gtsteer/configs/trade_fruit_tone.yaml", "--results", str(results),
+                "--doc", str(doc), "--png", str(png)])
     text = doc.read_text()
     start, end = table.START, table.END
     assert text.count(start) == 1 and text.count(end) == 1
@@ -41,7 +41,7 @@ def test_table_validates_refuses_and_renders(tmp_path: Path) -> None:
     again = tmp_path / "again.md"
     table.main(["--render-only", "--results", str(results), "--doc", str(again),
                 "--png", str(tmp_path / "again.png"), "--configs",
-                "configs/schedule_meeting_dow.yaml"])
+                "gtsteer/configs/schedule_meeting_dow.yaml"])
     body = again.read_text().split("### The judges", 1)[1]
     assert body == text.split("### The judges", 1)[1]
 

@@ -35,7 +35,7 @@ from gtsteer.runs.models import Endpoint
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
+CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 MODEL = "openai/smollm2"
 runner = CliRunner()
 #: Restarts a test allows when llama-cpp-python's server itself dies or hangs mid-run. Seen in

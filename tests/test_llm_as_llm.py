@@ -26,6 +26,6 @@ def test_model_string_equals_the_clients_model_without_building_one():
 
 
 def test_a_string_and_its_client_give_the_same_run_folder():
-    by_string = run_dir("solve", "configs/fruit.yaml", model_string("fake"), 0)
-    by_client = run_dir("solve", "configs/fruit.yaml", model_string(LLM("fake")), 0)
+    by_string = run_dir("solve", "gtsteer/configs/fruit.yaml", model_string("fake"), 0)
+    by_client = run_dir("solve", "gtsteer/configs/fruit.yaml", model_string(LLM("fake")), 0)
     assert by_string == by_client == Path("results/fruit-fake-0")

@@ -104,13 +104,12 @@ def test_a_message_ended_once_its_kept_text_is_final_is_the_same_message(smol: L
     the meeting game's opening messages the cleaned messages are those of the full answers,
     made with fewer generated tokens."""
     import asyncio
-    from pathlib import Path
 
     from gtsteer.binding import make_game, make_instance
     from gtsteer.binding.prompts import clean_message, message_end
     from gtsteer.domains import load_spec
 
-    spec = load_spec(Path(__file__).parent.parent / "configs" / "schedule_meeting_dow.yaml")
+    spec = load_spec("schedule_meeting_dow")
     instance = make_instance(spec, 0)
     game = make_game(spec, instance, smol)
     tokens = {"full": 0, "ended": 0}

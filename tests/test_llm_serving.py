@@ -117,7 +117,7 @@ def test_a_429_with_retry_after_is_waited_out() -> None:
 def test_a_full_solve_against_a_llama_cpp_shaped_server(tmp_path: Path) -> None:
     """The README job through `--api-base`: one refused json_schema request in the whole run,
     and the mode it settled on recorded in summary.json."""
-    config = ROOT / "configs" / "schedule_meeting_dow.yaml"
+    config = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
     out = tmp_path / "run"
     with LoopbackServer(responder=schema_answer, rejected_formats=("json_schema",)) as srv:
         result = runner.invoke(app, ["solve", str(config), "--llm", "openai/smollm2", "--api-base",
@@ -254,7 +254,17 @@ def test_api_key_env_names_the_variable_that_is_sent(monkeypatch: pytest.MonkeyP
     ids=["api-base-with-fake", "unset-key-variable"],
 )
 def test_endpoint_flag_mistakes_are_one_line_errors(args: list[str], message: str) -> None:
-    config = ROOT / "configs" / "schedule_meeting_dow.yaml"
+    config = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
     result = runner.invoke(app, ["solve", str(config), *args, "-q"])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_a_served_model_without_a_key_sends_the_placeholder_as_the_cli_does() -> None:
+    """`LLM(model, api_base=...)` with no key and no OPENAI_API_KEY: the OpenAI SDK still needs
+    some key, so the client sends the placeholder the CLI sends (`no-key`), instead of failing
+    every try as a "status 500"."""
+    with LoopbackServer(0.0, schema_answer) as srv:
+        llm = LLM("openai/test-model", api_base=srv.base_url, max_retries=0, use_cache=False)
+        assert llm.generate_sync("Pick a day.").text.startswith("Let us meet on")
+        assert srv.authorizations == ["Bearer no-key"]

@@ -18,7 +18,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.llm.types import GenerationRequest, RawCompletion
 
-TONE = "configs/schedule_meeting_tone.yaml"
+TONE = "gtsteer/configs/schedule_meeting_tone.yaml"
 
 
 class RecordingBackend(CountingBackend):

@@ -33,8 +33,8 @@ from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.heldout import greedy_instruction
 
 ROOT = Path(__file__).resolve().parents[1]
-MEETING = ROOT / "configs" / "schedule_meeting_dow.yaml"
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+MEETING = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from gtsteer.solvers.psro import (
     run_psro,
 )
 
-FRUIT = "configs/trade_fruit_tone.yaml"
+FRUIT = "gtsteer/configs/trade_fruit_tone.yaml"
 
 
 def strength_games(n: int = 2) -> tuple[list, CountingBackend]:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from gtsteer.runs.psro import PSROSummary
 
-FRUIT = "configs/trade_fruit_tone.yaml"
+FRUIT = "gtsteer/configs/trade_fruit_tone.yaml"
 runner = CliRunner()
 
 

@@ -23,7 +23,7 @@ from gtsteer.llm import LLM, ResponseCache
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions
 
-FRUIT = str(Path(ROOT) / "configs" / "trade_fruit_tone.yaml")
+FRUIT = str(Path(ROOT) / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 ON_RAY = RayOptions("local", 2)
 
 
@@ -53,7 +53,7 @@ def solve_cli(out: Path, *extra: str) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-COURT = str(Path(ROOT) / "configs" / "court.yaml")
+COURT = str(Path(ROOT) / "gtsteer" / "configs" / "court.yaml")
 WEREWOLF_SMALL = ["--llm", "fake", "--max-days", "1", "--players", "5", "--max-messages", "2"]
 #: One small run of every command that takes --ray, without it.
 SERIAL_RUNS = {

@@ -16,7 +16,7 @@ from gtsteer.runs.executor import run_units
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions
 
-FRUIT = str(Path(ROOT) / "configs" / "trade_fruit_tone.yaml")
+FRUIT = str(Path(ROOT) / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 CLUSTER = RayOptions("auto")  # already joined by the fixture: reused, not started
 
 

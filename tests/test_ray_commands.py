@@ -24,7 +24,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.units import UnitsRun
 
-CONFIGS = Path(ROOT) / "configs"
+CONFIGS = Path(ROOT) / "gtsteer" / "configs"
 FRUIT = str(CONFIGS / "trade_fruit_tone.yaml")
 COURT = str(CONFIGS / "court.yaml")
 

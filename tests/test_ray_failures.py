@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from gtsteer.runs.units import RayClusterError, RayOptions
 
-FRUIT = str(Path(ROOT) / "configs" / "trade_fruit_tone.yaml")
+FRUIT = str(Path(ROOT) / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 runner = CliRunner()
 
 

@@ -258,7 +258,7 @@ def test_a_fifo_without_a_writer_is_refused_at_once(tmp_path: Path) -> None:
 def test_a_fifo_with_a_writer_is_read(tmp_path: Path) -> None:
     fifo = tmp_path / "config.yaml"
     os.mkfifo(fifo)
-    config = (ROOT / "configs" / "trade_fruit_tone.yaml").read_bytes()
+    config = (ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml").read_bytes()
     writing = threading.Event()
 
     def write() -> None:

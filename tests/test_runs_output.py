@@ -56,12 +56,12 @@ def test_write_json_and_save_png(tmp_path: Path) -> None:
     ("eval-verdict", "results/fruit-verdict-3"),
 ])
 def test_run_dir_gives_the_documented_default_folders(kind: str, path: str) -> None:
-    assert run_dir(kind, "configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(path)
+    assert run_dir(kind, "gtsteer/configs/fruit.yaml", "openai/gpt-4o-mini", 3) == Path(path)
 
 
 def test_run_dir_rejects_an_unknown_kind() -> None:
     with pytest.raises(ValueError, match="kind: .*'sovle'"):
-        run_dir("sovle", "configs/fruit.yaml", "local", 0)
+        run_dir("sovle", "gtsteer/configs/fruit.yaml", "local", 0)
 
 
 @pytest.mark.parametrize("owned", [True, False])
@@ -96,7 +96,7 @@ def test_export_into_a_folder_with_a_symlinked_games_is_one_line(tmp_path: Path)
     out.mkdir()
     (out / "games").symlink_to(precious)
     (out / ".gtsteer-run.json").write_text(json.dumps({"made": ["games"]}))
-    config = Path(__file__).resolve().parents[1] / "configs" / "schedule_meeting_dow.yaml"
+    config = Path(__file__).resolve().parents[1] / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
     result = CliRunner().invoke(app, ["export", str(config), "--llm", "fake", "-q",
                                       "--out", str(out)])
     assert result.exit_code == 2, result.output

@@ -18,7 +18,7 @@ from gtsteer.llm import ModelConfigError
 from gtsteer.runs.models import Endpoint, pick, pick_roles
 
 ROOT = Path(__file__).resolve().parents[1]
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 
 

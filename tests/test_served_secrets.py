@@ -51,7 +51,7 @@ def test_an_error_quoting_the_key_is_scrubbed_everywhere(fault: str) -> None:
 
 
 def test_a_solve_against_a_server_echoing_the_key_stores_no_key(tmp_path: Path) -> None:
-    config = ROOT / "configs" / "trade_fruit_tone.yaml"
+    config = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     out = tmp_path / "run"
     with LoopbackServer() as srv:
         srv.fault_next(1000, "echo400")
@@ -87,7 +87,7 @@ def test_bearer_tokens_and_authorization_headers_are_scrubbed() -> None:
 
 
 def test_a_key_pasted_into_api_key_env_is_not_echoed() -> None:
-    config = ROOT / "configs" / "trade_fruit_tone.yaml"
+    config = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     result = runner.invoke(app, ["solve", str(config), "--llm", "openai/x", "--api-key-env",
                                  "sk-123 456", "-q"])
     assert result.exit_code == 2
@@ -162,7 +162,7 @@ def test_a_name_shaped_key_in_api_key_env_is_not_echoed(key: str) -> None:
 def test_a_name_shaped_key_in_a_configs_api_key_env_is_not_echoed(
         key: str, tmp_path: Path) -> None:
     config = tmp_path / "served.yaml"
-    source = (ROOT / "configs" / "trade_fruit_tone.yaml").read_text()
+    source = (ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml").read_text()
     config.write_text(source + "\nmodels:\n  writer: {model: openai/x, api_base:"
                       f" 'http://127.0.0.1:9/v1', api_key_env: {key}}}\n")
     result = runner.invoke(app, ["solve", str(config), "-q", "-o", str(tmp_path / "out")])

@@ -16,7 +16,7 @@ from gtsteer.cli import app
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 
 
 def test_cli_writes_summary_with_schema_fields(tmp_path: Path) -> None:

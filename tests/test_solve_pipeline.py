@@ -229,7 +229,7 @@ def test_bad_arguments_fail_before_any_llm_call(tmp_path: Path, kwargs: dict, fi
 
 
 def test_default_out_dir_is_path_safe() -> None:
-    assert run_dir("solve", "configs/trade_fruit_tone.yaml", "local", 0) == Path(
+    assert run_dir("solve", "gtsteer/configs/trade_fruit_tone.yaml", "local", 0) == Path(
         "results/trade_fruit_tone-local-0"
     )
     assert run_dir("solve", "x.yaml", "openai/gpt-4o-mini", 3).name == "x-openai_gpt-4o-mini-3"

@@ -46,7 +46,7 @@ def test_the_estimate_is_what_expansion_visits_and_asks(tmp_path: Path, changes:
 
 
 def test_with_end_checks_the_estimate_is_an_upper_bound(tmp_path: Path) -> None:
-    data = yaml.safe_load((ROOT / "configs" / "trade_fruit_tone.yaml").read_text())
+    data = yaml.safe_load((ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml").read_text())
     data["termination_prompt"] = "{scenario}\n{transcript}\nIs the trade settled?"
     path = tmp_path / "fruit_end.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -64,7 +64,7 @@ def test_with_end_checks_the_estimate_is_an_upper_bound(tmp_path: Path) -> None:
 
 
 def test_the_reviewers_exploding_tree_is_counted_without_building_it() -> None:
-    spec = load_spec(ROOT / "configs" / "trade_fruit_tone.yaml").model_copy(
+    spec = load_spec(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml").model_copy(
         update={"num_llm_seeds": 64, "num_max_replies": 16})
     size = tree_size(spec)
     actions = len(spec.instructions())
@@ -78,7 +78,7 @@ def test_short_counts() -> None:
 
 
 def test_solve_refuses_a_tree_past_the_bound_before_any_call(tmp_path: Path) -> None:
-    config = ROOT / "configs" / "trade_fruit_tone.yaml"
+    config = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
     huge = tmp_path / "tree_huge.yaml"
     huge.write_text(config.read_text().replace("num_llm_seeds: 2", "num_llm_seeds: 64")
                     .replace("num_max_replies: 1", "num_max_replies: 16"))

@@ -21,7 +21,7 @@ from gtsteer.domains import spec_from_dict
 from gtsteer.domains.verdict import verdict_table
 from gtsteer.llm import LLM, run_sync
 
-# (type, verdict) -> [interrogator, suspect] per the paper's Table 1 (see configs/interrogation)
+# (type, verdict) -> [interrogator, suspect] per the paper's Table 1 (see the interrogation config)
 INTERROGATION = {
     ("Guilty", "guilty"): [1.0, 0.0],
     ("Guilty", "not guilty"): [0.0, 1.0],

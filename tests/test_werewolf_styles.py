@@ -429,7 +429,7 @@ def test_run_files_name_the_labelled_set_relative_to_the_repository(tmp_path: Pa
     summary = measure(out, tmp_path / "cache", CountingFake(), styles=[AGG, UNSTEERED])
     stored = {json.loads((out / name).read_text())["labelled"]
               for name in ("run.json", "judge.json", "styles.json")}
-    assert stored == {summary.labelled} == {"tests/data/werewolf_style_labelled.yaml"}
+    assert stored == {summary.labelled} == {"gtsteer/data/werewolf_style_labelled.yaml"}
     assert repo_relative(ROOT / "docs" / "x.md") == "docs/x.md"
     assert repo_relative("elsewhere/x.yaml") == "elsewhere/x.yaml"
     assert repo_relative("/srv/x.yaml") == "/srv/x.yaml"

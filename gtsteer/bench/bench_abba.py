@@ -5,7 +5,7 @@ A speed change is measured in one run against the commit before it (issue 45): t
 too), whose code runs in the same venv through `PYTHONPATH` (before the editable install on
 `sys.path`; each tree's import location is checked before any run), with that tree's configs;
 this checkout (B) is the working tree as it is, uncommitted changes included. Each run is
-`gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --heldout --profile` (the Makefile's
+`gtsteer solve schedule_meeting_dow --games 1 --heldout --profile` (the Makefile's
 `demo` recipe with `--heldout --profile`), cold in an empty response cache with
 `GTSTEER_LOCAL_THREADS`, in a fresh process, in the order A B B A (`--rounds` times), so a
 machine that drifts slower or faster over the hour weighs on both sides alike. Both trees are
@@ -59,7 +59,7 @@ READ = ("summary.json", "profile.json", TERMINALS, GAME)
 DECIDED_SUMMARY = ("metrics", "head_to_head", "instruction_distribution", "heldout_metrics")
 DECIDED_GAME = ("policy", "values", "heldout")
 #: The paths whose uncommitted changes make this checkout differ from its HEAD for the job.
-CODE_PATHS = ("gtsteer", "configs", "Makefile")
+CODE_PATHS = ("gtsteer", "Makefile")  # the configs are in gtsteer/configs/
 #: The `gtsteer solve` options the job needs from both trees.
 NEEDED_OPTIONS = ("--heldout", "--profile")
 

@@ -1,6 +1,6 @@
 """The README demo cold by model and threads: its wall time and what it computed.
 
-Runs `gtsteer solve configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>`
+Runs `gtsteer solve gtsteer/configs/schedule_meeting_dow.yaml --games 1 --llm local:<model>`
 (what `make demo` runs, with the model named) once per model and `GTSTEER_LOCAL_THREADS`
 value, each in an empty response cache, one at a time, nothing else loading a model (run it
 under `flock /tmp/gtsteer-model.lock`). A model's first row is the reference: the other rows

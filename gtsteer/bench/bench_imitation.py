@@ -28,7 +28,7 @@ from gtsteer.bench.benchdoc import ROOT
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench imitation"
 
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 START, END = benchdoc.markers("bench_imitation")
 
 
@@ -192,7 +192,7 @@ def render(command: str, machine: str, emb: dict, train: dict, dec: dict, llm: d
         "",
         f"Command: `{command}` · {machine}",
         "",
-        (f"Dataset: fruit-trading information states (`configs/trade_fruit_tone.yaml`, `fake` "
+        (f"Dataset: fruit-trading information states (`trade_fruit_tone`, `fake` "
          f"model, CFR+), {train['records']} records from {train['instances']} instances; text "
          f"views average {emb['mean_words']:.0f} words. Decisions and training use "
          f"GTSTEER_EMBED_THREADS={emb['default_threads']} and 1 torch thread for the MLP."),

@@ -97,7 +97,7 @@ def bench_structured(backend: Any, threads: int, repeats: int) -> dict[str, Any]
 
     from gtsteer.domains.fruit_trade import FRUITS, trade_model
 
-    # max_items: a full basket under configs/trade_fruit_tone.yaml (max_count 3 x 4 fruits).
+    # max_items: a full basket under gtsteer/configs/trade_fruit_tone.yaml (max_count 3 x 4 fruits).
     trade = trade_model(("Ana", "Ben"), tuple(FRUITS), 3 * len(FRUITS))
     schema = json.dumps(trade.model_json_schema())
     fast = backend.llama()

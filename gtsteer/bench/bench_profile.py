@@ -1,6 +1,6 @@
 """Where the model time of the README job and of a Table 1 instance goes, by phase.
 
-Runs the README job (`gtsteer solve configs/schedule_meeting_dow.yaml --games 1`, the Makefile's
+Runs the README job (`gtsteer solve schedule_meeting_dow --games 1`, the Makefile's
 `demo` recipe) with `--heldout --profile` cold, in an empty response cache: its solved tree is
 exactly the README job's work and its fresh tree (the `fresh:` phases) what `--heldout` adds for a
 Table 1 instance. Per phase: requests, new calls, prompt tokens requested and evaluated (after

@@ -4,7 +4,7 @@ Same parameters on both sides: the fruit-trading tone domain (2 players, tones c
 assertive / submissive / any, 2 LLM samples, 1 reply each), 3 PSRO iterations, shotgun
 oracle with K = 4 candidates.
 
-1. gtsteer: `psro_config` on `configs/trade_fruit_tone.yaml` with a fresh response cache,
+1. gtsteer: `psro_config` on `gtsteer/configs/trade_fruit_tone.yaml` with a fresh response cache,
    then the same run again (cache warm): new LLM calls and wall time per iteration. Twice:
    with an oracle for every player (gtsteer's default), and with an oracle for player 0 only
    (`oracle_players=[0]`, the reference's work), each with its own fresh cache.
@@ -32,7 +32,7 @@ from gtsteer.bench.benchdoc import ROOT
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench psro"
 
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_psro")
 ITERATIONS, CANDIDATES = 3, 4

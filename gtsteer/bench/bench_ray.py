@@ -1,10 +1,10 @@
 """Benchmark `--ray` and write its section of docs/BENCHMARKS.md.
 
 1. Ray's overhead on the fake model: starting `--ray local` (ray.init), a no-op task, and one
-   fruit-trading instance (`configs/trade_fruit_tone.yaml`, fake model, fresh cache) solved
+   fruit-trading instance (`gtsteer/configs/trade_fruit_tone.yaml`, fake model, fresh cache) solved
    serially vs as a Ray task with 2 workers: the extra wall time per instance is what the
    cache lookups through the driver's cache actor and the task round trip cost.
-2. The README main job with the local model (`configs/schedule_meeting_dow.yaml`, `--games`
+2. The README main job with the local model (`gtsteer/configs/schedule_meeting_dow.yaml`, `--games`
    instances, default 8): serial with one llama.cpp thread vs `--ray local --workers 2` (one
    CPU, so one thread, per task), both from a fresh cache, in one run; the wall-time ratio.
 3. llama.cpp's own reference for what two 1-thread processes get out of this machine:
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench ray"
 
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
-README_CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
+README_CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_ray")
 WORKERS = 2

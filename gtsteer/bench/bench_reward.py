@@ -24,7 +24,7 @@ COMMAND = "gtsteer bench reward"
 
 START, END = benchdoc.markers("bench_reward")
 MODELS = ["local:gemma3-270m", "local:smollm2-135m"]
-CONFIGS = ["configs/trade_fruit_tone.yaml", "configs/schedule_meeting_dow.yaml"]
+CONFIGS = ["gtsteer/configs/trade_fruit_tone.yaml", "gtsteer/configs/schedule_meeting_dow.yaml"]
 
 
 def norm_cell(report: RewardReport, path: str, outcome: str) -> str:
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     command = "gtsteer bench reward " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-write")
-    commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
+    commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
 
     def measure(config: str, model: str, folder: str) -> RewardReport:
         return eval_reward.run(config, RunContext.of(llm=model, out=args.results / folder),

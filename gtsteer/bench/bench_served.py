@@ -1,7 +1,7 @@
 """The README main job in-process vs through llama-cpp-python's server; writes its section of
 docs/BENCHMARKS.md.
 
-Both runs solve `gtsteer solve configs/schedule_meeting_dow.yaml --games 1` with the same
+Both runs solve `gtsteer solve gtsteer/configs/schedule_meeting_dow.yaml --games 1` with the same
 GGUF (the embedded SmolLM2), the same seeds and a fresh response cache each; the server gets
 `--n_threads` equal to the in-process backend's `GTSTEER_LOCAL_THREADS`. Reported: wall time,
 new calls and calls per minute, and whether the payoffs agree (per-instance CFR values and
@@ -40,7 +40,7 @@ from gtsteer.bench.servers import CTX_PER_SLOT, LlamaCppServer, LlamaServer
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench served"
 
-CONFIG = "configs/schedule_meeting_dow.yaml"
+CONFIG = "gtsteer/configs/schedule_meeting_dow.yaml"
 START, END = benchdoc.markers("bench_served")
 SLOTS_START, SLOTS_END = benchdoc.markers("bench_served_slots")
 
@@ -89,7 +89,7 @@ def slots_main(args: argparse.Namespace) -> None:
         raise SystemExit(f"no llama-server under {llama_tools.tools_dir()}: run"
                          " `gtsteer bench llama-tools` first (without the model lock)")
     binary = bins["llama-server"]
-    head = benchdoc.commit(["gtsteer", "scripts", "configs"])
+    head = benchdoc.commit(["gtsteer", "scripts"])
     requests = message_requests(args.calls)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     from gtsteer.llm.backends.local import default_model_path
 
-    head = benchdoc.commit(["gtsteer", "scripts", "configs"])
+    head = benchdoc.commit(["gtsteer", "scripts"])
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         local_wall, local = solve(["--llm", "local:smollm2-135m"], args.threads, root / "local")

@@ -36,11 +36,11 @@ from gtsteer.bench.benchdoc import ROOT
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench solve"
 
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_solve")
 #: The config of the Makefile's `demo` recipe (the README main job); keep the two in step.
-DEMO_CONFIG = "configs/schedule_meeting_dow.yaml"
+DEMO_CONFIG = "gtsteer/configs/schedule_meeting_dow.yaml"
 DEMO_COMMAND = f"gtsteer solve {DEMO_CONFIG} --games 1"
 
 
@@ -188,7 +188,7 @@ def cfr_speed(min_seconds: float) -> dict:
 def main_job() -> dict | str:
     """Timings of the main job, or why it was not run.
 
-    Runs on a snapshot of gtsteer/ and configs/ taken at the start, so edits that others make
+    Runs on a snapshot of gtsteer/ (configs included) taken at the start, so edits that others make
     to the work tree during the (minutes-long) cold run cannot change the rerun's requests.
     """
     if (why := local_unavailable()) is not None:
@@ -203,7 +203,6 @@ def main_job() -> dict | str:
         tempfile.TemporaryDirectory() as tmp,
     ):
         shutil.copytree(ROOT / "gtsteer", Path(snap) / "gtsteer")
-        shutil.copytree(ROOT / "configs", Path(snap) / "configs")
         env = {**os.environ, "PYTHONPATH": snap}
         cmd = [sys.executable, "-c", "from gtsteer.cli import app; app()", "solve",
                DEMO_CONFIG, "--games", "1", "--quiet", "--out", tmp]  # fmt: skip
@@ -311,7 +310,7 @@ def render(
         "### LLM calls to solve and evaluate one fruit-trading instance",
         "",
         "Same tree parameters: 2 players, 4 tones, 2 LLM seeds, 1 reply each. gtsteer:",
-        "`configs/trade_fruit_tone.yaml` with the `fake` model and an empty cache (expansion,",
+        "`trade_fruit_tone` with the `fake` model and an empty cache (expansion,",
         "CFR+, NashConv, CFR gain, head-to-head, instruction distribution). Reference: OpenSpiel",
         "`chat_game` (`config_trade_fruit_w_tone_fixed`) through the flow of",
         "`chat_game_cfr_example.py` (cached tree, CFR, `eval_vs_any`, dataset traversal), its",

@@ -29,7 +29,7 @@ COMMAND = "gtsteer bench steering"
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_steering")
 MODELS = ["local:gemma3-270m", "local:smollm2-135m"]
-CONFIGS = ["configs/trade_fruit_tone.yaml", "configs/schedule_meeting_dow.yaml"]
+CONFIGS = ["gtsteer/configs/trade_fruit_tone.yaml", "gtsteer/configs/schedule_meeting_dow.yaml"]
 
 
 def pct(x: float) -> str:

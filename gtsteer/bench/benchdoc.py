@@ -3,7 +3,7 @@ section of docs/BENCHMARKS.md, the machine line, a fresh response cache, the REA
 (read from the Makefile) and a cold CLI run.
 
 Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the gtsteer
-package (an editable install), whose docs/, configs/ and Makefile they read and write.
+package (an editable install), whose docs/, gtsteer/configs/ and Makefile they read and write.
 `gtsteer bench NAME` and `gtsteer study NAME` run them (gtsteer/cli/bench.py).
 """
 

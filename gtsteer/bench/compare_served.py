@@ -1,7 +1,7 @@
 """Why the served README job's payoffs differ from the in-process run's: the same GGUF, seeds and
 temperature, call by call, one cause at a time (issue 25, item 4).
 
-The requests are the README config's (`configs/schedule_meeting_dow.yaml`) instance 0, root
+The requests are the README config's (`gtsteer/configs/schedule_meeting_dow.yaml`) instance 0, root
 level: the proposer's message for each of its 8 instructions and both LLM samples (16 requests,
 the seeds the game uses), then the reward's two `choose` questions on each of the 16 one-message
 transcripts. Each message is asked in these ways (no cache anywhere):
@@ -49,7 +49,7 @@ from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench compare-served"
 
-CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
+CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 ALIAS = "openai/smollm2"
 
 

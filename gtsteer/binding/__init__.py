@@ -2,7 +2,7 @@
 
     from gtsteer.binding import expand_sync
     from gtsteer.domains import load_game   # a config names its domain; gtsteer.domains binds it
-    game = load_game("configs/trade_fruit_tone.yaml", llm="fake", instance=0)
+    game = load_game("gtsteer/configs/trade_fruit_tone.yaml", llm="fake", instance=0)
     report = expand_sync(game)          # every LLM call of the tree, concurrently, cached
     # any OpenSpiel algorithm now traverses `game` with cache hits only
 """

@@ -40,13 +40,14 @@ from gtsteer.binding.prompts import (
     termination_prompt,
 )
 from gtsteer.binding.reward import Reward, RewardContext, compute_reward, payoff_bounds
+from gtsteer.binding.shipped import DEFAULT_CONFIG
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, Message, run_sync
 
 SHORT_NAME = "gtsteer_dialogue"
 MAX_PLAYERS = 10
 _DEFAULT_PARAMS: dict[str, Any] = {
-    "config": "",
+    "config": DEFAULT_CONFIG,  # a path or a shipped config's name
     "instance": 0,
     "llm": "fake",
     "seed": 0,

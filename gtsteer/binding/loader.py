@@ -17,6 +17,7 @@ from typing import Any
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, _game_type
 from gtsteer.binding.instances import Instance
 from gtsteer.binding.pyspiel_registry import register_game
+from gtsteer.binding.shipped import DEFAULT_CONFIG
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, as_llm
 
@@ -83,8 +84,8 @@ def _from_params(params: dict[str, Any]) -> DialogueGame:
         return make_game(spec, inst, client, config=params.get("config", ""),
                          seed=params.get("seed", 0),
                          sample_offset=int(params.get("sample_offset", 0)))
-    if not params.get("config", ""):
-        raise ValueError(f"{SHORT_NAME} needs `config` (a YAML path) or a live `key`")
+    # No config: the shipped default, so a bare pyspiel.load_game(SHORT_NAME) plays a game.
+    params = {**params, "config": params.get("config") or DEFAULT_CONFIG}
     if not _CONFIG_LOADER:
         raise ValueError(f"{SHORT_NAME}(config=...) is rebuilt by gtsteer.domains, which binds "
                          "the config's domain: import gtsteer.domains first")

@@ -27,6 +27,7 @@ from pydantic_core import ErrorDetails
 
 from gtsteer.binding.domain import GENERIC, is_domain_reference
 from gtsteer.binding.run_models import RunModels
+from gtsteer.binding.shipped import missing_config_message, resolve_config
 
 if TYPE_CHECKING:
     from gtsteer.binding.domain import Domain
@@ -141,7 +142,7 @@ class JudgeSpec(_Strict):
 
 
 class DomainSpec(_Strict):
-    """Everything that defines a dialogue domain; see configs/trade_fruit_tone.yaml."""
+    """Everything that defines a dialogue domain; see gtsteer/configs/trade_fruit_tone.yaml."""
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -530,8 +531,11 @@ def read_spec(path: str | Path) -> DomainSpec:
     binds it); raises `ConfigError` naming file and field.
 
     Beyond YAML itself: a key given twice is an error, and so is a file whose aliases expand
-    to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation)."""
-    path = Path(path)
+    to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation). `path` may
+    also name a shipped config (`schedule_meeting_dow`; `gtsteer.binding.shipped`)."""
+    path = resolve_config(path)
+    if not path.exists():
+        raise ConfigError(missing_config_message(path))
     try:
         # Universal newlines, as `read_text` gives them.
         text = _read_capped(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")

@@ -3,7 +3,7 @@
 
     from gtsteer.checks import check_spec
     from gtsteer.domains import load_spec
-    check_spec(load_spec("configs/my_domain.yaml"))      # raises ConformanceError naming the check
+    check_spec(load_spec("my_domain.yaml"))      # raises ConformanceError naming the check
 
 One check per module, generic over the game where the property is:
 - `pyspiel_api_check(game)`: OpenSpiel's `random_sim_test` with serialization, one string per

@@ -1,5 +1,5 @@
 """Every check on a dialogue game or config: what `tests/test_conformance.py` runs over
-`configs/*.yaml`, so a new domain is checked the moment its YAML lands.
+`gtsteer/configs/*.yaml`, so a new domain is checked the moment its YAML lands.
 
 A config is checked with the offline `fake` model (or a test model) on instance 0, or on a
 smaller variant when its tree is too big to walk (`reduced_spec`), and once more dealt.

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from gtsteer._version import __version__
 from gtsteer.cli.bench import register as register_bench
+from gtsteer.cli.configs import register as register_configs
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
@@ -23,6 +27,23 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"gtsteer {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the gtsteer version and exit.")] = False,
+) -> None:
+    """Steer language models with game-theoretic solvers."""
+
+
 app.add_typer(llm_app, name="llm")
 register_solve(app)
 register_export(app)
@@ -34,4 +55,5 @@ register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)
+register_configs(app)
 register_bench(app)

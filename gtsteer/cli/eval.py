@@ -19,6 +19,7 @@ from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ConfigArg,
     Judges,
     LabelledDialogues,
     LabelledMessages,
@@ -109,7 +110,7 @@ def print_steering(report: SteeringReport) -> None:
 
 @eval_app.command("steering")
 def steering(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     llm: WriterLlm = None,
     classifier_llm: Annotated[
         str | None,
@@ -150,7 +151,7 @@ def steering(
     print_roles(report.roles)
     if not report.judge_validation:
         console.print("[yellow]judge not validated:[/] --validate-judge "
-                      "tests/data/judge_labelled.yaml checks it on labelled messages first")
+                      "gtsteer/data/judge_labelled.yaml checks it on labelled messages first")
     console.print(f"report: {where / 'steering.json'}")
 
 
@@ -169,7 +170,7 @@ def print_validations(validations: list[ClassifierValidation]) -> None:
 def judge(
     configs: Annotated[list[Path], typer.Argument(
         help="Domain configs with labelled messages, or werewolf_playstyle (the readings of"
-        " `werewolf styles`, with --labelled tests/data/werewolf_style_labelled.yaml).")],
+        " `werewolf styles`, with --labelled gtsteer/data/werewolf_style_labelled.yaml).")],
     judges: Judges,
     labelled: LabelledMessages = DEFAULT_LABELLED,
     out: Out = None,

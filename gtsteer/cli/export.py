@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, pars
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ConfigArg,
     Deals,
     Games,
     MaxCalls,
@@ -34,7 +34,7 @@ FLAGS = {"fmt": "--format", "games": "--games", "seed": "--seed", "deals": "--de
 
 
 def export(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     fmt: Annotated[str, typer.Option("--format", "-f", help="efg (Gambit extensive form,"
                                      " also read by OpenSpiel's efg_game)")] = "efg",
     llm: WriterLlm = None,

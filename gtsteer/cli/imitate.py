@@ -13,6 +13,7 @@ from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_opti
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ConfigArg,
     DealsMin1,
     Embedder,
     Games,
@@ -112,7 +113,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
 
 
 def imitate(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     llm: Llm = "local",
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,

@@ -3,7 +3,6 @@ with `--seeded`, the config's own seeded instances (the ones `gtsteer solve` gen
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,14 +12,23 @@ from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, Llm, MaxWait, OutFile, RequestTimeout, Seed
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    ConfigArg,
+    Llm,
+    MaxWait,
+    OutFile,
+    RequestTimeout,
+    Seed,
+)
 from gtsteer.domains import load_spec
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
 def instances(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,
     llm: Llm = "local",
     api_base: ApiBase = None,

@@ -22,6 +22,15 @@ import typer
 from gtsteer.runs.solve import SEED_RANGE
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 
+# --- the config ------------------------------------------------------------------------------
+
+#: A command's domain config: a YAML path, or the name of a shipped one (`gtsteer configs`).
+ConfigArg = Annotated[
+    Path,
+    typer.Argument(help="Domain config: a YAML path, or a shipped config's name such as"
+                   " schedule_meeting_dow (`gtsteer configs` lists them).", show_default=False),
+]
+
 # --- the model and where it is served -------------------------------------------------------
 
 Llm = Annotated[
@@ -237,7 +246,7 @@ LabelledDialogues = Annotated[
 #: `werewolf styles`: the labelled lines its judge is validated on.
 StyleLabelled = Annotated[
     str | None, typer.Option("--labelled", help="Labelled lines the judge is validated on"
-                             " (default tests/data/werewolf_style_labelled.yaml).")
+                             " (default gtsteer/data/werewolf_style_labelled.yaml).")
 ]
 Embedder = Annotated[
     str | None,

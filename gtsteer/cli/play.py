@@ -13,6 +13,7 @@ from rich.markup import escape
 from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
     ApiBase,
+    ConfigArg,
     ApiKeyEnv,
     MaxWait,
     Out,
@@ -91,7 +92,7 @@ def print_result(result: PlayResult, revealed: bool) -> None:
 
 
 def play(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     seat: Annotated[
         list[str] | None,
         typer.Option("--seat", help="NAME=KIND, NAME a role or the instance's player name;"

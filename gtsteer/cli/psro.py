@@ -20,6 +20,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ConfigArg,
     Deals,
     Games,
     HeldoutRescore,
@@ -120,7 +121,7 @@ def print_reference(summary: PSROSummary) -> None:
 
 
 def psro(
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     llm: WriterLlm = None,
     proposer_llm: Annotated[
         str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "

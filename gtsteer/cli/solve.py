@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,6 +22,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ConfigArg,
     Deals,
     Embedder,
     Games,
@@ -235,7 +235,7 @@ def counted_tokens(profile: bool) -> AbstractContextManager[None]:
 
 def solve(
     ctx: typer.Context,
-    config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
+    config: ConfigArg,
     llm: WriterLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,

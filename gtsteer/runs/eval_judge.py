@@ -1,7 +1,7 @@
 """`gtsteer eval judge`: can a steering classifier tell apart messages whose label is known?
 
 The driver of `gtsteer.evals.validation` (the classifiers, the accuracies and the refusal
-rule live there): it reads the labelled messages (tests/data/judge_labelled.yaml by default),
+rule live there): it reads the labelled messages (gtsteer/data/judge_labelled.yaml by default),
 validates every classifier given with `--judge` on every config, per variant (without / with
 the config's instruction definitions), and writes DIR/judge.json. `gtsteer eval steering
 --validate-judge FILE` and gtsteer study steering-table validate the same way before they measure.
@@ -10,10 +10,10 @@ validated is a steering classifier, since "judge" is the verdict game's.
 
 Besides config files it takes the name of a label set that has no config (`LABEL_SPACES`:
 `werewolf_playstyle`, the readings of `gtsteer werewolf styles`, labelled in
-tests/data/werewolf_style_labelled.yaml), validated the same way:
+gtsteer/data/werewolf_style_labelled.yaml), validated the same way:
 
     gtsteer eval judge werewolf_playstyle --judge local \
-        --labelled tests/data/werewolf_style_labelled.yaml
+        --labelled gtsteer/data/werewolf_style_labelled.yaml
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gtsteer.binding.progress import GatherBar
+from gtsteer.binding.shipped import DATA_DIR
 from gtsteer.domains import load_spec
 from gtsteer.evals.classifiers import (
     SteeringClassifier,
@@ -40,11 +41,11 @@ from gtsteer.evals.validation import (
 )
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import ROOT, RunResult, check_out_dir, write_json
+from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
 #: The labelled set shipped with the repository.
-DEFAULT_LABELLED = ROOT / "tests" / "data" / "judge_labelled.yaml"
+DEFAULT_LABELLED = DATA_DIR / "judge_labelled.yaml"
 
 
 class ValidationReport(RunResult):

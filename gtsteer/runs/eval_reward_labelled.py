@@ -182,7 +182,7 @@ def agreement_reading(spec: DomainSpec) -> AgreementReading:
     if reading is None:
         raise ValueError(f"--labelled: domain `{spec.hooks.name}` cannot say what a dialogue "
                          "agreed (RewardCases.agreement), so labelled dialogues cannot be "
-                         "scored; today only fruit by offer (configs/trade_fruit_offer.yaml) can")
+                         "scored; today only fruit by offer (trade_fruit_offer) can")
     return reading
 
 

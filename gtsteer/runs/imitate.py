@@ -33,6 +33,7 @@ from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
+from gtsteer.llm.extras import require
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.output import (
@@ -252,6 +253,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
+    require("torch", "imitate", "gtsteer imitate")  # before anything is solved
     emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
     client, _, _ = ctx.roles(spec)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)

@@ -77,11 +77,9 @@ class Endpoint:
             return LLM(model)
         key = self.api_key()
         if key is None and self.api_base and not self.env_keys:
-            key = NO_KEY
-        elif key is None and self.api_base and not os.environ.get("OPENAI_API_KEY"):
-            # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the
-            # SDK to hold some key; this placeholder is what those servers' docs send.
-            key = NO_KEY if model.startswith("openai/") else None
+            key = NO_KEY  # a stored endpoint never gets the environment's key
+        # Otherwise, with no key, an `openai/` model at an --api-base gets the placeholder from
+        # the backend (the SDK must hold some key; a keyless server's docs send this one).
         return LLM(model, api_base=self.api_base, api_key=key,
                    timeout_s=REQUEST_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
                    max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s)

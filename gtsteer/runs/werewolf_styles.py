@@ -14,7 +14,7 @@ line. This run measures that directly, per writer model:
 3. **Readings.** A steering classifier (`gtsteer.evals.classifiers`, "the judge") reads each
    line as one of `style_lines.READINGS` (six styles and `neutral`), in both variants (without
    and with the readings' definitions). It is first validated on hand-labelled lines
-   (tests/data/werewolf_style_labelled.yaml) by the code that validates every steering judge
+   (gtsteer/data/werewolf_style_labelled.yaml) by the code that validates every steering judge
    (`gtsteer.evals.validation`); a variant's readings count only where it passes (its Wilson
    interval above chance).
 4. **Numbers per style** (`summarise`, from the saved rows alone): how often its lines read as
@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rich.progress import Progress
 
 from gtsteer.binding.progress import GatherBar
+from gtsteer.binding.shipped import DATA_DIR
 from gtsteer.evals.classifiers import (
     SteeringClassifier,
     classifier_models,
@@ -62,7 +63,6 @@ from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.output import (
-    ROOT,
     RunResult,
     finish_run_dir,
     prepare_run_dir,
@@ -106,7 +106,7 @@ STATES_FILE = "states.jsonl"
 RUN_FILE = "run.json"
 JUDGE_FILE = "judge.json"
 #: The labelled lines the judge is validated on.
-DEFAULT_LABELLED = ROOT / "tests" / "data" / "werewolf_style_labelled.yaml"
+DEFAULT_LABELLED = DATA_DIR / "werewolf_style_labelled.yaml"
 #: What the issue asks for; fewer states make a trial run, which the docs section says.
 ISSUE_STATES = 20
 

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results", type=Path,
                         default=ROOT / "results" / "schedule_meeting_dow-local-0")
     parser.add_argument("--config", type=Path,
-                        default=ROOT / "configs" / "schedule_meeting_dow.yaml")
+                        default=ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml")
     parser.add_argument("--instance", type=int, default=0)
     args = parser.parse_args(argv)
     print(outcome_table(args.results, args.config, args.instance))

@@ -12,7 +12,7 @@ in pygambit on the exported file:
   unique, so |difference| <= gtsteer's NashConv), and OpenSpiel's NashConv of it (0).
 pygambit is in the test extra (`pip install -e '.[test]'`).
 
-    gtsteer study gambit-check [--llm fake] [--float] [configs/*.yaml]
+    gtsteer study gambit-check [--llm fake] [--float] [gtsteer/configs/*.yaml]
 
 prints one markdown table row per config (docs/SOLVE.md, "Cross-check with Gambit").
 """
@@ -30,10 +30,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import pygambit as gbt
 import pyspiel
 
 from gtsteer.bench import benchdoc
+from gtsteer.llm.extras import require
 from gtsteer.runs.export import export_config
 from gtsteer.runs.output import ROOT
 from gtsteer.runs.solve import solve_config
@@ -67,6 +67,14 @@ class GambitCheck:
     equilibrium_values: list[float]
     equilibrium_nash_conv: float
     seconds: float
+
+
+def _gambit() -> Any:
+    """pygambit, the `gambit` extra (one line naming it when it is missing)."""
+    require("pygambit", "gambit", "The Gambit cross-check (gtsteer study gambit-check)")
+    import pygambit
+
+    return pygambit
 
 
 def behaviour_profile(game: Any, efg_map: EfgMap, table: PolicyTable) -> Any:
@@ -137,6 +145,7 @@ def best_response_value(efg_path: Path, efg_map: EfgMap, policy: PolicyTable,
     sequence-form `lcp_solve` on `fixed_opponents_efg` (a decision problem of `player`
     alone; no strategic form, so any tree size here)."""
     text = fixed_opponents_efg(efg_path.read_text(), efg_map, policy, player)
+    gbt = _gambit()
     game = gbt.read_efg(io.StringIO(text))
     eq = gbt.nash.lcp_solve(game, rational=False).equilibria[0]
     return float(eq.payoff(list(game.players)[player]))
@@ -147,11 +156,12 @@ def check(efg_path: Path, efg_map: EfgMap, policy: PolicyTable, *,
     """Gambit's regret of `policy` and an exact equilibrium of the exported game.
 
     The equilibrium comes from `lcp_solve` on the sequence form for every game: its zero-sum
-    sibling `lp_solve` (16.7.0) returned, on configs/court.yaml with the fake model, a profile
+    sibling `lp_solve` (16.7.0) returned, on the court config with the fake model, a profile
     whose first information set has all-zero probabilities and payoffs 0/0 where the value is
     -1/+1 (docs/SOLVE.md). `equilibrium` False skips it (the 2-player LCP takes minutes on
     the interrogation tree): then the equilibrium fields are empty and NaN."""
     start = time.perf_counter()
+    gbt = _gambit()
     game = gbt.read_efg(str(efg_path))
     players = list(game.players)
     profile = behaviour_profile(game, efg_map, policy)
@@ -243,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm", default="fake")
     parser.add_argument("--float", action="store_true", help="lcp_solve in floats, not rationals")
     args = parser.parse_args(argv)
-    configs = args.configs or sorted((ROOT / "configs").glob("*.yaml"))
+    configs = args.configs or sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
     print(HEADER)
     for config in configs:
         with tempfile.TemporaryDirectory() as tmp:

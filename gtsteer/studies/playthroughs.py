@@ -1,7 +1,7 @@
 """Record the playthrough regression files: one full game of every config with the fake model.
 
-    gtsteer study playthroughs                  # every configs/*.yaml
-    gtsteer study playthroughs configs/x.yaml
+    gtsteer study playthroughs                  # every gtsteer/configs/*.yaml
+    gtsteer study playthroughs gtsteer/configs/x.yaml
     gtsteer study playthroughs --werewolf       # the Werewolf playstyle game
 
 Writes tests/data/playthroughs/<config stem>.txt: a header naming the config, the game's
@@ -43,7 +43,7 @@ PLAYSTYLE_ROOT = ("gtsteer/studies/playthroughs.py: discussion_states(seed=1)[1]
 
 def main(argv: list[str] | None = None) -> int:
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
-    parser.add_argument("configs", nargs="*", type=Path, help="default: configs/*.yaml")
+    parser.add_argument("configs", nargs="*", type=Path, help="default: gtsteer/configs/*.yaml")
     parser.add_argument("--werewolf", action="store_true", help="the playstyle game only")
     args = parser.parse_args(argv)
     # A private response cache: the recording must not depend on (or fill) the user's cache.
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         PLAYTHROUGH.write_text(record_playstyle_playthrough(), encoding="utf-8")
         print(f"wrote {PLAYTHROUGH.relative_to(ROOT)}")
         return 0
-    configs = args.configs or sorted((ROOT / "configs").glob("*.yaml"))
+    configs = args.configs or sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
     for config in configs:
         target = OUT / f"{Path(config).stem}.txt"
         target.write_text(record_config(Path(config)), encoding="utf-8")

@@ -1,8 +1,8 @@
 """The PSRO discovery study (issue 40, item 2): does PSRO find the days?
 
-configs/schedule_meeting_dow_start.yaml is meeting by day with `any` as the only day to
+gtsteer/configs/schedule_meeting_dow_start.yaml is meeting by day with `any` as the only day to
 propose. `gtsteer psro` has to grow the days itself from what a proposer model names. The full
-game, configs/schedule_meeting_dow.yaml, has every day as an action and is the reference
+game, gtsteer/configs/schedule_meeting_dow.yaml, has every day as an action and is the reference
 (`--reference`). Each iteration's meta-strategy is played in it, instance by instance
 (`gtsteer.solvers.psro.reference`): its NashConv there, its gain over `any` beside the full
 game's CFR gain, and that gain on fresh samples (`--heldout`). The held-out gate
@@ -63,8 +63,8 @@ COMMAND = "gtsteer study psro-discovery"
 
 SECTION = "psro_discovery"
 DOC = ROOT / "docs" / "PSRO.md"
-START_CONFIG = ROOT / "configs" / "schedule_meeting_dow_start.yaml"
-FULL_CONFIG = ROOT / "configs" / "schedule_meeting_dow.yaml"
+START_CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow_start.yaml"
+FULL_CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 #: Committed with the repository (results/ is not): small JSON and one PNG per row.
 RESULTS = ROOT / "docs" / "data" / "psro_discovery"
 ROW_FILE = "study_row.json"
@@ -223,7 +223,7 @@ def measure(settings: RowSettings, start: Path, full: Path, instances: Path, res
     """Run one row's `gtsteer psro` into results/<row>/ and save its study_row.json."""
     folder = results / settings.row
     (folder / ROW_FILE).unlink(missing_ok=True)  # a killed run leaves no stale row behind
-    commit = benchdoc.commit(["gtsteer", "configs"])
+    commit = benchdoc.commit(["gtsteer"])
 
     def step(report: IterationReport) -> None:
         added = ", ".join(a or (f"rejected {r!r}" if r else "—") for a, r in

@@ -24,7 +24,7 @@ finished S saves its row under --results and a rerun keeps it (same instances an
 its own section of the doc; where one instance set is measured at several S, the reading adds
 the paired difference per instance between the first and the last S.
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study samples configs/debate.yaml \
+    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study samples gtsteer/configs/debate.yaml \
         --seeds 2,4,8 --games 20,20,4 --results results/samples
 """
 
@@ -40,6 +40,7 @@ import yaml
 from pydantic import BaseModel
 
 from gtsteer.bench import benchdoc
+from gtsteer.binding.shipped import CONFIG_DIR
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import ROOT, repo_relative, save_png
 from gtsteer.runs.ray_pool import RayOptions
@@ -138,7 +139,7 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
             progress: bool, ray: RayOptions | None = None,
             reuse: Path | None = None, command: str | None = None) -> StudyRow:
     folder = results / f"s{seeds}"
-    commit = benchdoc.commit(["gtsteer", "configs"])
+    commit = benchdoc.commit(["gtsteer"])
     spec = load_spec(config)
     if reuse is not None:
         offered = reuse_records(reuse, folder / "run", games)
@@ -333,7 +334,7 @@ def render(rows: list[StudyRow], config: str, command: str, png: str | None) -> 
 
 def main(argv: list[str] | None = None) -> None:
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, nargs="?", default=ROOT / "configs" / "debate.yaml")
+    parser.add_argument("config", type=Path, nargs="?", default=CONFIG_DIR / "debate.yaml")
     parser.add_argument("--seeds", default="2,4,8", help="num_llm_seeds values, in order")
     parser.add_argument("--games", default="20",
                         help="instances per S: one number, or one per S (e.g. 20,20,4)")

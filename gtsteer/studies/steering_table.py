@@ -1,7 +1,7 @@
 """The cross-model steering table (the paper's Tables 2-5): its section of docs/BENCHMARKS.md
 and docs/steering_table.png.
 
-1. Judges are validated first (`gtsteer eval judge` on tests/data/judge_labelled.yaml): each
+1. Judges are validated first (`gtsteer eval judge` on gtsteer/data/judge_labelled.yaml): each
    candidate's accuracy per config and variant with a Wilson interval against chance.
 2. For every config, the first judge of `--judges` that passes there (interval above chance,
    in the variant whose interval starts higher) is that config's judge for every writer; a
@@ -45,7 +45,7 @@ PNG = ROOT / "docs" / "steering_table.png"
 START, END = benchdoc.markers("steering_table")
 WRITERS = ["local:gemma3-270m", "local:smollm2-135m", "local:qwen2.5-coder-0.5b",
            "local:qwen2.5-coder-1.5b"]
-CONFIGS = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "configs").glob("*.yaml"))]
+CONFIGS = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))]
 JUDGES = ["embed"]
 _CONTENT = re.compile(r"[A-Za-z0-9]")
 
@@ -160,7 +160,7 @@ def render(validations: list[ClassifierValidation], reports: list[SteeringReport
         "",
         "### The judges on hand-labelled messages",
         "",
-        ("`gtsteer eval judge` on tests/data/judge_labelled.yaml: messages written for the"
+        ("`gtsteer eval judge` on gtsteer/data/judge_labelled.yaml: messages written for the"
          " check (not by any model under test), 6 per day and 8 per tone or style, whose label"
          " a reader cannot miss. Accuracy with a 95% Wilson interval; a judge passes a config"
          " when the interval's lower end is above chance. Likelihood judges are calibrated on"

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     reports = []
     for name in args.configs.split(","):
         reports.append(evaluate_verdict(
-            ROOT / "configs" / f"{name}.yaml", llm=args.llm, games=args.games,
+            ROOT / "gtsteer" / "configs" / f"{name}.yaml", llm=args.llm, games=args.games,
             breadth=args.breadth, out_dir=args.out / name,
         ))
     command = (f"gtsteer study verdict --llm {args.llm} --games {args.games}"

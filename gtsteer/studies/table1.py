@@ -1,8 +1,9 @@
 """The paper's Table 1 for every domain config: NashConv and CFR gain (95% CIs) over N solved
 instances, steering accuracy beside them, written to docs/TABLE1.md next to the paper's numbers.
 
-    .venv/bin/gtsteer table1                       # every configs/*.yaml, local model
-    .venv/bin/gtsteer table1 --games 20 --samples 10 --llm local configs/trade_fruit_tone.yaml
+    .venv/bin/gtsteer table1                       # every gtsteer/configs/*.yaml, local model
+    .venv/bin/gtsteer table1 --games 20 --samples 10 --llm local \
+        gtsteer/configs/trade_fruit_tone.yaml
 
 Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
 `gtsteer eval steering` (K messages per instruction); results land in results/table1/. LLM
@@ -22,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gtsteer.bench import benchdoc
+from gtsteer.binding.shipped import shipped_configs
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
@@ -168,7 +170,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     spelling or model string; None: the writer's own likelihoods) and is validated on the
     labelled messages first: a judge at chance there is not used, and the row says why."""
     spec = load_spec(config)
-    commit = benchdoc.commit(["gtsteer", "configs"])  # the code measured, read before it runs
+    commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
     row = Row(config=repo_relative(config),
               domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
     command = None if command is None else f"{command} {row.config}"
@@ -590,7 +592,8 @@ def render(rows: list[Row], llm: str, command: str,
         ("- Steering accuracy is measured on the first message of a dialogue, i.e. the first"
         " speaker's instructions (the prosecutor's or interrogator's in the verdict games), and"
         " classified by a judge that passed the hand-labelled messages first"
-        " (tests/data/judge_labelled.yaml, docs/EVAL.md); where none passed, it is not measured."),
+        " (gtsteer/data/judge_labelled.yaml, docs/EVAL.md); where none passed, it is not"
+        " measured."),
         ("- How the selection part changes with more samples per message: the samples study"
         " (`gtsteer study samples`, docs/BENCHMARKS.md \"Samples study\"). Earlier runs:"
         " [TABLE1_2026-12-01.md](TABLE1_2026-12-01.md), all seven domains before chat models"
@@ -602,7 +605,7 @@ def render(rows: list[Row], llm: str, command: str,
 
 def main(argv: list[str] | None = None) -> None:
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
-    parser.add_argument("configs", nargs="*", type=Path, help="default: every configs/*.yaml")
+    parser.add_argument("configs", nargs="*", type=Path, help="default: every shipped config")
     parser.add_argument("--llm", default="local")
     parser.add_argument("--games", type=int,
                         help="instances per domain (default 20; with --render-only and no"
@@ -614,7 +617,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--judge", default="embed",
                         help="what classifies the steering messages: a judge (embed,"
                              " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
-                             " validated on tests/data/judge_labelled.yaml first, and not used"
+                             " validated on gtsteer/data/judge_labelled.yaml first, and not used"
                              " where it is at chance there")
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
     parser.add_argument("--doc", type=Path, default=DOC)
@@ -634,7 +637,7 @@ def main(argv: list[str] | None = None) -> None:
             args.samples is not None and args.samples < 0):
         parser.error("--games must be >= 1 and --samples >= 0")
     ray = benchdoc.ray_options(parser, args)
-    configs = [c.resolve() for c in args.configs] or sorted((ROOT / "configs").glob("*.yaml"))
+    configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
     given = sys.argv[1:] if argv is None else argv
     command = "gtsteer table1" + "".join(f" {a}" for a in given)
     # One domain's command: the options without the config list (a row names its own config).

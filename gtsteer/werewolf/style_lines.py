@@ -7,7 +7,7 @@ measure read a line:
   as a listener hears them (not as the instruction the bot is given: "names a suspect and
   demands answers", not "press hard"), plus `NEUTRAL`, a line with no particular style (what
   an unguided bot is expected to say). The judge is checked first on hand-written lines of
-  each reading (tests/data/werewolf_style_labelled.yaml);
+  each reading (gtsteer/data/werewolf_style_labelled.yaml);
 - **proxies that need no judge**: the words of a line (`words`; a quiet observer should say
   less) and the other players it names (`named_players`; an aggressive provoker should name a
   suspect more often).

