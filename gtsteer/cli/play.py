@@ -4,7 +4,6 @@ unguided model (docs/IMITATION.md, "Live play")."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,8 +12,8 @@ from rich.markup import escape
 from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
     ApiBase,
-    ConfigArg,
     ApiKeyEnv,
+    ConfigArg,
     MaxWait,
     Out,
     RequestTimeout,
