@@ -1,0 +1,84 @@
+"""Run-level failures from the fourth reliability round (shared/reviews/reliability-0832c41.md):
+psro with no instance expanded (M2), an unbounded Werewolf seed (L1), a fully resumed solve's
+summary (L13) and `gtsteer table1` with a failing domain. Each was a traceback, a wrong value
+or a wrong exit code."""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gtsteer.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+FRUIT = str(ROOT / "configs" / "trade_fruit_tone.yaml")
+runner = CliRunner()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again when the block ends: nothing listens
+
+
+def error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+# ---- M2: psro with no instance expanded is one line, exit 2 -----------------------------
+
+
+def test_psro_against_a_dead_server_is_one_line_naming_the_cause(tmp_path: Path) -> None:
+    port = closed_port()
+    result = runner.invoke(app, [
+        "psro", FRUIT, "-q", "--iterations", "1", "--games", "2", "--llm", "openai/stub",
+        "--api-base", f"http://127.0.0.1:{port}/v1", "--request-timeout", "2",
+        "--max-wait", "0.1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.exception is not None
+    [line] = error_lines(result.output)
+    assert line.startswith("error: ExpansionError: no instance expanded (instance 0, 1):"
+                           " message generation failed: openai/stub"), line
+    assert f"connection refused by 127.0.0.1:{port}" in line
+
+
+PLUGIN = """
+from gtsteer.binding import Domain
+
+async def utility(ctx):
+    raise RuntimeError("utility exploded")
+
+RAISES = Domain(name="round4_utility_raises", utility=utility)
+"""
+
+CONFIG = """
+name: round4_bike
+domain: round4_plugin:RAISES
+players: [seller, buyer]
+names: [Ada, Ben]
+actions:
+  stance: [firm, soft, any]
+scenario: "{name0} sells a bike to {name1}."
+message_prompt: "{scenario}\\n{transcript}{instruction}{name}:"
+num_llm_seeds: 2
+num_max_replies: 1
+payoff: {min: 0, max: 10, prompt: "{transcript}"}
+"""
+
+
+def test_psro_whose_plugin_utility_raises_is_one_line(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "round4_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (tmp_path / "bike.yaml").write_text(textwrap.dedent(CONFIG))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = runner.invoke(app, ["psro", str(tmp_path / "bike.yaml"), "-q", "--llm", "fake",
+                                 "--iterations", "1", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    [line] = error_lines(result.output)
+    assert line.startswith("error: ExpansionError: no instance expanded"), line
+    assert "RuntimeError: utility exploded" in line
