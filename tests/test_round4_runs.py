@@ -82,3 +82,44 @@ def test_psro_whose_plugin_utility_raises_is_one_line(tmp_path: Path,
     [line] = error_lines(result.output)
     assert line.startswith("error: ExpansionError: no instance expanded"), line
     assert "RuntimeError: utility exploded" in line
+
+
+# ---- L1: a Werewolf seed is bounded to the web lobby's range ------------------------------
+
+
+def refusal(output: str) -> str:
+    return " ".join(output.replace("│", " ").split())  # without the box's borders
+
+
+@pytest.mark.parametrize(("seed", "bound"), [("9223372036854775808", "less than or equal to"
+                                              " 2147483647"),
+                                             ("2147483648", "less than or equal to 2147483647"),
+                                             ("-1", "greater than or equal to 0")])
+def test_a_werewolf_seed_out_of_range_is_refused_before_the_game(tmp_path: Path, seed: str,
+                                                                 bound: str) -> None:
+    db = tmp_path / "ww.sqlite"
+    result = runner.invoke(app, ["werewolf", "play", "--bots-only", "--players", "5", "--llm",
+                                 "fake", "--seed", seed, "--db", str(db)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and not db.exists()
+    assert f"Invalid value for '--seed': Input should be {bound}" in refusal(result.output)
+
+
+@pytest.mark.parametrize("command", [["steer-train", "--games", "1"], ["evaluate"],
+                                     ["steer-heldout", "--policy", "nowhere"]])
+def test_every_werewolf_seed_flag_is_bounded(tmp_path: Path, command: list[str]) -> None:
+    result = runner.invoke(app, ["werewolf", *command, "--llm", "fake",
+                                 "--seed", str(2**64), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert ("Invalid value for '--seed': Input should be less than or equal to 2147483647"
+            in refusal(result.output))
+
+
+def test_the_largest_werewolf_seed_plays(tmp_path: Path) -> None:
+    db = tmp_path / "ww.sqlite"
+    result = runner.invoke(app, ["werewolf", "play", "--bots-only", "--players", "5", "--llm",
+                                 "fake", "--max-days", "1", "--max-messages", "2",
+                                 "--seed", "2147483647", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert db.exists()
