@@ -5,6 +5,7 @@ or a wrong exit code."""
 
 from __future__ import annotations
 
+import json
 import socket
 import textwrap
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gtsteer.cli import app
+from gtsteer.llm import LLM
+from gtsteer.runs.solve import solve_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = str(ROOT / "configs" / "trade_fruit_tone.yaml")
@@ -123,3 +126,20 @@ def test_the_largest_werewolf_seed_plays(tmp_path: Path) -> None:
                                  "--seed", "2147483647", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert db.exists()
+
+
+# ---- L13: a fully resumed solve writes the summary the first run wrote ---------------------
+
+
+def test_a_fully_resumed_solve_keeps_the_solver_backend(tmp_path: Path) -> None:
+    args = {"games": 2, "iterations": 50, "out_dir": tmp_path / "run", "progress": False}
+    first = solve_config(FRUIT, LLM("fake"), **args)
+    written = json.loads((tmp_path / "run" / "summary.json").read_text())
+    again = solve_config(FRUIT, LLM("fake"), resume=True, **args)
+    rewritten = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert first.solver_backend.startswith("open_spiel C++")
+    assert again.solver_backend == first.solver_backend
+    assert again.llm_calls.requests == 0  # nothing was solved again
+    timing = {"llm_calls", "llm_cost_usd", "llm_modes", "wall_s", "created", "finished_at"}
+    assert ({k: v for k, v in rewritten.items() if k not in timing}
+            == {k: v for k, v in written.items() if k not in timing})
