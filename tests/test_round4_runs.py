@@ -143,3 +143,20 @@ def test_a_fully_resumed_solve_keeps_the_solver_backend(tmp_path: Path) -> None:
     timing = {"llm_calls", "llm_cost_usd", "llm_modes", "wall_s", "created", "finished_at"}
     assert ({k: v for k, v in rewritten.items() if k not in timing}
             == {k: v for k, v in written.items() if k not in timing})
+
+
+# ---- table1: a failed domain is a non-zero exit naming it ----------------------------------
+
+
+def test_table1_exits_1_naming_the_domain_that_failed(tmp_path: Path) -> None:
+    results = tmp_path / "res"
+    results.mkdir()
+    (results / "trade_fruit_tone").write_text("not a folder")  # the domain's run folder
+    doc = tmp_path / "TABLE1.md"
+    result = runner.invoke(app, ["table1", "--llm", "fake", "--games", "1", "--samples", "0",
+                                 "--quiet", "--results", str(results), "--doc", str(doc),
+                                 FRUIT])
+    assert result.exit_code == 1, result.output
+    [line] = error_lines(result.output)
+    assert line.startswith("error: 1 of 1 domains failed: trade_fruit_tone ("), line
+    assert "| `trade_fruit_tone` | 0 / 1 | failed: " in doc.read_text()  # still written
