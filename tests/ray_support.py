@@ -79,6 +79,22 @@ def two_nodes(worker_cpus: int = 2) -> Iterator[tuple[str, str]]:
             cluster.shutdown()
 
 
+@contextmanager
+def loopback_head(cpus: int = 1) -> Iterator[str]:
+    """A Ray head on this machine listening on 127.0.0.1 only, as `ray start --head
+    --node-ip-address 127.0.0.1` with Ray's node-address lookup off starts one; this process
+    is not connected to it. Yields its GCS address, `127.0.0.1:PORT`."""
+    from ray.cluster_utils import Cluster
+
+    with _environment():
+        cluster = Cluster(initialize_head=True, connect=False, head_node_args={
+            "num_cpus": cpus, "node_ip_address": "127.0.0.1", "include_dashboard": False})
+    try:
+        yield cluster.address
+    finally:
+        cluster.shutdown()
+
+
 def timed_unit(unit: tuple[str, int], model: Any) -> int:
     """A unit of work for the Ray tests that writes when it ran to `<folder>/<i>.json`. Its
     model calls look the cache up through the driver's cache actor (a blocking `ray.get` in

@@ -9,7 +9,7 @@
 
 from gtsteer.binding.domain import GENERIC, Domain, DomainParams, FreeParams, RewardCases
 from gtsteer.binding.domain_checks import DomainCheckError
-from gtsteer.binding.expand import ExpansionReport, expand, expand_sync
+from gtsteer.binding.expand import ExpansionError, ExpansionReport, expand, expand_sync
 from gtsteer.binding.game import SHORT_NAME, DialogueGame, DialogueObserver, DialogueState, Request
 from gtsteer.binding.growth import grow_game
 from gtsteer.binding.instances import (
@@ -52,6 +52,7 @@ __all__ = [
     "DomainCheckError",
     "DomainParams",
     "DomainSpec",
+    "ExpansionError",
     "ExpansionReport",
     "FreeParams",
     "GenerationSettings",

@@ -21,6 +21,22 @@ from gtsteer.binding.reward import compute_reward
 from gtsteer.llm import LLMError, run_sync
 
 
+class ExpansionError(RuntimeError):
+    """A tree a run cannot do without could not be expanded (every instance of a meta-game,
+    a reference game): the message names the tree and why, e.g. the model's error. Where one
+    instance among others fails, its run goes on and records the failure instead."""
+
+    @classmethod
+    def every_instance(cls, failures: dict[int, str]) -> ExpansionError:
+        """No instance expanded; one reason shared by all (a server that is down) is said once."""
+        reasons = sorted(set(failures.values()))
+        which = ", ".join(str(i) for i in sorted(failures))
+        if len(reasons) == 1:
+            return cls(f"no instance expanded (instance {which}): {reasons[0]}")
+        return cls("no instance expanded: " + "; ".join(
+            f"instance {i}: {failures[i]}" for i in sorted(failures)))
+
+
 class ExpansionReport(BaseModel):
     decision_nodes: int = 0
     chance_nodes: int = 0

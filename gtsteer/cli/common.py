@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from gtsteer.binding import ExpansionError
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 from gtsteer.llm.secrets import scrub_secrets
@@ -64,15 +65,17 @@ def parse_options(model: type[Options], flags: dict[str, str], **values: Any) ->
 
 @contextlib.contextmanager
 def friendly_errors() -> Iterator[None]:
-    """Turn expected failures (bad model string, missing key, bad config, unusable storage)
-    into one clear line and exit 2."""
+    """Turn expected failures (bad model string, missing key, bad config, unusable storage, a
+    model that answered nothing a run needs, a Ray cluster that cannot be joined) into one
+    clear line and exit 2."""
     try:
         yield
     except ValidationError as exc:  # one line naming the fields, not pydantic's dump
         err_console.print(f"[bold red]error:[/] invalid {escape(exc.title)}: "
                           f"{escape(_problems(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=2) from None
-    except (LLMError, StorageError, RayClusterError, ValueError, FileNotFoundError) as exc:
+    except (LLMError, StorageError, RayClusterError, ExpansionError, ValueError,
+            FileNotFoundError) as exc:
         # escaped: a path or a message may hold [brackets] that Rich would read as markup
         shown = escape(scrub_secrets(str(exc)))  # a key a server quoted never reaches stderr
         err_console.print(f"[bold red]error:[/] {type(exc).__name__}: {shown}",

@@ -7,9 +7,10 @@ command takes are declared next to it, in the same `Annotated` style.
 
 One flag has more than one alias only where its meaning, type or bounds differ between
 commands (`--seed` of a run is bounded to SEED_RANGE and also spelt `-s`; a Werewolf game's
-`--seed` is neither). Changing one of those would change a command's behaviour, so each
-variant is kept and named here. tests/test_cli_options.py walks the app and fails on a shared
-flag that any other module declares by hand, or whose help or type matches no alias here.
+`--seed` is bounded to the web lobby's range and has no `-s`). Changing one of those would
+change a command's behaviour, so each variant is kept and named here. tests/test_cli_options.py
+walks the app and fails on a shared flag that any other module declares by hand, or whose help
+or type matches no alias here.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Annotated
 import typer
 
 from gtsteer.runs.solve import SEED_RANGE
-from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
+from gtsteer.werewolf.rules import MAX_PLAYERS, MAX_SEED, MIN_PLAYERS, MIN_SEED
 
 # --- the config ------------------------------------------------------------------------------
 
@@ -104,18 +105,20 @@ Seed = Annotated[
                  help="Seed of the generated instances and of every other random choice of the"
                  " run."),
 ]
-#: Werewolf games: any int, no `-s`.
+#: Werewolf games: the web lobby's range (MIN_SEED..MAX_SEED), no `-s`.
 GameSeed = Annotated[
     int,
-    typer.Option("--seed", help="Game seed: roles, orders and sampling (game g of several plays"
+    typer.Option("--seed", min=MIN_SEED, max=MAX_SEED,
+                 help="Game seed: roles, orders and sampling (game g of several plays"
                  " SEED+g), and every other random choice of the command."),
 ]
 #: `llm ask`: one request's seed.
 SamplingSeed = Annotated[int, typer.Option("--seed", help="Sampling seed (part of the cache key).")]
 HeldoutSeed = Annotated[
     int | None,
-    typer.Option("--seed", help="Seed of the first held-out game (game g: seed + g); default:"
-                 " the first after the training games'. Training seeds are refused."),
+    typer.Option("--seed", min=MIN_SEED, max=MAX_SEED,
+                 help="Seed of the first held-out game (game g: seed + g); default: the first"
+                 " after the training games'. Training seeds are refused."),
 ]
 
 # --- output and display -------------------------------------------------------------------------

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gtsteer.binding import DomainSpec, Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding import (
+    DomainSpec,
+    ExpansionError,
+    Instance,
+    expand_sync,
+    generate_instances,
+    make_game,
+)
 from gtsteer.binding.llm_instances import check_fits, read_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
@@ -269,7 +276,7 @@ def _reference_games(full: DomainSpec, instances: list[Instance], model: LLM, co
         game = make_game(full, inst, model, config=config, seed=settings.seed)
         expanded = expand_sync(game, progress=False)
         if expanded.failed:
-            raise RuntimeError(f"reference game, instance {inst.index}: {expanded.reason}")
+            raise ExpansionError(f"reference game, instance {inst.index}: {expanded.reason}")
         cfr = solve_cfr(game, solver=DEFAULT_SOLVER, iterations=DEFAULT_ITERATIONS).policy
         fresh = make_game(full, inst, model, config=config, seed=settings.seed,
                           sample_offset=full.num_llm_seeds) if settings.heldout else None

@@ -20,10 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import ipaddress
 import itertools
 import logging
 import os
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,8 +54,14 @@ TASK_RETRIES = 3
 #: A requests-per-minute bound for served models, cluster-wide (unset: no such bound).
 RPM_ENV = "GTSTEER_RPM"
 #: How long `--ray HOST:PORT` waits for the head's port to accept a connection (Ray's own
-#: connect retries forever, printing a line every 30 s).
+#: connect retries for some 14 minutes, printing a line every 30 s, deaf to Ctrl-C).
 CONNECT_TIMEOUT_S = 10.0
+#: How long the head's GCS may take to answer Ray's own handshake (a port that accepts TCP
+#: may be no Ray head at all), Python's start and Ray's import in a child process included.
+GCS_TIMEOUT_S = 20.0
+#: How long joining a cluster may take in all: above the 60 s Ray gives itself to find this
+#: machine's raylet (`ray start` must have run here), so its own message comes first.
+JOIN_TIMEOUT_S = 90.0
 _BUILT_IN = ("gtsteer.llm.backends.fake", "gtsteer.llm.backends.local",
              "gtsteer.llm.backends.litellm_backend")
 
@@ -252,17 +263,75 @@ def connected(options: RayOptions) -> Iterator[None]:
                      include_dashboard=False, _node_ip_address="127.0.0.1",
                      logging_level=logging.WARNING)
     else:
+        if threading.current_thread() is threading.main_thread():
+            # What ray.init installs when it runs on the main thread (`join` runs it on
+            # another): SIGTERM ends the run through its `finally` blocks, a probe's child too.
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
         if options.address != "auto":
             probe_head(options.address)
-        try:
-            ray.init(address=options.address, logging_level=logging.WARNING)
-        except ConnectionError as exc:  # `auto` with no cluster here, a head that went away
-            raise RayClusterError(f"--ray {options.address}: cannot join the Ray cluster:"
-                                  f" {_first_line(exc)}") from None
+            probe_gcs(options.address)
+        join(options.address, JOIN_TIMEOUT_S)
     try:
         yield
     finally:
         ray.shutdown()
+
+
+def join(address: str, timeout_s: float = JOIN_TIMEOUT_S) -> None:
+    """`ray.init(address)`, given up on after `timeout_s` with one line. Ray's connect blocks in
+    C++ where no signal reaches Python, so it runs on a thread while this one waits, and Ctrl-C
+    and SIGTERM stop the process as they would any run. A loopback head (`127.0.0.1:PORT`,
+    `localhost:PORT`) is joined there: Ray would rewrite it to this machine's interface address,
+    where a head listening on loopback only is not found."""
+    failure: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=address, logging_level=logging.WARNING)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(exc)
+
+    joining = threading.Thread(target=init, name=f"ray.init({address})", daemon=True)
+    keep_loopback = address != "auto" and _is_loopback(head_address(address)[0])
+    with loopback_only() if keep_loopback else contextlib.nullcontext(), _no_thread_warning():
+        joining.start()
+        joining.join(timeout_s)  # a lock wait: Ctrl-C interrupts it
+    if joining.is_alive():  # left behind as a daemon thread: it ends with the process
+        raise RayClusterError(f"--ray {address}: Ray did not finish joining the cluster within"
+                              f" {timeout_s:g} s")
+    if failure:  # `auto` with no cluster here, a head that went away, no raylet on this node
+        raise RayClusterError(f"--ray {address}: cannot join the Ray cluster:"
+                              f" {_first_line(failure[0])}") from None
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    sys.exit(signum)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
+class _NotMainThreadFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "not the main thread" not in record.getMessage()
+
+
+@contextmanager
+def _no_thread_warning() -> Iterator[None]:
+    """Without ray.init's warning that it set no SIGTERM handler off the main thread
+    (`connected` set one)."""
+    worker_log, quiet = logging.getLogger("ray._private.worker"), _NotMainThreadFilter()
+    worker_log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        worker_log.removeFilter(quiet)
 
 
 #: Ray's switch for its node-address lookup (named for Windows and macOS, where it is off by
@@ -305,6 +374,31 @@ def probe_head(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         raise RayClusterError(
             f"--ray {address}: no Ray head answers there ({why}); start one with `ray start"
             " --head --port PORT`, or check the address and the firewall") from None
+
+
+#: Run in a child process, so that Ray's C++ client, its retries and its log lines stay there
+#: and the wait can be cut short: it exits 0 once the GCS gave its cluster id.
+_GCS_HANDSHAKE = "import sys; from ray._raylet import GcsClient; GcsClient(address=sys.argv[1])"
+
+
+def probe_gcs(address: str, timeout_s: float = GCS_TIMEOUT_S) -> None:
+    """Fail in `timeout_s` with one line when what accepts connections at the head's address
+    is not a Ray GCS (Ray's own client would wait some 14 minutes for it)."""
+    # Ray's own limit too, so that a child whose parent was killed does not wait 40 s
+    env = {**os.environ, "RAY_py_gcs_connect_timeout_s": str(max(1, int(timeout_s)))}
+    try:
+        done = subprocess.run([sys.executable, "-c", _GCS_HANDSHAKE, address], env=env,
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:  # run() has killed the child
+        why = f"no answer to Ray's handshake within {timeout_s:g} s"
+    else:
+        if done.returncode == 0:
+            return
+        why = next((line for line in reversed(done.stderr.splitlines()) if line.strip()),
+                   f"exit status {done.returncode}")
+    raise RayClusterError(
+        f"--ray {address}: the port accepts connections, but no Ray head answers there ({why});"
+        " give the GCS port `ray start --head` printed (6379 by default)")
 
 
 def _cluster_failed(what: str, finished: int, total: int, label: str) -> RayClusterError:

@@ -261,7 +261,8 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
                                  on_result=write_game, label="instances")
     solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
-    backend = next((done.backend for done in reversed(units_run.values) if done.backend), "")
+    # From every record, kept ones too: a fully resumed run solved nothing itself.
+    backend = next((r.solver_backend for r in reversed(records) if r.solver_backend), "")
     failures = [
         Failure(instance=r.index, stage=r.failure_stage or "expand", reason=r.failure or "")
         for r in records
@@ -363,11 +364,10 @@ def resumable_records(out: Path, keys: Sequence[str]) -> dict[int, GameRecord]:
 
 @dataclass
 class InstanceOutcome:
-    """One instance's record, which CFR implementation ran ("" when it did not get that far)
-    and the expanded tree's terminals as JSONL (`terminal_rows`; None before expansion)."""
+    """One instance's record and the expanded tree's terminals as JSONL (`terminal_rows`; None
+    before expansion)."""
 
     record: GameRecord
-    backend: str = ""
     terminals: str | None = None
 
 
@@ -437,7 +437,7 @@ def _solve_instance(
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
                 record.heldout_failure = scrub_secrets(f"{type(exc).__name__}: {exc}")
-        done.backend = result.backend
+        record.solver_backend = result.backend
         return done
     except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
         raise

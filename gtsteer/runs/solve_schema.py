@@ -213,5 +213,8 @@ class GameRecord(BaseModel):
     heldout: HeldOutGain | None = None
     #: Why the held-out tree failed (the in-sample result above still stands).
     heldout_failure: str | None = None
+    #: Which CFR implementation solved it ("" where it was not solved): a resumed run's
+    #: summary reads it from the records it keeps.
+    solver_backend: str = ""
     #: Hash of what decided this record (`gtsteer.runs.solve.run_key`): `--resume` keeps it.
     run_key: str | None = None

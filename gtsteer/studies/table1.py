@@ -10,6 +10,9 @@ Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
 answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
 its row under --results; `--render-only` writes the doc from those rows without a model call,
 so several processes (one per core, on disjoint configs) or sessions can share the work.
+
+Exit code: 0 when every domain was measured, 1 when any failed (the doc is still written, the
+failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad options.
 """
 
 from __future__ import annotations
@@ -603,7 +606,11 @@ def render(rows: list[Row], llm: str, command: str,
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+#: The exit code of a run in which a domain failed (as `gtsteer solve` when no instance solved).
+DOMAIN_FAILED = 1
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
     parser.add_argument("configs", nargs="*", type=Path, help="default: every shipped config")
     parser.add_argument("--llm", default="local")
@@ -674,7 +681,7 @@ def main(argv: list[str] | None = None) -> None:
             if row is not None:
                 rows[domain] = row
         print(write_doc(rows))
-        return
+        return 0
     with ExitStack() as session:
         if ray is not None:  # one Ray session for every domain
             from gtsteer.runs.ray_pool import connected
@@ -690,7 +697,14 @@ def main(argv: list[str] | None = None) -> None:
             # Written after every domain: a run stopped part-way still leaves the finished rows.
             text = write_doc(rows)
     print(text)
+    failed = [f"{domain} ({' '.join(stored.row.error.split())})"  # one line
+              for domain, stored in rows.items() if stored.row.error]
+    if failed:
+        print(f"error: {len(failed)} of {len(rows)} domains failed: " + "; ".join(failed),
+              file=sys.stderr, flush=True)
+        return DOMAIN_FAILED
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

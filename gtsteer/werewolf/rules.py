@@ -28,6 +28,9 @@ class Role(str, Enum):
 
 ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
+#: A game's seed: the range the web lobby accepts, so a game played from the command line can
+#: be set up there again; SQLite stores it (an INTEGER holds 64 bits, SEED + g included).
+MIN_SEED, MAX_SEED = 0, 2**31 - 1
 #: Speakers the router names after each round: at least MIN_SPEAKERS (when that many may
 #: speak), at most MAX_SPEAKERS. The engine accepts 1 to MAX_SPEAKERS (one is all a table
 #: with a single other living player can offer).

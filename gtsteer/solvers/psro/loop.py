@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gtsteer.binding import ANY, DialogueGame, grow_game, make_game
+from gtsteer.binding import ANY, DialogueGame, ExpansionError, grow_game, make_game
 from gtsteer.llm import LLM, LLMCalls, UsageReport
 from gtsteer.solvers.meta import (
     MetaSolution,
@@ -350,7 +350,7 @@ def _heldout(run: _Run, player: int, joint: np.ndarray, result: OracleResult) ->
                          baseline_instruction=label)
     try:
         fresh = run.scores(player, joint, [result.added], fresh=True)
-    except RuntimeError as exc:  # every instance failed on fresh samples: no evidence either way
+    except ExpansionError as exc:  # no instance expanded on fresh samples: no evidence either way
         return check.model_copy(update={"error": str(exc)})
     baseline = fresh.current_value if label is None else fresh.current[label]
     candidate = fresh.candidates[result.added]

@@ -17,8 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from gtsteer.binding import DialogueGame, DialogueState, ExpansionReport, expand_sync
-from gtsteer.llm import LLMError
+from gtsteer.binding import (
+    DialogueGame,
+    DialogueState,
+    ExpansionError,
+    ExpansionReport,
+    expand_sync,
+)
+from gtsteer.llm import StorageError
 from gtsteer.solvers.evaluate import expected_returns, fixed
 from gtsteer.solvers.metrics import t_interval
 
@@ -99,7 +105,7 @@ class Expansion:
 
 @dataclass
 class InstanceEntries:
-    """One instance's part of a meta-game build: its expansion report (None when the LLM
+    """One instance's part of a meta-game build: its expansion report (None when expanding
     raised), its payoff stack over the profiles, or why it has none."""
 
     index: int
@@ -110,12 +116,16 @@ class InstanceEntries:
 
 def instance_entries(game: DialogueGame, populations: Sequence[Sequence[str]],
                      progress: bool = False) -> InstanceEntries:
-    """Expand what the populations' profiles need in one game and evaluate them exactly."""
+    """Expand what the populations' profiles need in one game and evaluate them exactly.
+    Any exception (an LLM error, a domain utility's bug) fails this instance only, with its
+    reason, as in `gtsteer solve`; unusable storage stops the build."""
     index = game.instance.index
     allowed = action_ids(game, populations)
     try:
         report = expand_sync(game, progress=progress, follow=one_instruction_each(game, allowed))
-    except LLMError as exc:
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is kept
         return InstanceEntries(index, None, None, f"{type(exc).__name__}: {exc}")
     if report.failed:
         return InstanceEntries(index, report, None, str(report.reason or "expansion failed"))
@@ -159,7 +169,7 @@ def build_metagame(
         stacks.append(entries.stack)
         used.append(entries.index)
     if not stacks:
-        raise RuntimeError(f"every instance failed to expand: {failures}")
+        raise ExpansionError.every_instance(failures)
     labels = [list(p) for p in populations]
     return MetaGame(labels, np.stack(stacks), used, failures), expansion
 

@@ -29,7 +29,7 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import DialogueGame, DialogueState, expand_sync
+from gtsteer.binding import DialogueGame, DialogueState, ExpansionError, expand_sync
 from gtsteer.solvers.cfr import PolicyTable, cached_tree, policy_table
 from gtsteer.solvers.evaluate import Strategy, expected_returns, fixed, tabular
 from gtsteer.solvers.metrics import cfr_gain, nash_conv
@@ -173,7 +173,7 @@ def _fresh_gain(fresh: DialogueGame, mix: Mapping[int, list[tuple[int, float]]],
 
     report = expand_sync(fresh, progress=progress, follow=follow)
     if report.failed:
-        raise RuntimeError(f"reference game on fresh samples: {report.reason}")
+        raise ExpansionError(f"reference game on fresh samples: {report.reason}")
 
     def meta(state: pyspiel.State) -> list[tuple[int, float]]:
         return mix[state.current_player()]
