@@ -138,6 +138,36 @@ class JudgeSpec(_Strict):
         return [self.prompt, *self.alternative_prompts]
 
 
+#: The longest `psro.examples` value: PSRO drops longer proposals as rambling
+#: (`gtsteer.solvers.psro.candidates.MAX_INSTRUCTION_CHARS`), so a longer example would teach it.
+MAX_PSRO_EXAMPLE_CHARS = 60
+
+
+class PSROSpec(_Strict):
+    """What PSRO's proposer is shown of this domain besides its scenario and population."""
+
+    #: Example values of the key PSRO grows, shown to the proposer as values of the kind it
+    #: should propose (two per call, chosen by the call's seed, none already in the
+    #: population). Empty: the population itself is the example (as OpenSpiel's
+    #: list-continuation prompt). Tone configs list tones here; a day config need not.
+    examples: list[str] = Field(default_factory=list)
+
+    @field_validator("examples")
+    @classmethod
+    def _examples(cls, v: list[str]) -> list[str]:
+        for value in v:
+            if not value.strip() or "|" in value or "=" in value:
+                raise ValueError(f"example {value!r} is empty or has | or =")
+            if value.strip().lower() == ANY:
+                raise ValueError(f'"{ANY}" is the unguided baseline, not an example')
+            if len(value) > MAX_PSRO_EXAMPLE_CHARS:
+                raise ValueError(f"example {value!r} is longer than {MAX_PSRO_EXAMPLE_CHARS} "
+                                 "characters (PSRO drops such proposals)")
+        if len({x.strip().lower() for x in v}) != len(v):
+            raise ValueError(f"examples {v} has duplicates")
+        return v
+
+
 class DomainSpec(_Strict):
     """Everything that defines a dialogue domain; see configs/trade_fruit_tone.yaml."""
 
@@ -180,6 +210,8 @@ class DomainSpec(_Strict):
     num_deals: int = Field(1, ge=1, le=MAX_DEALS)
     payoff: PayoffSpec
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    #: What `gtsteer psro`'s proposer is shown (`psro.examples`).
+    psro: PSROSpec = Field(default_factory=PSROSpec)
     #: (key, value) pairs appended at run time by `with_added_instruction` (PSRO), in order.
     #: Their instructions come after all earlier ones, so no existing action id ever changes.
     grown: list[tuple[str, str]] = Field(default_factory=list)
