@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import yaml
 from pydantic import (
@@ -17,7 +17,9 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 ANY = "any"
 #: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
 MAX_DEALS = 256
+#: LLM samples of one message (chance outcomes of one chance node).
+Samples = Annotated[int, Field(gt=0, le=64)]
+_ONE_COUNT, _PER_DEPTH = TypeAdapter(Samples), TypeAdapter(list[Samples])
 
 #: Placeholders each template may use (filled by gtsteer.binding.prompts).
 MESSAGE_FIELDS = frozenset(
@@ -202,7 +207,9 @@ class DomainSpec(_Strict):
     termination_prompt: str | None = None
     #: Verdict games: a classifier after every round instead of a termination prompt.
     judge: JudgeSpec | None = None
-    num_llm_seeds: int = Field(gt=0, le=64)
+    #: LLM samples per message: one count for every message, or one per depth (`[8, 2]`: 8
+    #: samples of the first sampled message, 2 of each later one; the last entry repeats).
+    num_llm_seeds: int | list[int]
     num_max_replies: int = Field(gt=0, le=16)
     #: 1: each generated instance is its own game (every private fact is known to the solver).
     #: K > 1: one game whose root chance node deals one of K private-information draws sharing
@@ -220,6 +227,18 @@ class DomainSpec(_Strict):
     models: RunModels | None = Field(None, exclude=True)
     #: The `Domain` record bound by `with_domain` (never dumped: the config holds its name).
     _domain: Domain | None = PrivateAttr(default=None)
+
+    @field_validator("num_llm_seeds", mode="wrap")
+    @classmethod
+    def _seeds_per_depth(cls, v: Any, _handler: ValidatorFunctionWrapHandler
+                         ) -> int | list[int]:
+        # one validation per shape, so an error names the field (and the entry), not the
+        # union's members
+        if not isinstance(v, list):
+            return _ONE_COUNT.validate_python(v)
+        if not v:
+            raise ValueError("give a count, or one count per message depth (e.g. [8, 2])")
+        return _PER_DEPTH.validate_python(v)
 
     @field_validator("actions")
     @classmethod
@@ -353,6 +372,21 @@ class DomainSpec(_Strict):
     @property
     def num_players(self) -> int:
         return len(self.players)
+
+    def samples_at(self, depth: int) -> int:
+        """LLM samples of the message at `depth` (0: the first sampled message of a dialogue;
+        a config's fixed `opening` is no sample). A per-depth list repeats its last entry."""
+        seeds = self.num_llm_seeds
+        if isinstance(seeds, int):
+            return seeds
+        return seeds[min(depth, len(seeds) - 1)]
+
+    @property
+    def max_llm_seeds(self) -> int:
+        """The most samples of any message: the sample offset of a game whose samples are
+        disjoint from this one's at every depth (fresh samples, `sample_offset`)."""
+        seeds = self.num_llm_seeds
+        return seeds if isinstance(seeds, int) else max(seeds)
 
     @property
     def action_keys(self) -> list[str]:

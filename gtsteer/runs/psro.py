@@ -68,7 +68,7 @@ class PSROSummary(RunResult):
     instances_file: str | None = None
     #: The full game each iteration's meta-strategy is measured in (`--reference`), else null.
     reference: str | None = None
-    num_llm_seeds: int
+    num_llm_seeds: int | list[int]
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
     num_deals: int = 1
     payoff_bounds: tuple[float, float]
@@ -276,7 +276,7 @@ def _reference_games(full: DomainSpec, instances: list[Instance], model: LLM, co
             raise RuntimeError(f"reference game, instance {inst.index}: {expanded.reason}")
         cfr = solve_cfr(game, solver=DEFAULT_SOLVER, iterations=DEFAULT_ITERATIONS).policy
         fresh = make_game(full, inst, model, config=config, seed=settings.seed,
-                          sample_offset=full.num_llm_seeds) if settings.heldout else None
+                          sample_offset=full.max_llm_seeds) if settings.heldout else None
         out.append(ReferenceGame(game, cfr, fresh))
     return out
 

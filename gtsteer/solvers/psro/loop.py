@@ -116,7 +116,7 @@ class _Run:
         self.fresh: list[DialogueGame] = [
             make_game(g.spec, g.instance, g.llm, config=str(g.get_parameters().get("config", "")),
                       seed=int(g.get_parameters().get("seed", 0)),
-                      sample_offset=g.sample_offset + g.spec.num_llm_seeds)
+                      sample_offset=g.sample_offset + g.spec.max_llm_seeds)
             for g in self.games
         ] if config.heldout else []
         self.models = list({id(m): m for m in [*(g.llm for g in self.games), proposer]}.values())
