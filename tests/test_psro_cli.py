@@ -85,10 +85,13 @@ def test_rd_meta_strategy_far_from_equilibrium_is_not_converged(tmp_path: Path) 
     # RD's time average can sit far from equilibrium while no candidate improves on it; that is
     # no convergence (before: "converged: true"). Relations, not this fake run's numbers, which
     # move whenever the fake model's samples do.
-    summary = _fruit(tmp_path / "rd", "--report-nash")
+    # seed 2, 4 iterations: iteration 3 adds nothing with the rd gap far above its limit
+    summary = _fruit(tmp_path / "rd", "--report-nash", "--seed", "2", "--iterations", "4")
     for it in summary.iterations:
         nothing = all(a is None for a in it.added) and not any(it.rejected)
-        assert it.converged == (nothing and it.gap <= it.gap_limit)
+        # the last report has no oracle step; an oracle that scored nothing searched nothing
+        searched = bool(it.oracles) and not any(o.no_candidate for o in it.oracles)
+        assert it.converged == (nothing and it.gap <= it.gap_limit and searched)
         rd, nash = it.solutions["rd"], it.solutions["nash"]
         assert rd.gap_name == "nash_conv" and it.gap == rd.gap
         # the exact solver's equilibrium: its NashConv to HiGHS's feasibility tolerance (1e-7)
@@ -105,14 +108,15 @@ def test_nbs_driven_run_converges_when_nothing_is_added(tmp_path: Path) -> None:
     # The NBS is not an equilibrium (a large CCE gap), so its gap is reported but is no
     # stopping test: an nbs run converges when no oracle finds an improvement (review 66ff82a
     # L2; before, it could never converge and ran every iteration on the same meta-game).
-    summary = _fruit(tmp_path / "nbs", "--meta-solver", "nbs")
+    # seed 2: the fake proposer's candidates improve on nothing at iteration 0
+    summary = _fruit(tmp_path / "nbs", "--meta-solver", "nbs", "--seed", "2")
     first = summary.iterations[0]
     assert first.added == [None, None] and first.rejected == [None, None]
     assert first.stop_rule == "nothing_added" and first.gap > first.gap_limit
     assert first.converged and summary.converged and len(summary.iterations) == 1
     assert first.gap == first.solutions["nbs"].gap
     # the same iteration-0 meta-game as an rd-driven run: the same exact NBS
-    rd_run = _fruit(tmp_path / "rd")
+    rd_run = _fruit(tmp_path / "rd", "--seed", "2")
     assert first.solutions["nbs"].payoffs == pytest.approx(
         rd_run.iterations[0].solutions["nbs"].payoffs, abs=1e-12)
 

@@ -28,7 +28,8 @@ from gtsteer.solvers.metrics import mean_ci
 from gtsteer.studies import psro_discovery as study
 from gtsteer.studies.table1 import ci
 
-CURRENT = re.compile(r"Current \w+ values of the \w+: (.*)\.\n")
+#: The population, as the proposer prompt lists it to be continued ("* assertive").
+LISTED = re.compile(r"^\* (.+)$", re.MULTILINE)
 
 
 class NamingProposer(Backend):
@@ -51,8 +52,7 @@ class NamingProposer(Backend):
         if "new kinds of" in text:
             answer = [f"kind {self.calls}"]
         else:
-            match = CURRENT.search(text)
-            current = set(match.group(1).split(", ")) if match else set()
+            current = set(LISTED.findall(text))
             answer = [v for v in self.values if v not in current][:1]
         return RawCompletion(text=json.dumps({"instructions": answer}), usage=Usage())
 

@@ -123,3 +123,26 @@ def test_the_seeded_instances_file_holds_what_solve_generates(tmp_path: Path) ->
                                       "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert read_instances(out) == generate_instances(load_spec(full), 3, 4)
+
+
+def test_a_label_in_other_words_is_measured_as_the_full_games_instruction(
+        tmp_path: Path) -> None:
+    # A proposer's "Bold." or "BOLD" is the full game's `bold` (issue 57; review L5: matched
+    # exactly, a correct "tuesday" was "unmapped" and gave no numbers).
+    from gtsteer.llm import LLM
+    from gtsteer.runs.psro import _reference_games
+    from gtsteer.solvers.psro.reference import measure_in_reference
+
+    full = strength_config(tmp_path, "strength_full",
+                           ["calm", "assertive", "submissive", "bold", "any"])
+    spec = load_spec(full)
+    refs = _reference_games(spec, generate_instances(spec, 2, 0), LLM("fake"), "",
+                            PSROConfig(), None)
+    report = measure_in_reference(refs, [{"Bold.": 0.5, "BOLD": 0.5}, {"Any": 1.0}], "rd")
+    assert report.unmapped == []
+    assert report.renamed == {"Bold.": "bold", "BOLD": "bold", "Any": "any"}
+    assert report.played == [{"bold": 1.0}, {"any": 1.0}]
+    # the proposer on bold gains 2, the responder on any 0: the mean over players
+    assert report.gain == pytest.approx(1.0, abs=1e-9)
+    assert measure_in_reference(refs, [{"bolder": 1.0}, {"any": 1.0}], "rd").unmapped == [
+        "bolder"]

@@ -37,8 +37,10 @@ def test_agreed_day_pays_each_player_its_preference() -> None:
     assert meeting_values("Tuesday", AWAY, PREFS) == [7.0, 2.0]
 
 
-def test_out_of_office_day_pays_that_player_zero() -> None:
-    assert meeting_values("Friday", AWAY, PREFS) == [6.0, 0.0]
+def test_a_day_either_player_is_away_pays_both_zero() -> None:
+    # Bob is away on Friday: no meeting happens, so Ann's 6 for Friday is not paid either.
+    assert meeting_values("Friday", AWAY, PREFS) == [0.0, 0.0]
+    assert meeting_values("Sunday", AWAY, [{"Sunday": 5}, {"Sunday": 8}]) == [0.0, 0.0]
 
 
 def test_no_agreement_pays_zero() -> None:
@@ -188,3 +190,16 @@ def test_private_features_encode_absence_and_preferences() -> None:
 def test_psro_may_grow_the_day_set_with_free_instructions() -> None:
     spec = spec_of("schedule_meeting_dow").with_added_instruction("day", "the earliest free day")
     assert "the earliest free day" in spec.actions["day"]
+
+
+def test_the_away_day_rule_is_a_new_domain_version() -> None:
+    # Solved records are resumed by a key holding the domain's fingerprint: records paid under
+    # the old rule must not be reused, while the model's cached readings stay valid.
+    from dataclasses import replace
+
+    from gtsteer.domains import get_domain
+
+    meeting = get_domain("schedule_meeting")
+    assert meeting.fingerprint().startswith("schedule_meeting@2[")
+    assert replace(meeting, version=1).fingerprint() == meeting.fingerprint().replace("@2", "")
+    assert "@" not in get_domain("fruit_trade").fingerprint()  # never re-versioned: unchanged

@@ -59,7 +59,7 @@ def message_requests(calls: int) -> list:
     openings = [f"How about we meet on {day}?" for day in spec.params["days"]]
     out = [game.message_request([Turn(speaker=0, instruction="any", text=text)], 1, i, (0, o))
            for text in openings for i in game.instructions(1)
-           for o in range(spec.num_llm_seeds)]
+           for o in range(spec.samples_at(1))]
     return out[:calls]
 
 

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     instance = generate_instances(spec, 1, 0)[0]
     local = LLM("local:smollm2-135m", use_cache=False)
     game = make_game(spec, instance, local, config=str(CONFIG))
-    plays = [(i, o) for i in game.instructions(0) for o in range(spec.num_llm_seeds)]
+    plays = [(i, o) for i in game.instructions(0) for o in range(spec.samples_at(0))]
     ref = [game.message_request([], 0, i, (o,)) for i, o in plays]  # chat form
     plain_stop = message_stop(spec, instance, 0, chat=False)
     # the plain prompt is the chat form's user turn (the served path sends just that)

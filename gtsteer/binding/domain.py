@@ -77,7 +77,7 @@ MessageParser = Callable[["DomainSpec", str, str], "str | None"]
 
 #: Left out of `Domain.fingerprint`: a baseline's choice, or how a message is read to measure
 #: steering, does not change the game.
-_NOT_IN_GAME = frozenset({"name", "greedy", "parse_message"})
+_NOT_IN_GAME = frozenset({"name", "greedy", "parse_message", "version"})
 
 
 def is_domain_reference(name: str) -> bool:
@@ -135,6 +135,11 @@ class Domain:
     reward_cases: RewardCases | None = None
     greedy: GreedyChoice | None = None
     parse_message: MessageParser | None = None
+    #: Raised when the domain's code pays the same transcripts differently (a new payoff
+    #: rule): it is part of `fingerprint`, so solved records saved under the old rule are
+    #: solved again (`gtsteer solve`'s resume key), while the model's cached answers, which
+    #: the rule only reads, stay valid.
+    version: int = 1
 
     def __post_init__(self) -> None:
         if self.private_info is not None and self.joint_private_info is not None:
@@ -147,11 +152,13 @@ class Domain:
         return self.private_info is not None or self.joint_private_info is not None
 
     def fingerprint(self) -> str:
-        """The name and which hooks are set: tells apart two records of one name (a domain and
-        its copy without the utility, `gtsteer eval reward`'s free path) in a game key."""
+        """The name, its `version` and which hooks are set: tells apart two records of one name
+        (a domain and its copy without the utility, `gtsteer eval reward`'s free path) in a game
+        key. Version 1 is left out, so a domain never re-versioned keeps the keys it had."""
         hooks = [f.name for f in fields(self)
                  if f.name not in _NOT_IN_GAME and getattr(self, f.name)]
-        return f"{self.name}[{','.join(hooks)}]"
+        version = "" if self.version == 1 else f"@{self.version}"
+        return f"{self.name}{version}[{','.join(hooks)}]"
 
     def without_utility(self) -> Domain:
         """The same domain paid by the reward LLM instead of its exact utility."""

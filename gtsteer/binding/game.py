@@ -2,8 +2,9 @@
 
 History: a player chooses an instruction (action id = index in `game.instructions(p)`), then a
 chance node picks one of `num_llm_seeds` equally likely samples of the message that instruction
-produces. Every instruction becomes a message, players alternate, and the game ends after
-`num_max_replies` messages per player or when the termination check says so.
+produces (a per-depth list gives the message at depth d `spec.samples_at(d)` samples). Every
+instruction becomes a message, players alternate, and the game ends after `num_max_replies`
+messages per player or when the termination check says so.
 
 With `num_deals` K > 1 the root is a chance node dealing one of K private-information draws
 (`deal_instances`) that share the public part; a player's information state then holds only
@@ -131,7 +132,7 @@ class DialogueGame(pyspiel.Game):
             _game_type(spec),
             pyspiel.GameInfo(
                 num_distinct_actions=len(self._instructions),
-                max_chance_outcomes=max(spec.num_llm_seeds, len(self.deals)),
+                max_chance_outcomes=max(spec.max_llm_seeds, len(self.deals)),
                 num_players=n,
                 min_utility=min(lo for lo, _ in bounds),
                 max_utility=max(hi for _, hi in bounds),
@@ -213,13 +214,14 @@ class DialogueGame(pyspiel.Game):
     def message_seeds(self) -> set[int]:
         """Every seed a message of this game's tree can be drawn with (all chance paths up to
         the reply limit): what a check of "solved and fresh samples never meet" compares."""
-        n, first = self.spec.num_players, self.first_player
-        samples = range(self.sample_offset, self.sample_offset + self.spec.num_llm_seeds)
+        n, first, offset = self.spec.num_players, self.first_player, self.sample_offset
+        samples = [range(offset, offset + self.spec.samples_at(depth))
+                   for depth in range(self.reply_limit)]
         out: set[int] = set()
         for length in range(1, self.reply_limit + 1):
             speaker = (first + length - 1) % n
             out |= {message_seed(d.seed, path, speaker)
-                    for d in self.deals for path in itertools.product(samples, repeat=length)}
+                    for d in self.deals for path in itertools.product(*samples[:length])}
         return out
 
     def sample_path(self, history: History) -> tuple[int, ...]:
@@ -370,7 +372,8 @@ class DialogueState(pyspiel.State):
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         game = self._game
-        k = len(game.deals) if self.deal is None else game.spec.num_llm_seeds
+        # the message being sampled is the dialogue's message number `_replies` (its depth)
+        k = len(game.deals) if self.deal is None else game.spec.samples_at(self._replies)
         return [(i, 1.0 / k) for i in range(k)]
 
     def _apply_action(self, action: int) -> None:

@@ -11,7 +11,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import yaml
 from pydantic import (
@@ -19,7 +19,9 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    TypeAdapter,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 ANY = "any"
 #: Root chance outcomes of a dealt game; each multiplies the tree (and the LLM calls).
 MAX_DEALS = 256
+#: LLM samples of one message (chance outcomes of one chance node).
+Samples = Annotated[int, Field(gt=0, le=64)]
+_ONE_COUNT, _PER_DEPTH = TypeAdapter(Samples), TypeAdapter(list[Samples])
 
 #: Placeholders each template may use (filled by gtsteer.binding.prompts).
 MESSAGE_FIELDS = frozenset(
@@ -141,6 +146,36 @@ class JudgeSpec(_Strict):
         return [self.prompt, *self.alternative_prompts]
 
 
+#: The longest `psro.examples` value: PSRO drops longer proposals as rambling
+#: (`gtsteer.solvers.psro.candidates.MAX_INSTRUCTION_CHARS`), so a longer example would teach it.
+MAX_PSRO_EXAMPLE_CHARS = 60
+
+
+class PSROSpec(_Strict):
+    """What PSRO's proposer is shown of this domain besides its scenario and population."""
+
+    #: Example values of the key PSRO grows, shown to the proposer as values of the kind it
+    #: should propose (two per call, chosen by the call's seed, none already in the
+    #: population). Empty: the population itself is the example (as OpenSpiel's
+    #: list-continuation prompt). Tone configs list tones here; a day config need not.
+    examples: list[str] = Field(default_factory=list)
+
+    @field_validator("examples")
+    @classmethod
+    def _examples(cls, v: list[str]) -> list[str]:
+        for value in v:
+            if not value.strip() or "|" in value or "=" in value:
+                raise ValueError(f"example {value!r} is empty or has | or =")
+            if value.strip().lower() == ANY:
+                raise ValueError(f'"{ANY}" is the unguided baseline, not an example')
+            if len(value) > MAX_PSRO_EXAMPLE_CHARS:
+                raise ValueError(f"example {value!r} is longer than {MAX_PSRO_EXAMPLE_CHARS} "
+                                 "characters (PSRO drops such proposals)")
+        if len({x.strip().lower() for x in v}) != len(v):
+            raise ValueError(f"examples {v} has duplicates")
+        return v
+
+
 class DomainSpec(_Strict):
     """Everything that defines a dialogue domain; see gtsteer/configs/trade_fruit_tone.yaml."""
 
@@ -175,7 +210,9 @@ class DomainSpec(_Strict):
     termination_prompt: str | None = None
     #: Verdict games: a classifier after every round instead of a termination prompt.
     judge: JudgeSpec | None = None
-    num_llm_seeds: int = Field(gt=0, le=64)
+    #: LLM samples per message: one count for every message, or one per depth (`[8, 2]`: 8
+    #: samples of the first sampled message, 2 of each later one; the last entry repeats).
+    num_llm_seeds: int | list[int]
     num_max_replies: int = Field(gt=0, le=16)
     #: 1: each generated instance is its own game (every private fact is known to the solver).
     #: K > 1: one game whose root chance node deals one of K private-information draws sharing
@@ -183,6 +220,8 @@ class DomainSpec(_Strict):
     num_deals: int = Field(1, ge=1, le=MAX_DEALS)
     payoff: PayoffSpec
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    #: What `gtsteer psro`'s proposer is shown (`psro.examples`).
+    psro: PSROSpec = Field(default_factory=PSROSpec)
     #: (key, value) pairs appended at run time by `with_added_instruction` (PSRO), in order.
     #: Their instructions come after all earlier ones, so no existing action id ever changes.
     grown: list[tuple[str, str]] = Field(default_factory=list)
@@ -191,6 +230,18 @@ class DomainSpec(_Strict):
     models: RunModels | None = Field(None, exclude=True)
     #: The `Domain` record bound by `with_domain` (never dumped: the config holds its name).
     _domain: Domain | None = PrivateAttr(default=None)
+
+    @field_validator("num_llm_seeds", mode="wrap")
+    @classmethod
+    def _seeds_per_depth(cls, v: Any, _handler: ValidatorFunctionWrapHandler
+                         ) -> int | list[int]:
+        # one validation per shape, so an error names the field (and the entry), not the
+        # union's members
+        if not isinstance(v, list):
+            return _ONE_COUNT.validate_python(v)
+        if not v:
+            raise ValueError("give a count, or one count per message depth (e.g. [8, 2])")
+        return _PER_DEPTH.validate_python(v)
 
     @field_validator("actions")
     @classmethod
@@ -324,6 +375,21 @@ class DomainSpec(_Strict):
     @property
     def num_players(self) -> int:
         return len(self.players)
+
+    def samples_at(self, depth: int) -> int:
+        """LLM samples of the message at `depth` (0: the first sampled message of a dialogue;
+        a config's fixed `opening` is no sample). A per-depth list repeats its last entry."""
+        seeds = self.num_llm_seeds
+        if isinstance(seeds, int):
+            return seeds
+        return seeds[min(depth, len(seeds) - 1)]
+
+    @property
+    def max_llm_seeds(self) -> int:
+        """The most samples of any message: the sample offset of a game whose samples are
+        disjoint from this one's at every depth (fresh samples, `sample_offset`)."""
+        seeds = self.num_llm_seeds
+        return seeds if isinstance(seeds, int) else max(seeds)
 
     @property
     def reply_limit(self) -> int:

@@ -2,7 +2,9 @@
 
 Each field of a config is bounded on its own, but the tree multiplies them: every message is
 a decision over A instructions followed by S sampled replies, for up to R x N messages (R
-replies per player, N players), so the last level alone has (A S)^(R N) nodes. `tree_size`
+replies per player, N players), so the last level alone has (A S)^(R N) nodes (with samples
+per depth, `num_llm_seeds: [S0, S1, ...]`, the product of A S_d over the depths: the cost is
+linear in each entry). `tree_size`
 counts the worst case exactly (no dialogue ended early by a termination check or a verdict):
 what `expand` would visit and ask when nothing ends before the reply limit. Runs print it and
 refuse a run past a call bound unless the user raises the bound.
@@ -41,19 +43,20 @@ class TreeSize:
 def tree_size(spec: DomainSpec) -> TreeSize:
     """The worst-case size of one instance's game under `spec` (see the module docstring)."""
     actions = len(spec.instructions())
-    samples = spec.num_llm_seeds
     players = spec.num_players
     limit = spec.num_max_replies * players
     deals = spec.num_deals
     decision = chance = messages = checks = 0
+    before = 1  # histories that reach the message
     for reply in range(1, limit + 1):
-        before = (actions * samples) ** (reply - 1)  # histories that reach this message
+        samples = spec.samples_at(reply - 1)
         decision += before
         chance += before * actions
         messages += before * actions * samples
         if _end_check(spec, reply, limit):
             checks += before * actions * samples
-    terminals = (actions * samples) ** limit
+        before *= actions * samples
+    terminals = before
     return TreeSize(
         decision_nodes=deals * decision,
         chance_nodes=deals * chance + (1 if deals > 1 else 0),  # the root deal node

@@ -44,8 +44,8 @@ class ConformanceReport(BaseModel):
 def leaves_bound(spec: DomainSpec) -> int:
     """Leaves of the full tree when no dialogue ends early (an upper bound)."""
     actions = math.prod(len(v) for v in spec.actions.values())
-    per_message = actions * spec.num_llm_seeds
-    return per_message ** (spec.num_players * spec.num_max_replies) * spec.num_deals
+    depths = range(spec.num_players * spec.num_max_replies)
+    return math.prod(actions * spec.samples_at(d) for d in depths) * spec.num_deals
 
 
 def reduced_spec(spec: DomainSpec, max_leaves: int = MAX_LEAVES) -> tuple[DomainSpec, list[str]]:
@@ -64,7 +64,7 @@ def reduced_spec(spec: DomainSpec, max_leaves: int = MAX_LEAVES) -> tuple[Domain
 
     if data["num_deals"] > 1:
         reduce("num_deals", 1, "num_deals -> 1 (the dealt mode gets random_sim_test only)")
-    if too_big() and data["num_llm_seeds"] > 1:
+    if too_big() and parse_spec(data).max_llm_seeds > 1:
         reduce("num_llm_seeds", 1, "num_llm_seeds -> 1")
     if too_big():
         fewer = {k: [*[v for v in vs if v != ANY][:1], ANY] for k, vs in data["actions"].items()}

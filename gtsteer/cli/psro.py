@@ -91,7 +91,9 @@ def print_summary(summary: PSROSummary) -> None:
                                          else "(not a stopping test: converged means no "
                                               "oracle found an improvement)"))
     console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-                  f"{calls.new_calls} new calls · converged: {summary.converged}")
+                  f"{calls.new_calls} new calls · converged: {summary.converged}"
+                  + (f" · stopped: {summary.stop_reason}"
+                     if summary.stop_reason not in (None, "converged") else ""))
     if summary.reference is not None:
         print_reference(summary)
 
@@ -137,7 +139,8 @@ def psro(
         int, typer.Option("--candidates", "-k", help="Candidates per oracle (K).")
     ] = 4,
     operator: Annotated[
-        str, typer.Option("--operator", help="shotgun | better | trajectory | categorical")
+        str, typer.Option("--operator", help="shotgun (default: one call for K candidates) | "
+                                             "better | trajectory | categorical")
     ] = "shotgun",
     meta_solver: Annotated[
         str, typer.Option("--meta-solver",

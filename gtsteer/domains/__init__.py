@@ -57,6 +57,7 @@ SCHEDULE_MEETING = Domain(
         schedule_meeting_cases.meeting_case, schedule_meeting_cases.RULE.strip()
     ),
     greedy=schedule_meeting.meeting_greedy,
+    version=2,  # 2: a day either player is away pays both 0 (issue 57)
 )
 DEBATE = Domain(
     name=debate.DOMAIN,

@@ -2,7 +2,7 @@
 
 Each player has private out-of-office days and a preference value for every day. The reward
 LLM only reads *whether a day was agreed and which*; each player's payoff is then that day's
-preference, and 0 without agreement or when the day is one of its out-of-office days.
+preference, and 0 to both without agreement or when either player is out of office that day.
 """
 
 from __future__ import annotations
@@ -157,13 +157,12 @@ def check_meeting_instance(spec: DomainSpec, instance: Instance) -> None:
 def meeting_values(
     agreed_day: str | None, away: list[list[str]], preferences: list[dict[str, int]]
 ) -> list[float]:
-    """Each player's preference for the agreed day; 0 with no day or a day it is away."""
-    if agreed_day is None:
+    """Each player's preference for the agreed day; 0 to every player with no day, or on a
+    day any player is away: a meeting one side cannot attend does not take place, so the
+    proposer has a reason to find a day the other can make (issue 57)."""
+    if agreed_day is None or any(agreed_day in out for out in away):
         return [0.0] * len(away)
-    return [
-        0.0 if agreed_day in out else float(prefs.get(agreed_day, 0))
-        for out, prefs in zip(away, preferences, strict=True)
-    ]
+    return [float(prefs.get(agreed_day, 0)) for prefs in preferences]
 
 
 def named_days(days: list[str], text: str) -> list[str]:

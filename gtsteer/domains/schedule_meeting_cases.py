@@ -26,8 +26,9 @@ from gtsteer.domains.schedule_meeting import (
 )
 
 RULE = """
-Each person's payoff is their own preference value for the day both agreed on. It is 0 when
-they agreed on no day, or when the agreed day is one of that person's out-of-office days.
+Each person's payoff is their own preference value for the day both agreed on. It is 0 for
+both when they agreed on no day, or when the agreed day is an out-of-office day of either
+person (the meeting cannot take place).
 """
 
 PROPOSE = [

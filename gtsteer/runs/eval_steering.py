@@ -2,8 +2,9 @@
 
 For every value of every action key, K messages are generated exactly as the game plays them:
 the binding's own message prompt, sampling seeds and cleaning, at the first decision of the
-game. Sample j is chance outcome j mod S of instance j div S (S = `num_llm_seeds`), i.e. the
-root messages that `gtsteer solve --games ceil(K/S)` expands, so the two share cache entries.
+game. Sample j is chance outcome j mod S of instance j div S (S = the first message's
+`num_llm_seeds`), i.e. the root messages that `gtsteer solve --games ceil(K/S)` expands, so
+the two share cache entries.
 K unguided (`any`) messages give the base rate of each value.
 
 Each message is classified by argmax_z P(z | message) over the key's values, asked of the
@@ -117,7 +118,7 @@ def _games(spec: DomainSpec, model: LLM, samples: int, seed: int, config: str
     """The instances whose first decision the samples come from (no LLM call)."""
     return {index: make_game(spec, make_instance(spec, index, seed), model, config=config,
                              seed=seed)
-            for index in range(-(-samples // spec.num_llm_seeds))}
+            for index in range(-(-samples // spec.samples_at(0)))}
 
 
 def _nodes(spec: DomainSpec, samples: int) -> list[Node]:
@@ -125,7 +126,7 @@ def _nodes(spec: DomainSpec, samples: int) -> list[Node]:
     labels = [instruction_label(spec, k, v) for k in spec.actions for v in options_of(spec, k)]
     # The unguided label is the same whatever the key: one message serves every key.
     labels.append(instruction_label(spec, spec.action_keys[0], ANY))
-    return [(label, *divmod(j, spec.num_llm_seeds)) for label in labels for j in range(samples)]
+    return [(label, *divmod(j, spec.samples_at(0))) for label in labels for j in range(samples)]
 
 
 async def _messages(games: dict[int, DialogueGame], speaker: int, nodes: list[Node],
@@ -145,7 +146,7 @@ def _samples(spec: DomainSpec, samples: int, games: dict[int, DialogueGame], spe
     for key, value in plan:
         label = instruction_label(spec, key, value)
         for j in range(samples):
-            index, outcome = divmod(j, spec.num_llm_seeds)
+            index, outcome = divmod(j, spec.samples_at(0))
             out.append(SteeringSample(
                 key=key, instructed=value, instruction=label, instance=index, outcome=outcome,
                 speaker=games[index].instance.names[speaker],

@@ -67,7 +67,7 @@ class ExportSummary(RunResult):
     format: ExportFormat
     num_games: int
     num_deals: int
-    num_llm_seeds: int
+    num_llm_seeds: int | list[int]
     games: list[ExportedGame]
     llm_calls: LLMCalls
 

@@ -54,8 +54,9 @@ from gtsteer.solvers.psro.report import META_SOLVERS
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
 #: the oracles' `proposed` and `heldout`. 3: per-iteration `rejected` and `stop_rule`, the
 #: held-out baseline fixed in-sample (with both sides' in-sample scores), `nash` solved only
-#: when it drives or `report_nash` asks.
-SCHEMA_VERSION = 4
+#: when it drives or `report_nash` asks. 5: `stop_reason` and per-iteration `stop` (a
+#: proposer that produced no candidate is no convergence).
+SCHEMA_VERSION = 5
 PLOT = "payoffs.png"
 
 
@@ -74,13 +75,15 @@ class PSROSummary(RunResult):
     instances_file: str | None = None
     #: The full game each iteration's meta-strategy is measured in (`--reference`), else null.
     reference: str | None = None
-    num_llm_seeds: int
+    num_llm_seeds: int | list[int]
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
     num_deals: int = 1
     payoff_bounds: tuple[float, float]
     settings: PSROConfig
     key: str
     converged: bool
+    #: Why the run stopped early ("converged", "proposer produced no candidate"), or null.
+    stop_reason: str | None = None
     final_populations: list[list[str]]
     iterations: list[IterationReport]
     llm_calls: LLMCalls
@@ -222,7 +225,8 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
         num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         settings=settings, key=result.key,
-        converged=result.converged, final_populations=result.final_populations,
+        converged=result.converged, stop_reason=result.stop_reason,
+        final_populations=result.final_populations,
         iterations=result.iterations, llm_calls=totals,
     )
     finish_run_dir(out, "summary.json", summary)
@@ -279,7 +283,7 @@ def _reference_games(full: DomainSpec, instances: list[Instance], model: LLM, co
             raise ExpansionError(f"reference game, instance {inst.index}: {expanded.reason}")
         cfr = solve_cfr(game, solver=DEFAULT_SOLVER, iterations=DEFAULT_ITERATIONS).policy
         fresh = make_game(full, inst, model, config=config, seed=settings.seed,
-                          sample_offset=full.num_llm_seeds) if settings.heldout else None
+                          sample_offset=full.max_llm_seeds) if settings.heldout else None
         out.append(ReferenceGame(game, cfr, fresh))
     return out
 

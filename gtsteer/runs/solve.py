@@ -374,8 +374,8 @@ class InstanceOutcome:
 def solve_instance(job: InstanceJob, model: LLM) -> InstanceOutcome:
     """The unit of `gtsteer solve`: build, expand, solve and measure one instance."""
     build = partial(make_game, job.spec, job.instance, model, config=job.config, seed=job.seed)
-    # Seeds num_llm_seeds.. are disjoint from the solved tree's 0..num_llm_seeds-1.
-    fresh = partial(build, sample_offset=job.spec.num_llm_seeds) if job.heldout else None
+    # Samples S.. are disjoint from the solved tree's 0..S-1 (S: the most of any depth).
+    fresh = partial(build, sample_offset=job.spec.max_llm_seeds) if job.heldout else None
     readers = reader_factories(job.readers, job.embedder) if job.heldout else {}
     return _solve_instance(build, job.instance, job.solver, job.iterations, job.progress, fresh,
                            readers)

@@ -146,7 +146,8 @@ class SolveSummary(RunResult):
     num_deals: int = 1
     num_solved: int = 0
     num_failed: int = 0  # == len(failures)
-    num_llm_seeds: int  # chance outcomes per message (the spec's LLM sample seeds 0..n-1)
+    #: chance outcomes per message (the spec's LLM sample seeds 0..n-1), or one count per depth
+    num_llm_seeds: int | list[int]
     solver: str  # "cfr" or "cfr+"
     iterations: int
     solver_backend: str  # which OpenSpiel implementation ran (C++ on the cached tree, or Python)

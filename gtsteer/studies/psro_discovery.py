@@ -477,7 +477,9 @@ def render_row(row: StudyRow, summary: PSROSummary, results: str) -> list[str]:
          f" `{summary.model}`, {s.meta_solver} meta-strategy, K = {s.candidates},"
          f" {summary.num_games} instances, measured {row.measured_at} at commit {row.commit}:"
          f" {row.new_calls} new model calls ({row.proposer_new_calls} by a separate proposer)"
-         f" of {row.requests} requests, {row.wall_s:.0f} s. Converged: {summary.converged}."),
+         f" of {row.requests} requests, {row.wall_s:.0f} s. Converged: {summary.converged}."
+         + (f" Stopped: {summary.stop_reason}." if summary.stop_reason not in (None, "converged")
+            else "")),
         "",
         ("| it | population (" + " · ".join(players) + ") | added next | restricted value"
          f" ({', '.join(players)}) | NashConv, full game | gain over `any` | full game's CFR"

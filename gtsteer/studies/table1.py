@@ -45,6 +45,7 @@ from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
+from gtsteer.studies.table1_decomposition import decomposition
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer table1"
@@ -457,6 +458,41 @@ def versus_section(rows: list[Row]) -> list[str]:
     return lines
 
 
+def decomposition_section(rows: list[Row]) -> list[str]:
+    """Per domain: the first mover's fresh value under `any`, a random instruction, the CFR
+    opening and greedy, and each step (`gtsteer.studies.table1_decomposition`)."""
+    lines: list[str] = []
+    for r in rows:
+        first = next((c.player for c in r.versus if c.replay == "opening"), None)
+        if first is None:
+            continue
+        n_actions = len(load_spec(ROOT / r.config).instructions())
+        d = decomposition(r.per_instance, first, n_actions)
+        if d is None:
+            continue
+        role = next(c.role for c in r.versus if c.player == first)
+        values = " → ".join(f"{k} {signed(v.mean)}" for k, v in d.values.items())
+        steps = "; ".join(f"{k} {ci(v)}" for k, v in d.steps.items())
+        lines.append(f"| `{r.domain}` | {d.values['any'].n} | {role} | {values} | {steps} |")
+    if not lines:
+        return []
+    return [
+        "",
+        "## Fresh samples: what the opening's gain over `any` is made of",
+        "",
+        ("The first mover's mean fresh value with its opening on `any`, on a *random*"
+         " instruction (uniform over the non-`any` ones: (n·uniform − any)/(n − 1) from the"
+         " saved `uniform` and `any` values, exact because a value is linear in the opening"
+         " mixture), on the CFR opening (*policy*) and on *greedy*, with each paired step and"
+         " its 95% Student-t interval: *random − any* is what naming some instruction is worth,"
+         " *policy − random* what the solver's choice adds."),
+        "",
+        "| domain | n | player | value: any → random → policy → greedy | steps |",
+        "|---|---:|---|---|---|",
+        *lines,
+    ]
+
+
 def gain_figure(rows: list[Row]) -> Any:
     """Per domain: CFR gain / payoff range with its 95% interval, in-sample and on fresh
     samples side by side (normalised, so domains with different payoffs share one axis)."""
@@ -525,6 +561,7 @@ def render(rows: list[Row], llm: str, command: str,
             f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
         )
     lines += versus_section(rows)
+    lines += decomposition_section(rows)
     if stored:
         lines += provenance(stored)
     if figure:

@@ -15,7 +15,9 @@ from gtsteer.solvers.psro.metagame import (
 )
 from gtsteer.solvers.psro.oracles import OPERATORS, OracleInput, OracleResult, run_oracle
 from gtsteer.solvers.psro.report import (
+    CONVERGED,
     META_SOLVERS,
+    NO_CANDIDATE,
     STOP_RULES,
     IterationReport,
     PSROConfig,
@@ -24,7 +26,9 @@ from gtsteer.solvers.psro.report import (
 )
 
 __all__ = [
+    "CONVERGED",
     "META_SOLVERS",
+    "NO_CANDIDATE",
     "OPERATORS",
     "STOP_RULES",
     "SYNONYMS",

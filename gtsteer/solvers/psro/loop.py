@@ -47,6 +47,8 @@ from gtsteer.solvers.psro.oracles import (
 )
 from gtsteer.solvers.psro.prompts import SampledDialogue
 from gtsteer.solvers.psro.report import (
+    CONVERGED,
+    NO_CANDIDATE,
     STOP_RULES,
     IterationReport,
     LLMWork,
@@ -114,7 +116,7 @@ class _Run:
         self.fresh: list[DialogueGame] = [
             make_game(g.spec, g.instance, g.llm, config=str(g.get_parameters().get("config", "")),
                       seed=int(g.get_parameters().get("seed", 0)),
-                      sample_offset=g.sample_offset + g.spec.num_llm_seeds)
+                      sample_offset=g.sample_offset + g.spec.max_llm_seeds)
             for g in self.games
         ] if config.heldout else []
         self.models = list({id(m): m for m in [*(g.llm for g in self.games), proposer]}.values())
@@ -242,6 +244,7 @@ def run_psro(
     run = _Run(games, proposer, config, progress, map_games)
     reports: list[IterationReport] = []
     converged = False
+    stop_reason: str | None = None
     for t in range(config.iterations + 1):
         start, before = time.perf_counter(), run.usage()
         sizes = "x".join(str(len(p)) for p in run.populations)
@@ -283,26 +286,32 @@ def run_psro(
                             for p in range(len(run.populations))]
             report.rejected = [by_player[p].rejected if p in by_player else None
                                for p in range(len(run.populations))]
-            report.converged = _converged(report, results)
-            converged = report.converged
+            report.stop = _stop(report, results)
+            report.converged = converged = report.stop == CONVERGED
         report.game_actions = list(run.games[0].instructions())
         report.llm = run.work(before)
         report.wall_s = round(time.perf_counter() - start, 3)
         reports.append(report)
         if on_iteration is not None:
             on_iteration(report)
-        if converged and config.stop_when_converged:
+        if report.stop is not None and config.stop_when_converged:
+            stop_reason = report.stop
             break
     return PSROResult(config=config, key=run.key, iterations=reports, converged=converged,
-                      final_populations=[list(p) for p in run.populations])
+                      final_populations=[list(p) for p in run.populations],
+                      stop_reason=stop_reason)
 
 
-def _converged(report: IterationReport, results: Sequence[OracleResult]) -> bool:
-    """No oracle found an improvement (added, or rejected by the held-out gate: the in-sample
-    oracle did improve, so the restricted game is not solved) and, for an equilibrium
-    driver, its gap is within the limit (`report.stop_rule`)."""
+def _stop(report: IterationReport, results: Sequence[OracleResult]) -> str | None:
+    """Whether the run stops here, and why. It stops when no oracle found an improvement
+    (added, or rejected by the held-out gate: the in-sample oracle did improve, so the
+    restricted game is not solved) and, for an equilibrium driver, its gap is within the
+    limit (`report.stop_rule`). That is convergence only if every oracle scored candidates:
+    an oracle whose proposer produced none searched nothing (`NO_CANDIDATE`)."""
     found = any(r.added is not None or r.rejected is not None for r in results)
-    return not found and (report.stop_rule == "nothing_added" or report.gap <= report.gap_limit)
+    if found or (report.stop_rule == "gap" and report.gap > report.gap_limit):
+        return None
+    return NO_CANDIDATE if any(r.no_candidate for r in results) else CONVERGED
 
 
 def _oracle(run: _Run, player: int, t: int, stack: np.ndarray, sol: MetaSolution

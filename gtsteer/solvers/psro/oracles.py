@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import DomainSpec, stable_int
+from gtsteer.binding import ANY, DomainSpec, stable_int
 from gtsteer.binding.prompts import DEFAULT_INSTRUCTION, fill_template
 from gtsteer.llm import LLM, LLMError, StructuredOutputError, run_sync
 from gtsteer.solvers.psro.candidates import MAX_INSTRUCTION_CHARS, Filtered, filter_candidates
@@ -129,6 +129,12 @@ class OracleResult(BaseModel):
     #: `PSROConfig.support_tolerance`); scores may be off by at most this times the payoff span.
     ignored_mass: float = 0.0
 
+    @property
+    def no_candidate(self) -> bool:
+        """The proposer produced nothing usable: no candidate was scored (every proposal
+        empty, unparsable, a duplicate, ... or the call failed)."""
+        return not self.candidates and self.added is None and self.rejected is None
+
 
 @dataclass(frozen=True)
 class Scores:
@@ -198,10 +204,16 @@ def run_oracle(operator: str, inp: OracleInput) -> OracleResult:
 def _ask(inp: OracleInput, make_prompt: Callable[[list[str]], str], purpose: str, round_: int,
          known: Sequence[str], category: str | None = None) -> tuple[ProposerCall, Filtered]:
     """One proposer call; never raises for a bad answer (it is recorded and counted).
-    `make_prompt(example)` builds the prompt around the answer example chosen for this call."""
+    `make_prompt(example)` builds the prompt around the answer example chosen for this call:
+    for values, two of the config's `psro.examples` (else the population's own values); for
+    categories, the categories so far (values are no example of a kind of value)."""
     seed = stable_int("psro-proposer", inp.seed, inp.iteration, inp.player, purpose, round_,
                       category or "")
-    prompt = make_prompt(example_values(seed, known))
+    if purpose == "categories":
+        example = [c for c in known if c != ANY][-2:]
+    else:
+        example = example_values(inp.spec, seed, known)
+    prompt = make_prompt(example)
     call = ProposerCall(purpose=purpose, prompt=prompt, seed=seed, category=category)
     filtered = Filtered()
     try:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from gtsteer.binding import DomainSpec
-from gtsteer.binding.prompts import DEFAULT_INSTRUCTION, fill_template
+from gtsteer.binding import ANY, DomainSpec
+from gtsteer.binding.prompts import DEFAULT_INSTRUCTION, fill_template, join_names
 
 
 class ProposalList(BaseModel):
@@ -30,39 +30,60 @@ class SampledDialogue:
     transcript: str
 
 
+def scenario_text(spec: DomainSpec) -> str:
+    """The config's scenario with the role labels as names ("Proposer and Responder need to
+    pick one day of the week ...")."""
+    names = [role.capitalize() for role in spec.players]
+    fields = {f"name{i}": n for i, n in enumerate(names)} | {"players": join_names(names)}
+    return " ".join(fill_template(spec.scenario, fields).split())
+
+
 def _frame(spec: DomainSpec, key: str, role: str) -> list[str]:
     template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
     shown = fill_template(template, {"name": "the speaker", "key": key, "value": "<VALUE>"})
     about = spec.description or spec.name
     return [
         f"Game: {about}",
+        f"Scenario: {scenario_text(spec)}",
         (f"Players: {', '.join(spec.players)}. Before each of its messages the {role} is given "
          f"one {key}, shown to it as: {shown.strip()}"),
     ]
 
 
-#: Few-shot answer examples. Small base models copy the example they are shown, so each call
-#: shows two values drawn (by the call's seed) from this pool: a copying model still explores,
-#: and a capable one just learns the format.
-EXAMPLE_POOL = (
-    "playful", "formal and brief", "warm", "skeptical", "urgent", "humorous", "patient",
-    "blunt", "flattering", "curious", "apologetic", "confident", "diplomatic", "stubborn",
-)
+def _listed(key: str, role: str, current: Sequence[str], spec: DomainSpec) -> list[str]:
+    """The population as a list to continue (OpenSpiel's list-continuation prompt), then the
+    config's `psro.examples` of the kind of value wanted."""
+    values = [v for v in current if v != ANY]
+    lines = [f'The {role}\'s {key} values so far, one per line ("{ANY}" gives no {key}):']
+    return [*lines, *[f"* {v}" for v in values], f"* {ANY}", *_examples(spec, key)]
 
 
-def example_values(seed: int, avoid: Sequence[str] = ()) -> list[str]:
-    """Two pool values for the answer example, chosen by `seed`, none of them in `avoid`."""
-    known = {a.strip().lower() for a in avoid}
-    pool = [v for v in EXAMPLE_POOL if v not in known] or list(EXAMPLE_POOL)
-    first = seed % len(pool)
-    return [pool[first], pool[(first + 1 + seed // len(pool)) % len(pool)]][: min(2, len(pool))]
+def _examples(spec: DomainSpec, key: str) -> list[str]:
+    examples = spec.psro.examples
+    return [f"Examples of {key} values: {', '.join(examples)}."] if examples else []
 
 
-def _answer(k: int, what: str, example: Sequence[str]) -> list[str]:
-    shown = json.dumps({"instructions": list(dict.fromkeys(example))})
+def example_values(spec: DomainSpec, seed: int, known: Sequence[str]) -> list[str]:
+    """The values of the answer-format example: two of the config's `psro.examples` not in
+    `known`, chosen by `seed` (small models copy the example they are shown, so a rotating
+    one still explores), else the population's own values (what the list shows), else none.
+    Never a fixed pool: a tone pool shown in a day domain was copied word for word in 22 of
+    35 answers (issue 57)."""
+    seen = {k.strip().lower() for k in known}
+    pool = [v for v in spec.psro.examples if v.strip().lower() not in seen]
+    if pool:
+        first = seed % len(pool)
+        return list(dict.fromkeys([pool[first], pool[(first + 1 + seed // len(pool)) % len(pool)]]))
+    return [v for v in known if v != ANY][-2:]
+
+
+def _answer(k: int, what: str, example: Sequence[str], ask: str = "Propose") -> list[str]:
+    values = list(dict.fromkeys(example))
+    shown = json.dumps({"instructions": values or ["..."]})
+    where = "" if not values else " (values shown for the format; answer with new ones)"
     return [
-        f"Propose {k} new {what}, each one to three words, none of them already listed.",
-        f"Example of the answer format (for other values): {shown}",
+        f"{ask} {k} new {what}, each one to three words, none of them already listed.",
+        f"Answer format{where}: {shown}",
         "Answer with JSON only.",
         "Answer:",
     ]
@@ -73,14 +94,13 @@ def instructions_prompt(
     example: Sequence[str], category: str | None = None,
 ) -> str:
     """Shotgun / better response: "here are the values so far; propose k new ones"."""
-    lines = _frame(spec, key, role)
-    lines.append(f"Current {key} values of the {role}: {', '.join(current)}.")
+    lines = _frame(spec, key, role) + _listed(key, role, current, spec)
     if category is not None:
         lines.append(f'The new values must belong to the category "{category}", and each must '
                      "fit in the sentence above in place of <VALUE>.")
     lines.append(f"Goal: values that earn the {role} a higher payoff against the other players' "
                  "current strategies.")
-    return "\n".join(lines + _answer(k, f"{key} values", example))
+    return "\n".join(lines + _answer(k, f"{key} values", example, "Continue the list: propose"))
 
 
 def ranked_prompt(
@@ -92,6 +112,7 @@ def ranked_prompt(
     lines.append(f"Expected payoff of each current {key} of the {role} against the others' "
                  "current strategies (lowest first):")
     lines += [f"  {v}: {s:+.3f}" for v, s in sorted(scores.items(), key=lambda x: (x[1], x[0]))]
+    lines += _examples(spec, key)
     if dialogues:
         lines.append(f"Sample dialogues with the {role}'s payoff (lowest first):")
         for d in sorted(dialogues, key=lambda d: (d.payoff, d.instruction)):

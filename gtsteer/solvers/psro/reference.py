@@ -33,6 +33,7 @@ from gtsteer.binding import DialogueGame, DialogueState, ExpansionError, expand_
 from gtsteer.solvers.cfr import PolicyTable, cached_tree, policy_table
 from gtsteer.solvers.evaluate import Strategy, expected_returns, fixed, tabular
 from gtsteer.solvers.metrics import cfr_gain, nash_conv
+from gtsteer.solvers.psro.candidates import canonical
 
 #: Instructions the meta-strategy plays with at most this probability are left out (and the
 #: rest renormalised), as PSRO's own `support_tolerance` leaves them out when it scores.
@@ -74,8 +75,12 @@ class ReferenceReport(BaseModel):
     instruction the reference game does not have."""
 
     concept: str
-    #: Per player, the instructions measured and their (renormalised) probabilities.
+    #: Per player, the reference game's instructions measured and their (renormalised)
+    #: probabilities.
     played: list[dict[str, float]] = Field(default_factory=list)
+    #: Labels played that are a reference instruction in other words (case, punctuation:
+    #: "tuesday" -> "Tuesday"), and which one each was measured as.
+    renamed: dict[str, str] = Field(default_factory=dict)
     unmapped: list[str] = Field(default_factory=list)
     nash_conv: float | None = None
     gain: float | None = None
@@ -94,12 +99,29 @@ class ReferenceReport(BaseModel):
 def measure_in_reference(references: Sequence[ReferenceGame],
                          marginals: Sequence[Mapping[str, float]], concept: str,
                          progress: bool = False) -> ReferenceReport:
-    """`marginals` (per player, instruction -> probability) played in every reference game."""
-    played = [_support(m) for m in marginals]
-    names = [references[0].game.instructions(p) for p in range(len(played))]
-    unmapped = sorted({label for p, m in enumerate(played) for label in m
-                       if label not in names[p]})
-    report = ReferenceReport(concept=concept, played=played, unmapped=unmapped)
+    """`marginals` (per player, instruction -> probability) played in every reference game.
+    A label is measured as the reference instruction it equals, else as the one with its
+    canonical form (`candidates.canonical`: case, whitespace, punctuation and filler words
+    ignored), so a proposer's "tuesday" or "Tuesday." is the full game's "Tuesday"."""
+    supports = [_support(m) for m in marginals]
+    names = [references[0].game.instructions(p) for p in range(len(supports))]
+    renamed: dict[str, str] = {}
+    unmapped: set[str] = set()
+    played: list[dict[str, float]] = []
+    for p, support in enumerate(supports):
+        by_form = {canonical(a): a for a in names[p]}
+        mapped: dict[str, float] = {}
+        for label, prob in support.items():
+            target = label if label in names[p] else by_form.get(canonical(label))
+            if target is None:
+                unmapped.add(label)
+                continue
+            if target != label:
+                renamed[label] = target
+            mapped[target] = mapped.get(target, 0.0) + prob
+        played.append(mapped)
+    report = ReferenceReport(concept=concept, played=played, renamed=renamed,
+                             unmapped=sorted(unmapped))
     if unmapped:
         return report
     # one spec, so one action id per instruction in every reference game

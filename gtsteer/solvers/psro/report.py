@@ -24,6 +24,12 @@ StopRule = Literal["gap", "nothing_added"]
 #: gap is usually positive however long the run goes, so a gap test would never pass).
 STOP_RULES: dict[str, StopRule] = {"rd": "gap", "nash": "gap", "cce": "gap", "mecce": "gap",
                                    "nbs": "nothing_added"}
+#: Why a run stopped before its last iteration. "converged": every oracle scored candidates
+#: and none improved (the stop rule held). NO_CANDIDATE: the stop rule held, but some oracle's
+#: proposer produced nothing usable (empty, unparsable, duplicates only, a failed call), so
+#: that player's best response was never searched: not a convergence.
+CONVERGED = "converged"
+NO_CANDIDATE = "proposer produced no candidate"
 
 
 class PSROConfig(BaseModel):
@@ -163,8 +169,11 @@ class IterationReport(BaseModel):
     stop_rule: StopRule = "gap"
     #: This iteration's oracles found no improvement (nothing added, nothing rejected by the
     #: held-out gate) and, with stop_rule "gap", `gap` <= `gap_limit` (always False for the
-    #: last report, which has no oracle step).
+    #: last report, which has no oracle step). Never true when some oracle's proposer
+    #: produced no candidate (`stop` is then `NO_CANDIDATE`).
     converged: bool = False
+    #: Why the run stopped after this iteration (`CONVERGED` or `NO_CANDIDATE`), or null.
+    stop: str | None = None
     #: With a reference game (`gtsteer psro --reference`): the driver's meta-strategy played
     #: in the full game of each instance (`gtsteer.solvers.psro.reference`).
     reference: ReferenceReport | None = None
@@ -178,6 +187,8 @@ class PSROResult(BaseModel):
     iterations: list[IterationReport]
     converged: bool
     final_populations: list[list[str]]
+    #: Why the run stopped early (`CONVERGED`, `NO_CANDIDATE`), or null: it ran every iteration.
+    stop_reason: str | None = None
 
     def numbers(self) -> dict[str, Any]:
         """Everything but timings and LLM accounting: identical across reruns."""
