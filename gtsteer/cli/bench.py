@@ -44,6 +44,7 @@ STUDIES = {
     "psro-discovery": "gtsteer.studies.psro_discovery",
     "samples": "gtsteer.studies.samples_study",
     "steering-table": "gtsteer.studies.steering_table",
+    "tension": "gtsteer.studies.tension",
     "verdict": "gtsteer.studies.study_verdict",
     "web-screenshots": "gtsteer.studies.web_screenshots",
 }
