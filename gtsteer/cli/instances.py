@@ -14,11 +14,13 @@ from gtsteer.binding.llm_instances import generate_llm_instances, instances_json
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import ApiBase, ApiKeyEnv, Llm, MaxWait, OutFile, RequestTimeout, Seed
+from gtsteer.cli.spend import spending
 from gtsteer.domains import load_spec
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
+@spending(budget=True)
 def instances(
     config: Annotated[Path, typer.Argument(help="Domain config YAML (configs/*.yaml).")],
     num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,
