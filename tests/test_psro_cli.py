@@ -121,11 +121,12 @@ def test_nbs_driven_run_converges_when_nothing_is_added(tmp_path: Path) -> None:
         rd_run.iterations[0].solutions["nbs"].payoffs, abs=1e-12)
 
 
-def test_a_game_too_large_is_refused_before_any_call(tmp_path):
-    """PSRO expands the same trees as solve: the worst-case estimate is printed and a run past
-    --max-calls is refused (exit 2) before a model is called."""
+def test_max_calls_stops_psro_after_that_many_new_calls(tmp_path):
+    """PSRO expands the same trees as solve: the worst-case estimate is printed, and
+    --max-calls (new calls, issue 60) stops the run cleanly (exit 3) with no summary yet."""
     result = runner.invoke(app, ["psro", FRUIT, "--llm", "fake", "--out", str(tmp_path),
                                  "--max-calls", "10"])
-    assert result.exit_code == 2, result.output
-    assert "game tree: at most" in result.output and "past the bound" in result.output
+    assert result.exit_code == 3, result.output
+    assert "game tree: at most" in result.output
+    assert "stopped: --max-calls 10 reached (10 new calls)" in " ".join(result.output.split())
     assert not (tmp_path / "summary.json").exists()

@@ -16,6 +16,7 @@ from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.cli import app
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, tree_bound
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -91,14 +92,26 @@ def test_solve_refuses_a_tree_past_the_bound_before_any_call(tmp_path: Path) -> 
     assert not (tmp_path / "o").exists()
 
 
-def test_max_calls_sets_the_bound(tmp_path: Path) -> None:
+def test_max_calls_counts_new_calls_and_never_refuses_a_cached_rerun(tmp_path: Path) -> None:
+    """`--max-calls` counts new calls (issue 60): below the worst case it refuses nothing up
+    front; a run stops after that many new calls (exit 3), and a cached rerun costs none."""
     args = ["solve", str(MIXED_2X2), "--llm", "fake", "-q", "-k", "5", "--games", "2"]
     spec = load_spec(MIXED_2X2)
     need = 2 * tree_size(spec).llm_calls
-    refused = runner.invoke(app, [*args, "--max-calls", str(need - 1),
-                                  "--out", str(tmp_path / "a")])
-    assert refused.exit_code == 2 and "past the bound" in refused.output
-    ran = runner.invoke(app, [*args, "--max-calls", str(need), "--out", str(tmp_path / "b")])
+    ran = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
     assert ran.exit_code == 0, ran.output
     assert (f"game tree: at most {tree_size(spec).nodes} nodes and {need // 2} LLM requests per"
             f" instance, {need} for 2 instance(s)") in " ".join(ran.output.split())
+    cached = runner.invoke(app, [*args, "--max-calls", "1", "--out", str(tmp_path / "a")])
+    assert cached.exit_code == 0, cached.output  # refused before issue 60: worst case > 1
+    assert ", 0 new calls," in cached.output
+    stopped = runner.invoke(app, [*args, "--seed", "7", "--max-calls", "3",
+                                  "--out", str(tmp_path / "b")])
+    assert stopped.exit_code == 3, stopped.output
+    assert "stopped: --max-calls 3 reached (3 new calls)" in " ".join(stopped.output.split())
+    assert not (tmp_path / "b" / "summary.json").exists()
+
+
+def test_a_max_calls_above_the_default_raises_the_bound_before_any_call() -> None:
+    assert tree_bound(None) == tree_bound(5) == DEFAULT_MAX_CALLS
+    assert tree_bound(DEFAULT_MAX_CALLS * 3) == DEFAULT_MAX_CALLS * 3

@@ -35,6 +35,7 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
+from gtsteer.cli.spend import spending
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
 from gtsteer.runs import eval_judge, eval_reward, eval_reward_labelled, eval_steering
@@ -109,6 +110,7 @@ def print_steering(report: SteeringReport) -> None:
 
 
 @eval_app.command("steering")
+@spending(budget=True)
 def steering(
     config: ConfigArg,
     llm: WriterLlm = None,
@@ -167,6 +169,7 @@ def print_validations(validations: list[ClassifierValidation]) -> None:
 
 
 @eval_app.command("judge")
+@spending(budget=True)
 def judge(
     configs: Annotated[list[Path], typer.Argument(
         help="Domain configs with labelled messages, or werewolf_playstyle (the readings of"
@@ -255,6 +258,7 @@ def print_labelled(report: LabelledReport) -> None:
 
 
 @eval_app.command("reward")
+@spending(budget=True)
 def reward(
     config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
     llm: Llm = "local",

@@ -23,6 +23,7 @@ from gtsteer.cli.options import (
     VerdictGames,
     Workers,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.runs import eval_verdict
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_verdict import (
@@ -62,6 +63,7 @@ def print_report(report: VerdictEvalReport) -> None:
     )
 
 
+@spending(budget=True)
 def verdict(
     config: Annotated[
         Path, typer.Argument(help="A verdict-game config (court, interrogation...).")

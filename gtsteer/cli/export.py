@@ -23,16 +23,18 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.export import SUMMARY_FILE, ExportOptions
 from gtsteer.runs.export import run as run_export
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS
+from gtsteer.runs.solve import tree_bound
 
 #: The flag of each `ExportOptions` field, for its errors.
 FLAGS = {"fmt": "--format", "games": "--games", "seed": "--seed", "deals": "--deals",
          "max_calls": "--max-calls"}
 
 
+@spending(budget=True)
 def export(
     config: ConfigArg,
     fmt: Annotated[str, typer.Option("--format", "-f", help="efg (Gambit extensive form,"
@@ -46,7 +48,7 @@ def export(
     seed: Seed = 0,
     deals: Deals = None,
     out: Out = None,
-    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
+    max_calls: MaxCalls = None,
     quiet: Quiet = False,
 ) -> None:
     """Write each instance's game tree as DIR/games/<i>.efg plus a side file mapping its
@@ -58,7 +60,7 @@ def export(
                             report=note)
         summary = run_export(config, ctx, parse_options(
             ExportOptions, FLAGS, fmt=fmt, games=games, seed=seed, deals=deals,
-            max_calls=max_calls))
+            max_calls=tree_bound(max_calls)))
     where = summary.folder
     for g in summary.games:
         if g.status == "failed":

@@ -26,6 +26,7 @@ from gtsteer.cli.options import (
     Seed,
     Solver,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.imitate import (
@@ -112,6 +113,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
     console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
 
 
+@spending(budget=True)
 def imitate(
     config: ConfigArg,
     llm: Llm = "local",

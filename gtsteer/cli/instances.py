@@ -22,11 +22,13 @@ from gtsteer.cli.options import (
     RequestTimeout,
     Seed,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.domains import load_spec
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
+@spending(budget=True)
 def instances(
     config: ConfigArg,
     num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,

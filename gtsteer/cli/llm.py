@@ -9,7 +9,14 @@ import typer
 from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, MaxWait, RequestTimeout, SamplingSeed
+from gtsteer.cli.options import (
+    AnswerTokens,
+    ApiBase,
+    ApiKeyEnv,
+    MaxWait,
+    RequestTimeout,
+    SamplingSeed,
+)
 from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import (
@@ -34,7 +41,7 @@ def ask(
     temperature: Annotated[
         float, typer.Option("--temperature", help="Sampling temperature.")
     ] = 0.7,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")] = 64,
+    max_tokens: AnswerTokens = 64,
     choices: Annotated[
         str | None,
         typer.Option("--choices", help='Comma-separated options, e.g. "A,B,C": pick one.'),

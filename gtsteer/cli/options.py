@@ -97,6 +97,34 @@ MaxWait = Annotated[
     ),
 ]
 
+# --- rate and budget (every command that calls a model; `gtsteer.cli.spend`) -------------------
+
+Concurrency = Annotated[
+    int | None,
+    typer.Option("--concurrency", min=1, help="Most model requests in flight at once, over"
+                 " every model of the run, serial or on Ray (default: the backend's, 16 for"
+                 " served models)."),
+]
+Rpm = Annotated[
+    int | None,
+    typer.Option("--rpm", min=1, help="Most model requests started per minute, evenly spaced,"
+                 " serial or on Ray (default: GTSTEER_RPM, else none)."),
+]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Stop the run cleanly once its new calls used this"
+                 " many tokens (prompt + completion; cache hits are free). Exit 3; a rerun with"
+                 " a higher limit continues from the cache."),
+]
+#: `llm ask`: one request's answer length, not a run's budget.
+AnswerTokens = Annotated[int, typer.Option("--max-tokens", help="Most tokens to generate.")]
+MaxCost = Annotated[
+    float | None,
+    typer.Option("--max-cost", min=0.0, help="Stop the run cleanly once its new calls cost this"
+                 " many USD (litellm's prices; refused for a model it cannot price). Exit 3; a"
+                 " rerun with a higher limit continues from the cache."),
+]
+
 # --- seeds ------------------------------------------------------------------------------------
 
 Seed = Annotated[
@@ -198,9 +226,11 @@ HeldoutStates = Annotated[
     int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
 ]
 MaxCalls = Annotated[
-    int,
-    typer.Option("--max-calls", help="Refuse a run whose starting game trees need more LLM"
-                 " requests than this, worst case (the estimate is printed first).", min=1),
+    int | None,
+    typer.Option("--max-calls", help="Stop the run cleanly after this many new model calls"
+                 " (cache hits are free; exit 3, a rerun with a higher limit continues). Unset,"
+                 " a run whose game trees need more than 1,000,000 requests, worst case, is"
+                 " refused before any call (the estimate is printed first).", min=1),
 ]
 #: `solve`: the held-out gain.
 HeldoutGain = Annotated[

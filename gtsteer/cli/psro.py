@@ -37,10 +37,11 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS
+from gtsteer.runs.solve import tree_bound
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
@@ -122,6 +123,7 @@ def print_reference(summary: PSROSummary) -> None:
     console.print(table)
 
 
+@spending(budget=True)
 def psro(
     config: ConfigArg,
     llm: WriterLlm = None,
@@ -174,7 +176,7 @@ def psro(
     deals: Deals = None,
     seed: Seed = 0,
     out: Out = None,
-    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
+    max_calls: MaxCalls = None,
     export_nfg: Annotated[
         bool, typer.Option("--export-nfg", help="Also write each iteration's meta-game as"
                            " iterations/<t>.nfg (Gambit's normal form).")
@@ -220,7 +222,7 @@ def psro(
                 on_phase=lambda text: bar.update(task, description=text), on_step=done)
             summary = run_psro(config, ctx, parse_options(
                 PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
-                max_calls=max_calls, export_nfg=export_nfg, instances_file=instances,
+                max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
                 reference=reference))
     print_summary(summary)
     print_roles(summary.roles)

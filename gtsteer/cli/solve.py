@@ -41,15 +41,16 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import write_json
 from gtsteer.runs.solve import (
     DEFAULT_ITERATIONS,
-    DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     READERS,
     SolveOptions,
+    tree_bound,
 )
 from gtsteer.runs.solve import run as run_solve
 from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
@@ -233,6 +234,7 @@ def counted_tokens(profile: bool) -> AbstractContextManager[None]:
     return counting_tokens()
 
 
+@spending(budget=True)
 def solve(
     ctx: typer.Context,
     config: ConfigArg,
@@ -255,7 +257,7 @@ def solve(
                      f" text, beside the history replay ({', '.join(READERS)}; '' for none)."),
     ] = ",".join(READERS),
     embedder: Embedder = None,
-    max_calls: MaxCalls = DEFAULT_MAX_CALLS,
+    max_calls: MaxCalls = None,
     resume: InstancesResume = False,
     profile: Annotated[
         bool,
@@ -284,7 +286,7 @@ def solve(
             SolveOptions, FLAGS, games=games, instances_file=instances,
             iterations=iterations, solver=solver, seed=seed, deals=deals, heldout=heldout,
             readers=[r.strip() for r in heldout_readers.split(",") if r.strip()],
-            embedder=embedder, max_calls=max_calls, resume=resume)
+            embedder=embedder, max_calls=tree_bound(max_calls), resume=resume)
         summary = run_solve(config, run_ctx, options)
     print_summary(summary)
     if profile:

@@ -29,6 +29,7 @@ from gtsteer.cli.options import (
     Steer,
     SteerTeam,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.runs.models import Endpoint, served
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
@@ -173,6 +174,7 @@ PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves", "max_days": "--m
 
 
 @werewolf_app.command()
+@spending(budget=True)
 def play(
     players: Players = 7,
     wolves: Annotated[
@@ -235,6 +237,7 @@ def play(
 
 
 @werewolf_app.command()
+@spending(budget=True)
 def resume(
     game_id: Annotated[str, typer.Argument(help="Game to continue.")],
     db: Db = None,
@@ -328,6 +331,7 @@ def export(
 
 
 @werewolf_app.command()
+@spending(budget=True)
 def act(
     snapshot: Annotated[str, typer.Option("--snapshot", help="State JSON from `export`.")],
     bot: Annotated[str, typer.Option("--bot", help="The bot that decides.")],

@@ -23,12 +23,14 @@ from gtsteer.cli.options import (
     StatesResume,
     TrainedLlm,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 
 if TYPE_CHECKING:  # the run module is imported when the command runs
     from gtsteer.runs.werewolf_heldout import SteerHeldoutSummary
 
 
+@spending(budget=True)
 def steer_heldout(
     *,
     out: OutFolder,

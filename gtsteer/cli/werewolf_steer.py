@@ -40,6 +40,7 @@ from gtsteer.cli.options import (
     SummaryRenderOnly,
     Workers,
 )
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.werewolf.playstyles import options_for
 
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # the run module is imported when a command runs
     from gtsteer.runs.werewolf_styles import StylesSummary
 
 
+@spending(budget=True)
 def steer_train(
     games: BotGames = 4,
     llm: Llm = "local",
@@ -99,6 +101,7 @@ def steer_train(
             console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
 
 
+@spending(budget=True)
 def evaluate(
     games: BotGames = 10,
     *,
@@ -193,6 +196,7 @@ def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
     return " ".join([*parts, f"--out {out}"])
 
 
+@spending(budget=True)
 def styles(
     llm: Llm = "local",
     judge: StyleJudge = "embed",

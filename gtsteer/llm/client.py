@@ -8,6 +8,7 @@ and usage metering. Async first; `*_sync` wrappers serve scripts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import math
@@ -15,7 +16,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -26,10 +27,11 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from gtsteer.llm import waits
+from gtsteer.llm import session, waits
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.cache import AnswerStore, ResponseCache, cache_key
 from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
+from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.structured import choice_model, feedback_text, problems_of
 from gtsteer.llm.types import (
     ChoiceResult,
@@ -98,7 +100,9 @@ def model_string(llm: str | LLM) -> str:
 
 class LLM:
     """A model with cache, retries and metering. `LLM("fake")`, `LLM("local")`,
-    `LLM("openai/...")`."""
+    `LLM("openai/...")`. `max_concurrency` (default: the backend's) and `rpm` bound this
+    client's requests; a client built inside a run's `gtsteer.llm.session` also counts into,
+    waits on and is bounded by the run's meter, gate and budget."""
 
     def __init__(
         self,
@@ -110,6 +114,7 @@ class LLM:
         api_base: str | None = None,
         api_key: str | None = None,
         max_concurrency: int | None = None,
+        rpm: int | None = None,
         timeout_s: float = REQUEST_TIMEOUT_S,
         max_retries: int = 4,
         backoff_initial_s: float = 0.5,
@@ -138,10 +143,14 @@ class LLM:
         #: The longest wait between two tries, a server's `Retry-After` included.
         self.max_wait_s = max_wait_s
         self.structured_attempts = structured_attempts
-        self.meter = UsageMeter()
-        # asyncio primitives bind to one loop; sync wrappers may run several loops over time.
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
-        self._semaphores = weakref.WeakKeyDictionary()
+        #: The run this client belongs to (captured when built), or None.
+        self.session = session.current()
+        self.meter = UsageMeter(self.session.meter if self.session is not None else None)
+        self.rpm = rpm
+        # One gate for this client's own bounds, the same kind as the run's (it works across
+        # the event loops the sync wrappers start).
+        self._gate = RequestGate(RateLimit(self.max_concurrency, rpm))
+        self._prepared = False
         # Requests in flight by cache key, per loop: identical concurrent requests share one call.
         self._flights: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, asyncio.Future[Any]]
@@ -371,11 +380,19 @@ class LLM:
         finally:
             del flights[key]
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if loop not in self._semaphores:
-            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
-        return self._semaphores[loop]
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """A slot of the run's gate (if it has one), then of this client's; a wait for a
+        per-minute window is metered as a rate-limit wait."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self.session is not None and self.session.gate is not None:
+                waited = await stack.enter_async_context(self.session.gate.slot())
+                if waited:
+                    self.meter.rate_wait(waited)
+            waited = await stack.enter_async_context(self._gate.slot())
+            if waited:
+                self.meter.rate_wait(waited)
+            yield
 
     def _backoff_delay(self, state: RetryCallState) -> float:
         """Exponential backoff with jitter proportional to the delay.
@@ -398,6 +415,8 @@ class LLM:
         error = outcome.exception() if outcome is not None else None
         sleep = state.next_action.sleep if state.next_action is not None else 0.0
         reason = str(error).split(": ", 1)[0] if error is not None else "failed"
+        if "rate limited" in reason or "429" in reason:
+            self.meter.rate_wait(sleep)
         token = waits.begin(waits.Wait(self.model, reason, time.monotonic() + sleep,
                                        state.attempt_number + 1, self.max_retries + 1))
         shown.append(token)
@@ -427,12 +446,17 @@ class LLM:
             reraise=True,  # the last TransientLLMError, so the final message names its cause
         )
         tries = 0
+        if self.session is not None:
+            self.session.check(self.model)  # BudgetExceeded: no new call past a limit
+        if not self._prepared:
+            self.backend.prepare()
+            self._prepared = True
         try:
             async for attempt in retrying:
                 with attempt:
                     tries += 1
                     _end_waits(shown)
-                    async with self._semaphore():
+                    async with self._slot():
                         try:
                             timeout = self.timeout_s if self.backend.cancellable else None
                             return await asyncio.wait_for(call(), timeout)
@@ -463,6 +487,7 @@ def _add(a: Usage, b: Usage) -> Usage:
         prompt_tokens=a.prompt_tokens + b.prompt_tokens,
         completion_tokens=a.completion_tokens + b.completion_tokens,
         cost_usd=a.cost_usd + b.cost_usd,
+        priced=a.priced and b.priced,
         latency_s=a.latency_s + b.latency_s,
     )
     add_optional(total, a)

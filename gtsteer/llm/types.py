@@ -78,6 +78,9 @@ class Usage(BaseModel):
     prompt_tokens_block_floor: int | None = None
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    #: False where litellm's cost map has no price for the model (`cost_usd` is then 0 but
+    #: unknown, never a real zero).
+    priced: bool = True
     latency_s: float = 0.0
 
 

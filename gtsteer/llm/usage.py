@@ -27,7 +27,8 @@ class LLMCalls(BaseModel):
 
 #: `UsageReport`'s plain counters.
 _COUNTERS = ("requests", "cache_hits", "new_calls", "failures", "retries", "prompt_tokens",
-             "completion_tokens", "cost_usd", "latency_s")
+             "completion_tokens", "cost_usd", "latency_s", "unpriced_calls", "rate_waits",
+             "rate_wait_s")
 #: Counters only some backends report (fields of `Usage` and `UsageReport` alike): None until a
 #: call reports one, so "not reported" never reads as 0.
 OPTIONAL_COUNTERS = ("prompt_tokens_evaluated", "tokens_novel", "tokens_novel_generated",
@@ -60,6 +61,20 @@ class UsageReport(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    #: New calls whose price litellm's cost map does not know: `cost` is then unknown.
+    unpriced_calls: int = 0
+    #: Waits a rate limit imposed (the `--rpm` window, a server's 429) and their seconds.
+    rate_waits: int = 0
+    rate_wait_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def cost(self) -> float | None:
+        """The cost in USD, None (unknown) when a new call could not be priced."""
+        return None if self.unpriced_calls else self.cost_usd
 
     def since(self, before: UsageReport) -> LLMCalls:
         """The calls made between the snapshot `before` and this one."""
@@ -85,17 +100,21 @@ class UsageReport(BaseModel):
 
 
 class UsageMeter:
-    """Thread-safe counters; `snapshot()` gives an immutable report."""
+    """Thread-safe counters; `snapshot()` gives an immutable report. A meter with a `parent`
+    (the run's, `gtsteer.llm.session`) counts everything there too."""
 
-    def __init__(self) -> None:
+    def __init__(self, parent: UsageMeter | None = None) -> None:
         self._lock = threading.Lock()
         self._report = UsageReport()
+        self.parent = parent
 
     def request(self, *, cached: bool) -> None:
         with self._lock:
             self._report.requests += 1
             if cached:
                 self._report.cache_hits += 1
+        if self.parent is not None:
+            self.parent.request(cached=cached)
 
     def call(self, usage: Usage) -> None:
         with self._lock:
@@ -106,20 +125,36 @@ class UsageMeter:
             r.completion_tokens += usage.completion_tokens
             r.cost_usd += usage.cost_usd
             r.latency_s += usage.latency_s
+            r.unpriced_calls += not usage.priced
+        if self.parent is not None:
+            self.parent.call(usage)
 
     def absorb(self, other: UsageReport) -> None:
         """Add usage that this model's work reported from elsewhere: a Ray task answers with
         a worker-built client, whose counters come home as a report."""
         with self._lock:
             self._report.add(other)
+        if self.parent is not None:
+            self.parent.absorb(other)
 
     def failure(self) -> None:
         with self._lock:
             self._report.failures += 1
+        if self.parent is not None:
+            self.parent.failure()
 
     def retry(self) -> None:
         with self._lock:
             self._report.retries += 1
+        if self.parent is not None:
+            self.parent.retry()
+
+    def rate_wait(self, seconds: float) -> None:
+        with self._lock:
+            self._report.rate_waits += 1
+            self._report.rate_wait_s += seconds
+        if self.parent is not None:
+            self.parent.rate_wait(seconds)
 
     def snapshot(self) -> UsageReport:
         with self._lock:

@@ -6,14 +6,15 @@ is the same whichever executor runs them, as PSRO's `GameMap` keeps `run_psro` u
 worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Three ways to hand it:
 
 - `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (each
-  unit's own bars show progress); on Ray the result counts the tasks' calls (`UnitsRun.calls`)
-  and `on_result` lets the driver write each unit's files as it finishes;
-- `map(...)`: the same, for drivers that meter their own models (PSRO per iteration, the
-  evals per report): on Ray each task's usage is folded into `model`'s meter, so every count
-  downstream reads as in the serial run;
+  unit's own bars show progress); on Ray the result counts the tasks' calls (`UnitsRun.calls`),
+  each task's usage is folded into `model`'s meter (so the run's bill and every count
+  downstream read as in the serial run), and `on_result` lets the driver write each unit's
+  files as it finishes;
+- `map(...)`: the same without `on_result`, for drivers that meter their own models (PSRO per
+  iteration, the evals per report);
 - `gather(work, units, model)`: async `work(unit, model, bar)`; serially every unit's
   coroutine is awaited together in one event loop (the model sees all their requests at once,
-  its own semaphore bounds them, and same-named phases of the units add up in one bar); on Ray
+  its request gate bounds them, and same-named phases of the units add up in one bar); on Ray
   each unit is a task with its own loop, metered as `map`.
 
 Without `--ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
@@ -29,7 +30,6 @@ from typing import Generic, TypeVar
 
 from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, run_sync
-from gtsteer.llm.usage import UsageReport
 from gtsteer.runs.units import RayOptions, UnitsRun
 
 U = TypeVar("U")
@@ -68,7 +68,8 @@ def run_units(
             on_result(i, value)
     after = model.usage
     return UnitsRun(values, after.since(before), model.capabilities(),
-                    cost_usd=after.cost_usd - before.cost_usd)
+                    cost_usd=after.cost_usd - before.cost_usd,
+                    unpriced_calls=after.unpriced_calls - before.unpriced_calls)
 
 
 @contextmanager
@@ -83,18 +84,6 @@ def ray_session(ray: RayOptions | None) -> Iterator[None]:
 
     with connected(ray):
         yield
-
-
-@dataclass(frozen=True)
-class _Metered(Generic[U, R]):
-    """`work` plus the usage of the model it ran with (picklable: `work` travels by name)."""
-
-    work: Callable[[U, LLM], R]
-
-    def __call__(self, unit: U, model: LLM) -> tuple[R, UsageReport]:
-        before = model.usage
-        value = self.work(unit, model)
-        return value, model.usage.minus(before)
 
 
 @dataclass(frozen=True)
@@ -134,14 +123,7 @@ class Executor:
             label: str = "units") -> UnitsRun[R]:
         """`run`, with a Ray task's usage landing in `model`'s meter and its new answers in its
         cache (the driver stays the cache's only writer); serially the model metered them."""
-        if self.ray is None:
-            return self.run(work, units, model, label=label)
-        run = run_units(_Metered(work), units, model, ray=self.ray, progress=self.progress,
-                        label=label)
-        for _, usage in run.values:
-            model.meter.absorb(usage)
-        return UnitsRun([value for value, _ in run.values], run.calls, run.capabilities,
-                        cost_usd=run.cost_usd, nodes=run.nodes)
+        return self.run(work, units, model, label=label)  # Ray: run_on_ray absorbs the usage
 
     def gather(self, work: AsyncWork[U, R], units: Sequence[U], model: LLM, *,
                label: str = "units") -> UnitsRun[R]:
@@ -158,7 +140,8 @@ class Executor:
             values = run_sync(every(bar))
         after = model.usage
         return UnitsRun(values, after.since(before), model.capabilities(),
-                        cost_usd=after.cost_usd - before.cost_usd)
+                        cost_usd=after.cost_usd - before.cost_usd,
+                        unpriced_calls=after.unpriced_calls - before.unpriced_calls)
 
 
 #: The executor of a run without `--ray` and without progress display.

@@ -22,6 +22,7 @@ from gtsteer.binding import Instance, expand_sync, generate_instances, make_game
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, StorageError
+from gtsteer.llm.session import BudgetExceeded
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import Endpoint, RoleRecord
 from gtsteer.runs.output import (
@@ -178,7 +179,7 @@ def export_instance(job: ExportJob, model: LLM) -> ExportOutcome:
                        f" model {model.model}, {job.spec.num_deals} deal(s)")
         return ExportOutcome(job.instance.index, to_efg(
             game, title=title, player_names=list(job.spec.players), description=description))
-    except StorageError:
+    except (StorageError, BudgetExceeded):
         raise
     except Exception as exc:  # noqa: BLE001 - one instance's failure is recorded, not fatal
         return ExportOutcome(job.instance.index, failure=f"{type(exc).__name__}: {exc}")

@@ -17,7 +17,6 @@ cluster together keeps the limit one process would.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import ipaddress
@@ -29,7 +28,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -41,8 +39,9 @@ from rich.progress import Progress
 
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.llm.backends import Backend, make_backend
+from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.llm.usage import LLMCalls, UsageReport
+from gtsteer.llm.usage import LLMCalls, UsageMeter, UsageReport
 from gtsteer.runs.units import RayClusterError, RayOptions, UnitsRun, head_address
 
 U = TypeVar("U")
@@ -51,8 +50,6 @@ R = TypeVar("R")
 #: Tries of a task whose worker process died (Ray re-runs it elsewhere); an exception raised
 #: by the task itself is never retried: that unit's failure is the run's, as serially.
 TASK_RETRIES = 3
-#: A requests-per-minute bound for served models, cluster-wide (unset: no such bound).
-RPM_ENV = "GTSTEER_RPM"
 #: How long `--ray HOST:PORT` waits for the head's port to accept a connection (Ray's own
 #: connect retries for some 14 minutes, printing a line every 30 s, deaf to Ctrl-C).
 CONNECT_TIMEOUT_S = 10.0
@@ -105,37 +102,32 @@ class CacheReader:
 
 
 class RateLimiter:
-    """One gate for a served model's requests from every worker: at most `max_in_flight` at
-    once and `per_minute` started in any 60 s. A slot whose holder died is taken back after
-    `lease_s` (a killed worker cannot release it)."""
+    """The run's `RequestGate` (`gtsteer.llm.rate`, the serial run's too) as one actor that
+    every worker asks: at most `max_in_flight` requests at once and `per_minute` started per
+    minute, evenly spaced. A slot whose holder died is taken back after `lease_s` (a killed
+    worker cannot release it)."""
 
     def __init__(self, max_in_flight: int, per_minute: int | None, lease_s: float):
-        self.max_in_flight, self.per_minute, self.lease_s = max_in_flight, per_minute, lease_s
-        self.held: dict[int, float] = {}
-        self.started: list[float] = []
-        self.tokens = itertools.count()
+        self.gate = RequestGate(RateLimit(max_in_flight, per_minute), lease_s)
+
+    @property
+    def held(self) -> dict[int, float]:
+        """Slots held now: token -> when its lease ends."""
+        return self.gate._held
 
     async def acquire(self) -> int:
-        while True:
-            now = time.monotonic()
-            self.held = {t: until for t, until in self.held.items() if until > now}
-            self.started = [s for s in self.started if s > now - 60.0]
-            if len(self.held) < self.max_in_flight and (
-                    not self.per_minute or len(self.started) < self.per_minute):
-                token = next(self.tokens)
-                self.held[token] = now + self.lease_s
-                self.started.append(now)
-                return token
-            await asyncio.sleep(0.05)
+        return (await self.gate.acquire())[0]
+
+    async def acquire_waited(self) -> tuple[int, float]:
+        """A slot's token and the seconds it waited for its turn under `per_minute`."""
+        return await self.gate.acquire()
 
     def release(self, token: int) -> None:
-        self.held.pop(token, None)
+        self.gate.release(token)
 
     def counts(self) -> tuple[int, int]:
         """(slots held now, requests started in the last minute)."""
-        now = time.monotonic()
-        return (sum(until > now for until in self.held.values()),
-                sum(s > now - 60.0 for s in self.started))
+        return self.gate.counts()
 
 
 # ---- worker side ------------------------------------------------------------------------
@@ -164,6 +156,8 @@ class GatedBackend(Backend):
     def __init__(self, inner: Backend, limiter: Any):
         super().__init__(inner.model)
         self.inner, self.limiter = inner, limiter
+        #: The task client's meter, told of each wait for the per-minute turn.
+        self.meter: UsageMeter | None = None
         self.kind, self.max_concurrency = inner.kind, inner.max_concurrency
         self.supports_grammar, self.cancellable = inner.supports_grammar, inner.cancellable
 
@@ -172,6 +166,9 @@ class GatedBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
+
+    def prepare(self) -> None:
+        self.inner.prepare()
 
     def capabilities(self) -> dict[str, str | None]:
         return self.inner.capabilities()
@@ -182,9 +179,15 @@ class GatedBackend(Backend):
     def count_tokens(self, request: GenerationRequest) -> int | None:
         return self.inner.count_tokens(request)
 
+    async def _acquire(self) -> int:
+        token, waited = await self.limiter.acquire_waited.remote()
+        if waited and self.meter is not None:
+            self.meter.rate_wait(waited)
+        return int(token)
+
     async def complete(self, request: GenerationRequest,
                        json_schema: dict[str, Any] | None = None) -> RawCompletion:
-        token = await self.limiter.acquire.remote()
+        token = await self._acquire()
         try:
             return await self.inner.complete(request, json_schema)
         finally:
@@ -193,7 +196,7 @@ class GatedBackend(Backend):
     async def score_options_with_usage(
         self, request: GenerationRequest, options: list[str]
     ) -> tuple[dict[str, float] | None, Usage]:
-        token = await self.limiter.acquire.remote()
+        token = await self._acquire()
         try:
             return await self.inner.score_options_with_usage(request, options)
         finally:
@@ -239,6 +242,8 @@ def _run_unit(work: Callable[[Any, LLM], Any], unit: Any, spec: ModelSpec, use_c
     model = LLM(spec.model, backend=backend, cache=cache, use_cache=use_cache,
                 timeout_s=spec.timeout_s, max_retries=spec.max_retries,
                 structured_attempts=spec.structured_attempts, max_wait_s=spec.max_wait_s)
+    if isinstance(backend, GatedBackend):
+        backend.meter = model.meter
     value = work(unit, model)
     return TaskResult(value, cache.new, model.usage, model.capabilities(),
                       ray.get_runtime_context().get_node_id())
@@ -429,15 +434,18 @@ def _on_driver_node() -> NodeAffinitySchedulingStrategy:
                                           soft=False)
 
 
-def _limiter_for(spec: ModelSpec, max_in_flight: int) -> Any | None:
-    if spec.backend is not None or not _served(spec.model):
+def _limiter_for(spec: ModelSpec, model: LLM) -> Any | None:
+    """The cluster-wide gate of `model`'s requests: a served model's always (its concurrency),
+    any model's where the run (`--concurrency`, `--rpm`, `GTSTEER_RPM`) or the client bounds
+    it; None where nothing bounds it."""
+    rate = model.session.rate if model.session is not None else RateLimit.of()
+    per_minute = min((r for r in (rate.rpm, model.rpm) if r), default=None)
+    in_flight = min(model.max_concurrency, rate.concurrency or model.max_concurrency)
+    bounded = per_minute is not None or in_flight < model.backend.max_concurrency
+    if not bounded and (spec.backend is not None or not _served(spec.model)):
         return None
-    raw = os.environ.get(RPM_ENV, "").strip()
-    if raw and not raw.isdigit():
-        raise ValueError(f"{RPM_ENV}={raw!r}: must be a whole number of requests per minute")
-    per_minute = int(raw or 0) or None
     actor = ray.remote(RateLimiter).options(num_cpus=0, scheduling_strategy=_on_driver_node())
-    return actor.remote(max_in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
+    return actor.remote(in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
 
 
 def units_at_once() -> int:
@@ -473,7 +481,7 @@ def run_on_ray(
             reader = ray.remote(CacheReader).options(
                 num_cpus=0, scheduling_strategy=_on_driver_node()
             ).remote(str(model.cache.directory))
-        limiter = _limiter_for(spec, model.max_concurrency)
+        limiter = _limiter_for(spec, model)
         spec_ref = ray.put(spec)
         queued = iter(enumerate(units))
         pending: dict[Any, int] = {}
@@ -512,10 +520,13 @@ def run_on_ray(
                     if model.cache is not None:
                         for key, value in result.entries.items():
                             model.cache.set(key, value)
+                    model.meter.absorb(result.usage)  # the run's bill counts the task's calls
                     results[i] = result
                     if on_result is not None:
                         on_result(i, result.value)
                     bar.advance(task)
+                    if model.session is not None:  # a budget: checked as each unit finishes
+                        model.session.check_spent(model.model)
         finally:
             for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
                 with contextlib.suppress(ray.exceptions.RayError):  # a dead node's task
@@ -525,4 +536,5 @@ def run_on_ray(
     modes = ordered[0].capabilities if ordered else model.capabilities()
     return UnitsRun([r.value for r in ordered], calls, modes,
                     cost_usd=sum(r.usage.cost_usd for r in ordered),
-                    nodes=[r.node for r in ordered])
+                    nodes=[r.node for r in ordered],
+                    unpriced_calls=sum(r.usage.unpriced_calls for r in ordered))

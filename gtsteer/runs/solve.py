@@ -33,6 +33,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
+from gtsteer.llm.session import BudgetExceeded
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import (
@@ -82,6 +83,13 @@ DEFAULT_MAX_CALLS = 1_000_000
 #: The held-out replays that read the fresh text (`gtsteer.imitation.readers`), beside the
 #: history replay that every `--heldout` run measures.
 READERS = ("nearest", "distilled")
+
+
+def tree_bound(max_calls: int | None) -> int:
+    """The worst-case requests a command line's run may need before any call: the default
+    bound, or a larger `--max-calls` (which also stops the run after that many new calls, so a
+    smaller one needs no refusal up front: a cached rerun of a large tree then costs nothing)."""
+    return max(DEFAULT_MAX_CALLS, max_calls or 0)
 
 
 class GameTooLargeError(ValueError):
@@ -295,7 +303,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
         head_to_head=None,
         instruction_distribution=[],
         llm_calls=units_run.calls,
-        llm_cost_usd=units_run.cost_usd,
+        llm_cost_usd=units_run.cost_usd if units_run.priced else None,
         llm_modes=units_run.capabilities,
         failures=failures,
         clipped_rewards=clipped,
@@ -433,14 +441,14 @@ def _solve_instance(
                 with cost_profile.scope("fresh"):
                     record.heldout = measure_heldout(game, result.policy, build_heldout(),
                                                      readers=readers, progress=progress)
-            except StorageError:
+            except (StorageError, BudgetExceeded):
                 raise
             except Exception as exc:  # noqa: BLE001 - the in-sample result must survive
                 record.heldout_failure = scrub_secrets(f"{type(exc).__name__}: {exc}")
         record.solver_backend = result.backend
         return done
-    except StorageError:  # a damaged cache or a full disk is no game's fault: stop the run
-        raise
+    except (StorageError, BudgetExceeded):  # no game's fault (a damaged cache, a full disk,
+        raise  # the run's budget): stop the run
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is recorded
         record.status, record.values, record.policy, record.info_states = "failed", None, [], 0
         record.failure_stage, record.failure = stage, scrub_secrets(f"{type(exc).__name__}: {exc}")

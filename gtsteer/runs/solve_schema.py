@@ -158,8 +158,9 @@ class SolveSummary(RunResult):
     instruction_distribution: list[InstructionDistribution]
     llm_calls: LLMCalls
     #: What this run's new model calls cost in USD, as the provider's prices give it (litellm's
-    #: cost per response; 0 for local and fake models), summed over Ray workers too.
-    llm_cost_usd: float = 0.0
+    #: cost per response; 0 for local and fake models), summed over Ray workers too; None
+    #: (unknown) where litellm's cost map has no price for a model that was called.
+    llm_cost_usd: float | None = 0.0
     #: How the model served structured output and `choose` in this run (`LLM.capabilities`:
     #: e.g. `json_object` and `loglik` for llama.cpp's server); None where it was not asked.
     llm_modes: dict[str, str | None] = Field(default_factory=dict)

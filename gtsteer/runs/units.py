@@ -83,3 +83,9 @@ class UnitsRun(Generic[R]):
     cost_usd: float = 0.0
     #: The Ray node each unit ran on (empty for a serial run).
     nodes: list[str] = field(default_factory=list)
+    #: New calls litellm could not price: `cost_usd` is then unknown.
+    unpriced_calls: int = 0
+
+    @property
+    def priced(self) -> bool:
+        return not self.unpriced_calls

@@ -40,6 +40,12 @@ class Backend(ABC):
     ) -> RawCompletion:
         """Generate once. With `json_schema`, return JSON text meant to match it."""
 
+    def prepare(self) -> None:
+        """Do once, before a first call takes its slot, what that call would otherwise do
+        inside it (a lazy import of seconds): a request's start, which `--rpm` spaces, is then
+        when it is sent."""
+        return None  # most backends have nothing to do
+
     def context_window(self) -> int | None:
         """Tokens the model attends to, prompt and answer together; None where unknown
         (API models, whose windows dwarf these prompts)."""

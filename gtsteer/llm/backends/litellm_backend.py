@@ -211,6 +211,9 @@ class LiteLLMBackend(Backend):
             kwargs["api_key"] = self._api_key
         return kwargs
 
+    def prepare(self) -> None:
+        _litellm()
+
     async def _send(self, kwargs: dict[str, Any]) -> tuple[Any, Usage]:
         litellm = _litellm()
         start = time.perf_counter()
@@ -223,13 +226,14 @@ class LiteLLMBackend(Backend):
         latency = time.perf_counter() - start
         usage = getattr(response, "usage", None)
         try:
-            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-        except Exception:  # noqa: BLE001 - a model missing from the cost map costs "unknown" -> 0
-            cost = 0.0
+            cost, priced = float(litellm.completion_cost(completion_response=response) or 0.0), True
+        except Exception:  # noqa: BLE001 - a model missing from the cost map: cost unknown
+            cost, priced = 0.0, False
         return response, Usage(
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
             cost_usd=cost,
+            priced=priced,
             latency_s=latency,
         )
 

@@ -1,0 +1,112 @@
+"""What a command spends: `--concurrency`, `--rpm` and the budget flags, one implementation.
+
+`@spending()` on a command adds `--concurrency` and `--rpm` (with `budget=True` also
+`--max-calls`, `--max-tokens` and `--max-cost`; a command that declares its own `--max-calls`
+keeps it, and the budget reads it there), opens the run's
+`gtsteer.llm.session` around the command, and ends it with one line on stderr: requests, new
+calls, tokens, retries, rate-limit waits and cost ("cost unknown" where litellm cannot price a
+model). A run that reaches a limit stops with one line saying how far it got and exit code 3
+(`BUDGET_EXIT`); what finished is saved and every answer is cached, so a rerun with a higher
+limit continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, get_type_hints
+
+import typer
+
+from gtsteer.cli.common import err_console
+from gtsteer.cli.options import Concurrency, MaxCalls, MaxCost, MaxTokens, Rpm
+from gtsteer.llm.rate import RateLimit
+from gtsteer.llm.session import Budget, BudgetExceeded, Session, session
+from gtsteer.llm.usage import UsageReport
+
+F = TypeVar("F", bound=Callable[..., Any])
+#: The exit code of a run stopped by --max-calls, --max-tokens or --max-cost.
+BUDGET_EXIT = 3
+
+
+def usage_line(usage: UsageReport) -> str:
+    """The final line of every command that calls a model."""
+    cost = "cost unknown" if usage.cost is None else f"cost ${usage.cost:.4f}"
+    waits = f"{usage.rate_waits} rate-limit waits"
+    if usage.rate_waits:
+        waits += f" ({usage.rate_wait_s:.1f} s)"
+    return (f"LLM: {usage.requests:,} requests, {usage.new_calls:,} new calls, {usage.tokens:,}"
+            f" tokens ({usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion),"
+            f" {usage.retries} retries, {waits}, {cost}")
+
+
+def stop_line(exc: BudgetExceeded, usage: UsageReport) -> str:
+    return (f"stopped: {exc} after {usage.new_calls:,} new calls; what finished is saved and"
+            f" every answer is cached: rerun with a higher {exc.flag} to continue"
+            f" (exit {BUDGET_EXIT})")
+
+
+@contextmanager
+def metered(rate: RateLimit, budget: Budget) -> Iterator[Session]:
+    """The run's session; its usage line at the end, its stop line and exit 3 at a limit."""
+    with session(rate, budget) as run:
+        try:
+            yield run
+        except BudgetExceeded as exc:
+            err_console.print(stop_line(exc, run.meter.snapshot()), highlight=False,
+                              soft_wrap=True)
+            err_console.print(usage_line(run.meter.snapshot()), highlight=False, soft_wrap=True)
+            raise typer.Exit(code=BUDGET_EXIT) from None
+        except typer.Exit as exc:
+            if exc.exit_code in (0, 1):  # a finished run (1: it produced no result)
+                err_console.print(usage_line(run.meter.snapshot()), highlight=False,
+                                  soft_wrap=True)
+            raise
+        err_console.print(usage_line(run.meter.snapshot()), highlight=False, soft_wrap=True)
+
+
+_RATE = {"concurrency": Concurrency, "rpm": Rpm}
+_BUDGET = {"max_calls": MaxCalls, "max_tokens": MaxTokens, "max_cost": MaxCost}
+
+
+def spending(*, budget: bool = False) -> Callable[[F], F]:
+    """Give a command the rate flags (and with `budget` the budget flags) and run it inside
+    `metered` (see the module docstring). The flags are declared in `gtsteer.cli.options`."""
+
+    def wrap(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        added = {**_RATE, **(_BUDGET if budget else {})}
+        added = {k: v for k, v in added.items() if k not in signature.parameters}
+        params = [*signature.parameters.values(),
+                  *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                      annotation=kind) for name, kind in added.items())]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            ours = {name: kwargs.pop(name, None) for name in added}
+            rate = _checked(lambda: RateLimit.of(ours.get("concurrency"), ours.get("rpm")))
+            # a command with its own --max-calls (solve, psro, export: it also raises their
+            # tree bound) keeps it; the budget reads it there
+            calls = ours["max_calls"] if "max_calls" in ours else kwargs.get("max_calls")
+            limits = _checked(lambda: Budget(calls, ours.get("max_tokens"), ours.get("max_cost")))
+            with metered(rate, limits):
+                return command(*args, **kwargs)
+
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {**get_type_hints(command, include_extras=True),
+                               **added}
+        del run.__wrapped__  # typer reads the signature above, not the command's
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+def _checked(make: Callable[[], Any]) -> Any:
+    """A limit from the flags, an unusable one (GTSTEER_RPM=abc) as a one-line error."""
+    try:
+        return make()
+    except ValueError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=2) from None
