@@ -157,9 +157,9 @@ def write_golden(case: str, found: dict[str, str | None]) -> None:
             target.write_text(text, encoding="utf-8")
 
 
-def differences(case: str, found: dict[str, str | None]) -> list[str]:
+def differences(case: str, found: dict[str, str | None], root: Path = GOLDEN) -> list[str]:
     """What differs from the case's golden folder: the file list, then each text's diff."""
-    folder = GOLDEN / case
+    folder = root / case
     if not (folder / MANIFEST).is_file():
         return [f"no golden for {case}: run `pytest tests/test_golden.py --update-golden`"]
     problems: list[str] = []
@@ -170,7 +170,10 @@ def differences(case: str, found: dict[str, str | None]) -> list[str]:
             want.splitlines(True), have.splitlines(True), "golden MANIFEST", "this run")))
     for name, text in sorted(found.items()):
         path = folder / name
-        if text is None or not path.is_file():
+        if text is None:
+            continue
+        if not path.is_file():
+            problems.append(f"{name}: no golden file")
             continue
         golden = path.read_text(encoding="utf-8")
         if golden != text:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from golden import ROOT, Normaliser, collect, differences, write_golden
+from golden import GOLDEN, MANIFEST, ROOT, Normaliser, collect, differences, write_golden
 from typer.testing import CliRunner
 
 CONFIGS = ROOT / "configs"
@@ -132,6 +132,13 @@ DRIVERS = [
         Step("werewolf_show", ["werewolf", "show", "g", "--db", "play.sqlite"]),
         Step("werewolf_export", ["werewolf", "export", "g", "--db", "play.sqlite", "--out",
                                  "g.json"], {"g.json": "g.json"}),
+        Step("werewolf_act", ["werewolf", "act", "--snapshot", "g.json", "--bot", "Elin",
+                              "--action", "vote"]),
+    ]),
+    Scenario("llm_ask", [
+        Step("llm_ask_text", ["llm", "ask", "--model", "fake", "Propose a day to meet."]),
+        Step("llm_ask_choices", ["llm", "ask", "--model", "fake", "--choices", "A,B,C", "--json",
+                                 "Pick one."]),
     ]),
     Scenario("werewolf_steering", [
         Step("werewolf_steer_train", ["werewolf", "steer-train", "--games", "2", *FAKE,
@@ -284,3 +291,52 @@ def test_golden(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert not problems, f"golden {case} differs:\n" + "\n".join(problems)
 
     run_scenario(scenario, work, check)
+
+
+# ---- the comparison itself -----------------------------------------------------------------
+
+
+def test_normalise_replaces_this_runs_volatile_parts_and_keeps_the_data(tmp_path: Path) -> None:
+    how = Normaliser({tmp_path: "<TMP>", ROOT: "<ROOT>"})
+    now = dt.datetime.now(dt.UTC)
+    text = (f"{tmp_path}/run/summary.json {ROOT}/configs/x.yaml\n"
+            f"finished {now:%Y-%m-%d %H:%M} UTC; rows complete 2026-12-05 08:50 UTC\n"
+            f"Command: `x` · 2 CPUs (AMD EPYC), Python 3.11.7, {now:%Y-%m-%d %H:%M} UTC,"
+            " load average at the end 2.9, 2.8, 3.0\n"
+            "measured on 2 CPUs (Intel Xeon), Python 3.11.7, 2026-12-05 22:03 UTC, load average"
+            " at the end 2.3, 1.2, 0.8\n"
+            '{"wall_s": 1.25, "expand_seconds": 3, "finished_at": "x", "schema_version": 1,'
+            ' "num_solved": 2}\n'
+            "(238 new calls, 1.2 s) 0:00:01\n")
+    assert how(text) == (
+        "<TMP>/run/summary.json <ROOT>/configs/x.yaml\n"
+        "finished <NOW>; rows complete 2026-12-05 08:50 UTC\n"
+        "Command: `x` · <MACHINE>, <NOW>, load average at the end <LOAD>\n"
+        "measured on 2 CPUs (Intel Xeon), Python 3.11.7, 2026-12-05 22:03 UTC, load average"
+        " at the end 2.3, 1.2, 0.8\n"
+        '{"wall_s": "<VOLATILE>", "expand_seconds": "<VOLATILE>", "finished_at": "<VOLATILE>",'
+        ' "schema_version": 1, "num_solved": 2}\n'
+        "(238 new calls, <DURATION>) <DURATION>\n")
+    # a render from committed data keeps its durations: they are data
+    assert Normaliser({}, durations=False)("in 117 minutes") == "in 117 minutes"
+
+
+def test_one_changed_byte_of_a_golden_is_a_difference(tmp_path: Path) -> None:
+    case = "export_fruit"
+    names = [line.split("  (")[0] for line in
+             (GOLDEN / case / MANIFEST).read_text(encoding="utf-8").splitlines()]
+    found: dict[str, str | None] = {
+        n: (GOLDEN / case / n).read_text(encoding="utf-8") if (GOLDEN / case / n).is_file()
+        else None for n in names}
+    assert differences(case, found) == []
+    shutil.copytree(GOLDEN / case, tmp_path / case)
+    summary = tmp_path / case / "run" / "export.json"
+    data = bytearray(summary.read_bytes())
+    data[len(data) // 2] ^= 1  # one bit of one byte
+    summary.write_bytes(bytes(data))
+    (problem,) = differences(case, found, root=tmp_path)
+    assert problem.startswith("run/export.json differs:")
+    (tmp_path / case / "run" / "export.json").unlink()
+    assert differences(case, found, root=tmp_path) == ["run/export.json: no golden file"]
+    del found["stdout.txt"]
+    assert differences(case, found, root=tmp_path)[0].startswith("files differ:")
