@@ -32,7 +32,7 @@ import pytest
 from golden import GOLDEN, MANIFEST, ROOT, Normaliser, collect, differences, write_golden
 from typer.testing import CliRunner
 
-CONFIGS = ROOT / "configs"
+CONFIGS = ROOT / "gtsteer" / "configs"
 DATA = ROOT / "docs" / "data"
 #: rich wraps the printout at the terminal's width: one width for every run.
 ENV = {"COLUMNS": "120", "LINES": "50", "HF_HUB_OFFLINE": "1"}

@@ -23,7 +23,7 @@ from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.session import Budget, BudgetExceeded, session
 
 ROOT = Path(__file__).resolve().parents[1]
-FRUIT = ROOT / "configs" / "trade_fruit_tone.yaml"  # 136 requests worst case
+FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"  # 136 requests worst case
 runner = CliRunner()
 
 
