@@ -112,7 +112,7 @@ DRIVERS = [
         Step("eval_reward_fruit", ["eval", "reward", cfg("trade_fruit_tone"), *FAKE, "--cases",
                                    "2", "-q", "-o", "run"], {"run": "run"}),
         Step("eval_reward_labelled", ["eval", "reward", cfg("trade_fruit_offer"), *FAKE,
-                                      "--labelled", "tests/data/reward_labelled_offers.yaml",
+                                      "--labelled", "gtsteer/data/reward_labelled_offers.yaml",
                                       "-q", "-o", "labelled"], {"labelled": "labelled"}),
     ]),
     Scenario("eval_verdict", [
@@ -264,6 +264,8 @@ def run_scenario(scenario: Scenario, folder: Path,
     (folder / "configs").symlink_to(CONFIGS, target_is_directory=True)
     (folder / "tests").mkdir()
     (folder / "tests" / "data").symlink_to(ROOT / "tests" / "data", target_is_directory=True)
+    (folder / "gtsteer").mkdir()
+    (folder / "gtsteer" / "data").symlink_to(ROOT / "gtsteer" / "data", target_is_directory=True)
     for name in scenario.copy:
         shutil.copytree(DATA / name, folder / "data" / name)
     for step in scenario.steps:

@@ -36,7 +36,7 @@ import yaml
 from rich.console import Console
 
 from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from gtsteer.bench.benchdoc import repo_config
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "gtsteer bench prefix"
@@ -114,7 +114,7 @@ def timed(label: str, fn: Any) -> dict[str, Any]:
 def smoke_config(tmp: Path, job: list[str]) -> list[str]:
     """The main job on a shrunken copy of its config (two actions, one LLM seed)."""
     config = Path(next(a for a in job if a.endswith((".yaml", ".yml"))))
-    spec = yaml.safe_load((ROOT / config).read_text())
+    spec = yaml.safe_load((repo_config(config)).read_text())
     key = next(iter(spec["actions"]))
     spec["actions"] = {key: spec["actions"][key][:1] + spec["actions"][key][-1:]}
     spec["instruction_definitions"] = {}  # they would name the values trimmed above

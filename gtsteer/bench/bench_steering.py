@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from gtsteer.bench.benchdoc import ROOT, repo_config
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.runs import eval_steering
 from gtsteer.runs.context import RunContext
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     def measure(config: str, model: str, folder: str) -> SteeringReport:
-        report = eval_steering.run(ROOT / config,
+        report = eval_steering.run(repo_config(config),
                                    RunContext.of(llm=model, out=args.results / folder),
                                    SteeringOptions(samples=args.samples))
         report.config = config  # repo-relative in the doc

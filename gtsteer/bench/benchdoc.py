@@ -29,6 +29,18 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 
 
+def repo_config(config: str | Path) -> Path:
+    """A config a benchmark, a study or a saved row names relative to this checkout, as a file:
+    the checkout's own path when it exists, else the shipped config it names (saved rows say
+    `configs/NAME.yaml`, where a clone kept them before they shipped in the package)."""
+    from gtsteer.binding.shipped import resolve_config
+
+    path = Path(config)
+    if path.is_absolute() or (ROOT / path).exists():
+        return ROOT / path
+    return resolve_config(path)
+
+
 def parser(command: str, description: str) -> argparse.ArgumentParser:
     """The argument parser of a benchmark or study, named by the command that runs it
     (`gtsteer bench llm`), so its usage line and error messages say how to call it."""

@@ -17,6 +17,9 @@ DATA_DIR = PACKAGE_ROOT / "data"
 #: The config of a bare `pyspiel.load_game("gtsteer_dialogue")`: the README's demo.
 DEFAULT_CONFIG = "schedule_meeting_dow"
 _SUFFIXES = (".yaml", ".yml")
+#: Where a clone kept the example configs before they shipped in the package: saved rows and
+#: recorded commands (docs/data) say `configs/NAME.yaml`, which still names the shipped config.
+LEGACY_FOLDER = "configs"
 
 
 def shipped_configs() -> dict[str, Path]:
@@ -25,10 +28,13 @@ def shipped_configs() -> dict[str, Path]:
 
 
 def shipped_name(config: str | Path) -> str | None:
-    """The shipped config that `config` names (`schedule_meeting_dow`, or with `.yaml`),
-    or None: a path with a folder in it, or a name no shipped config has."""
+    """The shipped config that `config` names (`schedule_meeting_dow`, with `.yaml`, or as
+    `configs/schedule_meeting_dow.yaml`), or None: another path with a folder in it, or a name
+    no shipped config has."""
     path = Path(config)
-    if len(path.parts) != 1:
+    if len(path.parts) == 2 and path.parts[0] == LEGACY_FOLDER:
+        path = Path(path.parts[1])
+    elif len(path.parts) != 1:
         return None
     name = path.stem if path.suffix in _SUFFIXES else path.name
     return name if name in shipped_configs() else None

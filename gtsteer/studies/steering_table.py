@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import repo_config
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
 from gtsteer.runs import eval_judge, eval_steering
@@ -72,7 +73,7 @@ def validate(candidates: list[str], configs: list[str],
     """Every candidate on every config's labelled messages (cached; saved per judge)."""
     found = []
     for judge in candidates:
-        report = eval_judge.run([ROOT / c for c in configs],
+        report = eval_judge.run([repo_config(c) for c in configs],
                                 RunContext.of(out=results / "judges" / safe(judge),
                                               progress=False),
                                 JudgeOptions(judges=[judge], labelled=DEFAULT_LABELLED))
@@ -112,7 +113,7 @@ def measure(configs: list[str], writers: list[str], judges: list[str], samples: 
     from gtsteer.domains import load_spec
 
     for config in configs:
-        spec = load_spec(ROOT / config)
+        spec = load_spec(repo_config(config))
         chosen = judge_for(spec.name, judges, validations)
         if chosen is None:
             print(f"== {config}: refused, no judge in {judges} passes its labelled messages")
@@ -122,7 +123,7 @@ def measure(configs: list[str], writers: list[str], judges: list[str], samples: 
             print(f"== {config} · {writer} · judge {judge} ({variant})", flush=True)
             out = results / "runs" / f"{Path(config).stem}-{safe(writer)}-k{samples}"
             try:
-                eval_steering.run(ROOT / config,
+                eval_steering.run(repo_config(config),
                                   RunContext.of(llm=writer, reader=judge, out=out,
                                                 progress=False),
                                   SteeringOptions(samples=samples, variants=(variant,),

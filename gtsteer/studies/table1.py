@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import repo_config
 from gtsteer.binding.shipped import shipped_configs
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
@@ -466,7 +467,7 @@ def decomposition_section(rows: list[Row]) -> list[str]:
         first = next((c.player for c in r.versus if c.replay == "opening"), None)
         if first is None:
             continue
-        n_actions = len(load_spec(ROOT / r.config).instructions())
+        n_actions = len(load_spec(repo_config(r.config)).instructions())
         d = decomposition(r.per_instance, first, n_actions)
         if d is None:
             continue
