@@ -473,7 +473,9 @@ def test_demo_outcomes_decodes_payoffs_back_to_days(tmp_path: Path) -> None:
                  {"speaker": "Frank", "instruction": "any", "text": "..."}]
         return json.dumps({"turns": turns, "returns": paid})
 
-    rows = [row("Friday", [3.0, 0.0]), row("Friday", [3.0, 0.0]), row("Friday", [0.0, 0.0]),
+    # Frank is away on Friday, so a Friday meeting pays both 0 (issue 57): Saturday is free.
+    rows = [row("Saturday", [8.0, 5.0]), row("Saturday", [8.0, 5.0]),
+            row("Saturday", [0.0, 0.0]),
             row("Wednesday", [10.0, 4.0]),  # read as Monday
             row("any", [0.0, 0.0])]
     (games / "0.terminals.jsonl").write_text("\n".join(rows) + "\n")
@@ -481,7 +483,7 @@ def test_demo_outcomes_decodes_payoffs_back_to_days(tmp_path: Path) -> None:
     assert table.splitlines()[2:] == [
         "| nothing (`any`) | 1 | 0 | 0 |",
         "| Wednesday | 1 | 1 | 0 |",
-        "| Friday | 3 | 2 | 2 |",
+        "| Saturday | 3 | 2 | 2 |",
     ]
 
 

@@ -96,7 +96,7 @@ def test_not_a_mapping_and_bad_yaml(tmp_path: Path) -> None:
     path.write_text("name: [unclosed\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_spec(path)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigError, match="no such config file"):
         load_spec(tmp_path / "missing.yaml")
 
 

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from gtsteer.bench import benchdoc
 from gtsteer.cli import app
 from gtsteer.runs import atomic
+from gtsteer.runs.psro import SCHEMA_VERSION as PSRO_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -169,7 +170,8 @@ PSRO_DAMAGE: dict[str, tuple[str, Callable[[Path], bytes], str]] = {
     "random summary": ("summary.json", lambda p: bytes(range(256)) * 4, "Invalid JSON"),
     "no iterations": ("summary.json", set_summary("iterations", []), "holds no iteration"),
     "newer schema": ("summary.json", set_summary("schema_version", 99),
-                     "written with schema version 99, newer than this gtsteer reads (4)"),
+                     "written with schema version 99, newer than this gtsteer reads"
+                     f" ({PSRO_SCHEMA})"),
     "truncated row": ("study_row.json", halve, "not a readable StudyRow"),
 }
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from gtsteer.bench import benchdoc
+from gtsteer.bench.benchdoc import repo_config
 from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
@@ -463,8 +464,7 @@ def psro_command(s: RowSettings, results: str) -> str:
 
 def render_row(row: StudyRow, summary: PSROSummary, results: str) -> list[str]:
     s = row.settings
-    spec = load_spec(ROOT / s.reference if not Path(s.reference).is_absolute()
-                     else Path(s.reference))
+    spec = load_spec(repo_config(s.reference))
     days = [d for d in spec.actions[summary.key] if d != "any"]
     players = list(spec.players)
     about = ROWS[s.row].about if s.proposer == ROWS[s.row].proposer else f"`{s.proposer}`"
