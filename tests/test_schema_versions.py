@@ -60,7 +60,7 @@ def test_act_replays_a_decision_from_an_old_snapshot() -> None:
     result = runner.invoke(app, ["werewolf", "act", "--snapshot", str(OLD_SNAPSHOT),
                                  "--bot", "Bram", "--action", "vote", "--llm", "fake"])
     assert result.exit_code == 0, result.output
-    payload = json.loads(result.output)
+    payload = json.loads(result.stdout)  # the JSON alone: the usage line goes to stderr
     assert payload["kind"] == "vote" and payload["target"] in payload["legal_targets"]
     assert sorted(payload["legal_targets"]) == ["Clara", "Elin", "Hugo"]
 
