@@ -255,18 +255,18 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
 
     monkeypatch.setattr(table1, "render", render)
     doc = tmp_path / "TABLE1.md"
-    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--quiet", "--results",
+    table1.main(["--llm", "fake", "--games", "2", "--steering-samples", "1", "--quiet", "--results",
                  str(tmp_path / "res"), "--doc", str(doc), str(ROOT / "gtsteer/configs/court.yaml"),
                  str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     first, last = written
-    assert "| `court` | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
+    assert "| `court` | 1 | 2 / 2 |" in first and "trade_fruit_tone` | 2" not in first
     assert "Not measured yet" in first
     assert "`trade_fruit_tone` (0 instances solved so far)." in first
-    assert "| `trade_fruit_tone` | 2 / 2 |" in last and "Not measured yet" not in last
+    assert "| `trade_fruit_tone` | 2 | 2 / 2 |" in last and "Not measured yet" not in last
     assert doc.read_text(encoding="utf-8") == last
     summary = json.loads((tmp_path / "res" / "court" / "summary.json").read_text())
     nash = summary["metrics"]["nash_conv"]["mean"]
-    assert f"| `court` | 2 / 2 | {table1.signed(nash)} " in last
+    assert f"| `court` | 1 | 2 / 2 | {table1.signed(nash)} " in last
     # Steering is classified by the default judge, MiniLM, validated on the labelled messages
     # first: it passes court's focus, and fruit tone is refused there, so that cell says so.
     court_row = next(x for x in last.splitlines() if x.startswith("| `court`"))
@@ -292,7 +292,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     monkeypatch.setattr(table1, "measure", no_measuring)
     (tmp_path / "res" / "trade_fruit_tone" / "table1_row.json").unlink()
     (tmp_path / "res" / "trade_fruit_tone" / "games" / "1.json").unlink()
-    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
+    table1.main(["--llm", "fake", "--games", "2", "--steering-samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(CONFIG_DIR / "court.yaml"), str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     rendered = doc.read_text(encoding="utf-8")
@@ -309,30 +309,30 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     old_style = {k: v for k, v in json.loads(saved.read_text()).items()
                  if k in ("llm", "row")}
     saved.write_text(json.dumps(old_style))
-    table1.main(["--llm", "fake", "--games", "2", "--samples", "1", "--render-only",
+    table1.main(["--llm", "fake", "--games", "2", "--steering-samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "gtsteer/configs/court.yaml")])
     assert "- `court`: not recorded" in doc.read_text(encoding="utf-8")
     # Rows saved for other settings are not shown as these settings' results.
-    table1.main(["--llm", "fake", "--games", "3", "--samples", "1", "--render-only",
+    table1.main(["--llm", "fake", "--games", "3", "--steering-samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
     # Without --games, each saved row is shown at its own instance count.
-    table1.main(["--llm", "fake", "--samples", "1", "--render-only",
+    table1.main(["--llm", "fake", "--steering-samples", "1", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "gtsteer/configs/court.yaml")])
-    assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
+    assert "| `court` | 1 | 2 / 2 |" in doc.read_text(encoding="utf-8")
     # A row saved at another steering K is not these settings' row; without --samples, each
     # saved row is shown at its own K (rows measured with different K share one page).
-    table1.main(["--llm", "fake", "--samples", "16", "--render-only",
+    table1.main(["--llm", "fake", "--steering-samples", "16", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "gtsteer/configs/court.yaml")])
     assert "| `court` |" not in doc.read_text(encoding="utf-8")
     table1.main(["--llm", "fake", "--render-only",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(ROOT / "gtsteer/configs/court.yaml")])
-    assert "| `court` | 2 / 2 |" in doc.read_text(encoding="utf-8")
+    assert "| `court` | 1 | 2 / 2 |" in doc.read_text(encoding="utf-8")
     assert "(K=1" in doc.read_text(encoding="utf-8")
 
 
@@ -361,7 +361,7 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
 ) -> None:
     table1 = load("table1")
     doc = tmp_path / "TABLE1.md"
-    table1.main(["--llm", "fake", "--games", "3", "--samples", "0", "--quiet", "--heldout",
+    table1.main(["--llm", "fake", "--games", "3", "--steering-samples", "0", "--quiet", "--heldout",
                  "--results", str(tmp_path / "res"), "--doc", str(doc),
                  str(CONFIG_DIR / "trade_fruit_tone.yaml")])
     summary = json.loads((tmp_path / "res" / "trade_fruit_tone" / "summary.json").read_text())
@@ -370,11 +370,11 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     line = next(x for x in doc.read_text(encoding="utf-8").splitlines()
                 if x.startswith("| `trade_fruit_tone`"))
     cells = [c.strip() for c in line.split("|")]
-    assert cells[9] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
+    assert cells[10] == (f"{table1.signed(held['mean'])} [{table1.signed(held['ci_low'])},"
                         f" {table1.signed(held['ci_high'])}]")
     clean = summary["heldout_metrics"]["clean"]
-    assert cells[7].startswith(f"{table1.signed(clean['mean'])} [{table1.signed(clean['ci_low'])},")
-    assert cells[8].startswith("nearest ") and "; distilled " in cells[8]
+    assert cells[8].startswith(f"{table1.signed(clean['mean'])} [{table1.signed(clean['ci_low'])},")
+    assert cells[9].startswith("nearest ") and "; distilled " in cells[9]
     assert "On fresh samples the clean estimate (the first mover's opening decision) is " in (
         doc.read_text(encoding="utf-8"))
     # Every interval of the row is recomputable from the per-instance values it saved.
@@ -390,10 +390,11 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     assert [sum(v) / 2 for v in zip(*per_player, strict=True)] == pytest.approx(
         values["heldout_nearest"])
     # --render-only --heldout shows only rows that have the held-out gain.
-    render = ["--llm", "fake", "--games", "3", "--samples", "0", "--render-only", "--results",
-              str(tmp_path / "res"), "--doc", str(doc), str(CONFIG_DIR / "trade_fruit_tone.yaml")]
+    render = ["--llm", "fake", "--games", "3", "--steering-samples", "0", "--render-only",
+              "--results", str(tmp_path / "res"), "--doc", str(doc),
+              str(CONFIG_DIR / "trade_fruit_tone.yaml")]
     table1.main([*render, "--heldout"])
-    assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
+    assert "| `trade_fruit_tone` | 2 | 3 / 3 |" in doc.read_text(encoding="utf-8")
     saved = tmp_path / "res" / "trade_fruit_tone" / "table1_row.json"
     stored = json.loads(saved.read_text())
     stored["row"]["heldout_clean"] = None  # a row saved before the clean estimate existed
@@ -401,7 +402,7 @@ def test_table1_heldout_column_is_the_solve_summarys_fresh_sample_gain(
     table1.main([*render, "--heldout"])
     assert "| `trade_fruit_tone` |" not in doc.read_text(encoding="utf-8")
     table1.main(render)
-    assert "| `trade_fruit_tone` | 3 / 3 |" in doc.read_text(encoding="utf-8")
+    assert "| `trade_fruit_tone` | 2 | 3 / 3 |" in doc.read_text(encoding="utf-8")
 
 
 def test_table1_says_per_domain_whether_the_clean_gain_survives_fresh_samples() -> None:

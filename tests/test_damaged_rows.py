@@ -81,7 +81,7 @@ def test_table1_render_only_names_a_damaged_row_and_writes_the_others(
     assert reason in result.stderr
     text = doc.read_text(encoding="utf-8")
     for intact, n in (("debate", 20), ("trade_fruit_offer", 40), ("trade_fruit_tone", 20)):
-        assert f"| `{intact}` | {n} / {n} |" in text
+        assert f"| `{intact}` | 2 | {n} / {n} |" in text  # S = 2
     assert "| `schedule_meeting_dow` |" not in text
     assert "could not be read (not shown" in text and "`schedule_meeting_dow`." in text
 

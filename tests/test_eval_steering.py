@@ -135,7 +135,7 @@ def test_run_writes_report_and_pngs(tmp_path: Path) -> None:
 
 def test_cli_on_fake_model(tmp_path: Path) -> None:
     out = tmp_path / "steer"
-    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--samples", "3"]
+    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--steering-samples", "3"]
     result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
     assert "steering" in result.output and "with defs" in result.output
@@ -150,10 +150,30 @@ def test_cli_on_fake_model(tmp_path: Path) -> None:
     assert json.loads((out / "steering.json").read_text())["llm_calls"]["new_calls"] == 0
 
 
+def test_eval_steering_samples_is_a_deprecated_alias(tmp_path: Path) -> None:
+    fruit = str(FRUIT)
+    old = runner.invoke(app, ["eval", "steering", fruit, "--llm", "fake", "--samples", "2",
+                              "--out", str(tmp_path / "a"), "--quiet"])
+    assert old.exit_code == 0, old.output
+    assert "--samples is deprecated" in old.output and "--steering-samples" in old.output
+    new = runner.invoke(app, ["eval", "steering", fruit, "--llm", "fake",
+                              "--steering-samples", "2", "--out", str(tmp_path / "b"),
+                              "--quiet"])
+    assert new.exit_code == 0, new.output
+    assert "deprecated" not in new.output
+    for folder in ("a", "b"):
+        data = json.loads((tmp_path / folder / "steering.json").read_text())
+        assert data["samples_per_instruction"] == 2
+    both = runner.invoke(app, ["eval", "steering", fruit, "--llm", "fake", "--samples", "2",
+                               "--steering-samples", "3", "--out", str(tmp_path / "c")])
+    assert both.exit_code == 2 and "--steering-samples" in both.output
+
+
 @pytest.mark.parametrize("samples", ["0", "-2", "1001"])
 def test_cli_bad_samples(tmp_path: Path, samples: str) -> None:
     out = tmp_path / "o"
-    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--samples", samples, "-o", str(out)]
+    args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--steering-samples", samples,
+            "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "samples" in result.output
     assert not out.exists()

@@ -102,7 +102,8 @@ DRIVERS = [
     ]),
     Scenario("eval_steering", [
         Step("eval_steering_fruit", ["eval", "steering", cfg("trade_fruit_tone"), *FAKE,
-                                     "--samples", "2", "-q", "--out", "run"], {"run": "run"}),
+                                     "--steering-samples", "2", "-q", "--out", "run"],
+             {"run": "run"}),
     ]),
     Scenario("eval_judge", [
         Step("eval_judge_fruit", ["eval", "judge", cfg("trade_fruit_tone"), "--judge", "fake",

@@ -14,12 +14,20 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    err_console,
+    friendly_errors,
+    parse_options,
+    ray_options,
+)
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     ConfigArg,
+    DeprecatedSteeringSamples,
     Judges,
     LabelledDialogues,
     LabelledMessages,
@@ -47,7 +55,7 @@ from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import Accuracy
 
 #: The flag of each `SteeringOptions` field the command sets, for its errors.
-STEERING_FLAGS = {"samples": "--samples", "seed": "--seed",
+STEERING_FLAGS = {"samples": "--steering-samples", "seed": "--seed",
                   "validate_classifier_on": "--validate-judge"}
 
 eval_app = typer.Typer(
@@ -125,7 +133,8 @@ def steering(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
-    samples: SteeringSamples = 10,
+    samples: SteeringSamples = None,
+    old_samples: DeprecatedSteeringSamples = None,
     seed: Seed = 0,
     out: Out = None,
     quiet: Quiet = False,
@@ -140,6 +149,7 @@ def steering(
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
     on_ray = ray_options(ray, workers)
+    samples = steering_samples(samples, old_samples)
     with friendly_errors():
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=served, out=out,
@@ -155,6 +165,24 @@ def steering(
         console.print("[yellow]judge not validated:[/] --validate-judge "
                       "gtsteer/data/judge_labelled.yaml checks it on labelled messages first")
     console.print(f"report: {where / 'steering.json'}")
+
+
+#: Messages per instruction when neither --steering-samples nor --samples is given.
+STEERING_SAMPLES = 10
+
+
+def steering_samples(samples: int | None, old: int | None) -> int:
+    """--steering-samples, or the deprecated --samples with a warning (elsewhere --samples is
+    S, the samples per message, as in `werewolf steer-train`; here it was the steering K)."""
+    if old is None:
+        return STEERING_SAMPLES if samples is None else samples
+    if samples is not None:
+        err_console.print("error: give --steering-samples only (--samples is its deprecated"
+                          " spelling)")
+        raise typer.Exit(2)
+    err_console.print("[yellow]warning:[/] --samples is deprecated here: it is the steering K,"
+                      " messages per instruction; use --steering-samples", highlight=False)
+    return old
 
 
 def print_validations(validations: list[ClassifierValidation]) -> None:

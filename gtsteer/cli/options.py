@@ -246,9 +246,16 @@ HeldoutRescore = Annotated[
     bool,
     typer.Option("--heldout", help="Re-score each adopted instruction on fresh LLM samples."),
 ]
-#: `eval steering`: messages to classify.
+#: `eval steering`: messages to classify (steering K; not S, the samples per message of a
+#: game's chance nodes, which `werewolf steer-train --samples` and configs' `num_llm_seeds` set).
 SteeringSamples = Annotated[
-    int, typer.Option("--samples", "-k", help="Messages per instruction value.")
+    int | None, typer.Option("--steering-samples", "-k",
+                             help="Messages per instruction value (default 10).")
+]
+#: `eval steering`: the old spelling of --steering-samples, kept so old command lines run.
+DeprecatedSteeringSamples = Annotated[
+    int | None, typer.Option("--samples", hidden=True,
+                             help="Deprecated: --steering-samples.")
 ]
 #: `werewolf steer-train`: chance samples of the playstyle games.
 MessageSamples = Annotated[

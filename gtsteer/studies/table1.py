@@ -2,11 +2,12 @@
 instances, steering accuracy beside them, written to docs/TABLE1.md next to the paper's numbers.
 
     .venv/bin/gtsteer table1                       # every gtsteer/configs/*.yaml, local model
-    .venv/bin/gtsteer table1 --games 20 --samples 10 --llm local \
+    .venv/bin/gtsteer table1 --games 20 --steering-samples 10 --llm local \
         gtsteer/configs/trade_fruit_tone.yaml
 
 Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
-`gtsteer eval steering` (K messages per instruction); results land in results/table1/. LLM
+`gtsteer eval steering` (K = --steering-samples messages per instruction; `--samples`, its
+old spelling, still works with a warning); results land in results/table1/. LLM
 answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
 its row under --results; `--render-only` writes the doc from those rows without a model call,
 so several processes (one per core, on disjoint configs) or sessions can share the work.
@@ -17,6 +18,7 @@ failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad 
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import sys
 from contextlib import ExitStack
@@ -45,7 +47,17 @@ from gtsteer.runs.output import (
 from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
-from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
+from gtsteer.solvers.metrics import (
+    MeanCI,
+    bootstrap_bound_error,
+    bootstrap_interval,
+    holm,
+    mean_ci,
+    min_detectable_effect,
+    sign_test,
+    skewness,
+    t_test_p,
+)
 from gtsteer.studies.table1_decomposition import decomposition
 
 #: How to run this (the usage line, and the command its docs section names).
@@ -82,7 +94,8 @@ class VersusCell(BaseModel):
     others: str = "any"  # the other players: on `any`, or the first mover on its policy
     gain: MeanCI
     bootstrap: tuple[float, float] | None = None
-    #: Instances a t-test would need to exclude 0 with 80% power, at this mean and spread.
+    #: Kept in rows saved before issue 57 (post-hoc power from the observed mean: no longer
+    #: computed or shown; the page shows the minimum detectable effect instead).
     instances_needed: int | None = None
 
 
@@ -93,6 +106,12 @@ class Row(BaseModel):
     solved: int = 0
     #: The config's payoff range (max - min), which every normalised value divides by.
     payoff_span: float = Field(1.0, gt=0)
+    #: S: the config's `num_llm_seeds` when measured (one count, or one per depth); None in
+    #: rows saved before they kept it (the page then reads the config's).
+    samples_per_message: int | list[int] | None = None
+    #: The domain code's `version` when measured (a payoff rule changed; None: saved before
+    #: rows kept it, i.e. version 1).
+    domain_version: int | None = None
     nash_conv: MeanCI | None = None
     nash_conv_normalized: MeanCI | None = None
     cfr_gain: MeanCI | None = None
@@ -177,7 +196,8 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
     row = Row(config=repo_relative(config),
-              domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min)
+              domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min,
+              samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version)
     command = None if command is None else f"{command} {row.config}"
     try:
         summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
@@ -212,8 +232,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
                     VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
                                baseline=v.baseline, others=v.others,
                                gain=MeanCI(**v.gain.model_dump(exclude={"per_instance"})),
-                               bootstrap=bootstrap_interval(v.gain.per_instance),
-                               instances_needed=instances_for_power(v.gain.per_instance))
+                               bootstrap=bootstrap_interval(v.gain.per_instance))
                     for v in hm.versus]
         if samples > 0:
             row.steering_samples = samples
@@ -401,61 +420,174 @@ def heldout_summary(rows: list[Row]) -> str:
     return text
 
 
-def versus_cell(c: VersusCell | None) -> str:
-    if c is None:
+def older_payoff(rows: list[Row]) -> list[str]:
+    """One sentence naming the rows measured under an older version of their domain's code
+    than the config loads now (issue 57 changed the meeting payoff: version 2)."""
+    old = []
+    for r in rows:
+        try:
+            now = load_spec(repo_config(r.config)).hooks.version
+        except Exception:  # noqa: BLE001 - a config gone since: nothing to compare with
+            continue
+        was = r.domain_version or 1
+        if was < now:
+            old.append(f"`{r.domain}` (version {was}; now {now})")
+    if not old:
+        return []
+    return ["", ("Measured under an older version of the domain's payoff than the code now has,"
+                 " and not re-run: " + ", ".join(old) + ". For the meeting domain that predates"
+                 " issue 57's away-day rule (a meeting on a day either player is away now pays"
+                 " both 0), so its values pay meetings one side cannot attend.")]
+
+
+def samples_cell(r: Row) -> str:
+    """S, the samples per message the row was solved with (a per-depth list as such); a row
+    saved before it kept S shows its config's count."""
+    seeds = r.samples_per_message
+    if seeds is None:
+        try:
+            seeds = load_spec(repo_config(r.config)).num_llm_seeds
+        except Exception:  # noqa: BLE001 - a config gone since: the page says it does not know
+            return "?"
+    return f"[{', '.join(map(str, seeds))}]" if isinstance(seeds, list) else str(seeds)
+
+
+def cell_key(c: VersusCell) -> str:
+    """The saved row's per-instance key of a cell's paired differences."""
+    return f"versus_player{c.player}_{c.replay}_{c.baseline}_others_{c.others}"
+
+
+def is_primary(c: VersusCell) -> bool:
+    """The declared primary contrast of a domain: the first mover's clean fresh gain (its
+    opening decision, replayed exactly, the other player on `any`) over greedy, the
+    instruction a person would give without a solver."""
+    return c.replay == "opening" and c.baseline == "greedy" and c.others == "any"
+
+
+#: |skewness| from which a mean is shown with its sign counts and exact sign test.
+SKEWED = 1.0
+#: A paired difference within this share of the payoff range counts as a tie (no sign).
+TIE_SHARE = 1e-3
+
+
+def bound(x: float, mc_error: float | None) -> str:
+    """A bootstrap bound; "≈ 0" where it lies within 2 Monte Carlo SDs of 0 (its side of 0
+    would be decided by the resample seed)."""
+    if mc_error is not None and abs(x) < 2 * mc_error:
+        return "≈ 0"
+    return signed(x)
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
         return "—"
-    boot = "" if c.bootstrap is None else (
-        f"; bootstrap [{signed(c.bootstrap[0])}, {signed(c.bootstrap[1])}]")
-    return f"{ci(c.gain)}{boot}"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def mde_text(values: list[float]) -> str:
+    """The minimum detectable effect at this n (80% power, two-sided 5%, observed SD)."""
+    import numpy as np
+
+    if len(values) < 2:
+        return "—"
+    mde = min_detectable_effect(float(np.std(values, ddof=1)), len(values))
+    return "—" if mde is None else f"{mde:.3f}"
+
+
+def signs_text(values: list[float], span: float) -> str:
+    """Sign counts and the exact sign test, where the values are skewed."""
+    skew = skewness(values)
+    if skew is None or abs(skew) < SKEWED:
+        return "—"
+    s = sign_test(values, tie=TIE_SHARE * span)
+    return (f"{s.positive}+ / {s.negative}− / {s.ties} tied, sign p {p_text(s.p)}"
+            f" (skew {skew:+.1f})")
 
 
 def versus_section(rows: list[Row]) -> list[str]:
-    """Per domain and player: the policy's fresh-sample gain over each baseline, paired per
-    instance, with both intervals; and, where the t interval holds 0, the instances the
-    measured mean and spread would need."""
+    """Per domain: the declared primary contrast (Student-t), then every other fresh-sample
+    cell as exploratory, its t p Holm-adjusted over all of them, with the bootstrap, the
+    minimum detectable effect and, where skewed, the sign test (review science-0832c41, M4,
+    L1, L2)."""
     shown = [r for r in rows if r.versus]
     if not shown:
         return []
+    primary: list[tuple[Row, VersusCell]] = []
+    exploratory: list[tuple[Row, VersusCell]] = []
+    for r in shown:
+        for c in r.versus:
+            (primary if is_primary(c) else exploratory).append((r, c))
+    values = {(r.domain, cell_key(c)): r.per_instance.get(cell_key(c), [])
+              for r, c in primary + exploratory}
+    pvals = [t_test_p(values[r.domain, cell_key(c)]) for r, c in exploratory]
+    adjusted = holm([1.0 if p is None else p for p in pvals])
     lines = [
         "",
         "## Fresh samples: the policy against baselines",
         "",
-        ("Each cell is a player's value with the CFR policy minus its value with the baseline,"
+        ("Each value is a player's value with the CFR policy minus its value with the baseline,"
          " on the same fresh samples of each instance (a paired difference), mean over"
-         " instances with a 95% Student-t interval and a 95% bootstrap interval (BCa, 10,000"
-         " resamples of the instances). The first mover plays its opening decision (replayed"
-         " exactly: the clean estimate), the other player on `any`. The responder's policy is"
-         " replayed by one that reads the fresh text, with the first mover on `any` (*others*"
-         " `any`) or on its solved opening (*others* `policy`). *greedy*: the instruction a"
-         " person would give each player without a solver (meeting: its own highest-valued day"
-         " it is not away on; offers: the offer worth most to it that its basket can pay for);"
-         " *uniform*: every instruction equally often. Per-instance values:"
+         " instances with a 95% Student-t interval, the one interval method of this page. The"
+         " first mover plays its opening decision (replayed exactly: the clean estimate), the"
+         " other player on `any`. The responder's policy is replayed by one that reads the"
+         " fresh text, with the first mover on `any` (*others* `any`) or on its solved opening"
+         " (*others* `policy`). *greedy*: the instruction a person would give each player"
+         " without a solver (meeting: its own highest-valued day it is not away on; offers: the"
+         " offer worth most to it that its basket can pay for); *uniform*: every instruction"
+         " equally often. *S*: samples per message the tree was solved with (a per-depth list"
+         " as such). *MDE*: the minimum detectable effect at this n, the smallest true mean a"
+         " two-sided 5% t-test finds with 80% power given the observed SD (a design quantity,"
+         " not post-hoc power). Per-instance values:"
          " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
          " docs/data/table1/."),
         "",
-        "| domain | n | player | policy | others | vs `any` | vs greedy | vs uniform |",
-        "|---|---:|---|---|---|---|---|---|",
+        "### Primary contrast (declared): the proposer's clean fresh gain over greedy",
+        "",
+        ("One contrast per domain, declared before reading the cells: does the solver's opening"
+         " beat the instruction a person would give? Unadjusted Student-t p."),
+        "",
+        "| domain | S | n | player | policy − greedy [95% t] | t p | MDE | signs (where skewed) |",
+        "|---|---|---:|---|---|---:|---:|---|",
     ]
-    needs = []
-    for r in shown:
-        cells: dict[tuple[int, str, str], dict[str, VersusCell]] = {}
-        for c in r.versus:
-            cells.setdefault((c.player, c.replay, c.others), {})[c.baseline] = c
-        for (_, replay, others), by in cells.items():
-            role = next(iter(by.values())).role
-            n = next(iter(by.values())).gain.n
-            lines.append(f"| `{r.domain}` | {n} | {role} | {replay} | `{others}` |"
-                         f" {versus_cell(by.get('any'))} | {versus_cell(by.get('greedy'))} |"
-                         f" {versus_cell(by.get('uniform'))} |")
-            for name, c in by.items():
-                if c.gain.side in (0, None) and c.instances_needed:
-                    needs.append(f"`{r.domain}` {role} ({replay}, others `{others}`) vs"
-                                 f" {name}: about"
-                                 f" {c.instances_needed}")
-    if needs:
-        lines += ["", ("Where an interval holds 0, the instances a t-test would need to exclude"
-                       " it with 80% power if the mean and spread stayed as measured: "
-                       + "; ".join(needs) + ".")]
+    for r, c in primary:
+        vals = values[r.domain, cell_key(c)]
+        lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
+                     f" {ci(c.gain)} | {p_text(t_test_p(vals))} | {mde_text(vals)} |"
+                     f" {signs_text(vals, r.payoff_span)} |")
+    lines += [
+        "",
+        f"### Exploratory cells (Holm-adjusted over all {len(exploratory)})",
+        "",
+        ("Every other cell: its t p adjusted by Holm's method over the"
+         f" {len(exploratory)} cells of this table (family-wise 5%; **bold** below 0.05). The"
+         " fruit cells are heavily skewed (many zeros, a few large values), where both the t"
+         " and the bootstrap interval reject a true null far more often than 5% (review"
+         f" science-0832c41, M4): where |skew| ≥ {SKEWED:g} the cell adds its sign counts and"
+         " the exact sign test (a difference within 0.1% of the payoff range is a tie). The"
+         " bootstrap (BCa, 10,000 resamples of the instances) is a robustness check, not a"
+         " second test; a bound within 2 Monte Carlo SDs of 0 (over 10 other resample seeds)"
+         " reads ≈ 0, since its sign is the seed's. Responder rows against greedy are"
+         " reader-sensitive: greedy counter-proposes its own best day whatever it was offered,"
+         " and the small reader misreads counter-proposals as agreements (45% in"
+         " `gtsteer bench reward`), which pays greedy (review M1; not counted per terminal"
+         " here: that needs the trees expanded again)."),
+        "",
+        ("| domain | S | n | player | policy | others | baseline | mean [95% t] | Holm p"
+         " | bootstrap [95% BCa] | MDE | signs (where skewed) |"),
+        "|---|---|---:|---|---|---|---|---|---:|---|---:|---|",
+    ]
+    for (r, c), raw, p in zip(exploratory, pvals, adjusted, strict=True):
+        vals = values[r.domain, cell_key(c)]
+        holm_p = "—" if raw is None else f"**{p_text(p)}**" if p < 0.05 else p_text(p)
+        boot = "—"
+        if c.bootstrap is not None:
+            err = bootstrap_bound_error(vals) if len(vals) >= 2 else None
+            low_err, high_err = err if err is not None else (None, None)
+            boot = f"[{bound(c.bootstrap[0], low_err)}, {bound(c.bootstrap[1], high_err)}]"
+        baseline = "`any`" if c.baseline == "any" else c.baseline
+        lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} | {c.replay}"
+                     f" | `{c.others}` | {baseline} | {ci(c.gain)} | {holm_p} | {boot} |"
+                     f" {mde_text(vals)} | {signs_text(vals, r.payoff_span)} |")
     return lines
 
 
@@ -486,7 +618,8 @@ def decomposition_section(rows: list[Row]) -> list[str]:
          " saved `uniform` and `any` values, exact because a value is linear in the opening"
          " mixture), on the CFR opening (*policy*) and on *greedy*, with each paired step and"
          " its 95% Student-t interval: *random − any* is what naming some instruction is worth,"
-         " *policy − random* what the solver's choice adds."),
+         " *policy − random* what the solver's choice adds. The steps are descriptive (not"
+         " adjusted); *policy − greedy* is the primary contrast above."),
         "",
         "| domain | n | player | value: any → random → policy → greedy | steps |",
         "|---|---:|---|---|---|",
@@ -535,32 +668,38 @@ def render(rows: list[Row], llm: str, command: str,
     """The page; `damaged` are domains whose saved row could not be read (not shown)."""
     now = utc_now()
     lines = [
-        "# Table 1: how unexploitable and how useful is the CFR guidance?",
+        "# Table 1: NashConv and CFR gain on the solved samples, and the gain on fresh ones",
         "",
         ("The paper's Table 1 (arXiv 2402.01704) reports, per domain, NashConv of the CFR policy"
-        " (how much a player gains by deviating from it; lower is more stable) and CFR gain"
-        " (what one player gains by switching from the unguided `any` to the CFR policy while"
-        " the other stays unguided). This page measures both with gtsteer, with 95% Student-t"
-        " intervals over instances, and puts steering accuracy beside them: CFR can only exploit"
-        " instructions the model actually follows."),
+        " (how much a player gains by deviating from it) and CFR gain (what one player gains by"
+        " switching from the unguided `any` to the CFR policy while the other stays unguided)."
+        " This page measures both with gtsteer, with 95% Student-t intervals over instances,"
+        " and puts steering accuracy beside them: CFR can only exploit instructions the model"
+        " actually follows. Both are in-sample: computed on the very tree CFR solved, S LLM"
+        " samples per message. NashConv there is about 0 by construction once CFR+ has"
+        " converged on that small tree; it says the solver finished, not that the policy is"
+        " hard to exploit on new samples. What carries to samples the solver never saw is in"
+        " the *fresh* columns and the sections below them."),
         "",
         f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
         "",
-        ("| domain | solved / instances | NashConv | NashConv / range | CFR gain | CFR gain / range"
+        ("| domain | S | solved / instances | NashConv, in-sample (solver converged)"
+        " | NashConv / range, in-sample | CFR gain, in-sample | CFR gain / range, in-sample"
         " | fresh: clean (opening decision) | fresh: text-reading replays | fresh: by history"
         " (blind) | steering (no defs / defs / chance) |"),
-        "|---|---:|---|---|---|---|---|---|---|---|",
+        "|---|---|---:|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.error is not None and r.nash_conv is None:
-            lines.append(f"| `{r.domain}` | {r.solved} / {r.games} | failed: {r.error}"
-                         " | | | | | | | |")
+            lines.append(f"| `{r.domain}` | {samples_cell(r)} | {r.solved} / {r.games} |"
+                         f" failed: {r.error} | | | | | | | |")
             continue
         lines.append(
-            f"| `{r.domain}` | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
+            f"| `{r.domain}` | {samples_cell(r)} | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
         )
+    lines += older_payoff(rows)
     lines += versus_section(rows)
     lines += decomposition_section(rows)
     if stored:
@@ -655,10 +794,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int,
                         help="instances per domain (default 20; with --render-only and no"
                              " --games, each domain's saved row at its own instance count)")
-    parser.add_argument("--samples", type=int,
-                        help="steering messages per instruction (default 10; 0: skip steering;"
-                             " with --render-only and no --samples, each domain's saved row at"
-                             " its own K)")
+    parser.add_argument("--steering-samples", type=int, dest="samples",
+                        help="steering messages per instruction, K (default 10; 0: skip"
+                             " steering; with --render-only and none given, each domain's saved"
+                             " row at its own K). Not S, the samples per message, which the"
+                             " config's num_llm_seeds sets")
+    parser.add_argument("--samples", type=int, dest="old_samples", help=argparse.SUPPRESS)
     parser.add_argument("--judge", default="embed",
                         help="what classifies the steering messages: a judge (embed,"
                              " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
@@ -675,12 +816,18 @@ def main(argv: list[str] | None = None) -> int:
                              "under --results (several processes or sessions can share the work)")
     benchdoc.add_ray_arguments(parser)
     args = parser.parse_args(argv)
+    if args.old_samples is not None:  # the old spelling: recorded command lines still run
+        if args.samples is not None:
+            parser.error("give --steering-samples only (--samples is its deprecated spelling)")
+        print(f"{COMMAND}: warning: --samples is deprecated: it is the steering K, messages per"
+              " instruction; use --steering-samples", file=sys.stderr, flush=True)
+        args.samples = args.old_samples
     if not args.render_only:
         args.games = 20 if args.games is None else args.games
         args.samples = 10 if args.samples is None else args.samples
     if (args.games is not None and args.games < 1) or (
             args.samples is not None and args.samples < 0):
-        parser.error("--games must be >= 1 and --samples >= 0")
+        parser.error("--games must be >= 1 and --steering-samples >= 0")
     ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
     given = sys.argv[1:] if argv is None else argv
