@@ -61,7 +61,13 @@ from gtsteer.runs.solve_schema import (
 )
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
-from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.cfr import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SOLVER,
+    CFRResult,
+    check_solver_args,
+    solve_cfr,
+)
 from gtsteer.solvers.heldout import (
     HeldOutGain,
     ReaderFactory,
@@ -71,11 +77,6 @@ from gtsteer.solvers.heldout import (
 )
 from gtsteer.solvers.metrics import mean_ci
 
-#: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
-#: payoff range after 1000 iterations) and 1000 C++ iterations of a fruit tree take well under
-#: a second, so the default costs nothing next to the LLM calls.
-DEFAULT_SOLVER = "cfr+"
-DEFAULT_ITERATIONS = 1000
 SUMMARY_FILE = "summary.json"
 #: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
 #: `max_calls` (`--max-calls`) is raised: ~120 times the 30-game schedule_meeting_dow run.
