@@ -32,7 +32,6 @@ from gtsteer.llm import LLM, Backend
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.llm.rate import RateLimit
 from gtsteer.llm.session import Budget, current, session
-from gtsteer.llm.usage import UsageReport
 from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ from eval_helpers import TradeOracle
 from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES
 from gtsteer.cli import app
@@ -138,8 +139,6 @@ def test_drivers_refuse_what_the_domain_rejects_before_any_llm_call(
 ) -> None:
     # Loading the spec runs the domain's own checks (fruit trading is bilateral).
     from gtsteer.binding import ConfigError
-    from gtsteer.runs.psro import psro_config
-    from gtsteer.runs.solve import solve_config
 
     data = yaml.safe_load(FRUIT.read_text())
     data["players"] = ["buyer", "seller", "broker"]
@@ -147,8 +146,8 @@ def test_drivers_refuse_what_the_domain_rejects_before_any_llm_call(
     path.write_text(yaml.safe_dump(data))
     model = LLM("fake")
     run = {"eval_reward": lambda: measure_reward(path, model, cases=1, progress=False),
-           "solve": lambda: solve_config(path, model, out_dir=tmp_path / "s", progress=False),
-           "psro": lambda: psro_config(path, model, out_dir=tmp_path / "p")}
+           "solve": lambda: gtsteer.solve(path, llm=model, out=tmp_path / "s", quiet=True),
+           "psro": lambda: gtsteer.psro(path, llm=model, out=tmp_path / "p")}
     with pytest.raises(ConfigError, match="fruit trading needs 2 players, got 3"):
         run[driver]()
     assert model.usage.requests == 0

@@ -7,6 +7,7 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -177,13 +178,21 @@ def solve_config(
     embedder: str | Embedder | None = None,
     resume: bool = False,
 ) -> SolveSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out_dir, ray=ray, progress=progress,
-                        report=report)
-    return run(config_path, ctx, SolveOptions(
-        games=games, instances_file=instances_file, iterations=iterations, solver=solver,
-        seed=seed, deals=deals, heldout=heldout, readers=tuple(readers), embedder=embedder,
-        max_calls=max_calls, resume=resume))
+    """Deprecated: `gtsteer.solve(config, llm=..., out=..., quiet=...)`. Kept, as a thin
+    alias of it, only while `gtsteer/bench` and `gtsteer/studies` still call it."""
+    warnings.warn("gtsteer.runs.solve.solve_config is deprecated; use gtsteer.solve",
+                  DeprecationWarning, stacklevel=2)
+    from gtsteer.api import solve
+
+    where = endpoint or Endpoint()
+    return solve(config_path, llm=llm, games=games, iterations=iterations, solver=solver,
+                 seed=seed, out=out_dir, deals=deals, heldout=heldout, quiet=not progress,
+                 instances=instances_file,
+                 max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
+                 report=report, ray=ray, api_base=where.api_base,
+                 api_key_env=where.api_key_env, request_timeout=where.timeout_s,
+                 max_wait=where.max_wait_s, heldout_readers=readers, embedder=embedder,
+                 resume=resume)
 
 
 def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:
