@@ -117,28 +117,31 @@ def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
 
 
 @contextmanager
-def metered(ctx: RunContext, limits: dict[str, Any]) -> Iterator[Callable[[R], R]]:
-    """The run's session (`--concurrency`, `--rpm`, `--max-calls/-tokens/-cost` in `limits`);
-    yields what attaches the run's usage to its result. A call made inside a session someone
-    else opened, with no limit of its own, counts into that one. Clients built before the
-    session (an `LLM` the caller made) count on their own meters, added here."""
+def metered(limits: dict[str, Any]) -> Iterator[Callable[[RunContext, Callable[[], R]], R]]:
+    """The run's session (`--concurrency`, `--rpm`, `--max-calls/-tokens/-cost` in `limits`),
+    opened before the run's clients are built, so a model string or a `Backend` is bounded
+    and metered by it; a call made inside a session someone else opened, with no limit of its
+    own, counts into that one. Yields `spent(ctx, work)`: runs `work` and gives its result
+    what the run spent. A client the caller built before (an `LLM` given as `llm=`) keeps its
+    own bounds and meter; its usage is added."""
     rate = RateLimit(limits.pop("concurrency", None), limits.pop("rpm", None))
     budget = Budget(**limits)
     with ExitStack() as stack:
         run = current()
         if run is None or rate.bounded or budget != Budget():
             run = stack.enter_context(session(rate, budget))
-        clients = [m for m in ctx.models.values() if isinstance(m, LLM) and m.session is not run]
-        before = run.meter.snapshot()
-        own = [c.meter.snapshot() for c in clients]
 
-        def attach(result: R) -> R:
+        def spent(ctx: RunContext, work: Callable[[], R]) -> R:
+            clients = [m for m in ctx.models.values()
+                       if isinstance(m, LLM) and m.session is not run]
+            before, own = run.meter.snapshot(), [c.meter.snapshot() for c in clients]
+            result = work()
             usage = run.meter.snapshot().minus(before)
             for client, start in zip(clients, own, strict=True):
                 usage.add(client.meter.snapshot().minus(start))
             return result.spent(usage)
 
-        yield attach
+        yield spent
 
 
 def _limits(max_calls: int | None, max_tokens: int | None, max_cost: float | None,
@@ -171,15 +174,15 @@ def solve(
     readers = (READERS if heldout_readers is None else
                [r.strip() for r in heldout_readers.split(",") if r.strip()]
                if isinstance(heldout_readers, str) else heldout_readers)
-    ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                  request_timeout=request_timeout, max_wait=max_wait, out=out, ray=ray,
-                  workers=workers, quiet=quiet, report=report)
     options = SolveOptions(games=games, instances_file=instances, iterations=iterations,
                            solver=solver, seed=seed, deals=deals, heldout=heldout,
                            readers=tuple(readers), embedder=embedder,
                            max_calls=tree_bound(max_calls), resume=resume)
-    with metered(ctx, _limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
-        return spent(run(config_path(config), ctx, options))
+    with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
+        ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
+                      request_timeout=request_timeout, max_wait=max_wait, out=out, ray=ray,
+                      workers=workers, quiet=quiet, report=report)
+        return spent(ctx, lambda: run(config_path(config), ctx, options))
 
 
 def psro(
@@ -218,15 +221,15 @@ def psro(
     base = (settings or PSROConfig()).model_dump(exclude_unset=True)
     chosen = PSROConfig.model_validate(
         {**base, **{k: v for k, v in given.items() if v is not None}})
-    ctx = context(llm=llm, proposer_llm=proposer_llm, api_base=api_base,
-                  api_key_env=api_key_env, request_timeout=request_timeout, max_wait=max_wait,
-                  out=out, ray=ray, workers=workers, quiet=quiet, report=report,
-                  on_phase=on_phase, on_step=on_iteration)
     options = PSROOptions(settings=chosen, games=games, deals=deals,
                           max_calls=tree_bound(max_calls), export_nfg=export_nfg,
                           instances_file=instances, reference=reference)
-    with metered(ctx, _limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
-        return spent(run(config_path(config), ctx, options))
+    with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
+        ctx = context(llm=llm, proposer_llm=proposer_llm, api_base=api_base,
+                      api_key_env=api_key_env, request_timeout=request_timeout,
+                      max_wait=max_wait, out=out, ray=ray, workers=workers, quiet=quiet,
+                      report=report, on_phase=on_phase, on_step=on_iteration)
+        return spent(ctx, lambda: run(config_path(config), ctx, options))
 
 
 def imitate(
@@ -248,15 +251,15 @@ def imitate(
     `gtsteer.imitation.DistilledPolicy.load` reads), `.usage`."""
     from gtsteer.runs.imitate import DEFAULT_GAMES, ImitateOptions, run
 
-    ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                  request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet)
     options = ImitateOptions(
         games=DEFAULT_GAMES if games is None else games, holdout=holdout, steps=steps,
         embedder=embedder, features=features, seed=seed, solver=solver, iterations=iterations,
         deals=deals, solve_dir=solve_dir, compare_features=compare_features,
         train_config=train_config)
-    with metered(ctx, _limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
-        return spent(run(config_path(config), ctx, options))
+    with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
+        ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
+                      request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet)
+        return spent(ctx, lambda: run(config_path(config), ctx, options))
 
 
 def export(
@@ -275,10 +278,10 @@ def export(
     from gtsteer.runs.export import ExportOptions, run
     from gtsteer.runs.solve import tree_bound
 
-    ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                  request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet,
-                  report=report)
     options = ExportOptions(fmt=format, games=games, seed=seed, deals=deals,
                             max_calls=tree_bound(max_calls))
-    with metered(ctx, _limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
-        return spent(run(config_path(config), ctx, options))
+    with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
+        ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
+                      request_timeout=request_timeout, max_wait=max_wait, out=out,
+                      quiet=quiet, report=report)
+        return spent(ctx, lambda: run(config_path(config), ctx, options))

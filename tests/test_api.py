@@ -67,6 +67,18 @@ def test_llm_takes_a_model_string_or_an_llm(tmp_path: Path) -> None:
     by_client = gtsteer.solve(MIXED_2X2, llm=gtsteer.LLM("fake"), iterations=20,
                               out=tmp_path / "b", quiet=True)
     assert by_name.metrics == by_client.metrics and by_name.model == by_client.model == "fake"
+    # a client built before the run counts on its own meter, which the result adds
+    assert by_client.usage.requests == by_name.usage.requests > 0
+    assert (by_name.usage.new_calls, by_client.usage.new_calls) == (by_name.usage.requests, 0)
+
+
+def test_a_budget_stops_the_run_and_what_finished_is_cached(tmp_path: Path) -> None:
+    from gtsteer.llm.session import BudgetExceeded
+
+    backend = Shouty()
+    with pytest.raises(BudgetExceeded, match="--max-calls 3"):
+        gtsteer.solve(MIXED_2X2, llm=backend, games=2, max_calls=3, out=tmp_path, quiet=True)
+    assert 3 <= backend.calls <= 3 + 16  # at most the calls already in flight finish
 
 
 def test_solve_takes_a_domain_spec_and_the_cli_defaults(tmp_path: Path) -> None:
