@@ -12,9 +12,10 @@ from pathlib import Path
 import pyspiel
 from solve_helpers import ConstantBackend
 
+import gtsteer
 from gtsteer.llm import LLM
-from gtsteer.runs.export import ExportSummary, export_config
-from gtsteer.runs.solve import SolveSummary, solve_config
+from gtsteer.runs.export import ExportSummary
+from gtsteer.runs.solve import SolveSummary
 from gtsteer.solvers.cfr import PolicyTable
 from gtsteer.solvers.efg import EfgMap
 
@@ -53,10 +54,10 @@ def constant_llm() -> LLM:
 
 def solve_and_export(config: Path, tmp: Path, llm: object = "fake", *, iterations: int = 1000,
                      deals: int | None = None) -> Exported:
-    solved = solve_config(config, llm, games=1, iterations=iterations, out_dir=tmp / "solve",
-                          deals=deals, progress=False)  # type: ignore[arg-type]
-    exported = export_config(config, llm, games=1, out_dir=tmp / "export", deals=deals,
-                             progress=False)  # type: ignore[arg-type]
+    solved = gtsteer.solve(config, llm=llm, games=1, iterations=iterations, out=tmp / "solve",
+                           deals=deals, quiet=True)  # type: ignore[arg-type]
+    exported = gtsteer.export(config, llm=llm, games=1, out=tmp / "export", deals=deals,
+                              quiet=True)  # type: ignore[arg-type]
     record = json.loads((tmp / "solve" / "games" / "0.json").read_text())
     game = exported.games[0]
     assert game.status == "exported", game.failure

@@ -11,11 +11,11 @@ import pytest
 from binding_support import fruit_spec, walk
 from solve_helpers import GUESS_SECRET, ConstantBackend
 
+import gtsteer
 from gtsteer.binding import expand_sync, make_game, make_instance
 from gtsteer.binding.instances import deal_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
-from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import nash_conv, pool_deal_policies, solve_cfr
 
 K = 8
@@ -108,11 +108,11 @@ def test_dealt_equilibrium_differs_from_per_instance_policies() -> None:
 
 
 def test_solve_reports_the_mode_and_deals(tmp_path: Path) -> None:
-    per = solve_config(GUESS_SECRET, constant(), games=1, iterations=100, out_dir=tmp_path / "a",
-                       progress=False)  # fmt: skip
+    per = gtsteer.solve(GUESS_SECRET, llm=constant(), games=1, iterations=100, out=tmp_path / "a",
+                        quiet=True)
     assert (per.mode, per.num_deals) == ("per_instance", 1)
-    dealt = solve_config(GUESS_SECRET, constant(), games=2, iterations=100, deals=K,
-                         out_dir=tmp_path / "b", progress=False)  # fmt: skip
+    dealt = gtsteer.solve(GUESS_SECRET, llm=constant(), games=2, iterations=100, deals=K,
+                          out=tmp_path / "b", quiet=True)
     assert (dealt.mode, dealt.num_deals, dealt.num_solved) == ("dealt", K, 2)
     record = json.loads((tmp_path / "b" / "games" / "1.json").read_text())
     assert len(record["deals"]) == K and record["deals"][0] == record["instance"]["private_info"]
@@ -123,7 +123,7 @@ def test_deals_flag_is_validated_by_name(tmp_path: Path) -> None:
     from gtsteer.binding import ConfigError
 
     with pytest.raises(ConfigError, match="num_deals"):
-        solve_config(GUESS_SECRET, constant(), deals=0, out_dir=tmp_path, progress=False)
+        gtsteer.solve(GUESS_SECRET, llm=constant(), deals=0, out=tmp_path, quiet=True)
 
 
 def test_every_deal_is_expanded_and_traversal_makes_no_call() -> None:

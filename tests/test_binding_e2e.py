@@ -13,6 +13,7 @@ import yaml
 from binding_support import EchoingFake, ScriptedBackend, fruit_dict, fruit_spec, walk
 from solve_helpers import ConstantBackend
 
+import gtsteer
 from gtsteer.binding import Domain, RewardContext, expand_sync, make_game, make_instance
 from gtsteer.binding.prompts import (
     contains_instruction,
@@ -21,7 +22,6 @@ from gtsteer.binding.prompts import (
     strip_instruction_echo,
 )
 from gtsteer.llm import LLM
-from gtsteer.runs.solve import solve_config
 
 
 def test_history_strings_are_unique_even_when_messages_collide() -> None:
@@ -123,8 +123,8 @@ def _e2e_config(tmp_path: Path) -> Path:
 
 def test_end_to_end_opening_end_check_and_two_replies_each(tmp_path: Path) -> None:
     config = _e2e_config(tmp_path)
-    summary = solve_config(config, "fake", games=2, iterations=300, out_dir=tmp_path / "out",
-                           progress=False)  # fmt: skip
+    summary = gtsteer.solve(config, llm="fake", games=2, iterations=300, out=tmp_path / "out",
+                            quiet=True)
     assert summary.num_solved == 2 and summary.failures == []
     record = json.loads((tmp_path / "out" / "games" / "0.json").read_text())
     exp = record["expansion"]
@@ -220,8 +220,8 @@ def test_three_player_solve_end_to_end(tmp_path: Path) -> None:
     data = {**fruit_dict(), **three_player_spec().model_dump(mode="json")}
     path = tmp_path / "three.yaml"
     path.write_text(yaml.safe_dump(data))
-    summary = solve_config(path, "fake", games=1, iterations=200, out_dir=tmp_path / "o",
-                           progress=False)  # fmt: skip
+    summary = gtsteer.solve(path, llm="fake", games=1, iterations=200, out=tmp_path / "o",
+                            quiet=True)
     assert summary.num_solved == 1
     assert [d.role for d in summary.instruction_distribution] == ["a", "b", "c"]
     values = json.loads((tmp_path / "o" / "games" / "0.json").read_text())["values"]

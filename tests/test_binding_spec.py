@@ -9,6 +9,7 @@ import pytest
 import yaml
 from binding_support import FRUIT, fruit_dict
 
+import gtsteer
 from gtsteer.binding import ANY, ConfigError
 from gtsteer.domains import load_game, load_spec, spec_from_dict
 from gtsteer.llm import LLM
@@ -154,12 +155,10 @@ def test_json_braces_in_prompts_are_not_placeholders() -> None:
 def test_domain_checks_name_the_field_before_any_llm_call(
     tmp_path: Path, change: dict, field: str
 ) -> None:
-    from gtsteer.runs.solve import solve_config
-
     data = {**fruit_dict(), **change}
     llm = LLM("fake")
     with pytest.raises(ConfigError, match=f"field `{field}`"):
-        solve_config(write(tmp_path, data), llm, out_dir=tmp_path / "o", progress=False)
+        gtsteer.solve(write(tmp_path, data), llm=llm, out=tmp_path / "o", quiet=True)
     with pytest.raises(ConfigError, match=f"field `{field}`"):
         load_game(write(tmp_path, data), llm=llm)
     assert llm.usage.requests == 0

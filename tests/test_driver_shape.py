@@ -40,10 +40,19 @@ DRIVERS = {
     "werewolf styles": "gtsteer.runs.werewolf_styles",
     "play": "gtsteer.runs.play",
 }
-#: The Python API's spellings of the drivers with plain arguments: never called by the CLI.
+#: The old plain-argument spellings of the drivers: the package-root API (`gtsteer.solve`,
+#: `psro`, `imitate`, `export`) and `run(config, ctx, options)` replace them.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",
                    "steer_train", "evaluate", "measure_steering", "measure_reward",
                    "evaluate_verdict", "steer_heldout"}
+#: Those kept as deprecated aliases, each while the benchmarks or studies (leaving for lab/)
+#: still call it: module -> name.
+DEPRECATED = {"gtsteer.runs.solve": "solve_config", "gtsteer.runs.psro": "psro_config",
+              "gtsteer.runs.export": "export_config",
+              "gtsteer.runs.eval_steering": "measure_steering",
+              "gtsteer.runs.eval_verdict": "evaluate_verdict",
+              "gtsteer.runs.werewolf_steer": "steer_train"}
+ROOT = Path(gtsteer.runs.__file__).resolve().parents[2]
 CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
@@ -117,3 +126,42 @@ def test_no_driver_keeps_a_ray_copy_of_its_work() -> None:
                 assert not node.name.endswith("_on_ray"), f"{path.name}: {node.name}"
             if isinstance(node, ast.ImportFrom):
                 assert node.module != "gtsteer.runs.ray_pool", path.name
+
+
+def _plain_calls(path: Path) -> list[str]:
+    """Where `path` imports or calls a plain spelling (a name or an attribute)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gtsteer.runs"):
+            found += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names
+                      if a.name in PLAIN_SPELLINGS]
+        elif isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if name in PLAIN_SPELLINGS - {"evaluate"}:  # `page.evaluate` is Playwright's
+                found.append(f"{path.name}:{node.lineno} calls {name}")
+    return found
+
+
+def test_nothing_but_the_lab_rooms_calls_a_plain_spelling() -> None:
+    """The product, its tests and scripts use the package-root API or `run`; only
+    gtsteer/bench and gtsteer/studies (moving to lab/) still call the deprecated aliases."""
+    files = [p for folder in ("gtsteer", "tests", "scripts") for p in (ROOT / folder).rglob("*.py")
+             if not {"bench", "studies"} & set(p.relative_to(ROOT).parts)
+             and p.name != "test_driver_shape.py"]
+    assert [hit for path in sorted(files) for hit in _plain_calls(path)] == []
+
+
+def test_the_plain_spellings_left_are_deprecated_aliases() -> None:
+    for module, name in DEPRECATED.items():
+        assert "deprecated" in importlib.import_module(module).__dict__[name].__doc__.lower()
+    for name in PLAIN_SPELLINGS - set(DEPRECATED.values()):
+        for module in DRIVERS.values():
+            assert not hasattr(importlib.import_module(module), name), f"{module}.{name}"
+
+
+def test_the_solve_alias_warns_and_runs_the_api(tmp_path: Path) -> None:
+    from gtsteer.runs.solve import solve_config
+
+    with pytest.warns(DeprecationWarning, match="use gtsteer.solve"):
+        summary = solve_config(MIXED_2X2, "fake", iterations=10, out_dir=tmp_path, progress=False)
+    assert summary.folder == tmp_path and summary.usage is not None

@@ -13,8 +13,8 @@ from efg_helpers import CONFIGS, constant_llm, solve_and_export
 from solve_helpers import MIXED_2X2, small_meeting
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
-from gtsteer.runs.export import export_config
 from gtsteer.solvers.cfr import policy_table, solve_cfr
 from gtsteer.solvers.efg import policy_from_efg, policy_to_efg, to_efg
 from gtsteer.solvers.gambit_text import label, number, probability
@@ -182,7 +182,7 @@ def test_the_side_file_names_each_set_by_openspiels_information_state_string(tmp
 
 def test_export_refuses_an_unknown_format_before_any_work(tmp_path: Path):
     with pytest.raises(ValueError, match="format: expected one of efg"):
-        export_config(MIXED_2X2, "fake", fmt="gbt", out_dir=tmp_path / "o", progress=False)
+        gtsteer.export(MIXED_2X2, llm="fake", format="gbt", out=tmp_path / "o", quiet=True)
     assert not (tmp_path / "o").exists()
 
 
@@ -230,7 +230,7 @@ def test_an_instance_that_fails_to_expand_is_recorded_and_the_others_are_written
     data["params"] = {"fail_instances": [1]}  # its reward model raises (tests/solve_helpers)
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(data))
-    summary = export_config(spec, "fake", games=2, out_dir=tmp_path / "o", progress=False)
+    summary = gtsteer.export(spec, llm="fake", games=2, out=tmp_path / "o", quiet=True)
     assert [g.status for g in summary.games] == ["exported", "failed"]
     assert "reward model unavailable" in (summary.games[1].failure or "")
     assert (tmp_path / "o" / "games" / "0.efg").exists()

@@ -11,6 +11,7 @@ from eval_helpers import TradeOracle
 from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES
 from gtsteer.cli import app
@@ -19,7 +20,7 @@ from gtsteer.domains.fruit_trade import OWNED, VALUES, parse_counts
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
 from gtsteer.runs import eval_reward
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.eval_reward import CONFIGURED, FREE, RewardOptions, measure_reward, write_cases
+from gtsteer.runs.eval_reward import CONFIGURED, FREE, RewardOptions, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
@@ -53,7 +54,8 @@ def test_fruit_cases_have_the_payoffs_their_text_says() -> None:
 def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
     cases = write_cases(load_spec(FRUIT), 5, seed=0)
     model = LLM("trade-oracle", backend=TradeOracle(cases))
-    report = measure_reward(FRUIT, model, cases=5, progress=False)
+    report = eval_reward.measure(
+        FRUIT, RunContext.of(llm=model, progress=False), eval_reward.RewardOptions(cases=5))
     assert report.paths == [CONFIGURED, FREE]
     for outcome in (*OUTCOMES, "all"):
         err = report.error(CONFIGURED, outcome)
@@ -85,7 +87,8 @@ class BrokenJSON(Backend):
 
 def test_unparseable_rewards_count_as_failures() -> None:
     model = LLM("broken", backend=BrokenJSON("broken"), structured_attempts=1, max_retries=0)
-    report = measure_reward(FRUIT, model, cases=2, progress=False)
+    report = eval_reward.measure(
+        FRUIT, RunContext.of(llm=model, progress=False), eval_reward.RewardOptions(cases=2))
     for path in (CONFIGURED, FREE):
         err = report.error(path, "all")
         assert err.failures == 6 and err.norm.n == 0 and err.sign_flips is None
@@ -138,17 +141,17 @@ def test_drivers_refuse_what_the_domain_rejects_before_any_llm_call(
 ) -> None:
     # Loading the spec runs the domain's own checks (fruit trading is bilateral).
     from gtsteer.binding import ConfigError
-    from gtsteer.runs.psro import psro_config
-    from gtsteer.runs.solve import solve_config
 
     data = yaml.safe_load(FRUIT.read_text())
     data["players"] = ["buyer", "seller", "broker"]
     path = tmp_path / "three.yaml"
     path.write_text(yaml.safe_dump(data))
     model = LLM("fake")
-    run = {"eval_reward": lambda: measure_reward(path, model, cases=1, progress=False),
-           "solve": lambda: solve_config(path, model, out_dir=tmp_path / "s", progress=False),
-           "psro": lambda: psro_config(path, model, out_dir=tmp_path / "p")}
+    run = {"eval_reward": lambda: eval_reward.measure(path,
+                                                      RunContext.of(llm=model, progress=False),
+                                                      eval_reward.RewardOptions(cases=1)),
+           "solve": lambda: gtsteer.solve(path, llm=model, out=tmp_path / "s", quiet=True),
+           "psro": lambda: gtsteer.psro(path, llm=model, out=tmp_path / "p")}
     with pytest.raises(ConfigError, match="fruit trading needs 2 players, got 3"):
         run[driver]()
     assert model.usage.requests == 0

@@ -16,7 +16,9 @@ from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import OUT_OF_OFFICE, PREFERENCES, parse_days
 from gtsteer.llm import LLM
-from gtsteer.runs.eval_reward import CONFIGURED, FREE, measure_reward, write_cases
+from gtsteer.runs import eval_reward
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_reward import CONFIGURED, FREE, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 DOW = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
@@ -50,8 +52,9 @@ def test_meeting_cases_pay_the_agreed_days_preference(config: Path) -> None:
 @pytest.mark.parametrize("config", [DOW, TONE], ids=["dow", "tone"])
 def test_meeting_known_answers_exact_extraction_vs_constant_free_score(config: Path) -> None:
     cases = write_cases(load_spec(config), 4, seed=0)
-    report = measure_reward(config, LLM("day-oracle", backend=DayOracle(cases)), cases=4,
-                            progress=False)
+    report = eval_reward.measure(
+        config, RunContext.of(llm=LLM("day-oracle", backend=DayOracle(cases)), progress=False),
+        eval_reward.RewardOptions(cases=4))
     assert report.domain == load_spec(config).name
     assert "schedule_meeting" in report.configured_path
     assert [c.predicted[CONFIGURED] for c in report.cases] == [c.truth for c in cases]

@@ -17,7 +17,7 @@ from gtsteer.evals.prompts import DEFINED, PLAIN, classifier_prompt
 from gtsteer.llm import LLM
 from gtsteer.runs import eval_steering
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.eval_steering import SteeringOptions, measure_steering
+from gtsteer.runs.eval_steering import SteeringOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
@@ -29,7 +29,9 @@ def oracle() -> LLM:
 
 
 def test_known_answers_with_and_without_definitions() -> None:
-    report = measure_steering(FRUIT, oracle(), samples=4, progress=False)
+    report = eval_steering.measure(
+        FRUIT, RunContext.of(llm=oracle(), progress=False),
+        eval_steering.SteeringOptions(samples=4))
     plain, defined = report.run(PLAIN), report.run(DEFINED)
     assert plain is not None and defined is not None and report.skipped == []
     assert plain.calibrated and plain.aggregate_uncalibrated == plain.aggregate
@@ -67,7 +69,8 @@ def test_calibration_removes_a_label_bias() -> None:
     # The classifier adds 15 to "assertive" whatever the message: raw argmax says assertive for
     # everything; subtracting the content-free prior restores the known answers.
     biased = LLM("tone-oracle", backend=ToneBackend(bias={"assertive": 15.0}))
-    report = measure_steering(FRUIT, biased, samples=2, progress=False)
+    report = eval_steering.measure(
+        FRUIT, RunContext.of(llm=biased, progress=False), eval_steering.SteeringOptions(samples=2))
     plain = report.run(PLAIN)
     assert plain.calibrated
     assert (plain.aggregate_uncalibrated.correct, plain.aggregate.correct) == (2, 4)
@@ -79,7 +82,9 @@ def test_calibration_removes_a_label_bias() -> None:
 
 
 def test_messages_are_the_ones_the_game_plays() -> None:
-    report = measure_steering(FRUIT, oracle(), samples=3, progress=False)
+    report = eval_steering.measure(
+        FRUIT, RunContext.of(llm=oracle(), progress=False),
+        eval_steering.SteeringOptions(samples=3))
     for sample in report.samples:
         game = load_game(FRUIT, llm=oracle(), instance=sample.instance)
         state = game.new_initial_state()
@@ -108,7 +113,9 @@ def test_two_keys_share_the_unguided_message_and_skip_undefined_keys(tmp_path: P
     path = tmp_path / "two_keys.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     backend = ToneBackend()
-    report = measure_steering(path, LLM("tone-oracle", backend=backend), samples=2, progress=False)
+    report = eval_steering.measure(
+        path, RunContext.of(llm=LLM("tone-oracle", backend=backend), progress=False),
+        eval_steering.SteeringOptions(samples=2))
     plain, defined = report.run(PLAIN), report.run(DEFINED)
     assert plain.keys == ["tone", "pace"] and defined.keys == ["tone"]
     assert report.skipped == ["definitions: the config has no instruction_definitions for `pace`"]
@@ -217,6 +224,7 @@ def test_only_grown_values_may_lack_a_definition(tmp_path: Path) -> None:
     data["grown"] = [["tone", "meek"]]
     path = tmp_path / "grown.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    report = measure_steering(path, oracle(), samples=1, progress=False)
+    report = eval_steering.measure(
+        path, RunContext.of(llm=oracle(), progress=False), eval_steering.SteeringOptions(samples=1))
     assert report.run(DEFINED) is None
     assert report.skipped == ["definitions: instruction_definitions.tone lacks ['meek']"]

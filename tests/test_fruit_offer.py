@@ -30,9 +30,10 @@ from gtsteer.evals.classifiers import NO_VALUE, ParseClassifier, make_classifier
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion, run_sync
+from gtsteer.runs import eval_reward, eval_steering
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
-from gtsteer.runs.eval_reward import CONFIGURED, measure_reward, write_cases
-from gtsteer.runs.eval_steering import measure_steering
+from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
@@ -133,8 +134,10 @@ def test_the_parse_judge_refuses_a_domain_without_a_parser() -> None:
 def test_eval_steering_refuses_parse_for_a_domain_without_a_parser_before_any_call() -> None:
     writer = LLM("fake")
     with pytest.raises(JudgeRefused, match=r"--classifier-llm parse: .*domain `schedule_meeting`"):
-        measure_steering(ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml", writer,
-                         classifier_llm="parse", samples=2, progress=False)
+        eval_steering.measure(
+            ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml",
+            RunContext.of(llm=writer, reader="parse", progress=False),
+            eval_steering.SteeringOptions(samples=2))
     assert writer.usage.requests == 0
 
 
@@ -172,8 +175,9 @@ class OfferWriter(Backend):
 
 
 def test_eval_steering_reads_the_offers_with_the_parse_judge() -> None:
-    report = measure_steering(OFFER, LLM(backend=OfferWriter()), classifier_llm="parse",
-                              samples=2, progress=False)
+    report = eval_steering.measure(
+        OFFER, RunContext.of(llm=LLM(backend=OfferWriter()), reader="parse", progress=False),
+        eval_steering.SteeringOptions(samples=2))
     assert report.classifier_model == "parse" and report.llm_modes == {}
     run = report.run(PLAIN)
     assert run is not None and not run.calibrated
@@ -352,7 +356,9 @@ def test_eval_reward_reads_every_offer_case_by_the_asked_questions(tmp_path: Pat
     config.write_text(yaml.safe_dump(data))
     cases = write_cases(load_spec(config), 4, seed=0)
     backend = OfferOracle(cases)
-    report = measure_reward(config, LLM(backend=backend), cases=4, progress=False)
+    report = eval_reward.measure(
+        config, RunContext.of(llm=LLM(backend=backend), progress=False),
+        eval_reward.RewardOptions(cases=4))
     assert [c.predicted[CONFIGURED] for c in report.cases] == [c.truth for c in cases]
     assert report.error(CONFIGURED, "all").norm.mean == 0.0
     assert backend.asked  # the configured path asked the questions

@@ -12,6 +12,7 @@ import yaml
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
+import gtsteer
 import gtsteer.solvers.heldout as heldout_module
 from gtsteer.binding import Domain, expand_sync, generate_instances, make_game
 from gtsteer.binding.instances import stable_int
@@ -20,7 +21,6 @@ from gtsteer.cli import app
 from gtsteer.domains import load_game, load_spec, register_domain
 from gtsteer.llm import LLM, Backend, LLMCallError
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import SCHEMA_VERSION
 from gtsteer.solvers import (
     Replayed,
@@ -263,8 +263,8 @@ def test_when_payoffs_depend_only_on_instructions_the_held_out_gain_is_the_same(
     tmp_path: Path,
 ) -> None:
     llm = LLM(backend=ConstantBackend())
-    summary = solve_config(MIXED_2X2, llm, games=2, iterations=3000, out_dir=tmp_path,
-                           heldout=True, progress=False)
+    summary = gtsteer.solve(MIXED_2X2, llm=llm, games=2, iterations=3000, out=tmp_path,
+                            heldout=True, quiet=True)
     assert summary.heldout and summary.heldout_instances == [0, 1]
     m = summary.metrics
     assert m is not None and m.cfr_gain_heldout is not None
@@ -285,9 +285,9 @@ def test_selection_on_sampling_noise_vanishes_on_fresh_samples(tmp_path: Path) -
     ones, so the in-sample gain is positive; on fresh samples it is gone."""
     # The history replay (`cfr_gain_heldout`) only: the readers' columns, an MLP fitted per
     # instance, are tested in test_heldout_readers.py.
-    summary = solve_config(noise_spec(tmp_path), LLM(backend=SeededBackend()), games=30,
-                           iterations=300, out_dir=tmp_path / "out", heldout=True,
-                           progress=False, readers=())
+    summary = gtsteer.solve(noise_spec(tmp_path), llm=LLM(backend=SeededBackend()), games=30,
+                            iterations=300, out=tmp_path / "out", heldout=True, quiet=True,
+                            heldout_readers=())
     m = summary.metrics
     assert m is not None and m.cfr_gain_heldout is not None
     assert summary.heldout_instances == list(range(30))
@@ -401,8 +401,8 @@ def test_a_failed_held_out_tree_keeps_the_solved_instance(tmp_path: Path) -> Non
     # Instance 1's fresh samples (sample indices 2 and 3) cannot be generated.
     bad = frozenset(make_game(spec, instances[1], "fake",
                               sample_offset=spec.num_llm_seeds).message_seeds())
-    summary = solve_config(MIXED_2X2, LLM(backend=SeededBackend(bad)), games=2,
-                           iterations=200, out_dir=tmp_path, heldout=True, progress=False)
+    summary = gtsteer.solve(MIXED_2X2, llm=LLM(backend=SeededBackend(bad)), games=2, iterations=200,
+                            out=tmp_path, heldout=True, quiet=True)
     assert summary.instances == [0, 1] and summary.failures == []
     assert summary.heldout_instances == [0]
     record = json.loads((tmp_path / "games" / "1.json").read_text())

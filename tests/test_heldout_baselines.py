@@ -19,10 +19,10 @@ from test_heldout_readers import (
     readers,
 )
 
+import gtsteer
 from gtsteer.binding import Domain, generate_instances, make_game
 from gtsteer.domains import load_spec, register_domain
 from gtsteer.domains.schedule_meeting import meeting_greedy
-from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import heldout, solve_cfr
 from gtsteer.solvers.heldout import OPENING, greedy_baseline, measure_heldout
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, mean_ci
@@ -205,23 +205,23 @@ def test_instances_for_power_reaches_the_power_and_no_fewer_would() -> None:
 def test_a_stopped_solve_resumes_from_its_records(tmp_path: Path) -> None:
     solved, _ = games(tmp_path, fresh_days=(DAYS[1], DAYS[0]))
     llm = solved.llm
-    args = {"iterations": 200, "out_dir": tmp_path / "run", "heldout": True,
-            "progress": False, "embedder": day_embedder()}
-    first = solve_config(day_spec(tmp_path), llm, games=2, **args)
+    args = {"iterations": 200, "out": tmp_path / "run", "heldout": True, "quiet": True,
+            "embedder": day_embedder()}
+    first = gtsteer.solve(day_spec(tmp_path), llm=llm, games=2, **args)
     records = {p.name: p.read_text() for p in (tmp_path / "run" / "games").glob("*.json")}
     assert len(records) == 2
     # A longer run in the same folder keeps both records and solves only the third.
-    again = solve_config(day_spec(tmp_path), llm, games=3, resume=True, **args)
+    again = gtsteer.solve(day_spec(tmp_path), llm=llm, games=3, resume=True, **args)
     assert again.llm_calls.requests < first.llm_calls.requests  # one instance's worth
     for name, text in records.items():
         assert (tmp_path / "run" / "games" / name).read_text() == text
     assert again.instances == [0, 1, 2]
     assert again.metrics.cfr_gain.per_instance[:2] == first.metrics.cfr_gain.per_instance
     # Other settings are not the same run: nothing is kept.
-    other = solve_config(day_spec(tmp_path), llm, games=3, resume=True,
-                         **{**args, "iterations": 100})
+    other = gtsteer.solve(day_spec(tmp_path), llm=llm, games=3, resume=True,
+                          **{**args, "iterations": 100})
     assert other.llm_calls.requests > again.llm_calls.requests
     # Without --resume the folder starts over, as before.
-    fresh_run = solve_config(day_spec(tmp_path), llm, games=1, **args)
+    fresh_run = gtsteer.solve(day_spec(tmp_path), llm=llm, games=1, **args)
     assert sorted(p.name for p in (tmp_path / "run" / "games").glob("*.json")) == ["0.json"]
     assert fresh_run.instances == [0]

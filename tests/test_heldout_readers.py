@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import yaml
 
+import gtsteer
 from gtsteer.binding import Domain, generate_instances, make_game
 from gtsteer.domains import load_spec, register_domain
 from gtsteer.imitation.readers import distilled_reader, nearest_reader
 from gtsteer.llm import LLM, Backend
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-from gtsteer.runs.solve import solve_config
 from gtsteer.solvers import expected_returns, fixed, solve_cfr, tabular
 from gtsteer.solvers.heldout import measure_heldout
 from gtsteer.solvers.metrics import cfr_gain
@@ -152,9 +152,8 @@ def test_depth_shares_add_up_and_the_clean_share_is_the_opening_decision(tmp_pat
 
 def test_solve_reports_the_clean_part_and_each_replay(tmp_path: Path) -> None:
     solved, _ = games(tmp_path, fresh_days=(DAYS[1], DAYS[0]))
-    summary = solve_config(day_spec(tmp_path), solved.llm, games=1, iterations=200,
-                           out_dir=tmp_path / "run", heldout=True, progress=False,
-                           embedder=day_embedder())
+    summary = gtsteer.solve(day_spec(tmp_path), llm=solved.llm, games=1, iterations=200,
+                            out=tmp_path / "run", heldout=True, quiet=True, embedder=day_embedder())
     held = summary.heldout_metrics
     assert held is not None and held.clean_player == 0
     assert set(held.replays) == {"history", "nearest", "distilled"}
@@ -163,8 +162,8 @@ def test_solve_reports_the_clean_part_and_each_replay(tmp_path: Path) -> None:
     assert summary.metrics is not None and summary.metrics.cfr_gain_heldout is not None
     assert summary.metrics.cfr_gain_heldout.mean == held.replays["history"].cfr_gain.mean
     with pytest.raises(ValueError, match="readers"):
-        solve_config(day_spec(tmp_path), solved.llm, games=1, out_dir=tmp_path / "bad",
-                     heldout=True, progress=False, readers=["psychic"])
+        gtsteer.solve(day_spec(tmp_path), llm=solved.llm, games=1, out=tmp_path / "bad",
+                      heldout=True, quiet=True, heldout_readers=["psychic"])
 
 
 def test_the_docs_say_what_the_fresh_sample_number_measures() -> None:

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.imitation import DatasetError, DistilledPolicy, read_records
 from gtsteer.llm.embed import EmbedderError
-from gtsteer.runs.imitate import ImitationReport, imitate_config
+from gtsteer.runs.imitate import ImitationReport
 
 FRUIT = Path(__file__).resolve().parent.parent / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 ARGS = {"llm": "fake", "games": 3, "holdout": 1, "steps": 60, "seed": 0}
@@ -31,7 +32,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ImitationReport
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GTSTEER_CACHE_DIR", str(out.parent / "cache"))
         mp.setenv("HF_HUB_OFFLINE", "1")
-        report = imitate_config(FRUIT, **ARGS, out_dir=out, progress=False)
+        report = gtsteer.imitate(FRUIT, **ARGS, out=out, quiet=True)
     return out, report
 
 
@@ -112,7 +113,7 @@ def test_rerun_reuses_everything_and_repeats_the_numbers(run) -> None:
 def test_bad_input_fails_before_work(tmp_path: Path, changes, error, message) -> None:
     out = tmp_path / "run"
     with pytest.raises(error, match=message):
-        imitate_config(FRUIT, **{**ARGS, **changes}, out_dir=out, progress=False)
+        gtsteer.imitate(FRUIT, **{**ARGS, **changes}, out=out, quiet=True)
     assert not out.exists()
 
 

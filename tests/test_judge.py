@@ -24,7 +24,7 @@ from gtsteer.evals.classifiers import (
 from gtsteer.evals.prompts import DEFINED, PLAIN, options_of
 from gtsteer.evals.validation import JudgeRefused, labelled_for
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion
-from gtsteer.runs import eval_judge
+from gtsteer.runs import eval_judge, eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import (
     DEFAULT_LABELLED,
@@ -32,7 +32,6 @@ from gtsteer.runs.eval_judge import (
     load_labelled,
     validate_classifier,
 )
-from gtsteer.runs.eval_steering import measure_steering
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
@@ -188,8 +187,11 @@ def test_eval_steering_refuses_a_classifier_at_chance_before_generating() -> Non
     writer = ToneBackend()
     classifier = LoglikClassifier(oracle(wrong=True))
     with pytest.raises(JudgeRefused, match=r"refused.*trade_fruit_tone\.tone \(plain\): 0/24"):
-        measure_steering(FRUIT, LLM("tone-oracle", backend=writer), classifier, samples=2,
-                         progress=False, validate_classifier_on=DEFAULT_LABELLED)
+        eval_steering.measure(
+            FRUIT,
+            RunContext.of(
+                llm=LLM("tone-oracle", backend=writer), reader=classifier, progress=False),
+            eval_steering.SteeringOptions(samples=2, validate_classifier_on=DEFAULT_LABELLED))
     assert writer.prompts == []  # no message was generated for a refused classifier
 
 
@@ -206,8 +208,9 @@ def test_eval_steering_keeps_a_validated_classifier_and_drops_a_failing_variant(
     backend = PlainOnly()
     backend.model = "plain-only"
     classifier = LoglikClassifier(LLM("plain-only", backend=backend))
-    report = measure_steering(FRUIT, "fake", classifier, samples=2, progress=False,
-                              validate_classifier_on=DEFAULT_LABELLED)
+    report = eval_steering.measure(
+        FRUIT, RunContext.of(llm="fake", reader=classifier, progress=False),
+        eval_steering.SteeringOptions(samples=2, validate_classifier_on=DEFAULT_LABELLED))
     assert [r.variant for r in report.runs] == [PLAIN]
     assert [(v.variant, v.passes) for v in report.judge_validation] == [
         (PLAIN, True), (DEFINED, False)]
@@ -219,15 +222,18 @@ def test_eval_steering_refuses_a_config_without_labelled_messages(tmp_path: Path
     empty = tmp_path / "none.yaml"
     empty.write_text("schema_version: 1\nconfigs: {}\n")
     with pytest.raises(JudgeRefused, match="no messages for it"):
-        measure_steering(FRUIT, "fake", oracle(), samples=2, progress=False,
-                         validate_classifier_on=empty)
+        eval_steering.measure(
+            FRUIT, RunContext.of(llm="fake", reader=oracle(), progress=False),
+            eval_steering.SteeringOptions(samples=2, validate_classifier_on=empty))
 
 
 def test_eval_steering_with_the_embedding_classifier_has_no_llm_classifier(
     minilm: EmbeddingClassifier,
 ) -> None:
-    report = measure_steering(DAYS, "fake", minilm, samples=2, progress=False,
-                              variants=(PLAIN,), validate_classifier_on=DEFAULT_LABELLED)
+    report = eval_steering.measure(
+        DAYS, RunContext.of(llm="fake", reader=minilm, progress=False),
+        eval_steering.SteeringOptions(
+            samples=2, variants=(PLAIN,), validate_classifier_on=DEFAULT_LABELLED))
     assert report.classifier_model == "embed:all-MiniLM-L6-v2"
     assert report.llm_modes == {} and [r.variant for r in report.runs] == [PLAIN]
     assert report.judge_validation[0].passes

@@ -127,13 +127,13 @@ def test_solve_killed_mid_run_resumes_from_the_cache(
     real = client_module.make_backend
     monkeypatch.setattr(client_module, "make_backend",
                         lambda *a, **k: Answered(real(*a, **k)))
-    from gtsteer.runs.solve import solve_config
+    import gtsteer
 
     first_out, out = tmp_path / "killed", tmp_path / "run"
     llm = Endpoint(server.base_url).llm(MODEL)
     llm.max_retries = 1  # the dead server fails the run quickly
-    killed = threading.Thread(target=solve_config, args=(config,),
-                              kwargs={"llm": llm, "out_dir": first_out, "progress": False})
+    killed = threading.Thread(target=gtsteer.solve, args=(config,),
+                              kwargs={"llm": llm, "out": first_out, "quiet": True})
     killed.start()
     cache = ResponseCache()
     while len(cache) < 25 and killed.is_alive():

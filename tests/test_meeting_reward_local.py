@@ -9,7 +9,9 @@ import pytest
 
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
-from gtsteer.runs.eval_reward import CONFIGURED, measure_reward, write_cases
+from gtsteer.runs import eval_reward
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
 pytestmark = pytest.mark.slow
 
@@ -18,8 +20,9 @@ DOW = Path(__file__).resolve().parents[1] / "gtsteer" / "configs" / "schedule_me
 
 def test_smollm_reads_agreements_and_refusals_on_templated_meetings() -> None:
     cases = write_cases(load_spec(DOW), 6, seed=0)
-    report = measure_reward(DOW, LLM("local:smollm2-135m", use_cache=False), cases=6,
-                            progress=False)  # fmt: skip
+    report = eval_reward.measure(
+        DOW, RunContext.of(llm=LLM("local:smollm2-135m", use_cache=False), progress=False),
+        eval_reward.RewardOptions(cases=6))
     exact = {o: 0 for o in ("valid", "rejected", "incomplete")}
     paid_days = set()
     for case, scored in zip(cases, report.cases, strict=True):

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from psro_helpers import STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
 
+import gtsteer
 from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import write_instances
 from gtsteer.domains import load_spec
-from gtsteer.runs.psro import psro_config
 from gtsteer.solvers.psro import PSROConfig
 
 
@@ -42,9 +42,9 @@ def run(tmp_path: Path, proposals: list[list[str]], **kwargs):
     write_instances(generate_instances(load_spec(full), 2, 0), instances)
     proposer = ScriptedProposer({"proposer": proposals, "responder": proposals})
     settings = PSROConfig(iterations=len(proposals), candidates=1, heldout=True)
-    summary = psro_config(start, llm_for(CountingBackend()), llm_for(proposer),
-                          settings=settings, out_dir=tmp_path / "run", instances_file=instances,
-                          reference=full, **kwargs)
+    summary = gtsteer.psro(start, llm=llm_for(CountingBackend()), proposer_llm=llm_for(proposer),
+                           settings=settings, out=tmp_path / "run", instances=instances,
+                           reference=full, **kwargs)
     return summary, instances, full
 
 
@@ -83,8 +83,8 @@ def test_a_reference_of_another_game_is_refused_before_any_call(tmp_path: Path) 
                             players=["proposer", "responder", "judge"])
     backend = CountingBackend()
     with pytest.raises(ValueError, match="players"):
-        psro_config(start, llm_for(backend), llm_for(backend), out_dir=tmp_path / "run",
-                    reference=other)
+        gtsteer.psro(start, llm=llm_for(backend), proposer_llm=llm_for(backend),
+                     out=tmp_path / "run", reference=other)
     assert backend.calls == 0
 
 

@@ -18,9 +18,9 @@ from ray_support import ROOT, one_node
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, ResponseCache
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions
 
 FRUIT = str(Path(ROOT) / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
@@ -127,8 +127,8 @@ def test_a_crashing_utility_fails_only_its_instance_on_ray(
     data["params"] = {"crash_instances": [1]}
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(data))
-    summary = solve_config(spec, LLM(backend=ConstantBackend()), games=3, iterations=100,
-                           out_dir=tmp_path / "o", progress=False, ray=ON_RAY)
+    summary = gtsteer.solve(spec, llm=LLM(backend=ConstantBackend()), games=3, iterations=100,
+                            out=tmp_path / "o", quiet=True, ray=ON_RAY)
     assert summary.instances == [0, 2]
     assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
     assert summary.failures[0].reason == "ZeroDivisionError: utility bug (injected)"
@@ -140,8 +140,8 @@ def test_two_ray_runs_sharing_a_cache_leave_it_whole(ray_node: None, tmp_path: P
     runs = {seed: tmp_path / f"run{seed}" for seed in (1, 2)}
 
     def run(seed: int) -> None:
-        solve_config(FRUIT, LLM("fake", cache=ResponseCache(cache)), games=2, seed=seed,
-                     iterations=10, out_dir=runs[seed], progress=False, ray=ON_RAY)
+        gtsteer.solve(FRUIT, llm=LLM("fake", cache=ResponseCache(cache)), games=2, seed=seed,
+                      iterations=10, out=runs[seed], quiet=True, ray=ON_RAY)
 
     threads = [threading.Thread(target=run, args=(seed,)) for seed in runs]
     for t in threads:
@@ -150,8 +150,8 @@ def test_two_ray_runs_sharing_a_cache_leave_it_whole(ray_node: None, tmp_path: P
         t.join()
     for seed, out in runs.items():
         first = json.loads((out / "summary.json").read_text())
-        again = solve_config(FRUIT, LLM("fake", cache=ResponseCache(cache)), games=2, seed=seed,
-                             iterations=10, out_dir=tmp_path / f"again{seed}", progress=False)
+        again = gtsteer.solve(FRUIT, llm=LLM("fake", cache=ResponseCache(cache)), games=2,
+                              seed=seed, iterations=10, out=tmp_path / f"again{seed}", quiet=True)
         assert first["num_solved"] == 2
         assert again.llm_calls.new_calls == 0
         assert again.metrics.model_dump() == first["metrics"]

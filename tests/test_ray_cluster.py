@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from ray_support import ROOT, two_nodes
 
+import gtsteer
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.runs.executor import run_units
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions
 
 FRUIT = str(Path(ROOT) / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
@@ -29,15 +29,15 @@ def cluster() -> Iterator[tuple[str, str]]:
 def test_answers_travel_from_the_other_node_to_the_drivers_cache(
     cluster: tuple[str, str], tmp_path: Path
 ) -> None:
-    serial = solve_config(FRUIT, LLM("fake", cache=ResponseCache(tmp_path / "serial")), games=2,
-                          iterations=50, out_dir=tmp_path / "s", progress=False)
+    serial = gtsteer.solve(FRUIT, llm=LLM("fake", cache=ResponseCache(tmp_path / "serial")),
+                           games=2, iterations=50, out=tmp_path / "s", quiet=True)
     cache = ResponseCache(tmp_path / "ray")
-    on_ray = solve_config(FRUIT, LLM("fake", cache=cache), games=2, iterations=50,
-                          out_dir=tmp_path / "r", progress=False, ray=CLUSTER)
+    on_ray = gtsteer.solve(FRUIT, llm=LLM("fake", cache=cache), games=2, iterations=50,
+                           out=tmp_path / "r", quiet=True, ray=CLUSTER)
     assert on_ray.model_dump() == serial.model_dump()
     assert set(cache._cache) == set(ResponseCache(tmp_path / "serial")._cache)
-    again = solve_config(FRUIT, LLM("fake", cache=ResponseCache(tmp_path / "ray")), games=2,
-                         iterations=50, out_dir=tmp_path / "r2", progress=False, ray=CLUSTER)
+    again = gtsteer.solve(FRUIT, llm=LLM("fake", cache=ResponseCache(tmp_path / "ray")), games=2,
+                          iterations=50, out=tmp_path / "r2", quiet=True, ray=CLUSTER)
     assert again.llm_calls.new_calls == 0 and again.metrics == serial.metrics
 
 
@@ -83,8 +83,8 @@ def test_a_worker_killed_mid_task_is_retried_and_leaves_no_partial_entry(
 def test_a_summary_on_the_cluster_is_written_once_per_instance(
     cluster: tuple[str, str], tmp_path: Path
 ) -> None:
-    solve_config(FRUIT, LLM("fake"), games=3, iterations=10, out_dir=tmp_path / "o",
-                 progress=False, ray=CLUSTER)
+    gtsteer.solve(FRUIT, llm=LLM("fake"), games=3, iterations=10, out=tmp_path / "o", quiet=True,
+                  ray=CLUSTER)
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["instances"] == [0, 1, 2]
     assert sorted(p.name for p in (tmp_path / "o" / "games").glob("*.json")) == [

@@ -9,8 +9,8 @@ import pytest
 from ray_support import one_node
 from solve_helpers import MIXED_2X2
 
+import gtsteer
 from gtsteer.llm import LLM, ResponseCache
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.units import RayOptions
 
 pytestmark = pytest.mark.slow
@@ -22,15 +22,13 @@ ON_RAY = RayOptions("local", 2, imports=("solve_helpers",))
 def test_local_model_on_ray_workers_equals_serial(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GTSTEER_LOCAL_THREADS", "1")  # serial: as one Ray CPU per task gets
-    serial = solve_config(MIXED_2X2, LLM("local", cache=ResponseCache(tmp_path / "a")),
-                          games=2, iterations=200, out_dir=tmp_path / "s", progress=False)
+    serial = gtsteer.solve(MIXED_2X2, llm=LLM("local", cache=ResponseCache(tmp_path / "a")),
+                           games=2, iterations=200, out=tmp_path / "s", quiet=True)
     with one_node(cpus=2):
-        on_ray = solve_config(MIXED_2X2, LLM("local", cache=ResponseCache(tmp_path / "b")),
-                              games=2, iterations=200, out_dir=tmp_path / "r", progress=False,
-                              ray=ON_RAY)
-        again = solve_config(MIXED_2X2, LLM("local", cache=ResponseCache(tmp_path / "b")),
-                             games=2, iterations=200, out_dir=tmp_path / "r2", progress=False,
-                             ray=ON_RAY)
+        on_ray = gtsteer.solve(MIXED_2X2, llm=LLM("local", cache=ResponseCache(tmp_path / "b")),
+                               games=2, iterations=200, out=tmp_path / "r", quiet=True, ray=ON_RAY)
+        again = gtsteer.solve(MIXED_2X2, llm=LLM("local", cache=ResponseCache(tmp_path / "b")),
+                              games=2, iterations=200, out=tmp_path / "r2", quiet=True, ray=ON_RAY)
     assert serial.num_solved == 2 and serial.llm_calls.new_calls > 0
     assert on_ray.model_dump() == serial.model_dump()
     assert again.llm_calls.new_calls == 0 and again.metrics == serial.metrics

@@ -19,6 +19,8 @@ from werewolf_helpers import database, hash_embedder
 
 from gtsteer.cli import app
 from gtsteer.llm import LLM, ResponseCache
+from gtsteer.runs import werewolf_steer
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.werewolf_evaluate import (
     CONDITIONS,
     EvaluationGame,
@@ -27,7 +29,7 @@ from gtsteer.runs.werewolf_evaluate import (
     play_evaluation_seed,
 )
 from gtsteer.runs.werewolf_games import GameSetup, InOrder, PlayedGame, Steering, play_game
-from gtsteer.runs.werewolf_steer import SteerTrainConfig, logged_setups, steer_train
+from gtsteer.runs.werewolf_steer import SteerTrainConfig, logged_setups
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle
 from gtsteer.werewolf.runner import GameRunner, create_game
@@ -172,9 +174,11 @@ def test_an_evaluation_seed_plays_alone_as_in_the_serial_sequence(tmp_path: Path
     hits included. One game per unit would not: a condition repeats the calls of the one
     before it on the same seed, and a structured answer from the cache counts 0 tokens."""
     policy = tmp_path / "steer"
-    steer_train(SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1,
-                                 states=3, iterations=20, train_steps=5),
-                policy, embedder=hash_embedder(), show_progress=False)
+    werewolf_steer.run(
+        SteerTrainConfig(
+            games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3, iterations=20,
+            train_steps=5), RunContext.of(out=policy, progress=False),
+        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
     steering = Steering(chooser=DistilledPlaystyleChooser.load(policy, hash_embedder()))
     units = [EvaluationSeed(tuple(
         EvaluationGame(GameSetup(f"eval-{c}-{g}", g, 5, "fake", 1, 2), team, kind)
@@ -216,9 +220,11 @@ def test_a_game_played_into_memory_is_stored_as_playing_it_into_the_store(
 
 def test_a_policy_travelling_as_files_chooses_as_the_folder_does(tmp_path: Path) -> None:
     policy = tmp_path / "steer"
-    steer_train(SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1,
-                                 states=3, iterations=20, train_steps=5),
-                policy, embedder=hash_embedder(), show_progress=False)
+    werewolf_steer.run(
+        SteerTrainConfig(
+            games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3, iterations=20,
+            train_steps=5), RunContext.of(out=policy, progress=False),
+        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
     travelled = Steering.from_folder(policy, hash_embedder()).get()
     loaded = DistilledPlaystyleChooser.load(policy, hash_embedder())
     assert isinstance(travelled, DistilledPlaystyleChooser)

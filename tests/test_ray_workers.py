@@ -11,9 +11,9 @@ import pytest
 from ray_support import most_at_once, one_node, timed_unit
 from solve_helpers import MIXED_2X2, PricedBackend
 
+import gtsteer
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.runs.executor import run_units
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import SolveSummary
 from gtsteer.runs.units import RayOptions
 
@@ -32,8 +32,8 @@ def test_a_ray_run_keeps_as_many_units_running_as_it_has_cpus(tmp_path: Path) ->
 def test_a_ray_runs_summary_sums_the_workers_cost_as_the_serial_run_does(tmp_path: Path) -> None:
     def solve(name: str, ray: RayOptions | None) -> SolveSummary:
         model = LLM(backend=PricedBackend(), cache=ResponseCache(tmp_path / f"{name}-cache"))
-        return solve_config(MIXED_2X2, model, games=3, iterations=10, out_dir=tmp_path / name,
-                            progress=False, ray=ray)
+        return gtsteer.solve(MIXED_2X2, llm=model, games=3, iterations=10, out=tmp_path / name,
+                             quiet=True, ray=ray)
 
     serial = solve("serial", None)
     assert serial.llm_calls.new_calls > 0

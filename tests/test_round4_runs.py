@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
-from gtsteer.runs.solve import solve_config
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = str(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
@@ -132,10 +132,10 @@ def test_the_largest_werewolf_seed_plays(tmp_path: Path) -> None:
 
 
 def test_a_fully_resumed_solve_keeps_the_solver_backend(tmp_path: Path) -> None:
-    args = {"games": 2, "iterations": 50, "out_dir": tmp_path / "run", "progress": False}
-    first = solve_config(FRUIT, LLM("fake"), **args)
+    args = {"games": 2, "iterations": 50, "out": tmp_path / "run", "quiet": True}
+    first = gtsteer.solve(FRUIT, llm=LLM("fake"), **args)
     written = json.loads((tmp_path / "run" / "summary.json").read_text())
-    again = solve_config(FRUIT, LLM("fake"), resume=True, **args)
+    again = gtsteer.solve(FRUIT, llm=LLM("fake"), resume=True, **args)
     rewritten = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert first.solver_backend.startswith("open_spiel C++")
     assert again.solver_backend == first.solver_backend

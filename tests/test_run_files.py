@@ -13,12 +13,12 @@ import solve_helpers  # noqa: F401  (registers the test utility in this process)
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, CacheError
 from gtsteer.runs import solve as solve_module
 from gtsteer.runs.atomic import ResultWriteError, atomic_dir, write_text
 from gtsteer.runs.output import IN_PROGRESS, RunDirError, prepare_run_dir, write_json
-from gtsteer.runs.solve import solve_config
 
 runner = CliRunner()
 
@@ -71,7 +71,7 @@ def test_write_text_gives_the_file_the_usual_permissions(tmp_path: Path) -> None
 
 def test_a_finished_run_has_its_summary_and_no_in_progress_marker(tmp_path: Path) -> None:
     llm = LLM(backend=ConstantBackend())
-    solve_config(MIXED_2X2, llm, games=1, iterations=20, out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=llm, games=1, iterations=20, out=tmp_path, quiet=True)
     assert (tmp_path / "summary.json").exists() and not (tmp_path / IN_PROGRESS).exists()
 
 
@@ -80,7 +80,7 @@ def test_a_rerun_that_dies_leaves_no_old_summary_beside_its_new_files(tmp_path: 
     """The review's probe 61: a killed rerun left the older run's summary.json next to new
     game files. Now the old summary goes when the rerun starts and IN_PROGRESS says why."""
     llm = LLM(backend=ConstantBackend())
-    solve_config(MIXED_2X2, llm, games=3, iterations=20, out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=llm, games=3, iterations=20, out=tmp_path, quiet=True)
     assert json.loads((tmp_path / "summary.json").read_text())["num_games"] == 3
     real = solve_module.make_game
 
@@ -91,8 +91,7 @@ def test_a_rerun_that_dies_leaves_no_old_summary_beside_its_new_files(tmp_path: 
 
     monkeypatch.setattr(solve_module, "make_game", breaks_at_instance_1)
     with pytest.raises(CacheError):
-        solve_config(MIXED_2X2, llm, games=3, seed=5, iterations=20, out_dir=tmp_path,
-                     progress=False)
+        gtsteer.solve(MIXED_2X2, llm=llm, games=3, seed=5, iterations=20, out=tmp_path, quiet=True)
     assert not (tmp_path / "summary.json").exists()
     assert "not a finished result" in (tmp_path / IN_PROGRESS).read_text()
     games = sorted(p.name for p in (tmp_path / "games").iterdir())
@@ -212,10 +211,9 @@ def test_the_largest_32_bit_seed_solves(tmp_path: Path) -> None:
 
 
 def test_the_driver_refuses_a_seed_beyond_32_bits(tmp_path: Path) -> None:
-    from gtsteer.runs.solve import solve_config
 
     with pytest.raises(ValueError, match=r"seed: must be a 32-bit integer"):
-        solve_config(MIXED_2X2, "fake", seed=2**31, out_dir=tmp_path, progress=False)
+        gtsteer.solve(MIXED_2X2, llm="fake", seed=2**31, out=tmp_path, quiet=True)
 
 
 def test_psro_option_errors_name_the_flag_in_one_line(tmp_path: Path) -> None:

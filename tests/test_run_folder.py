@@ -11,10 +11,10 @@ import solve_helpers  # noqa: F401  (registers the test utility in this process)
 from solve_helpers import MIXED_2X2
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
 from gtsteer.runs.output import RunDirError, run_dir, run_folder
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import SolveSummary
 
 
@@ -30,19 +30,19 @@ def test_run_folder_is_out_dir_when_given_else_the_default_of_its_kind(tmp_path:
 
 def test_solve_returns_the_folder_it_wrote(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    summary = solve_config(MIXED_2X2, "fake", iterations=10, progress=False)
+    summary = gtsteer.solve(MIXED_2X2, llm="fake", iterations=10, quiet=True)
     assert summary.folder == Path("results/mixed_2x2-fake-0")
     written = json.loads((summary.folder / "summary.json").read_text())
     assert written["model"] == "fake"
     # the folder is not part of the file: the schema is unchanged
     assert "folder" not in written and "_folder" not in written
 
-    given = solve_config(MIXED_2X2, "fake", iterations=10, progress=False, out_dir=tmp_path / "o")
+    given = gtsteer.solve(MIXED_2X2, llm="fake", iterations=10, quiet=True, out=tmp_path / "o")
     assert given.folder == tmp_path / "o"
 
 
 def test_a_summary_read_from_a_file_does_not_claim_a_folder(tmp_path: Path):
-    summary = solve_config(MIXED_2X2, "fake", iterations=10, progress=False, out_dir=tmp_path)
+    summary = gtsteer.solve(MIXED_2X2, llm="fake", iterations=10, quiet=True, out=tmp_path)
     again = SolveSummary.model_validate_json((tmp_path / "summary.json").read_text())
     assert again == summary  # private attributes take no part in equality
     with pytest.raises(RunDirError, match="folder is unknown"):

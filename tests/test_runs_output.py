@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from solve_helpers import MIXED_2X2, ConstantBackend
 
+import gtsteer
 from gtsteer.llm import LLM
 from gtsteer.runs.output import RunDirError, prepare_run_dir, run_dir, save_png, write_json
-from gtsteer.runs.solve import solve_config
 
 
 def test_rerun_with_fewer_games_leaves_no_stale_game_file(tmp_path: Path) -> None:
     llm = LLM(backend=ConstantBackend())
-    solve_config(MIXED_2X2, llm, games=3, iterations=50, out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=llm, games=3, iterations=50, out=tmp_path, quiet=True)
     assert sorted(p.name for p in (tmp_path / "games").glob("*.json")) == [
         "0.json", "1.json", "2.json"]
-    solve_config(MIXED_2X2, llm, games=1, iterations=50, out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=llm, games=1, iterations=50, out=tmp_path, quiet=True)
     assert sorted(p.name for p in (tmp_path / "games").iterdir()) == ["0.json", "0.terminals.jsonl"]
     assert json.loads((tmp_path / "summary.json").read_text())["num_games"] == 1
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import gtsteer
 from gtsteer.cli import app
 from gtsteer.werewolf.runner import GameRunner
 from gtsteer.werewolf.state import STATE_VERSION, SnapshotError, load_snapshot
@@ -133,11 +134,10 @@ def test_result_files_carry_a_schema_version(tmp_path: Path) -> None:
     from solve_helpers import MIXED_2X2, ConstantBackend
 
     from gtsteer.llm import LLM
-    from gtsteer.runs.solve import solve_config
     from gtsteer.runs.solve_schema import SCHEMA_VERSION
 
-    solve_config(MIXED_2X2, LLM(backend=ConstantBackend()), games=1, iterations=10,
-                 out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=LLM(backend=ConstantBackend()), games=1, iterations=10,
+                  out=tmp_path, quiet=True)
     assert json.loads((tmp_path / "summary.json").read_text())["schema_version"] == SCHEMA_VERSION
     game = json.loads((tmp_path / "games" / "0.json").read_text())
     assert game["schema_version"] == SCHEMA_VERSION

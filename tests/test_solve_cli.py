@@ -80,8 +80,8 @@ def test_cli_missing_config_and_bad_solver_exit_2(tmp_path: Path) -> None:
 
 SOLVE_IN_SUBPROCESS = """
 import json, sys
-from gtsteer.runs.solve import solve_config
-s = solve_config(sys.argv[1], "fake", games=2, iterations=300, out_dir=sys.argv[2], progress=False)
+import gtsteer
+s = gtsteer.solve(sys.argv[1], llm="fake", games=2, iterations=300, out=sys.argv[2], quiet=True)
 print(json.dumps(s.numbers(), sort_keys=True))
 """
 

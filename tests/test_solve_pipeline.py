@@ -9,10 +9,10 @@ import pytest
 import yaml
 from solve_helpers import MIXED_2X2, MOVES, PAYOFF, ConstantBackend
 
+import gtsteer
 from gtsteer.binding import ConfigError
 from gtsteer.llm import LLM
 from gtsteer.runs.output import run_dir
-from gtsteer.runs.solve import solve_config
 
 
 def constant_llm() -> tuple[LLM, ConstantBackend]:
@@ -35,9 +35,8 @@ def write_spec(tmp_path: Path, **changes) -> Path:
 @pytest.mark.parametrize("solver", ["cfr", "cfr+"])
 def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
     llm, _ = constant_llm()
-    summary = solve_config(
-        MIXED_2X2, llm, games=2, iterations=3000, solver=solver, out_dir=tmp_path, progress=False
-    )
+    summary = gtsteer.solve(MIXED_2X2, llm=llm, games=2, iterations=3000, solver=solver,
+                            out=tmp_path, quiet=True)
     assert summary.failures == [] and summary.instances == [0, 1]
     assert summary.solver_backend.startswith("open_spiel C++")
     first = {d.role: d.probs for d in summary.instruction_distribution}
@@ -66,7 +65,7 @@ def test_recovers_known_mixed_equilibrium(tmp_path: Path, solver: str) -> None:
 
 def test_terminals_file_holds_every_dialogue_and_its_payoff(tmp_path: Path) -> None:
     llm, _ = constant_llm()
-    solve_config(MIXED_2X2, llm, games=1, iterations=10, out_dir=tmp_path, progress=False)
+    gtsteer.solve(MIXED_2X2, llm=llm, games=1, iterations=10, out=tmp_path, quiet=True)
     record = json.loads((tmp_path / "games" / "0.json").read_text())
     lines = (tmp_path / "games" / "0.terminals.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
@@ -87,9 +86,8 @@ def test_one_iteration_nash_conv_by_hand(tmp_path: Path) -> None:
     # proposer's rows then earn 5/3, 4/3, -2/3 (mean 7/9): best-response gain 8/9. The
     # responder's columns earn 0, -1/3, -2 (mean -7/9): gain 7/9. NashConv = 15/9 = 5/3.
     llm, _ = constant_llm()
-    summary = solve_config(
-        MIXED_2X2, llm, games=1, iterations=1, solver="cfr", out_dir=tmp_path, progress=False
-    )
+    summary = gtsteer.solve(MIXED_2X2, llm=llm, games=1, iterations=1, solver="cfr", out=tmp_path,
+                            quiet=True)
     assert summary.metrics is not None
     assert summary.metrics.nash_conv.mean == pytest.approx(5 / 3)
     # Normalised by players x range: (5/3) / (2 x 6).
@@ -98,15 +96,13 @@ def test_one_iteration_nash_conv_by_hand(tmp_path: Path) -> None:
 
 def test_rerun_makes_no_new_calls_and_same_numbers(tmp_path: Path) -> None:
     llm, backend = constant_llm()
-    first = solve_config(MIXED_2X2, llm, games=2, iterations=300, out_dir=tmp_path, progress=False)
+    first = gtsteer.solve(MIXED_2X2, llm=llm, games=2, iterations=300, out=tmp_path, quiet=True)
     calls = backend.calls
     assert first.llm_calls.new_calls == calls > 0
     text = (tmp_path / "summary.json").read_text()
 
     llm2, backend2 = constant_llm()  # a fresh client: only the on-disk cache is shared
-    second = solve_config(
-        MIXED_2X2, llm2, games=2, iterations=300, out_dir=tmp_path, progress=False
-    )
+    second = gtsteer.solve(MIXED_2X2, llm=llm2, games=2, iterations=300, out=tmp_path, quiet=True)
     assert backend2.calls == 0
     assert second.llm_calls.new_calls == 0
     assert second.llm_calls.cache_hits == second.llm_calls.requests > 0
@@ -120,9 +116,7 @@ def test_rerun_makes_no_new_calls_and_same_numbers(tmp_path: Path) -> None:
 def test_failed_instance_is_listed_and_others_finish(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, params={"fail_instances": [1]})
     llm, _ = constant_llm()
-    summary = solve_config(
-        spec, llm, games=3, iterations=200, out_dir=tmp_path / "o", progress=False
-    )
+    summary = gtsteer.solve(spec, llm=llm, games=3, iterations=200, out=tmp_path / "o", quiet=True)
     assert summary.instances == [0, 2]
     assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
     assert "reward model unavailable" in summary.failures[0].reason
@@ -136,7 +130,7 @@ def test_any_exception_stays_inside_its_instance(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, params={"crash_instances": [1]})
     llm, _ = constant_llm()
     out = tmp_path / "o"
-    summary = solve_config(spec, llm, games=3, iterations=100, out_dir=out, progress=False)
+    summary = gtsteer.solve(spec, llm=llm, games=3, iterations=100, out=out, quiet=True)
     assert summary.instances == [0, 2]
     assert (summary.num_solved, summary.num_failed) == (2, 1)
     assert [(f.instance, f.stage) for f in summary.failures] == [(1, "expand")]
@@ -162,8 +156,7 @@ def test_a_metric_failure_is_recorded_with_its_stage(
 
     monkeypatch.setattr(driver, "analyze", flaky)
     llm, _ = constant_llm()
-    summary = solve_config(MIXED_2X2, llm, games=2, iterations=50, out_dir=tmp_path,
-                           progress=False)  # fmt: skip
+    summary = gtsteer.solve(MIXED_2X2, llm=llm, games=2, iterations=50, out=tmp_path, quiet=True)
     assert [(f.instance, f.stage) for f in summary.failures] == [(1, "metrics")]
     assert summary.failures[0].reason.startswith("SpielError: Does State")
     record = json.loads((tmp_path / "games" / "1.json").read_text())
@@ -213,7 +206,7 @@ def test_bad_config_fails_before_any_llm_call(tmp_path: Path, changes: dict, fie
     spec = write_spec(tmp_path, **changes)
     llm, backend = constant_llm()
     with pytest.raises(ConfigError, match=field):
-        solve_config(spec, llm, games=1, out_dir=tmp_path / "o", progress=False)
+        gtsteer.solve(spec, llm=llm, games=1, out=tmp_path / "o", quiet=True)
     assert backend.calls == 0 and llm.usage.requests == 0
 
 
@@ -224,7 +217,7 @@ def test_bad_config_fails_before_any_llm_call(tmp_path: Path, changes: dict, fie
 def test_bad_arguments_fail_before_any_llm_call(tmp_path: Path, kwargs: dict, field: str) -> None:
     llm, backend = constant_llm()
     with pytest.raises(ValueError, match=field):
-        solve_config(MIXED_2X2, llm, out_dir=tmp_path, progress=False, **kwargs)
+        gtsteer.solve(MIXED_2X2, llm=llm, out=tmp_path, quiet=True, **kwargs)
     assert backend.calls == 0
 
 

@@ -20,7 +20,8 @@ from gtsteer.domains.verdict_play import (
     sample_message,
 )
 from gtsteer.llm import LLM, run_sync
-from gtsteer.runs.eval_verdict import evaluate_verdict, win_rate
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_verdict import VerdictOptions, run, win_rate
 
 QUESTIONS = ["Where were you on Saturday?", "Who has the till key?", "Did you confess?",
              "What time did you leave?", "Did anyone see you?"]
@@ -76,8 +77,8 @@ def test_wilson_interval() -> None:
 
 def test_eval_writes_report_games_and_chart_and_reruns_from_cache(tmp_path: Path) -> None:
     config = CONFIGS / "interrogation.yaml"
-    report = evaluate_verdict(config, llm="fake", games=3, breadth=2, out_dir=tmp_path,
-                              progress=False)
+    report = run(config, RunContext.of(llm="fake", out=tmp_path, progress=False),
+                 VerdictOptions(games=3, breadth=2))
     assert report.judge_prompts == spec_of("interrogation").judge.prompts
     assert len(report.cells) == 2 * 3 * 2  # policies x judge prompts x temperatures
     for cell in report.cells:
@@ -89,7 +90,8 @@ def test_eval_writes_report_games_and_chart_and_reruns_from_cache(tmp_path: Path
     rows = (tmp_path / "games.jsonl").read_text().splitlines()
     assert len(rows) == 36 and {json.loads(r)["policy"] for r in rows} == {"naive", "strategic"}
     assert (tmp_path / "verdict.png").read_bytes()[:4] == b"\x89PNG"
-    again = evaluate_verdict(config, llm="fake", games=3, breadth=2, progress=False)
+    again = run(config, RunContext.of(llm="fake", out=tmp_path / "again", progress=False),
+                VerdictOptions(games=3, breadth=2))
     assert again.new_llm_calls == 0 and again.cells == report.cells
 
 
@@ -126,7 +128,8 @@ def test_eval_needs_two_judge_wordings(tmp_path: Path) -> None:
     path = tmp_path / "court.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="judge.alternative_prompts"):
-        evaluate_verdict(path, llm="fake", games=1, progress=False)
+        run(path, RunContext.of(llm="fake", out=tmp_path / "o", progress=False),
+            VerdictOptions(games=1))
 
 
 def test_questioner_must_open_each_round(tmp_path: Path) -> None:
@@ -137,4 +140,5 @@ def test_questioner_must_open_each_round(tmp_path: Path) -> None:
     path = tmp_path / "court.yaml"
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match="params.questioner"):
-        evaluate_verdict(path, llm="fake", games=1, progress=False)
+        run(path, RunContext.of(llm="fake", out=tmp_path / "o", progress=False),
+            VerdictOptions(games=1))

@@ -16,8 +16,10 @@ from werewolf_helpers import database, hash_embedder
 from gtsteer.cli import app
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion, ResponseCache
 from gtsteer.llm.backends.fake import FakeBackend
-from gtsteer.runs.werewolf_evaluate import EvaluateConfig, evaluate
-from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+from gtsteer.runs import werewolf_evaluate, werewolf_steer
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.werewolf_evaluate import EvaluateConfig, EvaluateOptions
+from gtsteer.runs.werewolf_steer import SteerTrainConfig, SteerTrainOptions
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 
@@ -62,17 +64,21 @@ class CountingFake(Backend):
 @pytest.fixture(scope="module")
 def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("steer")
-    steer_train(SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1,
-                                 states=3, iterations=20, train_steps=5),
-                folder, embedder=hash_embedder(), show_progress=False)
+    werewolf_steer.run(
+        SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3,
+                         iterations=20, train_steps=5),
+        RunContext.of(out=folder, progress=False),
+        SteerTrainOptions(embedder=hash_embedder()))
     return folder
 
 
 def run(policy: Path, out: Path, cache: Path, backend: CountingFake, **kwargs: Any) -> Any:
     model = LLM("fake", backend=backend, cache=ResponseCache(cache))
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
-    return evaluate(EvaluateConfig(**CONFIG), policy, out, steered=chooser,
-                    pool=LLMPool(factory=lambda _name: model), show_progress=False, **kwargs)
+    return werewolf_evaluate.run(
+        EvaluateConfig(**CONFIG), RunContext.of(out=out, progress=False),
+        EvaluateOptions(steer=policy, steered=chooser, pool=LLMPool(factory=lambda _name: model),
+                        **kwargs))
 
 
 def cache_free(summary: dict) -> dict:
@@ -170,8 +176,8 @@ def test_other_settings_do_not_resume_from_saved_seeds(policy: Path, tmp_path: P
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
     other = EvaluateConfig(**{**CONFIG, "max_messages": 3})
     counting = model.backend
-    evaluate(other, policy, out, steered=chooser, pool=LLMPool(factory=lambda _name: model),
-             show_progress=False, resume=True)
+    werewolf_evaluate.run(other, RunContext.of(out=out, progress=False), EvaluateOptions(
+        steer=policy, steered=chooser, pool=LLMPool(factory=lambda _name: model), resume=True))
     assert isinstance(counting, CountingFake) and counting.calls > 0  # nothing was kept
 
 

@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 from werewolf_helpers import hash_embedder
 
+from gtsteer.runs import werewolf_steer
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.werewolf_steer import SolvedState
 from gtsteer.solvers.evaluate import fixed, uniform
 from gtsteer.solvers.heldout import VersusBaseline, opening_values, paired_versus
@@ -29,14 +31,16 @@ STYLES = ["trickster", "balanced", "aggressive_provoker", UNSTEERED]
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small `steer-train` run on the fake model (2 games, 3 states, four styles)."""
-    from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig
 
     out = tmp_path_factory.mktemp("trained") / "steer"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GTSTEER_CACHE_DIR", str(out.parent / "cache"))
         cfg = SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1,
                                states=3, iterations=20, train_steps=30, styles=STYLES)
-        steer_train(cfg, out, embedder=hash_embedder(), show_progress=False)
+        werewolf_steer.run(
+            cfg, RunContext.of(out=out, progress=False),
+            werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
     return out
 
 

@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 
 from gtsteer.checks import pyspiel_api_check, read_playthrough, replay
 from gtsteer.llm.embed import Embedder
+from gtsteer.runs import werewolf_steer
+from gtsteer.runs.context import RunContext
 from gtsteer.studies.playthroughs import (
     PLAYSTYLE_ROOT,
     PLAYTHROUGH,
@@ -545,11 +547,13 @@ def test_steer_train_holds_out_whole_logged_games(tmp_path):
     """The split is by logged game, so no held-out view is trained on; every view is one
     record with one target."""
     from gtsteer.imitation.dataset import read_records
-    from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig
 
     cfg = SteerTrainConfig(games=5, llm="fake", players=5, max_messages=3, max_days=1,
                            states=12, iterations=20, train_steps=5)
-    summary = steer_train(cfg, tmp_path / "s", embedder=hash_embedder(), show_progress=False)
+    summary = werewolf_steer.run(
+        cfg, RunContext.of(out=tmp_path / "s", progress=False),
+        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
     records = read_records(tmp_path / "s" / "records.jsonl")
     games = {}
     for rec in records:

@@ -24,13 +24,13 @@ import gtsteer
 
 ROOT = Path(__file__).resolve().parents[1]
 VENVS = Path.home() / ".cache" / "gtsteer" / "wheel-venvs"
-#: Five lines a user writes: load a shipped config by name and solve it from Python.
+#: Five lines a user writes: solve a shipped config by name from Python (the package-root API).
 SCRIPT = """\
-from gtsteer.domains import load_spec
-from gtsteer.runs.solve import solve_config
-spec = load_spec("schedule_meeting_dow")
-summary = solve_config("schedule_meeting_dow", llm="fake", games=1, out_dir="api", progress=False)
-print(spec.name, summary.metrics is not None, (summary.folder / "summary.json").is_file())
+import gtsteer
+r = gtsteer.solve("schedule_meeting_dow", llm="fake", games=1, quiet=True)
+conv = r.metrics.nash_conv
+print(r.domain, r.folder, conv.n, conv.mean >= 0, (r.folder / "summary.json").is_file())
+print(r.usage.requests > 0, len(r.policies()[0]) > 0)
 """
 
 pytestmark = pytest.mark.wheel
@@ -160,8 +160,9 @@ def test_python_solves_and_pyspiel_loads_after_a_bare_import(
     (folder / "solve.py").write_text(SCRIPT)
     assert len(SCRIPT.splitlines()) == 5
     solved = run([python, "solve.py"], folder, env, timeout=600)
-    assert (solved.returncode, solved.stdout.split()) == (0, ["schedule_meeting_dow", "True",
-                                                              "True"]), solved.stderr[-3000:]
+    assert (solved.returncode, solved.stdout.split()) == (0, [
+        "schedule_meeting_dow", "results/schedule_meeting_dow-fake-0", "1", "True", "True",
+        "True", "True"]), solved.stderr[-3000:]
     loaded = run([python, "-c", "import gtsteer, pyspiel; g = pyspiel.load_game("
                   "'gtsteer_dialogue'); print(g.num_players())"], folder, env, timeout=300)
     assert (loaded.returncode, loaded.stdout.strip()) == (0, "2"), loaded.stderr[-3000:]

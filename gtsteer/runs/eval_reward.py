@@ -38,7 +38,6 @@ from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -274,20 +273,6 @@ def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> Rewa
         paths=list(specs), errors=errors, cases=scored,
         llm_calls=after.since(before),
     )
-
-
-def measure_reward(
-    config_path: str | Path,
-    llm: str | LLM = "local",
-    cases: int = 10,
-    seed: int = 0,
-    *,
-    progress: bool = True,
-    ray: RayOptions | None = None,
-) -> RewardReport:
-    """`measure` from plain arguments (the Python API's spelling)."""
-    return measure(config_path, RunContext.of(llm=llm, ray=ray, progress=progress),
-                   RewardOptions(cases=cases, seed=seed))
 
 
 def run(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:

@@ -29,6 +29,7 @@ runs the classification (both as units of work, serially or on Ray) and the file
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -387,7 +388,10 @@ def measure_steering(
     validate_classifier_on: str | Path | None = None,
     ray: RayOptions | None = None,
 ) -> SteeringReport:
-    """`measure` from plain arguments (the Python API's spelling)."""
+    """Deprecated: `measure(config, RunContext.of(llm=..., reader=...), SteeringOptions(...))`.
+    Kept only while `gtsteer/studies` still calls it."""
+    warnings.warn("gtsteer.runs.eval_steering.measure_steering is deprecated; call measure(config,"
+                  " ctx, SteeringOptions(...))", DeprecationWarning, stacklevel=2)
     ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=endpoint, ray=ray,
                         progress=progress)
     return measure(config_path, ctx, SteeringOptions(

@@ -11,6 +11,7 @@ wording of the judge or another temperature. Output: report.json, games.jsonl, v
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,8 +170,10 @@ def evaluate_verdict(
     progress: bool = True,
     ray: RayOptions | None = None,
 ) -> VerdictEvalReport:
-    """`run` from plain arguments (the Python API's spelling); without `out_dir`, nothing is
-    written."""
+    """Deprecated: `run(config, RunContext.of(llm=..., out=...), VerdictOptions(...))`; without
+    `out_dir`, nothing is written. Kept only while `gtsteer/studies` still calls it."""
+    warnings.warn("gtsteer.runs.eval_verdict.evaluate_verdict is deprecated; call run(config, ctx,"
+                  " VerdictOptions(...))", DeprecationWarning, stacklevel=2)
     options = VerdictOptions(games=games, seed=seed, temperatures=temperatures,
                              breadth=breadth, depth=depth)
     ctx = RunContext.of(llm=llm, out=out_dir, ray=ray, progress=progress)

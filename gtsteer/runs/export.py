@@ -11,6 +11,7 @@ information-state strings and action ids), then `export.json`. The tree -> text 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,11 +119,18 @@ def export_config(
     report: Callable[[str], None] | None = None,
     endpoint: Endpoint | None = None,
 ) -> ExportSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out_dir, progress=progress,
-                        report=report)
-    return run(config_path, ctx, ExportOptions(fmt=fmt, games=games, seed=seed, deals=deals,
-                                               max_calls=max_calls))
+    """Deprecated: `gtsteer.export(config, llm=..., out=..., quiet=...)`. Kept, as a thin
+    alias of it, only while `gtsteer/studies` still calls it."""
+    warnings.warn("gtsteer.runs.export.export_config is deprecated; use gtsteer.export",
+                  DeprecationWarning, stacklevel=2)
+    from gtsteer.api import export
+
+    where = endpoint or Endpoint()
+    return export(config_path, llm=llm, format=fmt, games=games, seed=seed, deals=deals,
+                  out=out_dir, max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
+                  quiet=not progress, report=report, api_base=where.api_base,
+                  api_key_env=where.api_key_env, request_timeout=where.timeout_s,
+                  max_wait=where.max_wait_s)
 
 
 def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSummary:

@@ -29,7 +29,6 @@ from gtsteer.imitation.build import records_from_game
 from gtsteer.imitation.dataset import records_to_jsonl, split_instances
 from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, evaluate_instance
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
-from gtsteer.imitation.policy import FeatureMode
 from gtsteer.imitation.train_types import FitMetrics
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
@@ -46,10 +45,11 @@ from gtsteer.runs.output import (
     save_png,
     write_text,
 )
-from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, solve_config
+from gtsteer.runs.solve import SolveOptions
+from gtsteer.runs.solve import run as run_solve
 from gtsteer.runs.solve_schema import SCHEMA_VERSION as SOLVE_SCHEMA_VERSION
 from gtsteer.runs.solve_schema import Failure, GameRecord, SolveSummary
-from gtsteer.solvers.cfr import check_solver_args
+from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER, check_solver_args
 
 SCHEMA_VERSION = 1
 DEFAULT_GAMES = 10
@@ -202,33 +202,6 @@ class ImitateOptions(BaseModel):
     train_config: TrainConfig | None = None
 
 
-def imitate_config(
-    config_path: str | Path,
-    llm: str | LLM = "local",
-    games: int = DEFAULT_GAMES,
-    holdout: float = 0.2,
-    steps: int = 10_000,
-    embedder: str | Embedder | None = None,
-    features: FeatureMode = "text",
-    out_dir: str | Path | None = None,
-    seed: int = 0,
-    solver: str = DEFAULT_SOLVER,
-    iterations: int = DEFAULT_ITERATIONS,
-    *,
-    deals: int | None = None,
-    solve_dir: str | Path | None = None,
-    compare_features: bool = False,
-    train_config: TrainConfig | None = None,
-    progress: bool = True,
-) -> ImitationReport:
-    """`run` from plain arguments (the Python API's spelling)."""
-    return run(config_path, RunContext.of(llm=llm, out=out_dir, progress=progress),
-               ImitateOptions(games=games, holdout=holdout, steps=steps, embedder=embedder,
-                              features=features, seed=seed, solver=solver,
-                              iterations=iterations, deals=deals, solve_dir=solve_dir,
-                              compare_features=compare_features, train_config=train_config))
-
-
 def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> ImitationReport:
     """`gtsteer imitate`: the whole pipeline; writes the run folder and returns its report.
 
@@ -361,10 +334,10 @@ def _solve_or_reuse(
     summary = _matching_summary(solve_dir, args)
     reused = summary is not None
     if summary is None:
-        summary = solve_config(
-            args.config, client, games=args.games, iterations=args.iterations,
-            solver=args.solver, seed=args.seed, out_dir=solve_dir,
-            deals=args.spec.num_deals, progress=progress,
+        summary = run_solve(
+            args.config, RunContext.of(llm=client, out=solve_dir, progress=progress),
+            SolveOptions(games=args.games, iterations=args.iterations, solver=args.solver,
+                         seed=args.seed, deals=args.spec.num_deals),
         )
     records = {}
     for index in summary.instances:

@@ -21,6 +21,7 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from gtsteer.llm import LLM, model_string
+from gtsteer.llm.usage import UsageReport
 from gtsteer.runs.atomic import atomic_path, write_text
 
 #: The repository (a checkout or a worktree: the one this code was imported from).
@@ -109,6 +110,7 @@ class RunResult(BaseModel):
     private attribute: it is not part of the JSON, so the result files keep their schema."""
 
     _folder: Path | None = PrivateAttr(default=None)
+    _usage: UsageReport | None = PrivateAttr(default=None)
 
     @property
     def folder(self) -> Path:
@@ -129,6 +131,17 @@ class RunResult(BaseModel):
     def written_to(self, folder: str | Path) -> Self:
         """Record the folder a driver wrote this result to; returns the result."""
         self._folder = Path(folder)
+        return self
+
+    @property
+    def usage(self) -> UsageReport | None:
+        """What the run spent (requests, new calls, tokens, retries, cost), as the command
+        line's final line says it; None unless the run came through `gtsteer.solve` & co."""
+        return self._usage
+
+    def spent(self, usage: UsageReport) -> Self:
+        """Record what the run spent (`gtsteer.api`); returns the result."""
+        self._usage = usage
         return self
 
 

@@ -8,6 +8,7 @@ killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,13 +139,19 @@ def psro_config(
     instances_file: str | Path | None = None,
     reference: str | Path | None = None,
 ) -> PSROSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    ctx = RunContext.of(llm=llm, proposer=proposer_llm, endpoint=endpoint, out=out_dir,
-                        ray=ray, progress=False, report=report, on_phase=on_phase,
-                        on_step=on_iteration)
-    return run(config_path, ctx, PSROOptions(
-        settings=settings or PSROConfig(), games=games, deals=deals, max_calls=max_calls,
-        export_nfg=export_nfg, instances_file=instances_file, reference=reference))
+    """Deprecated: `gtsteer.psro(config, llm=..., settings=..., out=...)`. Kept, as a thin
+    alias of it, only while `gtsteer/bench` still calls it."""
+    warnings.warn("gtsteer.runs.psro.psro_config is deprecated; use gtsteer.psro",
+                  DeprecationWarning, stacklevel=2)
+    from gtsteer.api import psro
+
+    where = endpoint or Endpoint()
+    return psro(config_path, llm=llm, proposer_llm=proposer_llm, games=games,
+                settings=settings, out=out_dir, deals=deals, on_iteration=on_iteration,
+                on_phase=on_phase, max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
+                report=report, api_base=where.api_base, api_key_env=where.api_key_env,
+                request_timeout=where.timeout_s, max_wait=where.max_wait_s, ray=ray,
+                export_nfg=export_nfg, instances=instances_file, reference=reference)
 
 
 def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummary:

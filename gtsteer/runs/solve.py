@@ -7,6 +7,7 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -61,7 +62,13 @@ from gtsteer.runs.solve_schema import (
 )
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
-from gtsteer.solvers.cfr import CFRResult, check_solver_args, solve_cfr
+from gtsteer.solvers.cfr import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SOLVER,
+    CFRResult,
+    check_solver_args,
+    solve_cfr,
+)
 from gtsteer.solvers.heldout import (
     HeldOutGain,
     ReaderFactory,
@@ -71,11 +78,6 @@ from gtsteer.solvers.heldout import (
 )
 from gtsteer.solvers.metrics import mean_ci
 
-#: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
-#: payoff range after 1000 iterations) and 1000 C++ iterations of a fruit tree take well under
-#: a second, so the default costs nothing next to the LLM calls.
-DEFAULT_SOLVER = "cfr+"
-DEFAULT_ITERATIONS = 1000
 SUMMARY_FILE = "summary.json"
 #: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
 #: `max_calls` (`--max-calls`) is raised: ~120 times the 30-game schedule_meeting_dow run.
@@ -176,13 +178,21 @@ def solve_config(
     embedder: str | Embedder | None = None,
     resume: bool = False,
 ) -> SolveSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out_dir, ray=ray, progress=progress,
-                        report=report)
-    return run(config_path, ctx, SolveOptions(
-        games=games, instances_file=instances_file, iterations=iterations, solver=solver,
-        seed=seed, deals=deals, heldout=heldout, readers=tuple(readers), embedder=embedder,
-        max_calls=max_calls, resume=resume))
+    """Deprecated: `gtsteer.solve(config, llm=..., out=..., quiet=...)`. Kept, as a thin
+    alias of it, only while `gtsteer/bench` and `gtsteer/studies` still call it."""
+    warnings.warn("gtsteer.runs.solve.solve_config is deprecated; use gtsteer.solve",
+                  DeprecationWarning, stacklevel=2)
+    from gtsteer.api import solve
+
+    where = endpoint or Endpoint()
+    return solve(config_path, llm=llm, games=games, iterations=iterations, solver=solver,
+                 seed=seed, out=out_dir, deals=deals, heldout=heldout, quiet=not progress,
+                 instances=instances_file,
+                 max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
+                 report=report, ray=ray, api_base=where.api_base,
+                 api_key_env=where.api_key_env, request_timeout=where.timeout_s,
+                 max_wait=where.max_wait_s, heldout_readers=readers, embedder=embedder,
+                 resume=resume)
 
 
 def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:

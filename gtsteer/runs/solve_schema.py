@@ -187,6 +187,13 @@ class SolveSummary(RunResult):
         and `llm_modes`, which a rerun answered from the cache never finds out)."""
         return self.model_dump(exclude={"llm_calls", "llm_cost_usd", "llm_modes"})
 
+    def policies(self) -> dict[int, list[InfoStatePolicy]]:
+        """Each solved instance's CFR policy (average strategy per information state), read
+        from the run folder's `games/<i>.json`."""
+        return {i: GameRecord.model_validate_json(
+            (self.folder / "games" / f"{i}.json").read_text(encoding="utf-8")).policy
+            for i in self.instances}
+
 
 class InfoStatePolicy(BaseModel):
     player: int

@@ -250,15 +250,6 @@ class EvaluateOptions(BaseModel):
     command: str = ""
 
 
-def evaluate(cfg: EvaluateConfig, steer: str | Path, out: str | Path, *,
-             steered: PlaystyleChooser | None = None, pool: LLMPool | None = None,
-             show_progress: bool = True, ray: RayOptions | None = None,
-             resume: bool = False) -> EvaluateSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
-               EvaluateOptions(steer=steer, resume=resume, steered=steered, pool=pool))
-
-
 def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
     """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
     playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit

@@ -632,13 +632,3 @@ def shortfall(cfg: SteerHeldoutConfig, measured: int) -> str:
     return (f"{cfg.max_games} held-out games held only {measured} eligible states at "
             f"{cfg.per_game} per game (asked for {cfg.states}): pass --max-games or "
             "--per-game higher")
-
-
-def steer_heldout(config: SteerHeldoutConfig, out: str | Path, *, resume: bool = False,
-                  embedder: TextEmbedder | None = None, pool: LLMPool | None = None,
-                  show_progress: bool = True, command: str = "") -> SteerHeldoutSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
-    return run(config, RunContext.of(out=out, progress=show_progress),
-               SteerHeldoutOptions(resume=resume, embedder=embedder, pool=pool,
-                                   command=command))
-

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -308,7 +309,10 @@ class SteerTrainOptions(BaseModel):
 def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
                 pool: LLMPool | None = None, show_progress: bool = True,
                 ray: RayOptions | None = None) -> SteerTrainSummary:
-    """`run` from plain arguments (the Python API's spelling)."""
+    """Deprecated: `run(cfg, RunContext.of(out=...), SteerTrainOptions(...))`. Kept only while
+    `gtsteer/bench` still calls it."""
+    warnings.warn("gtsteer.runs.werewolf_steer.steer_train is deprecated; call run(cfg, ctx,"
+                  " SteerTrainOptions(...))", DeprecationWarning, stacklevel=2)
     return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
                SteerTrainOptions(embedder=embedder, pool=pool))
 

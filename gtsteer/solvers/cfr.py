@@ -18,6 +18,11 @@ import pyspiel
 
 SolverName = Literal["cfr", "cfr+"]
 SOLVERS: tuple[str, ...] = ("cfr", "cfr+")
+#: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
+#: payoff range after 1000 iterations) and 1000 C++ iterations of a fruit tree take well under
+#: a second, so the default costs nothing next to the LLM calls. `gtsteer solve` uses the same.
+DEFAULT_SOLVER = "cfr+"
+DEFAULT_ITERATIONS = 1000
 
 CPP_BACKEND = "open_spiel C++ {name} on convert_to_cached_tree"
 PY_BACKEND = "open_spiel python {name} on the uncached game"
@@ -62,8 +67,8 @@ def check_solver_args(solver: str, iterations: int) -> None:
 def solve_cfr(
     game: pyspiel.Game,
     *,
-    solver: str = "cfr",
-    iterations: int = 1000,
+    solver: str = DEFAULT_SOLVER,
+    iterations: int = DEFAULT_ITERATIONS,
     allow_python_fallback: bool = True,
 ) -> CFRResult:
     """Run `iterations` of CFR or CFR+ and return the average policy as a table."""

@@ -16,12 +16,14 @@ import numpy as np
 import pyspiel
 from pydantic import BaseModel
 
-from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
+from gtsteer.solvers.cfr import CFRResult, PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.evaluate import Strategy, expected_returns
 
 
-def nash_conv(game: pyspiel.Game, table: PolicyTable) -> float:
-    """Sum over players of the best-response gain against the tabular policy (OpenSpiel's)."""
+def nash_conv(game: pyspiel.Game, policy: PolicyTable | CFRResult) -> float:
+    """Sum over players of the best-response gain against the tabular policy (OpenSpiel's);
+    `policy` is a policy table or what `solve_cfr` returned (its average policy)."""
+    table = policy.policy if isinstance(policy, CFRResult) else policy
     return float(pyspiel.nash_conv(game, to_pyspiel_policy(table)))
 
 
