@@ -39,6 +39,7 @@ DRIVERS = {
     "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
     "werewolf styles": "gtsteer.runs.werewolf_styles",
     "play": "gtsteer.runs.play",
+    "evaluate": "gtsteer.runs.evaluate_live",
 }
 #: The Python API's spellings of the drivers with plain arguments: never called by the CLI.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",
@@ -48,7 +49,7 @@ CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
 DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer",
-          "werewolf_heldout", "play"}
+          "werewolf_heldout", "play", "evaluate"}
 
 
 @pytest.mark.parametrize("command", list(DRIVERS))

@@ -345,6 +345,13 @@ InstancesResume = Annotated[
     typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
                  " solved in --out (their games/<i>.json) and solve only the rest."),
 ]
+#: `evaluate`: each fresh instance's row (`instances/<i>.json`) carries the run's key.
+LiveResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
+                 " and policy played in --out (their instances/<i>.json) and play only the"
+                 " rest."),
+]
 #: `werewolf evaluate`: each finished seed is saved (`seeds/<g>.json.gz`) with the run's key.
 SeedsResume = Annotated[
     bool,
