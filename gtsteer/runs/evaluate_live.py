@@ -48,6 +48,7 @@ from gtsteer.binding import DialogueState, make_game, make_instance
 from gtsteer.binding.instances import Instance, deal_instances, stable_int
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
+from gtsteer.imitation.advisor import Advisor
 from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.context import RunContext
@@ -387,9 +388,8 @@ def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
     if spec.hooks.greedy is None:
         baselines.remove("greedy")
         notes.append(f"greedy: skipped, the domain of {spec.name!r} has no greedy hook")
-    # every seat checked (the policy fits the config, greedy names an instruction) before
-    # any model call
-    seat_players(spec, fresh[0], [f"policy:{policy}"] * spec.num_players, options.seed, None)
+    # the policy fits the config and greedy names an instruction, before any model call
+    Advisor(spec, policy)
     if "greedy" in baselines:
         for instance in fresh:
             seat_players(spec, instance, ["greedy"] * spec.num_players, options.seed, None)
