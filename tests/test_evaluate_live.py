@@ -84,8 +84,10 @@ def test_the_summary_is_the_mean_and_t_interval_of_the_saved_instances(
                 assert moves == ["any", "any"]
         # paired: every condition of a sample is one game, so the same instructions give the
         # same words (the `any` seat's message is the all-`any` dialogue's)
-        for k in range(2):
-            base = next(d for d in row.dialogues if d.condition == "any" and d.sample == k)
+        bases = [next(d for d in row.dialogues if d.condition == "any" and d.sample == k)
+                 for k in range(2)]
+        assert bases[0].turns[0].text != bases[1].turns[0].text  # sample k: offset k
+        for k, base in enumerate(bases):
             for d in row.dialogues:
                 if d.sample == k and d.player == 1:
                     assert d.turns[0].text == base.turns[0].text
@@ -211,6 +213,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_rows(
     assert len(rows(killed)) == 1 and (killed / "IN_PROGRESS").exists()
     assert not (killed / "evaluate.json").exists()
     kept = rows(killed)
+    stamps = {p.name: p.stat().st_mtime_ns for p in (killed / "instances").glob("*.json")}
 
     whole = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "whole")])
     assert whole.exit_code == 0, whole.output
@@ -218,7 +221,9 @@ def test_a_run_killed_mid_way_resumes_to_the_same_rows(
     assert resumed.exit_code == 0, resumed.output
     assert "resuming: 1 of 4 instances" in resumed.output
     assert rows(killed) == rows(tmp_path / "whole") and len(rows(killed)) == 4
-    assert all(rows(killed)[name] == text for name, text in kept.items())  # kept, not redone
+    assert all(rows(killed)[name] == text for name, text in kept.items())
+    assert all((killed / "instances" / name).stat().st_mtime_ns == stamp  # kept, not redone
+               for name, stamp in stamps.items())
     first, second = (EvaluateLiveResult.model_validate_json(
         (folder / "evaluate.json").read_text()) for folder in (killed, tmp_path / "whole"))
     assert first.stats == second.stats and not (killed / "IN_PROGRESS").exists()

@@ -405,12 +405,8 @@ def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
     kept = saved_rows(out, key, fresh) if options.resume else {}
     prepare_run_dir(out, subdirs=() if options.resume else (ROWS_DIR,), summary=SUMMARY_FILE)
     (out / ROWS_DIR).mkdir(exist_ok=True)
-    if ctx.report is not None:
-        for line in notes:
-            ctx.report(line)
-        if kept:
-            ctx.report(f"resuming: {len(kept)} of {len(fresh)} instances already played in "
-                       f"{out}")
+    if ctx.report is not None and kept:  # the notes are the result's (the CLI prints them)
+        ctx.report(f"resuming: {len(kept)} of {len(fresh)} instances already played in {out}")
     jobs = [LiveJob(spec, str(config), policy, instance, options.seed, options.samples,
                     tuple(baselines), key) for instance in fresh if instance.index not in kept]
 
