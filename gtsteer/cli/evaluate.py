@@ -3,9 +3,6 @@ on fresh dialogues played live (docs/IMITATION.md, "Live evaluation")."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 from rich.table import Table
 
@@ -21,7 +18,10 @@ from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     ConfigArg,
+    FreshGames,
+    ImitatedPolicy,
     LiveResume,
+    LiveSamples,
     MaxWait,
     Out,
     Quiet,
@@ -66,12 +66,9 @@ def print_result(result: EvaluateLiveResult) -> None:
 
 def evaluate(
     config: ConfigArg,
-    policy: Annotated[Path, typer.Option("--policy", help="A distilled policy's folder"
-                                         " (`gtsteer imitate`'s DIR/model).")],
-    games: Annotated[int, typer.Option("--games", "-n", min=1, help="Fresh instances (never"
-                                       " in the policy's dataset).")] = 20,
-    samples: Annotated[int, typer.Option("--samples", min=1, help="Dialogues per condition and"
-                                         " instance (paired across conditions).")] = 1,
+    policy: ImitatedPolicy,
+    games: FreshGames = 20,
+    samples: LiveSamples = 1,
     llm: WriterLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,

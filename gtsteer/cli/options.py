@@ -199,6 +199,11 @@ InstancesFile = Annotated[
                  " not with --games."),
 ]
 #: `eval verdict`: games, not instances.
+#: `evaluate`: fresh instances, never in the policy's dataset.
+FreshGames = Annotated[
+    int, typer.Option("--games", "-n", min=1, help="Fresh instances (never in the policy's"
+                      " dataset).")
+]
 VerdictGames = Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")]
 #: Werewolf runs: bot-only games (`-n` is `--players` there).
 BotGames = Annotated[
@@ -249,6 +254,11 @@ HeldoutRescore = Annotated[
 #: `eval steering`: messages to classify.
 SteeringSamples = Annotated[
     int, typer.Option("--samples", "-k", help="Messages per instruction value.")
+]
+#: `evaluate`: dialogues per condition and instance.
+LiveSamples = Annotated[
+    int, typer.Option("--samples", min=1, help="Dialogues per condition and instance (sample"
+                      " offsets 0..K-1, the same in every condition).")
 ]
 #: `werewolf steer-train`: chance samples of the playstyle games.
 MessageSamples = Annotated[
@@ -335,6 +345,20 @@ PlaystyleOptions = Annotated[
 ]
 SteerTeam = Annotated[
     str, typer.Option("--steer-team", help="Which bots are steered: village, werewolves or both.")
+]
+
+# --- distilled policies ---------------------------------------------------------------------
+
+#: `evaluate`: a `gtsteer imitate` model folder.
+ImitatedPolicy = Annotated[
+    Path, typer.Option("--policy", help="A distilled policy's folder (`gtsteer imitate`'s"
+                       " DIR/model).")
+]
+#: `werewolf steer-heldout`: a steer-train run folder (optional with --render-only).
+SteerTrainedPolicy = Annotated[
+    str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
+                             " run (its policy/, steer_train.json, states.jsonl,"
+                             " records.jsonl); required unless --render-only.")
 ]
 
 # --- resuming a stopped run ----------------------------------------------------------------
