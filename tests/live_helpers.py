@@ -20,8 +20,14 @@ from gtsteer.imitation.build import label_policy, records_from_game
 from gtsteer.llm import LLM
 from gtsteer.solvers import solve_cfr
 
+
+def always_a(spec: object, info: dict[str, str]) -> dict[str, str]:
+    """The greedy hook: `a` whatever one knows (a module function: a Ray task pickles it)."""
+    return {"move": "a"}
+
+
 LIVE_DOMAIN = register_domain(Domain(name="test_live_2x2", utility=mixed_2x2_utility,
-                                     greedy=lambda spec, info: {"move": "a"}))
+                                     greedy=always_a))
 
 
 def live_config(folder: Path, domain: str = "test_live_2x2") -> Path:

@@ -267,3 +267,41 @@ def test_a_policy_without_its_training_instances_or_of_another_config_is_refused
     assert "DomainMismatchError" in other.output and "--seat" not in other.output
     assert len([line for line in other.output.splitlines() if line.strip()]) == 1
     assert not (tmp_path / "x" / "instances").exists()
+
+
+def test_units_shipped_like_ray_tasks_give_the_serial_rows(
+        config: Path, policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--ray` hands each instance to the executor as one task: pickled with its function and
+    run with a fresh client of the model (as a worker builds it) gives the serial rows."""
+    import pickle
+
+    import gtsteer.runs.executor
+    from gtsteer.llm import LLM, LLMCalls
+    from gtsteer.runs.units import UnitsRun
+
+    shipped_units = []
+
+    def shipped(work, units, model, *, ray=None, progress=False, label="", on_result=None):
+        assert ray is not None
+        values = []
+        for i, unit in enumerate(units):
+            task, unit = pickle.loads(pickle.dumps((work, unit)))
+            shipped_units.append(unit.instance.index)
+            values.append(task(unit, LLM(model.model, cache=model.cache)))
+            if on_result is not None:
+                on_result(i, values[-1])
+        return UnitsRun(values, LLMCalls(), {})
+
+    args = ["evaluate", str(config), "--policy", str(policy), "--games", "3", "--llm", "fake",
+            "-q"]
+    serial = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "serial")])
+    assert serial.exit_code == 0, serial.output
+    monkeypatch.setattr(gtsteer.runs.executor, "run_units", shipped)
+    on_ray = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "ray"), "--ray", "local"])
+    assert on_ray.exit_code == 0, on_ray.output
+    assert len(shipped_units) == 3
+    assert rows(tmp_path / "ray") == rows(tmp_path / "serial")
+    first, second = (EvaluateLiveResult.model_validate_json((tmp_path / d / "evaluate.json")
+                                                             .read_text()).stats
+                     for d in ("serial", "ray"))
+    assert first == second
