@@ -39,6 +39,7 @@ DRIVERS = {
     "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
     "werewolf styles": "gtsteer.runs.werewolf_styles",
     "play": "gtsteer.runs.play",
+    "evaluate": "gtsteer.runs.evaluate_live",
 }
 #: The old plain-argument spellings of the drivers: the package-root API (`gtsteer.solve`,
 #: `psro`, `imitate`, `export`) and `run(config, ctx, options)` replace them.
@@ -57,7 +58,7 @@ CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
 DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer",
-          "werewolf_heldout", "play"}
+          "werewolf_heldout", "play", "evaluate"}
 
 
 @pytest.mark.parametrize("command", list(DRIVERS))

@@ -95,6 +95,10 @@ DRIVERS = [
         Step("imitate_fruit", ["imitate", cfg("trade_fruit_tone"), *FAKE, "--games", "2",
                                "--holdout", "1", "--steps", "30", "-q", "--out", "run"],
              {"run": "run"}),
+        # that policy on fresh dialogues played live (its dataset's instances skipped)
+        Step("evaluate_fruit", ["evaluate", cfg("trade_fruit_tone"), *FAKE, "--policy",
+                                "run/model", "--games", "2", "-q", "--out", "evaluate"],
+             {"evaluate": "evaluate"}),
     ]),
     Scenario("export", [
         Step("export_fruit", ["export", cfg("trade_fruit_tone"), "--format", "efg", *FAKE,

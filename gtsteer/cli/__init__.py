@@ -10,6 +10,7 @@ from gtsteer._version import __version__
 from gtsteer.cli.bench import register as register_bench
 from gtsteer.cli.configs import register as register_configs
 from gtsteer.cli.eval import eval_app
+from gtsteer.cli.evaluate import register as register_evaluate
 from gtsteer.cli.export import register as register_export
 from gtsteer.cli.imitate import register as register_imitate
 from gtsteer.cli.instances import instances
@@ -50,6 +51,7 @@ register_export(app)
 register_imitate(app)
 register_psro(app)
 register_play(app)
+register_evaluate(app)
 register_werewolf_steer(werewolf_app)
 register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")

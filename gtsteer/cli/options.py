@@ -199,6 +199,11 @@ InstancesFile = Annotated[
                  " not with --games."),
 ]
 #: `eval verdict`: games, not instances.
+#: `evaluate`: fresh instances, never in the policy's dataset.
+FreshGames = Annotated[
+    int, typer.Option("--games", "-n", min=1, help="Fresh instances (never in the policy's"
+                      " dataset).")
+]
 VerdictGames = Annotated[int, typer.Option("--games", "-n", help="Games per policy and judge.")]
 #: Werewolf runs: bot-only games (`-n` is `--players` there).
 BotGames = Annotated[
@@ -256,6 +261,11 @@ SteeringSamples = Annotated[
 DeprecatedSteeringSamples = Annotated[
     int | None, typer.Option("--samples", hidden=True,
                              help="Deprecated: --steering-samples.")
+]
+#: `evaluate`: dialogues per condition and instance.
+LiveSamples = Annotated[
+    int, typer.Option("--samples", min=1, help="Dialogues per condition and instance (sample"
+                      " offsets 0..K-1, the same in every condition).")
 ]
 #: `werewolf steer-train`: chance samples of the playstyle games.
 MessageSamples = Annotated[
@@ -344,6 +354,20 @@ SteerTeam = Annotated[
     str, typer.Option("--steer-team", help="Which bots are steered: village, werewolves or both.")
 ]
 
+# --- distilled policies ---------------------------------------------------------------------
+
+#: `evaluate`: a `gtsteer imitate` model folder.
+ImitatedPolicy = Annotated[
+    Path, typer.Option("--policy", help="A distilled policy's folder (`gtsteer imitate`'s"
+                       " DIR/model).")
+]
+#: `werewolf steer-heldout`: a steer-train run folder (optional with --render-only).
+SteerTrainedPolicy = Annotated[
+    str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
+                             " run (its policy/, steer_train.json, states.jsonl,"
+                             " records.jsonl); required unless --render-only.")
+]
+
 # --- resuming a stopped run ----------------------------------------------------------------
 
 #: `solve`: instance records (`games/<i>.json`) carry the run's key.
@@ -351,6 +375,13 @@ InstancesResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
                  " solved in --out (their games/<i>.json) and solve only the rest."),
+]
+#: `evaluate`: each fresh instance's row (`instances/<i>.json`) carries the run's key.
+LiveResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the instances an earlier run with the same settings"
+                 " and policy played in --out (their instances/<i>.json) and play only the"
+                 " rest."),
 ]
 #: `werewolf evaluate`: each finished seed is saved (`seeds/<g>.json.gz`) with the run's key.
 SeedsResume = Annotated[

@@ -21,6 +21,7 @@ from gtsteer.cli.options import (
     RequestTimeout,
     SectionDoc,
     StatesResume,
+    SteerTrainedPolicy,
     TrainedLlm,
 )
 from gtsteer.cli.spend import spending
@@ -34,11 +35,7 @@ if TYPE_CHECKING:  # the run module is imported when the command runs
 def steer_heldout(
     *,
     out: OutFolder,
-    policy: Annotated[
-        str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
-                                 " run (its policy/, steer_train.json, states.jsonl,"
-                                 " records.jsonl); required unless --render-only.")
-    ] = None,
+    policy: SteerTrainedPolicy = None,
     states: HeldoutStates = 40,
     per_game: Annotated[
         int, typer.Option("--per-game", min=1, help="At most this many states of one"

@@ -253,6 +253,9 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
             records, emb, train, bar("training", train.steps),
             embeddings=embeddings, domain=spec.name,
         )
+    # What makes the dataset's instances again (`gtsteer evaluate` skips them as not fresh).
+    policy.config.metadata.update(instance_seed=seed, num_deals=spec.num_deals,
+                                  config=str(config_path))
     with atomic_dir(out / MODEL_DIR) as tmp:
         policy.save(tmp)
     _plot_curve(training, out / CURVE_FILE)

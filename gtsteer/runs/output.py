@@ -86,6 +86,7 @@ RUN_DIRS = {
     "eval-reward": "eval-reward/{stem}-{model}-{seed}",
     "eval-verdict": "{stem}-verdict-{seed}",
     "play": "play/{stem}-{model}-{seed}",
+    "evaluate": "evaluate/{stem}-{model}-{seed}",
 }
 
 

@@ -1,0 +1,432 @@
+"""`gtsteer evaluate CONFIG --policy DIR`: a distilled policy against baselines on fresh
+dialogues played live, turn by turn.
+
+Table 1's fresh-sample columns compare the solved policy with `any`, greedy and uniform on a
+second tree of the solved instances. Here the instances are new (never in the policy's
+dataset) and every dialogue is played as `gtsteer play` plays it (`play.play_dialogue`, the one
+loop): the policy's seat asks the `Advisor` at each of its turns, which reads the transcript
+as it was actually written.
+
+For each fresh instance and each sample k (`--samples`), the dialogues are:
+
+- every seat on `any` (the unguided model);
+- for each player p: p on its policy, on greedy (the domain's `greedy` hook; none where the
+  domain has no hook) and on uniform (a fresh uniform draw over the seat's instructions at each
+  of its turns), every other seat on `any`.
+
+All of one instance and sample are one game with the same sample offset (`sample_offset` k),
+so the model's random numbers are the same in every condition (paired seeds): where two
+conditions give the same instructions, they give the same words. A player's gain over a
+baseline on an instance is its payoff with the policy minus its payoff with the baseline, mean
+over the samples; the summary gives the mean over instances with a 95% Student-t interval
+(`solvers.metrics.mean_ci`), as Table 1 states it.
+
+Fresh means: no instance whose names, scenario, opening and private information (deal 0, or
+any deal of a dealt training game) equal those of an instance of the policy's dataset, trained
+on or held out
+(`metadata.train_instances` and `heldout_instances` of the policy's `config.json`, generated
+with the training run's seed). Generated instances 0, 1, ... of `--seed` that overlap are
+skipped, and named in the summary (`skipped`).
+
+Each instance is one unit of the run context's executor (one Ray task with `--ray`) and is
+saved as `instances/<index>.json` (atomically, with the run's key) as soon as it is done;
+`resume` keeps the rows of the same key, so a killed run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gtsteer.binding import DialogueState, make_game, make_instance
+from gtsteer.binding.instances import Instance, deal_instances, stable_int
+from gtsteer.binding.spec import DomainSpec
+from gtsteer.domains import load_spec
+from gtsteer.imitation.advisor import Advisor
+from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
+from gtsteer.llm import LLM, LLMCalls
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import RoleRecord
+from gtsteer.runs.output import (
+    RunResult,
+    check_out_dir,
+    finish_run_dir,
+    prepare_run_dir,
+    write_json,
+)
+from gtsteer.runs.play import Move, PlayedTurn, SeatPlayer, ended_by, play_dialogue, seat_players
+from gtsteer.runs.solve import SEED_RANGE
+from gtsteer.solvers.metrics import MeanCI, mean_ci
+
+SUMMARY_FILE = "evaluate.json"
+ROWS_DIR = "instances"
+#: The row format; part of the run key, so a resumed run never keeps rows of another format.
+ROW_VERSION = 1
+BASELINES = ("any", "greedy", "uniform")
+#: How many generated instances past the wanted count are looked at for fresh ones.
+EXTRA_CANDIDATES = 1000
+
+
+class EvaluateError(ValueError):
+    """A policy that says nothing of its training instances, or too few fresh instances."""
+
+
+class LiveDialogue(BaseModel):
+    """One played dialogue: the condition, who deviated, its messages and what it paid."""
+
+    #: `any` (every seat unguided), `policy`, `greedy` or `uniform` (at `player`'s seat).
+    condition: str
+    #: The seat that plays `condition` (None: the all-`any` dialogue).
+    player: int | None
+    sample: int
+    seats: list[str]
+    turns: list[PlayedTurn]
+    ended_by: str
+    returns: list[float]
+
+
+class LiveVersus(BaseModel):
+    """A player's payoff with its policy minus with a baseline (others on `any`), mean over
+    the instance's samples."""
+
+    player: int
+    baseline: str
+    policy_value: float
+    baseline_value: float
+    gain: float
+
+
+class LiveInstanceRow(BaseModel):
+    """`instances/<index>.json`: every dialogue of one fresh instance and its paired gains."""
+
+    run_key: str
+    index: int
+    instance: Instance
+    dialogues: list[LiveDialogue]
+    versus: list[LiveVersus]
+
+
+class LiveStat(BaseModel):
+    """A player's gain over a baseline across instances (mean, 95% Student-t interval)."""
+
+    player: int
+    role: str
+    baseline: str
+    gain: MeanCI
+    policy_value: float
+    baseline_value: float
+
+
+class TrainingSet(BaseModel):
+    """The instances of the policy's dataset, as its `config.json` names them."""
+
+    seed: int
+    #: Where `seed` was read: `metadata.instance_seed`, or `metadata.train.seed` for a policy
+    #: written before the instance seed was recorded (`gtsteer imitate` used one seed for both).
+    seed_from: str
+    num_deals: int
+    train_instances: list[int]
+    heldout_instances: list[int]
+
+
+class SkippedInstance(BaseModel):
+    index: int
+    #: The dataset instance whose private information it repeats.
+    same_as: int
+
+
+class EvaluateLiveResult(RunResult):
+    """evaluate.json: the settings, which instances were skipped and why, and the gains."""
+
+    config: str
+    domain: str
+    model: str
+    roles: dict[str, RoleRecord] = Field(default_factory=dict)
+    policy: str
+    features: str
+    run_key: str
+    seed: int
+    samples: int
+    training: TrainingSet
+    instances: list[int]
+    skipped: list[SkippedInstance]
+    baselines: list[str]
+    notes: list[str]
+    stats: list[LiveStat]
+    llm_calls: LLMCalls
+
+
+class EvaluateLiveOptions(BaseModel):
+    """`gtsteer evaluate`'s options (the model, the folder and the executor come with the
+    run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The distilled policy's folder (`gtsteer imitate`'s `model/`).
+    policy: str
+    #: How many fresh instances are evaluated.
+    games: int = Field(20, ge=1)
+    #: Seed of the generated instances (as `gtsteer solve --seed`) and of the draws.
+    seed: int = 0
+    #: Dialogues per condition and instance (sample offsets 0 .. samples - 1).
+    samples: int = Field(1, ge=1)
+    #: Keep the rows an earlier run with the same key wrote (`--resume`).
+    resume: bool = False
+
+
+# ---- the training set and fresh instances -----------------------------------------------------
+
+
+def training_set(policy_dir: str | Path) -> TrainingSet:
+    """The dataset instances a policy's `config.json` names; refused when it names none."""
+    meta = read_config(policy_dir).metadata
+    if "train_instances" not in meta:
+        raise EvaluateError(f"--policy {policy_dir}: its {CONFIG_FILE} names no training "
+                            "instances (metadata.train_instances), so fresh instances cannot be "
+                            "told from trained ones; train it with gtsteer imitate")
+    if "instance_seed" in meta:
+        seed, seed_from = int(meta["instance_seed"]), "metadata.instance_seed"
+    else:
+        seed, seed_from = int(meta.get("train", {}).get("seed", 0)), "metadata.train.seed"
+    return TrainingSet(seed=seed, seed_from=seed_from, num_deals=int(meta.get("num_deals", 1)),
+                       train_instances=sorted(meta["train_instances"]),
+                       heldout_instances=sorted(meta.get("heldout_instances", [])))
+
+
+def _content(instance: Instance) -> str:
+    """What the players of an instance are told (names, scenario, opening, private
+    information): two instances alike in it are one situation to the policy, whatever their
+    index or sample seed."""
+    return json.dumps(instance.model_dump(mode="json", exclude={"index", "seed", "deal"}),
+                      sort_keys=True)
+
+
+def fresh_instances(spec: DomainSpec, games: int, seed: int, trained: TrainingSet
+                    ) -> tuple[list[Instance], list[SkippedInstance]]:
+    """Generated instances 0, 1, ... of `seed` that are no instance of the policy's dataset
+    (any deal of it; `_content`), until `games` are found; and those skipped."""
+    dealt = spec.with_deals(trained.num_deals) if trained.num_deals > 1 else spec
+    seen: dict[str, int] = {}
+    for j in sorted(set(trained.train_instances) | set(trained.heldout_instances)):
+        for deal in deal_instances(dealt, make_instance(spec, j, trained.seed)):
+            seen.setdefault(_content(deal), j)
+    fresh: list[Instance] = []
+    skipped: list[SkippedInstance] = []
+    limit = games + len(seen) + EXTRA_CANDIDATES
+    for index in range(limit):
+        if len(fresh) == games:
+            break
+        instance = make_instance(spec, index, seed)
+        same = seen.get(_content(instance))
+        if same is None:
+            fresh.append(instance)
+        else:
+            skipped.append(SkippedInstance(index=index, same_as=same))
+    if len(fresh) < games:
+        raise EvaluateError(f"--games {games}: only {len(fresh)} of the first {limit} instances "
+                            f"of seed {seed} are not in the policy's dataset (the config's "
+                            "instances repeat)")
+    return fresh, skipped
+
+
+# ---- one instance (a unit of work) ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    """One fresh instance's dialogues, as a serial loop or a Ray task receives it."""
+
+    spec: DomainSpec
+    config: str
+    policy: str
+    instance: Instance
+    seed: int
+    samples: int
+    baselines: tuple[str, ...]
+    run_key: str
+
+
+def _uniform(labels: Sequence[str], rng: random.Random) -> SeatPlayer:
+    def uniform(state: DialogueState, p: int) -> Move:
+        return Move(labels[rng.randrange(len(labels))])
+
+    return uniform
+
+
+def _conditions(job: LiveJob) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = [("any", None)]
+    for p in range(job.spec.num_players):
+        out.append(("policy", p))
+        out += [(b, p) for b in job.baselines if b != "any"]
+    return out
+
+
+def play_instance(job: LiveJob, model: LLM) -> LiveInstanceRow:
+    """Every condition's dialogues of `job.instance`, each sample on its own game (offset k)
+    shared by every condition, and each player's paired gains."""
+    spec, instance = job.spec, job.instance
+    labels = spec.instructions()
+    dialogues = []
+    for k in range(job.samples):
+        game = make_game(spec, instance, model, config=job.config, seed=job.seed,
+                         sample_offset=k)
+        # the policy's draws: one stream per seat, instance and sample (seat_players seeds it)
+        draws = stable_int("gtsteer-evaluate", job.seed, k)
+        for condition, player in _conditions(job):
+            seats = ["any"] * spec.num_players
+            if player is not None:
+                seats[player] = (f"policy:{job.policy}" if condition == "policy" else condition)
+            players = seat_players(spec, instance, ["any" if s == "uniform" else s
+                                                    for s in seats], draws, None)
+            if condition == "uniform" and player is not None:
+                rng = random.Random(stable_int("gtsteer-evaluate-uniform", job.seed,
+                                               instance.index, player, k))
+                players[player] = _uniform(labels, rng)
+            state, turns = play_dialogue(game, players, seats)
+            dialogues.append(LiveDialogue(
+                condition=condition, player=player, sample=k, seats=seats, turns=turns,
+                ended_by=ended_by(game, state), returns=[float(v) for v in state.returns()]))
+    return LiveInstanceRow(run_key=job.run_key, index=instance.index, instance=instance,
+                           dialogues=dialogues, versus=versus(dialogues, spec.num_players,
+                                                              job.baselines))
+
+
+def versus(dialogues: Sequence[LiveDialogue], players: int, baselines: Sequence[str]
+           ) -> list[LiveVersus]:
+    """Each player's mean payoff over the samples with its policy and with each baseline (the
+    `any` baseline is the all-`any` dialogue), and their difference."""
+
+    def value(condition: str, player: int) -> float:
+        got = [d.returns[player] for d in dialogues if d.condition == condition
+               and d.player == (None if condition == "any" else player)]
+        return sum(got) / len(got)
+
+    out = []
+    for p in range(players):
+        mine = value("policy", p)
+        for baseline in baselines:
+            theirs = value(baseline, p)
+            out.append(LiveVersus(player=p, baseline=baseline, policy_value=mine,
+                                  baseline_value=theirs, gain=mine - theirs))
+    return out
+
+
+# ---- the run ----------------------------------------------------------------------------------
+
+
+def policy_digest(policy_dir: str | Path) -> str:
+    """sha256 of the policy's files: a retrained policy in the same folder is another run."""
+    digest = hashlib.sha256()
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
+        digest.update((Path(policy_dir) / name).read_bytes())
+    return digest.hexdigest()
+
+
+def run_key(spec: DomainSpec, model: str, digest: str, seed: int, samples: int,
+            baselines: Sequence[str]) -> str:
+    """What a saved row must have been made with to be kept by `resume`: the bound spec, the
+    model, the policy's files, the seed, the samples and the baselines (not `games`, so a
+    larger `--games` extends a run)."""
+    key = stable_int(spec.model_dump(mode="json"), spec.hooks.fingerprint(), model, digest,
+                     seed, samples, list(baselines), ROW_VERSION, bits=63)
+    return f"{key:016x}"
+
+
+def saved_rows(root: Path, key: str, instances: Sequence[Instance]) -> dict[int, LiveInstanceRow]:
+    """The rows in `root/instances/` made under `key` for these very instances, by index (a
+    row cut by a kill, of another key or another instance is measured again)."""
+    wanted = {i.index: i for i in instances}
+    kept = {}
+    for path in sorted((root / ROWS_DIR).glob("*.json")) if (root / ROWS_DIR).is_dir() else ():
+        try:
+            row = LiveInstanceRow.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (row.run_key == key and path.stem == str(row.index)
+                and wanted.get(row.index) == row.instance):
+            kept[row.index] = row
+    return kept
+
+
+def live_stats(rows: Sequence[LiveInstanceRow], spec: DomainSpec, baselines: Sequence[str]
+               ) -> list[LiveStat]:
+    """Per player and baseline: the mean gain over instances with its 95% Student-t interval."""
+    out = []
+    for p, role in enumerate(spec.players):
+        for baseline in baselines:
+            pairs = [v for r in rows for v in r.versus if v.player == p and v.baseline == baseline]
+            if not pairs:
+                continue
+            out.append(LiveStat(
+                player=p, role=role, baseline=baseline, gain=mean_ci([v.gain for v in pairs]),
+                policy_value=sum(v.policy_value for v in pairs) / len(pairs),
+                baseline_value=sum(v.baseline_value for v in pairs) / len(pairs)))
+    return out
+
+
+def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
+        ) -> EvaluateLiveResult:
+    """`gtsteer evaluate`: play each fresh instance's conditions, save each instance's row,
+    write `evaluate.json` (default folder `results/evaluate/<config stem>-<llm>-<seed>`)."""
+    if ctx.out is not None:
+        check_out_dir(ctx.out)
+    if not SEED_RANGE[0] <= options.seed <= SEED_RANGE[1]:
+        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. "
+                         f"{SEED_RANGE[1]}), got {options.seed}")
+    spec = load_spec(config)
+    policy = str(options.policy)
+    trained = training_set(policy)
+    fresh, skipped = fresh_instances(spec, options.games, options.seed, trained)
+    notes = []
+    baselines = list(BASELINES)
+    if spec.hooks.greedy is None:
+        baselines.remove("greedy")
+        notes.append(f"greedy: skipped, the domain of {spec.name!r} has no greedy hook")
+    # the policy fits the config and greedy names an instruction, before any model call
+    Advisor(spec, policy)
+    if "greedy" in baselines:
+        for instance in fresh:
+            seat_players(spec, instance, ["greedy"] * spec.num_players, options.seed, None)
+    if skipped:
+        notes.append(f"skipped {len(skipped)} generated instance(s) the policy's dataset held "
+                     "(trained on or held out): "
+                     + ", ".join(f"{s.index} (= {s.same_as})" for s in skipped))
+    features = read_config(policy).features
+    model, _, role_models = ctx.roles(spec)
+    out = ctx.folder("evaluate", config, model, options.seed)
+    key = run_key(spec, model.model, policy_digest(policy), options.seed, options.samples,
+                  baselines)
+    kept = saved_rows(out, key, fresh) if options.resume else {}
+    prepare_run_dir(out, subdirs=() if options.resume else (ROWS_DIR,), summary=SUMMARY_FILE)
+    (out / ROWS_DIR).mkdir(exist_ok=True)
+    if ctx.report is not None and kept:  # the notes are the result's (the CLI prints them)
+        ctx.report(f"resuming: {len(kept)} of {len(fresh)} instances already played in {out}")
+    jobs = [LiveJob(spec, str(config), policy, instance, options.seed, options.samples,
+                    tuple(baselines), key) for instance in fresh if instance.index not in kept]
+
+    def write_row(i: int, row: LiveInstanceRow) -> None:
+        write_json(out / ROWS_DIR / f"{row.index}.json", row)
+
+    before = model.usage
+    done = ctx.executor.run(play_instance, jobs, model, on_result=write_row, label="instances")
+    played = {row.index: row for row in done.values}
+    rows = [kept.get(i.index) or played[i.index] for i in fresh]
+    result = EvaluateLiveResult(
+        config=str(config), domain=spec.name, model=model.model, roles=role_models,
+        policy=policy, features=features, run_key=key, seed=options.seed,
+        samples=options.samples, training=trained, instances=[i.index for i in fresh],
+        skipped=skipped, baselines=baselines, notes=notes,
+        stats=live_stats(rows, spec, baselines), llm_calls=model.usage.since(before))
+    finish_run_dir(out, SUMMARY_FILE, result)
+    return result.written_to(out)
+
+
+__all__ = ["EvaluateError", "EvaluateLiveOptions", "EvaluateLiveResult", "LiveInstanceRow",
+           "fresh_instances", "live_stats", "play_instance", "run",
+           "training_set"]
