@@ -46,7 +46,7 @@ lock: setup
 	touch $(STAMP)
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
-# library's default of one core fewer, with the same answers (gtsteer bench demo,
+# library's default of one core fewer, with the same answers (python -m lab demo,
 # docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: benchmarks read it.
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
@@ -72,14 +72,14 @@ docs: setup
 
 bench: setup
 	$(PIP) install -q -e '.[bench]' $(CONSTRAINTS)
-	$(VENV)/bin/gtsteer bench llm
-	$(VENV)/bin/gtsteer bench solve
-	$(VENV)/bin/gtsteer bench psro --llm local
-	$(VENV)/bin/gtsteer bench werewolf --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
-	$(VENV)/bin/gtsteer bench steering
-	$(VENV)/bin/gtsteer bench reward
-	$(VENV)/bin/gtsteer bench imitation
-	$(VENV)/bin/gtsteer bench web
+	$(PY) -m lab llm
+	$(PY) -m lab solve
+	$(PY) -m lab psro --llm local
+	$(PY) -m lab werewolf --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
+	$(PY) -m lab steering
+	$(PY) -m lab reward
+	$(PY) -m lab imitation
+	$(PY) -m lab web
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache docs/reference

@@ -5,7 +5,7 @@ every game gtsteer registers with pyspiel has a playthrough; the import layers h
 Parametrized over gtsteer/configs/*.yaml at collection time, so a new domain is checked as soon as
 its
 YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
-`gtsteer study playthroughs [gtsteer/configs/x.yaml]`.
+`python -m lab playthroughs [gtsteer/configs/x.yaml]`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from types import SimpleNamespace
 
 import pyspiel
 import pytest
-from binding_support import EchoingFake
 
 from gtsteer.checks import (
     CheckWarning,
@@ -34,6 +33,7 @@ from gtsteer.checks import (
 )
 from gtsteer.domains import BUILTIN, game_from_params, load_spec
 from gtsteer.llm import LLM
+from gtsteer.testing import EchoingFake
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
@@ -61,7 +61,7 @@ def test_the_makefile_demo_config_exists() -> None:
 
 
 def test_bench_solve_times_the_makefile_demo() -> None:
-    from gtsteer.bench import bench_solve
+    from lab.bench import bench_solve
 
     assert _demo_configs() == [bench_solve.DEMO_CONFIG]
 
@@ -107,7 +107,7 @@ def _replayed(recorded: str) -> str:
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_playthrough_replays_its_recorded_actions(config: Path) -> None:
     recorded = PLAYTHROUGHS / f"{config.stem}.txt"
-    command = f"gtsteer study playthroughs gtsteer/configs/{config.name}"
+    command = f"python -m lab playthroughs gtsteer/configs/{config.name}"
     assert recorded.exists(), f"no recorded playthrough for {config.name}: run `{command}`"
     expected = recorded.read_text(encoding="utf-8")
     header = read_playthrough(expected).header
@@ -144,7 +144,7 @@ def test_every_registered_game_and_domain_has_a_playthrough() -> None:
     missing = [n for n in ours if n != "gtsteer_dialogue"
                and not (PLAYTHROUGHS / OTHER_GAMES.get(n, f"{n}.txt")).exists()]
     missing += [c.name for c in CONFIGS if not (PLAYTHROUGHS / f"{c.stem}.txt").exists()]
-    assert missing == [], f"no playthrough for {missing}: run gtsteer study playthroughs"
+    assert missing == [], f"no playthrough for {missing}: run python -m lab playthroughs"
     played = {load_spec(c).domain for c in CONFIGS}
     assert sorted(d.name for d in BUILTIN if d.name not in played) == []
 

@@ -1,7 +1,7 @@
 """The section of docs/WEREWOLF_STEERING.md that `gtsteer werewolf steer-heldout` writes
 (between `<!-- werewolf_fresh:start -->` and `<!-- werewolf_fresh:end -->`), from the rows a
-run saved: every number and interval is recomputed from `rows/<i>.json`, so `--render-only`
-rewrites it without a model call. A study's page, as `table1`'s: the driver
+run saved: every number and interval is recomputed from `rows/<i>.json`, so the lab's
+`werewolf-fresh` rewrites it without a model call. A study's page, as `table1`'s: the driver
 (`gtsteer.runs.werewolf_heldout`) measures and saves, this module writes the doc."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from gtsteer.runs import docsection
 from gtsteer.runs.werewolf_heldout import (
     BASELINES,
     SUMMARY_FILE,
@@ -23,9 +23,8 @@ from gtsteer.runs.werewolf_heldout import (
 from gtsteer.solvers.metrics import MeanCI
 from gtsteer.werewolf.playstyles import UNSTEERED
 
-#: The doc and the markers of its section.
-DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
-MARKERS = benchdoc.markers("werewolf_fresh")
+#: The markers of its section.
+MARKERS = docsection.markers("werewolf_fresh")
 LABELS = {"cfr": "CFR policy", "distilled": "distilled policy (MLP)"}
 
 
@@ -142,19 +141,19 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
         lines += ["", f"Note: {summary.shortfall}."]
     calls = summary.model_calls
     lines += ["", ("Per-state rows (every style's value on both trees, both policies' "
-                   "distributions): `rows/<i>.json` in the run's folder; `gtsteer werewolf "
-                   "steer-heldout --out <that folder> --render-only` rewrites this section "
+                   "distributions): `rows/<i>.json` in the run's folder; `python -m lab "
+                   "werewolf-fresh --results <that folder>` rewrites this section "
                    f"from them. {measured_cost(rows)} The last run made {calls.requests} model "
                    f"requests ({calls.cache_hits} from the cache, {calls.new_calls} new) in "
                    f"{duration(summary.seconds)}.")]
     start, end = MARKERS
-    return benchdoc.wrap(start, end, "\n".join(lines))
+    return docsection.wrap(start, end, "\n".join(lines))
 
 
 def write_doc(doc: Path, summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     """Replace the doc's section (append it when the doc has none); returns the section."""
     section = render(summary, rows)
-    benchdoc.write_section(doc, *MARKERS, section)
+    docsection.write_section(doc, *MARKERS, section)
     return section
 
 

@@ -14,13 +14,12 @@ import json
 import os
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from gtsteer.runs import docsection
 from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary, PairedDifference, Rate
 from gtsteer.solvers.metrics import side_of_zero
 
-#: The doc and the markers of its section.
-DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
-MARKERS = benchdoc.markers("werewolf_paired")
+#: The markers of its section.
+MARKERS = docsection.markers("werewolf_paired")
 SUMMARY_FILE = "evaluate.json"
 
 
@@ -127,12 +126,12 @@ def render(summary: EvaluateSummary, out: str | Path, plot: str | None = None) -
                       f"differences with static]({plot})"]
     calls = summary.llm_calls
     lines += ["", (f"Every game is in `{SUMMARY_FILE}` and `seeds/<g>.json.gz` of the run's folder "
-                   "(`evaluate.png` plots it); `gtsteer werewolf evaluate --out <that folder> "
-                   "--render-only --doc <this doc>` rewrites this section from them. The last "
+                   "(`evaluate.png` plots it); `python -m lab werewolf-paired --results <that "
+                   "folder> --doc <this doc>` rewrites this section from them. The last "
                    f"run made {calls.requests} model requests ({calls.cache_hits} from the "
                    f"cache, {calls.new_calls} new).")]
     start, end = MARKERS
-    return benchdoc.wrap(start, end, "\n".join(lines))
+    return docsection.wrap(start, end, "\n".join(lines))
 
 
 def write_doc(doc: Path, summary: EvaluateSummary, out: str | Path) -> str:
@@ -141,7 +140,7 @@ def write_doc(doc: Path, summary: EvaluateSummary, out: str | Path) -> str:
     plot = (Path(os.path.relpath(png.resolve(), doc.resolve().parent)).as_posix()
             if png.exists() else None)
     section = render(summary, out, plot)
-    benchdoc.write_section(doc, *MARKERS, section)
+    docsection.write_section(doc, *MARKERS, section)
     return section
 
 

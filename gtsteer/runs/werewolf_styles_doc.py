@@ -12,13 +12,12 @@ import re
 import shlex
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from gtsteer.runs import docsection
 from gtsteer.runs.output import repo_relative
 from gtsteer.runs.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
 from gtsteer.solvers.metrics import Accuracy, MeanCI
 from gtsteer.werewolf.style_lines import NEUTRAL
 
-DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
 #: The code whose lines and readings the numbers are (for the section's commit).
 CODE = ["gtsteer/werewolf", "gtsteer/llm", "gtsteer/evals", "gtsteer/runs"]
 
@@ -128,7 +127,7 @@ def judge_table(summary: StylesSummary, variant: str) -> list[str]:
 def render(summary: StylesSummary, out: str | Path, commit: str) -> str:
     """The section of one writer model (markers included)."""
     cfg = summary.config
-    start, end = benchdoc.markers(section_name(cfg.llm, cfg.states_from))
+    start, end = docsection.markers(section_name(cfg.llm, cfg.states_from))
     at = f", at the states of `{cfg.states_from}`" if cfg.states_from else ""
     trial = (f" A trial: fewer than the issue's {ISSUE_STATES} states."
              if summary.states < ISSUE_STATES else "")
@@ -150,13 +149,13 @@ def render(summary: StylesSummary, out: str | Path, commit: str) -> str:
         parts += ["No variant of the judge passed validation, so no line is counted as read "
                   "as a style; only the two proxies measure the lines here.", ""]
     parts.append(verdict(summary))
-    return benchdoc.wrap(start, end, "\n".join(parts))
+    return docsection.wrap(start, end, "\n".join(parts))
 
 
-def document(summary: StylesSummary, out: str | Path, doc: str | Path = DOC) -> Path:
+def document(summary: StylesSummary, out: str | Path, doc: str | Path) -> Path:
     """Write (or replace) the writer model's section of `doc`; returns the doc's path."""
     path = Path(doc)
-    start, end = benchdoc.markers(section_name(summary.config.llm, summary.config.states_from))
-    benchdoc.write_section(path, start, end, render(summary, out, benchdoc.commit(CODE)))
+    start, end = docsection.markers(section_name(summary.config.llm, summary.config.states_from))
+    docsection.write_section(path, start, end, render(summary, out, docsection.commit(CODE)))
     return path
 

@@ -21,7 +21,7 @@ change must leave both unchanged; the section says loudly when it did not. llama
 `llama-bench` on the same GGUF and threads runs before the first run and after the last.
 Writes the `bench_abba` section of docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench abba --against REV
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab abba --against REV
         [--model smollm2-135m] [--threads 2] [--rounds 1] [--no-write]
 """
 
@@ -42,12 +42,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.bench.bench_demo import digest, reference
 from gtsteer.llm import ModelConfigError
 from gtsteer.llm.backends.local import parse_local_model
+from lab.bench import benchdoc, llama_tools
+from lab.bench.bench_demo import digest, reference
 
-COMMAND = "gtsteer bench abba"
+COMMAND = "python -m lab abba"
 START, END = benchdoc.markers("bench_abba")
 #: One round: the reference, this checkout twice, the reference again.
 ROUND = ("A", "B", "B", "A")
@@ -373,7 +373,7 @@ metrics: a hash of the CFR policy, values and metrics. {speeds}
 def command_line(rev: str, model: str, threads: int, rounds: int, llm: str) -> str:
     """The command the section names (the model lock held, as every model benchmark runs)."""
     extra = "" if llm == f"local:{model}" else f" --llm {llm}"
-    return (f"flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench abba --against {rev} "
+    return (f"flock /tmp/gtsteer-model.lock .venv/bin/python -m lab abba --against {rev} "
             f"--model {model} --threads {threads} --rounds {rounds}{extra}")
 
 

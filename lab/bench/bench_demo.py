@@ -13,7 +13,7 @@ day, so a wall time from another day compares only through its reference. Writes
 `bench_demo` section of docs/BENCHMARKS.md (`bench_demo_<label>` with `--label`, so models
 measured in separate runs keep their sections).
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench demo \
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab demo \
         [--models smollm2-135m,qwen2.5-coder-0.5b] [--threads 1,2] [--label L]
         [--no-write]
 """
@@ -25,11 +25,11 @@ import json
 import subprocess
 from pathlib import Path
 
-from gtsteer.bench import benchdoc, llama_tools
 from gtsteer.llm.backends.local import parse_local_model
+from lab.bench import benchdoc, llama_tools
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench demo"
+COMMAND = "python -m lab demo"
 
 START, END = benchdoc.markers("bench_demo")
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{model}, {n} thread(s) ...", flush=True)
             rows.append({**run_demo(model, n), "llama_bench": speed})
             print(json.dumps(rows[-1]), flush=True)
-    command = (f"flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench demo "
+    command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python -m lab demo "
                f"--models {','.join(models)} --threads {','.join(map(str, threads))}"
                + (f" --label {args.label}" if args.label else ""))
     section = render(rows, command, commit, args.label)

@@ -8,8 +8,8 @@
    the local model (the fruit message request of the same game, Gemma 3 270M via llama.cpp):
    the distilled policy is only worth having if it costs a small fraction of a call.
 
-    .venv/bin/gtsteer bench imitation                 # full run, writes the doc
-    .venv/bin/gtsteer bench imitation --texts 64 --steps 200 --games 2 \
+    .venv/bin/python -m lab imitation                 # full run, writes the doc
+    .venv/bin/python -m lab imitation --texts 64 --steps 200 --games 2 \
         --repeats 3 --skip-local --no-write                     # smoke test
 """
 
@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench imitation"
+COMMAND = "python -m lab imitation"
 
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 START, END = benchdoc.markers("bench_imitation")
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--llm-calls", type=int, default=5, help="local-model calls timed")
     parser.add_argument("--embed-threads", default="1,2", help="torch threads for throughput")
     args = parser.parse_args(argv)
-    command = "gtsteer bench imitation " + " ".join(
+    command = "python -m lab imitation " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

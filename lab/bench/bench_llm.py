@@ -5,8 +5,8 @@ first in the same run), the response cache (hit latency and throughput), and bou
 concurrency against the loopback OpenAI-compatible server used by the tests. Only the section
 between the `bench_llm` markers is rewritten, so other benchmarks can share the file.
 
-    .venv/bin/gtsteer bench llm            # everything, writes docs/BENCHMARKS.md
-    .venv/bin/gtsteer bench llm --no-write # print only
+    .venv/bin/python -m lab llm            # everything, writes docs/BENCHMARKS.md
+    .venv/bin/python -m lab llm --no-write # print only
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from typing import Any
 
 from rich.console import Console
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM, ResponseCache
+from gtsteer.testing import LoopbackServer
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench llm"
+COMMAND = "python -m lab llm"
 
 START, END = benchdoc.markers("bench_llm")
 console = Console(stderr=True)
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=200.0)
     args = parser.parse_args(argv)
 
-    command = "gtsteer bench llm " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m lab llm " + " ".join(argv if argv is not None else sys.argv[1:])
     machine = benchdoc.machine_line(
         load_when="at start",
         note=" (the machine is shared with other jobs; numbers taken under load are lower bounds).",

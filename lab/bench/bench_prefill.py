@@ -13,8 +13,8 @@ too, and that is a question about llama.cpp's kernels on this CPU, answered here
    64-token prompts in one batch, its prompt tokens/s (`speed_pp`), the most that evaluating
    several requests' blocks in one decode could buy.
 
-Run alone on the machine: `gtsteer bench prefill` (builds llama.cpp's two benchmark
-tools on first use, `gtsteer bench llama-tools`).
+Run alone on the machine: `python -m lab prefill` (builds llama.cpp's two benchmark
+tools on first use, `python -m lab llama-tools`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from gtsteer.bench import benchdoc, llama_tools
 from gtsteer.llm.backends.local import LocalBackend, close_engines, parse_local_model
+from lab.bench import benchdoc, llama_tools
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench prefill"
+COMMAND = "python -m lab prefill"
 
 START, END = benchdoc.markers("bench_prefill")
 N_PROMPT = 512
@@ -102,7 +102,7 @@ def render(results: list[dict], code: str, flash_attn: str = llama_tools.FLASH_A
     lines = [
         "## Local model: prompt evaluation by decode size",
         "",
-        (f"`gtsteer bench prefill`; {benchdoc.machine_line(commit=code)}. Reference in "
+        (f"`python -m lab prefill`; {benchdoc.machine_line(commit=code)}. Reference in "
         "the same run: llama.cpp's `llama-bench -p 512 -n 0 -b 512 -ub C` and "
         f"`llama-batched-bench -npp {BLOCK} -ntg 1 -npl {','.join(map(str, SEQS))}` (no `-pps`), "
         "built from the llama.cpp sources vendored in the llama-cpp-python 0.3.36 sdist, same "

@@ -12,9 +12,9 @@ Only the section between the `bench_prefix` markers is rewritten, and with `--on
 subsections of the parts that ran (each names the command and machine that measured it).
 Run on an idle machine:
 
-    .venv/bin/gtsteer bench prefix                 # everything (tens of minutes)
-    .venv/bin/gtsteer bench prefix --only threads  # one part
-    .venv/bin/gtsteer bench prefix --smoke         # tiny sizes, prints only
+    .venv/bin/python -m lab prefix                 # everything (tens of minutes)
+    .venv/bin/python -m lab prefix --only threads  # one part
+    .venv/bin/python -m lab prefix --smoke         # tiny sizes, prints only
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import repo_config
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench prefix"
+COMMAND = "python -m lab prefix"
 
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_prefix")
@@ -316,7 +316,7 @@ def render(results: dict[str, Any], measured: dict[str, tuple[str, str]],
 
 def main(argv: list[str] | None = None,
          run_cli: Callable[[list[str]], object] | None = None) -> None:
-    """`run_cli(args)` runs `gtsteer *args` in this process (`gtsteer bench prefix` hands it
+    """`run_cli(args)` runs `gtsteer *args` in this process (`python -m lab prefix` hands it
     in); the main part needs it."""
     parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
     parser.add_argument("--only", choices=PARTS, action="append",

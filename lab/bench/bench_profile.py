@@ -25,7 +25,7 @@ runs; the best generation rate the fastest of `llama-batched-bench` over B seque
 faster of a run before the job and one after. Writes the `bench_profile` section of
 docs/BENCHMARKS.md. Nothing else may load a model meanwhile:
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile [--model smollm2-135m]
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab profile [--model smollm2-135m]
         [--threads 2] [--no-write]
 """
 
@@ -34,14 +34,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.bench.bench_demo import reference
-from gtsteer.bench.bench_prefill import llama_prefill
 from gtsteer.llm import ModelConfigError
 from gtsteer.llm.backends.local import parse_local_model
 from gtsteer.llm.usage import OPTIONAL_COUNTERS
+from lab.bench import benchdoc, llama_tools
+from lab.bench.bench_demo import reference
+from lab.bench.bench_prefill import llama_prefill
 
-COMMAND = "gtsteer bench profile"
+COMMAND = "python -m lab profile"
 #: llama-batched-bench's shape for the best generation rate: a prompt about a meeting
 #: message's, shared by B sequences as a tree level's siblings share theirs.
 GEN_PROMPT, GEN_TOKENS, GEN_SEQS = 192, 32, (1, 2, 4, 8, 16, 32, 64)
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     profile = json.loads(files["profile.json"])
     print(json.dumps({"profile": profile, "llama_bench": [before, after],
                       "best": [best_before, best_after]}), flush=True)
-    command = ("flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench profile "
+    command = ("flock /tmp/gtsteer-model.lock .venv/bin/python -m lab profile "
                f"--model {args.model} --threads {args.threads}")
     section = render(profile, speed, wall, command, commit, args.model, args.threads, single, best)
     print(section)

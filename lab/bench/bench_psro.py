@@ -12,8 +12,8 @@ oracle with K = 4 candidates.
    `config_trade_fruit_w_tone`, its default 10 simulation trials per payoff entry), with its
    `MockLLM.generate_response`/`generate_bool` wrapped by a counter (as bench_solve does).
 
-    .venv/bin/gtsteer bench psro --llm local      # the timed run (idle machine)
-    .venv/bin/gtsteer bench psro --llm fake --no-write   # smoke test
+    .venv/bin/python -m lab psro --llm local      # the timed run (idle machine)
+    .venv/bin/python -m lab psro --llm fake --no-write   # smoke test
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import sys
 import tempfile
 import time
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench psro"
+COMMAND = "python -m lab psro"
 
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 DOC = benchdoc.DOC
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--llm", default="local", help="gtsteer's model (default: local)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    command = "gtsteer bench psro" + "".join(
+    command = "python -m lab psro" + "".join(
         f" {a}" for a in (sys.argv[1:] if argv is None else argv) if a != "--no-write"
     )
     ours = gtsteer_run(args.llm)

@@ -14,9 +14,9 @@
 4. The paper-scale projection: 200 instances x 3 domains from the measured per-instance cost
    of part 2, per worker count, at the 2-worker efficiency part 2 measured.
 
-    .venv/bin/gtsteer bench ray                 # all parts (load the model: idle box)
-    .venv/bin/gtsteer bench ray --fake-only     # part 1 only
-    .venv/bin/gtsteer bench ray --games 2 --iterations 50 --no-write   # a smoke
+    .venv/bin/python -m lab ray                 # all parts (load the model: idle box)
+    .venv/bin/python -m lab ray --fake-only     # part 1 only
+    .venv/bin/python -m lab ray --games 2 --iterations 50 --no-write   # a smoke
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 if TYPE_CHECKING:
     from gtsteer.runs.solve_schema import SolveSummary
     from gtsteer.runs.units import RayOptions
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench ray"
+COMMAND = "python -m lab ray"
 
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 README_CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
@@ -108,8 +108,8 @@ def two_process_reference(model: str = "local:smollm2-135m") -> dict:
     for prompt processing (pp) and generation (tg)."""
     import subprocess
 
-    from gtsteer.bench import llama_tools
     from gtsteer.llm.backends.local import parse_local_model
+    from lab.bench import llama_tools
 
     bins = llama_tools.build()
     path = parse_local_model(model).resolve_path()
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.games < 1 or args.fake_games < 1:
         parser.error("--games and --fake-games must be >= 1")
     given = sys.argv[1:] if argv is None else argv
-    command = "gtsteer bench ray" + "".join(f" {a}" for a in given)
+    command = "python -m lab ray" + "".join(f" {a}" for a in given)
     commit = benchdoc.commit(["gtsteer", "gtsteer bench ray"])
     fake = fake_overhead(args.fake_games, args.iterations)
     print(f"fake model: {fake}", flush=True)  # a run stopped in part 2 still shows part 1

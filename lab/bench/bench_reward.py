@@ -6,7 +6,7 @@ per outcome type, scored by the configured path (the LLM extracts what was agree
 computes the payoffs) and by the free path (the LLM states both payoffs itself). Errors do
 not depend on machine load; answers are cached, so a rerun only re-renders.
 
-    .venv/bin/gtsteer bench reward [--cases 10] [--models M ...] [--configs C ...]
+    .venv/bin/python -m lab reward [--cases 10] [--models M ...] [--configs C ...]
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
 from gtsteer.runs import eval_reward
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_reward import RewardOptions, RewardReport
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench reward"
+COMMAND = "python -m lab reward"
 
 START, END = benchdoc.markers("bench_reward")
 MODELS = ["local:gemma3-270m", "local:smollm2-135m"]
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--doc", type=Path, default=benchdoc.DOC)
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
-    command = "gtsteer bench reward " + " ".join(
+    command = "python -m lab reward " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if a != "--no-write")
     commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
 

@@ -9,16 +9,16 @@ the metrics), since the two paths differ in sampler and chat-template rendering.
 
 Run it under the model lock (it loads the model twice):
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench served [--threads 1] [--no-write]
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab served [--threads 1] [--no-write]
 
 `--slots 1,4` measures the concurrency gain of llama.cpp's C++ `llama-server` instead (built by
-gtsteer bench llama-tools from the same vendored llama.cpp; llama-cpp-python's server takes one
+python -m lab llama-tools from the same vendored llama.cpp; llama-cpp-python's server takes one
 request at a time): a fixed set of the README job's message requests (the responder's replies
 to one-message openings, as the served path asks them), all sent at once through gtsteer
 (`openai/smollm2` at the server's `--api-base`, no cache), to `llama-server --parallel N` for
 each N, with the same `--threads`. Section `bench_served_slots` of docs/BENCHMARKS.md:
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench served --slots 1,4 [--calls 48]
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab served --slots 1,4 [--calls 48]
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from gtsteer.bench import benchdoc, llama_tools
-from gtsteer.bench.benchdoc import ROOT
-from gtsteer.bench.servers import CTX_PER_SLOT, LlamaCppServer, LlamaServer
+from lab.bench import benchdoc, llama_tools
+from lab.bench.benchdoc import ROOT
+from lab.bench.servers import CTX_PER_SLOT, LlamaCppServer, LlamaServer
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench served"
+COMMAND = "python -m lab served"
 
 CONFIG = "gtsteer/configs/schedule_meeting_dow.yaml"
 START, END = benchdoc.markers("bench_served")
@@ -87,7 +87,7 @@ def slots_main(args: argparse.Namespace) -> None:
     bins = llama_tools.built()
     if bins is None:  # never compile for minutes while holding the model lock
         raise SystemExit(f"no llama-server under {llama_tools.tools_dir()}: run"
-                         " `gtsteer bench llama-tools` first (without the model lock)")
+                         " `python -m lab llama-tools` first (without the model lock)")
     binary = bins["llama-server"]
     head = benchdoc.commit(["gtsteer", "scripts"])
     requests = message_requests(args.calls)
@@ -128,7 +128,7 @@ def slots_main(args: argparse.Namespace) -> None:
          " responder's replies to 7 one-message openings, 8 instructions x 2 samples, as the"
          " served path asks them: plain prompt, 48 tokens at temperature 0.7), sent at once"
          " through gtsteer (`openai/smollm2`, up to 16 in flight, no cache) to `llama-server`"
-         " built from the vendored llama.cpp (gtsteer bench llama-tools),"
+         " built from the vendored llama.cpp (python -m lab llama-tools),"
          f" `--threads {args.threads}`"
          f" and `--ctx-size {CTX_PER_SLOT} x N`. "
          + benchdoc.machine_line(commit=head) + "; `uptime` load (1 min) before / after each"
@@ -139,7 +139,7 @@ def slots_main(args: argparse.Namespace) -> None:
         "|---|---:|---:|---:|---:|---|",
         *table,
         "",
-        ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench served"
+        ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/python -m lab served"
          f" --slots {','.join(map(str, args.slots))} --calls {args.calls}"
          f" --threads {args.threads}`"),
     ])
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
         "Same metrics on both paths: " + ("yes." if same else
             "no; docs/SERVING.md (\"Same numbers as in-process?\") says why."),
         "",
-        ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench served"
+        ("Command: `flock /tmp/gtsteer-model.lock .venv/bin/python -m lab served"
          f" --threads {args.threads}`"),
     ])
     print(body)

@@ -14,8 +14,8 @@
    tone.)", any name or tone), and the same for unguided messages (the binding strips them, so
    the opponent never sees them; the rates say how often a model tries).
 
-    .venv/bin/gtsteer bench solve [--no-local] [--echo-models fake,local]
-    .venv/bin/gtsteer bench solve --only-echo --echo-models local --no-write
+    .venv/bin/python -m lab solve [--no-local] [--echo-models fake,local]
+    .venv/bin/python -m lab solve --only-echo --echo-models local --no-write
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench solve"
+COMMAND = "python -m lab solve"
 
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 DOC = benchdoc.DOC
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only-echo", action="store_true",
                         help="measure only the echo rates (prints; never writes the doc)")
     args = parser.parse_args(argv)
-    command = "gtsteer bench solve" + "".join(
+    command = "python -m lab solve" + "".join(
         f" {a}" for a in (sys.argv[1:] if argv is None else argv) if a != "--no-write"
     )
     models = [m.strip() for m in args.echo_models.split(",") if m.strip()]

@@ -6,7 +6,7 @@ model follows which instruction set, and so which model is the default and which
 README demo plays. Accuracy does not depend on timing, so this may run on a busy machine (set
 GTSTEER_LOCAL_THREADS=1 there); answers are cached, so a rerun only re-renders.
 
-    .venv/bin/gtsteer bench steering [--samples 8] [--models M ...] [--configs C ...]
+    .venv/bin/python -m lab steering [--samples 8] [--models M ...] [--configs C ...]
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import platform
 import sys
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT, repo_config
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.runs import eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT, repo_config
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench steering"
+COMMAND = "python -m lab steering"
 
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("bench_steering")
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         return report
 
     rows = benchdoc.run_grid(args.configs, args.models, measure)
-    command = "gtsteer bench steering" + " ".join(
+    command = "python -m lab steering" + " ".join(
         [""] + (sys.argv[1:] if argv is None else argv)
     )
     section = render(rows, command, args.samples)

@@ -7,7 +7,7 @@ and reports the hook's time per bot decision (the embedding and the MLP; the LLM
 steered style causes are counted apart) and the whole decision's time. Writes its section of
 docs/BENCHMARKS.md; run it alone on an idle machine (timings).
 
-    .venv/bin/gtsteer bench steering-werewolf --llm local --states 20
+    .venv/bin/python -m lab steering-werewolf --llm local --states 20
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench steering-werewolf"
+COMMAND = "python -m lab steering-werewolf"
 
 START, END = benchdoc.markers("bench_steering_werewolf")
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"about {asked * n['states_s'] / solved:.0f} s and {asked * calls:.0f} calls.")
         return line
 
-    cmd = (f".venv/bin/gtsteer bench steering-werewolf --llm {args.llm} --states "
+    cmd = (f".venv/bin/python -m lab steering-werewolf --llm {args.llm} --states "
            f"{args.states} --games {args.games} --samples {args.samples}")
     n = numbers
     body = f"""## Werewolf steering: a policy from {n['states']} states (model `{args.llm}`)

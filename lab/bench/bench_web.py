@@ -5,8 +5,8 @@ time to first byte of the lobby page (sequential requests), events per second st
 view during a 12-player bot-only game, and the server's resident memory (Linux /proc) idle and
 with 10 concurrent bot-only games, each watched by one public event stream.
 
-    .venv/bin/gtsteer bench web            # run on an idle machine
-    .venv/bin/gtsteer bench web --requests 20 --games 2 --out /tmp/b.md   # smoke
+    .venv/bin/python -m lab web            # run on an idle machine
+    .venv/bin/python -m lab web --requests 20 --games 2 --out /tmp/b.md   # smoke
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import httpx
 
-from gtsteer.bench import benchdoc
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench web"
+COMMAND = "python -m lab web"
 
 START, END = benchdoc.markers("bench_web")
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default="docs/BENCHMARKS.md")
     args = ap.parse_args(argv)
     r = bench(args)
-    cmd = "gtsteer bench web" + (
+    cmd = "python -m lab web" + (
         "" if (args.requests, args.games) == (200, 10)
         else f" --requests {args.requests} --games {args.games}")
     body = f"""## Werewolf web server (fake model)

@@ -15,10 +15,10 @@ Writes its section of docs/BENCHMARKS.md. Three parts:
    a seeded order) and for a naive one-call JSON pick from the list in a fixed order.
 
     # the coordinator runs this on an idle machine (timing numbers):
-    GTSTEER_LOCAL_THREADS=2 .venv/bin/gtsteer bench werewolf --llm local \
+    GTSTEER_LOCAL_THREADS=2 .venv/bin/python -m lab werewolf --llm local \
         --players 7 --max-days 2 --max-messages 3 --bias-seeds 30
     # prompt structure only (no model): fake model, local prompt form, real tokenizer
-    .venv/bin/gtsteer bench werewolf --llm fake --form completion --players 7 \
+    .venv/bin/python -m lab werewolf --llm fake --form completion --players 7 \
         --max-days 3 --bias-seeds 0 --out /tmp/bench.md
 """
 
@@ -33,10 +33,10 @@ from collections.abc import Callable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench werewolf"
+COMMAND = "python -m lab werewolf"
 
 START, END = benchdoc.markers("bench_werewolf")
 Tokenize = Callable[[str], Sequence[int | str]]
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.bias_seeds:
         numbers["position_bias"] = position_bias(args.llm, args.bias_seeds, pool)
-    cmd = (f".venv/bin/gtsteer bench werewolf --llm {args.llm} --players "
+    cmd = (f".venv/bin/python -m lab werewolf --llm {args.llm} --players "
            f"{args.players} --max-days {args.max_days} --seed {args.seed} --rules {args.rules} "
            f"--form {args.form} --tokenizer {args.tokenizer} --bias-seeds {args.bias_seeds}"
            + (f" --max-messages {args.max_messages}" if args.max_messages else ""))

@@ -4,7 +4,7 @@ section of docs/BENCHMARKS.md, the machine line, a fresh response cache, the REA
 
 Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the gtsteer
 package (an editable install), whose docs/, gtsteer/configs/ and Makefile they read and write.
-`gtsteer bench NAME` and `gtsteer study NAME` run them (gtsteer/cli/bench.py).
+`python -m lab NAME` and `python -m lab NAME` run them (lab/__main__.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+# The marked sections and the commit line, shared with the product's `--doc PATH` writers.
+from gtsteer.runs.docsection import commit as commit
+from gtsteer.runs.docsection import markers as markers
+from gtsteer.runs.docsection import read_section as read_section
+from gtsteer.runs.docsection import wrap as wrap
+from gtsteer.runs.docsection import write_section as write_section
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 
@@ -43,7 +50,7 @@ def repo_config(config: str | Path) -> Path:
 
 def parser(command: str, description: str) -> argparse.ArgumentParser:
     """The argument parser of a benchmark or study, named by the command that runs it
-    (`gtsteer bench llm`), so its usage line and error messages say how to call it."""
+    (`python -m lab llm`), so its usage line and error messages say how to call it."""
     return argparse.ArgumentParser(prog=command, description=description)
 
 
@@ -70,42 +77,6 @@ def ray_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Ra
     if ray is None and args.workers is not None:
         parser.error("--workers: only with --ray local")
     return ray
-
-
-def markers(name: str) -> tuple[str, str]:
-    """The comments that delimit a script's section, e.g. `<!-- bench_llm:start -->`."""
-    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-
-
-def wrap(start: str, end: str, body: str) -> str:
-    """A body between its markers, as `write_section` takes it."""
-    return f"{start}\n{body.strip(chr(10))}\n{end}\n"
-
-
-def read_section(doc: Path, start: str, end: str) -> str | None:
-    """The current section, markers included, or None when the doc has none."""
-    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
-    if start not in text or end not in text:
-        return None
-    return start + text.split(start, 1)[1].split(end, 1)[0] + end
-
-
-def write_section(doc: Path, start: str, end: str, section: str) -> None:
-    """Replace the text from `start` to `end` with `section` (which begins and ends with those
-    markers), leaving every other section alone; append it when the doc has none yet. The doc
-    is replaced whole (`ResultWriteError` naming it when it cannot be written)."""
-    section = section.strip("\n")
-    if not (section.startswith(start) and section.endswith(end)):
-        raise ValueError(f"section must begin with {start!r} and end with {end!r}")
-    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Benchmarks\n"
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    from gtsteer.runs.atomic import write_text  # here: it imports the LLM layer
-
-    write_text(doc, text)  # atomically: a kill leaves the old doc or the new one, never half
 
 
 @dataclass(frozen=True)
@@ -157,22 +128,6 @@ def machine_line(
     parts += [f"commit {commit}"] if commit else []
     parts.append(f"load average {load_when} {m.load_text}")
     return ", ".join(parts) + note
-
-
-def commit(dirty_paths: Sequence[str] = (), root: Path = ROOT) -> str:
-    """The short HEAD of the checkout at `root` (this one by default); ` (uncommitted changes)`
-    when any of `dirty_paths` differ from it (read it before a run starts: that is the code
-    being measured)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-
-    try:
-        head = git("rev-parse", "--short", "HEAD")
-        dirty = bool(dirty_paths) and bool(git("status", "--porcelain", "--", *dirty_paths))
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + (" (uncommitted changes)" if dirty else "")
 
 
 @contextlib.contextmanager

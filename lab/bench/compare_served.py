@@ -23,7 +23,7 @@ counts: the server renders the GGUF's chat template as the in-process backend do
 often the served `choose` (first-token `top_logprobs`) picks what the in-process `choose` (full
 option log-likelihood) picks. Run under the model lock (it loads the model twice):
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench compare-served [--threads 1]
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab compare-served [--threads 1]
 """
 
 from __future__ import annotations
@@ -36,18 +36,18 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import ROOT
-from gtsteer.bench.servers import LlamaServer
 from gtsteer.binding import generate_instances, make_game
 from gtsteer.binding.prompts import Turn, message_stop, reward_prompt
 from gtsteer.domains import load_spec
 from gtsteer.domains.schedule_meeting import day_prompt
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING
+from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
+from lab.bench.servers import LlamaServer
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench compare-served"
+COMMAND = "python -m lab compare-served"
 
 CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 ALIAS = "openai/smollm2"

@@ -7,7 +7,7 @@ number beside it, from the same kernels, and the served benchmark can compare
 The sdist comes from PyPI (`pip download --no-binary`), is built with cmake and
 `GGML_NATIVE=OFF` (a native build dies with "Illegal instruction" on this machine, as the Python
 package does) and is cached under `GTSTEER_CACHE_DIR/llama-tools`. Run on its own:
-`gtsteer bench llama-tools` prints the binaries' paths. The server is built without its
+`python -m lab llama-tools` prints the binaries' paths. The server is built without its
 web UI (`LLAMA_BUILD_UI=OFF`, `LLAMA_USE_PREBUILT_UI=OFF`: no download at build time).
 """
 
@@ -20,10 +20,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from lab.bench import benchdoc
 
 #: How to run this on its own.
-COMMAND = "gtsteer bench llama-tools"
+COMMAND = "python -m lab llama-tools"
 
 VERSION = "0.3.36"
 #: CMake target names in the vendored llama.cpp (`tools/*/CMakeLists.txt`).

@@ -6,7 +6,7 @@ the CLI, one at a time, each with an empty response cache of its own, so every c
 model call. The games stay in OUT/<model>/werewolf.sqlite; `--read` measures stored games again
 without playing. Writes its section of docs/BENCHMARKS.md.
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench werewolf-lines \
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab werewolf-lines \
         --models smollm2-135m,qwen2.5-coder-0.5b,gemma3-270m,qwen2.5-coder-1.5b \
         --out results/wwlines
 """
@@ -22,10 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer bench werewolf-lines"
+COMMAND = "python -m lab werewolf-lines"
 
 GAME = ["--players", "7", "--max-days", "2", "--max-messages", "6"]
 GAME_ID = "g0"
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{model} seed {seed}: playing ...", flush=True)
                 print(f"{model} seed {seed}: {play(model, folder, code, seed):.0f} s", flush=True)
             rows.append(measure(model, folder, seed))
-    command = (f"flock /tmp/gtsteer-model.lock .venv/bin/gtsteer bench werewolf-lines "
+    command = (f"flock /tmp/gtsteer-model.lock .venv/bin/python -m lab werewolf-lines "
                f"--models {','.join(models)} --out {args.out}" + (" --read" if args.read else "")
                + (f" --seeds {args.seeds}" if seeds != [0] else "")
                + (f" --code {args.code}" if code != benchdoc.ROOT else "")

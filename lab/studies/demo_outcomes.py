@@ -7,7 +7,7 @@ decoded back to the day(s) that pay it under the instance's private information;
 several days pay is counted as agreed on an unknown day, and a day that pays both players 0
 (both away) cannot be told from no agreement.
 
-    .venv/bin/gtsteer study demo-outcomes [--results results/schedule_meeting_dow-local-0]
+    .venv/bin/python -m lab demo-outcomes [--results results/schedule_meeting_dow-local-0]
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import collections
 import json
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
 from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_trade import parse_counts
 from gtsteer.domains.schedule_meeting import (
@@ -27,9 +26,10 @@ from gtsteer.domains.schedule_meeting import (
     parse_days,
 )
 from gtsteer.runs.output import ROOT
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study demo-outcomes"
+COMMAND = "python -m lab demo-outcomes"
 
 
 def outcome_table(results: Path, config: Path, instance: int = 0) -> str:

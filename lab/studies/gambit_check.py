@@ -12,7 +12,7 @@ in pygambit on the exported file:
   unique, so |difference| <= gtsteer's NashConv), and OpenSpiel's NashConv of it (0).
 pygambit is in the test extra (`pip install -e '.[test]'`).
 
-    gtsteer study gambit-check [--llm fake] [--float] [gtsteer/configs/*.yaml]
+    python -m lab gambit-check [--llm fake] [--float] [gtsteer/configs/*.yaml]
 
 prints one markdown table row per config (docs/SOLVE.md, "Cross-check with Gambit").
 """
@@ -32,7 +32,6 @@ from typing import Any
 
 import pyspiel
 
-from gtsteer.bench import benchdoc
 from gtsteer.llm.extras import require
 from gtsteer.runs.export import export_config
 from gtsteer.runs.output import ROOT
@@ -40,9 +39,10 @@ from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.efg import EfgMap, policy_to_efg
 from gtsteer.solvers.metrics import nash_conv
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study gambit-check"
+COMMAND = "python -m lab gambit-check"
 
 #: Reduced pure strategies (all players) past which the strategic-form regret is skipped (each
 #: strategy's value is a walk of the tree); the best-response NashConv has no such limit.
@@ -71,7 +71,7 @@ class GambitCheck:
 
 def _gambit() -> Any:
     """pygambit, the `gambit` extra (one line naming it when it is missing)."""
-    require("pygambit", "gambit", "The Gambit cross-check (gtsteer study gambit-check)")
+    require("pygambit", "gambit", "The Gambit cross-check (python -m lab gambit-check)")
     import pygambit
 
     return pygambit

@@ -1,8 +1,8 @@
 """Record the playthrough regression files: one full game of every config with the fake model.
 
-    gtsteer study playthroughs                  # every gtsteer/configs/*.yaml
-    gtsteer study playthroughs gtsteer/configs/x.yaml
-    gtsteer study playthroughs --werewolf       # the Werewolf playstyle game
+    python -m lab playthroughs                  # every gtsteer/configs/*.yaml
+    python -m lab playthroughs gtsteer/configs/x.yaml
+    python -m lab playthroughs --werewolf       # the Werewolf playstyle game
 
 Writes tests/data/playthroughs/<config stem>.txt: a header naming the config, the game's
 parameters and the model, then every step with the action taken (chance by its probabilities,
@@ -20,7 +20,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
 from gtsteer.checks import playthrough
 from gtsteer.domains import load_game
 from gtsteer.werewolf.engine import pending
@@ -30,14 +29,15 @@ from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.steer_game import PlaystyleGame, PlaystyleGameConfig
 from gtsteer.werewolf.store import GameStore
+from lab.bench import benchdoc
 
-COMMAND = "gtsteer study playthroughs"
+COMMAND = "python -m lab playthroughs"
 ROOT = benchdoc.ROOT
 OUT = ROOT / "tests" / "data" / "playthroughs"
 #: The Werewolf playstyle game's recording.
 PLAYTHROUGH = OUT / "werewolf_playstyle.txt"
 #: Where the playthrough's root state comes from (its header says so too).
-PLAYSTYLE_ROOT = ("gtsteer/studies/playthroughs.py: discussion_states(seed=1)[1] (7 players, "
+PLAYSTYLE_ROOT = ("lab/studies/playthroughs.py: discussion_states(seed=1)[1] (7 players, "
                   "1 day, 4 messages a day, fake models)")
 
 
@@ -103,7 +103,7 @@ def playstyle_game(store_dir: Path, config: PlaystyleGameConfig | None = None) -
 
 
 def record_playstyle_playthrough() -> str:
-    """The playthrough file of the playstyle game (`gtsteer study playthroughs --werewolf`)."""
+    """The playthrough file of the playstyle game (`python -m lab playthroughs --werewolf`)."""
     with tempfile.TemporaryDirectory() as tmp:
         game = playstyle_game(Path(tmp))
         header = {"config": game.config.model_dump_json(), "model": game.predictor,

@@ -18,7 +18,7 @@ under --results/<row>/, and a rerun keeps it. `--render-only` writes the marked 
 docs/PSRO.md from the saved summaries, with no model call. Every number in the section is read
 from those files.
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study psro-discovery --games 10
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab psro-discovery --games 10
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import repo_config
 from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
@@ -56,11 +54,13 @@ from gtsteer.solvers.metrics import MeanCI, mean_ci
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 from gtsteer.solvers.psro.oracles import OracleResult
 from gtsteer.solvers.psro.reference import ReferenceReport
-from gtsteer.studies.samples_study import against_zero
-from gtsteer.studies.table1 import ci, pct, signed
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
+from lab.studies.samples_study import against_zero
+from lab.studies.table1 import ci, pct, signed
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study psro-discovery"
+COMMAND = "python -m lab psro-discovery"
 
 SECTION = "psro_discovery"
 DOC = ROOT / "docs" / "PSRO.md"

@@ -24,7 +24,7 @@ finished S saves its row under --results and a rerun keeps it (same instances an
 its own section of the doc; where one instance set is measured at several S, the reading adds
 the paired difference per instance between the first and the last S.
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study samples gtsteer/configs/debate.yaml \
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab samples gtsteer/configs/debate.yaml \
         --seeds 2,4,8 --games 20,20,4 --results results/samples
 """
 
@@ -39,17 +39,17 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from gtsteer.bench import benchdoc
 from gtsteer.binding.shipped import CONFIG_DIR
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import ROOT, repo_relative, save_png
 from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
-from gtsteer.studies.table1 import ci, per_instance_values
+from lab.bench import benchdoc
+from lab.studies.table1 import ci, per_instance_values
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study samples"
+COMMAND = "python -m lab samples"
 
 def section(domain: str) -> str:
     """The doc section (and figure) of one config's study: one per domain, side by side."""
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     config = args.config.resolve()
     name = section(load_spec(config).name)  # a broken config fails here, before any model call
     given = sys.argv[1:] if argv is None else argv
-    command = "gtsteer study samples" + "".join(f" {a}" for a in given)
+    command = "python -m lab samples" + "".join(f" {a}" for a in given)
     shown = repo_relative(config)
 
     def write(rows: list[StudyRow]) -> str:

@@ -15,9 +15,9 @@ Each (config, writer) report is saved under --results, so the script can run one
 time (each run short, under the shared model lock) and `--render-only` writes the doc from
 what is saved; every model answer is cached, so a rerun makes no new call.
 
-    flock /tmp/gtsteer-model.lock .venv/bin/gtsteer study steering-table \
+    flock /tmp/gtsteer-model.lock .venv/bin/python -m lab steering-table \
         --samples 2 --models local:smollm2-135m --no-write
-    .venv/bin/gtsteer study steering-table --render-only
+    .venv/bin/python -m lab steering-table --render-only
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import re
 import sys
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import repo_config
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import ClassifierValidation
 from gtsteer.runs import eval_judge, eval_steering
@@ -37,9 +35,11 @@ from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationRe
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.runs.output import ROOT
 from gtsteer.solvers.metrics import wilson
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study steering-table"
+COMMAND = "python -m lab steering-table"
 
 DOC = benchdoc.DOC
 PNG = ROOT / "docs" / "steering_table.png"
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
                 saved_validations(args.results), args.results)
     validations = saved_validations(args.results)
     reports = saved_reports(args.results, args.samples)
-    command = "gtsteer study steering-table" + " ".join(
+    command = "python -m lab steering-table" + " ".join(
         [""] + (sys.argv[1:] if argv is None else argv))
     section = render(validations, reports, args.samples, command, args.judges)
     print(section)

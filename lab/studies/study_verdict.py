@@ -5,7 +5,7 @@ win rates with 95% Wilson intervals into the `study_verdict` section of docs/BEN
 next to the paper's single unqualified number (strategic 64% vs naive 27%, arXiv 2501.18455).
 Quality numbers, not timings: they may be measured on a busy machine, only slowly.
 
-    .venv/bin/gtsteer study verdict [--llm local] [--games 10] [--breadth 10]
+    .venv/bin/python -m lab verdict [--llm local] [--games 10] [--breadth 10]
         [--configs court,interrogation,turing_test] [--doc docs/BENCHMARKS.md]
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from gtsteer.bench import benchdoc
 from gtsteer.runs.eval_verdict import VerdictEvalReport, evaluate_verdict
 from gtsteer.runs.output import ROOT
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study verdict"
+COMMAND = "python -m lab verdict"
 
 DOC = benchdoc.DOC
 START, END = benchdoc.markers("study_verdict")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
             ROOT / "gtsteer" / "configs" / f"{name}.yaml", llm=args.llm, games=args.games,
             breadth=args.breadth, out_dir=args.out / name,
         ))
-    command = (f"gtsteer study verdict --llm {args.llm} --games {args.games}"
+    command = (f"python -m lab verdict --llm {args.llm} --games {args.games}"
                f" --breadth {args.breadth} --configs {args.configs}")
     benchdoc.write_section(args.doc, START, END, section(reports, command))
     print(f"wrote {args.doc}")

@@ -1,8 +1,8 @@
 """The paper's Table 1 for every domain config: NashConv and CFR gain (95% CIs) over N solved
 instances, steering accuracy beside them, written to docs/TABLE1.md next to the paper's numbers.
 
-    .venv/bin/gtsteer table1                       # every gtsteer/configs/*.yaml, local model
-    .venv/bin/gtsteer table1 --games 20 --samples 10 --llm local \
+    .venv/bin/python -m lab table1                       # every gtsteer/configs/*.yaml, local model
+    .venv/bin/python -m lab table1 --games 20 --samples 10 --llm local \
         gtsteer/configs/trade_fruit_tone.yaml
 
 Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
@@ -25,8 +25,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from gtsteer.bench import benchdoc
-from gtsteer.bench.benchdoc import repo_config
 from gtsteer.binding.shipped import shipped_configs
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
@@ -46,10 +44,12 @@ from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
-from gtsteer.studies.table1_decomposition import decomposition
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
+from lab.studies.table1_decomposition import decomposition
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer table1"
+COMMAND = "python -m lab table1"
 
 DOC = ROOT / "docs" / "TABLE1.md"
 #: The paper's Table 1 (PaLM 2, 200 instances per domain; arXiv 2402.01704), by domain family.
@@ -461,7 +461,7 @@ def versus_section(rows: list[Row]) -> list[str]:
 
 def decomposition_section(rows: list[Row]) -> list[str]:
     """Per domain: the first mover's fresh value under `any`, a random instruction, the CFR
-    opening and greedy, and each step (`gtsteer.studies.table1_decomposition`)."""
+    opening and greedy, and each step (`lab.studies.table1_decomposition`)."""
     lines: list[str] = []
     for r in rows:
         first = next((c.player for c in r.versus if c.replay == "opening"), None)
@@ -636,7 +636,7 @@ def render(rows: list[Row], llm: str, command: str,
         " (gtsteer/data/judge_labelled.yaml, docs/EVAL.md); where none passed, it is not"
         " measured."),
         ("- How the selection part changes with more samples per message: the samples study"
-        " (`gtsteer study samples`, docs/BENCHMARKS.md \"Samples study\"). Earlier runs:"
+        " (`python -m lab samples`, docs/BENCHMARKS.md \"Samples study\"). Earlier runs:"
         " [TABLE1_2026-12-01.md](TABLE1_2026-12-01.md), all seven domains before chat models"
         " answered as the speaker, with unvalidated likelihood judges."),
         "",
@@ -684,10 +684,10 @@ def main(argv: list[str] | None = None) -> int:
     ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
     given = sys.argv[1:] if argv is None else argv
-    command = "gtsteer table1" + "".join(f" {a}" for a in given)
+    command = "python -m lab table1" + "".join(f" {a}" for a in given)
     # One domain's command: the options without the config list (a row names its own config).
     config_args = set(args.configs)
-    command_base = "gtsteer table1" + "".join(
+    command_base = "python -m lab table1" + "".join(
         f" {a}" for a in given if Path(a) not in config_args)
     check_out_file(args.doc, "--doc")  # before any work: a folder there is refused now
     domains = [load_spec(c).name for c in configs]

@@ -37,7 +37,7 @@ from typing import Any
 
 from scipy import stats
 
-COMMAND = "gtsteer study tension"
+COMMAND = "python -m lab tension"
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 #: P(proposer free on a day) the rational responder discounts a counter by: 1 - E[away]/7
 #: under the shipped 1-2 uniform away days.
@@ -311,7 +311,7 @@ SECTION_START, SECTION_END = "<!-- tension:start -->", "<!-- tension:end -->"
 def main(argv: list[str] | None = None) -> None:
     from pathlib import Path
 
-    from gtsteer.bench import benchdoc
+    from lab.bench import benchdoc
 
     parser = benchdoc.parser(COMMAND, __doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=1000)

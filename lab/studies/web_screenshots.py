@@ -1,6 +1,6 @@
 """Screenshots of the werewolf web app (lobby, a human's table, god view, replay) into docs/.
 
-    gtsteer study web-screenshots [--out docs] [--chromium /usr/bin/chromium]
+    python -m lab web-screenshots [--out docs] [--chromium /usr/bin/chromium]
 
 Runs the server on a temporary database with the fake model, plays a bot-only game to the end
 and seats a scripted human in a second game, then drives the system Chromium with Playwright.
@@ -17,12 +17,12 @@ from typing import Any
 
 import httpx
 
-from gtsteer.bench import benchdoc
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.web.server import ThreadedServer
+from lab.bench import benchdoc
 
 #: How to run this (the usage line, and the command its docs section names).
-COMMAND = "gtsteer study web-screenshots"
+COMMAND = "python -m lab web-screenshots"
 
 SIZE: Any = {"width": 1440, "height": 900}  # playwright's ViewportSize
 
