@@ -40,6 +40,7 @@ class ScriptedBackend(Backend):
             return RawCompletion(text=self.structured)
         if self.structured is None:  # "no deal": false for booleans, empty lists
             props = json_schema.get("properties", {})
-            answer = {k: [] if v.get("type") == "array" else False for k, v in props.items()}
+            answer: dict[str, Any] = {k: [] if v.get("type") == "array" else False
+                                      for k, v in props.items()}
             return RawCompletion(text=json.dumps(answer))
         return RawCompletion(text=json.dumps(self.structured))
