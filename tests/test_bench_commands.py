@@ -70,9 +70,12 @@ def test_the_product_has_no_lab_commands() -> None:
 
 
 def test_python_m_lab_runs_from_the_repo_root() -> None:
-    done = subprocess.run([sys.executable, "-m", "lab"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-m", "lab", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m lab NAME")
+    bare = subprocess.run([sys.executable, "-m", "lab"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert bare.returncode == 2 and "table1" in bare.stdout  # no NAME: the names, exit 2
 
 
 def test_the_docs_name_only_registered_commands() -> None:

@@ -566,9 +566,11 @@ def test_a_run_writes_only_its_folder_unless_given_a_doc(tmp_path: Path,
     `--doc PATH` names one."""
     repo_doc = ROOT / "docs" / "WEREWOLF_STEERING.md"
     before = repo_doc.read_bytes()
-    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, "--out", "run"])
     assert result.exit_code == 0, result.output
     assert repo_doc.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert sorted(p.name for p in work.iterdir()) == ["run"]
     assert "section" not in result.output

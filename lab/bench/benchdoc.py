@@ -2,9 +2,11 @@
 section of docs/BENCHMARKS.md, the machine line, a fresh response cache, the README main job
 (read from the Makefile) and a cold CLI run.
 
-Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the gtsteer
-package (an editable install), whose docs/, gtsteer/configs/ and Makefile they read and write.
-`python -m lab NAME` and `python -m lab NAME` run them (lab/__main__.py).
+Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the lab
+(beside the editable gtsteer), whose docs/, gtsteer/configs/ and Makefile they read and write.
+The marked sections and the commit come from gtsteer.runs.docsection, which the product's
+`--doc PATH` writers share.
+`python -m lab NAME` runs them (lab/__main__.py).
 """
 
 from __future__ import annotations
