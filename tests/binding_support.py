@@ -1,8 +1,7 @@
-"""Helpers for the binding tests: small specs and scripted backends."""
+"""Helpers for the binding tests: small specs, and the scripted backends of gtsteer.testing."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,8 @@ import yaml
 
 from gtsteer.binding import DialogueGame, Domain, DomainSpec, make_game, make_instance
 from gtsteer.domains import load_spec, spec_from_dict
-from gtsteer.llm import LLM, Backend, FakeBackend, GenerationRequest, RawCompletion
+from gtsteer.llm import LLM
+from gtsteer.testing import ScriptedBackend
 
 FRUIT = Path(__file__).resolve().parent.parent / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 
@@ -32,42 +32,6 @@ def fruit_spec(hooks: Domain | None = None, **update: Any) -> DomainSpec:
             if set(defs) == {v for v in data["actions"].get(k, []) if v != "any"}
         }
     return spec_from_dict(data, "fruit spec", hooks)
-
-
-class EchoingFake(FakeBackend):
-    """The fake, copying the prompt's last lines (the private instruction) into its text."""
-
-    kind = "fake-echo"
-    echo = True
-
-
-class ScriptedBackend(Backend):
-    """Messages that ignore the prompt (so transcripts do not reveal instructions) and a fixed
-    structured answer (or an invalid one, to exercise failures)."""
-
-    kind = "scripted"
-    max_concurrency = 16
-    supports_grammar = True
-
-    def __init__(self, structured: dict[str, Any] | str | None = None, text: str = "Hello."):
-        super().__init__("scripted")
-        self.structured = structured
-        self.text = text
-        self.calls = 0
-
-    async def complete(
-        self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
-    ) -> RawCompletion:
-        self.calls += 1
-        if json_schema is None:
-            return RawCompletion(text=f"{self.text} (sample {request.seed % 1000})")
-        if isinstance(self.structured, str):
-            return RawCompletion(text=self.structured)
-        if self.structured is None:  # "no deal": false for booleans, empty lists
-            props = json_schema.get("properties", {})
-            answer = {k: [] if v.get("type") == "array" else False for k, v in props.items()}
-            return RawCompletion(text=json.dumps(answer))
-        return RawCompletion(text=json.dumps(self.structured))
 
 
 def scripted_game(spec: DomainSpec, backend: ScriptedBackend, index: int = 0) -> DialogueGame:

@@ -1,4 +1,4 @@
-"""`gtsteer bench abba` on the `fake` model against this repository's HEAD: the runs come in the
+"""`python -m lab abba` on the `fake` model against this repository's HEAD: the runs come in the
 order A B B A, the A runs import the temporary worktree's gtsteer, identical code gives
 identical digests, the worktree is gone afterwards (on error too), and the section's ratios and
 "same answers" column say what the numbers say. No model is loaded."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gtsteer.bench import bench_abba, benchdoc
+from lab.bench import bench_abba, benchdoc
 
 ROOT = benchdoc.ROOT
 

@@ -1,4 +1,4 @@
-"""The benchmarks' shared doc helpers (gtsteer/bench/benchdoc.py) and bench_prefix's partial
+"""The benchmarks' shared doc helpers (lab/bench/benchdoc.py) and bench_prefix's partial
 runs, on fake numbers: no model is loaded and no benchmark runs."""
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "gtsteer" / "configs"
-BENCH = ROOT / "gtsteer" / "bench"
+BENCH = ROOT / "lab" / "bench"
 SECTION_SCRIPTS = sorted(p.stem for p in BENCH.glob("bench_*.py")) + ["study_verdict"]
 STUDIES = {"table1", "samples_study", "steering_table", "study_verdict", "demo_outcomes"}
 
 
 def load(name: str) -> ModuleType:
-    """A benchmark (gtsteer/bench/) or study (gtsteer/studies/) module by its name."""
+    """A benchmark (lab/bench/) or study (lab/studies/) module by its name."""
     room = "studies" if name in STUDIES else "bench"
-    return importlib.import_module(f"gtsteer.{room}.{name}")
+    return importlib.import_module(f"lab.{room}.{name}")
 
 
 # ---- benchdoc ----------------------------------------------------------------------------------
@@ -110,10 +110,10 @@ def test_each_benchmark_writes_its_section_with_benchdoc(name: str) -> None:
 @pytest.mark.parametrize("name", ["prefix", "web"])
 def test_a_benchmark_runs_from_the_repo_root_and_elsewhere(name: str, tmp_path: Path) -> None:
     for cwd in (ROOT, tmp_path):
-        done = subprocess.run([sys.executable, "-m", "gtsteer", "bench", name, "--help"],
+        done = subprocess.run([sys.executable, "-m", "lab", name, "--help"],
                               cwd=cwd, capture_output=True, text=True, check=False, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert f"usage: gtsteer bench {name} " in done.stdout
+        assert f"usage: python -m lab {name} " in done.stdout
 
 
 # ---- bench_prefix: a partial run keeps the other parts ---------------------------------------
@@ -146,7 +146,7 @@ def prefix() -> ModuleType:
 
 
 def test_each_part_names_its_command_and_machine(prefix) -> None:
-    full = "gtsteer bench prefix"
+    full = "python -m lab prefix"
     section = prefix.render(fake_results(100.0), {p: (full, f"M-{p}") for p in prefix.PARTS})
     parts = prefix.split_parts(section)
     assert set(parts) == set(prefix.PARTS)
@@ -158,9 +158,9 @@ def test_each_part_names_its_command_and_machine(prefix) -> None:
 
 
 def test_a_partial_run_replaces_its_part_and_keeps_the_others(prefix) -> None:
-    full = "gtsteer bench prefix"
+    full = "python -m lab prefix"
     before = prefix.render(fake_results(100.0), {p: (full, "old machine") for p in prefix.PARTS})
-    only = "gtsteer bench prefix --only main"
+    only = "python -m lab prefix --only main"
     new = fake_results(300.0)
     after = prefix.render({"main": new["main"]}, {"main": (only, "new machine")}, before)
 
@@ -197,7 +197,7 @@ def test_main_with_only_rewrites_one_subsection_of_the_doc(
     text = doc.read_text()
     written = prefix.split_parts(prefix.benchdoc.read_section(doc, prefix.START, prefix.END))
     before = prefix.split_parts(full)
-    assert "Command: `gtsteer bench prefix --only main`" in written["main"]
+    assert "Command: `python -m lab prefix --only main`" in written["main"]
     assert "| off | 7.0 s |" in written["main"]
     assert written["werewolf"] == before["werewolf"] and written["threads"] == before["threads"]
     assert text.endswith(f"{other_start}\nother\n{other_end}\n")
@@ -226,7 +226,7 @@ def test_fresh_cache_is_private_and_restored(
 
 def test_fresh_cache_until_exit_lasts_the_process_and_is_removed_at_exit(tmp_path: Path) -> None:
     code = (
-        "import os; from gtsteer.bench import benchdoc\n"
+        "import os; from lab.bench import benchdoc\n"
         "path = benchdoc.fresh_cache_until_exit('bench-y-')\n"
         "assert os.environ['GTSTEER_CACHE_DIR'] == str(path) and path.is_dir()\n"
         "(path / 'answer').write_text('x')\n"
@@ -281,7 +281,7 @@ def test_table1_writes_each_finished_domain_and_names_the_pending_ones(
     assert fruit_saved["row"]["steering_plain"] is None
     # Each row names the one-domain command and the commit that measured it.
     court_how = next(line for line in last.splitlines() if line.startswith("- `court`: "))
-    assert court_how.startswith("- `court`: `gtsteer table1 --llm fake --games 2 ")
+    assert court_how.startswith("- `court`: `python -m lab table1 --llm fake --games 2 ")
     assert "gtsteer/configs/court.yaml` at commit " in court_how and "trade_fruit" not in court_how
 
     # --render-only: the saved rows and nothing measured, and a domain with no finished row is
@@ -554,8 +554,8 @@ def test_samples_study_rows_are_the_solves_in_sample_and_fresh_gains(
     assert before == [x for x in doc.read_text().splitlines() if x.startswith("| 1 |")]
     # ... and names the command and machine that measured each row, which it did not run.
     rendered = doc.read_text()
-    assert rendered.count("was measured by `gtsteer study samples") == 2
-    assert (f"S = 1 was measured by `gtsteer study samples {ROOT / 'gtsteer/configs/debate.yaml'}"
+    assert rendered.count("was measured by `python -m lab samples") == 2
+    assert (f"S = 1 was measured by `python -m lab samples {ROOT / 'gtsteer/configs/debate.yaml'}"
             " --llm fake --seeds 1,2") in rendered and " CPUs (" in rendered
 
 

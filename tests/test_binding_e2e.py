@@ -10,7 +10,7 @@ from typing import Any
 import pyspiel
 import pytest
 import yaml
-from binding_support import EchoingFake, ScriptedBackend, fruit_dict, fruit_spec, walk
+from binding_support import fruit_dict, fruit_spec, walk
 from solve_helpers import ConstantBackend
 
 import gtsteer
@@ -22,6 +22,7 @@ from gtsteer.binding.prompts import (
     strip_instruction_echo,
 )
 from gtsteer.llm import LLM
+from gtsteer.testing import EchoingFake, ScriptedBackend
 
 
 def test_history_strings_are_unique_even_when_messages_collide() -> None:

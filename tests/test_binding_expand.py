@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pyspiel
 import pytest
-from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, walk
+from binding_support import FRUIT, fruit_spec, scripted_game, walk
 
 from gtsteer.binding import (
     RewardContext,
@@ -20,6 +20,7 @@ from gtsteer.binding import (
 from gtsteer.binding.progress import GatherBar
 from gtsteer.domains import FRUIT_TRADE, load_game
 from gtsteer.llm import LLM, run_sync
+from gtsteer.testing import ScriptedBackend
 
 
 def test_fruit_expansion_counts_and_zero_new_calls_afterwards() -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pyspiel
 import pytest
-from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game, walk
+from binding_support import FRUIT, fruit_spec, scripted_game, walk
 
 import gtsteer
 from gtsteer.binding import ANY, DialogueGame, make_game, make_instance
 from gtsteer.binding.prompts import message_prompt
 from gtsteer.domains import load_game
 from gtsteer.domains.fruit_trade import trade_bounds
+from gtsteer.testing import ScriptedBackend
 
 
 def fruit_game(**kw) -> DialogueGame:

@@ -5,7 +5,7 @@ every game gtsteer registers with pyspiel has a playthrough; the import layers h
 Parametrized over gtsteer/configs/*.yaml at collection time, so a new domain is checked as soon as
 its
 YAML exists. Record (or, after a deliberate change, re-record) playthroughs with
-`gtsteer study playthroughs [gtsteer/configs/x.yaml]`.
+`python -m lab playthroughs [gtsteer/configs/x.yaml]`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from types import SimpleNamespace
 
 import pyspiel
 import pytest
-from binding_support import EchoingFake
 
 from gtsteer.checks import (
     CheckWarning,
@@ -34,6 +33,7 @@ from gtsteer.checks import (
 )
 from gtsteer.domains import BUILTIN, game_from_params, load_spec
 from gtsteer.llm import LLM
+from gtsteer.testing import EchoingFake
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
@@ -61,7 +61,7 @@ def test_the_makefile_demo_config_exists() -> None:
 
 
 def test_bench_solve_times_the_makefile_demo() -> None:
-    from gtsteer.bench import bench_solve
+    from lab.bench import bench_solve
 
     assert _demo_configs() == [bench_solve.DEMO_CONFIG]
 
@@ -107,7 +107,7 @@ def _replayed(recorded: str) -> str:
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
 def test_playthrough_replays_its_recorded_actions(config: Path) -> None:
     recorded = PLAYTHROUGHS / f"{config.stem}.txt"
-    command = f"gtsteer study playthroughs gtsteer/configs/{config.name}"
+    command = f"python -m lab playthroughs gtsteer/configs/{config.name}"
     assert recorded.exists(), f"no recorded playthrough for {config.name}: run `{command}`"
     expected = recorded.read_text(encoding="utf-8")
     header = read_playthrough(expected).header
@@ -144,7 +144,7 @@ def test_every_registered_game_and_domain_has_a_playthrough() -> None:
     missing = [n for n in ours if n != "gtsteer_dialogue"
                and not (PLAYTHROUGHS / OTHER_GAMES.get(n, f"{n}.txt")).exists()]
     missing += [c.name for c in CONFIGS if not (PLAYTHROUGHS / f"{c.stem}.txt").exists()]
-    assert missing == [], f"no playthrough for {missing}: run gtsteer study playthroughs"
+    assert missing == [], f"no playthrough for {missing}: run python -m lab playthroughs"
     played = {load_spec(c).domain for c in CONFIGS}
     assert sorted(d.name for d in BUILTIN if d.name not in played) == []
 
@@ -211,14 +211,14 @@ def test_the_check_raises_a_conformance_error_for_a_foreign_state(
 
 
 _IMPORTERS = {"import_module", "__import__"}
-_MODULE_NAME = re.compile(r"gtsteer(\.\w+)*\.?")
 
 
-def gtsteer_imports(path: Path) -> list[str]:
-    """Every gtsteer module `path` imports: import statements (also inside functions and
-    TYPE_CHECKING blocks) and string imports. A file that calls `importlib.import_module` or
-    `__import__` is taken to import every gtsteer module name its strings spell (also one
-    held in a variable, `for m in ("gtsteer.domains", ...)`, or an f-string's head)."""
+def gtsteer_imports(path: Path, package: str = "gtsteer") -> list[str]:
+    """Every `package` module (gtsteer's by default) `path` imports: import statements (also
+    inside functions and TYPE_CHECKING blocks) and string imports. A file that calls
+    `importlib.import_module` or `__import__` is taken to import every module name of `package`
+    its strings spell (also one held in a variable, `for m in ("gtsteer.domains", ...)`, or an
+    f-string's head)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[str] = []
     dynamic = False
@@ -234,8 +234,8 @@ def gtsteer_imports(path: Path) -> list[str]:
     if dynamic:
         found += [node.value.rstrip(".") for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                  and _MODULE_NAME.fullmatch(node.value)]
-    return [m for m in found if m == "gtsteer" or m.startswith("gtsteer.")]
+                  and re.fullmatch(rf"{package}(\.\w+)*\.?", node.value)]
+    return [m for m in found if m == package or m.startswith(f"{package}.")]
 
 
 def _package(module: str) -> str:
@@ -269,7 +269,7 @@ def test_binding_imports_nothing_above_it() -> None:
 
 
 ROOMS = ("llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf",
-         "bench", "studies", "cli")
+         "testing", "cli")
 
 
 def design_may_import() -> dict[str, set[str]]:
@@ -290,12 +290,6 @@ def design_may_import() -> dict[str, set[str]]:
 MAY_IMPORT = design_may_import()
 
 
-#: What the benchmarks may import: every room but the command line (and the studies).
-BELOW_BENCH = {
-    "llm", "binding", "domains", "solvers", "imitation", "checks", "evals", "runs", "werewolf",
-}
-
-
 def test_the_layer_table_is_read_from_the_design_document() -> None:
     assert MAY_IMPORT == {"llm": set(), "binding": {"llm"}, "domains": {"binding", "llm"},
                           "solvers": {"binding", "llm"},
@@ -303,7 +297,7 @@ def test_the_layer_table_is_read_from_the_design_document() -> None:
                           "checks": {"binding", "solvers"},
                           "evals": {"llm", "binding", "solvers"},
                           "werewolf": {"llm", "binding", "imitation"},
-                          "bench": BELOW_BENCH, "studies": BELOW_BENCH | {"bench"}}
+                          "testing": {"llm"}}
 
 
 def test_every_package_is_a_room_of_the_design_document() -> None:
@@ -320,6 +314,20 @@ def test_every_room_imports_only_what_design_allows() -> None:
              if (bad := {_package(m) for m in gtsteer_imports(path)}
                  - MAY_IMPORT[_room(path)] - {_room(path)})]
     assert wrong == []
+
+
+def test_the_product_never_imports_the_lab() -> None:
+    # DESIGN.md: lab/ (benchmarks and studies, not in the wheel) may import gtsteer; no module
+    # of gtsteer imports lab, even lazily or by a string.
+    wrong = [f"{path.relative_to(ROOT)}: {m}" for path in sorted((ROOT / "gtsteer").rglob("*.py"))
+             for m in gtsteer_imports(path, "lab")]
+    assert wrong == []
+
+
+def test_the_lab_scan_sees_an_import_of_the_lab(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from lab.bench import benchdoc\n    import labels\n")
+    assert gtsteer_imports(source, "lab") == ["lab.bench"]
 
 
 def test_no_import_circle_between_gtsteer_packages() -> None:

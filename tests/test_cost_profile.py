@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from binding_support import FRUIT, ScriptedBackend, fruit_spec, scripted_game
+from binding_support import FRUIT, fruit_spec, scripted_game
 from typer.testing import CliRunner
 
 from gtsteer.binding import cost_profile, expand_sync
@@ -20,6 +20,7 @@ from gtsteer.llm import run_sync
 from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.llm.backends.local import engine as local_engine
 from gtsteer.llm.types import GenerationRequest, RawCompletion
+from gtsteer.testing import ScriptedBackend
 
 
 def test_phases_add_up_to_the_expansion_and_the_meter() -> None:

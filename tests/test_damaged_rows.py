@@ -1,5 +1,5 @@
 """Saved study rows that a kill, a full disk or a hand edit damaged (reliability review
-0832c41, L2 and its notes): `gtsteer table1 --render-only` and `gtsteer study psro-discovery
+0832c41, L2 and its notes): `python -m lab table1 --render-only` and `python -m lab psro-discovery
 --render-only` name the damaged file and why, skip it and still write the intact rows; their
 bad arguments are one line and exit 2; rows and docs are written whole or not at all. No model
 is loaded: the saved rows under docs/data are copied and damaged."""
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lab_support import lab
 from typer.testing import CliRunner
 
-from gtsteer.bench import benchdoc
-from gtsteer.cli import app
 from gtsteer.runs import atomic
 from gtsteer.runs.psro import SCHEMA_VERSION as PSRO_SCHEMA
+from lab.bench import benchdoc
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -64,7 +64,7 @@ def table1_rows(tmp_path: Path) -> Path:
 
 def table1(results: Path, doc: Path, *extra: str):
     configs = [str(ROOT / "gtsteer" / "configs" / f"{d}.yaml") for d in TABLE1_DOMAINS]
-    return runner.invoke(app, ["table1", "--render-only", "--results", str(results),
+    return runner.invoke(lab, ["table1", "--render-only", "--results", str(results),
                                "--doc", str(doc), *extra, *configs])
 
 
@@ -155,7 +155,7 @@ def psro_rows(tmp_path: Path) -> Path:
 
 
 def psro(results: Path, doc: Path, *extra: str):
-    return runner.invoke(app, ["study", "psro-discovery", "--render-only", "--results",
+    return runner.invoke(lab, ["psro-discovery", "--render-only", "--results",
                                str(results), "--doc", str(doc), *extra])
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from binding_support import ScriptedBackend
 from domain_support import config_dict, context, spec_of
 
 from gtsteer.binding import ConfigError, compute_reward, generate_instances
 from gtsteer.domains import spec_from_dict
 from gtsteer.domains.debate import verdict_returns
 from gtsteer.llm import LLM, run_sync
+from gtsteer.testing import ScriptedBackend
 
 INFO = [{"topic": "Zoos should be phased out.", "stance": "for"},
         {"topic": "Zoos should be phased out.", "stance": "against"}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from binding_support import ScriptedBackend, fruit_spec
+from binding_support import fruit_spec
 
 from gtsteer.binding import Instance, RewardContext, Turn, compute_reward
 from gtsteer.domains import FRUIT_TRADE
@@ -20,6 +20,7 @@ from gtsteer.domains.fruit_trade import (
     trade_values,
 )
 from gtsteer.llm import LLM, StructuredOutputError, run_sync
+from gtsteer.testing import ScriptedBackend
 
 OWNED = [
     {"apple": 2, "banana": 0, "blueberry": 3, "kiwi": 1},

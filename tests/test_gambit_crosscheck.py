@@ -23,15 +23,15 @@ TOL = 1e-9
 
 
 def gambit_check() -> ModuleType:
-    """The module behind `gtsteer study gambit-check`."""
-    from gtsteer.studies import gambit_check
+    """The module behind `python -m lab gambit-check`."""
+    from lab.studies import gambit_check
 
     return gambit_check
 
 
 #: Information sets (both players) up to which the test also asks Gambit for an exact
 #: equilibrium: its 2-player LCP takes 13 s on turing_test (59 sets) and 2 min on
-#: interrogation (79); gtsteer study gambit-check runs those (docs/SOLVE.md).
+#: interrogation (79); python -m lab gambit-check runs those (docs/SOLVE.md).
 EQUILIBRIUM_INFOSETS = 40
 
 

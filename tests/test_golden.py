@@ -73,6 +73,8 @@ def cfg(name: str) -> str:
 
 
 FAKE = ["--llm", "fake"]
+#: A step whose argv begins with it is `python -m lab ...` (the lab's runner), not `gtsteer ...`.
+PY_LAB = "python -m lab"
 WEREWOLF_TINY = ["--players", "5", "--max-messages", "2", "--max-days", "1"]
 
 DRIVERS = [
@@ -84,7 +86,7 @@ DRIVERS = [
         Step("solve_meeting", ["solve", cfg("schedule_meeting_dow"), *FAKE, "--games", "1", "-q",
                                "--out", "run"], {"run": "run"}),
         # the README's outcome table, read from that run's terminals
-        Step("study_demo_outcomes", ["study", "demo-outcomes", "--results", "run", "--config",
+        Step("study_demo_outcomes", [PY_LAB, "demo-outcomes", "--results", "run", "--config",
                                      cfg("schedule_meeting_dow")]),
     ]),
     Scenario("psro", [
@@ -173,34 +175,34 @@ FRUIT = cfg("trade_fruit_tone")
 #: out of the package (issue 58, step 2) keeps its outputs.
 LAB = [
     Scenario("study_verdict", [
-        Step("study_verdict_court", ["study", "verdict", *FAKE, "--games", "2", "--breadth", "2",
+        Step("study_verdict_court", [PY_LAB, "verdict", *FAKE, "--games", "2", "--breadth", "2",
                                      "--configs", "court", "--out", "run", "--doc", "doc.md"],
              {"run": "run", "doc.md": "doc.md"}),
     ]),
     Scenario("bench_reward", [
-        Step("bench_reward_fake", ["bench", "reward", "--models", "fake", "--cases", "2",
+        Step("bench_reward_fake", [PY_LAB, "reward", "--models", "fake", "--cases", "2",
                                    "--configs", FRUIT, "--results", "run", "--doc", "doc.md"],
              {"run": "run", "doc.md": "doc.md"}),
     ]),
     Scenario("bench_steering", [
-        Step("bench_steering_fake", ["bench", "steering", "--models", "fake", "--samples", "2",
+        Step("bench_steering_fake", [PY_LAB, "steering", "--models", "fake", "--samples", "2",
                                      "--configs", FRUIT, "--results", "run", "--doc", "doc.md"],
              {"run": "run", "doc.md": "doc.md"}),
     ]),
     Scenario("steering_table", [
-        Step("steering_table_fake", ["study", "steering-table", "--models", "fake", "--judges",
+        Step("steering_table_fake", [PY_LAB, "steering-table", "--models", "fake", "--judges",
                                      "fake", "--configs", FRUIT, "--samples", "2", "--results",
                                      "run", "--doc", "doc.md", "--png", "table.png"],
              {"run": "run", "doc.md": "doc.md"}),
         # the same section again from the saved reports alone
-        Step("steering_table_render", ["study", "steering-table", "--judges", "fake",
+        Step("steering_table_render", [PY_LAB, "steering-table", "--judges", "fake",
                                        "--configs", FRUIT, "--samples", "2", "--results", "run",
                                        "--render-only", "--doc", "again.md", "--png", "again.png"],
              {"again.md": "again.md"}),
     ]),
     Scenario("gambit_check", [
         # its last column is the seconds Gambit took
-        Step("gambit_check_fruit", ["study", "gambit-check", FRUIT],
+        Step("gambit_check_fruit", [PY_LAB, "gambit-check", FRUIT],
              volatile=(r"(?<=\| )[\d.]+(?= \|$)",)),
     ]),
 ]
@@ -211,43 +213,43 @@ TABLE1_CONFIGS = [cfg(n) for n in ("trade_fruit_tone", "trade_fruit_offer",
 RENDERS = [
     # docs/TABLE1.md, as its first line says it was written
     Scenario("table1", [
-        Step("table1_render", ["table1", "--results", "data/table1", "--render-only",
+        Step("table1_render", [PY_LAB, "table1", "--results", "data/table1", "--render-only",
                                "--doc", "TABLE1.md", *TABLE1_CONFIGS], {"TABLE1.md": "TABLE1.md"}),
     ], copy=("table1",)),
     # the Qwen 0.5B row of docs/BENCHMARKS.md's Table 1 note
     Scenario("table1_qwen05", [
-        Step("table1_qwen05_render", ["table1", "--llm", "local:qwen2.5-coder-0.5b", "--results",
-                                      "data/table1-qwen05", "--render-only", "--heldout",
-                                      "--doc", "T1Q.md", cfg("schedule_meeting_dow")],
+        Step("table1_qwen05_render", [PY_LAB, "table1", "--llm", "local:qwen2.5-coder-0.5b",
+                                      "--results", "data/table1-qwen05", "--render-only",
+                                      "--heldout", "--doc", "T1Q.md", cfg("schedule_meeting_dow")],
              {"T1Q.md": "T1Q.md"}),
     ], copy=("table1-qwen05",)),
     # docs/BENCHMARKS.md "Samples study" (debate) and its meeting section
     Scenario("samples", [
-        Step("samples_debate_render", ["study", "samples", cfg("debate"), "--seeds", "2,4,8",
+        Step("samples_debate_render", [PY_LAB, "samples", cfg("debate"), "--seeds", "2,4,8",
                                        "--results", "data/samples_study", "--render-only",
                                        "--doc", "BENCHMARKS.md"],
              {"BENCHMARKS.md": "BENCHMARKS.md"}),
-        Step("samples_meeting_render", ["study", "samples", cfg("schedule_meeting_dow"),
+        Step("samples_meeting_render", [PY_LAB, "samples", cfg("schedule_meeting_dow"),
                                         "--seeds", "2,4", "--games", "10", "--results",
                                         "data/samples_study_meeting", "--render-only",
                                         "--doc", "MEETING.md"], {"MEETING.md": "MEETING.md"}),
     ], copy=("samples_study", "samples_study_meeting")),
     # docs/PSRO.md's discovery section
     Scenario("psro_discovery", [
-        Step("psro_discovery_render", ["study", "psro-discovery", "--games", "10",
+        Step("psro_discovery_render", [PY_LAB, "psro-discovery", "--games", "10",
                                        "--render-only", "--results", "data/psro_discovery",
                                        "--doc", "PSRO.md"], {"PSRO.md": "PSRO.md"}),
     ], copy=("psro_discovery",)),
     # docs/WEREWOLF_STEERING.md's three results sections
     Scenario("werewolf_renders", [
-        Step("werewolf_fresh_render", ["werewolf", "steer-heldout", "--out", "data/werewolf_fresh",
-                                       "--render-only", "--doc", "fresh.md"],
+        Step("werewolf_fresh_render", [PY_LAB, "werewolf-fresh", "--results", "data/werewolf_fresh",
+                                       "--doc", "fresh.md"],
              {"fresh.md": "fresh.md"}),
-        Step("werewolf_paired_render", ["werewolf", "evaluate", "--out", "data/werewolf_paired",
-                                        "--render-only", "--doc", "paired.md"],
+        Step("werewolf_paired_render", [PY_LAB, "werewolf-paired", "--results",
+                                        "data/werewolf_paired", "--doc", "paired.md"],
              {"paired.md": "paired.md"}),
         *[Step(f"werewolf_styles_{name}_render",
-               ["werewolf", "styles", "--out", f"data/werewolf_styles/{name}", "--render-only",
+               [PY_LAB, "werewolf-styles", "--results", f"data/werewolf_styles/{name}",
                 "--doc", f"styles_{name}.md"], {f"styles_{name}.md": f"styles_{name}.md"})
           for name in ("smollm2", "qwen05", "qwen05_fresh")],
     ], copy=("werewolf_fresh", "werewolf_paired", "werewolf_styles")),
@@ -262,6 +264,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def run_scenario(scenario: Scenario, folder: Path,
                  check: Callable[[str, dict[str, str | None]], None]) -> None:
+    from lab_support import lab
+
     from gtsteer.cli import app
 
     runner = CliRunner()
@@ -274,7 +278,8 @@ def run_scenario(scenario: Scenario, folder: Path,
     for name in scenario.copy:
         shutil.copytree(DATA / name, folder / "data" / name)
     for step in scenario.steps:
-        result = runner.invoke(app, step.argv, env=ENV)
+        command, argv = (lab, step.argv[1:]) if step.argv[0] == PY_LAB else (app, step.argv)
+        result = runner.invoke(command, argv, env=ENV)
         assert result.exit_code == step.exit_code, f"{step.case}: {result.output}"
         outputs: dict[str, Path | str] = {n: folder / p for n, p in step.outputs.items()}
         outputs["stdout.txt"] = result.output

@@ -56,7 +56,9 @@ def test_one_record_per_information_state_with_reach_weights(game_and_records) -
 
 
 def test_records_of_fruit_trading_carry_domain_features_and_zero_reach_states() -> None:
-    from binding_support import FRUIT, ScriptedBackend, fruit_spec
+    from binding_support import FRUIT, fruit_spec
+
+    from gtsteer.testing import ScriptedBackend
 
     spec = fruit_spec()
     game = make_game(
@@ -160,7 +162,9 @@ def test_second_decision_carries_own_earlier_instruction() -> None:
 
 
 def test_dealt_game_records_hold_only_own_private_info() -> None:
-    from binding_support import ScriptedBackend, fruit_spec
+    from binding_support import fruit_spec
+
+    from gtsteer.testing import ScriptedBackend
 
     spec = fruit_spec().with_deals(2)
     game = make_game(

@@ -1,4 +1,4 @@
-"""gtsteer study steering-table end to end on the fake writer and the real MiniLM judge (offline):
+"""python -m lab steering-table end to end on the fake writer and the real MiniLM judge (offline):
 validation first, a config no judge passes is refused, the section, table.json and the PNG."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script():
-    from gtsteer.studies import steering_table
+    from lab.studies import steering_table
 
     return steering_table
 

@@ -24,13 +24,13 @@ from solve_helpers import small_meeting
 from typer.testing import CliRunner
 
 import gtsteer.llm.client as client_module
-from gtsteer.bench.servers import LlamaServer
 from gtsteer.cli import app
 from gtsteer.llm import ResponseCache
 from gtsteer.llm.backends.base import Backend
 from gtsteer.llm.cache import cache_key
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.runs.models import Endpoint
+from lab.bench.servers import LlamaServer
 
 pytestmark = pytest.mark.slow
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
-from binding_support import EchoingFake
 from pydantic import BaseModel, Field
 
 from gtsteer.llm import LLM, FakeBackend, make_backend
+from gtsteer.testing import EchoingFake
 
 
 class Offer(BaseModel):

@@ -16,8 +16,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM, LLMCallError, ModelConfigError
+from gtsteer.testing import LoopbackServer
 
 MODEL = "openai/test-model"
 

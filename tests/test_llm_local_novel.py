@@ -1,5 +1,5 @@
 """Novel tokens: the tokens of a call that no earlier call held as a prefix, the fewest any
-serving of the same calls must evaluate (`gtsteer bench profile`'s floor)."""
+serving of the same calls must evaluate (`python -m lab profile`'s floor)."""
 
 from __future__ import annotations
 

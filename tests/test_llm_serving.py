@@ -20,11 +20,11 @@ import typer
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import first_token_scores
 from gtsteer.llm.schema_fill import fill
+from gtsteer.testing import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

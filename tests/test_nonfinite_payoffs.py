@@ -15,8 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
+from gtsteer.testing import LoopbackServer
 
 runner = CliRunner()
 

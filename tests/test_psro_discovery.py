@@ -1,4 +1,4 @@
-"""`gtsteer study psro-discovery` (issue 40, item 2) on the strength test game, with doubles.
+"""`python -m lab psro-discovery` (issue 40, item 2) on the strength test game, with doubles.
 
 The strength domain (tests/psro_helpers.py) pays payoff_i = strength(own) - 0.5 strength(other);
 the start config has `any` alone, the full one calm 0, assertive 1, submissive -1 and bold 2.
@@ -25,8 +25,8 @@ from gtsteer.llm import Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import mean_ci
-from gtsteer.studies import psro_discovery as study
-from gtsteer.studies.table1 import ci
+from lab.studies import psro_discovery as study
+from lab.studies.table1 import ci
 
 #: The population, as the proposer prompt lists it to be continued ("* assertive").
 LISTED = re.compile(r"^\* (.+)$", re.MULTILINE)
@@ -227,7 +227,7 @@ def test_a_row_that_finds_nothing_says_what_the_proposer_named(setup, tmp_path: 
     assert "No day was adopted." in reading
     assert 'none of its 1 proposals names a day ("meek")' in reading
     assert "the goal is **not reached**" in reading
-    assert ("Not measured yet: `embedded-categorical`, `qwen0.5b-categorical` (`gtsteer study"
+    assert ("Not measured yet: `embedded-categorical`, `qwen0.5b-categorical` (`python -m lab"
             " psro-discovery --rows embedded-categorical,qwen0.5b-categorical` runs them)."
             in section)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.binding.spec import MAX_CONFIG_BYTES, ConfigError, read_spec
 from gtsteer.cli import app
+from gtsteer.testing import LoopbackServer
 from gtsteer.werewolf.bots import MAX_LINE_CHARS
 from gtsteer.werewolf.runner import create_game
 from gtsteer.werewolf.state import GameConfig

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from werewolf_web_helpers import LiveServer
 
-from gtsteer.bench import bench_abba, bench_profile, llama_tools
 from gtsteer.werewolf.runner import create_game
 from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.guard import RequestGuard
 from gtsteer.werewolf.web.server import MAX_HEAD_BYTES
+from lab.bench import bench_abba, bench_profile, llama_tools
 
 # ---- L7: concurrent adopts --------------------------------------------------------------------
 
@@ -156,7 +156,7 @@ def test_bench_profile_refuses_a_bad_model_or_threads_before_any_build(
     with pytest.raises(SystemExit) as exit_:
         bench_profile.main([*argv, "--no-write"])
     assert exit_.value.code == 2
-    assert f"gtsteer bench profile: error: {message}" in capsys.readouterr().err
+    assert f"python -m lab profile: error: {message}" in capsys.readouterr().err
     assert no_subprocess == []
 
 
@@ -170,5 +170,5 @@ def test_bench_abba_refuses_a_bad_model_before_any_build(
     with pytest.raises(SystemExit) as exit_:
         bench_abba.main(["--against", "HEAD", *argv, "--no-write"])
     assert exit_.value.code == 2
-    assert f"gtsteer bench abba: error: {message}" in capsys.readouterr().err
+    assert f"python -m lab abba: error: {message}" in capsys.readouterr().err
     assert no_subprocess == []

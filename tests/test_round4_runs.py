@@ -1,6 +1,6 @@
 """Run-level failures from the fourth reliability round (shared/reviews/reliability-0832c41.md):
 psro with no instance expanded (M2), an unbounded Werewolf seed (L1), a fully resumed solve's
-summary (L13) and `gtsteer table1` with a failing domain. Each was a traceback, a wrong value
+summary (L13) and `python -m lab table1` with a failing domain. Each was a traceback, a wrong value
 or a wrong exit code."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from lab_support import lab
 from typer.testing import CliRunner
 
 import gtsteer
@@ -153,7 +154,7 @@ def test_table1_exits_1_naming_the_domain_that_failed(tmp_path: Path) -> None:
     results.mkdir()
     (results / "trade_fruit_tone").write_text("not a folder")  # the domain's run folder
     doc = tmp_path / "TABLE1.md"
-    result = runner.invoke(app, ["table1", "--llm", "fake", "--games", "1", "--samples", "0",
+    result = runner.invoke(lab, ["table1", "--llm", "fake", "--games", "1", "--samples", "0",
                                  "--quiet", "--results", str(results), "--doc", str(doc),
                                  FRUIT])
     assert result.exit_code == 1, result.output

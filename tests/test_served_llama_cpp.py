@@ -1,7 +1,7 @@
 """llama.cpp's C++ `llama-server` as a served backend (issue 25, item 5): `llm ask`, `--choices`
 and a structured request through litellm as `openai/smollm2`, with 2 parallel slots.
 
-Slow, and skipped unless the binary was built (`gtsteer bench llama-tools`, 23
+Slow, and skipped unless the binary was built (`python -m lab llama-tools`, 23
 minutes on 2 shared cores): `make test` does not build it. Run under
 `flock /tmp/gtsteer-model.lock`.
 """
@@ -16,8 +16,8 @@ import pytest
 from pydantic import BaseModel
 from served_support import ask_and_choose
 
-from gtsteer.bench.servers import LlamaCppServer
 from gtsteer.runs.models import Endpoint
+from lab.bench.servers import LlamaCppServer
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ MODEL = "openai/smollm2"
 
 
 def _binary() -> Path:
-    from gtsteer.bench import llama_tools
+    from lab.bench import llama_tools
 
     return llama_tools.tools_dir() / "build" / "bin" / "llama-server"
 
@@ -35,7 +35,7 @@ def _binary() -> Path:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServer]:
     binary = _binary()
     if not binary.exists():
-        pytest.skip(f"{binary} not built (gtsteer bench llama-tools)")
+        pytest.skip(f"{binary} not built (python -m lab llama-tools)")
     from gtsteer.llm.backends.local import default_model_path
 
     srv = LlamaCppServer(binary, default_model_path(), tmp_path_factory.mktemp("cpp") / "log",

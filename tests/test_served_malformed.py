@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError
+from gtsteer.testing import LoopbackServer
 
 runner = CliRunner()
 

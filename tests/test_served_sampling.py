@@ -10,9 +10,9 @@ import inspect
 
 import pytest
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.llm import LLM
 from gtsteer.llm.backends.litellm_backend import LLAMA_CPP_SAMPLING
+from gtsteer.testing import LoopbackServer
 
 
 @pytest.fixture(autouse=True)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError
 from gtsteer.llm.backends.litellm_backend import scrub_secrets
+from gtsteer.testing import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "hunter2hunter2hunter2"

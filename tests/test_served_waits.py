@@ -15,10 +15,10 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.binding.progress import WaitColumn
 from gtsteer.cli import app
 from gtsteer.llm import LLM, LLMCallError, ModelConfigError
+from gtsteer.testing import LoopbackServer
 
 runner = CliRunner()
 

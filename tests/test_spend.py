@@ -16,11 +16,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from gtsteer.bench.servers import LoopbackServer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
 from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.session import Budget, BudgetExceeded, session
+from gtsteer.testing import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[1]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"  # 136 requests worst case

@@ -1,4 +1,4 @@
-"""The model-free tension study (gtsteer/studies/tension.py): its games agree with the domains'
+"""The model-free tension study (lab/studies/tension.py): its games agree with the domains'
 own code, and its best response finds the tension where, and only where, it is built in."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from gtsteer.domains import load_spec
 from gtsteer.domains.fruit_offer import offer_greedy as domain_offer_greedy
 from gtsteer.domains.fruit_trade import render_counts
 from gtsteer.domains.schedule_meeting import meeting_greedy, render_days
-from gtsteer.studies import tension
+from lab.studies import tension
 
 
 def _meeting_info(m: tension.Meeting) -> dict[str, str]:

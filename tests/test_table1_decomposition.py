@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gtsteer.studies.table1_decomposition import decomposition, random_instruction_values
+from lab.studies.table1_decomposition import decomposition, random_instruction_values
 
 ROW = (Path(__file__).resolve().parent.parent / "docs" / "data" / "table1"
        / "schedule_meeting_dow" / "table1_row.json")
@@ -57,7 +57,7 @@ def test_a_row_without_opening_cells_has_no_decomposition() -> None:
 
 
 def test_the_table1_page_shows_the_decomposition_from_the_saved_row() -> None:
-    from gtsteer.studies.table1 import StoredRow, decomposition_section
+    from lab.studies.table1 import StoredRow, decomposition_section
 
     row = StoredRow.model_validate_json(ROW.read_text()).row
     text = "\n".join(decomposition_section([row]))

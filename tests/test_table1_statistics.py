@@ -68,7 +68,7 @@ def test_the_meeting_bootstrap_upper_bound_is_within_monte_carlo_error_of_zero()
 
 
 def render_saved(tmp_path: Path, *extra: str) -> str:
-    from gtsteer.studies import table1
+    from lab.studies import table1
 
     shutil.copytree(DATA, tmp_path / "table1")
     doc = tmp_path / "TABLE1.md"
@@ -101,7 +101,7 @@ def test_both_tables_show_samples_per_message(tmp_path: Path) -> None:
 
 
 def test_a_per_depth_sample_count_is_shown_as_a_list() -> None:
-    from gtsteer.studies.table1 import Row, samples_cell
+    from lab.studies.table1 import Row, samples_cell
 
     row = Row(config="gtsteer/configs/schedule_meeting_dow.yaml", domain="x", games=1,
               samples_per_message=[8, 2])

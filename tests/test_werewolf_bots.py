@@ -276,7 +276,7 @@ class FirstListedBackend(Backend):
 
 
 def _bench():
-    from gtsteer.bench import bench_werewolf
+    from lab.bench import bench_werewolf
 
     return bench_werewolf
 

@@ -210,8 +210,8 @@ def test_unknown_conditions_are_named_before_any_game(policy: Path, tmp_path: Pa
 
 
 def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
-        policy: Path, tmp_path: Path) -> None:
-    from gtsteer.studies.werewolf_paired import MARKERS, render, write_doc
+        policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gtsteer.runs.werewolf_paired_doc import MARKERS, render, write_doc
 
     out = tmp_path / "run"
     summary = run(policy, out, tmp_path / "cache", CountingFake())
@@ -227,24 +227,24 @@ def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
     for d in summary.paired:
         assert f"| {d.condition} | 4 | {d.condition_only_wins} / {d.static_only_wins} |" in text
         assert f"| {d.mcnemar_p:.3f} |" in text
-    # --render-only: the same section from evaluate.json alone, no game played
+    # the lab: the same section from evaluate.json alone, no game played
+    from lab.__main__ import main as lab_main
+
     again = tmp_path / "again.md"
-    result = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(out),
-                                      "--render-only", "--doc", str(again)])
-    assert result.exit_code == 0, result.output
+    assert lab_main(["werewolf-paired", "--results", str(out), "--doc", str(again)]) == 0
     # the plot, linked from the doc's folder (both docs sit beside the run's folder)
     section = render(summary, out, "run/evaluate.png").strip()
     assert section in again.read_text() and section in text
     assert "differences with static](run/evaluate.png)" in text and (out / "evaluate.png").exists()
-    missing = CliRunner().invoke(app, ["werewolf", "evaluate", "--out", str(tmp_path / "none"),
-                                       "--render-only", "--doc", str(again)])
-    assert missing.exit_code == 2 and "holds no finished evaluate run" in missing.output
+    missing = lab_main(["werewolf-paired", "--results", str(tmp_path / "none"), "--doc",
+                        str(again)])
+    assert missing == 2 and "holds no finished evaluate run" in capsys.readouterr().err
 
 
 def test_the_cost_of_resolving_a_difference_comes_from_the_runs_own_timings(
         policy: Path, tmp_path: Path) -> None:
     from gtsteer.runs.werewolf_evaluate import PairedDifference
-    from gtsteer.studies.werewolf_paired import cost_lines
+    from gtsteer.runs.werewolf_paired_doc import cost_lines
 
     summary = run(policy, tmp_path / "run", tmp_path / "cache", CountingFake())
     results = [r.model_copy(update={"model_seconds_per_game": 30.0}) for r in summary.results]

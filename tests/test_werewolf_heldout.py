@@ -19,11 +19,11 @@ from gtsteer.runs.werewolf_steer import SolvedState
 from gtsteer.solvers.evaluate import fixed, uniform
 from gtsteer.solvers.heldout import VersusBaseline, opening_values, paired_versus
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power
-from gtsteer.studies.playthroughs import discussion_states
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.steer_game import PlaystyleGame, PlaystyleGameConfig
 from gtsteer.werewolf.store import GameStore
+from lab.studies.playthroughs import discussion_states
 
 STYLES = ["trickster", "balanced", "aggressive_provoker", UNSTEERED]
 
@@ -253,11 +253,12 @@ def test_steer_heldout_end_to_end_resume_and_render(tmp_path, trained, embedder)
     res = invoke(*args, "--resume")
     assert res.exit_code == 0, res.output
     assert json.loads((out / "steer_heldout.json").read_text())["model_calls"]["requests"] == 0
-    # --render-only rewrites the section from the rows, without --policy.
+    # The lab rewrites the section from the rows, without --policy.
+    from lab.__main__ import main as lab_main
+
     written = doc.read_text()
     doc.write_text(written.replace("| CFR policy | fresh |", "| edited |"))
-    res = invoke("--out", str(out), "--doc", str(doc), "--render-only")
-    assert res.exit_code == 0, res.output
+    assert lab_main(["werewolf-fresh", "--results", str(out), "--doc", str(doc)]) == 0
     assert doc.read_text() == written
     # What the rows cost is theirs, whichever run measured them (this one asked nothing).
     kept = [json.loads((out / "rows" / f"{i}.json").read_text()) for i in range(3)]
@@ -275,8 +276,7 @@ def test_steer_heldout_refuses_what_is_not_held_out(tmp_path, trained, embedder)
         root_view,
     )
 
-    res = invoke("--policy", str(trained), "--seed", "1", "--out", str(tmp_path / "x"),
-                 "--no-doc")
+    res = invoke("--policy", str(trained), "--seed", "1", "--out", str(tmp_path / "x"))
     assert res.exit_code == 2 and "would replay the training games" in res.output
     assert not (tmp_path / "x").exists()  # refused before anything is written
     run = load_trained(trained, hash_embedder())
@@ -291,15 +291,18 @@ def test_steer_heldout_refuses_what_is_not_held_out(tmp_path, trained, embedder)
         check_held_out(heldout, trained_on)
 
 
-def test_steer_heldout_bad_input_is_a_clear_error(tmp_path, trained, embedder):
-    res = invoke("--policy", str(tmp_path / "nope"), "--out", str(tmp_path / "o"), "--no-doc")
+def test_steer_heldout_bad_input_is_a_clear_error(tmp_path, trained, embedder, capsys):
+    res = invoke("--policy", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
     assert res.exit_code == 2 and "does not exist" in res.output
     (tmp_path / "empty").mkdir()
-    res = invoke("--policy", str(tmp_path / "empty"), "--out", str(tmp_path / "o"), "--no-doc")
+    res = invoke("--policy", str(tmp_path / "empty"), "--out", str(tmp_path / "o"))
     assert res.exit_code == 2 and "holds no steer_train.json" in res.output
-    res = invoke("--out", str(tmp_path / "o"), "--no-doc")
+    res = invoke("--out", str(tmp_path / "o"))
     assert res.exit_code == 2 and "--policy" in res.output
-    res = invoke("--out", str(tmp_path / "o"), "--render-only", "--doc", str(tmp_path / "d.md"))
-    assert res.exit_code == 2 and "holds no steer_heldout.json" in res.output
+    from lab.__main__ import main as lab_main
+
+    assert lab_main(["werewolf-fresh", "--results", str(tmp_path / "o"), "--doc",
+                     str(tmp_path / "d.md")]) == 2
+    assert "holds no steer_heldout.json" in capsys.readouterr().err
     res = invoke("--policy", str(trained), "--states", "0", "--out", str(tmp_path / "o"))
     assert res.exit_code == 2

@@ -1,4 +1,4 @@
-"""gtsteer bench werewolf-lines measures a stored game (a fake-model game: no model is loaded) and
+"""python -m lab werewolf-lines measures a stored game (a fake-model game: no model is loaded) and
 renders its section; the play step runs the CLI on a fake model too."""
 
 from __future__ import annotations

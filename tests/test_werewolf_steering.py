@@ -16,12 +16,6 @@ from gtsteer.checks import pyspiel_api_check, read_playthrough, replay
 from gtsteer.llm.embed import Embedder
 from gtsteer.runs import werewolf_steer
 from gtsteer.runs.context import RunContext
-from gtsteer.studies.playthroughs import (
-    PLAYSTYLE_ROOT,
-    PLAYTHROUGH,
-    discussion_states,
-    playstyle_game,
-)
 from gtsteer.werewolf.bots import bot_decision
 from gtsteer.werewolf.context import build_context
 from gtsteer.werewolf.engine import pending
@@ -51,6 +45,12 @@ from gtsteer.werewolf.steer_game import (
     pick_speakers,
 )
 from gtsteer.werewolf.store import GameStore
+from lab.studies.playthroughs import (
+    PLAYSTYLE_ROOT,
+    PLAYTHROUGH,
+    discussion_states,
+    playstyle_game,
+)
 
 
 class Recorder:
@@ -377,7 +377,7 @@ def test_same_seed_replays_the_same_choices_also_after_resume(tmp_path):
 
 
 def test_playstyle_game_replays_its_recorded_playthrough(tmp_path):
-    command = "gtsteer study playthroughs --werewolf"
+    command = "python -m lab playthroughs --werewolf"
     assert PLAYTHROUGH.exists(), f"no playthrough for the playstyle game: run `{command}`"
     recorded = PLAYTHROUGH.read_text(encoding="utf-8")
     header = read_playthrough(recorded).header

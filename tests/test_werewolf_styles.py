@@ -44,13 +44,14 @@ from gtsteer.runs.werewolf_styles import (
     summarise,
     validate_judge,
 )
-from gtsteer.studies.werewolf_styles import command_of, section_name
+from gtsteer.runs.werewolf_styles_doc import command_of, section_name
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, STYLE_OPTIONS, UNSTEERED
 from gtsteer.werewolf.steer_game import sample_line
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.style_lines import LABEL_KEY, NEUTRAL, READINGS, named_players, words
+from lab.__main__ import main as lab_main
 
 runner = CliRunner()
 _LINE = re.compile(r'Message from [^:]+: "(.*)"')
@@ -469,7 +470,8 @@ def test_states_from_a_steer_heldout_folder_are_read_under_their_run_key(tmp_pat
         measure(tmp_path / "third", tmp_path / "cache", CountingFake(), states_from=str(heldout))
 
 
-def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(tmp_path: Path) -> None:
+def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = tmp_path / "doc.md"
     doc.write_text("# Doc\n\ntext before\n")
     out = tmp_path / "run"
@@ -485,10 +487,9 @@ def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(tmp_pat
     assert "A trial: fewer than the issue's 20 states." in text
     assert "| aggressive_provoker | 3 |" in text and "fails, its readings are not counted" in text
 
-    again = runner.invoke(app, ["werewolf", "styles", "--llm", "fake", "--judge", "no-such-model",
-                                "--out", str(out), "--doc", str(doc), "--render-only"])
-    assert again.exit_code == 0, again.output
-    assert "0 new" in again.output and doc.read_text() == text  # from the saved rows alone
+    # the lab renders the section again from the saved rows alone
+    assert lab_main(["werewolf-styles", "--results", str(out), "--doc", str(doc)]) == 0
+    assert "0 new" in capsys.readouterr().out and doc.read_text() == text
 
 
 def test_render_only_says_how_many_torn_lines_it_left_out(tmp_path: Path) -> None:
@@ -528,14 +529,16 @@ def test_command_of_names_only_what_differs_from_the_defaults() -> None:
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, flags: list[str], message: str) -> None:
     result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, *flags,
-                                 "--out", str(tmp_path / "run"), "--doc", ""])
+                                 "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and message in result.output, result.output
 
 
-def test_render_only_needs_a_finished_run(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["werewolf", "styles", "--out", str(tmp_path / "none"),
-                                 "--render-only", "--doc", ""])
-    assert result.exit_code == 2 and "holds no finished styles run" in result.output
+def test_render_only_needs_a_finished_run(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = lab_main(["werewolf-styles", "--results", str(tmp_path / "none"), "--doc",
+                     str(tmp_path / "doc.md")])
+    assert code == 2 and "holds no finished styles run" in capsys.readouterr().err
+    assert not (tmp_path / "doc.md").exists()
 
 
 def test_a_summary_of_no_rows_is_not_a_crash() -> None:
@@ -547,10 +550,27 @@ def test_a_summary_of_no_rows_is_not_a_crash() -> None:
 def test_the_steering_doc_holds_a_section_for_each_measured_writer() -> None:
     """docs/WEREWOLF_STEERING.md keeps one marked section per writer model the issue asks for,
     so a run replaces it in place."""
-    from gtsteer.studies.werewolf_styles import DOC
+    from lab.studies.werewolf_sections import DOC
 
     text = DOC.read_text(encoding="utf-8")
     for llm in ("local:smollm2-135m", "local:qwen2.5-coder-0.5b"):
         name = section_name(llm)
         assert text.count(f"<!-- {name}:start -->") == text.count(f"<!-- {name}:end -->") == 1
         assert f"--llm {llm} --judge" in text.split(f"<!-- {name}:start -->")[1]
+
+
+def test_a_run_writes_only_its_folder_unless_given_a_doc(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58: a product command writes only into its run folder; this repository's
+    docs/WEREWOLF_STEERING.md is the lab's (`python -m lab werewolf-styles`), a doc only where
+    `--doc PATH` names one."""
+    repo_doc = ROOT / "docs" / "WEREWOLF_STEERING.md"
+    before = repo_doc.read_bytes()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, "--out", "run"])
+    assert result.exit_code == 0, result.output
+    assert repo_doc.read_bytes() == before
+    assert sorted(p.name for p in work.iterdir()) == ["run"]
+    assert "section" not in result.output

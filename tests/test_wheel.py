@@ -100,6 +100,19 @@ def core_venv(python: Path, wheel: Path) -> Path:
     return venv
 
 
+def test_the_wheel_holds_the_product_not_the_lab(tmp_path: Path) -> None:
+    """Issue 58: the benchmarks and studies that write this repository's docs (lab/) are not
+    shipped; the test doubles a user needs (gtsteer.testing) are."""
+    import zipfile
+
+    names = zipfile.ZipFile(build_wheel(tmp_path)).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"gtsteer"}
+    assert "gtsteer/testing/loopback.py" in names and "gtsteer/testing/backends.py" in names
+    assert not [n for n in names if n.startswith(("gtsteer/bench/", "gtsteer/studies/"))]
+    assert not [n for n in names if "benchdoc" in n]
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = other_python()

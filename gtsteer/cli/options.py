@@ -394,24 +394,10 @@ StatesResume = Annotated[
     typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
                  " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
 ]
-#: `werewolf styles`, `werewolf steer-heldout`: the doc whose marked section a run writes.
+#: `werewolf steer-heldout`, `evaluate` and `styles`: a product command writes only into its run
+#: folder; a doc section is opt-in, into the doc named (the lab renders this repository's docs
+#: from a run folder: `python -m lab werewolf-fresh|werewolf-paired|werewolf-styles`).
 SectionDoc = Annotated[
-    str | None, typer.Option("--doc", help="The doc whose section the run writes (default:"
-                             " docs/WEREWOLF_STEERING.md of this checkout; '' for none).")
-]
-#: The same commands: the numbers and the doc section from the rows a run saved, no model.
-RenderOnly = Annotated[
-    bool, typer.Option("--render-only", help="No model call: recompute the numbers and write"
-                       " the doc section from the rows a run saved in --out.")
-]
-#: `werewolf evaluate`: its section is opt-in (an evaluate of one's own writes no doc).
-OptInDoc = Annotated[
-    str | None, typer.Option("--doc", help="Write the run's werewolf_paired section into this"
-                             " doc (docs/WEREWOLF_STEERING.md for the issue's run; default:"
-                             " none).")
-]
-#: `werewolf evaluate`: the section from the summary a run wrote, no game.
-SummaryRenderOnly = Annotated[
-    bool, typer.Option("--render-only", help="No game: write --doc's section from the"
-                       " evaluate.json in --out.")
+    str | None, typer.Option("--doc", help="Also write the run's section into this markdown doc"
+                             " (default: none; the run folder holds every number).")
 ]

@@ -226,7 +226,7 @@ def print_profile(costs: cost_profile.CostProfile, out: Console = console) -> No
 
 def counted_tokens(profile: bool) -> AbstractContextManager[None]:
     """With `--profile`, local models count each call's novel tokens and block floor for the
-    run (the floors of `gtsteer bench profile`)."""
+    run (the floors of `python -m lab profile`)."""
     if not profile:
         return nullcontext()
     from gtsteer.llm.backends.local import counting_tokens  # llama.cpp only when profiling

@@ -17,7 +17,6 @@ from gtsteer.cli.options import (
     HeldoutStates,
     MaxWait,
     OutFolder,
-    RenderOnly,
     RequestTimeout,
     SectionDoc,
     StatesResume,
@@ -49,8 +48,6 @@ def steer_heldout(
     llm: TrainedLlm = None,
     resume: StatesResume = False,
     doc: SectionDoc = None,
-    no_doc: Annotated[bool, typer.Option("--no-doc", help="Write no doc section.")] = False,
-    render_only: RenderOnly = False,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
@@ -61,19 +58,8 @@ def steer_heldout(
     distilled policies are compared on those samples with `unsteered` and uniform playstyles,
     paired per state, with 95% t and bootstrap intervals."""
     from gtsteer.runs.werewolf_heldout import SteerHeldoutConfig, SteerHeldoutOptions, run
-    from gtsteer.studies.werewolf_fresh import DOC, write_doc
-    from gtsteer.studies.werewolf_fresh import render_only as render_from
 
-    target = Path(doc) if doc else DOC
-    no_doc = no_doc or doc == ""
-    if render_only and no_doc:
-        raise typer.BadParameter("--render-only writes the doc; drop --no-doc",
-                                 param_hint="--no-doc")
     with friendly_errors():
-        if render_only:
-            render_from(out, target)
-            console.print(f"wrote the werewolf_fresh section of {target}")
-            return
         if policy is None:
             raise typer.BadParameter("give the steer-train folder to measure",
                                      param_hint="--policy")
@@ -89,11 +75,12 @@ def steer_heldout(
                       f"{calls.new_calls} new); rows in {summary.folder}/rows")
         if summary.shortfall:
             console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
-        if not no_doc:
+        if doc:
+            from gtsteer.runs.werewolf_fresh_doc import write_doc
             from gtsteer.runs.werewolf_heldout import read_rows
 
-            write_doc(target, summary, read_rows(summary.folder, summary.run_key))
-            console.print(f"wrote the werewolf_fresh section of {target}")
+            write_doc(Path(doc), summary, read_rows(summary.folder, summary.run_key))
+            console.print(f"wrote the werewolf_fresh section of {doc}")
 
 
 def command_line(policy: str, out: str, states: int, per_game: int, seed: int | None,

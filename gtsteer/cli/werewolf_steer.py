@@ -21,7 +21,6 @@ from gtsteer.cli.options import (
     MaxMessages,
     MaxWait,
     MessageSamples,
-    OptInDoc,
     OutFolder,
     Players,
     PlaystyleIterations,
@@ -29,7 +28,6 @@ from gtsteer.cli.options import (
     PlaystyleSpeakers,
     PlaystyleStates,
     Ray,
-    RenderOnly,
     RequestTimeout,
     SectionDoc,
     SeedsResume,
@@ -37,7 +35,6 @@ from gtsteer.cli.options import (
     StyleJudge,
     StyleLabelled,
     StyleStates,
-    SummaryRenderOnly,
     Workers,
 )
 from gtsteer.cli.spend import spending
@@ -126,27 +123,18 @@ def evaluate(
                      " also compared with it seed by seed."),
     ] = "",
     resume: SeedsResume = False,
-    doc: OptInDoc = None,
-    render_only: SummaryRenderOnly = False,
+    doc: SectionDoc = None,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
     --ray, each seed's games are a Ray task."""
     from pathlib import Path
 
     from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
-    from gtsteer.studies.werewolf_paired import render_only as render_from
-    from gtsteer.studies.werewolf_paired import write_doc
+    from gtsteer.runs.werewolf_paired_doc import write_doc
 
     on_ray = ray_options(ray, workers)
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
     with friendly_errors():
-        if render_only:
-            if not doc:
-                raise typer.BadParameter("--render-only writes a doc: name it",
-                                         param_hint="--doc")
-            render_from(out, Path(doc))
-            console.print(f"wrote the werewolf_paired section of {doc}")
-            return
         if steer is None:
             raise typer.BadParameter("give the steer-train folder whose policy steers",
                                      param_hint="--steer")
@@ -215,7 +203,6 @@ def styles(
     ] = None,
     labelled: StyleLabelled = None,
     out: OutFolder = "results/werewolf-styles",
-    render_only: RenderOnly = False,
     doc: SectionDoc = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
@@ -231,7 +218,7 @@ def styles(
         StylesOptions,
         run,
     )
-    from gtsteer.studies.werewolf_styles import DOC, document
+    from gtsteer.runs.werewolf_styles_doc import document
 
     with friendly_errors():
         cfg = StylesConfig(
@@ -241,19 +228,24 @@ def styles(
             max_speakers=speakers, seed=seed, states_from=states_from)
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
         ctx = RunContext.of(endpoint=served, out=out, report=note)
-        summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED,
-                                              render_only=render_only))
-        console.print(styles_table(summary))
-        for v in summary.validations:
-            console.print(v.describe() + ("" if v.passes else " [red](not counted)[/red]"))
-        console.print(f"moved: {'; '.join(summary.moved) or 'nothing'}")
-        calls = summary.llm_calls
-        console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
-                      f"{calls.new_calls} new)")
-        where = summary.folder
-        console.print(f"wrote {where}/styles.json and {where}/lines.jsonl")
-        if doc != "":
-            console.print(f"wrote its section of {document(summary, where, doc or DOC)}")
+        summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED))
+        print_styles(summary)
+        if doc:
+            console.print(f"wrote its section of {document(summary, summary.folder, doc)}")
+
+
+def print_styles(summary: StylesSummary) -> None:
+    """The run's table, its judge's validations, what moved and what it wrote (also printed
+    by the lab's `werewolf-styles`, which renders a run's section)."""
+    console.print(styles_table(summary))
+    for v in summary.validations:
+        console.print(v.describe() + ("" if v.passes else " [red](not counted)[/red]"))
+    console.print(f"moved: {'; '.join(summary.moved) or 'nothing'}")
+    calls = summary.llm_calls
+    console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
+                  f"{calls.new_calls} new)")
+    where = summary.folder
+    console.print(f"wrote {where}/styles.json and {where}/lines.jsonl")
 
 
 def styles_table(summary: StylesSummary) -> Table:
@@ -284,7 +276,7 @@ def register(app: typer.Typer) -> None:
 
 def paired_table(paired: list[PairedDifference]) -> Table:
     """Each condition minus static on the same seeds: village wins and votes on wolves."""
-    from gtsteer.studies.werewolf_paired import signed_span as span  # as the doc writes it
+    from gtsteer.runs.werewolf_paired_doc import signed_span as span  # as the doc writes it
 
     table = Table("condition", "seeds", "wins: only it / only static", "win-rate difference"
                   " [95%]", "McNemar p", "votes on wolves, difference [95%]",

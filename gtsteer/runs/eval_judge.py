@@ -4,7 +4,7 @@ The driver of `gtsteer.evals.validation` (the classifiers, the accuracies and th
 rule live there): it reads the labelled messages (gtsteer/data/judge_labelled.yaml by default),
 validates every classifier given with `--judge` on every config, per variant (without / with
 the config's instruction definitions), and writes DIR/judge.json. `gtsteer eval steering
---validate-judge FILE` and gtsteer study steering-table validate the same way before they measure.
+--validate-judge FILE` and python -m lab steering-table validate the same way before they measure.
 The command keeps its name, `judge`, and so do its option and file; in the code the thing
 validated is a steering classifier, since "judge" is the verdict game's.
 

@@ -102,7 +102,7 @@ class NovelTokens:
     A token's KV entry depends on every token before it, so any way of serving the same calls
     must evaluate each node of this trie at least once: the sum of `add` over a run is the
     fewest tokens that could give its answers, whatever the caching or batching. That floor is
-    a measurement (`solve --profile`, `gtsteer bench profile`), so it is opt-in
+    a measurement (`solve --profile`, `python -m lab profile`), so it is opt-in
     (`counting_tokens`): the trie keeps every distinct token (one dict each), which a long run
     should not pay for."""
 

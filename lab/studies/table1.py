@@ -1,0 +1,895 @@
+"""The paper's Table 1 for every domain config: NashConv and CFR gain (95% CIs) over N solved
+instances, steering accuracy beside them, written to docs/TABLE1.md next to the paper's numbers.
+
+    .venv/bin/python -m lab table1                 # every gtsteer/configs/*.yaml, local model
+    .venv/bin/python -m lab table1 --games 20 --steering-samples 10 --llm local \
+        gtsteer/configs/trade_fruit_tone.yaml
+
+Each config runs `gtsteer solve` (instances 0..N-1, CFR+ 1000 iterations) and
+`gtsteer eval steering` (K = --steering-samples messages per instruction; `--samples`, its
+old spelling, still works with a warning); results land in results/table1/. LLM
+answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
+its row under --results; `--render-only` writes the doc from those rows without a model call,
+so several processes (one per core, on disjoint configs) or sessions can share the work.
+
+Exit code: 0 when every domain was measured, 1 when any failed (the doc is still written, the
+failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from gtsteer.binding.shipped import shipped_configs
+from gtsteer.domains import load_spec
+from gtsteer.evals.prompts import DEFINED, PLAIN
+from gtsteer.evals.validation import JudgeRefused
+from gtsteer.runs.atomic import write_text
+from gtsteer.runs.eval_judge import DEFAULT_LABELLED
+from gtsteer.runs.eval_steering import SteeringReport, measure_steering
+from gtsteer.runs.output import (
+    ROOT,
+    DamagedFileError,
+    check_out_file,
+    read_result,
+    repo_relative,
+    save_png,
+)
+from gtsteer.runs.solve import solve_config
+from gtsteer.runs.solve_schema import GameRecord, SolveSummary
+from gtsteer.runs.units import RayOptions
+from gtsteer.solvers.metrics import (
+    MeanCI,
+    bootstrap_bound_error,
+    bootstrap_interval,
+    holm,
+    mean_ci,
+    min_detectable_effect,
+    sign_test,
+    skewness,
+    t_test_p,
+)
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
+from lab.studies.table1_decomposition import decomposition
+
+#: How to run this (the usage line, and the command its docs section names).
+COMMAND = "python -m lab table1"
+
+DOC = ROOT / "docs" / "TABLE1.md"
+#: The paper's Table 1 (PaLM 2, 200 instances per domain; arXiv 2402.01704), by domain family.
+PAPER = {
+    "fruit": ("fruit trading (tone)", 0.009, 0.038),
+    "meeting": ("meeting scheduling (day)", 0.010, 0.037),
+    "debate": ("debate (argument style)", 0.024, 0.106),
+}
+
+
+def family(domain: str) -> str | None:
+    """The paper's Table 1 row a config compares with. Its meeting domain is steered by the
+    proposed day, so the meeting-by-tone config has no row (PSRO is where the paper uses tones
+    there)."""
+    for key, words in (("fruit", ("fruit",)), ("meeting", ("meeting_dow",)),
+                       ("debate", ("debate",))):
+        if any(w in domain for w in words):
+            return key
+    return None
+
+
+class VersusCell(BaseModel):
+    """One player's fresh-sample gain of the policy over a baseline, paired per instance, with
+    its Student-t (`gain`) and bootstrap intervals."""
+
+    player: int
+    role: str
+    replay: str  # "opening" (exact) or a text-reading replay
+    baseline: str
+    others: str = "any"  # the other players: on `any`, or the first mover on its policy
+    gain: MeanCI
+    bootstrap: tuple[float, float] | None = None
+    #: Kept in rows saved before issue 57 (post-hoc power from the observed mean: no longer
+    #: computed or shown; the page shows the minimum detectable effect instead).
+    instances_needed: int | None = None
+
+
+class Row(BaseModel):
+    config: str
+    domain: str
+    games: int
+    solved: int = 0
+    #: The config's payoff range (max - min), which every normalised value divides by.
+    payoff_span: float = Field(1.0, gt=0)
+    #: S: the config's `num_llm_seeds` when measured (one count, or one per depth); None in
+    #: rows saved before they kept it (the page then reads the config's).
+    samples_per_message: int | list[int] | None = None
+    #: The domain code's `version` when measured (a payoff rule changed; None: saved before
+    #: rows kept it, i.e. version 1).
+    domain_version: int | None = None
+    nash_conv: MeanCI | None = None
+    nash_conv_normalized: MeanCI | None = None
+    cfr_gain: MeanCI | None = None
+    cfr_gain_normalized: MeanCI | None = None
+    #: `--heldout`: CFR gain of the same policies on fresh samples of the solved positions.
+    cfr_gain_heldout: MeanCI | None = None
+    cfr_gain_heldout_normalized: MeanCI | None = None
+    #: Share of the held-out gain's replayed decisions that had no solved position (`any`).
+    heldout_unmatched_share: float | None = None
+    #: The clean estimate: the first mover's opening decision on fresh samples (replayed
+    #: exactly), its in-sample counterpart, and the replays that read the fresh text.
+    heldout_clean: MeanCI | None = None
+    heldout_clean_in_sample: MeanCI | None = None
+    heldout_readers: dict[str, MeanCI] = {}
+    #: The policy's fresh-sample value against `any`, greedy and uniform (paired).
+    versus: list[VersusCell] = []
+    #: Per solved instance (in `instances` order; held-out values in `heldout_instances`
+    #: order): every value a mean or interval above is computed from, per player too.
+    instances: list[int] = []
+    heldout_instances: list[int] = []
+    per_instance: dict[str, list[float]] = {}
+    steering_plain: float | None = None
+    steering_defined: float | None = None
+    steering_chance: float | None = None
+    #: Lower ends of the 95% Wilson intervals of the two aggregates.
+    steering_low: list[float] = []
+    steering_samples: int = 0
+    #: The judge that classified the messages, validated first on the labelled messages.
+    steering_judge: str | None = None
+    #: Why steering was not measured: no variant of the judge passed its labelled messages.
+    steering_refused: str | None = None
+    error: str | None = None
+
+
+class StoredRow(BaseModel):
+    llm: str
+    row: Row
+    #: How the row was measured (absent in rows saved before they kept it).
+    command: str | None = None
+    commit: str | None = None
+    measured_at: str | None = None
+
+
+ROW_FILE = "table1_row.json"
+
+
+def row_path(results: Path, domain: str) -> Path:
+    return results / domain / ROW_FILE
+
+
+def stored_row(results: Path, domain: str, llm: str, games: int | None, samples: int | None,
+               heldout: bool = False) -> StoredRow | None:
+    """The row a finished run saved for these settings (with the held-out gain where
+    `heldout` asks for it), if any; `games` None takes the row at whatever instance count it
+    was measured, `samples` None at whatever steering K (each row shows its own n and K).
+    A row file that cannot be read raises `DamagedFileError` naming it."""
+    path = row_path(results, domain)
+    if not path.is_file():
+        return None
+    saved = read_result(path, StoredRow)
+    if saved.llm != llm or (samples is not None and saved.row.steering_samples != samples) or (
+            games is not None and saved.row.games != games):
+        return None
+    if heldout and saved.row.heldout_clean is None:  # none, or measured before the clean part
+        return None
+    return saved
+
+
+def solved_so_far(results: Path, domain: str) -> int:
+    """Instances whose games a (possibly stopped) run has written."""
+    return len(list((results / domain / "games").glob("*.json")))
+
+
+def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
+            heldout: bool = False, command: str | None = None,
+            ray: RayOptions | None = None, judge: str | None = "embed") -> StoredRow:
+    """Solve and steer one domain; a finished row is saved under `out` with how it was made:
+    `command` (the options, without configs) followed by this row's config. `ray` solves the
+    instances as Ray tasks (docs/SCALE.md). `judge` classifies the steering messages (a judge
+    spelling or model string; None: the writer's own likelihoods) and is validated on the
+    labelled messages first: a judge at chance there is not used, and the row says why."""
+    spec = load_spec(config)
+    commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
+    row = Row(config=repo_relative(config),
+              domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min,
+              samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version)
+    command = None if command is None else f"{command} {row.config}"
+    try:
+        summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
+                               heldout=heldout, progress=progress, ray=ray, resume=True,
+                               report=lambda line: print(line, flush=True))
+        if summary.metrics is not None:
+            m = summary.metrics
+            row.solved = len(summary.instances)
+            row.nash_conv = MeanCI(**m.nash_conv.model_dump(exclude={"per_instance"}))
+            # Normalised here, by the config's payoff range, whatever the summary's own choice.
+            row.nash_conv_normalized = mean_ci([v / row.payoff_span
+                                                for v in m.nash_conv.per_instance])
+            row.cfr_gain = MeanCI(**m.cfr_gain.model_dump(exclude={"per_instance"}))
+            row.cfr_gain_normalized = mean_ci([g / row.payoff_span
+                                               for g in m.cfr_gain.per_instance])
+            row.instances, row.per_instance = summary.instances, per_instance_values(summary)
+            if m.cfr_gain_heldout is not None:
+                held = m.cfr_gain_heldout.per_instance
+                row.cfr_gain_heldout = mean_ci(held)
+                row.cfr_gain_heldout_normalized = mean_ci([g / row.payoff_span for g in held])
+                row.heldout_unmatched_share = (summary.heldout_unmatched
+                                               / max(1, summary.heldout_decisions))
+                row.heldout_instances = summary.heldout_instances
+            if (hm := summary.heldout_metrics) is not None:
+                row.heldout_clean = MeanCI(**hm.clean.model_dump(exclude={"per_instance"}))
+                row.heldout_clean_in_sample = MeanCI(
+                    **hm.clean_in_sample.model_dump(exclude={"per_instance"}))
+                row.heldout_readers = {
+                    name: MeanCI(**r.cfr_gain.model_dump(exclude={"per_instance"}))
+                    for name, r in hm.replays.items() if name != "history"}
+                row.versus = [
+                    VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
+                               baseline=v.baseline, others=v.others,
+                               gain=MeanCI(**v.gain.model_dump(exclude={"per_instance"})),
+                               bootstrap=bootstrap_interval(v.gain.per_instance))
+                    for v in hm.versus]
+        if samples > 0:
+            row.steering_samples = samples
+            try:
+                report: SteeringReport = measure_steering(
+                    config, llm, classifier_llm=judge, samples=samples, progress=progress,
+                    validate_classifier_on=DEFAULT_LABELLED)
+            except JudgeRefused as exc:  # the solve's numbers stand; the cell says why
+                row.steering_refused = str(exc)
+            else:
+                plain, defined = report.run(PLAIN), report.run(DEFINED)
+                row.steering_judge = report.classifier_model
+                row.steering_plain = plain.aggregate.accuracy if plain else None
+                row.steering_defined = defined.aggregate.accuracy if defined else None
+                row.steering_chance = next((r.chance for r in (plain, defined) if r), None)
+                row.steering_low = [r.aggregate.ci_low for r in (plain, defined)
+                                    if r is not None]
+    except Exception as exc:  # noqa: BLE001 - one failing domain must not hide the others
+        row.error = f"{type(exc).__name__}: {exc}"
+    stored = StoredRow(llm=llm, row=row, command=command, commit=commit, measured_at=utc_now())
+    if row.error is None:  # a finished domain: `--render-only` and later runs can show it
+        write_text(row_path(out, spec.name), stored.model_dump_json(indent=1))  # whole or none
+    return stored
+
+
+def per_instance_values(summary: SolveSummary) -> dict[str, list[float]]:
+    """Every per-instance value of a solve, flat, so any interval can be recomputed from the
+    saved row: in-sample metrics and per-player gains (from games/<i>.json), the held-out
+    gain of each replay in total and per player, and the clean estimate."""
+    m = summary.metrics
+    assert m is not None and summary.folder is not None
+    out = {"nash_conv": m.nash_conv.per_instance, "cfr_gain": m.cfr_gain.per_instance}
+    records = [GameRecord.model_validate_json(
+        (summary.folder / "games" / f"{i}.json").read_text(encoding="utf-8"))
+        for i in summary.instances]
+    players = len(records[0].values.cfr_gain_per_player) if records[0].values else 0
+    for p in range(players):
+        out[f"cfr_gain_player{p}"] = [r.values.cfr_gain_per_player[p] for r in records
+                                      if r.values is not None]
+    if (hm := summary.heldout_metrics) is not None:
+        out["heldout_clean"] = hm.clean.per_instance
+        out["heldout_clean_in_sample"] = hm.clean_in_sample.per_instance
+        for name, replay in hm.replays.items():
+            out[f"heldout_{name}"] = replay.cfr_gain.per_instance
+            for p, metric in enumerate(replay.per_player):
+                out[f"heldout_{name}_player{p}"] = metric.per_instance
+        for v in hm.versus:
+            cell = f"versus_player{v.player}_{v.replay}_{v.baseline}_others_{v.others}"
+            out[cell] = v.gain.per_instance
+            out[f"{cell}_policy_value"] = v.policy_value.per_instance
+            out[f"{cell}_baseline_value"] = v.baseline_value.per_instance
+    return out
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def provenance(stored: list[StoredRow]) -> list[str]:
+    """One line per row: the command and commit that measured it."""
+    heading = ("How each row was measured (`--render-only` redraws this page from the saved"
+               " rows):")
+    lines = ["", heading, ""]
+    for s in stored:
+        how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
+               if s.command else "not recorded (saved before rows kept their command)")
+        lines.append(f"- `{s.row.domain}`: {how}")
+    return lines
+
+
+def signed(x: float, digits: int = 3) -> str:
+    return f"{round(x, digits) + 0.0:+.{digits}f}"  # + 0.0: never print -0.000
+
+
+def ci(m: MeanCI | None) -> str:
+    if m is None:
+        return "—"
+    if m.ci_low is None or m.ci_high is None:
+        return f"{signed(m.mean)} (n={m.n})"
+    return f"{signed(m.mean)} [{signed(m.ci_low)}, {signed(m.ci_high)}]"
+
+
+def scaled(m: MeanCI | None, factor: float) -> MeanCI | None:
+    """`m` with its mean and interval multiplied by `factor` > 0 (e.g. 1 / payoff range)."""
+    if m is None:
+        return None
+    return MeanCI(mean=m.mean * factor, n=m.n,
+                  ci_low=None if m.ci_low is None else m.ci_low * factor,
+                  ci_high=None if m.ci_high is None else m.ci_high * factor)
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def steering_cell(r: Row) -> str:
+    """Accuracy without / with definitions / chance, and the judge; or why it is missing."""
+    if not r.steering_samples:
+        return "—"
+    if r.steering_refused is not None:
+        return f"not measured: no validated judge (K={r.steering_samples})"
+    judge = f", judge `{r.steering_judge}`" if r.steering_judge else ""
+    return (f"{pct(r.steering_plain)} / {pct(r.steering_defined)} / {pct(r.steering_chance)}"
+            f" (K={r.steering_samples}{judge})")
+
+
+def steerable(rows: list[Row]) -> str:
+    """Which domains the model follows (an aggregate's 95% interval above chance), and where
+    no judge could tell."""
+    follows: list[str] = []
+    ignores: list[str] = []
+    unjudged = [f"`{r.domain}`" for r in rows if r.steering_refused is not None]
+    for r in rows:
+        if not r.steering_low or r.steering_chance is None:
+            continue
+        (follows if max(r.steering_low) > r.steering_chance else ignores).append(f"`{r.domain}`")
+    text = (f"above chance (95% interval excludes it): {', '.join(follows) or 'none'}; "
+            f"not distinguishable from chance: {', '.join(ignores) or 'none'}")
+    if unjudged:
+        text += ("; not measured, no judge passed the labelled messages (docs/EVAL.md): "
+                 + ", ".join(unjudged))
+    return text
+
+
+def gain_without_steering(rows: list[Row]) -> list[str]:
+    """Domains whose CFR gain interval excludes 0 while steering is indistinguishable from
+    chance."""
+    return [f"`{r.domain}`" for r in rows
+            if r.cfr_gain is not None and r.cfr_gain.side == 1
+            and r.steering_low and r.steering_chance is not None
+            and max(r.steering_low) <= r.steering_chance]
+
+
+def heldout_cell(r: Row) -> str:
+    """The fresh-sample gain by history replay, with the share of decisions that could only
+    play `any`."""
+    cell = ci(r.cfr_gain_heldout)
+    if r.cfr_gain_heldout is not None and r.cfr_gain_heldout.n < r.solved:
+        cell += f" (n={r.cfr_gain_heldout.n}: some held-out trees failed)"
+    if r.heldout_unmatched_share:
+        cell += f" ({pct(r.heldout_unmatched_share)} of decisions unmatched)"
+    return cell
+
+
+def clean_cell(r: Row) -> str:
+    """The clean estimate (first mover's opening decision on fresh samples), in-sample beside."""
+    if r.heldout_clean is None:
+        return "—"
+    return f"{ci(r.heldout_clean)} (in-sample {ci(r.heldout_clean_in_sample)})"
+
+
+def readers_cell(r: Row) -> str:
+    """The fresh-sample gain of each replay that reads the fresh text."""
+    return "; ".join(f"{name} {ci(m)}" for name, m in r.heldout_readers.items()) or "—"
+
+
+def against_zero(m: MeanCI) -> str:
+    return {1: "above 0", -1: "below 0"}.get(m.side or 0, "not distinguishable from 0")
+
+
+def heldout_summary(rows: list[Row]) -> str:
+    """What the fresh-sample columns say, domain by domain, from the intervals alone."""
+    held = [r for r in rows if r.heldout_clean is not None]
+    if not held:
+        older = [f"`{r.domain}`" for r in rows if r.cfr_gain_heldout is not None]
+        return "Held out so far: none." + (
+            f" The fresh-sample column of {', '.join(older)} predates the clean estimate: it"
+            " replays every decision by action history, blind to the fresh text after the"
+            " first message, with one seed per sample index along a path (science review"
+            " 66ff82a), so it says little." if older else "")
+    groups: dict[str, list[str]] = {}
+    for r in held:
+        assert r.heldout_clean is not None
+        groups.setdefault(against_zero(r.heldout_clean), []).append(f"`{r.domain}`")
+    parts = [f"{k}: {', '.join(v)}" for k, v in groups.items()]
+    text = ("On fresh samples the clean estimate (the first mover's opening decision) is "
+            + "; ".join(parts) + ".")
+    fallback = [f"`{r.domain}` ({pct(r.heldout_unmatched_share)})" for r in held
+                if r.heldout_unmatched_share]
+    if fallback:
+        text += (" Where a fresh dialogue reaches a position the solved tree never had (its"
+                 " dialogue ended earlier, and no other sample of the same instructions went"
+                 " on), the history replay can only play `any`, which pulls its gain toward 0: "
+                 + ", ".join(fallback) + " of the replayed decisions.")
+    return text
+
+
+def older_payoff(rows: list[Row]) -> list[str]:
+    """One sentence naming the rows measured under an older version of their domain's code
+    than the config loads now (issue 57 changed the meeting payoff: version 2)."""
+    old = []
+    for r in rows:
+        try:
+            now = load_spec(repo_config(r.config)).hooks.version
+        except Exception:  # noqa: BLE001 - a config gone since: nothing to compare with
+            continue
+        was = r.domain_version or 1
+        if was < now:
+            old.append(f"`{r.domain}` (version {was}; now {now})")
+    if not old:
+        return []
+    return ["", ("Measured under an older version of the domain's payoff than the code now has,"
+                 " and not re-run: " + ", ".join(old) + ". For the meeting domain that predates"
+                 " issue 57's away-day rule (a meeting on a day either player is away now pays"
+                 " both 0), so its values pay meetings one side cannot attend.")]
+
+
+def samples_cell(r: Row) -> str:
+    """S, the samples per message the row was solved with (a per-depth list as such); a row
+    saved before it kept S shows its config's count."""
+    seeds = r.samples_per_message
+    if seeds is None:
+        try:
+            seeds = load_spec(repo_config(r.config)).num_llm_seeds
+        except Exception:  # noqa: BLE001 - a config gone since: the page says it does not know
+            return "?"
+    return f"[{', '.join(map(str, seeds))}]" if isinstance(seeds, list) else str(seeds)
+
+
+def cell_key(c: VersusCell) -> str:
+    """The saved row's per-instance key of a cell's paired differences."""
+    return f"versus_player{c.player}_{c.replay}_{c.baseline}_others_{c.others}"
+
+
+def is_primary(c: VersusCell) -> bool:
+    """The declared primary contrast of a domain: the first mover's clean fresh gain (its
+    opening decision, replayed exactly, the other player on `any`) over greedy, the
+    instruction a person would give without a solver."""
+    return c.replay == "opening" and c.baseline == "greedy" and c.others == "any"
+
+
+#: |skewness| from which a mean is shown with its sign counts and exact sign test.
+SKEWED = 1.0
+#: A paired difference within this share of the payoff range counts as a tie (no sign).
+TIE_SHARE = 1e-3
+
+
+def bound(x: float, mc_error: float | None) -> str:
+    """A bootstrap bound; "≈ 0" where it lies within 2 Monte Carlo SDs of 0 (its side of 0
+    would be decided by the resample seed)."""
+    if mc_error is not None and abs(x) < 2 * mc_error:
+        return "≈ 0"
+    return signed(x)
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def mde_text(values: list[float]) -> str:
+    """The minimum detectable effect at this n (80% power, two-sided 5%, observed SD)."""
+    import numpy as np
+
+    if len(values) < 2:
+        return "—"
+    mde = min_detectable_effect(float(np.std(values, ddof=1)), len(values))
+    return "—" if mde is None else f"{mde:.3f}"
+
+
+def signs_text(values: list[float], span: float) -> str:
+    """Sign counts and the exact sign test, where the values are skewed."""
+    skew = skewness(values)
+    if skew is None or abs(skew) < SKEWED:
+        return "—"
+    s = sign_test(values, tie=TIE_SHARE * span)
+    return (f"{s.positive}+ / {s.negative}− / {s.ties} tied, sign p {p_text(s.p)}"
+            f" (skew {skew:+.1f})")
+
+
+def versus_section(rows: list[Row]) -> list[str]:
+    """Per domain: the declared primary contrast (Student-t), then every other fresh-sample
+    cell as exploratory, its t p Holm-adjusted over all of them, with the bootstrap, the
+    minimum detectable effect and, where skewed, the sign test (review science-0832c41, M4,
+    L1, L2)."""
+    shown = [r for r in rows if r.versus]
+    if not shown:
+        return []
+    primary: list[tuple[Row, VersusCell]] = []
+    exploratory: list[tuple[Row, VersusCell]] = []
+    for r in shown:
+        for c in r.versus:
+            (primary if is_primary(c) else exploratory).append((r, c))
+    values = {(r.domain, cell_key(c)): r.per_instance.get(cell_key(c), [])
+              for r, c in primary + exploratory}
+    pvals = [t_test_p(values[r.domain, cell_key(c)]) for r, c in exploratory]
+    adjusted = holm([1.0 if p is None else p for p in pvals])
+    lines = [
+        "",
+        "## Fresh samples: the policy against baselines",
+        "",
+        ("Each value is a player's value with the CFR policy minus its value with the baseline,"
+         " on the same fresh samples of each instance (a paired difference), mean over"
+         " instances with a 95% Student-t interval, the one interval method of this page. The"
+         " first mover plays its opening decision (replayed exactly: the clean estimate), the"
+         " other player on `any`. The responder's policy is replayed by one that reads the"
+         " fresh text, with the first mover on `any` (*others* `any`) or on its solved opening"
+         " (*others* `policy`). *greedy*: the instruction a person would give each player"
+         " without a solver (meeting: its own highest-valued day it is not away on; offers: the"
+         " offer worth most to it that its basket can pay for); *uniform*: every instruction"
+         " equally often. *S*: samples per message the tree was solved with (a per-depth list"
+         " as such). *MDE*: the minimum detectable effect at this n, the smallest true mean a"
+         " two-sided 5% t-test finds with 80% power given the observed SD (a design quantity,"
+         " not post-hoc power). Per-instance values:"
+         " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
+         " docs/data/table1/."),
+        "",
+        "### Primary contrast (declared): the proposer's clean fresh gain over greedy",
+        "",
+        ("One contrast per domain, declared before reading the cells: does the solver's opening"
+         " beat the instruction a person would give? Unadjusted Student-t p."),
+        "",
+        "| domain | S | n | player | policy − greedy [95% t] | t p | MDE | signs (where skewed) |",
+        "|---|---|---:|---|---|---:|---:|---|",
+    ]
+    for r, c in primary:
+        vals = values[r.domain, cell_key(c)]
+        lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
+                     f" {ci(c.gain)} | {p_text(t_test_p(vals))} | {mde_text(vals)} |"
+                     f" {signs_text(vals, r.payoff_span)} |")
+    lines += [
+        "",
+        f"### Exploratory cells (Holm-adjusted over all {len(exploratory)})",
+        "",
+        ("Every other cell: its t p adjusted by Holm's method over the"
+         f" {len(exploratory)} cells of this table (family-wise 5%; **bold** below 0.05). The"
+         " fruit cells are heavily skewed (many zeros, a few large values), where both the t"
+         " and the bootstrap interval reject a true null far more often than 5% (review"
+         f" science-0832c41, M4): where |skew| ≥ {SKEWED:g} the cell adds its sign counts and"
+         " the exact sign test (a difference within 0.1% of the payoff range is a tie). The"
+         " bootstrap (BCa, 10,000 resamples of the instances) is a robustness check, not a"
+         " second test; a bound within 2 Monte Carlo SDs of 0 (over 10 other resample seeds)"
+         " reads ≈ 0, since its sign is the seed's. Responder rows against greedy are"
+         " reader-sensitive: greedy counter-proposes its own best day whatever it was offered,"
+         " and the small reader misreads counter-proposals as agreements (45% in"
+         " `python -m lab reward`), which pays greedy (review M1; not counted per terminal"
+         " here: that needs the trees expanded again)."),
+        "",
+        ("| domain | S | n | player | policy | others | baseline | mean [95% t] | Holm p"
+         " | bootstrap [95% BCa] | MDE | signs (where skewed) |"),
+        "|---|---|---:|---|---|---|---|---|---:|---|---:|---|",
+    ]
+    for (r, c), raw, p in zip(exploratory, pvals, adjusted, strict=True):
+        vals = values[r.domain, cell_key(c)]
+        holm_p = "—" if raw is None else f"**{p_text(p)}**" if p < 0.05 else p_text(p)
+        boot = "—"
+        if c.bootstrap is not None:
+            err = bootstrap_bound_error(vals) if len(vals) >= 2 else None
+            low_err, high_err = err if err is not None else (None, None)
+            boot = f"[{bound(c.bootstrap[0], low_err)}, {bound(c.bootstrap[1], high_err)}]"
+        baseline = "`any`" if c.baseline == "any" else c.baseline
+        lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} | {c.replay}"
+                     f" | `{c.others}` | {baseline} | {ci(c.gain)} | {holm_p} | {boot} |"
+                     f" {mde_text(vals)} | {signs_text(vals, r.payoff_span)} |")
+    return lines
+
+
+def decomposition_section(rows: list[Row]) -> list[str]:
+    """Per domain: the first mover's fresh value under `any`, a random instruction, the CFR
+    opening and greedy, and each step (`lab.studies.table1_decomposition`)."""
+    lines: list[str] = []
+    for r in rows:
+        first = next((c.player for c in r.versus if c.replay == "opening"), None)
+        if first is None:
+            continue
+        n_actions = len(load_spec(repo_config(r.config)).instructions())
+        d = decomposition(r.per_instance, first, n_actions)
+        if d is None:
+            continue
+        role = next(c.role for c in r.versus if c.player == first)
+        values = " → ".join(f"{k} {signed(v.mean)}" for k, v in d.values.items())
+        steps = "; ".join(f"{k} {ci(v)}" for k, v in d.steps.items())
+        lines.append(f"| `{r.domain}` | {d.values['any'].n} | {role} | {values} | {steps} |")
+    if not lines:
+        return []
+    return [
+        "",
+        "## Fresh samples: what the opening's gain over `any` is made of",
+        "",
+        ("The first mover's mean fresh value with its opening on `any`, on a *random*"
+         " instruction (uniform over the non-`any` ones: (n·uniform − any)/(n − 1) from the"
+         " saved `uniform` and `any` values, exact because a value is linear in the opening"
+         " mixture), on the CFR opening (*policy*) and on *greedy*, with each paired step and"
+         " its 95% Student-t interval: *random − any* is what naming some instruction is worth,"
+         " *policy − random* what the solver's choice adds. The steps are descriptive (not"
+         " adjusted); *policy − greedy* is the primary contrast above."),
+        "",
+        "| domain | n | player | value: any → random → policy → greedy | steps |",
+        "|---|---:|---|---|---|",
+        *lines,
+    ]
+
+
+def gain_figure(rows: list[Row]) -> Any:
+    """Per domain: CFR gain / payoff range with its 95% interval, in-sample and on fresh
+    samples side by side (normalised, so domains with different payoffs share one axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if r.cfr_gain_normalized is not None]
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(shown) + 1.4))
+    for offset, label, pick in ((-0.2, "in-sample (the samples CFR chose from)",
+                                 lambda r: r.cfr_gain_normalized),
+                                (0.0, "fresh: clean (opening decision, exact replay)",
+                                 lambda r: scaled(r.heldout_clean, 1 / r.payoff_span)),
+                                (0.2, "fresh: nearest-information-state replay",
+                                 lambda r: scaled(r.heldout_readers.get("nearest"),
+                                                  1 / r.payoff_span))):
+        ys, xs, lows, highs = [], [], [], []
+        for y, r in enumerate(shown):
+            m = pick(r)
+            if m is None:
+                continue
+            ys.append(y + offset)
+            xs.append(m.mean)
+            lows.append(m.mean - (m.ci_low if m.ci_low is not None else m.mean))
+            highs.append((m.ci_high if m.ci_high is not None else m.mean) - m.mean)
+        ax.errorbar(xs, ys, xerr=[lows, highs], fmt="o", capsize=3, label=label)
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    ax.set_yticks(range(len(shown)), [r.domain for r in shown])
+    ax.invert_yaxis()
+    ax.set_xlabel("CFR gain / payoff range (mean, 95% interval over instances)")
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def render(rows: list[Row], llm: str, command: str,
+           pending: list[tuple[str, int]] | None = None, figure: str | None = None,
+           stored: list[StoredRow] | None = None, damaged: list[str] | None = None) -> str:
+    """The page; `damaged` are domains whose saved row could not be read (not shown)."""
+    now = utc_now()
+    lines = [
+        "# Table 1: NashConv and CFR gain on the solved samples, and the gain on fresh ones",
+        "",
+        ("The paper's Table 1 (arXiv 2402.01704) reports, per domain, NashConv of the CFR policy"
+        " (how much a player gains by deviating from it) and CFR gain (what one player gains by"
+        " switching from the unguided `any` to the CFR policy while the other stays unguided)."
+        " This page measures both with gtsteer, with 95% Student-t intervals over instances,"
+        " and puts steering accuracy beside them: CFR can only exploit instructions the model"
+        " actually follows. Both are in-sample: computed on the very tree CFR solved, S LLM"
+        " samples per message. NashConv there is about 0 by construction once CFR+ has"
+        " converged on that small tree; it says the solver finished, not that the policy is"
+        " hard to exploit on new samples. What carries to samples the solver never saw is in"
+        " the *fresh* columns and the sections below them."),
+        "",
+        f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
+        "",
+        ("| domain | S | solved / instances | NashConv, in-sample (solver converged)"
+        " | NashConv / range, in-sample | CFR gain, in-sample | CFR gain / range, in-sample"
+        " | fresh: clean (opening decision) | fresh: text-reading replays | fresh: by history"
+        " (blind) | steering (no defs / defs / chance) |"),
+        "|---|---|---:|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.error is not None and r.nash_conv is None:
+            lines.append(f"| `{r.domain}` | {samples_cell(r)} | {r.solved} / {r.games} |"
+                         f" failed: {r.error} | | | | | | | |")
+            continue
+        lines.append(
+            f"| `{r.domain}` | {samples_cell(r)} | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
+            f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
+            f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
+        )
+    lines += older_payoff(rows)
+    lines += versus_section(rows)
+    lines += decomposition_section(rows)
+    if stored:
+        lines += provenance(stored)
+    if figure:
+        lines += ["", f"![CFR gain in-sample and on fresh samples, per domain]({figure})"]
+    if pending:
+        lines += ["", "Not measured yet (the run was stopped before them, or is still going): "
+                  + ", ".join(f"`{name}` ({solved} instance{'' if solved == 1 else 's'}"
+                              " solved so far)" for name, solved in pending) + "."]
+    if damaged:
+        lines += ["", "Saved rows that could not be read (not shown; the command names each"
+                  " file and why, and measuring the domain again replaces it): "
+                  + ", ".join(f"`{name}`" for name in damaged) + "."]
+    lines += [
+        "",
+        "## The paper's numbers (PaLM 2, 200 instances, no intervals reported)",
+        "",
+        "| domain | NashConv | CFR gain | gtsteer configs |",
+        "|---|---:|---:|---|",
+    ]
+    for key, (name, nash, gain) in PAPER.items():
+        mine = ", ".join(f"`{r.domain}`" for r in rows if family(r.domain) == key) or "—"
+        lines.append(f"| {name} | {nash:.3f} | {gain:+.3f} | {mine} |")
+    lines += [
+        "",
+        ("The paper does not say whether its values are normalised by the payoff range; both"
+        " are shown here. Domains without a paper row (meeting by tone, the verdict games)"
+        " are gtsteer's own."),
+        "",
+        "## What a 270M / 135M model can and cannot show",
+        "",
+        ("- It **can** show the machinery end to end and reproducibly: every tree is expanded,"
+        " solved and measured, a rerun makes no new model call, and NashConv near 0 says CFR+"
+        " converged on the game *this* model induces."),
+        "- A CFR gain is only as meaningful as the steering accuracy next to it. Where accuracy"
+        " sits at chance, the instructions barely change the messages, every instruction leads"
+        " to about the same payoffs, and a gain near 0 is the honest result, not a solver"
+        " failure. Where accuracy is well above chance, the instructions change what is said"
+        " and CFR has something to choose between. In this run: " + steerable(rows) + ".",
+        ("- CFR gain is measured on the very samples CFR optimised over, as in the paper: with"
+        " few samples per message, an instruction whose samples happened to score well looks"
+        " better than it is, so part of a gain is selection on sampling noise. A positive gain"
+        " where steering sits at chance is the sign of it (in this run: "
+        + (", ".join(gain_without_steering(rows)) or "none") + "); the instructions may still"
+        " change something the classifier does not see. The fresh-sample columns (`--heldout`,"
+        " `gtsteer solve --heldout`, docs/SOLVE.md) build each instance again with LLM samples"
+        " CFR never saw. Only the first mover's opening decision is the same position there, so"
+        " only it is replayed exactly: *clean* is that decision's gain on fresh samples (its"
+        " later decisions and the other players on `any`), the clean estimate, with its"
+        " in-sample value beside it (their difference is its selection on sampling noise)."
+        " Every later decision reads a message sampled anew: *by history* replays the policy"
+        " solved for the solved message with the same sample index, blind to the fresh text,"
+        " so its shortfall is not selection alone; *text-reading replays* play the policy of"
+        " the nearest solved information state (`nearest`, MiniLM embeddings) or a distilled"
+        " MLP (`distilled`) on the fresh text, mean over players. " + heldout_summary(rows)),
+        ("- It **cannot** reproduce the paper's effect sizes: the paper used PaLM 2 for both"
+        " dialogue and reward, 200 instances and longer dialogues. A tiny model's reward"
+        " extraction also makes errors (see `gtsteer eval reward`), so a measured gain mixes"
+        " strategy with reward-model noise; the intervals say how much of it survives N"
+        " instances, not whether the reward model is right."),
+        ("- Verdict games and debate are judged by the same small model; their numbers describe"
+        " the judge as much as the players. The verdict games have one sample per message and a"
+        " temperature-0 judge, so each instance is a deterministic game: NashConv 0 comes"
+        " trivially, and an in-sample gain there is selection among the single samples each"
+        " instruction drew. The fresh-sample column is the one that speaks to strategy. In the"
+        " interrogation and Turing test each instance deals both hidden types (a uniform"
+        " prior); the fresh-sample replay mixes the questioner's policies over them, since only"
+        " the solved samples' words told it which one it faced."),
+        ("- Steering accuracy is measured on the first message of a dialogue, i.e. the first"
+        " speaker's instructions (the prosecutor's or interrogator's in the verdict games), and"
+        " classified by a judge that passed the hand-labelled messages first"
+        " (gtsteer/data/judge_labelled.yaml, docs/EVAL.md); where none passed, it is not"
+        " measured."),
+        ("- How the selection part changes with more samples per message: the samples study"
+        " (`python -m lab samples`, docs/BENCHMARKS.md \"Samples study\"). Earlier runs:"
+        " [TABLE1_2026-12-01.md](TABLE1_2026-12-01.md), all seven domains before chat models"
+        " answered as the speaker, with unvalidated likelihood judges."),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+#: The exit code of a run in which a domain failed (as `gtsteer solve` when no instance solved).
+DOMAIN_FAILED = 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = benchdoc.parser(COMMAND, __doc__.splitlines()[0])
+    parser.add_argument("configs", nargs="*", type=Path, help="default: every shipped config")
+    parser.add_argument("--llm", default="local")
+    parser.add_argument("--games", type=int,
+                        help="instances per domain (default 20; with --render-only and no"
+                             " --games, each domain's saved row at its own instance count)")
+    parser.add_argument("--steering-samples", type=int, dest="samples",
+                        help="steering messages per instruction, K (default 10; 0: skip"
+                             " steering; with --render-only and none given, each domain's saved"
+                             " row at its own K). Not S, the samples per message, which the"
+                             " config's num_llm_seeds sets")
+    parser.add_argument("--samples", type=int, dest="old_samples", help=argparse.SUPPRESS)
+    parser.add_argument("--judge", default="embed",
+                        help="what classifies the steering messages: a judge (embed,"
+                             " pairwise:MODEL, parse) or a model's likelihoods (a model string);"
+                             " validated on gtsteer/data/judge_labelled.yaml first, and not used"
+                             " where it is at chance there")
+    parser.add_argument("--results", type=Path, default=ROOT / "results" / "table1")
+    parser.add_argument("--doc", type=Path, default=DOC)
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--heldout", action="store_true",
+                        help="also measure CFR gain on fresh LLM samples (part of a second "
+                             "tree per instance)")
+    parser.add_argument("--render-only", action="store_true",
+                        help="no model calls: write the doc from the rows finished runs saved "
+                             "under --results (several processes or sessions can share the work)")
+    benchdoc.add_ray_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.old_samples is not None:  # the old spelling: recorded command lines still run
+        if args.samples is not None:
+            parser.error("give --steering-samples only (--samples is its deprecated spelling)")
+        print(f"{COMMAND}: warning: --samples is deprecated: it is the steering K, messages per"
+              " instruction; use --steering-samples", file=sys.stderr, flush=True)
+        args.samples = args.old_samples
+    if not args.render_only:
+        args.games = 20 if args.games is None else args.games
+        args.samples = 10 if args.samples is None else args.samples
+    if (args.games is not None and args.games < 1) or (
+            args.samples is not None and args.samples < 0):
+        parser.error("--games must be >= 1 and --steering-samples >= 0")
+    ray = benchdoc.ray_options(parser, args)
+    configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
+    given = sys.argv[1:] if argv is None else argv
+    command = "python -m lab table1" + "".join(f" {a}" for a in given)
+    # One domain's command: the options without the config list (a row names its own config).
+    config_args = set(args.configs)
+    command_base = "python -m lab table1" + "".join(
+        f" {a}" for a in given if Path(a) not in config_args)
+    check_out_file(args.doc, "--doc")  # before any work: a folder there is refused now
+    domains = [load_spec(c).name for c in configs]
+    damaged: list[str] = []
+
+    def write_doc(rows: dict[str, StoredRow]) -> str:
+        pending = [(d, solved_so_far(args.results, d)) for d in domains
+                   if d not in rows and d not in damaged]
+        stored = [rows[d] for d in domains if d in rows]
+        shown = [s.row for s in stored]
+        figure = None
+        if any(r.cfr_gain_normalized is not None for r in shown):
+            figure = save_png(gain_figure(shown), args.doc.with_name(f"{args.doc.stem}_gain.png"))
+        text = render(shown, args.llm, command, pending, figure.name if figure else None,
+                      stored, damaged)
+        write_text(args.doc, text)  # atomically: a kill leaves the old page or the new one
+        return text
+
+    rows: dict[str, StoredRow] = {}
+    if args.render_only:
+        for domain in domains:
+            try:
+                row = stored_row(args.results, domain, args.llm, args.games, args.samples,
+                                 args.heldout)
+            except DamagedFileError as exc:  # one damaged row must not hide the others
+                print(f"{COMMAND}: skipped `{domain}`: {exc}", file=sys.stderr, flush=True)
+                damaged.append(domain)
+                continue
+            if row is not None:
+                rows[domain] = row
+        print(write_doc(rows))
+        return 0
+    with ExitStack() as session:
+        if ray is not None:  # one Ray session for every domain
+            from gtsteer.runs.ray_pool import connected
+
+            session.enter_context(connected(ray))
+        for config, domain in zip(configs, domains, strict=True):
+            print(f"== {config.name}", flush=True)
+            rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
+                                   not args.quiet, args.heldout, command=command_base, ray=ray,
+                                   judge=args.judge)
+            if rows[domain].row.error:
+                print(f"   failed: {rows[domain].row.error}", flush=True)
+            # Written after every domain: a run stopped part-way still leaves the finished rows.
+            text = write_doc(rows)
+    print(text)
+    failed = [f"{domain} ({' '.join(stored.row.error.split())})"  # one line
+              for domain, stored in rows.items() if stored.row.error]
+    if failed:
+        print(f"error: {len(failed)} of {len(rows)} domains failed: " + "; ".join(failed),
+              file=sys.stderr, flush=True)
+        return DOMAIN_FAILED
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
