@@ -32,6 +32,7 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.evaluate_live import SUMMARY_FILE, EvaluateLiveOptions, EvaluateLiveResult
 from gtsteer.runs.evaluate_live import run as run_evaluate
@@ -64,6 +65,7 @@ def print_result(result: EvaluateLiveResult) -> None:
                   highlight=False, soft_wrap=True)
 
 
+@spending(budget=True)
 def evaluate(
     config: ConfigArg,
     policy: ImitatedPolicy,

@@ -21,6 +21,7 @@ from gtsteer.cli.options import (
     WriterLlm,
 )
 from gtsteer.cli.solve import print_roles
+from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.play import SUMMARY_FILE, HumanTurn, PlayedTurn, PlayOptions, PlayResult
 from gtsteer.runs.play import run as run_play
@@ -90,6 +91,7 @@ def print_result(result: PlayResult, revealed: bool) -> None:
                   highlight=False, soft_wrap=True)
 
 
+@spending(budget=True)
 def play(
     config: ConfigArg,
     seat: Annotated[
