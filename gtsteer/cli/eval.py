@@ -34,6 +34,7 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.evals.prompts import DEFINED, PLAIN
@@ -110,6 +111,7 @@ def print_steering(report: SteeringReport) -> None:
 
 
 @eval_app.command("steering")
+@overridable
 @spending(budget=True)
 def steering(
     config: ConfigArg,

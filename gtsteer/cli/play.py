@@ -20,6 +20,7 @@ from gtsteer.cli.options import (
     Seed,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.play import SUMMARY_FILE, HumanTurn, PlayedTurn, PlayOptions, PlayResult
@@ -90,6 +91,7 @@ def print_result(result: PlayResult, revealed: bool) -> None:
                   highlight=False, soft_wrap=True)
 
 
+@overridable
 def play(
     config: ConfigArg,
     seat: Annotated[

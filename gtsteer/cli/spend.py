@@ -100,7 +100,7 @@ def dry_run_report(name: str, dry: DryRun, usage: UsageReport) -> list[str]:
     for m in sorted(dry.models.values(), key=lambda m: m.model):
         lines.append(_model_line(m))
     lines.append("answers can change the tree (an early end, a retry): the count follows"
-                 " stand-in answers that keep every dialogue going")
+                 " stand-in answers, the worst case is the game-size line")
     return lines
 
 

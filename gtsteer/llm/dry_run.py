@@ -7,10 +7,10 @@ prompt's tokens, and answered by a stand-in that is never stored: text of the es
 length, a schema-valid object for a structured request. So the count follows the real tree,
 level by level, with the real prompts rendered.
 
-The tree can depend on answers (an end check that says "over" stops a branch, a reward that
-fails is retried); stand-ins answer `false` to every yes/no field, which keeps a dialogue going
-to its reply limit, so the count is an upper bound of a real run's new calls in the games
-gtsteer ships, not an exact one.
+The tree can depend on answers (an end check that says "over" stops a branch, sampled
+messages that coincide share a subtree, a reward that fails is retried); stand-ins answer
+`false` to every yes/no field, so the count is an estimate of a real run's new calls, not an
+exact one (tests/test_dry_run.py holds it between the real run's new calls and twice them).
 
 Completion tokens are estimated at the mean length of the answers of the same kind found in
 the cache during the run (text and structured apart), else at `max_tokens` for text and at the
