@@ -131,7 +131,9 @@ def collect(outputs: dict[str, Path | str], how: Normaliser) -> dict[str, str | 
         if isinstance(value, str):
             found[name] = how(value)
         elif value.is_dir():
-            for path in sorted(p for p in value.rglob("*") if p.is_file()):
+            # provenance.json records this machine and checkout (argv, commit): not pinned
+            for path in sorted(p for p in value.rglob("*")
+                               if p.is_file() and p.name != "provenance.json"):
                 found[f"{name}/{path.relative_to(value).as_posix()}"] = read_output(path, how)
         else:
             found[name] = read_output(value, how)

@@ -599,6 +599,11 @@ def read_spec(path: str | Path) -> DomainSpec:
     Beyond YAML itself: a key given twice is an error, and so is a file whose aliases expand
     to more than `MAX_CONFIG_VALUES` values (an alias bomb would hang validation). `path` may
     also name a shipped config (`schedule_meeting_dow`; `gtsteer.binding.shipped`)."""
+    return parse_spec(read_config_data(path), str(resolve_config(path)))
+
+
+def read_config_data(path: str | Path) -> Any:
+    """A config file's YAML as data, read as `read_spec` reads it, not yet validated."""
     path = resolve_config(path)
     if not path.exists():
         raise ConfigError(missing_config_message(path))
@@ -623,5 +628,5 @@ def read_spec(path: str | Path) -> DomainSpec:
     if too_big:
         raise ConfigError(f"{path}: expands to more than {MAX_CONFIG_VALUES} values once its "
                           "YAML aliases are resolved (an alias bomb?); write the values out")
-    return parse_spec(data, str(path))
+    return data
 

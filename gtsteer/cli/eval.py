@@ -42,6 +42,7 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.evals.prompts import DEFINED, PLAIN
@@ -118,6 +119,7 @@ def print_steering(report: SteeringReport) -> None:
 
 
 @eval_app.command("steering")
+@overridable
 @spending(budget=True)
 def steering(
     config: ConfigArg,

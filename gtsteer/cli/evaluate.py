@@ -31,6 +31,7 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
@@ -65,6 +66,7 @@ def print_result(result: EvaluateLiveResult) -> None:
                   highlight=False, soft_wrap=True)
 
 
+@overridable
 @spending(budget=True)
 def evaluate(
     config: ConfigArg,

@@ -22,6 +22,7 @@ from gtsteer.cli.options import (
     Seed,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
@@ -34,6 +35,7 @@ FLAGS = {"fmt": "--format", "games": "--games", "seed": "--seed", "deals": "--de
          "max_calls": "--max-calls"}
 
 
+@overridable
 @spending(budget=True)
 def export(
     config: ConfigArg,

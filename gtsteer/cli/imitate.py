@@ -26,6 +26,7 @@ from gtsteer.cli.options import (
     Seed,
     Solver,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
 from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.context import RunContext
@@ -113,6 +114,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
     console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
 
 
+@overridable
 @spending(budget=True)
 def imitate(
     config: ConfigArg,

@@ -22,12 +22,14 @@ from gtsteer.cli.options import (
     RequestTimeout,
     Seed,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
 from gtsteer.domains import load_spec
 from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
+@overridable
 @spending(budget=True)
 def instances(
     config: ConfigArg,

@@ -124,6 +124,13 @@ MaxCost = Annotated[
                  " many USD (litellm's prices; refused for a model it cannot price). Exit 3; a"
                  " rerun with a higher limit continues from the cache."),
 ]
+DryRunFlag = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Send nothing: print the requests the run would send (and"
+                 " how many the cache already answers), its estimated prompt and completion"
+                 " tokens (completions at max_tokens as the bound) and their cost (litellm's"
+                 " prices, 'unknown' where it has none). Writes no results. Exit 0."),
+]
 
 # --- seeds ------------------------------------------------------------------------------------
 

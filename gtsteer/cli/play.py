@@ -20,6 +20,7 @@ from gtsteer.cli.options import (
     Seed,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
@@ -91,6 +92,7 @@ def print_result(result: PlayResult, revealed: bool) -> None:
                   highlight=False, soft_wrap=True)
 
 
+@overridable
 @spending(budget=True)
 def play(
     config: ConfigArg,

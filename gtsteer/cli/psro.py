@@ -36,6 +36,7 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
@@ -123,6 +124,7 @@ def print_reference(summary: PSROSummary) -> None:
     console.print(table)
 
 
+@overridable
 @spending(budget=True)
 def psro(
     config: ConfigArg,

@@ -41,6 +41,7 @@ from gtsteer.cli.options import (
     Workers,
     WriterLlm,
 )
+from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import RoleRecord
@@ -234,6 +235,7 @@ def counted_tokens(profile: bool) -> AbstractContextManager[None]:
     return counting_tokens()
 
 
+@overridable
 @spending(budget=True)
 def solve(
     ctx: typer.Context,

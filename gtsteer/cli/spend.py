@@ -8,20 +8,31 @@ calls, tokens, retries, rate-limit waits and cost ("cost unknown" where litellm 
 model). A run that reaches a limit stops with one line saying how far it got and exit code 3
 (`BUDGET_EXIT`); what finished is saved and every answer is cached, so a rerun with a higher
 limit continues where it stopped.
+
+`--dry-run` (every such command) runs the command inside a dry-run session
+(`gtsteer.llm.dry_run`): nothing is sent, nothing it writes is kept (its output folder and its
+Werewolf database are temporary copies, its tables silenced, serial whatever `--ray` says), and
+one report says what the run would send and cost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
 import typer
 
 from gtsteer.cli.common import err_console
-from gtsteer.cli.options import Concurrency, MaxCalls, MaxCost, MaxTokens, Rpm
+from gtsteer.cli.options import Concurrency, DryRunFlag, MaxCalls, MaxCost, MaxTokens, Rpm
+from gtsteer.llm.dry_run import DryRun, ModelEstimate
 from gtsteer.llm.rate import RateLimit
 from gtsteer.llm.session import Budget, BudgetExceeded, Session, session
 from gtsteer.llm.usage import UsageReport
@@ -67,7 +78,66 @@ def metered(rate: RateLimit, budget: Budget) -> Iterator[Session]:
         err_console.print(usage_line(run.meter.snapshot()), highlight=False, soft_wrap=True)
 
 
-_RATE = {"concurrency": Concurrency, "rpm": Rpm}
+def _cost(usd: float | None) -> str:
+    return "unknown" if usd is None else f"${usd:.4f}"
+
+
+def dry_run_report(name: str, dry: DryRun, usage: UsageReport) -> list[str]:
+    """What `--dry-run` prints: the requests, the tokens and the cost the run would spend."""
+    total = dry.totals()
+    lines = [f"dry run of {name}: nothing was sent.",
+             f"requests: {usage.requests:,} ({usage.cache_hits:,} answered by the cache,"
+             f" {usage.new_calls:,} would be sent)"]
+    basis = ("the mean of the cached answers" if dry.cached_answers
+             else "no cached answers to measure: text at max_tokens")
+    lines.append(f"tokens: about {total.prompt_tokens:,} prompt + {total.completion_tokens:,}"
+                 f" completion ({basis}); at most {total.prompt_tokens:,} +"
+                 f" {total.completion_tokens_max:,} with every answer at max_tokens")
+    lines.append(f"cost: about {_cost(total.cost)}, at most {_cost(total.cost_max)}"
+                 + (" (litellm has no price for " + ", ".join(
+                     m.model for m in dry.models.values() if m.cost is None) + ")"
+                    if total.cost is None else ""))
+    for m in sorted(dry.models.values(), key=lambda m: m.model):
+        lines.append(_model_line(m))
+    lines.append("answers can change the tree (an early end, a retry): the count follows"
+                 " stand-in answers, the worst case is the game-size line")
+    return lines
+
+
+def _model_line(m: ModelEstimate) -> str:
+    return (f"  {m.model}: {m.requests:,} requests, {m.prompt_tokens:,} prompt +"
+            f" {m.completion_tokens:,} completion tokens (at most {m.completion_tokens_max:,}),"
+            f" cost {_cost(m.cost)}")
+
+
+def dry_run(name: str, command: Callable[..., Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any], rate: RateLimit) -> None:
+    """Run `command` in a dry-run session (see the module docstring) and print its report."""
+    dry = DryRun()
+    with tempfile.TemporaryDirectory(prefix="gtsteer-dry-run-") as tmp:
+        if "out" in kwargs:
+            kwargs["out"] = Path(tmp) / "out"
+        if "db" in kwargs:  # a Werewolf database: a copy (resume reads its game)
+            copy = Path(tmp) / "werewolf.sqlite"
+            if kwargs["db"] and Path(kwargs["db"]).is_file():
+                shutil.copyfile(kwargs["db"], copy)
+            kwargs["db"] = str(copy)
+        for name_, value in (("ray", None), ("workers", None), ("quiet", True)):
+            if name_ in kwargs:
+                kwargs[name_] = value
+        with session(rate, Budget(), dry) as run:
+            with contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    command(*args, **kwargs)
+                except typer.Exit as exc:
+                    if exc.exit_code not in (0, 1):
+                        raise
+            usage = run.meter.snapshot()
+    for line in dry_run_report(name, dry, usage):
+        typer.echo(line)
+
+
+_RATE = {"concurrency": Concurrency, "rpm": Rpm, "dry_run": DryRunFlag}
 _BUDGET = {"max_calls": MaxCalls, "max_tokens": MaxTokens, "max_cost": MaxCost}
 
 
@@ -80,13 +150,16 @@ def spending(*, budget: bool = False) -> Callable[[F], F]:
         added = {**_RATE, **(_BUDGET if budget else {})}
         added = {k: v for k, v in added.items() if k not in signature.parameters}
         params = [*signature.parameters.values(),
-                  *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                  *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
+                                      default=False if name == "dry_run" else None,
                                       annotation=kind) for name, kind in added.items())]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
             ours = {name: kwargs.pop(name, None) for name in added}
             rate = _checked(lambda: RateLimit.of(ours.get("concurrency"), ours.get("rpm")))
+            if ours.get("dry_run"):
+                return dry_run(command.__name__.replace("_", " "), command, args, kwargs, rate)
             # a command with its own --max-calls (solve, psro, export: it also raises their
             # tree bound) keeps it; the budget reads it there
             calls = ours["max_calls"] if "max_calls" in ours else kwargs.get("max_calls")

@@ -131,6 +131,13 @@ class LLM:
             model, api_base=api_base, timeout_s=timeout_s, api_key=api_key
         )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
+        #: The run this client belongs to (captured when built), or None.
+        self.session = session.current()
+        # In a dry run a stand-in counts what would be sent and answers without storing.
+        self.dry = (self.session.dry.wrap(self.backend)
+                    if self.session is not None and self.session.dry is not None else None)
+        if self.dry is not None:
+            self.backend = self.dry
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
         self.cache: AnswerStore | None = (
             (cache if cache is not None else ResponseCache()) if use_cache else None
@@ -143,8 +150,6 @@ class LLM:
         #: The longest wait between two tries, a server's `Retry-After` included.
         self.max_wait_s = max_wait_s
         self.structured_attempts = structured_attempts
-        #: The run this client belongs to (captured when built), or None.
-        self.session = session.current()
         self.meter = UsageMeter(self.session.meter if self.session is not None else None)
         self.rpm = rpm
         # One gate for this client's own bounds, the same kind as the run's (it works across
@@ -189,6 +194,8 @@ class LLM:
         hit = self._cache_get(key, meter=False)
         if hit is not None:
             self.meter.request(cached=True)
+            if self.dry is not None:
+                self.dry.seen("text", hit)
             return Completion(text=hit["text"], cached=True, usage=Usage(**hit["usage"]))
 
         async def call() -> RawCompletion:
@@ -224,6 +231,8 @@ class LLM:
             value, _ = problems_of(hit["raw"], schema)
             if value is not None:
                 self.meter.request(cached=True)
+                if self.dry is not None:
+                    self.dry.seen("structured", hit)
                 return Structured[schema](  # type: ignore[valid-type]
                     value=value, raw=hit["raw"], cached=True, attempts=0, usage=Usage()
                 )
@@ -341,12 +350,16 @@ class LLM:
 
     def _cache_get(self, key: str, *, meter: bool = True) -> dict[str, Any] | None:
         hit = self.cache.get(key) if self.cache is not None else None
+        if hit is None and self.dry is not None:  # asked before in this dry run
+            hit = self.dry.recall(key)
         if meter:
             self.meter.request(cached=hit is not None)
         return hit
 
     def _cache_set(self, key: str, value: dict[str, Any]) -> None:
-        if self.cache is not None:
+        if self.dry is not None:  # a stand-in is never stored: the dry run remembers it
+            self.dry.remember(key, value)
+        elif self.cache is not None:
             self.cache.set(key, value)
 
     async def _once(

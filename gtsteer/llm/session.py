@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from gtsteer.llm.dry_run import DryRun
 from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.usage import UsageMeter, UsageReport
 
@@ -56,6 +57,8 @@ class Session:
     rate: RateLimit = field(default_factory=RateLimit)
     budget: Budget = field(default_factory=Budget)
     meter: UsageMeter = field(default_factory=UsageMeter)
+    #: A dry run (`gtsteer.llm.dry_run`): clients count what they would send, and send nothing.
+    dry: DryRun | None = None
 
     def __post_init__(self) -> None:
         self.gate = RequestGate(self.rate) if self.rate.bounded else None
@@ -107,9 +110,11 @@ def current() -> Session | None:
 
 
 @contextmanager
-def session(rate: RateLimit | None = None, budget: Budget | None = None) -> Iterator[Session]:
-    """One run's shared meter, gate and budget (see the module docstring)."""
-    s = Session(rate or RateLimit(), budget or Budget())
+def session(rate: RateLimit | None = None, budget: Budget | None = None,
+            dry: DryRun | None = None) -> Iterator[Session]:
+    """One run's shared meter, gate and budget (see the module docstring); with `dry`, a dry
+    run."""
+    s = Session(rate or RateLimit(), budget or Budget(), dry=dry)
     token = _current.set(s)
     try:
         yield s

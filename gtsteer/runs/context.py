@@ -20,10 +20,12 @@ from typing import Any
 
 from gtsteer.binding.run_models import Role
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.llm import LLM
+from gtsteer.llm import LLM, model_string
+from gtsteer.llm.cache import public_url
 from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import run_folder
+from gtsteer.runs.provenance import note_run
 from gtsteer.runs.units import RayOptions
 
 
@@ -86,5 +88,11 @@ class RunContext:
         return writer_name(spec, self.given("writer"))
 
     def folder(self, kind: str, config: str | Path, model: str | LLM, seed: int) -> Path:
-        """The run's folder: `out` as given, else the default `run_dir` of `kind`."""
-        return run_folder(kind, config, model, seed, self.out)
+        """The run's folder: `out` as given, else the default `run_dir` of `kind`. Notes the
+        run's facts for its `provenance.json`."""
+        folder = run_folder(kind, config, model, seed, self.out)
+        given: dict[str, str] = {role: model_string(m) if isinstance(m, str | LLM) else str(m)
+                 for role, m in self.models.items()}
+        note_run(folder, kind, config, model_string(model), given,
+                 public_url(self.endpoint.api_base), seed)
+        return folder

@@ -130,8 +130,12 @@ class RunResult(BaseModel):
                 and self.__pydantic_extra__ == other.__pydantic_extra__)
 
     def written_to(self, folder: str | Path) -> Self:
-        """Record the folder a driver wrote this result to; returns the result."""
+        """Record the folder a driver wrote this result to, and write its provenance there
+        (`gtsteer.runs.provenance`); returns the result."""
+        from gtsteer.runs.provenance import PROVENANCE_FILE, provenance
+
         self._folder = Path(folder)
+        write_json(self._folder / PROVENANCE_FILE, provenance(self._folder))
         return self
 
     @property

@@ -50,6 +50,7 @@ class LoopbackServer:
         *,
         rejected_formats: tuple[str, ...] = (),
         top_logprobs: TopLogprobs | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ):
         self.latency_s = latency_s
         self.responder = responder
@@ -57,6 +58,8 @@ class LoopbackServer:
         #: error naming the field), e.g. ("json_schema",) for llama.cpp's server.
         self.rejected_formats = rejected_formats
         self.top_logprobs = top_logprobs
+        #: The `usage` counts of a text (default: its words; a test may pass a tokenizer).
+        self.count_tokens = count_tokens or (lambda text: len(text.split()))
         self.requests = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -193,7 +196,8 @@ class LoopbackServer:
 
     def _completion(self, body: dict[str, Any], content: str | None = None) -> dict[str, Any]:
         content = self.responder(body) if content is None else content
-        prompt_words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        prompt_words = sum(self.count_tokens(str(m.get("content", "")))
+                           for m in body.get("messages", []))
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": content},
@@ -209,8 +213,8 @@ class LoopbackServer:
             "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_words,
-                "completion_tokens": len(content.split()),
-                "total_tokens": prompt_words + len(content.split()),
+                "completion_tokens": self.count_tokens(content),
+                "total_tokens": prompt_words + self.count_tokens(content),
             },
         }
 

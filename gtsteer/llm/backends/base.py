@@ -51,6 +51,16 @@ class Backend(ABC):
         (API models, whose windows dwarf these prompts)."""
         return None
 
+    def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for a call of these sizes (a dry run's estimate); None where unknown. An
+        in-process or fake model costs nothing."""
+        return 0.0
+
+    def estimate_tokens(self, text: str, request: GenerationRequest | None = None) -> int | None:
+        """Tokens of `text` (or `request`, as sent) by a tokenizer at hand without loading a
+        model (a dry run's estimate); None: the caller's rule of thumb."""
+        return None
+
     def count_tokens(self, request: GenerationRequest) -> int | None:
         """Tokens `request` takes as the model reads it (chat template applied); None where
         the backend cannot tell."""

@@ -214,6 +214,25 @@ class LiteLLMBackend(Backend):
     def prepare(self) -> None:
         _litellm()
 
+    def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        try:
+            prompt, completion = _litellm().cost_per_token(
+                model=self.model, prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens)
+        except Exception:  # noqa: BLE001 - a model missing from the cost map: cost unknown
+            return None
+        return float(prompt) + float(completion)
+
+    def estimate_tokens(self, text: str, request: GenerationRequest | None = None) -> int | None:
+        litellm = _litellm()
+        try:
+            if request is not None and request.messages is not None:
+                messages = [m.model_dump(include={"role", "content"}) for m in request.messages]
+                return int(litellm.token_counter(model=self.model, messages=messages))
+            return int(litellm.token_counter(model=self.model, text=text))
+        except Exception:  # noqa: BLE001 - no tokenizer for it: the caller's rule of thumb
+            return None
+
     async def _send(self, kwargs: dict[str, Any]) -> tuple[Any, Usage]:
         litellm = _litellm()
         start = time.perf_counter()
