@@ -408,3 +408,15 @@ SectionDoc = Annotated[
     str | None, typer.Option("--doc", help="Also write the run's section into this markdown doc"
                              " (default: none; the run folder holds every number).")
 ]
+
+# --- overrides of config fields (cli/overrides.py) ----------------------------------------
+
+Overrides = Annotated[
+    list[str] | None,
+    typer.Argument(help="Config fields to change for this run, as key=value (the value read"
+                   " as YAML): num_max_replies=2 generation.temperature=0.5"
+                   " actions.day=[Monday,any].", show_default=False),
+]
+ShowConfig = Annotated[
+    bool, typer.Option("--show-config", help="Print the resolved config (the YAML with the"
+                       " overrides applied, validated) and exit.")]

@@ -18,7 +18,7 @@ import hashlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, get_type_hints
+from typing import Any, TypeVar, get_type_hints
 
 import typer
 import yaml
@@ -27,23 +27,13 @@ from gtsteer.binding.overrides import apply_overrides
 from gtsteer.binding.shipped import resolve_config
 from gtsteer.binding.spec import read_config_data
 from gtsteer.cli.common import friendly_errors
+from gtsteer.cli.options import Overrides, ShowConfig
 from gtsteer.domains.load import spec_from_dict
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.runs.atomic import write_text
 from gtsteer.runs.provenance import invocation
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-Overrides = Annotated[
-    list[str] | None,
-    typer.Argument(help="Config fields to change for this run, as key=value (the value read"
-                   " as YAML): num_max_replies=2 generation.temperature=0.5"
-                   " actions.day=[Monday,any].", show_default=False),
-]
-ShowConfig = Annotated[
-    bool, typer.Option("--show-config", help="Print the resolved config (the YAML with the"
-                       " overrides applied, validated) and exit.")]
-
 
 class _Dumper(yaml.SafeDumper):
     """YAML as a person writes it: a text of several lines as a `|` block."""
