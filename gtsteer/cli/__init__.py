@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from gtsteer._version import __version__
+from gtsteer.cli.check import register as register_check
 from gtsteer.cli.configs import register as register_configs
 from gtsteer.cli.eval import eval_app
 from gtsteer.cli.evaluate import register as register_evaluate
@@ -57,3 +58,4 @@ app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)
 register_configs(app)
+register_check(app)
