@@ -28,7 +28,14 @@ from gtsteer.checks import (
     reduced_spec,
 )
 from gtsteer.cli.common import endpoint_of, friendly_errors
-from gtsteer.cli.options import ApiBase, ApiKeyEnv, ConfigArg, WriterLlm
+from gtsteer.cli.options import (
+    ApiBase,
+    ApiKeyEnv,
+    ConfigArg,
+    MaxWait,
+    RequestTimeout,
+    WriterLlm,
+)
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import dry_run
 from gtsteer.domains import load_spec
@@ -100,12 +107,14 @@ def check(
     llm: WriterLlm = None,
     api_base: ApiBase = None,
     api_key_env: ApiKeyEnv = None,
+    request_timeout: RequestTimeout = None,
+    max_wait: MaxWait = None,
 ) -> None:
     """Check a domain config: conformance, a fake-model playthrough, the tree size and what
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
     with friendly_errors():
         spec = load_spec(config)  # a bad config is bad input: one line, exit 2
-        served = endpoint_of(api_base, api_key_env, None, None)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
     typer.echo(f"check of {config} ({spec.name})")
     try:
         lines = conformance(config)
