@@ -49,3 +49,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") is not None or _starts_ray(item):
             item.add_marker(pytest.mark.xdist_group(SERIAL_GROUP))
+        elif item.get_closest_marker("wheel") is not None:
+            # one worker builds the cached venv the wheel tests share (two raced on it)
+            item.add_marker(pytest.mark.xdist_group("wheel"))

@@ -102,13 +102,14 @@ def shipped_run_units(work: Callable[[Any, LLM], Any], units: Sequence[Any], mod
                       on_result: Any = None) -> UnitsRun[Any]:
     """`run_units` as a Ray run does it, in this process: the function and each unit travel
     pickled and run with a fresh client of the driver's model (its own meter, no game or
-    answer in memory), as a worker builds it."""
+    answer in memory), as a worker builds it; its usage comes home as a task's does."""
     assert ray is not None and on_result is None
     values, modes = [], {}
     for unit in units:
         task, shipped = pickle.loads(pickle.dumps((work, unit)))
         worker = LLM(model.model, cache=model.cache)
         values.append(task(shipped, worker))
+        model.meter.absorb(worker.usage)  # as run_on_ray: the run's bill counts the task's calls
         modes = worker.capabilities()
     return UnitsRun(values, LLMCalls(), modes)
 

@@ -160,4 +160,4 @@ def test_table1_exits_1_naming_the_domain_that_failed(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     [line] = error_lines(result.output)
     assert line.startswith("error: 1 of 1 domains failed: trade_fruit_tone ("), line
-    assert "| `trade_fruit_tone` | 0 / 1 | failed: " in doc.read_text()  # still written
+    assert "| `trade_fruit_tone` | 2 | 0 / 1 | failed: " in doc.read_text()  # still written (S = 2)

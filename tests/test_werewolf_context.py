@@ -219,7 +219,7 @@ def test_act_runs_the_doctors_action_list(tmp_path):
     res = CliRunner().invoke(app, ["werewolf", "act", "--snapshot", str(path), "--bot", "Cat",
                                    "--action", "night", "--llm", "fake"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # the usage line goes to stderr
     assert out.get("action", "protect") in ("protect", "kill")
     assert out["target"] in [p.name for p in state.players]
 

@@ -180,7 +180,7 @@ def test_cli_play_show_export_act(tmp_path):
     res = runner.invoke(app, ["werewolf", "act", "--snapshot", str(snap), "--bot", bot,
                               "--action", "vote", "--llm", "fake"])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)  # the usage line goes to stderr
     assert out["target"] in out["legal_targets"] and out["target"] != bot
     res = runner.invoke(app, ["werewolf", "act", "--snapshot", str(snap), "--bot", "Nobody",
                               "--action", "vote"])

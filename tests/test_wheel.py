@@ -89,14 +89,15 @@ def core_venv(python: Path, wheel: Path) -> Path:
     venv = VENVS / f"py{tag}-{digest}"
     if (venv / "ready").is_file():
         return venv
-    for old in VENVS.glob(f"py{tag}-*"):  # one venv per Python: the latest code's
-        shutil.rmtree(old, ignore_errors=True)
+    for old in VENVS.glob(f"py{tag}-*"):  # one venv per Python: the latest code's, and
+        shutil.rmtree(old, ignore_errors=True)  # a build a killed run left half done
+    assert not venv.exists(), f"{venv} could not be removed"
     made = run([str(python), "-m", "venv", str(venv)], ROOT, timeout=300)
     assert made.returncode == 0, made.stderr
     installed = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
                      "--only-binary", ":all:", str(wheel)], ROOT)
     assert installed.returncode == 0, installed.stderr[-3000:]
-    (venv / "ready").write_text(str(wheel.name))
+    (venv / "ready").write_text(str(wheel.name))  # last: a killed build is never "ready"
     return venv
 
 

@@ -25,6 +25,7 @@ from gtsteer.binding import (
     expand_sync,
 )
 from gtsteer.llm import StorageError
+from gtsteer.llm.session import BudgetExceeded
 from gtsteer.solvers.evaluate import expected_returns, fixed
 from gtsteer.solvers.metrics import t_interval
 
@@ -118,12 +119,12 @@ def instance_entries(game: DialogueGame, populations: Sequence[Sequence[str]],
                      progress: bool = False) -> InstanceEntries:
     """Expand what the populations' profiles need in one game and evaluate them exactly.
     Any exception (an LLM error, a domain utility's bug) fails this instance only, with its
-    reason, as in `gtsteer solve`; unusable storage stops the build."""
+    reason, as in `gtsteer solve`; unusable storage and a reached budget stop the build."""
     index = game.instance.index
     allowed = action_ids(game, populations)
     try:
         report = expand_sync(game, progress=progress, follow=one_instruction_each(game, allowed))
-    except StorageError:
+    except (StorageError, BudgetExceeded):  # the run's limit or storage, no game's fault
         raise
     except Exception as exc:  # noqa: BLE001 - isolation is the point; the reason is kept
         return InstanceEntries(index, None, None, f"{type(exc).__name__}: {exc}")
