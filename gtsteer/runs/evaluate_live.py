@@ -61,7 +61,7 @@ from gtsteer.runs.output import (
     write_json,
 )
 from gtsteer.runs.play import Move, PlayedTurn, SeatPlayer, ended_by, play_dialogue, seat_players
-from gtsteer.runs.solve import SEED_RANGE
+from gtsteer.runs.solve import check_seed
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 SUMMARY_FILE = "evaluate.json"
@@ -376,9 +376,7 @@ def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
     write `evaluate.json` (default folder `results/evaluate/<config stem>-<llm>-<seed>`)."""
     if ctx.out is not None:
         check_out_dir(ctx.out)
-    if not SEED_RANGE[0] <= options.seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. "
-                         f"{SEED_RANGE[1]}), got {options.seed}")
+    check_seed(options.seed)
     spec = load_spec(config)
     policy = str(options.policy)
     trained = training_set(policy)

@@ -34,7 +34,7 @@ from gtsteer.runs.output import (
     write_json,
     write_text,
 )
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SEED_RANGE, check_tree_size
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_seed, check_tree_size
 from gtsteer.solvers.efg import EfgExport, to_efg
 
 SUMMARY_FILE = "export.json"
@@ -146,9 +146,7 @@ def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSu
     spec = load_spec(config_path)
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
-    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. {SEED_RANGE[1]}),"
-                         f" got {seed}")
+    check_seed(seed)
     chosen = generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)

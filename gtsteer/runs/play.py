@@ -42,7 +42,7 @@ from gtsteer.llm import LLMCalls
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult, check_out_dir, finish_run_dir, prepare_run_dir
-from gtsteer.runs.solve import SEED_RANGE
+from gtsteer.runs.solve import check_seed
 from gtsteer.solvers.heldout import greedy_instruction
 
 SUMMARY_FILE = "play.json"
@@ -295,9 +295,7 @@ def run(config: str | Path, ctx: RunContext, options: PlayOptions) -> PlayResult
     """`gtsteer play`: check every seat, play the dialogue, score it, write play.json."""
     if ctx.out is not None:
         check_out_dir(ctx.out)
-    if not SEED_RANGE[0] <= options.seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. "
-                         f"{SEED_RANGE[1]}), got {options.seed}")
+    check_seed(options.seed)
     spec = load_spec(config)
     instance = make_instance(spec, options.instance, options.seed)
     seats = parse_seats(spec, instance, options.seats)

@@ -123,11 +123,17 @@ def check_tree_size(spec: DomainSpec, games: int, max_calls: int | None, *, held
 SEED_RANGE = (-(2**31), 2**31 - 1)
 
 
+def check_seed(seed: int) -> None:
+    """A run's seed, as every driver that builds games checks it (OpenSpiel's C++ `int`)."""
+    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise ValueError(f"seed: must be a 32-bit integer ({SEED_RANGE[0]} .. {SEED_RANGE[1]}),"
+                         f" got {seed}")
+
+
 def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None:
     if games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
-    if not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise ValueError(f"seed: must be a 32-bit integer (-2**31 .. 2**31-1), got {seed}")
+    check_seed(seed)
     check_solver_args(solver, iterations)
 
 
