@@ -112,10 +112,7 @@ def print_steering(report: SteeringReport) -> None:
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
-    console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-        f"{calls.new_calls} new calls"
-    )
+    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("steering")
@@ -225,10 +222,7 @@ def print_validation_report(report: ValidationReport) -> None:
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
     calls = report.llm_calls
-    console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-        f"{calls.new_calls} new calls"
-    )
+    console.print(f"LLM: {calls.described}")
 
 
 def print_reward(report: RewardReport) -> None:
@@ -255,10 +249,7 @@ def print_reward(report: RewardReport) -> None:
         f"configured = {report.configured_path}; free = the LLM computes the payoffs itself."
     )
     calls = report.llm_calls
-    console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-        f"{calls.new_calls} new calls"
-    )
+    console.print(f"LLM: {calls.described}")
 
 
 def print_labelled(report: LabelledReport) -> None:
@@ -281,10 +272,7 @@ def print_labelled(report: LabelledReport) -> None:
                            if not item.correct[p])
         console.print(f"item {item.index}: labelled {escape(item.label)}; read {escape(misses)}")
     calls = report.llm_calls
-    console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-        f"{calls.new_calls} new calls"
-    )
+    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("reward")

@@ -61,8 +61,7 @@ def print_result(result: EvaluateLiveResult) -> None:
         console.print(f"note: {line}", highlight=False, soft_wrap=True)
     print_roles(result.roles)
     calls = result.llm_calls
-    console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-                  f"{calls.new_calls} new calls · saved: {result.folder / SUMMARY_FILE}",
+    console.print(f"LLM: {calls.described} · saved: {result.folder / SUMMARY_FILE}",
                   highlight=False, soft_wrap=True)
 
 

@@ -73,8 +73,7 @@ def export(
                       f" {where / str(g.side_file)}", highlight=False)
     print_roles(summary.roles)
     calls = summary.llm_calls
-    console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits,"
-                  f" {calls.new_calls} new calls · summary: {where / SUMMARY_FILE}",
+    console.print(f"LLM: {calls.described} · summary: {where / SUMMARY_FILE}",
                   highlight=False)
     if all(g.status == "failed" for g in summary.games):
         raise typer.Exit(code=1)

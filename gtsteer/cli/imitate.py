@@ -102,8 +102,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
         console.print(cmp)
     calls = report.llm_calls
     console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
-        f" calls · solve results {'reused' if report.solve_reused else 'made'} in"
+        f"LLM: {calls.described} · solve results {'reused' if report.solve_reused else 'made'} in"
         f" {report.solve_dir} · training {training.seconds:.1f} s"
     )
     for failure in report.failures:

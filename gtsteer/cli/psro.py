@@ -92,8 +92,7 @@ def print_summary(summary: PSROSummary) -> None:
                                          if last.stop_rule == "gap"
                                          else "(not a stopping test: converged means no "
                                               "oracle found an improvement)"))
-    console.print(f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, "
-                  f"{calls.new_calls} new calls · converged: {summary.converged}"
+    console.print(f"LLM: {calls.described} · converged: {summary.converged}"
                   + (f" · stopped: {summary.stop_reason}"
                      if summary.stop_reason not in (None, "converged") else ""))
     if summary.reference is not None:

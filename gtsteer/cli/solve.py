@@ -101,8 +101,7 @@ def print_summary(summary: SolveSummary) -> None:
     print_roles(summary.roles)
     calls = summary.llm_calls
     console.print(
-        f"LLM: {calls.requests} requests, {calls.cache_hits} cache hits, {calls.new_calls} new"
-        f" calls · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
+        f"LLM: {calls.described} · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
         f" {summary.clipped_rewards} · echoed instructions stripped: {summary.echoed_messages}"
     )
     if summary.num_failed:

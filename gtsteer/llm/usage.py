@@ -16,6 +16,11 @@ class LLMCalls(BaseModel):
     cache_hits: int = 0
     new_calls: int = 0
 
+    @property
+    def described(self) -> str:
+        """`12 requests, 4 cache hits, 8 new calls`, as every command's summary line says it."""
+        return f"{self.requests} requests, {self.cache_hits} cache hits, {self.new_calls} new calls"
+
     def __add__(self, other: LLMCalls) -> LLMCalls:
         """Summed counters, so `sum(calls, LLMCalls())` totals several models."""
         return LLMCalls(
