@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gtsteer.binding.shipped import CONFIG_DIR, DATA_DIR, resolve_config, shipped_configs
-from gtsteer.cli import app
+from gtsteer.cli import app, common
 from gtsteer.domains import load_spec
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.werewolf_styles import DEFAULT_LABELLED as STYLE_LABELLED
@@ -62,9 +62,15 @@ def test_an_unknown_name_lists_the_shipped_ones(tmp_path: Path,
     assert "schedule_meeting_dow" in out.output
 
 
-def test_configs_lists_every_shipped_config_with_its_domain() -> None:
-    out = runner.invoke(app, ["configs"], env={"COLUMNS": "200"})
+@pytest.mark.parametrize("width", [60, 200])
+def test_configs_lists_every_shipped_config_with_its_domain(
+        width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One line a config whatever the terminal's width (the console is made at import, so a
+    # narrow one wrapped descriptions onto lines of their own before).
+    monkeypatch.setattr(common.console, "_width", width)
+    out = runner.invoke(app, ["configs"])
     assert out.exit_code == 0, out.output
+    assert len(out.output.splitlines()) == len(shipped_configs()) + 1
     rows = {line.split()[0]: line.split()[1] for line in out.output.splitlines()[1:] if line}
     assert rows["schedule_meeting_dow"] == "schedule_meeting" and set(rows) == set(
         shipped_configs())

@@ -10,7 +10,6 @@ from typing import Annotated
 
 import typer
 import yaml
-from rich.table import Table
 
 from gtsteer.binding.shipped import shipped_configs, shipped_name
 from gtsteer.cli.common import console, friendly_errors
@@ -32,10 +31,14 @@ def list_configs(ctx: typer.Context) -> None:
     """List the shipped configs (name, domain, description); `gtsteer solve NAME` runs one."""
     if ctx.invoked_subcommand is not None:
         return
-    table = Table("name", "domain", "description", box=None, pad_edge=False)
-    for name, path in shipped_configs().items():
-        table.add_row(name, *describe(path))
-    console.print(table)
+    rows = [("name", "domain", "description")]
+    rows += [(name, *describe(path)) for name, path in shipped_configs().items()]
+    # Plain aligned columns, one line a config at any terminal width (a rich table wrapped
+    # descriptions onto lines of their own on a narrow one), so the list stays greppable.
+    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    for row in rows:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        typer.echo("  ".join(cells).rstrip())
 
 
 @configs_app.command("copy")
