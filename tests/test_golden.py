@@ -237,9 +237,9 @@ RENDERS = [
     # docs/PSRO.md's discovery section
     Scenario("psro_discovery", [
         Step("psro_discovery_render", [PY_LAB, "psro-discovery", "--games", "10",
-                                       "--render-only", "--results", "data/psro_discovery",
+                                       "--render-only", "--results", "data/psro_discovery_fair",
                                        "--doc", "PSRO.md"], {"PSRO.md": "PSRO.md"}),
-    ], copy=("psro_discovery",)),
+    ]),
     # docs/WEREWOLF_STEERING.md's three results sections
     Scenario("werewolf_renders", [
         Step("werewolf_fresh_render", [PY_LAB, "werewolf-fresh", "--results", "data/werewolf_fresh",

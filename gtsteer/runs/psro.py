@@ -48,7 +48,12 @@ from gtsteer.runs.units import RayOptions
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
-from gtsteer.solvers.psro.reference import ReferenceGame, measure_in_reference
+from gtsteer.solvers.psro.reference import (
+    ConstantReference,
+    ReferenceGame,
+    best_constant,
+    measure_in_reference,
+)
 from gtsteer.solvers.psro.report import META_SOLVERS
 
 #: 4: `instances_file`; per-iteration `reference` (the meta-strategy in a full game).
@@ -56,8 +61,9 @@ from gtsteer.solvers.psro.report import META_SOLVERS
 #: the oracles' `proposed` and `heldout`. 3: per-iteration `rejected` and `stop_rule`, the
 #: held-out baseline fixed in-sample (with both sides' in-sample scores), `nash` solved only
 #: when it drives or `report_nash` asks. 5: `stop_reason` and per-iteration `stop` (a
-#: proposer that produced no candidate is no convergence).
-SCHEMA_VERSION = 5
+#: proposer that produced no candidate is no convergence). 6: `constant_reference` (the
+#: reference game's best constant mixture).
+SCHEMA_VERSION = 6
 PLOT = "payoffs.png"
 
 
@@ -76,6 +82,9 @@ class PSROSummary(RunResult):
     instances_file: str | None = None
     #: The full game each iteration's meta-strategy is measured in (`--reference`), else null.
     reference: str | None = None
+    #: The reference game's best constant mixture (one instruction per player for every
+    #: instance), in-sample and on fresh samples: the bar a meta-strategy can reach.
+    constant_reference: ConstantReference | None = None
     num_llm_seeds: int | list[int]
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
     num_deals: int = 1
@@ -204,6 +213,9 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
     befores = [m.usage for m in _distinct(model, proposer)]
     references = [] if full is None else _reference_games(
         full, instances, model, str(reference), settings, on_phase)
+    if references and on_phase is not None:
+        on_phase("reference game: the best constant mixture")
+    constant = best_constant(references) if references else None
 
     def record(report: IterationReport) -> None:
         if references:
@@ -229,7 +241,7 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
         proposer_model=proposer_name, roles=roles, num_games=games,
         instances_file=None if instances_file is None else str(instances_file),
         reference=None if reference is None else str(reference),
-        num_llm_seeds=spec.num_llm_seeds,
+        constant_reference=constant, num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         settings=settings, key=result.key,
         converged=result.converged, stop_reason=result.stop_reason,
