@@ -19,11 +19,13 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
@@ -221,6 +223,11 @@ class DomainSpec(_Strict):
     #: samples of the first sampled message, 2 of each later one; the last entry repeats).
     num_llm_seeds: int | list[int]
     num_max_replies: int = Field(gt=0, le=16)
+    #: Optional: the action keys each message may set, in order (every other key stays `any`);
+    #: a dialogue then has at most `len(turns)` messages. `[[day], [reply], [last]]`: the
+    #: opening names a day, the reply and the last message choose from their own sets. Action
+    #: ids stay those of the whole list, so only the legal actions differ by turn.
+    turns: list[list[str]] | None = None
     #: 1: each generated instance is its own game (every private fact is known to the solver).
     #: K > 1: one game whose root chance node deals one of K private-information draws sharing
     #: the instance's public part, so each player's strategy sees only its own private info.
@@ -311,6 +318,15 @@ class DomainSpec(_Strict):
     def _scenario_fields(cls, v: str | None) -> str | None:
         return None if v is None else _check_fields(v, SCENARIO_FIELDS)
 
+    @model_serializer(mode="wrap")
+    def _without_unset_turns(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a spec without `turns` dumps as before the field existed: its game and run keys
+        # (hashes of the dump) stay the same, and so do saved runs resumed by them
+        data = handler(self)
+        if self.turns is None and isinstance(data, dict):
+            data.pop("turns", None)
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> DomainSpec:
         unknown = sorted(set(self.instruction_templates) - set(self.actions))
@@ -328,6 +344,7 @@ class DomainSpec(_Strict):
             raise ValueError("`grown` lists an instruction twice")
         if self.judge is not None and self.termination_prompt is not None:
             raise ValueError("give `judge` or `termination_prompt`, not both")
+        self._check_turns()
         if self.domain is None and self._empty_private_info():
             raise ValueError(f"private_info keys without examples: {self._empty_private_info()}")
         return self
@@ -348,6 +365,21 @@ class DomainSpec(_Strict):
             return sorted(k for k, v in self.private_info.items() if not v)
         return sorted(f"{r}.{k}" for r, keys in self.private_info.items()
                       for k, v in keys.items() if not v)  # type: ignore[union-attr]
+
+    def _check_turns(self) -> None:
+        if self.turns is None:
+            return
+        limit = self.num_max_replies * self.num_players
+        if not 0 < len(self.turns) <= limit:
+            raise ValueError(f"turns: {len(self.turns)} messages, but a dialogue has 1 to"
+                             f" num_max_replies x players = {limit}")
+        for i, keys in enumerate(self.turns):
+            for key in keys:
+                if key not in self.actions:
+                    raise ValueError(f"turns.{i}: `{key}` is not an action key"
+                                     f" {self.action_keys}")
+            if not keys:
+                raise ValueError(f"turns.{i}: name at least one action key")
 
     def _check_definitions(self) -> None:
         """Keys must be action keys, texts non-empty, and a defined key must define exactly its
@@ -443,7 +475,22 @@ class DomainSpec(_Strict):
     @property
     def reply_limit(self) -> int:
         """Messages after which a dialogue ends regardless of the termination check."""
-        return self.num_max_replies * self.num_players
+        limit = self.num_max_replies * self.num_players
+        return limit if self.turns is None else min(limit, len(self.turns))
+
+    def turn_keys(self, depth: int) -> list[str]:
+        """The action keys the message at `depth` may set (every key without `turns`)."""
+        return self.action_keys if self.turns is None else self.turns[depth]
+
+    def legal_instructions(self, depth: int) -> list[int]:
+        """The action ids the speaker of the message at `depth` may choose: those whose keys
+        outside `turn_keys(depth)` are `any` (every action without `turns`)."""
+        names = self.instructions()
+        if self.turns is None:
+            return list(range(len(names)))
+        fixed = [k for k in self.action_keys if k not in self.turns[depth]]
+        return [i for i, name in enumerate(names)
+                if all(self.parse_instruction(name)[k] == ANY for k in fixed)]
 
     @property
     def action_keys(self) -> list[str]:
@@ -454,13 +501,17 @@ class DomainSpec(_Strict):
         "tone=calm|day=Monday"); action id = index here. The one place action ids are made.
 
         The written values' combinations come first (in key order); each grown value then
-        appends the combinations it creates, so adding a value never renumbers older actions."""
+        appends the combinations it creates, so adding a value never renumbers older actions.
+        With `turns`, only combinations some message may choose are actions."""
         grown = set(self.grown)
         current = {k: [v for v in vals if (k, v) not in grown] for k, vals in self.actions.items()}
         combos = _combinations(current)
         for key, value in self.grown:
             current[key].append(value)
             combos += _combinations({**current, key: [value]})
+        if self.turns is not None:  # only what some message may choose
+            combos = [c for c in combos if any({k for k, v in c if v != ANY} <= set(keys)
+                                               for keys in self.turns)]
         if len(self.actions) == 1:
             return [c[0][1] for c in combos]
         return ["|".join(f"{k}={v}" for k, v in c) for c in combos]
