@@ -51,7 +51,7 @@ from gtsteer.runs import eval_judge, eval_reward, eval_reward_labelled, eval_ste
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_reward import RewardOptions, RewardReport
-from gtsteer.runs.eval_reward_labelled import NONE, LabelledReport
+from gtsteer.runs.eval_reward_labelled import NONE, LabelledOptions, LabelledReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import Accuracy
 
@@ -307,7 +307,8 @@ def reward(
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
         if labelled is not None:
-            found = eval_reward_labelled.run_labelled(config, labelled, ctx, seed)
+            found = eval_reward_labelled.run(config, ctx,
+                                             LabelledOptions(labelled=labelled, seed=seed))
         else:
             report = eval_reward.run(config, ctx, parse_options(
                 RewardOptions, {"cases": "--cases", "seed": "--seed"},

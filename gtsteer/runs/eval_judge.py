@@ -40,7 +40,7 @@ from gtsteer.evals.validation import (
     validate_on_labelled,
 )
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
@@ -108,6 +108,7 @@ class JudgeOptions(BaseModel):
     labelled: str | Path = DEFAULT_LABELLED
 
 
+@driver("eval judge")
 def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> ValidationReport:
     """`gtsteer eval judge`: validate every classifier on every config's labelled messages;
     write DIR/judge.json (default folder: results/eval-judge). The classifiers are the

@@ -35,7 +35,7 @@ from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
@@ -275,6 +275,7 @@ def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> Rewa
     )
 
 
+@driver("eval reward")
 def run(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:
     """`gtsteer eval reward`: measure, then write DIR/reward.json."""
     out = check_out_dir(ctx.folder("eval-reward", config, ctx.writer_name(load_spec(config)),

@@ -7,7 +7,6 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -35,8 +34,7 @@ from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
-from gtsteer.runs.context import RunContext
-from gtsteer.runs.models import Endpoint
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -60,7 +58,6 @@ from gtsteer.runs.solve_schema import (
     SolveSummary,
     VersusMetric,
 )
-from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import (
     DEFAULT_ITERATIONS,
@@ -163,44 +160,7 @@ class SolveOptions(BaseModel):
     resume: bool = False
 
 
-def solve_config(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    games: int = 1,
-    iterations: int = DEFAULT_ITERATIONS,
-    solver: str = DEFAULT_SOLVER,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    deals: int | None = None,
-    heldout: bool = False,
-    progress: bool = True,
-    instances_file: str | Path | None = None,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-    report: Callable[[str], None] | None = None,
-    ray: RayOptions | None = None,
-    endpoint: Endpoint | None = None,
-    readers: Sequence[str] = READERS,
-    embedder: str | Embedder | None = None,
-    resume: bool = False,
-) -> SolveSummary:
-    """Deprecated: `gtsteer.solve(config, llm=..., out=..., quiet=...)`. Kept, as a thin
-    alias of it, only while `gtsteer/bench` and `gtsteer/studies` still call it."""
-    warnings.warn("gtsteer.runs.solve.solve_config is deprecated; use gtsteer.solve",
-                  DeprecationWarning, stacklevel=2)
-    from gtsteer.api import solve
-
-    where = endpoint or Endpoint()
-    return solve(config_path, llm=llm, games=games, iterations=iterations, solver=solver,
-                 seed=seed, out=out_dir, deals=deals, heldout=heldout, quiet=not progress,
-                 instances=instances_file,
-                 max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
-                 report=report, ray=ray, api_base=where.api_base,
-                 api_key_env=where.api_key_env, request_timeout=where.timeout_s,
-                 max_wait=where.max_wait_s, heldout_readers=readers, embedder=embedder,
-                 resume=resume)
-
-
+@driver("solve")
 def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:
     """`gtsteer solve`: solve `games` instances of a domain config and write
     `ctx.out/summary.json` (default folder: `results/<config>-<model>-<seed>`).

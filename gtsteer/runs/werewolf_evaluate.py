@@ -41,7 +41,7 @@ from rich.progress import Progress
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_path
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
     RunResult,
@@ -250,6 +250,7 @@ class EvaluateOptions(BaseModel):
     command: str = ""
 
 
+@driver("werewolf evaluate")
 def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
     """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
     playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit

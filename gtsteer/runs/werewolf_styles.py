@@ -60,7 +60,7 @@ from gtsteer.evals.classifiers import (
 from gtsteer.evals.prompts import VARIANTS, LabelSpace
 from gtsteer.evals.validation import ClassifierValidation
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.output import (
     RunResult,
@@ -580,6 +580,7 @@ def render_only(out: Path, report: Callable[[str], None] | None = None) -> Style
     return summary.written_to(out)
 
 
+@driver("werewolf styles")
 def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> StylesSummary:
     """`gtsteer werewolf styles`: sample each style's line at logged discussion states, judge
     and count it (see the module docstring); writes `ctx.out` (required)."""
