@@ -48,7 +48,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.solvers.metrics import Accuracy, wilson
+from gtsteer.solvers.metrics import Proportion, wilson
 
 SCHEMA_VERSION = 1
 Kind = Literal["agreed", "none"]
@@ -153,7 +153,7 @@ class ReadingAccuracy(BaseModel):
     items: int
     failures: int
     #: None when there is no item of this kind.
-    accuracy: Accuracy | None
+    accuracy: Proportion | None
 
 
 class LabelledReport(RunResult):

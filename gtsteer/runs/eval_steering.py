@@ -391,8 +391,8 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0)
     ax.set_xticks(range(len(confusion.columns)), confusion.columns, rotation=30, ha="right")
     ax.set_yticks(range(len(confusion.rows)), [*confusion.rows[:-1], f"{ANY} (unguided)"])
-    ax.set_xlabel(f"classified {confusion.key}")
-    ax.set_ylabel(f"instructed {confusion.key}")
+    ax.set_xlabel(f"classified {confusion.of}")
+    ax.set_ylabel(f"instructed {confusion.of}")
     for i in range(counts.shape[0]):
         for j in range(counts.shape[1]):
             ax.text(j, i, str(int(counts[i, j])), ha="center", va="center",
@@ -411,7 +411,7 @@ def run(config: str | Path, ctx: RunContext, options: SteeringOptions) -> Steeri
     report = measure(config, ctx, options)
     for variant in report.runs:
         for confusion in variant.confusion:
-            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)
+            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.of)
             file = f"confusion-{variant.variant}-{key}.png"
             how = "with definitions" if variant.variant == DEFINED else "without definitions"
             title = f"{report.domain} · {report.model} · classifier {how}"

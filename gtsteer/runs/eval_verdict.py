@@ -34,18 +34,10 @@ from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
-from gtsteer.solvers.metrics import wilson
+from gtsteer.solvers.metrics import WinRate, wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
 DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
-
-
-class WinRate(BaseModel):
-    wins: int
-    games: int
-    rate: float
-    ci_low: float
-    ci_high: float
 
 
 class VerdictCell(BaseModel):
@@ -79,13 +71,6 @@ class VerdictEvalReport(RunResult):
     totals: dict[str, WinRate]
     llm_requests: int
     new_llm_calls: int
-
-
-def win_rate(wins: int, games: int) -> WinRate:
-    """Share of wins with a 95% Wilson score interval."""
-    share = wilson(wins, games)
-    return WinRate(wins=wins, games=games, rate=share.accuracy, ci_low=share.ci_low,
-                   ci_high=share.ci_high)
 
 
 def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int,
@@ -185,7 +170,7 @@ def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> Verdict
             counts = {v: sum(o.verdict == v for o in mine) for v in spec.judge.verdicts}
             cells.append(VerdictCell(
                 policy=policy.name, prompt_index=setting.prompt_index,
-                temperature=setting.temperature, win=win_rate(sum(wins), len(wins)),
+                temperature=setting.temperature, win=wilson(sum(wins), len(wins)),
                 verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
             ))
     calls = model.usage.since(before)
@@ -194,7 +179,7 @@ def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> Verdict
         questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
         breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
         cells=cells,
-        totals={name: win_rate(sum(w), len(w)) for name, w in totals.items()},
+        totals={name: wilson(sum(w), len(w)) for name, w in totals.items()},
         llm_requests=calls.requests,
         new_llm_calls=calls.new_calls,
     )
@@ -228,9 +213,9 @@ def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(settings), 3.6))
     for k, name in enumerate(policies):
         cells = {(c.prompt_index, c.temperature): c for c in report.cells if c.policy == name}
-        rates = [cells[s].win.rate for s in settings]
-        err = [[cells[s].win.rate - cells[s].win.ci_low for s in settings],
-               [cells[s].win.ci_high - cells[s].win.rate for s in settings]]
+        rates = [cells[s].win.accuracy for s in settings]
+        err = [[cells[s].win.accuracy - cells[s].win.ci_low for s in settings],
+               [cells[s].win.ci_high - cells[s].win.accuracy for s in settings]]
         ax.bar(x + (k - (len(policies) - 1) / 2) * width, rates, width, yerr=err, capsize=3,
                label=name)
     ax.set_xticks(x, [f"prompt {p}\nT={t:g}" for p, t in settings])

@@ -61,12 +61,12 @@ def section(reports: list[VerdictEvalReport], command: str) -> str:
             cells = {c.policy: c.win for c in rep.cells
                      if (c.prompt_index, c.temperature) == (p, t)}
             lines.append(f"| {p} | {t:g} | " + " | ".join(
-                _pct(cells[n].rate, cells[n].ci_low, cells[n].ci_high)
+                _pct(cells[n].accuracy, cells[n].ci_low, cells[n].ci_high)
                 for n in ("naive", "strategic")
             ) + " |")
         tot = rep.totals
         lines.append("| all | | " + " | ".join(
-            _pct(tot[n].rate, tot[n].ci_low, tot[n].ci_high) for n in ("naive", "strategic")
+            _pct(tot[n].accuracy, tot[n].ci_low, tot[n].ci_high) for n in ("naive", "strategic")
         ) + " |")
         lines.append("")
     lines.append(END)
