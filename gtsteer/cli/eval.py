@@ -51,9 +51,9 @@ from gtsteer.runs import eval_judge, eval_reward, eval_reward_labelled, eval_ste
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_reward import RewardOptions, RewardReport
-from gtsteer.runs.eval_reward_labelled import NONE, LabelledReport
+from gtsteer.runs.eval_reward_labelled import NONE, LabelledOptions, LabelledReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-from gtsteer.solvers.metrics import Accuracy
+from gtsteer.solvers.metrics import Proportion
 
 #: The flag of each `SteeringOptions` field the command sets, for its errors.
 STEERING_FLAGS = {"samples": "--steering-samples", "seed": "--seed",
@@ -69,7 +69,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _acc(acc: Accuracy | None) -> str:
+def _acc(acc: Proportion | None) -> str:
     if acc is None:
         return "—"
     return f"{_pct(acc.accuracy)} [{_pct(acc.ci_low)}, {_pct(acc.ci_high)}] ({acc.correct}/{acc.n})"
@@ -237,7 +237,7 @@ def print_reward(report: RewardReport) -> None:
         ci = "" if norm.ci_low is None else f" [{norm.ci_low:.3f}, {norm.ci_high:.3f}]"
         flips = err.sign_flips
         sgn = "—" if flips is None else (
-            f"{flips.rate:.3f} [{flips.ci_low:.3f}, {flips.ci_high:.3f}]")
+            f"{flips.accuracy:.3f} [{flips.ci_low:.3f}, {flips.ci_high:.3f}]")
         bold = err.outcome == "all"
         table.add_row(
             err.path, f"[bold]{err.outcome}[/]" if bold else err.outcome, str(err.cases),
@@ -307,7 +307,8 @@ def reward(
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
         if labelled is not None:
-            found = eval_reward_labelled.run_labelled(config, labelled, ctx, seed)
+            found = eval_reward_labelled.run(config, ctx,
+                                             LabelledOptions(labelled=labelled, seed=seed))
         else:
             report = eval_reward.run(config, ctx, parse_options(
                 RewardOptions, {"cases": "--cases", "seed": "--seed"},

@@ -28,7 +28,6 @@ from gtsteer.cli.options import (
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
-from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -39,6 +38,7 @@ from gtsteer.runs.imitate import (
 )
 from gtsteer.runs.imitate import run as run_imitate
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+from gtsteer.solvers.metrics import Metric
 
 #: The flag of each `ImitateOptions` field, for its errors.
 FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",

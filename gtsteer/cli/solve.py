@@ -54,8 +54,9 @@ from gtsteer.runs.solve import (
     tree_bound,
 )
 from gtsteer.runs.solve import run as run_solve
-from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
+from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
+from gtsteer.solvers.metrics import Metric
 
 
 def _signed(x: float, digits: int = 4) -> str:

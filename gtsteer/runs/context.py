@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gtsteer.binding.run_models import Role
 from gtsteer.binding.spec import DomainSpec
@@ -27,6 +27,19 @@ from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import run_folder
 from gtsteer.runs.provenance import note_run
 from gtsteer.runs.units import RayOptions
+
+D = TypeVar("D", bound=Callable[..., Any])
+#: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
+#: registered it when its module was imported (tests/test_driver_shape.py checks each).
+DRIVERS: dict[str, Callable[..., Any]] = {}
+
+
+def driver(command: str) -> Callable[[D], D]:
+    """Register the decorated `run` as the driver of `command` (e.g. "eval reward")."""
+    def register(run: D) -> D:
+        DRIVERS[command] = run
+        return run
+    return register
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.llm.extras import require
 from gtsteer.runs.atomic import atomic_dir, atomic_path
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import (
     IN_PROGRESS,
     RunResult,
@@ -202,6 +202,7 @@ class ImitateOptions(BaseModel):
     train_config: TrainConfig | None = None
 
 
+@driver("imitate")
 def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> ImitationReport:
     """`gtsteer imitate`: the whole pipeline; writes the run folder and returns its report.
 

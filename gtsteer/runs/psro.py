@@ -8,7 +8,6 @@ killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from gtsteer.binding import (
 from gtsteer.binding.llm_instances import check_fits, read_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext
-from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_in_file,
@@ -44,7 +43,6 @@ from gtsteer.runs.solve import (
     DEFAULT_SOLVER,
     check_tree_size,
 )
-from gtsteer.runs.units import RayOptions
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
@@ -129,40 +127,7 @@ class PSROOptions(BaseModel):
     reference: str | Path | None = None
 
 
-def psro_config(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    proposer_llm: str | LLM | None = None,
-    games: int = 1,
-    settings: PSROConfig | None = None,
-    out_dir: str | Path | None = None,
-    deals: int | None = None,
-    *,
-    on_iteration: Callable[[IterationReport], None] | None = None,
-    on_phase: Callable[[str], None] | None = None,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-    report: Callable[[str], None] | None = None,
-    endpoint: Endpoint | None = None,
-    ray: RayOptions | None = None,
-    export_nfg: bool = False,
-    instances_file: str | Path | None = None,
-    reference: str | Path | None = None,
-) -> PSROSummary:
-    """Deprecated: `gtsteer.psro(config, llm=..., settings=..., out=...)`. Kept, as a thin
-    alias of it, only while `gtsteer/bench` still calls it."""
-    warnings.warn("gtsteer.runs.psro.psro_config is deprecated; use gtsteer.psro",
-                  DeprecationWarning, stacklevel=2)
-    from gtsteer.api import psro
-
-    where = endpoint or Endpoint()
-    return psro(config_path, llm=llm, proposer_llm=proposer_llm, games=games,
-                settings=settings, out=out_dir, deals=deals, on_iteration=on_iteration,
-                on_phase=on_phase, max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
-                report=report, api_base=where.api_base, api_key_env=where.api_key_env,
-                request_timeout=where.timeout_s, max_wait=where.max_wait_s, ray=ray,
-                export_nfg=export_nfg, instances=instances_file, reference=reference)
-
-
+@driver("psro")
 def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummary:
     """`gtsteer psro`: run PSRO on `games` instances of a domain config; write summary.json
     and the plot. `ctx.on_phase` hears what the run is doing, `ctx.on_step` gets each

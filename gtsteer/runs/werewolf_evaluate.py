@@ -41,7 +41,7 @@ from rich.progress import Progress
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_path
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
     RunResult,
@@ -59,6 +59,7 @@ from gtsteer.runs.werewolf_games import (
     play_game,
 )
 from gtsteer.solvers.metrics import (
+    TeamRate,
     bootstrap_interval,
     instances_for_power,
     mcnemar_exact,
@@ -116,20 +117,12 @@ class EvaluateConfig(BaseModel):
         return [k for k in CONDITION_KEYS if k in value]
 
 
-class Rate(BaseModel):
-    wins: int
-    games: int
-    rate: float
-    low: float
-    high: float
-
-
 class ConditionResult(BaseModel):
     condition: str
     team: str
     chooser: str
-    village: Rate
-    werewolves: Rate
+    village: TeamRate
+    werewolves: TeamRate
     #: Village-side votes whose target was a werewolf, over all village-side votes.
     village_votes_on_wolves: float
     #: Mean days survived by the condition's team (all bots when `team` is none or both).
@@ -183,12 +176,6 @@ class EvaluateSummary(RunResult):
     paired: list[PairedDifference] = Field(default_factory=list)
     #: Model requests of all games: the cache's share and the new calls (a rerun: 0 new).
     llm_calls: LLMCalls = Field(default_factory=LLMCalls)
-
-
-def win_rate(wins: int, games: int) -> Rate:
-    """`wins` of `games` with the 95% Wilson interval of `solvers.metrics.wilson`."""
-    share = wilson(wins, games)
-    return Rate(wins=wins, games=games, rate=share.accuracy, low=share.ci_low, high=share.ci_high)
 
 
 def chooser_for(team: str, kind: str, steered: PlaystyleChooser) -> PlaystyleChooser:
@@ -250,6 +237,7 @@ class EvaluateOptions(BaseModel):
     command: str = ""
 
 
+@driver("werewolf evaluate")
 def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
     """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
     playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit
@@ -486,8 +474,8 @@ def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[G
     days = [d for s in finals for d in days_survived(s, team)]
     return ConditionResult(
         condition=name, team=team, chooser=kind,
-        village=win_rate(sum(s.winner == "village" for s in finals), n),
-        werewolves=win_rate(sum(s.winner == "werewolves" for s in finals), n),
+        village=wilson(sum(s.winner == "village" for s in finals), n),
+        werewolves=wilson(sum(s.winner == "werewolves" for s in finals), n),
         village_votes_on_wolves=on_wolf / total if total else 0.0,
         mean_days_survived=sum(days) / len(days) if days else 0.0,
         llm_calls_per_game=len(calls) / n,
@@ -514,9 +502,10 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
     width = 0.38
     for k, (side, color) in enumerate((("village", "tab:blue"), ("werewolves", "tab:red"))):
         rates = [getattr(r, side) for r in rows]
-        ax.bar([i + (k - 0.5) * width for i in x], [r.rate for r in rates], width, color=color,
-               label=f"{side} win rate",
-               yerr=[[r.rate - r.low for r in rates], [r.high - r.rate for r in rates]],
+        ax.bar([i + (k - 0.5) * width for i in x], [r.accuracy for r in rates], width,
+               color=color, label=f"{side} win rate",
+               yerr=[[r.accuracy - r.ci_low for r in rates],
+                     [r.ci_high - r.accuracy for r in rates]],
                capsize=3)
     ax.set_xticks(list(x), [r.condition for r in rows], rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.2)  # headroom for the legend above the intervals

@@ -54,7 +54,7 @@ from rich.progress import Progress
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import run_units
 from gtsteer.runs.output import (
     DamagedFileError,
@@ -530,6 +530,7 @@ class SteerHeldoutOptions(BaseModel):
     pool: Any = None
 
 
+@driver("werewolf steer-heldout")
 def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOptions
         ) -> SteerHeldoutSummary:
     """`gtsteer werewolf steer-heldout`: held-out states, solved in-sample and measured on

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import random
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import ray_session, run_units
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.runs.units import RayOptions
@@ -306,17 +305,7 @@ class SteerTrainOptions(BaseModel):
     pool: Any = None
 
 
-def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
-                pool: LLMPool | None = None, show_progress: bool = True,
-                ray: RayOptions | None = None) -> SteerTrainSummary:
-    """Deprecated: `run(cfg, RunContext.of(out=...), SteerTrainOptions(...))`. Kept only while
-    `gtsteer/bench` still calls it."""
-    warnings.warn("gtsteer.runs.werewolf_steer.steer_train is deprecated; call run(cfg, ctx,"
-                  " SteerTrainOptions(...))", DeprecationWarning, stacklevel=2)
-    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
-               SteerTrainOptions(embedder=embedder, pool=pool))
-
-
+@driver("werewolf steer-train")
 def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         ) -> SteerTrainSummary:
     """`gtsteer werewolf steer-train`: log bot-only games, solve playstyle games at sampled
