@@ -193,6 +193,14 @@ def test_the_command_line_is_the_provenance_minus_defaults() -> None:
                                   "--samples 2 --resume")
 
 
+def test_a_run_still_in_progress_is_refused(runs: Path, tmp_path: Path) -> None:
+    shutil.copytree(runs / "ev", tmp_path / "ev")
+    (tmp_path / "ev" / "IN_PROGRESS").touch()
+    code, out = live_eval("--run", str(tmp_path / "ev"), "--data", str(tmp_path / "data"),
+                          "--doc", str(tmp_path / "a.md"))
+    assert code == 2 and "not a finished gtsteer evaluate run folder" in out
+
+
 def test_one_domain_given_twice_or_nothing_to_do_is_a_usage_error(runs: Path) -> None:
     assert live_eval("--run", str(runs / "ev"), "--run", str(runs / "ev"))[0] == 2
     assert live_eval()[0] == 2

@@ -1,5 +1,6 @@
-"""docs/LIVE_EVAL.md's section: `gtsteer evaluate`'s fresh-dialogue table, one per domain,
-rendered from committed per-instance files with no model call.
+"""docs/LIVE_EVAL.md's section: `gtsteer evaluate`'s fresh-dialogue tables, from docs/data.
+
+One table per domain, rendered from committed per-instance files with no model call.
 
     python -m lab live-eval --run RUN_DIR [--run RUN_DIR ...]   # copy, then render
     python -m lab live-eval --render-only                       # render from docs/data alone
@@ -40,7 +41,7 @@ from gtsteer.runs.evaluate_live import (
     policy_digest,
     run_key,
 )
-from gtsteer.runs.output import repo_relative
+from gtsteer.runs.output import IN_PROGRESS, repo_relative
 from gtsteer.runs.provenance import PROVENANCE_FILE
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
@@ -70,7 +71,7 @@ def _json(path: Path) -> Any:
 
 
 def read_summary(folder: Path) -> EvaluateLiveResult:
-    if not (folder / SUMMARY_FILE).is_file():
+    if (folder / IN_PROGRESS).exists() or not (folder / SUMMARY_FILE).is_file():
         raise LiveEvalDataError(f"{folder}: no {SUMMARY_FILE} (not a finished gtsteer evaluate "
                                 "run folder)")
     return EvaluateLiveResult.model_validate_json((folder / SUMMARY_FILE).read_text("utf-8"))
