@@ -101,6 +101,11 @@ DRIVERS = [
         Step("evaluate_fruit", ["evaluate", cfg("trade_fruit_tone"), *FAKE, "--policy",
                                 "run/model", "--games", "2", "-q", "--out", "evaluate"],
              {"evaluate": "evaluate"}),
+        # its table in a results page: the run copied into docs/data, the section from there
+        Step("live_eval_fruit", [PY_LAB, "live-eval", "--run", "evaluate", "--data", "data",
+                                 "--doc", "doc.md"], {"data": "data", "doc.md": "doc.md"}),
+        Step("live_eval_render", [PY_LAB, "live-eval", "--render-only", "--data", "data",
+                                  "--doc", "doc.md"], {"doc.md": "doc.md"}),
     ]),
     Scenario("export", [
         Step("export_fruit", ["export", cfg("trade_fruit_tone"), "--format", "efg", *FAKE,
