@@ -14,6 +14,7 @@ from gtsteer.binding import cost_profile
 from gtsteer.cli.common import (
     console,
     endpoint_of,
+    final,
     friendly_errors,
     note,
     parse_options,
@@ -99,9 +100,8 @@ def print_summary(summary: SolveSummary) -> None:
             table.add_row(label, f"{p:.3f}")
         console.print(table)
     print_roles(summary.roles)
-    calls = summary.llm_calls
     console.print(
-        f"LLM: {calls.described} · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
+        f"solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
         f" {summary.clipped_rewards} · echoed instructions stripped: {summary.echoed_messages}"
     )
     if summary.num_failed:
@@ -294,7 +294,7 @@ def solve(
         write_json(summary.folder / PROFILE_FILE, costs)
         print_profile(costs)
         console.print(f"profile: {summary.folder / PROFILE_FILE}")
-    console.print(f"summary: {summary.folder / 'summary.json'}")
+    final(f"summary: {summary.folder / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)
 
