@@ -131,6 +131,6 @@ def final(line: str) -> None:
     """A command's last line, where its results are: printed even with `-q`."""
     before, console.quiet = console.quiet, False
     try:
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
     finally:
         console.quiet = before

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.binding import cost_profile
@@ -123,11 +122,8 @@ def print_summary(summary: SolveSummary) -> None:
         if (missing := summary.num_solved - len(summary.heldout_instances)) > 0:
             console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
                           " see `heldout_failure` in games/<i>.json[/]")
-    for failure in summary.failures:
-        console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] "
-            f"{escape(failure.reason)}"
-        )
+    for failure in summary.failures:  # shown with -q too
+        final(f"instance {failure.instance} failed ({failure.stage}): {failure.reason}")
 
 
 def print_heldout(held: HeldOutMetrics) -> None:
