@@ -18,6 +18,7 @@ from gtsteer.cli.common import (
     console,
     endpoint_of,
     err_console,
+    final,
     friendly_errors,
     parse_options,
     ray_options,
@@ -111,8 +112,6 @@ def print_steering(report: SteeringReport) -> None:
     console.print(table)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("steering")
@@ -163,7 +162,7 @@ def steering(
     if not report.judge_validation:
         console.print("[yellow]judge not validated:[/] --validate-judge "
                       "gtsteer/data/judge_labelled.yaml checks it on labelled messages first")
-    console.print(f"report: {where / 'steering.json'}")
+    final(f"report: {where / 'steering.json'}")
 
 
 #: Messages per instruction when neither --steering-samples nor --samples is given.
@@ -214,15 +213,13 @@ def judge(
                                                              "labelled": "--labelled"},
                                               judges=judges, labelled=labelled))
     print_validation_report(report)
-    console.print(f"report: {report.folder / 'judge.json'}")
+    final(f"report: {report.folder / 'judge.json'}")
 
 
 def print_validation_report(report: ValidationReport) -> None:
     print_validations(report.validations)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 def print_reward(report: RewardReport) -> None:
@@ -248,8 +245,6 @@ def print_reward(report: RewardReport) -> None:
     console.print(
         f"configured = {report.configured_path}; free = the LLM computes the payoffs itself."
     )
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 def print_labelled(report: LabelledReport) -> None:
@@ -271,8 +266,6 @@ def print_labelled(report: LabelledReport) -> None:
         misses = ", ".join(f"{p}: {item.read[p] or 'failed'}" for p in report.paths
                            if not item.correct[p])
         console.print(f"item {item.index}: labelled {escape(item.label)}; read {escape(misses)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("reward")
@@ -315,10 +308,10 @@ def reward(
                 cases=10 if cases is None else cases, seed=seed))
     if labelled is not None:
         print_labelled(found)
-        console.print(f"report: {found.folder / eval_reward_labelled.FILE}")
+        final(f"report: {found.folder / eval_reward_labelled.FILE}")
         return
     print_reward(report)
-    console.print(f"report: {report.folder / 'reward.json'}")
+    final(f"report: {report.folder / 'reward.json'}")
 
 
 eval_app.command("verdict")(verdict)

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    final,
+    friendly_errors,
+    parse_options,
+    ray_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -59,7 +66,7 @@ def print_report(report: VerdictEvalReport) -> None:
     console.print(table)
     console.print(
         f"target verdict: {report.target_verdict} · strategic breadth {report.breadth}, depth"
-        f" {report.depth} · LLM: {report.llm_requests} requests, {report.new_llm_calls} new calls"
+        f" {report.depth}"
     )
 
 
@@ -104,4 +111,4 @@ def verdict(
         report = eval_verdict.run(config, ctx, options)
     print_report(report)
     where = report.folder
-    console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")
+    final(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

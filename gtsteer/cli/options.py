@@ -175,7 +175,8 @@ OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to
 SnapshotOut = Annotated[
     str | None, typer.Option("--out", "-o", help="File to write (default: stdout).")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables:"
+                 " only the final summary (where the results are) and the usage line.")]
 
 # --- scale-out (docs/SCALE.md; checked by `gtsteer.cli.common.ray_options`) -------------------
 

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gtsteer.binding import progress
 from gtsteer.cli.common import (
     console,
     endpoint_of,
+    final,
     friendly_errors,
     note,
     parse_options,
@@ -84,7 +85,6 @@ def print_summary(summary: PSROSummary) -> None:
         shown = ", ".join(f"{x} {marg[x]:.2f}" for x in pop)
         console.print(f"player {p} ({settings.meta_solver}, payoff {final.payoffs[p]:+.3f}): "
                       f"{shown}")
-    calls = summary.llm_calls
     last = summary.iterations[-1]
     gap_name = "NashConv" if final.gap_name == "nash_conv" else "CCE gap"
     console.print(f"{settings.meta_solver} meta-strategy's {gap_name} in the restricted game: "
@@ -92,7 +92,7 @@ def print_summary(summary: PSROSummary) -> None:
                                          if last.stop_rule == "gap"
                                          else "(not a stopping test: converged means no "
                                               "oracle found an improvement)"))
-    console.print(f"LLM: {calls.described} · converged: {summary.converged}"
+    console.print(f"converged: {summary.converged}"
                   + (f" · stopped: {summary.stop_reason}"
                      if summary.stop_reason not in (None, "converged") else ""))
     if summary.reference is not None:
@@ -205,30 +205,24 @@ def psro(
             support_tolerance=support_tolerance, oracle_players=oracle_player,
             gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate,
             report_nash=report_nash)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=console, disable=quiet, transient=True) as bar:
-            task = bar.add_task("starting", total=None)
 
-            def done(report: IterationReport) -> None:
-                added = added_cell(report.added, report.rejected) or "final meta-game"
-                bar.console.print(f"iteration {report.iteration}: {added} "
-                                  f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
+        def done(report: IterationReport) -> None:
+            added = added_cell(report.added, report.rejected) or "final meta-game"
+            console.print(f"iteration {report.iteration}: {added} "
+                          f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
-            # progress=False: this spinner is the run's one live display (a Ray bar of
-            # instances would be a second one)
-            ctx = RunContext.of(
-                llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
-                progress=False, report=note,
-                on_phase=lambda text: bar.update(task, description=text), on_step=done)
-            summary = run_psro(config, ctx, parse_options(
-                PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
-                max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
-                reference=reference))
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(
+            llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
+            progress=not quiet, report=note, on_phase=progress.phase, on_step=done)
+        summary = run_psro(config, ctx, parse_options(
+            PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
+            max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
+            reference=reference))
     print_summary(summary)
     print_roles(summary.roles)
     where = summary.folder
-    console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
+    final(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 
 def register(app: typer.Typer) -> None:

@@ -174,7 +174,7 @@ PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves", "max_days": "--m
 
 
 @werewolf_app.command()
-@spending(budget=True)
+@spending(budget=True, display=False)
 def play(
     players: Players = 7,
     wolves: Annotated[
@@ -237,7 +237,7 @@ def play(
 
 
 @werewolf_app.command()
-@spending(budget=True)
+@spending(budget=True, display=False)
 def resume(
     game_id: Annotated[str, typer.Argument(help="Game to continue.")],
     db: Db = None,

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding import progress as shown
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, StorageError
@@ -121,7 +122,7 @@ def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSu
     chosen = generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
-    check_tree_size(spec, games, options.max_calls, report=ctx.report)
+    shown.expect(check_tree_size(spec, games, options.max_calls, report=ctx.report))
     model, _, role_models = ctx.roles(spec)
     out = ctx.folder("export", config_path, model, seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
@@ -147,6 +148,7 @@ def export_instance(job: ExportJob, model: LLM) -> ExportOutcome:
     its tree into `.efg` text. A failure belongs to this instance (a damaged cache stops)."""
     try:
         game = make_game(job.spec, job.instance, model, config=job.config, seed=job.seed)
+        shown.phase("expand")
         expansion = expand_sync(game, progress=job.progress)
         if expansion.failed:
             return ExportOutcome(job.instance.index,

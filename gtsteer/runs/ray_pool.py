@@ -35,8 +35,8 @@ from typing import Any, TypeVar
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.rate import RateLimit, RequestGate
@@ -496,37 +496,37 @@ def run_on_ray(
             submit()
         results: dict[int, TaskResult] = {}
         try:
-            with Progress(disable=not progress, transient=True) as bar:
-                task = bar.add_task(f"{label} (Ray)", total=len(units))
-                raylet_alive = _local_raylet_watch()
-                while pending:
-                    # With a timeout, to notice this node's raylet dying: Ray then ends the
-                    # process some 15 s later with no word of its own.
-                    done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-                    if not done:
-                        if not raylet_alive():
-                            raise _cluster_failed("the raylet of this machine's Ray node died",
-                                                  len(results), len(units), label)
-                        continue
-                    i = pending.pop(done[0])
-                    submit()  # the next unit takes the finished one's CPU
-                    try:
-                        result = ray.get(done[0])
-                    except ray.exceptions.RayTaskError as exc:
-                        raise exc.as_instanceof_cause() from None
-                    except ray.exceptions.RayError as exc:  # the cluster, not the unit
-                        raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
-                                              len(results), len(units), label) from None
-                    if model.cache is not None:
-                        for key, value in result.entries.items():
-                            model.cache.set(key, value)
-                    model.meter.absorb(result.usage)  # the run's bill counts the task's calls
-                    results[i] = result
-                    if on_result is not None:
-                        on_result(i, result.value)
-                    bar.advance(task)
-                    if model.session is not None:  # a budget: checked as each unit finishes
-                        model.session.check_spent(model.model)
+            raylet_alive = _local_raylet_watch()
+            while pending:
+                # With a timeout, to notice this node's raylet dying: Ray then ends the
+                # process some 15 s later with no word of its own.
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                if not done:
+                    if not raylet_alive():
+                        raise _cluster_failed("the raylet of this machine's Ray node died",
+                                              len(results), len(units), label)
+                    continue
+                i = pending.pop(done[0])
+                submit()  # the next unit takes the finished one's CPU
+                try:
+                    result = ray.get(done[0])
+                except ray.exceptions.RayTaskError as exc:
+                    raise exc.as_instanceof_cause() from None
+                except ray.exceptions.RayError as exc:  # the cluster, not the unit
+                    raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
+                                          len(results), len(units), label) from None
+                if model.cache is not None:
+                    for key, value in result.entries.items():
+                        model.cache.set(key, value)
+                model.meter.absorb(result.usage)  # the run's bill counts the task's calls
+                results[i] = result
+                if on_result is not None:
+                    on_result(i, result.value)
+                if progress:
+                    shown.unit(f"{label} done on Ray", len(results), len(units),
+                               started=False)
+                if model.session is not None:  # a budget: checked as each unit finishes
+                    model.session.check_spent(model.model)
         finally:
             for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
                 with contextlib.suppress(ray.exceptions.RayError):  # a dead node's task

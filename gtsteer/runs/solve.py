@@ -24,6 +24,7 @@ from gtsteer.binding import (
     generate_instances,
     make_game,
 )
+from gtsteer.binding import progress as shown
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
@@ -208,7 +209,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     chosen = given if given is not None else generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
-    check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
+    shown.expect(check_tree_size(spec, games, max_calls, heldout=heldout, report=report))
     unknown = sorted(set(readers) - set(READERS))
     if unknown:
         raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")
@@ -399,6 +400,7 @@ def _solve_instance(
             record.deals = [d.private_info for d in game.deals]
         record.payoff_bounds = (game.min_utility(), game.max_utility())
         stage = "expand"
+        shown.phase("expand")
         report = expand_sync(game, progress=progress)
         record.expansion = _dump(report)
         done.terminals = "".join(row.model_dump_json() + "\n" for row in terminal_rows(game))
@@ -407,12 +409,15 @@ def _solve_instance(
             record.failure = scrub_secrets(str(report.reason or "expansion failed"))
             return done
         stage = "solve"
+        shown.phase(f"solve ({solver})")
         with cost_profile.phase("CFR", game.llm):  # no model call: its seconds, when profiled
             result = solve_cfr(game, solver=solver, iterations=iterations)
         stage = "metrics"
+        shown.phase("metrics")
         _fill_record(record, game, result)
         if build_heldout is not None:
             try:
+                shown.phase("held-out")
                 with cost_profile.scope("fresh"):
                     record.heldout = measure_heldout(game, result.policy, build_heldout(),
                                                      readers=readers, progress=progress)

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_path
@@ -249,7 +249,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     cfg, steer, out, resume = config, options.steer, ctx.out, options.resume
-    show_progress, ray = ctx.progress, ctx.ray
+    ray = ctx.ray
     steered: PlaystyleChooser | None = options.steered
     pool: LLMPool | None = options.pool
     if pool is None:
@@ -275,26 +275,25 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
         for c in played), steering)
         for g in range(cfg.games)]
     finals: dict[str, GameState] = {}
-    with Progress(disable=not show_progress) as bar:
-        task = bar.add_task("evaluation games", total=cfg.games * len(played))
+    advance = shown.counter("evaluation games", cfg.games * len(played))
 
-        def store_seed(games: list[PlayedGame]) -> None:
-            for game in games:
-                game.write_to(store)
-                finals[game.created.game_id] = game.final
-            bar.advance(task, len(games))
+    def store_seed(games: list[PlayedGame]) -> None:
+        for game in games:
+            game.write_to(store)
+            finals[game.created.game_id] = game.final
+        advance(len(games))
 
-        for games in kept:
-            store_seed(games)
+    for games in kept:
+        store_seed(games)
 
-        def write(i: int, games: list[PlayedGame]) -> None:
-            g = len(kept) + i
-            SavedSeed.of(key, g, games).save(root)
-            store_seed(games)
+    def write(i: int, games: list[PlayedGame]) -> None:
+        g = len(kept) + i
+        SavedSeed.of(key, g, games).save(root)
+        store_seed(games)
 
-        units_run = run_units(play_evaluation_seed, units[len(kept):],
-                              driver_model(pool, cfg.llm), ray=ray, on_result=InOrder(write),
-                              label="evaluation seeds")
+    units_run = run_units(play_evaluation_seed, units[len(kept):],
+                          driver_model(pool, cfg.llm), ray=ray, on_result=InOrder(write),
+                          label="evaluation seeds")
     results = []
     for c in played:
         name = list(CONDITIONS)[c]

@@ -49,8 +49,8 @@ from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
@@ -555,35 +555,34 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
     model = driver_model(pool, cfg.llm)
     calls = LLMCalls()
     candidates: int | None = None
-    with Progress(disable=not ctx.progress) as bar:
-        if len(picked) < cfg.states:
-            picked, candidates, game_calls, seeds = play_heldout_games(
-                cfg, trained.config, root, pool, model, bar)
-            calls = calls + game_calls
-            write_text(root / STATES_FILE, "".join(
-                SavedState(run_key=key, state=s).model_dump_json() + "\n" for s in picked))
-        else:
-            seeds = sorted({s.seed for s in picked})
-        picked = picked[:cfg.states]
-        check_held_out(picked, trained)
-        kept = saved_rows(root, key, picked) if options.resume else []
-        for path in (root / ROWS_DIR).glob("*.json"):  # another run's, or past a gap
-            if not path.stem.isdigit() or int(path.stem) >= len(kept):
-                path.unlink()
-        task = bar.add_task("held-out states (CFR+ in-sample, fresh samples)",
-                            total=len(picked), completed=len(kept))
-        rows = list(kept)
+    if len(picked) < cfg.states:
+        picked, candidates, game_calls, seeds = play_heldout_games(
+            cfg, trained.config, root, pool, model)
+        calls = calls + game_calls
+        write_text(root / STATES_FILE, "".join(
+            SavedState(run_key=key, state=s).model_dump_json() + "\n" for s in picked))
+    else:
+        seeds = sorted({s.seed for s in picked})
+    picked = picked[:cfg.states]
+    check_held_out(picked, trained)
+    kept = saved_rows(root, key, picked) if options.resume else []
+    for path in (root / ROWS_DIR).glob("*.json"):  # another run's, or past a gap
+        if not path.stem.isdigit() or int(path.stem) >= len(kept):
+            path.unlink()
+    advance = shown.counter("held-out states (CFR+ in-sample, fresh samples)", len(picked),
+                            len(kept))
+    rows = list(kept)
 
-        def write(i: int, row: FreshStateRow) -> None:
-            write_json(root / ROWS_DIR / f"{row.index}.json", row)
-            rows.append(row)
-            bar.advance(task)
+    def write(i: int, row: FreshStateRow) -> None:
+        write_json(root / ROWS_DIR / f"{row.index}.json", row)
+        rows.append(row)
+        advance()
 
-        jobs = [FreshJob(s, i, key, trained, pool.force_completion)
-                for i, s in enumerate(picked) if i >= len(kept)]
-        units = run_units(measure_job, jobs, model,
-                          on_result=lambda i, row: write(i, row), label="held-out states")
-        calls = calls + units.calls
+    jobs = [FreshJob(s, i, key, trained, pool.force_completion)
+            for i, s in enumerate(picked) if i >= len(kept)]
+    units = run_units(measure_job, jobs, model,
+                      on_result=lambda i, row: write(i, row), label="held-out states")
+    calls = calls + units.calls
     summary = SteerHeldoutSummary(
         config=cfg, train=trained.config, run_key=key, train_seeds=list(trained.seeds),
         heldout_seeds=seeds, candidate_states=candidates,
@@ -595,7 +594,7 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
 
 
 def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: Path,
-                       pool: LLMPool, model: LLM, bar: Progress
+                       pool: LLMPool, model: LLM
                        ) -> tuple[list[GameState], int, LLMCalls, list[int]]:
     """Held-out games, one at a time, until they hold `cfg.states` picks (or `max_games`
     are played): the picked states, the eligible turns seen, the games' calls, their seeds."""
@@ -604,7 +603,6 @@ def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: P
     for suffix in ("", "-wal", "-shm"):  # rebuilt from the games, in order
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     store = GameStore(db)
-    task = bar.add_task("held-out games", total=math.ceil(cfg.states / cfg.per_game))
     picked: list[GameState] = []
     candidates, calls, seeds = 0, LLMCalls(), []
     try:
@@ -619,8 +617,7 @@ def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: P
             turns = logged_discussion_states(store, setup.game_id, train.max_speakers)
             candidates += len(turns)
             picked += pick_of_game(turns, setup.seed, cfg.per_game)
-            bar.update(task, total=max(g + 1, math.ceil(cfg.states / cfg.per_game)))
-            bar.advance(task)
+            shown.step("held-out games", g + 1, max(g + 1, math.ceil(cfg.states / cfg.per_game)))
     finally:
         store.close()
     return picked, candidates, calls, seeds

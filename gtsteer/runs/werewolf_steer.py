@@ -30,8 +30,8 @@ from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.imitation.build import reach_weighted_records
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
@@ -314,7 +314,7 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
     for both, a task each); the training stays here. The results are the serial run's."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
-    cfg, out, show_progress, ray = config, ctx.out, ctx.progress, ctx.ray
+    cfg, out, ray = config, ctx.out, ctx.ray
     embedder: TextEmbedder | None = options.embedder
     pool: LLMPool | None = options.pool
     if pool is None:
@@ -326,10 +326,10 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
     store = GameStore(db)
-    with Progress(disable=not show_progress) as bar, ray_session(ray):
+    with ray_session(ray):
         t0 = time.perf_counter()
-        task = bar.add_task("bot-only games", total=cfg.games)
-        ids, game_calls = play_logged_games(cfg, store, pool, lambda _: bar.advance(task),
+        advance = shown.counter("bot-only games", cfg.games)
+        ids, game_calls = play_logged_games(cfg, store, pool, lambda _: advance(),
                                             ray=ray)
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
@@ -341,12 +341,12 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         write_text(root / "states.jsonl", "".join(s.model_dump_json() + "\n" for s in picked))
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []
-        task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
+        advance = shown.counter("playstyle games (expand + CFR+)", len(picked))
 
         def collect(_: int, done: tuple[list[DecisionRecord], SolvedState]) -> None:
             records.extend(done[0])
             solved.append(done[1])
-            bar.advance(task)
+            advance()
 
         jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
                 for state in picked]

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.shipped import DATA_DIR
 from gtsteer.evals.classifiers import (
@@ -431,8 +431,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     root = prepare_run_dir(ctx.out, summary=SUMMARY_FILE)
     meters = [pool.get(cfg.llm), *classifier_models(classifier)]
     before = [m.usage for m in meters]
-    with Progress(disable=not ctx.progress) as bar:
-        states = load_states(root, cfg, key, states_file, pool, bar)
+    states = load_states(root, cfg, key, states_file, pool)
     write_json(root / RUN_FILE, {"key": key, "config": cfg.model_dump(),
                                  "judge": classifier.name,
                                  "labelled": repo_relative(options.labelled)})
@@ -447,15 +446,14 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
         write_text(rows_path, "".join(r.model_dump_json() + "\n" for r in rows))
     done = {(r.state, r.style, r.sample) for r in rows}
     total = len(states) * cfg.samples * len(cfg.styles)
-    with Progress(disable=not ctx.progress) as bar:
-        task = bar.add_task("lines (sampled and judged)", total=total, completed=len(done))
-        for index, state in enumerate(states):
-            for sample in range(cfg.samples):
-                new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
-                if new:
-                    append_rows(rows_path, new)
-                    rows += new
-                    bar.advance(task, len(new))
+    advance = shown.counter("lines (sampled and judged)", total, len(done))
+    for index, state in enumerate(states):
+        for sample in range(cfg.samples):
+            new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
+            if new:
+                append_rows(rows_path, new)
+                rows += new
+                advance(len(new))
     calls = sum((m.usage.since(b) for m, b in zip(meters, before, strict=True)), LLMCalls())
     order = {(s, st, k): i for i, (s, k, st) in enumerate(
         (s, k, st) for s in range(len(states)) for k in range(cfg.samples) for st in cfg.styles)}
@@ -468,7 +466,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
 
 
 def load_states(root: Path, cfg: StylesConfig, key: str, states_file: Path | None,
-                pool: LLMPool, bar: Progress) -> list[GameState]:
+                pool: LLMPool) -> list[GameState]:
     """This run's states: those saved by a run with the same key, else drawn afresh (from
     `states_from`, or from newly logged games as `steer-train` draws them) and saved."""
     saved = root / STATES_FILE
@@ -491,12 +489,12 @@ def load_states(root: Path, cfg: StylesConfig, key: str, states_file: Path | Non
         for i, s in enumerate(states):
             speak_turn(s, f"--states-from {states_file} line {i + 1}")
     else:
-        states = logged_states(root, cfg, pool, bar)
+        states = logged_states(root, cfg, pool)
     write_text(saved, "".join(s.model_dump_json() + "\n" for s in states))
     return states
 
 
-def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool, bar: Progress
+def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool
                   ) -> list[GameState]:
     """Bot-only games logged as `steer-train` logs them, and its draw of their eligible
     discussion states; refused when they hold fewer than `cfg.states`."""
@@ -508,8 +506,8 @@ def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool, bar: Progress
         logged = SteerTrainConfig(games=cfg.games, llm=cfg.llm, players=cfg.players,
                                   max_messages=cfg.max_messages, max_days=cfg.max_days,
                                   seed=cfg.seed, states=cfg.states, max_speakers=cfg.max_speakers)
-        task = bar.add_task("bot-only games", total=cfg.games)
-        ids, _ = play_logged_games(logged, store, pool, lambda _: bar.advance(task))
+        advance = shown.counter("bot-only games", cfg.games)
+        ids, _ = play_logged_games(logged, store, pool, lambda _: advance())
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
     finally:
