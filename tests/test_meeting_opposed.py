@@ -24,7 +24,7 @@ from gtsteer.domains.schedule_meeting import (
     parse_days,
 )
 from gtsteer.solvers.evaluate import StrategyError, fixed
-from gtsteer.solvers.heldout import greedy_baseline
+from gtsteer.solvers.heldout import greedy_baseline, greedy_instruction
 from lab.studies import tension
 
 OPPOSED = "schedule_meeting_opposed"
@@ -183,3 +183,15 @@ def test_an_always_row_plays_its_fallback_where_its_instruction_is_not_offered()
     assert fixed([monday, monday], otherwise=[any_, any_])(state) == [(any_, 1.0)]
     with pytest.raises(StrategyError, match="not legal"):
         fixed([monday, monday])(state)
+
+
+def test_the_shipped_meetings_greedy_responder_reads_the_proposal() -> None:
+    # Issue 57 item 4: in the shipped meeting (one `day` key) the reading responder agrees by
+    # proposing the day it was offered when that day is free and near its best, else its own
+    # best free day; before, it named its best day whatever it read (text-blind).
+    spec = spec_of("schedule_meeting_dow")
+    info = {"out_of_office": "Friday", "day_preferences": PREFS}  # best free day: Monday (9)
+    assert greedy_instruction(spec, info, ["How about Wednesday?"], 1) == "Wednesday"  # 7 >= 7
+    assert greedy_instruction(spec, info, ["Let's meet on Tuesday."], 1) == "Monday"  # 4 < 7
+    assert greedy_instruction(spec, info, ["Friday suits me."], 1) == "Monday"  # away
+    assert greedy_instruction(spec, info, [], 0) == "Monday"  # the opening reads nothing

@@ -59,7 +59,9 @@ SCHEDULE_MEETING = Domain(
     ),
     greedy=schedule_meeting.meeting_greedy,
     reply_greedy=schedule_meeting.meeting_reply_greedy,
-    version=2,  # 2: a day either player is away pays both 0 (issue 57)
+    # 2: a day either player is away pays both 0; 3: the greedy responder reads the proposal
+    # (issue 57)
+    version=3,
 )
 DEBATE = Domain(
     name=debate.DOMAIN,

@@ -188,16 +188,17 @@ def meeting_reply_greedy(spec: DomainSpec, info: dict[str, str], messages: list[
     message proposes when the player is free then and values it within `READING_K` of its
     own best free day, else counters with that best day (`ACCEPT`/`COUNTER`); a last
     message takes a counter-proposal of a day the player can attend (`TAKE`). Every key whose
-    values hold these instructions is set, and `day` to the text-blind best free day (all a
-    game without them, the shipped meeting, offers); the baseline keeps the keys the turn
-    offers."""
+    values hold these instructions is set, and `day` to the day accepted (the proposed one)
+    or countered with (its best free day): in a game without reply instructions, the shipped
+    meeting, a reply agrees by naming the day it was offered. The baseline keeps the keys the
+    turn offers."""
     days = days_of(spec)
     away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
     best = meeting_greedy(spec, info)["day"]
     day = _proposed_day(days, messages[-1]) if messages else None
     free = day is not None and day not in away
     accept = free and prefs.get(day or "", 0) >= prefs.get(best, 0) - READING_K
-    out = {"day": best}
+    out = {"day": day if accept and day is not None else best}
     for key, values in spec.actions.items():
         if ACCEPT in values and COUNTER in values:
             out[key] = ACCEPT if accept else COUNTER

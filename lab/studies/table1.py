@@ -569,10 +569,13 @@ def versus_section(rows: list[Row]) -> list[str]:
          " bootstrap (BCa, 10,000 resamples of the instances) is a robustness check, not a"
          " second test; a bound within 2 Monte Carlo SDs of 0 (over 10 other resample seeds)"
          " reads ≈ 0, since its sign is the seed's. Responder rows against greedy are"
-         " reader-sensitive: greedy counter-proposes its own best day whatever it was offered,"
-         " and the small reader misreads counter-proposals as agreements (45% in"
-         " `python -m lab reward`), which pays greedy (review M1; not counted per terminal"
-         " here: that needs the trees expanded again)."),
+         " reader-sensitive: in rows measured before meeting's domain version 3, greedy"
+         " counter-proposes its own best day whatever it was offered, and the small reader"
+         " misreads counter-proposals as agreements (45% in `python -m lab reward`), which"
+         " pays greedy (review M1; not counted per terminal here: that needs the trees"
+         " expanded again). From version 3 the responder's greedy reads the proposal: it"
+         " names the day it was offered when that day is free and within 2 of its own best"
+         " free day, else its best free day."),
         "",
         ("| domain | S | n | player | policy | others | baseline | mean [95% t] | Holm p"
          " | bootstrap [95% BCa] | MDE | signs (where skewed) |"),
