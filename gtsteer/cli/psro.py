@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from typer.core import TyperCommand
 
 from gtsteer.binding import progress
 from gtsteer.cli.common import (
@@ -44,7 +45,9 @@ from gtsteer.runs.context import RunContext
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.solve import tree_bound
-from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
+from gtsteer.solvers.meta import META_SOLVERS
+from gtsteer.solvers.meta.registry import help_text
+from gtsteer.solvers.psro import IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
 PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
@@ -146,9 +149,7 @@ def psro(
                                              "better | trajectory | categorical")
     ] = "shotgun",
     meta_solver: Annotated[
-        str, typer.Option("--meta-solver",
-                          help="rd | nash | cce | mecce | nbs (drives the oracles; nash: exact, "
-                               "2 players; cce: max welfare; mecce: max entropy)")
+        str, typer.Option("--meta-solver", help="(from META_SOLVERS when the command is built)")
     ] = "rd",
     gap_tolerance: Annotated[
         float, typer.Option("--gap-tolerance",
@@ -225,6 +226,17 @@ def psro(
     final(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 
+class _PsroCommand(TyperCommand):
+    """`psro`, its `--meta-solver` help read from the registry as the command is built (so a
+    meta-solver registered after this module was imported is listed too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.name == "meta_solver":
+                param.help = help_text()  # type: ignore[attr-defined]
+
+
 def register(app: typer.Typer) -> None:
     """Add the `psro` command to the top-level app."""
-    app.command("psro")(psro)
+    app.command("psro", cls=_PsroCommand)(psro)

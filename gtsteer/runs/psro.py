@@ -44,6 +44,7 @@ from gtsteer.runs.solve import (
     check_tree_size,
 )
 from gtsteer.solvers import solve_cfr
+from gtsteer.solvers.meta import META_SOLVERS
 from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
 from gtsteer.solvers.psro.reference import (
@@ -52,7 +53,6 @@ from gtsteer.solvers.psro.reference import (
     best_constant,
     measure_in_reference,
 )
-from gtsteer.solvers.psro.report import META_SOLVERS
 
 #: 4: `instances_file`; per-iteration `reference` (the meta-strategy in a full game).
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
