@@ -42,6 +42,7 @@ STUDIES = {
     "demo-outcomes": "lab.studies.demo_outcomes",
     "gambit-check": "lab.studies.gambit_check",
     "live-eval": "lab.studies.live_eval",
+    "misreads": "lab.studies.misreads",
     "playthroughs": "lab.studies.playthroughs",
     "psro-discovery": "lab.studies.psro_discovery",
     "samples": "lab.studies.samples_study",

@@ -174,7 +174,7 @@ def meeting_greedy(spec: DomainSpec, info: dict[str, str]) -> dict[str, str]:
     return {"day": max(free, key=lambda d: (prefs.get(d, 0), -days.index(d)))}
 
 
-def _proposed_day(days: list[str], text: str) -> str | None:
+def proposed_day(days: list[str], text: str) -> str | None:
     """The day `text` names first (the proposal of "not Tuesday; Wednesday?" is Tuesday: a
     reading baseline reads the words, not the intent)."""
     found = [(m.start(), d) for d in days
@@ -195,7 +195,7 @@ def meeting_reply_greedy(spec: DomainSpec, info: dict[str, str], messages: list[
     days = days_of(spec)
     away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
     best = meeting_greedy(spec, info)["day"]
-    day = _proposed_day(days, messages[-1]) if messages else None
+    day = proposed_day(days, messages[-1]) if messages else None
     free = day is not None and day not in away
     accept = free and prefs.get(day or "", 0) >= prefs.get(best, 0) - READING_K
     out = {"day": day if accept and day is not None else best}
