@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -92,3 +93,28 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     code, out = check(str(broken))
     assert code == 2, out
     assert "message_prompt" in out and "budget" in out and "conformance" not in out
+
+
+def test_a_message_prompt_without_the_instruction_is_a_warning_not_a_failure(
+    tmp_path: Path,
+) -> None:
+    """No `{instruction}` in message_prompt: no instruction ever reaches the model, so every
+    instruction plays the same; the warning tier says so and the check still passes."""
+    from gtsteer.checks import CheckWarning, check_spec
+    from gtsteer.domains import load_spec
+
+    config = tmp_path / "deaf.yaml"
+    deaf = {**BIKES, "message_prompt": "{scenario}\n{transcript}{name}:"}
+    config.write_text(yaml.safe_dump(deaf))
+    code, out = check(str(config))
+    assert code == 0, out
+    said = " ".join(out.split())
+    assert ("deaf.yaml: message_prompt has no {instruction}: no instruction reaches the model"
+            in said)
+    assert "conformance: passed" in said and "  warning: " in out
+    with pytest.warns(CheckWarning, match="no instruction reaches the model"):
+        report = check_spec(load_spec(config), str(config))
+    assert any("{instruction}" in w for w in report.warnings)
+    # the shipped configs all place it
+    code, out = check("schedule_meeting_dow")
+    assert "no instruction reaches the model" not in out
