@@ -30,7 +30,12 @@ from tenacity import (
 from gtsteer.llm import session, waits
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.cache import AnswerStore, ResponseCache, cache_key
-from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
+from gtsteer.llm.errors import (
+    LLMCallError,
+    ModelConfigError,
+    StructuredOutputError,
+    TransientLLMError,
+)
 from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.structured import choice_model, feedback_text, problems_of
 from gtsteer.llm.types import (
@@ -138,6 +143,12 @@ class LLM:
                     if self.session is not None and self.session.dry is not None else None)
         if self.dry is not None:
             self.backend = self.dry
+        elif (self.session is not None and self.session.budget.max_cost is not None
+              and self.backend.price(1, 1) is None):
+            # refused before its first call: a cap on an unknown cost would stop only after
+            raise ModelConfigError(
+                f"--max-cost: litellm has no price for {self.model}, so its cost cannot be"
+                " bounded; bound the run with --max-tokens or --max-calls instead")
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
         self.cache: AnswerStore | None = (
             (cache if cache is not None else ResponseCache()) if use_cache else None
