@@ -250,12 +250,13 @@ def imitate(
     policy and its gain, with intervals), `.training`, `.folder`, `.model_dir` (the policy
     `gtsteer.imitation.DistilledPolicy.load` reads), `.usage`."""
     from gtsteer.runs.imitate import DEFAULT_GAMES, ImitateOptions, run
+    from gtsteer.runs.solve import tree_bound
 
     options = ImitateOptions(
         games=DEFAULT_GAMES if games is None else games, holdout=holdout, steps=steps,
         embedder=embedder, features=features, seed=seed, solver=solver, iterations=iterations,
         deals=deals, solve_dir=solve_dir, compare_features=compare_features,
-        train_config=train_config)
+        train_config=train_config, max_calls=tree_bound(max_calls))
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet)

@@ -199,7 +199,7 @@ def test_a_run_stopped_by_max_tokens_continues_to_the_unlimited_result(
         assert stopped.exit_code == 3, stopped.output
         said = " ".join(stopped.output.split())
         assert f"stopped: --max-tokens {tokens // 3:,} reached" in said
-        assert "rerun with a higher --max-tokens to continue" in said
+        assert f"raise --max-tokens and rerun with the same --out {tmp_path / 'limited'}" in said
         assert not (tmp_path / "limited" / "summary.json").exists()
         first_part = srv.requests
         assert 0 < first_part < spent["new_calls"]

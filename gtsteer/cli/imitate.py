@@ -19,6 +19,7 @@ from gtsteer.cli.options import (
     Games,
     Iterations,
     Llm,
+    MaxCalls,
     MaxWait,
     Out,
     Quiet,
@@ -38,13 +39,13 @@ from gtsteer.runs.imitate import (
     ImitationReport,
 )
 from gtsteer.runs.imitate import run as run_imitate
-from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, tree_bound
 
 #: The flag of each `ImitateOptions` field, for its errors.
 FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",
          "features": "--features", "seed": "--seed", "solver": "--solver",
          "iterations": "--iterations", "deals": "--deals", "solve_dir": "--solve-dir",
-         "compare_features": "--compare-features"}
+         "compare_features": "--compare-features", "max_calls": "--max-calls"}
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -146,6 +147,7 @@ def imitate(
         typer.Option("--compare-features", help=f"Also train {'/'.join(FEATURE_MODES)} and "
                      "compare them on the held-out instances."),
     ] = False,
+    max_calls: MaxCalls = None,
     quiet: Quiet = False,
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
@@ -156,7 +158,7 @@ def imitate(
             ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
             embedder=embedder, features=features, seed=seed, solver=solver,
             iterations=iterations, deals=deals, solve_dir=solve_dir,
-            compare_features=compare_features))
+            compare_features=compare_features, max_calls=tree_bound(max_calls)))
     print_report(report, report.folder)
 
 
