@@ -31,6 +31,7 @@ from gtsteer.cli.common import endpoint_of, friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     MaxWait,
     RequestTimeout,
@@ -109,12 +110,13 @@ def check(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Check a domain config: conformance, a fake-model playthrough, the tree size and what
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
     with friendly_errors():
         spec = load_spec(config)  # a bad config is bad input: one line, exit 2
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
     typer.echo(f"check of {config} ({spec.name})")
     try:
         lines = conformance(config)

@@ -13,6 +13,7 @@ from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_opti
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     DealsMin1,
     Embedder,
@@ -123,6 +124,7 @@ def imitate(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = DEFAULT_GAMES,
     holdout: Annotated[
         float,
@@ -152,7 +154,7 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet)
         report = run_imitate(config, ctx, parse_options(
             ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,

@@ -20,6 +20,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     Deals,
     Games,
@@ -136,6 +137,7 @@ def psro(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = 1,
     iterations: PsroIterations = 3,
     candidates: Annotated[
@@ -214,7 +216,7 @@ def psro(
                 bar.console.print(f"iteration {report.iteration}: {added} "
                                   f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
             # progress=False: this spinner is the run's one live display (a Ray bar of
             # instances would be a second one)
             ctx = RunContext.of(

@@ -126,6 +126,7 @@ class LLM:
         backoff_max_s: float = 30.0,
         structured_attempts: int = 3,
         max_wait_s: float = RETRY_AFTER_MAX_S,
+        api_mode: str = "chat",
     ):
         if not (timeout_s > 0 and math.isfinite(timeout_s)):
             raise ValueError(f"--request-timeout: must be a positive number of seconds, got"
@@ -133,7 +134,7 @@ class LLM:
         if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
             raise ValueError(f"--max-wait: must be a number of seconds >= 0, got {max_wait_s}")
         self.backend = backend or make_backend(
-            model, api_base=api_base, timeout_s=timeout_s, api_key=api_key
+            model, api_base=api_base, timeout_s=timeout_s, api_key=api_key, api_mode=api_mode
         )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         #: The run this client belongs to (captured when built), or None.

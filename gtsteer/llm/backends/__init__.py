@@ -22,6 +22,7 @@ def make_backend(
     timeout_s: float = 120.0,
     api_key: str | None = None,
     threads: int | None = None,
+    api_mode: str = "chat",
 ) -> Backend:
     """Choose a backend from a model string (see DESIGN.md, "The LLM layer"); `threads` sets
     an in-process model's threads (default: `local_threads()`), e.g. a Ray worker's CPUs."""
@@ -30,11 +31,11 @@ def make_backend(
         raise ModelConfigError(
             "Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`."
         )
-    if (api_base or api_key) and (
+    if (api_base or api_key or api_mode != "chat") and (
         model in ("local", "fake") or model.startswith(("local:", "fake:"))
     ):
         raise ModelConfigError(
-            f"--api-base/--api-key-env apply to served models (litellm ids such as "
+            f"--api-base/--api-key-env/--api-mode apply to served models (litellm ids such as "
             f"openai/NAME or hosted_vllm/NAME), not to {model!r}, which runs in-process."
         )
     if model == "local" or model.startswith("local:"):
@@ -45,7 +46,8 @@ def make_backend(
         return FakeBackend(model)
     from gtsteer.llm.backends.litellm_backend import LiteLLMBackend
 
-    return LiteLLMBackend(model, api_base=api_base, timeout_s=timeout_s, api_key=api_key)
+    return LiteLLMBackend(model, api_base=api_base, timeout_s=timeout_s, api_key=api_key,
+                          api_mode=api_mode)
 
 
 __all__ = ["BACKEND_KINDS", "Backend", "FakeBackend", "make_backend"]
