@@ -101,12 +101,12 @@ def check_same_run(folder: Path, kind: str, config: str | Path) -> None:
         return
     from gtsteer.runs.output import RunDirError
 
-    theirs, ours = earlier.get("kind"), kind
+    theirs = earlier.get("kind") or earlier.get("command")  # a run without a kind: its command
     where = f"--out {folder}: holds the results of another"
     how = "; choose another --out, or remove the folder to replace them"
-    if theirs != ours:
-        raise RunDirError(f"{where} run (its {PROVENANCE_FILE}: a {theirs} run, not"
-                          f" {ours.replace('-', ' ')}){how}")
+    if theirs != kind:
+        raise RunDirError(f"{where} run (its {PROVENANCE_FILE}: a {str(theirs).replace('-', ' ')}"
+                          f" run, not {kind.replace('-', ' ')}){how}")
     resolved = _resolved(config)
     same = (earlier.get("resolved_config") == resolved if resolved is not None
             else earlier.get("config") == str(config))
