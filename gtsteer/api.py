@@ -99,7 +99,8 @@ def ray_of(ray: str | RayOptions | None, workers: int | None) -> RayOptions | No
 def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
             api_base: str | None = None, api_key_env: str | None = None,
             request_timeout: float | None = None, max_wait: float | None = None,
-            out: str | Path | None = None, ray: str | RayOptions | None = None,
+            api_mode: str | None = None, out: str | Path | None = None,
+            ray: str | RayOptions | None = None,
             workers: int | None = None, quiet: bool = False,
             report: Callable[[str], None] | None = None,
             on_phase: Callable[[str], None] | None = None,
@@ -111,7 +112,7 @@ def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
     return RunContext.of(
         llm=as_model(llm), proposer=as_model(proposer_llm, "proposer_llm"),
         endpoint=Endpoint(api_base, api_key_env, key_field="api_key_env",
-                          timeout_s=request_timeout, max_wait_s=max_wait),
+                          timeout_s=request_timeout, max_wait_s=max_wait, api_mode=api_mode),
         out=out, ray=ray_of(ray, workers), progress=not quiet, report=report,
         on_phase=on_phase, on_step=on_step)
 
@@ -165,6 +166,7 @@ def solve(
     max_cost: float | None = None, concurrency: int | None = None, rpm: int | None = None,
     api_base: str | None = None, api_key_env: str | None = None,
     request_timeout: float | None = None, max_wait: float | None = None,
+    api_mode: str | None = None,
     ray: str | RayOptions | None = None, workers: int | None = None, quiet: bool = False,
     report: Callable[[str], None] | None = None,
 ) -> SolveSummary:
@@ -185,8 +187,8 @@ def solve(
                            max_calls=tree_bound(max_calls), resume=resume)
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                      request_timeout=request_timeout, max_wait=max_wait, out=out, ray=ray,
-                      workers=workers, quiet=quiet, report=report)
+                      request_timeout=request_timeout, max_wait=max_wait, api_mode=api_mode,
+                      out=out, ray=ray, workers=workers, quiet=quiet, report=report)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "solve")
 
 
@@ -203,7 +205,8 @@ def psro(
     max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
     concurrency: int | None = None, rpm: int | None = None, api_base: str | None = None,
     api_key_env: str | None = None, request_timeout: float | None = None,
-    max_wait: float | None = None, ray: str | RayOptions | None = None,
+    max_wait: float | None = None, api_mode: str | None = None,
+    ray: str | RayOptions | None = None,
     workers: int | None = None, quiet: bool = True,
     on_iteration: Callable[[IterationReport], None] | None = None,
     on_phase: Callable[[str], None] | None = None, report: Callable[[str], None] | None = None,
@@ -232,8 +235,8 @@ def psro(
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, proposer_llm=proposer_llm, api_base=api_base,
                       api_key_env=api_key_env, request_timeout=request_timeout,
-                      max_wait=max_wait, out=out, ray=ray, workers=workers, quiet=quiet,
-                      report=report, on_phase=on_phase, on_step=on_iteration)
+                      max_wait=max_wait, api_mode=api_mode, out=out, ray=ray, workers=workers,
+                      quiet=quiet, report=report, on_phase=on_phase, on_step=on_iteration)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "psro")
 
 
@@ -247,7 +250,7 @@ def imitate(
     max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
     concurrency: int | None = None, rpm: int | None = None, api_base: str | None = None,
     api_key_env: str | None = None, request_timeout: float | None = None,
-    max_wait: float | None = None, quiet: bool = False,
+    max_wait: float | None = None, api_mode: str | None = None, quiet: bool = False,
 ) -> ImitationReport:
     """`gtsteer imitate` (the `imitate` extra): solve (or reuse) `games` instances (None: the
     command line's 10), distil the CFR policy into an MLP over text embeddings, and evaluate it
@@ -255,15 +258,17 @@ def imitate(
     policy and its gain, with intervals), `.training`, `.folder`, `.model_dir` (the policy
     `gtsteer.imitation.DistilledPolicy.load` reads), `.usage`."""
     from gtsteer.runs.imitate import DEFAULT_GAMES, ImitateOptions, run
+    from gtsteer.runs.solve import tree_bound
 
     options = ImitateOptions(
         games=DEFAULT_GAMES if games is None else games, holdout=holdout, steps=steps,
         embedder=embedder, features=features, seed=seed, solver=solver, iterations=iterations,
         deals=deals, solve_dir=solve_dir, compare_features=compare_features,
-        train_config=train_config)
+        train_config=train_config, max_calls=tree_bound(max_calls))
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                      request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet)
+                      request_timeout=request_timeout, max_wait=max_wait, api_mode=api_mode,
+                      out=out, quiet=quiet)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "imitate")
 
 
@@ -273,7 +278,7 @@ def export(
     max_calls: int | None = None, max_tokens: int | None = None, max_cost: float | None = None,
     concurrency: int | None = None, rpm: int | None = None, api_base: str | None = None,
     api_key_env: str | None = None, request_timeout: float | None = None,
-    max_wait: float | None = None, quiet: bool = False,
+    max_wait: float | None = None, api_mode: str | None = None, quiet: bool = False,
     report: Callable[[str], None] | None = None,
 ) -> ExportSummary:
     """`gtsteer export`: expand `games` instances as `solve` does and write each game tree as
@@ -287,6 +292,6 @@ def export(
                             max_calls=tree_bound(max_calls))
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
-                      request_timeout=request_timeout, max_wait=max_wait, out=out,
-                      quiet=quiet, report=report)
+                      request_timeout=request_timeout, max_wait=max_wait, api_mode=api_mode,
+                      out=out, quiet=quiet, report=report)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "export")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -109,3 +110,28 @@ def test_record_writes_a_playthrough_of_a_config_outside_the_repository(tmp_path
     assert "Ada" in text and "returns: [" in text and len(parsed.actions) == 4
     # it replays from its own header, as the repository's recordings do
     assert replay(text, game_from_params(parsed.params())) == text
+
+
+def test_a_message_prompt_without_the_instruction_is_a_warning_not_a_failure(
+    tmp_path: Path,
+) -> None:
+    """No `{instruction}` in message_prompt: no instruction ever reaches the model, so every
+    instruction plays the same; the warning tier says so and the check still passes."""
+    from gtsteer.checks import CheckWarning, check_spec
+    from gtsteer.domains import load_spec
+
+    config = tmp_path / "deaf.yaml"
+    deaf = {**BIKES, "message_prompt": "{scenario}\n{transcript}{name}:"}
+    config.write_text(yaml.safe_dump(deaf))
+    code, out = check(str(config))
+    assert code == 0, out
+    said = " ".join(out.split())
+    assert ("deaf.yaml: message_prompt has no {instruction}: no instruction reaches the model"
+            in said)
+    assert "conformance: passed" in said and "  warning: " in out
+    with pytest.warns(CheckWarning, match="no instruction reaches the model"):
+        report = check_spec(load_spec(config), str(config))
+    assert any("{instruction}" in w for w in report.warnings)
+    # the shipped configs all place it
+    code, out = check("schedule_meeting_dow")
+    assert "no instruction reaches the model" not in out

@@ -95,6 +95,43 @@ def test_rerun_reuses_everything_and_repeats_the_numbers(run) -> None:
     assert again.numbers() == report.numbers()
 
 
+
+def test_a_budget_stop_says_how_to_continue_and_the_rerun_finishes(run, tmp_path: Path) -> None:
+    """`--max-calls` stops imitate (exit 3) with the way on: raise it and rerun with the same
+    --out; that rerun takes up the partial folder and ends with the unlimited run's numbers."""
+    _, full = run
+    out = tmp_path / "run"
+    args = ["imitate", str(FRUIT), *CLI_ARGS, "--out", str(out)]
+    stopped = CliRunner().invoke(app, [*args, "--max-calls", "40"])
+    assert stopped.exit_code == 3, stopped.output
+    said = " ".join(stopped.output.split())
+    assert "stopped: --max-calls 40 reached" in said
+    assert f"raise --max-calls and rerun with the same --out {out} to continue" in said
+    assert (out / "IN_PROGRESS").exists() and not (out / "report.json").exists()
+    rest = CliRunner().invoke(app, [*args, "--max-calls", "100000"])
+    assert rest.exit_code == 0, rest.output
+    again = ImitationReport.model_validate_json((out / "report.json").read_text())
+    assert not (out / "IN_PROGRESS").exists() and not again.solve_reused
+    assert again.numbers() == full.numbers()
+
+
+def test_max_calls_raises_the_tree_bound_and_a_refused_tree_leaves_no_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal of a tree past the bound says "raise --max-calls": imitate has the flag and
+    it raises the bound, as solve's does; the refused run made no folder."""
+    monkeypatch.setattr("gtsteer.runs.solve.DEFAULT_MAX_CALLS", 100)  # 3 x 136 requests past it
+    out = tmp_path / "run"
+    args = ["imitate", str(FRUIT), *CLI_ARGS, "--out", str(out)]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2, refused.output
+    said = " ".join(refused.output.split())
+    assert "(bound 100, --max-calls): past the bound" in said and "or raise --max-calls" in said
+    assert not out.exists()
+    raised = CliRunner().invoke(app, [*args, "--max-calls", "1000"])
+    assert raised.exit_code == 0, raised.output
+    assert (out / "report.json").exists()
+
+
 # ---- bad input: each fails before any solving (no run folder is made) ----------------------
 
 

@@ -89,3 +89,41 @@ def test_the_run_folder_holds_its_provenance(tmp_path: Path) -> None:
     # the instances were dealt from the overridden names
     game = json.loads((out / "games" / "0.json").read_text())
     assert set(re.findall(r"\b(Ann|Ben|Alice|Bob)\b", json.dumps(game))) <= {"Ann", "Ben"}
+
+
+def numbers(folder: Path) -> dict[str, Any]:
+    from gtsteer.runs.solve_schema import SolveSummary
+
+    return SolveSummary.model_validate_json((folder / "summary.json").read_text()).numbers()
+
+
+def test_an_out_holding_another_run_is_refused_and_the_same_run_resumes(tmp_path: Path) -> None:
+    """An explicit --out whose provenance.json names another command or another resolved
+    config is refused in one line (exit 2) and left as it was; the same run again, and with
+    --resume, writes into it as before."""
+    out = tmp_path / "run"
+    solve = ["solve", CONFIG, "--llm", "fake", "-k", "3", "-q", "--out", str(out)]
+    first = runner.invoke(app, solve)
+    assert first.exit_code == 0, first.output
+    summary = (out / "summary.json").read_bytes()
+    numbers_first = numbers(out)
+
+    other_config = runner.invoke(app, [*solve[:2], "num_llm_seeds=1", *solve[2:]])
+    assert other_config.exit_code == 2, other_config.output
+    said = " ".join(other_config.output.split())
+    assert (f"--out {out}: holds the results of another solve run (its provenance.json: another"
+            " resolved config of schedule_meeting_dow)") in said
+    assert "choose another --out, or remove the folder" in said
+
+    other_command = runner.invoke(app, ["export", CONFIG, "--llm", "fake", "-q",
+                                        "--out", str(out)])
+    assert other_command.exit_code == 2, other_command.output
+    said = " ".join(other_command.output.split())
+    assert (f"--out {out}: holds the results of another run (its provenance.json: a solve run,"
+            " not export)") in said
+    assert (out / "summary.json").read_bytes() == summary and not (out / "IN_PROGRESS").exists()
+
+    for again in (solve, [*solve, "--resume"]):  # the same run: a rerun, as resume works
+        result = runner.invoke(app, again)
+        assert result.exit_code == 0, result.output
+        assert numbers(out) == numbers_first

@@ -52,7 +52,7 @@ def test_steering_writer_and_reader_come_from_the_config(tmp_path: Path) -> None
 
     def steering(*flags: str) -> dict:
         out = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
-        result = runner.invoke(app, ["eval", "steering", str(config), "--samples", "2", "-q",
+        result = runner.invoke(app, ["eval", "steering", str(config), "--steering-samples", "2",
                                      "--out", str(out), *flags])
         assert result.exit_code == 0, result.output
         assert "models: writer fake:writer (config)" in result.output

@@ -199,7 +199,7 @@ def test_a_run_stopped_by_max_tokens_continues_to_the_unlimited_result(
         assert stopped.exit_code == 3, stopped.output
         said = " ".join(stopped.output.split())
         assert f"stopped: --max-tokens {tokens // 3:,} reached" in said
-        assert "rerun with a higher --max-tokens to continue" in said
+        assert f"raise --max-tokens and rerun with the same --out {tmp_path / 'limited'}" in said
         assert not (tmp_path / "limited" / "summary.json").exists()
         first_part = srv.requests
         assert 0 < first_part < spent["new_calls"]
@@ -212,11 +212,21 @@ def test_a_run_stopped_by_max_tokens_continues_to_the_unlimited_result(
     assert _numbers(tmp_path / "limited") == _numbers(tmp_path / "full")
 
 
-def test_max_cost_refuses_to_go_on_for_a_model_litellm_cannot_price(tmp_path: Path) -> None:
+def test_max_cost_refuses_a_model_litellm_cannot_price_before_the_first_call(
+        tmp_path: Path) -> None:
+    """An unpriced model cannot be held to a cost: one line naming it, exit 2, nothing sent;
+    a priced model at the same server runs under the same flag."""
     with LoopbackServer(responder=answer) as srv:
         result = solve(srv, tmp_path / "o", "--max-cost", "0.01")
-        sent = srv.requests
-    assert result.exit_code == 3, result.output
-    said = " ".join(result.output.split())
-    assert "--max-cost $0.01 reached (litellm cannot price openai/test-model" in said
-    assert sent <= 16  # the first calls in flight, then no more
+        assert result.exit_code == 2, result.output
+        assert srv.requests == 0
+        said = " ".join(result.output.split())
+        assert ("--max-cost: litellm has no price for openai/test-model, so its cost cannot be"
+                " bounded; bound the run with --max-tokens or --max-calls instead") in said
+        assert not (tmp_path / "o").exists()
+        priced = runner.invoke(app, ["solve", str(FRUIT), "--llm", "openai/gpt-4o-mini",
+                                     "--api-base", srv.base_url, "-k", "20", "-q", "--out",
+                                     str(tmp_path / "p"), "--max-cost", "5"])
+        assert priced.exit_code == 0, priced.output
+        last = priced.output.strip().splitlines()[-1]
+        assert srv.requests > 0 and ", cost $0.0" in last  # priced: dollars, not "cost unknown"

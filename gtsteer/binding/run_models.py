@@ -71,6 +71,9 @@ class RoleModel(BaseModel):
     api_base: str | None = Field(None, min_length=1)
     #: The environment variable holding the key (its name, e.g. OPENAI_API_KEY).
     api_key_env: str | None = None
+    #: `completions`: a served base model, prompted with plain text on `/v1/completions`
+    #: (None: chat, unless `--api-mode` says otherwise).
+    api_mode: Literal["chat", "completions"] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -91,9 +94,9 @@ class RoleModel(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint_for_served_only(self) -> RoleModel:
-        if in_process(self.model) and (self.api_base or self.api_key_env):
-            raise ValueError(f"api_base/api_key_env apply to served models (litellm ids such as"
-                             f" openai/NAME); `{self.model}` runs in-process")
+        if in_process(self.model) and (self.api_base or self.api_key_env or self.api_mode):
+            raise ValueError(f"api_base/api_key_env/api_mode apply to served models (litellm ids"
+                             f" such as openai/NAME); `{self.model}` runs in-process")
         return self
 
 

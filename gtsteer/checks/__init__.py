@@ -15,6 +15,7 @@ One check per module, generic over the game where the property is:
   hash seeds (any game a `module:function` builds);
 - `echo_rate_warnings(game)`: the warning tier, soft properties of a model rather than API
   violations (a model that echoes most instructions is poorly steerable, not broken);
+  `instruction_warnings(spec)`: a message prompt that never places `{instruction}`;
 - `check_game` / `check_spec`: all of the above for one dialogue game or config;
 - `playthrough` / `replay`: OpenSpiel-style recorded games that replay their own actions
   (`dialogue_playthrough` for a config's game; `gtsteer check CONFIG --record FILE`).
@@ -39,7 +40,7 @@ from gtsteer.checks.playthrough import (
     replay,
 )
 from gtsteer.checks.pyspiel_api import ApiReport, pyspiel_api_check, walk
-from gtsteer.checks.soft import ECHO_RATE_LIMIT, echo_rate_warnings
+from gtsteer.checks.soft import ECHO_RATE_LIMIT, echo_rate_warnings, instruction_warnings
 
 __all__ = [
     "ECHO_RATE_LIMIT",
@@ -54,6 +55,7 @@ __all__ = [
     "determinism_check",
     "dialogue_playthrough",
     "echo_rate_warnings",
+    "instruction_warnings",
     "isolation_check",
     "leaves_bound",
     "playthrough",

@@ -21,7 +21,7 @@ from gtsteer.binding.spec import ANY, DomainSpec, parse_spec
 from gtsteer.checks.errors import fail
 from gtsteer.checks.isolation import isolation_check
 from gtsteer.checks.pyspiel_api import pyspiel_api_check
-from gtsteer.checks.soft import echo_rate_warnings
+from gtsteer.checks.soft import echo_rate_warnings, instruction_warnings
 
 #: Leaves above which the check solves a smaller variant of the config (same prompts/payoffs).
 MAX_LEAVES = 4096
@@ -96,7 +96,8 @@ def check_game(game: DialogueGame, config: str = "<game>") -> ConformanceReport:
     return ConformanceReport(
         config=config, reduced=[], histories=api.histories, info_states=info_states,
         messages=len(game.messages), echoed_messages=len(game.echoes), nash_conv=api.nash_conv,
-        cfr_backend=api.cfr_backend, warnings=echo_rate_warnings(game, config),
+        cfr_backend=api.cfr_backend,
+        warnings=instruction_warnings(game.spec, config) + echo_rate_warnings(game, config),
     )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ from gtsteer.cli.common import endpoint_of, friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     MaxWait,
     RequestTimeout,
@@ -116,12 +117,13 @@ def check(
     record: Annotated[Path | None, typer.Option(
         "--record", help="also write the playthrough file of instance 0 (fake model) here",
         dir_okay=False)] = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Check a domain config: conformance, a fake-model playthrough, the tree size and what
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
     with friendly_errors():
         spec = load_spec(config)  # a bad config is bad input: one line, exit 2
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
     typer.echo(f"check of {config} ({spec.name})")
     try:
         lines = conformance(config)

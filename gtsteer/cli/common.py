@@ -103,10 +103,12 @@ def ray_options(address: str | None, workers: int | None) -> RayOptions | None:
 
 
 def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
-             max_wait: float | None) -> Endpoint:
+             max_wait: float | None, api_mode: str | None = None) -> Endpoint:
     """Where the run's served models live, from `--api-base`, `--api-key-env`,
-    `--request-timeout` and `--max-wait` (an unusable variable name is refused here)."""
-    return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait)
+    `--request-timeout`, `--max-wait` and `--api-mode` (an unusable variable name or mode is
+    refused here)."""
+    return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait,
+                    api_mode=api_mode)
 
 
 def note(line: str) -> None:

@@ -27,6 +27,7 @@ from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     DeprecatedSteeringSamples,
     Judges,
@@ -131,6 +132,7 @@ def steering(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     samples: SteeringSamples = None,
     old_samples: DeprecatedSteeringSamples = None,
     seed: Seed = 0,
@@ -149,7 +151,7 @@ def steering(
     on_ray = ray_options(ray, workers)
     samples = steering_samples(samples, old_samples)
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=served, out=out,
                             ray=on_ray, progress=not quiet)
         report = eval_steering.run(config, ctx, parse_options(
@@ -277,6 +279,7 @@ def reward(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     cases: Annotated[
         int | None,
         typer.Option("--cases", "-n", help="Templated dialogues per outcome type (default 10).")
@@ -296,7 +299,7 @@ def reward(
         if labelled is not None and cases is not None:
             raise ValueError("--cases and --labelled: give one (templated cases, or labelled "
                              "dialogues)")
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
         if labelled is not None:

@@ -20,6 +20,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     Llm,
     MaxWait,
     Out,
@@ -81,6 +82,7 @@ def verdict(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     out: Out = None,
     seed: Seed = 0,
     temperatures: Annotated[
@@ -103,7 +105,7 @@ def verdict(
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
         options = parse_options(VerdictOptions, FLAGS, games=games, seed=seed,

@@ -18,6 +18,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     FreshGames,
     ImitatedPolicy,
@@ -76,6 +77,7 @@ def evaluate(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     seed: Seed = 0,
     out: Out = None,
     resume: LiveResume = False,
@@ -88,7 +90,7 @@ def evaluate(
     DIR/evaluate.json with each gain's mean and 95% interval."""
     on_ray = ray_options(ray, workers)
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet, report=note)
         result = run_evaluate(config, ctx, parse_options(

@@ -18,6 +18,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     Deals,
     Games,
@@ -53,6 +54,7 @@ def export(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = 1,
     seed: Seed = 0,
     deals: Deals = None,
@@ -64,7 +66,7 @@ def export(
     information sets to gtsteer's information states (0 model calls after a `solve` of the
     same config, model and seed)."""
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,
                             report=note)
         summary = run_export(config, ctx, parse_options(

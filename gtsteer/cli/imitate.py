@@ -13,12 +13,14 @@ from gtsteer.cli.common import console, endpoint_of, final, friendly_errors, par
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     DealsMin1,
     Embedder,
     Games,
     Iterations,
     Llm,
+    MaxCalls,
     MaxWait,
     Out,
     Quiet,
@@ -37,14 +39,14 @@ from gtsteer.runs.imitate import (
     ImitationReport,
 )
 from gtsteer.runs.imitate import run as run_imitate
-from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, tree_bound
 from gtsteer.solvers.metrics import Metric
 
 #: The flag of each `ImitateOptions` field, for its errors.
 FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",
          "features": "--features", "seed": "--seed", "solver": "--solver",
          "iterations": "--iterations", "deals": "--deals", "solve_dir": "--solve-dir",
-         "compare_features": "--compare-features"}
+         "compare_features": "--compare-features", "max_calls": "--max-calls"}
 
 
 def _num(x: float | None, digits: int = 4) -> str:
@@ -121,6 +123,7 @@ def imitate(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = DEFAULT_GAMES,
     holdout: Annotated[
         float,
@@ -145,17 +148,18 @@ def imitate(
         typer.Option("--compare-features", help=f"Also train {'/'.join(FEATURE_MODES)} and "
                      "compare them on the held-out instances."),
     ] = False,
+    max_calls: MaxCalls = None,
     quiet: Quiet = False,
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet)
         report = run_imitate(config, ctx, parse_options(
             ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
             embedder=embedder, features=features, seed=seed, solver=solver,
             iterations=iterations, deals=deals, solve_dir=solve_dir,
-            compare_features=compare_features))
+            compare_features=compare_features, max_calls=tree_bound(max_calls)))
     print_report(report, report.folder)
 
 

@@ -15,6 +15,7 @@ from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     Llm,
     MaxWait,
@@ -39,6 +40,7 @@ def instances(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     seed: Seed = 0,
     out: OutFile = None,
     seeded: Annotated[
@@ -56,7 +58,7 @@ def instances(
             made = generate_instances(spec, num, seed)
         else:
             endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                                max_wait_s=max_wait)
+                                max_wait_s=max_wait, api_mode=api_mode)
             endpoint.check(llm)
             made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
     source = "seeded" if seeded else llm

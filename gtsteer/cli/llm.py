@@ -14,6 +14,7 @@ from gtsteer.cli.options import (
     AnswerTokens,
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     MaxWait,
     RequestTimeout,
     SamplingSeed,
@@ -52,12 +53,13 @@ def ask(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Print a completion, or with --choices the chosen option and per-option scores."""
     with friendly_errors():
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
+                   max_wait_s=max_wait, api_mode=api_mode)
         endpoint.check(model)
         llm = endpoint.llm(model)
         if choices:

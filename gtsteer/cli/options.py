@@ -78,6 +78,15 @@ ApiKeyEnv = Annotated[
         " itself never goes on the command line or into the cache).",
     ),
 ]
+ApiMode = Annotated[
+    str | None,
+    typer.Option(
+        "--api-mode",
+        help="How served models are asked: chat (/v1/chat/completions, the default) or"
+        " completions (/v1/completions with the plain text prompt, for base models; default:"
+        " the config's models.<role>.api_mode, else chat; docs/SERVING.md).",
+    ),
+]
 RequestTimeout = Annotated[
     float | None,
     typer.Option(

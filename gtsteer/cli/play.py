@@ -20,6 +20,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     MaxWait,
     Out,
@@ -117,6 +118,7 @@ def play(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     seed: Seed = 0,
     out: Out = None,
 ) -> None:
@@ -126,7 +128,7 @@ def play(
     seats = tuple(seat or ())
     humans = any(s.partition("=")[2].strip() == "human" for s in seats)
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=False, report=note)
         result = run_play(config, ctx, parse_options(
             PlayOptions, FLAGS, seed=seed, instance=instance, sample=sample, seats=seats,

@@ -22,6 +22,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     Deals,
     Games,
@@ -139,6 +140,7 @@ def psro(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = 1,
     iterations: PsroIterations = 3,
     candidates: Annotated[
@@ -212,7 +214,7 @@ def psro(
             console.print(f"iteration {report.iteration}: {added} "
                           f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(
             llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
             progress=not quiet, report=note, on_phase=progress.phase, on_step=done)

@@ -22,6 +22,7 @@ from gtsteer.cli.common import (
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     ConfigArg,
     Deals,
     Embedder,
@@ -241,6 +242,7 @@ def solve(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     games: Games = 1,
     instances: InstancesFile = None,
     iterations: Iterations = DEFAULT_ITERATIONS,
@@ -277,7 +279,7 @@ def solve(
                                  param_hint="--profile")
     on_ray = ray_options(ray, workers)
     with friendly_errors(), cost_profile.profiling() as costs, counted_tokens(profile):
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                                 progress=not quiet, report=note)
         options = parse_options(

@@ -55,20 +55,23 @@ def usage_line(usage: UsageReport) -> str:
             f" {usage.retries} retries, {waits}, {cost}")
 
 
-def stop_line(exc: BudgetExceeded, usage: UsageReport) -> str:
+def stop_line(exc: BudgetExceeded, usage: UsageReport, out: Path | None = None) -> str:
+    """How far a stopped run got and how it continues: the partial folder is the rerun's."""
+    again = f"rerun with the same --out {out}" if out is not None else "rerun the same command"
     return (f"stopped: {exc} after {usage.new_calls:,} new calls; what finished is saved and"
-            f" every answer is cached: rerun with a higher {exc.flag} to continue"
+            f" every answer is cached: raise {exc.flag} and {again} to continue"
             f" (exit {BUDGET_EXIT})")
 
 
 @contextmanager
-def metered(rate: RateLimit, budget: Budget) -> Iterator[Session]:
-    """The run's session; its usage line at the end, its stop line and exit 3 at a limit."""
+def metered(rate: RateLimit, budget: Budget, out: Path | None = None) -> Iterator[Session]:
+    """The run's session; its usage line at the end, its stop line and exit 3 at a limit
+    (`out`: the run's `--out`, which the rerun gives again)."""
     with session(rate, budget) as run:
         try:
             yield run
         except BudgetExceeded as exc:
-            err_console.print(stop_line(exc, run.meter.snapshot()), highlight=False,
+            err_console.print(stop_line(exc, run.meter.snapshot(), out), highlight=False,
                               soft_wrap=True)
             err_console.print(usage_line(run.meter.snapshot()), highlight=False, soft_wrap=True)
             raise typer.Exit(code=BUDGET_EXIT) from None
@@ -169,8 +172,9 @@ def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
             calls = ours["max_calls"] if "max_calls" in ours else kwargs.get("max_calls")
             limits = _checked(lambda: Budget(calls, ours.get("max_tokens"), ours.get("max_cost")))
             quiet = bool(kwargs.get("quiet"))  # -q: nothing but the final summary
-            with metered(rate, limits), quieted(quiet), shown(
-                    _name(command), enabled=display and not quiet, console=err_console):
+            out = kwargs.get("out")
+            with metered(rate, limits, Path(out) if out is not None else None), quieted(quiet), \
+                    shown(_name(command), enabled=display and not quiet, console=err_console):
                 return command(*args, **kwargs)
 
         run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from gtsteer.cli.common import console, friendly_errors, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     BotLlm,
     Db,
     GameSeed,
@@ -210,6 +211,7 @@ def play(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
@@ -218,7 +220,7 @@ def play(
         chooser = _chooser(steer, steer_team)
         names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
+                   max_wait_s=max_wait, api_mode=api_mode)
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
@@ -248,6 +250,7 @@ def resume(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Continue a game from its last committed step (with the --steer it started with)."""
     with friendly_errors():
@@ -261,7 +264,8 @@ def resume(
         # URL (a database may come from anywhere) gets only the key --api-key-env names.
         stored = api_base is None and state.api_base is not None
         endpoint = Endpoint(api_base or state.api_base, api_key_env, timeout_s=request_timeout,
-                            max_wait_s=max_wait, env_keys=not stored)
+                            max_wait_s=max_wait, env_keys=not stored,
+                            api_mode=api_mode)
         endpoint.check(state.router_model, *{p.model for p in state.players})
         if stored:
             sent = "the key in --api-key-env" if api_key_env else "no key (--api-key-env sends one)"
@@ -342,6 +346,7 @@ def act(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
@@ -353,7 +358,7 @@ def act(
         if llm:
             me.model = llm
         endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait)
+                   max_wait_s=max_wait, api_mode=api_mode)
         endpoint.check(me.model)
         decision, records = bot_decision(state, want, LLMPool(factory=endpoint.llm))
         payload = decision.model_dump(exclude={"info_state", "notes"}, exclude_defaults=True)

@@ -13,6 +13,7 @@ from gtsteer.cli.common import console, endpoint_of, friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     HeldoutSeed,
     HeldoutStates,
     MaxWait,
@@ -52,6 +53,7 @@ def steer_heldout(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Held-out states from games the policy never trained on: each one's playstyle game is
     solved with CFR+, built again with fresh message samples, and the first speaker's CFR and
@@ -65,7 +67,7 @@ def steer_heldout(
                                      param_hint="--policy")
         cfg = SteerHeldoutConfig(policy=policy, states=states, per_game=per_game, seed=seed,
                                  max_games=max_games, llm=llm)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(endpoint=served, out=out)
         summary = run(cfg, ctx, SteerHeldoutOptions(resume=resume, command=command_line(
             policy, out, states, per_game, seed, max_games, llm)))

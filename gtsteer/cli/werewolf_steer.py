@@ -12,6 +12,7 @@ from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, ray_
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
+    ApiMode,
     BotGames,
     EligibleSpeakers,
     Embedder,
@@ -70,6 +71,7 @@ def steer_train(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     ray: Ray = None,
     workers: Workers = None,
 ) -> None:
@@ -85,7 +87,7 @@ def steer_train(
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
         summary = run(cfg, ctx, SteerTrainOptions())
         calls = summary.model_calls
@@ -113,6 +115,7 @@ def evaluate(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
     ray: Ray = None,
     workers: Workers = None,
     conditions: Annotated[
@@ -140,7 +143,7 @@ def evaluate(
                                      param_hint="--steer")
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed, conditions=chosen)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
         command = evaluate_command(cfg, steer, out, ray, workers, resume, conditions)
         summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume, command=command))
@@ -208,6 +211,7 @@ def styles(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    api_mode: ApiMode = None,
 ) -> None:
     """Do the playstyles change what a bot says? Sample the bot's line under each style and
     unsteered at logged discussion states, read each with a validated judge, and count words and
@@ -226,7 +230,7 @@ def styles(
             styles=[s.strip() for s in style_list.split(",") if s.strip()], games=games,
             players=players, max_messages=max_messages, max_days=max_days,
             max_speakers=speakers, seed=seed, states_from=states_from)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
         ctx = RunContext.of(endpoint=served, out=out, report=note)
         summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED))
         print_styles(summary)

@@ -30,7 +30,12 @@ from tenacity import (
 from gtsteer.llm import session, waits
 from gtsteer.llm.backends import Backend, make_backend
 from gtsteer.llm.cache import AnswerStore, ResponseCache, cache_key
-from gtsteer.llm.errors import LLMCallError, StructuredOutputError, TransientLLMError
+from gtsteer.llm.errors import (
+    LLMCallError,
+    ModelConfigError,
+    StructuredOutputError,
+    TransientLLMError,
+)
 from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.structured import choice_model, feedback_text, problems_of
 from gtsteer.llm.types import (
@@ -121,6 +126,7 @@ class LLM:
         backoff_max_s: float = 30.0,
         structured_attempts: int = 3,
         max_wait_s: float = RETRY_AFTER_MAX_S,
+        api_mode: str = "chat",
     ):
         if not (timeout_s > 0 and math.isfinite(timeout_s)):
             raise ValueError(f"--request-timeout: must be a positive number of seconds, got"
@@ -128,7 +134,7 @@ class LLM:
         if not (max_wait_s >= 0 and math.isfinite(max_wait_s)):
             raise ValueError(f"--max-wait: must be a number of seconds >= 0, got {max_wait_s}")
         self.backend = backend or make_backend(
-            model, api_base=api_base, timeout_s=timeout_s, api_key=api_key
+            model, api_base=api_base, timeout_s=timeout_s, api_key=api_key, api_mode=api_mode
         )
         self.model = self.backend.model  # the model string as written, e.g. `local:smollm2-135m`
         #: The run this client belongs to (captured when built), or None.
@@ -138,6 +144,12 @@ class LLM:
                     if self.session is not None and self.session.dry is not None else None)
         if self.dry is not None:
             self.backend = self.dry
+        elif (self.session is not None and self.session.budget.max_cost is not None
+              and self.backend.price(1, 1) is None):
+            # refused before its first call: a cap on an unknown cost would stop only after
+            raise ModelConfigError(
+                f"--max-cost: litellm has no price for {self.model}, so its cost cannot be"
+                " bounded; bound the run with --max-tokens or --max-calls instead")
         # `is None`, not `or`: an empty ResponseCache is falsy (it has __len__).
         self.cache: AnswerStore | None = (
             (cache if cache is not None else ResponseCache()) if use_cache else None

@@ -25,7 +25,7 @@ from gtsteer.llm.cache import public_url
 from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import run_folder
-from gtsteer.runs.provenance import note_run
+from gtsteer.runs.provenance import check_same_run, note_run
 from gtsteer.runs.units import RayOptions
 
 D = TypeVar("D", bound=Callable[..., Any])
@@ -102,8 +102,11 @@ class RunContext:
 
     def folder(self, kind: str, config: str | Path, model: str | LLM, seed: int) -> Path:
         """The run's folder: `out` as given, else the default `run_dir` of `kind`. Notes the
-        run's facts for its `provenance.json`."""
+        run's facts for its `provenance.json`; an `out` holding another run's results is
+        refused (`check_same_run`)."""
         folder = run_folder(kind, config, model, seed, self.out)
+        if self.out is not None:  # a default folder is named by the run itself
+            check_same_run(folder, kind, config)
         given: dict[str, str] = {role: model_string(m) if isinstance(m, str | LLM) else str(m)
                  for role, m in self.models.items()}
         note_run(folder, kind, config, model_string(model), given,

@@ -45,7 +45,7 @@ from gtsteer.runs.output import (
     save_png,
     write_text,
 )
-from gtsteer.runs.solve import SolveOptions
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, SolveOptions, check_tree_size
 from gtsteer.runs.solve import run as run_solve
 from gtsteer.runs.solve_schema import SCHEMA_VERSION as SOLVE_SCHEMA_VERSION
 from gtsteer.runs.solve_schema import Failure, GameRecord, SolveSummary
@@ -176,6 +176,9 @@ class ImitateOptions(BaseModel):
     compare_features: bool = False
     #: The training settings beyond the command line's (library callers).
     train_config: TrainConfig | None = None
+    #: Refuse a run whose worst-case trees need more requests (None: no bound), before its
+    #: folder is made (`--max-calls` raises it).
+    max_calls: int | None = DEFAULT_MAX_CALLS
 
 
 @driver("imitate")
@@ -198,6 +201,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
         train = train_config.model_copy(
             update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
         )
+    check_tree_size(spec, games, options.max_calls, report=ctx.report)  # before the folder
     model_name = ctx.writer_name(spec)
     out = ctx.folder("imitate", config_path, model_name, seed)
     solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
@@ -210,7 +214,8 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     before = client.usage
 
     args = SolveArgs(str(config_path), spec, model_name, games, seed, solver, iterations)
-    summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, progress)
+    summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, progress,
+                                                    options.max_calls)
     records, dialogue_games = _build(
         spec, client, config_path, seed, game_records, summary.failures
     )
@@ -309,7 +314,7 @@ class SolveArgs:
 
 
 def _solve_or_reuse(
-    args: SolveArgs, client: LLM, solve_dir: Path, progress: bool
+    args: SolveArgs, client: LLM, solve_dir: Path, progress: bool, max_calls: int | None
 ) -> tuple[SolveSummary, dict[int, GameRecord], bool]:
     """The solve results for these arguments: read from `solve_dir` when they match, else
     made by `gtsteer solve`'s driver (whose LLM calls are cache hits after the first run)."""
@@ -319,7 +324,7 @@ def _solve_or_reuse(
         summary = run_solve(
             args.config, RunContext.of(llm=client, out=solve_dir, progress=progress),
             SolveOptions(games=args.games, iterations=args.iterations, solver=args.solver,
-                         seed=args.seed, deals=args.spec.num_deals),
+                         seed=args.seed, deals=args.spec.num_deals, max_calls=max_calls),
         )
     records = {}
     for index in summary.instances:

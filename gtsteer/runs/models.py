@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from gtsteer.binding.run_models import Role, RoleModel, env_name_problem, shown_env_name
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, ModelConfigError, as_llm, in_process, model_string
+from gtsteer.llm.backends.litellm_backend import API_MODES
 from gtsteer.llm.cache import public_url
 from gtsteer.llm.client import REQUEST_TIMEOUT_S, RETRY_AFTER_MAX_S
 
@@ -42,10 +43,16 @@ class Endpoint:
     #: sends `api_key_env`'s key or the placeholder, never a key litellm finds in the
     #: environment (OPENAI_API_KEY and its kin).
     env_keys: bool = True
+    #: `--api-mode`: `chat` or `completions` (a base model's `/v1/completions`); None: the
+    #: config role's `api_mode`, else chat.
+    api_mode: str | None = None
 
     def __post_init__(self) -> None:
         if self.api_key_env is not None and (problem := env_name_problem(self.api_key_env)):
             raise ModelConfigError(f"{self.key_field}: {problem}")
+        if self.api_mode not in (None, *API_MODES):
+            raise ModelConfigError(f"--api-mode: expected one of {', '.join(API_MODES)}, got"
+                                   f" {self.api_mode!r}")
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:
@@ -62,7 +69,7 @@ class Endpoint:
         """What a driver takes as its model: the string itself unless the flags concern it
         (drivers build the client then, after checking their config)."""
         given = (self.api_base or self.api_key_env or self.timeout_s is not None
-                 or self.max_wait_s is not None)
+                 or self.max_wait_s is not None or self.api_mode is not None)
         return self.llm(model) if given and not in_process(model) else model
 
     def llm(self, model: str) -> LLM:
@@ -76,24 +83,27 @@ class Endpoint:
         # the backend (the SDK must hold some key; a keyless server's docs send this one).
         return LLM(model, api_base=self.api_base, api_key=key,
                    timeout_s=REQUEST_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
-                   max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s)
+                   max_wait_s=RETRY_AFTER_MAX_S if self.max_wait_s is None else self.max_wait_s,
+                   api_mode=self.api_mode or "chat")
 
     def check(self, *models: str | None) -> None:
         """Flags given for a run without a served model are a mistake worth one line."""
-        if (self.api_base or self.api_key_env) and all(not m or in_process(m) for m in models):
+        if ((self.api_base or self.api_key_env or self.api_mode not in (None, "chat"))
+                and all(not m or in_process(m) for m in models)):
             raise ModelConfigError(
-                "--api-base/--api-key-env apply to served models (litellm ids such as"
+                "--api-base/--api-key-env/--api-mode apply to served models (litellm ids such as"
                 " openai/NAME or hosted_vllm/NAME); this run uses only"
                 f" {', '.join(m for m in models if m)}."
             )
 
     def under(self, role: RoleModel, field: str) -> Endpoint:
         """This endpoint for a config role: each flag given wins over the role's own value."""
+        mode = self.api_mode or role.api_mode
         if self.api_key_env is not None:
             return Endpoint(self.api_base or role.api_base, self.api_key_env, self.key_field,
-                            self.timeout_s, self.max_wait_s, self.env_keys)
+                            self.timeout_s, self.max_wait_s, self.env_keys, mode)
         return Endpoint(self.api_base or role.api_base, role.api_key_env, f"{field}.api_key_env",
-                        self.timeout_s, self.max_wait_s, self.env_keys)
+                        self.timeout_s, self.max_wait_s, self.env_keys, mode)
 
 
 Source = Literal["given", "config", "default", "writer"]
@@ -149,10 +159,11 @@ def pick_roles(spec: DomainSpec, endpoint: Endpoint | None, writer: str | LLM | 
         chosen[role], records[role] = pick(spec, role, given, endpoint,  # type: ignore[arg-type]
                                            default=chosen["writer"])
     (endpoint or Endpoint()).check(*(r.model for r in records.values()))
-    clients: dict[tuple[str, str | None], LLM] = {}
+    clients: dict[tuple[str, str | None, str | None], LLM] = {}
     out: dict[str, LLM] = {}
     for role, llm in chosen.items():
-        key = (records[role].model, records[role].api_base)
+        mode = None if isinstance(llm, str) else getattr(llm.backend, "api_mode", None)
+        key = (records[role].model, records[role].api_base, mode)
         out[role] = clients.get(key) or clients.setdefault(key, as_llm(llm))
     return out["writer"], {r: out[r] for r in others}, records
 

@@ -9,6 +9,7 @@ a driver asks for its folder; `RunResult.written_to` writes the file when the dr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -75,16 +76,49 @@ def git_commit() -> str | None:
     return head + ("-dirty" if dirty else "") if head else None
 
 
-def note_run(folder: Path, kind: str, config: str | Path, model: str,
-             models: Mapping[str, str], api_base: str | None, seed: int) -> None:
-    """The facts a driver's folder request knows (`RunContext.folder`)."""
-    resolved: Any = None
+def _resolved(config: str | Path) -> Any:
+    """The config the run reads (its YAML, overrides applied), as JSON holds it; None where
+    it cannot be read as YAML (a Python domain's config)."""
     try:
         path = resolve_config(config)
         if path.suffix in (".yaml", ".yml") and path.is_file():
-            resolved = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        resolved = None
+            return json.loads(json.dumps(yaml.safe_load(path.read_text(encoding="utf-8")),
+                                         default=str))
+    except (OSError, ValueError, yaml.YAMLError):
+        pass
+    return None
+
+
+def check_same_run(folder: Path, kind: str, config: str | Path) -> None:
+    """Refuse (RunDirError) an explicit `--out` whose `provenance.json` names another kind of
+    run or another resolved config: the run would empty another run's results. The same run
+    again (a rerun, `--resume`) and a folder without provenance (new, or a stopped run's) pass."""
+    try:
+        earlier = json.loads((Path(folder) / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(earlier, dict):
+        return
+    from gtsteer.runs.output import RunDirError
+
+    theirs = earlier.get("kind") or earlier.get("command")  # a run without a kind: its command
+    where = f"--out {folder}: holds the results of another"
+    how = "; choose another --out, or remove the folder to replace them"
+    if theirs != kind:
+        raise RunDirError(f"{where} run (its {PROVENANCE_FILE}: a {str(theirs).replace('-', ' ')}"
+                          f" run, not {kind.replace('-', ' ')}){how}")
+    resolved = _resolved(config)
+    same = (earlier.get("resolved_config") == resolved if resolved is not None
+            else earlier.get("config") == str(config))
+    if not same:
+        raise RunDirError(f"{where} {kind} run (its {PROVENANCE_FILE}: another resolved config of"
+                          f" {earlier.get('config_given') or earlier.get('config')}){how}")
+
+
+def note_run(folder: Path, kind: str, config: str | Path, model: str,
+             models: Mapping[str, str], api_base: str | None, seed: int) -> None:
+    """The facts a driver's folder request knows (`RunContext.folder`)."""
+    resolved = _resolved(config)
     with _lock:
         _runs[Path(folder)] = {"kind": kind, "config": str(config), "resolved_config": resolved,
                                "model": model, "models_given": dict(models),

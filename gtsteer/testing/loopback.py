@@ -2,7 +2,9 @@
 
 Real HTTP (not a mocked transport) so that litellm, the OpenAI SDK, httpx, timeouts and
 connection handling are all exercised exactly as against a provider. It answers
-`POST .../chat/completions` (and ollama's `POST /api/chat`), can sleep before answering, can
+`POST .../chat/completions`, `POST .../completions` (a base model's text route: its `prompt`
+reaches the responder as one user message, so a responder serves both routes; `paths` records
+which was hit) and ollama's `POST /api/chat`, can sleep before answering, can
 fail the next N requests with a chosen status (and `Retry-After`), can refuse `response_format`
 types the way a server that lacks them does, returns `top_logprobs` when asked and told what to
 return, and records how many requests it saw and how many were in flight at once.
@@ -194,6 +196,24 @@ class LoopbackServer:
             "eval_count": len(content.split()),
         }
 
+    def _text_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """`/v1/completions`' reply: the text, and `logprobs` (top alternatives per token) when
+        asked for a count and told what to return."""
+        prompt = str(body.get("prompt", ""))
+        content = self.responder({**body, "messages": [{"role": "user", "content": prompt}]})
+        choice: dict[str, Any] = {"index": 0, "text": content, "finish_reason": "stop",
+                                  "logprobs": None}
+        if body.get("logprobs") and self.top_logprobs is not None:
+            top = self.top_logprobs(body)[: int(body["logprobs"])]
+            choice["logprobs"] = {"tokens": [top[0][0]], "token_logprobs": [top[0][1]],
+                                  "top_logprobs": [dict(top)], "text_offset": [0]}
+        used, made = self.count_tokens(prompt), self.count_tokens(content)
+        return {"id": f"cmpl-loopback-{self.requests}", "object": "text_completion",
+                "created": int(time.time()), "model": body.get("model", "test-model"),
+                "choices": [choice],
+                "usage": {"prompt_tokens": used, "completion_tokens": made,
+                          "total_tokens": used + made}}
+
     def _completion(self, body: dict[str, Any], content: str | None = None) -> dict[str, Any]:
         content = self.responder(body) if content is None else content
         prompt_words = sum(self.count_tokens(str(m.get("content", "")))
@@ -280,7 +300,8 @@ class LoopbackServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 ollama = path.endswith("/api/chat")
-                if not (ollama or path.endswith("chat/completions")):
+                text = path.endswith("/completions") and not path.endswith("chat/completions")
+                if not (ollama or text or path.endswith("chat/completions")):
                     self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
                     return
                 try:
@@ -308,7 +329,9 @@ class LoopbackServer:
                     if (rejection := server._rejection(body)) is not None:
                         self._send(500, rejection)
                         return
-                    self._send(200, server._ollama(body) if ollama else server._completion(body))
+                    self._send(200, server._ollama(body) if ollama
+                               else server._text_completion(body) if text
+                               else server._completion(body))
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client gave up (its timeout); nothing to answer
                 finally:

@@ -70,6 +70,7 @@ def make_backend(
     timeout_s: float = 120.0,
     api_key: str | None = None,
     threads: int | None = None,
+    api_mode: str = "chat",
 ) -> Backend:
     """Choose a backend from a model string (see DESIGN.md, "The LLM layer"); `threads` sets
     an in-process model's threads (default: `local_threads()`), e.g. a Ray worker's CPUs."""
@@ -79,14 +80,15 @@ def make_backend(
             "Empty model string. Use `local`, `fake`, or e.g. `openai/gpt-4o-mini`."
         )
     kind = kind_of(model)
-    if (api_base or api_key) and not kind.served:
+    if (api_base or api_key or api_mode != "chat") and not kind.served:
         raise ModelConfigError(
-            f"--api-base/--api-key-env apply to served models (litellm ids such as "
+            f"--api-base/--api-key-env/--api-mode apply to served models (litellm ids such as "
             f"openai/NAME or hosted_vllm/NAME), not to {model!r}, which runs in-process."
         )
     cls = _backend_class(model, kind)
     options: dict[str, Any] = (
-        {"api_base": api_base, "timeout_s": timeout_s, "api_key": api_key} if kind.served
+        {"api_base": api_base, "timeout_s": timeout_s, "api_key": api_key,
+         "api_mode": api_mode} if kind.served
         else {"threads": threads} if kind.threaded else {})
     if kind.backend != model:  # a class of gtsteer's, whose errors say what to do
         return cls(model, **options)

@@ -9,6 +9,12 @@ schema, else as `json_object` with the schema (llama.cpp's server), else as a pl
 the client validates and retries with feedback. The mode is learned once per endpoint: the
 first structured request probes it alone, and a rejection that names `response_format` costs
 that one request, never a retry per call.
+
+`api_mode="completions"` (a served base model) sends each request to `/v1/completions` as the
+plain text prompt (`GenerationRequest.as_text`, no chat template) through litellm's
+`atext_completion`; structured output then travels in the prompt (the client's schema hint and
+validation) and `choose` reads the completion's top log-probabilities. The mode is part of the
+cache key: the two routes' answers never mix.
 """
 
 from __future__ import annotations
@@ -56,6 +62,11 @@ def _litellm() -> Any:
 STRUCTURED_MODES = ("json_schema", "json_object", "prompt")
 #: Alternatives the server's top log-probabilities are read from in `score_options`.
 TOP_LOGPROBS = 20
+#: The same on `/v1/completions`, whose `logprobs` OpenAI caps at 5.
+COMPLETION_LOGPROBS = 5
+#: How requests reach a served model: chat messages (`/v1/chat/completions`, the default) or a
+#: plain text prompt (`/v1/completions`, for base models).
+API_MODES = ("chat", "completions")
 # A rejection of the structured-output request itself (not of the prompt or the key).
 _REJECTS_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 
@@ -130,8 +141,13 @@ class LiteLLMBackend(Backend):
         api_base: str | None = None,
         timeout_s: float = 120.0,
         api_key: str | None = None,
+        api_mode: str = "chat",
     ):
         super().__init__(model)
+        if api_mode not in API_MODES:
+            raise ModelConfigError(f"--api-mode: expected one of {', '.join(API_MODES)}, got"
+                                   f" {api_mode!r}")
+        self.api_mode = api_mode
         self.api_base = api_base
         self.timeout_s = timeout_s
         self._api_key = api_key  # sent with each request; never part of identity()
@@ -157,6 +173,9 @@ class LiteLLMBackend(Backend):
         # The OpenAI SDK always sends a key (the environment's, or the placeholder no-key).
         check_api_base(api_base, sends_key=api_key is not None or provider == "openai")
         self.modes = endpoint_modes(model, api_base)
+        if self.completions:
+            self.modes = EndpointModes()  # nothing to probe: the schema goes in the prompt
+            self.modes.structured = "prompt"
         if provider not in _KEYLESS_PROVIDERS and not api_base and not api_key:
             env = litellm.validate_environment(model=model)
             missing = env.get("missing_keys") or []
@@ -173,9 +192,15 @@ class LiteLLMBackend(Backend):
         host = urlsplit(self.api_base).hostname if self.api_base else None
         return self.model.startswith("openai/") and host is not None and host != "api.openai.com"
 
+    @property
+    def completions(self) -> bool:
+        return self.api_mode == "completions"
+
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {"backend": self.kind, "model": self.model,
                                "api_base": public_url(self.api_base)}
+        if self.completions:  # another route, other answers (chat keys stay as they were)
+            out["api_mode"] = self.api_mode
         if self.llama_cpp_compatible:  # answers sampled with other parameters than before
             out["sampling"] = LLAMA_CPP_SAMPLING
         return out
@@ -190,9 +215,11 @@ class LiteLLMBackend(Backend):
             if request.messages is not None
             else [{"role": "user", "content": request.prompt}]
         )
+        said: dict[str, Any] = ({"prompt": request.as_text()} if self.completions
+                                else {"messages": messages})
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            **said,
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
@@ -227,7 +254,7 @@ class LiteLLMBackend(Backend):
     def estimate_tokens(self, text: str, request: GenerationRequest | None = None) -> int | None:
         litellm = _litellm()
         try:
-            if request is not None and request.messages is not None:
+            if request is not None and request.messages is not None and not self.completions:
                 messages = [m.model_dump(include={"role", "content"}) for m in request.messages]
                 return int(litellm.token_counter(model=self.model, messages=messages))
             return int(litellm.token_counter(model=self.model, text=text))
@@ -238,7 +265,8 @@ class LiteLLMBackend(Backend):
         litellm = _litellm()
         start = time.perf_counter()
         try:
-            response = await litellm.acompletion(**kwargs)
+            send = litellm.atext_completion if self.completions else litellm.acompletion
+            response = await send(**kwargs)
         except Exception as exc:  # noqa: BLE001 - every provider error is classified
             # `from None`: litellm's exception quotes the request (its headers, the key) and
             # would print with any traceback; its scrubbed text travels as `provider_text`.
@@ -287,8 +315,14 @@ class LiteLLMBackend(Backend):
         return choices[0]
 
     def _text_of(self, response: Any) -> str:
-        """The first choice's message text; a choice without a message, or whose content is
-        null where text was asked for, is a malformed answer (not an empty one)."""
+        """The first choice's message text (its `text` on `/v1/completions`); a choice without
+        a message, or whose content is null where text was asked for, is a malformed answer
+        (not an empty one)."""
+        if self.completions:
+            text = getattr(self._first_choice(response), "text", None)
+            if not isinstance(text, str):
+                raise self._malformed("the first choice has no text")
+            return text
         message = getattr(self._first_choice(response), "message", None)
         if message is None:
             raise self._malformed("the first choice has no message")
@@ -342,10 +376,12 @@ class LiteLLMBackend(Backend):
         )
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
         response, usage = await self._send(
-            {**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+            {**kwargs, "logprobs": COMPLETION_LOGPROBS} if self.completions
+            else {**kwargs, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         )
         try:
-            top = _top_logprobs(self._first_choice(response))
+            choice = self._first_choice(response)
+            top = _text_top_logprobs(choice) if self.completions else _top_logprobs(choice)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._malformed(f"its logprobs cannot be read ({type(exc).__name__}:"
                                   f" {exc})") from None
@@ -374,6 +410,19 @@ def _top_logprobs(choice: Any) -> dict[str, float] | None:
     top = {str(t["token"]): float(t["logprob"]) for t in first.get("top_logprobs") or []}
     top.setdefault(str(first["token"]), float(first["logprob"]))
     return top
+
+
+def _text_top_logprobs(choice: Any) -> dict[str, float] | None:
+    """`{token: logprob}` of the first token of a `/v1/completions` choice (its `logprobs`:
+    `top_logprobs`, one mapping per token), or None when the server sent none."""
+    logprobs = getattr(choice, "logprobs", None)
+    if logprobs is None:
+        return None
+    top = (logprobs.get("top_logprobs") if isinstance(logprobs, dict)
+           else getattr(logprobs, "top_logprobs", None))
+    if not top or not top[0]:
+        return None
+    return {str(token): float(lp) for token, lp in dict(top[0]).items()}
 
 
 def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, float] | None:
