@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from gtsteer.binding.progress import GatherBar
@@ -105,6 +105,12 @@ class Executor:
 
     ray: RayOptions | None = None
     progress: bool = False
+
+    @property
+    def quiet(self) -> Executor:
+        """This executor without a bar of its own, for a driver that shows its own (one live
+        display at a time)."""
+        return replace(self, progress=False)
 
     @contextmanager
     def session(self) -> Iterator[None]:
