@@ -41,7 +41,7 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.executor import ray_session, run_units
+from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
@@ -201,7 +201,7 @@ def play_logged_game(setup: GameSetup, model: LLM) -> PlayedGame:
 
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
                       progress: Callable[[str], None] | None = None, *,
-                      ray: RayOptions | None = None) -> tuple[list[str], LLMCalls]:
+                      executor: Executor = SERIAL) -> tuple[list[str], LLMCalls]:
     """Bot-only games with the assigned styles, logged into `store`; returns their ids and the
     model calls they made."""
     setups = logged_setups(cfg, pool.force_completion)
@@ -211,8 +211,8 @@ def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
         if progress:
             progress(game.created.game_id)
 
-    run = run_units(play_logged_game, setups, driver_model(pool, cfg.llm), ray=ray,
-                    on_result=InOrder(write), label="bot-only games")
+    run = executor.run(play_logged_game, setups, driver_model(pool, cfg.llm),
+                       on_result=InOrder(write), label="bot-only games")
     return [s.game_id for s in setups], run.calls
 
 
@@ -301,9 +301,6 @@ class SteerTrainOptions(BaseModel):
 
     #: A `TextEmbedder` object instead of the config's `embedder` name (Python callers).
     embedder: Any = None
-    #: The models' `LLMPool` (Python callers); None: one client per model string, served
-    #: models through the context's endpoint.
-    pool: Any = None
 
 
 def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
@@ -313,8 +310,8 @@ def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedde
     `gtsteer/bench` still calls it."""
     warnings.warn("gtsteer.runs.werewolf_steer.steer_train is deprecated; call run(cfg, ctx,"
                   " SteerTrainOptions(...))", DeprecationWarning, stacklevel=2)
-    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress),
-               SteerTrainOptions(embedder=embedder, pool=pool))
+    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress, pool=pool),
+               SteerTrainOptions(embedder=embedder))
 
 
 def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
@@ -325,23 +322,17 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
     for both, a task each); the training stays here. The results are the serial run's."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
-    cfg, out, show_progress, ray = config, ctx.out, ctx.progress, ctx.ray
+    cfg, executor = config, ctx.executor.quiet
     embedder: TextEmbedder | None = options.embedder
-    pool: LLMPool | None = options.pool
-    if pool is None:
-        ctx.endpoint.check(cfg.llm)
-        pool = LLMPool(factory=ctx.endpoint.llm)
-    root = prepare_run_dir(out, (POLICY_DIR,), summary=SUMMARY_FILE)
-    db = root / "games.sqlite"
-    if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = GameStore(db)
-    with Progress(disable=not show_progress) as bar, ray_session(ray):
+    pool = ctx.pool(cfg.llm)
+    root = prepare_run_dir(ctx.out, (POLICY_DIR,), summary=SUMMARY_FILE)
+    # A rerun starts from fresh logs (the LLM cache makes it cheap).
+    store = GameStore.fresh(root / "games.sqlite")
+    with Progress(disable=not ctx.progress) as bar, executor.session():
         t0 = time.perf_counter()
         task = bar.add_task("bot-only games", total=cfg.games)
         ids, game_calls = play_logged_games(cfg, store, pool, lambda _: bar.advance(task),
-                                            ray=ray)
+                                            executor=executor)
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
         t1 = time.perf_counter()
@@ -361,8 +352,8 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
 
         jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
                 for state in picked]
-        units_run = run_units(solve_playstyle_job, jobs, driver_model(pool, cfg.llm), ray=ray,
-                              on_result=InOrder(collect), label="playstyle games")
+        units_run = executor.run(solve_playstyle_job, jobs, driver_model(pool, cfg.llm),
+                                 on_result=InOrder(collect), label="playstyle games")
         t2 = time.perf_counter()
     solved_records = len(records)
     records = pool_shared_views(records)
