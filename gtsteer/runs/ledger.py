@@ -1,16 +1,11 @@
-"""The finished rows of a resumable run (`Ledger`), the one way every `--resume` keeps work.
+"""A resumable run's finished rows (`Ledger`): the one way every `--resume` keeps work.
 
-A resumable command saves each finished unit as a row the moment it finishes, stamped with the
-run's key (`run_key`: a digest of everything that decides the row, from `hashed_key` or
-`digest_key`). A rerun with `--resume` keeps the rows whose key is its own and that fit the
-unit it would make, and makes the rest; a row cut by a kill, damaged, or made under other
-settings is made again, never trusted. Two layouts:
-
-- a folder of files, `folder/<index>.json` (`.json.gz` where rows are large), written
-  atomically: `Ledger(folder, key, Row)` (solve's games, evaluate's instances, the Werewolf
-  evaluation's seeds, steer-heldout's rows);
-- one JSON-lines file, appended durably: `Ledger.lines(path, key, Row)` (the styles run's
-  lines, steer-heldout's picked states).
+Each finished unit is saved at once as a row stamped with the run's key (`run_key`, a digest
+of all that decides the row: `hashed_key`, `digest_key`). A rerun with `--resume` keeps the
+rows of its own key that fit the unit it would make, and makes the rest: a row cut by a kill,
+damaged, or made under other settings is made again. Rows live one a file
+(`Ledger(folder, key, Row)`: `folder/<index>.json`, or `.json.gz`, written atomically) or one
+a line of a JSON-lines file (`Ledger.lines`, appended durably).
 """
 
 from __future__ import annotations
@@ -46,9 +41,8 @@ def digest_key(*chunks: str | bytes) -> str:
 
 
 class Ledger(Generic[Row]):
-    """The rows of a run in `folder`, one file a unit (see the module docstring). `key` is the
-    run's key, or each index's where units differ in what decides them (solve keys each
-    instance); a row carries it as `run_key`."""
+    """A run's rows in `folder`, one file a unit; `key` is the run's, or each index's (solve
+    keys each instance)."""
 
     def __init__(self, folder: Path, key: str | Mapping[int, str], row: type[Row], *,
                  suffix: str = ".json"):
@@ -57,8 +51,7 @@ class Ledger(Generic[Row]):
     @classmethod
     def open(cls, out: str | Path, subdir: str, key: str | Mapping[int, str], row: type[Row],
              *, resume: bool, summary: str, suffix: str = ".json") -> Ledger[Row]:
-        """The ledger of `out/subdir`, the run folder prepared (`prepare_run_dir`): a fresh
-        run empties `subdir`, a resumed one keeps it (a first run makes it, as gtsteer's)."""
+        """The ledger of `out/subdir` in a prepared run folder: emptied unless resumed."""
         keep = resume and (Path(out) / subdir).is_dir()
         root = prepare_run_dir(out, subdirs=() if keep else (subdir,), summary=summary)
         return cls(root / subdir, key, row, suffix=suffix)
@@ -67,8 +60,8 @@ class Ledger(Generic[Row]):
         return self.folder / f"{index}{self.suffix}"
 
     def read(self, index: int) -> Row | None:
-        """Row `index` when it was saved whole under this run's key, else None. A gzipped
-        ledger also reads the plain file runs before 6 Dec 2026 wrote."""
+        """Row `index` if saved whole under this key (a `.gz` ledger also reads the plain file
+        runs before 6 Dec 2026 wrote), else None."""
         path = self.path(index)
         plain = path.with_suffix("") if self.suffix.endswith(".gz") else None
         try:
@@ -91,8 +84,7 @@ class Ledger(Generic[Row]):
         return {i: r for i, r in found.items() if r is not None and (fits is None or fits(i, r))}
 
     def prefix(self, count: int, fits: Callable[[int, Row], bool] | None = None) -> list[Row]:
-        """Rows 0, 1, ... up to the first missing or unfit one, at most `count` (for units
-        saved in order, each building on the ones before)."""
+        """Rows 0, 1, ... up to the first missing or unfit one, at most `count`."""
         out: list[Row] = []
         for i in range(count):
             row = self.read(i)
@@ -101,15 +93,13 @@ class Ledger(Generic[Row]):
             out.append(row)
         return out
 
-    def add(self, index: int, row: Row) -> Path:
-        """Save row `index` atomically (gzipped without a timestamp, so the bytes change only
-        with the content)."""
-        path = self.path(index)
+    def add(self, index: int, row: Row) -> None:
+        """Save row `index` atomically (gzipped without a timestamp: bytes follow content)."""
         if not self.suffix.endswith(".gz"):
-            return write_json(path, row)
-        with atomic_path(path) as tmp:
+            write_json(self.path(index), row)
+            return
+        with atomic_path(self.path(index)) as tmp:
             tmp.write_bytes(gzip.compress(row.model_dump_json().encode(), mtime=0))
-        return path
 
     def drop_from(self, count: int) -> None:
         """Delete the saved rows from index `count` on (past a gap, or another run's)."""
@@ -121,8 +111,8 @@ class Ledger(Generic[Row]):
     @staticmethod
     def lines(path: Path, key: str, row: type[Row],
               fits: Callable[[Row], bool] | None = None) -> tuple[list[Row], int]:
-        """The rows of a JSON-lines ledger under `key` that `fits` keeps, in file order, and
-        how many other lines it held (cut by a kill, another format, another run's)."""
+        """A JSON-lines ledger's rows under `key` that `fits`, in file order, and how many
+        other lines it held (cut by a kill, another format, another run's)."""
         if not path.is_file():
             return [], 0
         kept, dropped = [], 0
@@ -145,7 +135,7 @@ class Ledger(Generic[Row]):
 
     @staticmethod
     def append_lines(path: Path, rows: Iterable[BaseModel]) -> None:
-        """Append rows durably (a kill leaves at most a cut last line, which `lines` drops)."""
+        """Append rows durably (a kill cuts at most the last line, which `lines` drops)."""
         with path.open("a", encoding="utf-8") as fh:
             fh.write("".join(r.model_dump_json() + "\n" for r in rows))
             fh.flush()
