@@ -117,13 +117,15 @@ def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
 
 
 @contextmanager
-def metered(limits: dict[str, Any]) -> Iterator[Callable[[RunContext, Callable[[], R]], R]]:
+def metered(limits: dict[str, Any]
+            ) -> Iterator[Callable[[RunContext, Callable[[], R], str], R]]:
     """The run's session (`--concurrency`, `--rpm`, `--max-calls/-tokens/-cost` in `limits`),
     opened before the run's clients are built, so a model string or a `Backend` is bounded
     and metered by it; a call made inside a session someone else opened, with no limit of its
-    own, counts into that one. Yields `spent(ctx, work)`: runs `work` and gives its result
-    what the run spent. A client the caller built before (an `LLM` given as `llm=`) keeps its
-    own bounds and meter; its usage is added."""
+    own, counts into that one. Yields `spent(ctx, work, name)`: runs `work` (under the
+    progress display `name`, unless quiet) and gives its result what the run spent. A client
+    the caller built before (an `LLM` given as `llm=`) keeps its own bounds and meter; its
+    usage is added."""
     rate = RateLimit(limits.pop("concurrency", None), limits.pop("rpm", None))
     budget = Budget(**limits)
     with ExitStack() as stack:
@@ -131,11 +133,14 @@ def metered(limits: dict[str, Any]) -> Iterator[Callable[[RunContext, Callable[[
         if run is None or rate.bounded or budget != Budget():
             run = stack.enter_context(session(rate, budget))
 
-        def spent(ctx: RunContext, work: Callable[[], R]) -> R:
+        def spent(ctx: RunContext, work: Callable[[], R], name: str) -> R:
+            from gtsteer.binding.progress import shown
+
             clients = [m for m in ctx.models.values()
                        if isinstance(m, LLM) and m.session is not run]
             before, own = run.meter.snapshot(), [c.meter.snapshot() for c in clients]
-            result = work()
+            with shown(name, enabled=ctx.progress):  # the command's one display, on a terminal
+                result = work()
             usage = run.meter.snapshot().minus(before)
             for client, start in zip(clients, own, strict=True):
                 usage.add(client.meter.snapshot().minus(start))
@@ -182,7 +187,7 @@ def solve(
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, out=out, ray=ray,
                       workers=workers, quiet=quiet, report=report)
-        return spent(ctx, lambda: run(config_path(config), ctx, options))
+        return spent(ctx, lambda: run(config_path(config), ctx, options), "solve")
 
 
 def psro(
@@ -229,7 +234,7 @@ def psro(
                       api_key_env=api_key_env, request_timeout=request_timeout,
                       max_wait=max_wait, out=out, ray=ray, workers=workers, quiet=quiet,
                       report=report, on_phase=on_phase, on_step=on_iteration)
-        return spent(ctx, lambda: run(config_path(config), ctx, options))
+        return spent(ctx, lambda: run(config_path(config), ctx, options), "psro")
 
 
 def imitate(
@@ -259,7 +264,7 @@ def imitate(
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, out=out, quiet=quiet)
-        return spent(ctx, lambda: run(config_path(config), ctx, options))
+        return spent(ctx, lambda: run(config_path(config), ctx, options), "imitate")
 
 
 def export(
@@ -284,4 +289,4 @@ def export(
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, out=out,
                       quiet=quiet, report=report)
-        return spent(ctx, lambda: run(config_path(config), ctx, options))
+        return spent(ctx, lambda: run(config_path(config), ctx, options), "export")

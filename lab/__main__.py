@@ -41,6 +41,7 @@ BENCHES = {
 STUDIES = {
     "demo-outcomes": "lab.studies.demo_outcomes",
     "gambit-check": "lab.studies.gambit_check",
+    "live-eval": "lab.studies.live_eval",
     "playthroughs": "lab.studies.playthroughs",
     "psro-discovery": "lab.studies.psro_discovery",
     "samples": "lab.studies.samples_study",

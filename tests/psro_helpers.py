@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,54 @@ class ScriptedProposer(Backend):
 
 def llm_for(backend: Backend) -> LLM:
     return LLM(backend.model, backend=backend, structured_attempts=1, max_retries=0)
+
+
+#: The population, as the proposer prompt lists it to be continued ("* assertive").
+LISTED = re.compile(r"^\* (.+)$", re.MULTILINE)
+
+
+class NamingProposer(Backend):
+    """Names the first of `values` not yet in the population (nothing once all are); asked
+    for kinds (the categorical operator's first call), it names one new category."""
+
+    kind = "naming-proposer"
+    max_concurrency = 1
+    supports_grammar = True
+
+    def __init__(self, name: str, values: list[str]):
+        super().__init__(name)
+        self.values = values
+        self.calls = 0
+
+    async def complete(self, request: GenerationRequest,
+                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
+        self.calls += 1
+        text = request.as_text()
+        if "new kinds of" in text:
+            answer = [f"kind {self.calls}"]
+        else:
+            current = set(LISTED.findall(text))
+            answer = [v for v in self.values if v not in current][:1]
+        return RawCompletion(text=json.dumps({"instructions": answer}), usage=Usage())
+
+
+class Models:
+    """The study's `clients` hook: one writer for every row, a fresh proposer per row."""
+
+    def __init__(self) -> None:
+        self.writer = CountingBackend()
+        self.asked: list[tuple[str, str]] = []
+        self.proposers: list[NamingProposer] = []
+
+    def __call__(self, role: str, model: str):
+        self.asked.append((role, model))
+        if role == "writer":
+            return llm_for(self.writer)
+        values = ["fierce"] if "qwen" in model else ["assertive", "bold"]
+        backend = NamingProposer(f"proposer-{model}", values)
+        self.proposers.append(backend)
+        return llm_for(backend)
+
+    @property
+    def calls(self) -> int:
+        return self.writer.calls + sum(p.calls for p in self.proposers)

@@ -10,8 +10,9 @@ import yaml
 from typer.testing import CliRunner
 
 from gtsteer.binding import Domain, RewardContext
+from gtsteer.checks import read_playthrough, replay
 from gtsteer.cli import app
-from gtsteer.domains import register_domain
+from gtsteer.domains import game_from_params, register_domain
 
 runner = CliRunner()
 
@@ -92,3 +93,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     code, out = check(str(broken))
     assert code == 2, out
     assert "message_prompt" in out and "budget" in out and "conformance" not in out
+
+
+def test_record_writes_a_playthrough_of_a_config_outside_the_repository(tmp_path: Path) -> None:
+    config = tmp_path / "bike_haggle.yaml"
+    config.write_text(yaml.safe_dump(BIKES))
+    recorded = tmp_path / "playthroughs" / "bike_haggle.txt"
+    code, out = check(str(config), "--record", str(recorded))
+    assert code == 0, out
+    assert f"playthrough recorded: {recorded}" in out
+    text = recorded.read_text(encoding="utf-8")
+    parsed = read_playthrough(text)
+    assert parsed.header["config"] == str(config) and parsed.header["model"] == "fake"
+    # each player once: an instruction, then one of two samples of its message
+    assert "Ada" in text and "returns: [" in text and len(parsed.actions) == 4
+    # it replays from its own header, as the repository's recordings do
+    assert replay(text, game_from_params(parsed.params())) == text

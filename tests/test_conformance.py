@@ -295,7 +295,7 @@ def test_the_layer_table_is_read_from_the_design_document() -> None:
                           "solvers": {"binding", "llm"},
                           "imitation": {"solvers", "binding", "domains", "llm"},
                           "checks": {"binding", "solvers"},
-                          "evals": {"llm", "binding", "solvers"},
+                          "evals": {"llm", "binding", "solvers", "werewolf"},
                           "werewolf": {"llm", "binding", "imitation"},
                           "testing": {"llm"}}
 
@@ -345,6 +345,58 @@ def test_no_import_circle_between_gtsteer_packages() -> None:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
         pytest.fail(f"import circle between gtsteer packages: {' -> '.join(exc.args[1])}")
+
+
+def runtime_imports(path: Path, root: Path, modules: set[str]) -> set[str]:
+    """The gtsteer modules `path` imports when it runs (at the top or inside a function; not
+    under `if TYPE_CHECKING:`, and not its own parent packages, which Python has imported
+    first): `from a.b import c` imports `a.b`, and `a.b.c` too when that is a module."""
+    own = path.relative_to(root).with_suffix("").parts
+    parents = {".".join(own[:i]) for i in range(1, len(own))}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return (found & modules) - parents
+
+
+def module_graph(root: Path) -> dict[str, set[str]]:
+    """Each module of `root`/gtsteer -> the modules of it that it imports when it runs."""
+    names = {p: ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+             for p in (root / "gtsteer").rglob("*.py")}
+    modules = set(names.values())
+    return {names[p]: runtime_imports(p, root, modules) - {names[p]} for p in names}
+
+
+def test_no_import_circle_between_gtsteer_modules() -> None:
+    """Module by module, lazy imports inside functions counted (a circle they hide still ties
+    two modules into one)."""
+    try:
+        graphlib.TopologicalSorter(module_graph(ROOT)).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import circle between gtsteer modules: {' -> '.join(exc.args[1])}")
+
+
+def test_the_module_scan_finds_a_circle_a_lazy_import_hides(tmp_path: Path) -> None:
+    package = tmp_path / "gtsteer"
+    (package / "runs").mkdir(parents=True)
+    (package / "runs" / "__init__.py").write_text("")
+    (package / "runs" / "a.py").write_text("from gtsteer.runs.b import B\nA = 1\n")
+    (package / "runs" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gtsteer.runs import a\n"
+        "def f():\n    from gtsteer.runs.a import A\n    return A\n")
+    graph = module_graph(tmp_path)
+    assert graph == {"gtsteer.runs": set(), "gtsteer.runs.a": {"gtsteer.runs.b"},
+                     "gtsteer.runs.b": {"gtsteer.runs.a"}}
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(graph).prepare()
 
 
 # ---- the local backend's modules (docs/DESIGN.md, "The local backend") ------------------------

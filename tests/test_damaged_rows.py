@@ -2,7 +2,8 @@
 0832c41, L2 and its notes): `python -m lab table1 --render-only` and `python -m lab psro-discovery
 --render-only` name the damaged file and why, skip it and still write the intact rows; their
 bad arguments are one line and exit 2; rows and docs are written whole or not at all. No model
-is loaded: the saved rows under docs/data are copied and damaged."""
+is loaded: Table 1's saved rows under docs/data are copied and damaged, the PSRO study's
+made on a test game with doubles."""
 
 from __future__ import annotations
 
@@ -13,18 +14,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from lab_support import lab
+from psro_helpers import STRENGTH_CONFIG, Models
 from typer.testing import CliRunner
 
 from gtsteer.runs import atomic
 from gtsteer.runs.psro import SCHEMA_VERSION as PSRO_SCHEMA
 from lab.bench import benchdoc
+from lab.studies import psro_discovery
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
 TABLE1_DOMAINS = ("debate", "schedule_meeting_dow", "trade_fruit_offer", "trade_fruit_tone")
-PSRO_ROWS = ("embedded-categorical", "embedded-shotgun", "qwen0.5b-categorical")
+PSRO_ROWS = tuple(psro_discovery.ROWS)
 
 
 def edit(path: Path, change: Callable[[dict], None]) -> bytes:
@@ -145,12 +149,19 @@ def test_write_section_replaces_the_doc_whole(tmp_path: Path,
 
 @pytest.fixture
 def psro_rows(tmp_path: Path) -> Path:
-    """A copy of the committed PSRO discovery rows (their JSON files only)."""
+    """Every row of the PSRO discovery study, run on the strength test game with doubles."""
+    data = yaml.safe_load(STRENGTH_CONFIG.read_text())
+    configs = []
+    for name, stances in (("start", ["calm", "any"]), ("full", ["calm", "bold", "any"])):
+        data.update(name=f"strength_{name}", actions={"stance": stances})
+        configs.append(tmp_path / f"strength_{name}.yaml")
+        configs[-1].write_text(yaml.safe_dump(data))
     results = tmp_path / "psro_discovery"
-    for row in PSRO_ROWS:
-        (results / row).mkdir(parents=True)
-        for name in ("summary.json", "study_row.json"):
-            shutil.copy(ROOT / "docs/data/psro_discovery" / row / name, results / row)
+    psro_discovery.main(["--config", str(configs[0]), "--reference", str(configs[1]),
+                         "--results", str(results), "--doc", str(tmp_path / "first.md"),
+                         "--games", "2", "--iterations", "1", "--candidates", "1"],
+                        clients=Models())
+    assert sorted(p.name for p in results.iterdir() if p.is_dir()) == sorted(PSRO_ROWS)
     return results
 
 
@@ -187,8 +198,7 @@ def test_psro_discovery_render_only_names_a_damaged_row_and_writes_the_others(
     assert result.exit_code == 0, result.output
     assert f"skipped {damaged}: " in result.stderr and reason in result.stderr
     text = doc.read_text(encoding="utf-8")
-    assert "### `embedded-categorical`:" in text and "### `qwen0.5b-categorical`:" in text
-    assert "### `embedded-shotgun`:" not in text
+    assert "### `qwen0.5b-shotgun`:" in text and "### `embedded-shotgun`:" not in text
     assert "Saved rows that could not be read, not shown: `embedded-shotgun`" in text
 
 

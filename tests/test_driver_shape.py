@@ -20,39 +20,18 @@ from solve_helpers import MIXED_2X2
 
 import gtsteer.runs
 from gtsteer.domains import load_spec
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import DRIVERS, RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult
 
-#: Command -> its driver module.
-DRIVERS = {
-    "solve": "gtsteer.runs.solve",
-    "psro": "gtsteer.runs.psro",
-    "imitate": "gtsteer.runs.imitate",
-    "export": "gtsteer.runs.export",
-    "eval steering": "gtsteer.runs.eval_steering",
-    "eval reward": "gtsteer.runs.eval_reward",
-    "eval judge": "gtsteer.runs.eval_judge",
-    "eval verdict": "gtsteer.runs.eval_verdict",
-    "werewolf steer-train": "gtsteer.runs.werewolf_steer",
-    "werewolf evaluate": "gtsteer.runs.werewolf_evaluate",
-    "werewolf steer-heldout": "gtsteer.runs.werewolf_heldout",
-    "werewolf styles": "gtsteer.runs.werewolf_styles",
-    "play": "gtsteer.runs.play",
-    "evaluate": "gtsteer.runs.evaluate_live",
-}
+#: Import every runs module, so each driver has registered itself (`@driver`).
+MODULES = [importlib.import_module(f"gtsteer.runs.{info.name}")
+           for info in pkgutil.iter_modules(gtsteer.runs.__path__)]
 #: The old plain-argument spellings of the drivers: the package-root API (`gtsteer.solve`,
-#: `psro`, `imitate`, `export`) and `run(config, ctx, options)` replace them.
+#: `psro`, `imitate`, `export`) and `run(config, ctx, options)` replaced them.
 PLAIN_SPELLINGS = {"solve_config", "psro_config", "imitate_config", "export_config",
                    "steer_train", "evaluate", "measure_steering", "measure_reward",
-                   "evaluate_verdict", "steer_heldout"}
-#: Those kept as deprecated aliases, each while the benchmarks or studies (leaving for lab/)
-#: still call it: module -> name.
-DEPRECATED = {"gtsteer.runs.solve": "solve_config", "gtsteer.runs.psro": "psro_config",
-              "gtsteer.runs.export": "export_config",
-              "gtsteer.runs.eval_steering": "measure_steering",
-              "gtsteer.runs.eval_verdict": "evaluate_verdict",
-              "gtsteer.runs.werewolf_steer": "steer_train"}
+                   "evaluate_verdict", "steer_heldout", "run_labelled", "measure_labelled"}
 ROOT = Path(gtsteer.runs.__file__).resolve().parents[2]
 CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
@@ -61,9 +40,26 @@ DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewol
           "werewolf_heldout", "play", "evaluate"}
 
 
-@pytest.mark.parametrize("command", list(DRIVERS))
+def takes_a_context(fn: object) -> bool:
+    """Whether `fn` has a `RunContext` parameter (annotations read unevaluated)."""
+    return inspect.isfunction(fn) and any(
+        a in (RunContext, "RunContext") for a in inspect.get_annotations(fn).values())
+
+
+def options_of(fn: object) -> object:
+    return typing.get_type_hints(fn).get("options")
+
+
+def test_the_commands_have_registered_drivers() -> None:
+    assert {"solve", "psro", "imitate", "export", "eval steering", "eval reward",
+            "eval reward --labelled", "eval judge", "eval verdict", "play", "evaluate",
+            "werewolf steer-train", "werewolf evaluate", "werewolf steer-heldout",
+            "werewolf styles"} <= set(DRIVERS)
+
+
+@pytest.mark.parametrize("command", sorted(DRIVERS))
 def test_every_driver_is_run_config_ctx_options_returning_a_run_result(command: str) -> None:
-    run = importlib.import_module(DRIVERS[command]).run
+    run = DRIVERS[command]
     params = list(inspect.signature(run).parameters.values())
     assert [p.name for p in params] == ["config", "ctx", "options"]
     assert all(p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty for p in params)
@@ -74,15 +70,47 @@ def test_every_driver_is_run_config_ctx_options_returning_a_run_result(command: 
     assert issubclass(hints["return"], RunResult)
 
 
-def test_every_driver_module_is_listed() -> None:
-    """A new driver (a runs module with a `run`) joins DRIVERS, and so the shape test."""
-    found = set()
-    for info in pkgutil.iter_modules(gtsteer.runs.__path__):
-        module = importlib.import_module(f"gtsteer.runs.{info.name}")
-        run = getattr(module, "run", None)
-        if inspect.isfunction(run) and run.__module__ == module.__name__:
-            found.add(module.__name__)
-    assert found == set(DRIVERS.values())
+def test_nothing_that_takes_a_run_context_escapes_the_registry() -> None:
+    """A public runs function with a context is a registered driver, or its module's driver
+    without the files (`measure`: the same options, the same shape); found by what it takes,
+    not by its name."""
+    registered = {id(fn) for fn in DRIVERS.values()}
+    found = []
+    for module in MODULES:
+        drivers = [options_of(fn) for fn in DRIVERS.values() if fn.__module__ == module.__name__]
+        for name, fn in vars(module).items():
+            if (name.startswith("_") or not takes_a_context(fn)
+                    or fn.__module__ != module.__name__ or id(fn) in registered):
+                continue
+            if options_of(fn) not in drivers or [*inspect.signature(fn).parameters] != [
+                    "config", "ctx", "options"]:
+                found.append(f"{module.__name__}.{name}")
+    assert found == []
+
+
+def test_the_cli_calls_only_registered_drivers() -> None:
+    """Every runs function the CLI calls with a run context is a registered driver."""
+    registered = {id(fn) for fn in DRIVERS.values()}
+    called = []
+    for path in sorted(CLI.glob("*.py")):
+        modules = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gtsteer.runs"):
+                source = importlib.import_module(node.module or "")
+                for alias in node.names:
+                    named = getattr(source, alias.name)
+                    if inspect.ismodule(named):
+                        modules[alias.asname or alias.name] = named
+                    elif takes_a_context(named):
+                        called.append((path.name, named))
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules):
+                named = getattr(modules[node.value.id], node.attr)
+                if takes_a_context(named):
+                    called.append((path.name, named))
+    assert called and all(id(fn) in registered for _, fn in called), [
+        f"{where}: {fn.__module__}.{fn.__name__}" for where, fn in called
+        if id(fn) not in registered]
 
 
 def test_the_cli_calls_drivers_through_run_and_resolves_no_model() -> None:
@@ -143,26 +171,10 @@ def _plain_calls(path: Path) -> list[str]:
     return found
 
 
-def test_nothing_but_the_lab_rooms_calls_a_plain_spelling() -> None:
-    """The product, its tests and scripts use the package-root API or `run`; only
-    gtsteer/bench and gtsteer/studies (moving to lab/) still call the deprecated aliases."""
-    files = [p for folder in ("gtsteer", "tests", "scripts") for p in (ROOT / folder).rglob("*.py")
-             if not {"bench", "studies"} & set(p.relative_to(ROOT).parts)
-             and p.name != "test_driver_shape.py"]
+def test_nothing_calls_a_plain_spelling_and_none_is_left() -> None:
+    """The product, the lab, tests and scripts use the package-root API or the drivers."""
+    files = [p for folder in ("gtsteer", "lab", "tests", "scripts")
+             for p in (ROOT / folder).rglob("*.py") if p.name != "test_driver_shape.py"]
     assert [hit for path in sorted(files) for hit in _plain_calls(path)] == []
-
-
-def test_the_plain_spellings_left_are_deprecated_aliases() -> None:
-    for module, name in DEPRECATED.items():
-        assert "deprecated" in importlib.import_module(module).__dict__[name].__doc__.lower()
-    for name in PLAIN_SPELLINGS - set(DEPRECATED.values()):
-        for module in DRIVERS.values():
-            assert not hasattr(importlib.import_module(module), name), f"{module}.{name}"
-
-
-def test_the_solve_alias_warns_and_runs_the_api(tmp_path: Path) -> None:
-    from gtsteer.runs.solve import solve_config
-
-    with pytest.warns(DeprecationWarning, match="use gtsteer.solve"):
-        summary = solve_config(MIXED_2X2, "fake", iterations=10, out_dir=tmp_path, progress=False)
-    assert summary.folder == tmp_path and summary.usage is not None
+    for module in MODULES:
+        assert not PLAIN_SPELLINGS & set(vars(module)) - {"evaluate"}, module.__name__

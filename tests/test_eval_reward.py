@@ -59,7 +59,7 @@ def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
     assert report.paths == [CONFIGURED, FREE]
     for outcome in (*OUTCOMES, "all"):
         err = report.error(CONFIGURED, outcome)
-        assert err.norm.mean == 0.0 and err.sign_flips.rate == 0.0 and err.failures == 0
+        assert err.norm.mean == 0.0 and err.sign_flips.accuracy == 0.0 and err.failures == 0
         assert err.cases == (15 if outcome == "all" else 5)
     spec = load_spec(FRUIT)
     bounds = {c.instance.index: payoff_bounds(spec, c.instance) for c in cases}
@@ -68,7 +68,7 @@ def test_known_answers_exact_extraction_vs_zero_free_score() -> None:
     valid = [(t, spans[c.instance.index]) for c in cases if c.outcome == "valid" for t in c.truth]
     free = report.error(FREE, "valid")
     assert free.norm.mean == pytest.approx(sum(abs(t) / s for t, s in valid) / len(valid))
-    assert free.sign_flips.rate == pytest.approx(sum(t != 0 for t, _ in valid) / len(valid))
+    assert free.sign_flips.accuracy == pytest.approx(sum(t != 0 for t, _ in valid) / len(valid))
     assert free.sign_flips.n == 10
     for outcome in ("rejected", "incomplete"):
         assert report.error(FREE, outcome).norm.mean == 0.0

@@ -21,8 +21,9 @@ from gtsteer.llm import LLM, Backend, GenerationRequest
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_reward_labelled import (
     FILE,
+    LabelledOptions,
     load_labelled_dialogues,
-    measure_labelled,
+    measure,
 )
 from gtsteer.solvers.metrics import wilson
 
@@ -54,7 +55,7 @@ class SaysNo(Backend):
 def _measure(config: Path = OFFER, labelled: Path = LABELLED) -> tuple[Any, SaysNo]:
     backend = SaysNo()
     ctx = RunContext.of(llm=LLM("says-no", backend=backend, use_cache=False), progress=False)
-    return measure_labelled(config, labelled, ctx), backend
+    return measure(config, ctx, LabelledOptions(labelled=labelled)), backend
 
 
 def test_the_labelled_file_loads_with_speakers_and_labels() -> None:

@@ -61,7 +61,7 @@ def test_meeting_known_answers_exact_extraction_vs_constant_free_score(config: P
     assert {c.bounds for c in report.cases} == {(0.0, 10.0)}  # no derived bounds: the config's
     for outcome in (*OUTCOMES, "all"):
         err = report.error(CONFIGURED, outcome)
-        assert err.norm.mean == 0.0 and err.sign_flips.rate == 0.0 and err.failures == 0
+        assert err.norm.mean == 0.0 and err.sign_flips.accuracy == 0.0 and err.failures == 0
         assert err.cases == (12 if outcome == "all" else 4)
     # The free oracle says 10 for everyone: off by 10 - truth on a 0..10 scale, and a sign
     # flip exactly where the truth is 0 (every rejected or incomplete pair, no valid one).
@@ -69,11 +69,11 @@ def test_meeting_known_answers_exact_extraction_vs_constant_free_score(config: P
         truths = [t for c in cases if outcome in ("all", c.outcome) for t in c.truth]
         err = report.error(FREE, outcome)
         assert err.norm.mean == pytest.approx(sum(10 - t for t in truths) / len(truths) / 10)
-        assert err.sign_flips.rate == pytest.approx(sum(t == 0 for t in truths) / len(truths))
-    assert report.error(FREE, "valid").sign_flips.rate == 0.0
+        assert err.sign_flips.accuracy == pytest.approx(sum(t == 0 for t in truths) / len(truths))
+    assert report.error(FREE, "valid").sign_flips.accuracy == 0.0
     for outcome in ("rejected", "incomplete"):
         assert report.error(FREE, outcome).norm.mean == 1.0
-        assert report.error(FREE, outcome).sign_flips.rate == 1.0
+        assert report.error(FREE, outcome).sign_flips.accuracy == 1.0
 
 
 def test_one_day_week_still_writes_an_unfinished_dialogue(tmp_path: Path) -> None:

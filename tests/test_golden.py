@@ -79,11 +79,11 @@ WEREWOLF_TINY = ["--players", "5", "--max-messages", "2", "--max-days", "1"]
 
 DRIVERS = [
     Scenario("solve", [
-        Step("solve_fruit", ["solve", cfg("trade_fruit_tone"), *FAKE, "--games", "2", "-q",
+        Step("solve_fruit", ["solve", cfg("trade_fruit_tone"), *FAKE, "--games", "2",
                              "--out", "run"], {"run": "run"}),
     ]),
     Scenario("solve_meeting", [
-        Step("solve_meeting", ["solve", cfg("schedule_meeting_dow"), *FAKE, "--games", "1", "-q",
+        Step("solve_meeting", ["solve", cfg("schedule_meeting_dow"), *FAKE, "--games", "1",
                                "--out", "run"], {"run": "run"}),
         # the README's outcome table, read from that run's terminals
         Step("study_demo_outcomes", [PY_LAB, "demo-outcomes", "--results", "run", "--config",
@@ -91,40 +91,45 @@ DRIVERS = [
     ]),
     Scenario("psro", [
         Step("psro_fruit", ["psro", cfg("trade_fruit_tone"), *FAKE, "--iterations", "2",
-                            "--candidates", "2", "-q", "--out", "run"], {"run": "run"}),
+                            "--candidates", "2", "--out", "run"], {"run": "run"}),
     ]),
     Scenario("imitate", [
         Step("imitate_fruit", ["imitate", cfg("trade_fruit_tone"), *FAKE, "--games", "2",
-                               "--holdout", "1", "--steps", "30", "-q", "--out", "run"],
+                               "--holdout", "1", "--steps", "30", "--out", "run"],
              {"run": "run"}),
         # that policy on fresh dialogues played live (its dataset's instances skipped)
         Step("evaluate_fruit", ["evaluate", cfg("trade_fruit_tone"), *FAKE, "--policy",
-                                "run/model", "--games", "2", "-q", "--out", "evaluate"],
+                                "run/model", "--games", "2", "--out", "evaluate"],
              {"evaluate": "evaluate"}),
+        # its table in a results page: the run copied into docs/data, the section from there
+        Step("live_eval_fruit", [PY_LAB, "live-eval", "--run", "evaluate", "--data", "data",
+                                 "--doc", "doc.md"], {"data": "data", "doc.md": "doc.md"}),
+        Step("live_eval_render", [PY_LAB, "live-eval", "--render-only", "--data", "data",
+                                  "--doc", "doc.md"], {"doc.md": "doc.md"}),
     ]),
     Scenario("export", [
         Step("export_fruit", ["export", cfg("trade_fruit_tone"), "--format", "efg", *FAKE,
-                              "--games", "1", "-q", "--out", "run"], {"run": "run"}),
+                              "--games", "1", "--out", "run"], {"run": "run"}),
     ]),
     Scenario("eval_steering", [
         Step("eval_steering_fruit", ["eval", "steering", cfg("trade_fruit_tone"), *FAKE,
-                                     "--steering-samples", "2", "-q", "--out", "run"],
+                                     "--steering-samples", "2", "--out", "run"],
              {"run": "run"}),
     ]),
     Scenario("eval_judge", [
         Step("eval_judge_fruit", ["eval", "judge", cfg("trade_fruit_tone"), "--judge", "fake",
-                                  "-q", "-o", "run"], {"run": "run"}),
+                                  "-o", "run"], {"run": "run"}),
     ]),
     Scenario("eval_reward", [
         Step("eval_reward_fruit", ["eval", "reward", cfg("trade_fruit_tone"), *FAKE, "--cases",
-                                   "2", "-q", "-o", "run"], {"run": "run"}),
+                                   "2", "-o", "run"], {"run": "run"}),
         Step("eval_reward_labelled", ["eval", "reward", cfg("trade_fruit_offer"), *FAKE,
                                       "--labelled", "gtsteer/data/reward_labelled_offers.yaml",
-                                      "-q", "-o", "labelled"], {"labelled": "labelled"}),
+                                      "-o", "labelled"], {"labelled": "labelled"}),
     ]),
     Scenario("eval_verdict", [
         Step("eval_verdict_court", ["eval", "verdict", cfg("court"), *FAKE, "--games", "2",
-                                    "--breadth", "2", "-q", "--out", "run"], {"run": "run"}),
+                                    "--breadth", "2", "--out", "run"], {"run": "run"}),
     ]),
     Scenario("instances", [
         Step("instances_seeded", ["instances", cfg("trade_fruit_tone"), "--seeded", "--num", "2",
@@ -237,9 +242,9 @@ RENDERS = [
     # docs/PSRO.md's discovery section
     Scenario("psro_discovery", [
         Step("psro_discovery_render", [PY_LAB, "psro-discovery", "--games", "10",
-                                       "--render-only", "--results", "data/psro_discovery",
+                                       "--render-only", "--results", "data/psro_discovery_fair",
                                        "--doc", "PSRO.md"], {"PSRO.md": "PSRO.md"}),
-    ], copy=("psro_discovery",)),
+    ]),
     # docs/WEREWOLF_STEERING.md's three results sections
     Scenario("werewolf_renders", [
         Step("werewolf_fresh_render", [PY_LAB, "werewolf-fresh", "--results", "data/werewolf_fresh",

@@ -2,9 +2,10 @@
 
 The strength domain (tests/psro_helpers.py) pays payoff_i = strength(own) - 0.5 strength(other);
 the start config has `any` alone, the full one calm 0, assertive 1, submissive -1 and bold 2.
-The embedded rows' stand-in names `assertive`, then `bold` (the full game's best response:
-gain 2 over `any`, its CFR gain 1.2, so the goal is reached); the Qwen row's stand-in names
-`fierce` (strength 3), which the full game lacks, so its meta-strategy has no value there.
+The embedded row's stand-in names `assertive`, then `bold` (the full game's best response and
+its best constant mixture: gain 2 over `any`, so the 80% goal is reached); the Qwen row's
+stand-in names `fierce` (strength 3), which the full game lacks, so its meta-strategy has no
+value there.
 """
 
 from __future__ import annotations
@@ -16,67 +17,15 @@ from typing import Any
 
 import pytest
 import yaml
-from psro_helpers import STRENGTH_CONFIG, CountingBackend, llm_for
+from psro_helpers import STRENGTH_CONFIG, Models, NamingProposer, llm_for
 
 from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec
-from gtsteer.llm import Backend
-from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import mean_ci
 from lab.studies import psro_discovery as study
 from lab.studies.table1 import ci
-
-#: The population, as the proposer prompt lists it to be continued ("* assertive").
-LISTED = re.compile(r"^\* (.+)$", re.MULTILINE)
-
-
-class NamingProposer(Backend):
-    """Names the first of `values` not yet in the population (nothing once all are); asked
-    for kinds (the categorical operator's first call), it names one new category."""
-
-    kind = "naming-proposer"
-    max_concurrency = 1
-    supports_grammar = True
-
-    def __init__(self, name: str, values: list[str]):
-        super().__init__(name)
-        self.values = values
-        self.calls = 0
-
-    async def complete(self, request: GenerationRequest,
-                       json_schema: dict[str, Any] | None = None) -> RawCompletion:
-        self.calls += 1
-        text = request.as_text()
-        if "new kinds of" in text:
-            answer = [f"kind {self.calls}"]
-        else:
-            current = set(LISTED.findall(text))
-            answer = [v for v in self.values if v not in current][:1]
-        return RawCompletion(text=json.dumps({"instructions": answer}), usage=Usage())
-
-
-class Models:
-    """The study's `clients` hook: one writer for every row, a fresh proposer per row."""
-
-    def __init__(self) -> None:
-        self.writer = CountingBackend()
-        self.asked: list[tuple[str, str]] = []
-        self.proposers: list[NamingProposer] = []
-
-    def __call__(self, role: str, model: str):
-        self.asked.append((role, model))
-        if role == "writer":
-            return llm_for(self.writer)
-        values = ["fierce"] if "qwen" in model else ["assertive", "bold"]
-        backend = NamingProposer(f"proposer-{model}", values)
-        self.proposers.append(backend)
-        return llm_for(backend)
-
-    @property
-    def calls(self) -> int:
-        return self.writer.calls + sum(p.calls for p in self.proposers)
 
 
 def strength_config(tmp_path: Path, name: str, stances: list[str]) -> Path:
@@ -122,7 +71,8 @@ def test_every_row_runs_psro_on_one_seeded_instances_file(setup) -> None:
         assert not (results / name / "iterations").exists()  # summary.json holds them
     assert ("proposer", "local:qwen2.5-coder-0.5b") in models.asked
     # The embedded rows find assertive, then bold: the full game's best response.
-    found = summary_of(results, "embedded-categorical")
+    found = summary_of(results, "embedded-shotgun")
+    assert found["constant_reference"]["played"] == ["bold", "bold"]
     assert [it["added"] for it in found["iterations"][:2]] == [["assertive"] * 2, ["bold"] * 2]
     assert found["final_populations"] == [["any", "assertive", "bold"]] * 2
     last = found["iterations"][-1]["reference"]
@@ -132,7 +82,7 @@ def test_every_row_runs_psro_on_one_seeded_instances_file(setup) -> None:
     gate = found["iterations"][0]["oracles"][0]["heldout"]
     assert gate["candidate"] == pytest.approx(1.0) and gate["baseline"] == pytest.approx(0.0)
     assert gate["baseline_instruction"] == "any" and gate["holds"]
-    qwen = summary_of(results, "qwen0.5b-categorical")
+    qwen = summary_of(results, "qwen0.5b-shotgun")
     assert qwen["iterations"][-1]["reference"]["unmapped"] == ["fierce"]
 
 
@@ -183,30 +133,35 @@ def test_render_only_writes_the_numbers_of_the_saved_summaries(setup) -> None:
     for name in study.ROWS:
         assert f"### `{name}`" in section
         assert f"--rows {name} --games 3 --iterations 3 --candidates 2" in section
-    found = summary_of(results, "embedded-categorical")
-    rows = [line for line in section.split("### `embedded-shotgun`")[0].splitlines()
+    found = summary_of(results, "embedded-shotgun")
+    rows = [line for line in section.split("### `qwen0.5b-shotgun`")[0].splitlines()
             if re.match(r"\| \d+ \|", line)]
     assert len(rows) == len(found["iterations"])
     for line, it in zip(rows, found["iterations"], strict=True):
         points = it["reference"]["per_instance"]
         assert line.startswith(f"| {it['iteration']} |")
-        for field in ("nash_conv", "gain", "fresh_gain", "cfr_gain", "best_gain"):
+        for field in ("nash_conv", "gain", "fresh_gain"):
             assert ci(mean_ci([p[field] for p in points])) in line
+        fresh = mean_ci([p["fresh_gain"] for p in points]).mean
+        assert f"| {fresh / 2.0:.0%} [" in line  # of the constant mixture's fresh gain, 2
         value = ", ".join(f"{v:+.3f}" for v in it["solutions"]["rd"]["payoffs"])
         assert value in line
     assert "`assertive`" in rows[0] and "`bold`" in rows[1]
     # the gate's fresh-sample record of the adopted instruction, beside its baseline
     assert "proposer `assertive`: +1.000 vs `any` +0.000" in rows[0] and "kept" in rows[0]
-    assert ('- iteration 0, proposer: categories: "kind 1"; values of "kind 1": "assertive".'
+    assert ("proposer `bold`, responder `bold`; its gain over `any` +2.000 [+2.000, +2.000]"
+            " in-sample and +2.000 [+2.000, +2.000] on fresh samples") in section
+    assert ('- iteration 0, proposer: values: "assertive".'
             " Scored in-sample: `assertive` +1.000 against the best current `any` +0.000."
             " Added `assertive`.") in section
     reading = [line for line in section.splitlines() if line.startswith("Reading")]
-    assert len(reading) == 3
+    assert len(reading) == 2
     assert "the goal is **reached**" in reading[0] and "+2.000 over `any`" in reading[0]
+    assert "100% of the best constant mixture's +2.000 (goal: 80%, +1.600)" in reading[0]
     assert "Days adopted: `assertive` (proposer, iteration 0)" in reading[0]
-    assert "plays `fierce`, which the full game lacks" in reading[2]
-    assert "goal is not reached" in reading[2]
-    assert "Only 3 instances: issue 40 asks for 10 or more." in reading[0]
+    assert "plays `fierce`, which the full game lacks" in reading[1]
+    assert "goal is not reached" in reading[1]
+    assert "Only 3 instances: the issues ask for 10 or more." in reading[0]
 
 
 def test_a_row_that_finds_nothing_says_what_the_proposer_named(setup, tmp_path: Path) -> None:
@@ -225,11 +180,10 @@ def test_a_row_that_finds_nothing_says_what_the_proposer_named(setup, tmp_path: 
     section = doc.read_text()
     reading = next(line for line in section.splitlines() if line.startswith("Reading"))
     assert "No day was adopted." in reading
-    assert 'none of its 1 proposals names a day ("meek")' in reading
+    assert 'None of its 1 proposals names a day ("meek")' in reading
     assert "the goal is **not reached**" in reading
-    assert ("Not measured yet: `embedded-categorical`, `qwen0.5b-categorical` (`python -m lab"
-            " psro-discovery --rows embedded-categorical,qwen0.5b-categorical` runs them)."
-            in section)
+    assert ("Not measured yet: `qwen0.5b-shotgun` (`python -m lab"
+            " psro-discovery --rows qwen0.5b-shotgun` runs them)." in section)
 
 
 def test_bad_options_are_refused_before_any_call(setup) -> None:

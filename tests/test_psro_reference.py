@@ -146,3 +146,29 @@ def test_a_label_in_other_words_is_measured_as_the_full_games_instruction(
     assert report.gain == pytest.approx(1.0, abs=1e-9)
     assert measure_in_reference(refs, [{"bolder": 1.0}, {"any": 1.0}], "rd").unmapped == [
         "bolder"]
+
+
+def test_the_best_constant_mixture_is_the_instruction_with_the_best_mean_gain(
+        tmp_path: Path) -> None:
+    # Issue 57 item 3: the bar for PSRO is one mixture for every instance, not per-instance
+    # CFR. In the strength game a player's gain over `any` on instruction s is s whatever the
+    # instance, so the best constant mixture is `bold` for both players, gaining 2 in-sample
+    # and on fresh samples, and an equilibrium of the full game (NashConv 0).
+    summary, _, _ = run(tmp_path, [["assertive"]])
+    best = summary.constant_reference
+    assert best is not None and best.played == ["bold", "bold"]
+    assert best.gains[0] == pytest.approx(
+        {"calm": 0.0, "assertive": 1.0, "submissive": -1.0, "bold": 2.0, "any": 0.0}, abs=1e-9)
+    assert best.gain == pytest.approx(2.0) and best.fresh_gain == pytest.approx(2.0)
+    assert [p.nash_conv for p in best.per_instance] == pytest.approx([0.0, 0.0], abs=1e-9)
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["constant_reference"]["played"] == ["bold", "bold"]
+
+
+def test_without_a_reference_there_is_no_constant_mixture(tmp_path: Path) -> None:
+    start = strength_config(tmp_path, "strength_start", ["calm", "any"])
+    summary = gtsteer.psro(start, llm=llm_for(CountingBackend()),
+                           proposer_llm=llm_for(ScriptedProposer({"proposer": [["bold"]],
+                                                                  "responder": [["bold"]]})),
+                           settings=PSROConfig(iterations=1, candidates=1), out=tmp_path / "r")
+    assert summary.constant_reference is None

@@ -22,7 +22,7 @@ FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 def test_cli_writes_summary_with_schema_fields(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["solve", str(MIXED_2X2), "--llm", "fake", "--games", "2", "--iterations", "200"]
-    result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    result = runner.invoke(app, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     # (the summary's path may wrap at 80 columns: its words are read unwrapped)
     assert "summary.json" in "".join(result.output.split()) and "head-to-head" in result.output

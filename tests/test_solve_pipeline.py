@@ -1,4 +1,4 @@
-"""`solve_config` end to end on a domain with a known equilibrium (real binding, real CFR)."""
+"""`gtsteer.solve` end to end on a domain with a known equilibrium (real binding, real CFR)."""
 
 from __future__ import annotations
 

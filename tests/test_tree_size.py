@@ -95,7 +95,7 @@ def test_solve_refuses_a_tree_past_the_bound_before_any_call(tmp_path: Path) -> 
 def test_max_calls_counts_new_calls_and_never_refuses_a_cached_rerun(tmp_path: Path) -> None:
     """`--max-calls` counts new calls (issue 60): below the worst case it refuses nothing up
     front; a run stops after that many new calls (exit 3), and a cached rerun costs none."""
-    args = ["solve", str(MIXED_2X2), "--llm", "fake", "-q", "-k", "5", "--games", "2"]
+    args = ["solve", str(MIXED_2X2), "--llm", "fake", "-k", "5", "--games", "2"]
     spec = load_spec(MIXED_2X2)
     need = 2 * tree_size(spec).llm_calls
     ran = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])

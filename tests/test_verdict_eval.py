@@ -21,7 +21,7 @@ from gtsteer.domains.verdict_play import (
 )
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.eval_verdict import VerdictOptions, run, win_rate
+from gtsteer.runs.eval_verdict import VerdictOptions, run
 
 QUESTIONS = ["Where were you on Saturday?", "Who has the till key?", "Did you confess?",
              "What time did you leave?", "Did anyone see you?"]
@@ -69,12 +69,6 @@ def test_deeper_search_is_supported() -> None:
     assert out.verdict in {"guilty", "not guilty"}
 
 
-def test_wilson_interval() -> None:
-    rate = win_rate(8, 10)
-    assert rate.rate == 0.8 and rate.ci_low == pytest.approx(0.4902, abs=1e-4)
-    assert rate.ci_high == pytest.approx(0.9433, abs=1e-4)
-
-
 def test_eval_writes_report_games_and_chart_and_reruns_from_cache(tmp_path: Path) -> None:
     config = CONFIGS / "interrogation.yaml"
     report = run(config, RunContext.of(llm="fake", out=tmp_path, progress=False),
@@ -82,9 +76,10 @@ def test_eval_writes_report_games_and_chart_and_reruns_from_cache(tmp_path: Path
     assert report.judge_prompts == spec_of("interrogation").judge.prompts
     assert len(report.cells) == 2 * 3 * 2  # policies x judge prompts x temperatures
     for cell in report.cells:
-        assert cell.win.games == 3 and 0.0 <= cell.win.ci_low <= cell.win.rate <= cell.win.ci_high
+        win = cell.win
+        assert win.n == 3 and 0.0 <= win.ci_low <= win.accuracy <= win.ci_high
         assert sum(cell.verdicts.values()) == 3
-    assert report.totals["naive"].games == 3 * 6
+    assert report.totals["naive"].n == 3 * 6
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["target_verdict"] == "guilty" and data["questioner"] == "interrogator"
     rows = (tmp_path / "games.jsonl").read_text().splitlines()

@@ -193,7 +193,8 @@ def test_paired_differences_count_the_discordant_seeds(policy: Path, tmp_path: P
         finals = [(a, b) for a, b in zip(cond.game_ids, static.game_ids, strict=True)]
         assert d.seeds == len(finals) == 4
         # the difference of the two win rates is the paired mean (b - c) / n
-        assert d.village_win_difference == pytest.approx(cond.village.rate - static.village.rate)
+        assert d.village_win_difference == pytest.approx(
+            cond.village.accuracy - static.village.accuracy)
         assert d.village_win_difference == pytest.approx(
             (d.condition_only_wins - d.static_only_wins) / d.seeds)
         assert 0.0 <= d.mcnemar_p <= 1.0
@@ -223,8 +224,8 @@ def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
     assert text.startswith("# Doc\n\nbefore\n") and MARKERS[0] in text and MARKERS[1] in text
     for r in summary.results:  # one row per condition, its counts as measured
         v, w = r.village, r.werewolves
-        assert (f"| {r.condition} | {v.wins}/{v.games} = {v.rate:.2f} [{v.low:.2f}, "
-                f"{v.high:.2f}] | {w.wins}/{w.games} = ") in text
+        assert (f"| {r.condition} | {v.correct}/{v.n} = {v.accuracy:.2f} [{v.ci_low:.2f}, "
+                f"{v.ci_high:.2f}] | {w.correct}/{w.n} = ") in text
     for d in summary.paired:
         assert f"| {d.condition} | 4 | {d.condition_only_wins} / {d.static_only_wins} |" in text
         assert f"| {d.mcnemar_p:.3f} |" in text

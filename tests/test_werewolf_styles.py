@@ -23,6 +23,7 @@ from gtsteer.cli import app
 from gtsteer.evals.classifiers import LoglikClassifier, make_classifier
 from gtsteer.evals.prompts import DEFINED, PLAIN, options_of
 from gtsteer.evals.validation import labelled_for
+from gtsteer.evals.werewolf_styles import STYLE_SPACE, StyleLine, paired, summarise
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion, ResponseCache
 from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.runs import eval_judge
@@ -33,15 +34,11 @@ from gtsteer.runs.werewolf_steer import logged_discussion_states, pick_states
 from gtsteer.runs.werewolf_styles import (
     DEFAULT_LABELLED,
     ROWS_FILE,
-    STYLE_SPACE,
-    StyleLine,
     StylesConfig,
     StylesError,
     StylesOptions,
     StylesSummary,
-    paired,
     run,
-    summarise,
     validate_judge,
 )
 from gtsteer.runs.werewolf_styles_doc import command_of, section_name
@@ -270,7 +267,7 @@ def test_statistics_on_known_rows() -> None:
     assert not next(m for m in quiet.judge if m.variant == DEFINED).validated
 
     # confusion: the rows are the styles in the given order, the columns the readings
-    plain_confusion = next(c for c in confusion if c.variant == PLAIN)
+    plain_confusion = next(c for c in confusion if c.of == PLAIN)
     assert plain_confusion.rows == styles and plain_confusion.columns == list(READINGS)
     col = list(READINGS).index
     assert plain_confusion.counts[0][col(AGG)] == 3

@@ -70,6 +70,10 @@ PrivateFeatures = Callable[["DomainSpec", dict[str, str]], list[float]]
 #: without a solver, as action key -> value (keys left out: "any"); the `greedy` baseline of
 #: the fresh-sample measure (`gtsteer.solvers.heldout`).
 GreedyChoice = Callable[["DomainSpec", dict[str, str]], dict[str, str]]
+#: (spec, one player's private info, the messages so far) -> the instruction a person who has
+#: read them would give that player, as `GreedyChoice`; the greedy baseline at every decision
+#: after the first message (`greedy` where unset), e.g. a reply that accepts a good proposal.
+ReplyChoice = Callable[["DomainSpec", dict[str, str], list[str]], dict[str, str]]
 #: (spec, action key, one message) -> the value of that key the message states, read exactly
 #: in code (an offer's counts and fruits), or None where it states none; the steering
 #: classifier `parse` of `gtsteer eval steering` (`gtsteer.evals.classifiers`).
@@ -77,7 +81,7 @@ MessageParser = Callable[["DomainSpec", str, str], "str | None"]
 
 #: Left out of `Domain.fingerprint`: a baseline's choice, or how a message is read to measure
 #: steering, does not change the game.
-_NOT_IN_GAME = frozenset({"name", "greedy", "parse_message", "version"})
+_NOT_IN_GAME = frozenset({"name", "greedy", "reply_greedy", "parse_message", "version"})
 
 
 def is_domain_reference(name: str) -> bool:
@@ -134,6 +138,7 @@ class Domain:
     features: PrivateFeatures | None = None
     reward_cases: RewardCases | None = None
     greedy: GreedyChoice | None = None
+    reply_greedy: ReplyChoice | None = None
     parse_message: MessageParser | None = None
     #: Raised when the domain's code pays the same transcripts differently (a new payoff
     #: rule): it is part of `fingerprint`, so solved records saved under the old rule are

@@ -122,6 +122,8 @@ class DialogueGame(pyspiel.Game):
         self.deals: list[Instance] = deal_instances(spec, instance)
         self.llm = llm
         self._instructions = spec.instructions()
+        #: The action ids each message depth offers (all of them unless the spec has `turns`).
+        self._legal = [spec.legal_instructions(d) for d in range(spec.reply_limit)]
         n = spec.num_players
         params = {**_DEFAULT_PARAMS, **(params or {})}
         self.sample_offset = int(params["sample_offset"])
@@ -137,7 +139,7 @@ class DialogueGame(pyspiel.Game):
                 min_utility=min(lo for lo, _ in bounds),
                 max_utility=max(hi for _, hi in bounds),
                 utility_sum=0.0 if spec.payoff.zero_sum else None,
-                max_game_length=2 * n * spec.num_max_replies + int(self.dealt),
+                max_game_length=2 * spec.reply_limit + int(self.dealt),
             ),
             params,
         )
@@ -368,7 +370,7 @@ class DialogueState(pyspiel.State):
         return self.deal is None
 
     def _legal_actions(self, player: int) -> list[int]:
-        return list(range(len(self._game.instructions(player))))
+        return list(self._game._legal[self._replies])
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         game = self._game

@@ -39,8 +39,8 @@ def _draw_private_info(
         gen = domain.private_info
         return [dict(gen(spec, rng, p, names)) for p in range(spec.num_players)]
     return [
-        {key: rng.choice(examples) for key, examples in spec.private_info.items()}
-        for _ in range(spec.num_players)
+        {key: rng.choice(examples) for key, examples in spec.private_examples(p).items()}
+        for p in range(spec.num_players)
     ]
 
 

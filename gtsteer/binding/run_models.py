@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gtsteer.llm import in_process
+
 Role = Literal["writer", "reader", "proposer"]
 ROLES: tuple[Role, ...] = ("writer", "reader", "proposer")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -89,8 +91,7 @@ class RoleModel(BaseModel):
 
     @model_validator(mode="after")
     def _endpoint_for_served_only(self) -> RoleModel:
-        in_process = self.model in ("local", "fake") or self.model.startswith(("local:", "fake:"))
-        if in_process and (self.api_base or self.api_key_env):
+        if in_process(self.model) and (self.api_base or self.api_key_env):
             raise ValueError(f"api_base/api_key_env apply to served models (litellm ids such as"
                              f" openai/NAME); `{self.model}` runs in-process")
         return self

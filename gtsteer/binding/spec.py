@@ -19,13 +19,16 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from gtsteer.binding.domain import GENERIC, is_domain_reference
 from gtsteer.binding.run_models import RunModels
@@ -40,6 +43,10 @@ MAX_DEALS = 256
 #: LLM samples of one message (chance outcomes of one chance node).
 Samples = Annotated[int, Field(gt=0, le=64)]
 _ONE_COUNT, _PER_DEPTH = TypeAdapter(Samples), TypeAdapter(list[Samples])
+#: `private_info`'s two shapes: key -> examples for every player, or role -> its own keys.
+SharedInfo = dict[str, list[str]]
+RoleInfo = dict[str, dict[str, list[str]]]
+_SHARED_INFO, _ROLE_INFO = TypeAdapter(SharedInfo), TypeAdapter(RoleInfo)
 
 #: Placeholders each template may use (filled by gtsteer.binding.prompts).
 MESSAGE_FIELDS = frozenset(
@@ -197,8 +204,10 @@ class DomainSpec(_Strict):
     #: The `Domain` whose code plays this spec (`gtsteer.domains`: generators, exact utility,
     #: checks); none: private info sampled from `private_info`, payoffs from the reward LLM.
     domain: str | None = None
-    #: Private-information keys with example values (sampled when the domain generates none).
-    private_info: dict[str, list[str]] = Field(default_factory=dict)
+    #: Private information (drawn when the domain generates none): key -> example values, one
+    #: drawn for each player; or, keyed by the roles of `players`, each player's own keys, each
+    #: a fixed text or a list to draw from (`seller: {lowest_price: "$300"}`).
+    private_info: SharedInfo | RoleInfo = Field(default_factory=dict)
     #: Parameters for the domain's code, validated by its `params` model (e.g. the fruit list).
     params: dict[str, Any] = Field(default_factory=dict)
     #: The situation, shown at the top of every prompt; may use {name0}, {name1}, {players}.
@@ -214,6 +223,11 @@ class DomainSpec(_Strict):
     #: samples of the first sampled message, 2 of each later one; the last entry repeats).
     num_llm_seeds: int | list[int]
     num_max_replies: int = Field(gt=0, le=16)
+    #: Optional: the action keys each message may set, in order (every other key stays `any`);
+    #: a dialogue then has at most `len(turns)` messages. `[[day], [reply], [last]]`: the
+    #: opening names a day, the reply and the last message choose from their own sets. Action
+    #: ids stay those of the whole list, so only the legal actions differ by turn.
+    turns: list[list[str]] | None = None
     #: 1: each generated instance is its own game (every private fact is known to the solver).
     #: K > 1: one game whose root chance node deals one of K private-information draws sharing
     #: the instance's public part, so each player's strategy sees only its own private info.
@@ -242,6 +256,30 @@ class DomainSpec(_Strict):
         if not v:
             raise ValueError("give a count, or one count per message depth (e.g. [8, 2])")
         return _PER_DEPTH.validate_python(v)
+
+    @field_validator("private_info", mode="wrap")
+    @classmethod
+    def _private_info_shape(cls, v: Any, _handler: ValidatorFunctionWrapHandler,
+                            info: ValidationInfo) -> SharedInfo | RoleInfo:
+        # one shape at a time, so an error names the entry rather than the union's members
+        if not isinstance(v, dict) or not any(isinstance(x, dict) for x in v.values()):
+            return _SHARED_INFO.validate_python(v)
+        if not all(isinstance(x, dict) for x in v.values()):
+            raise ValueError("give key -> examples for every player, or each role of `players`"
+                             " -> its own keys, not both")
+        roles = info.data.get("players")
+        unknown = [r for r in v if roles is not None and r not in roles]
+        if unknown:
+            raise ValueError(f"no role {', '.join(f'`{r}`' for r in unknown)} in `players`"
+                             f" {roles}; key each player's own notes by its role")
+        bad = [InitErrorDetails(type=PydanticCustomError("notes", "give a text or a list of"
+                                                         " texts"), loc=(r, k), input=x)
+               for r, keys in v.items() for k, x in keys.items() if not isinstance(x, str | list)]
+        if bad:
+            raise ValidationError.from_exception_data("private_info", bad)
+        return _ROLE_INFO.validate_python(  # a fixed text is the one example to draw
+            {r: {k: [x] if isinstance(x, str) else x for k, x in keys.items()}
+             for r, keys in v.items()})
 
     @field_validator("actions")
     @classmethod
@@ -280,6 +318,15 @@ class DomainSpec(_Strict):
     def _scenario_fields(cls, v: str | None) -> str | None:
         return None if v is None else _check_fields(v, SCENARIO_FIELDS)
 
+    @model_serializer(mode="wrap")
+    def _without_unset_turns(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a spec without `turns` dumps as before the field existed: its game and run keys
+        # (hashes of the dump) stay the same, and so do saved runs resumed by them
+        data = handler(self)
+        if self.turns is None and isinstance(data, dict):
+            data.pop("turns", None)
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> DomainSpec:
         unknown = sorted(set(self.instruction_templates) - set(self.actions))
@@ -297,11 +344,42 @@ class DomainSpec(_Strict):
             raise ValueError("`grown` lists an instruction twice")
         if self.judge is not None and self.termination_prompt is not None:
             raise ValueError("give `judge` or `termination_prompt`, not both")
-        if self.domain is None:
-            empty = sorted(k for k, v in self.private_info.items() if not v)
-            if empty:
-                raise ValueError(f"private_info keys without examples: {empty}")
+        self._check_turns()
+        if self.domain is None and self._empty_private_info():
+            raise ValueError(f"private_info keys without examples: {self._empty_private_info()}")
         return self
+
+    @property
+    def per_role_info(self) -> bool:
+        """Whether `private_info` gives each role its own keys (else: keys every player has)."""
+        return any(isinstance(x, dict) for x in self.private_info.values())
+
+    def private_examples(self, player: int) -> SharedInfo:
+        """Player `player`'s private-information keys, each with the values to draw from."""
+        if not self.per_role_info:
+            return self.private_info  # type: ignore[return-value]
+        return self.private_info.get(self.players[player], {})  # type: ignore[return-value]
+
+    def _empty_private_info(self) -> list[str]:
+        if not self.per_role_info:
+            return sorted(k for k, v in self.private_info.items() if not v)
+        return sorted(f"{r}.{k}" for r, keys in self.private_info.items()
+                      for k, v in keys.items() if not v)  # type: ignore[union-attr]
+
+    def _check_turns(self) -> None:
+        if self.turns is None:
+            return
+        limit = self.num_max_replies * self.num_players
+        if not 0 < len(self.turns) <= limit:
+            raise ValueError(f"turns: {len(self.turns)} messages, but a dialogue has 1 to"
+                             f" num_max_replies x players = {limit}")
+        for i, keys in enumerate(self.turns):
+            for key in keys:
+                if key not in self.actions:
+                    raise ValueError(f"turns.{i}: `{key}` is not an action key"
+                                     f" {self.action_keys}")
+            if not keys:
+                raise ValueError(f"turns.{i}: name at least one action key")
 
     def _check_definitions(self) -> None:
         """Keys must be action keys, texts non-empty, and a defined key must define exactly its
@@ -353,11 +431,14 @@ class DomainSpec(_Strict):
             domain.params.model_validate(self.params)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {validation_summary(exc, ('params',))}") from None
-        if not domain.generates_private_info:
-            empty = sorted(k for k, v in self.private_info.items() if not v)
-            if empty:
-                raise ConfigError(f"{source}: field `private_info`: keys without examples "
-                                  f"{empty} (domain `{domain.name}` generates none)")
+        if not domain.generates_private_info and self._empty_private_info():
+            raise ConfigError(f"{source}: field `private_info`: keys without examples "
+                              f"{self._empty_private_info()} (domain `{domain.name}` generates"
+                              " none)")
+        if domain.generates_private_info and self.per_role_info:
+            raise ConfigError(f"{source}: field `private_info`: domain `{domain.name}` generates"
+                              " each player's private information; give examples (key ->"
+                              " values), not each role's own notes")
         bound = self.model_copy()
         bound._domain = domain
         if domain.validate is not None:
@@ -394,7 +475,22 @@ class DomainSpec(_Strict):
     @property
     def reply_limit(self) -> int:
         """Messages after which a dialogue ends regardless of the termination check."""
-        return self.num_max_replies * self.num_players
+        limit = self.num_max_replies * self.num_players
+        return limit if self.turns is None else min(limit, len(self.turns))
+
+    def turn_keys(self, depth: int) -> list[str]:
+        """The action keys the message at `depth` may set (every key without `turns`)."""
+        return self.action_keys if self.turns is None else self.turns[depth]
+
+    def legal_instructions(self, depth: int) -> list[int]:
+        """The action ids the speaker of the message at `depth` may choose: those whose keys
+        outside `turn_keys(depth)` are `any` (every action without `turns`)."""
+        names = self.instructions()
+        if self.turns is None:
+            return list(range(len(names)))
+        fixed = [k for k in self.action_keys if k not in self.turns[depth]]
+        return [i for i, name in enumerate(names)
+                if all(self.parse_instruction(name)[k] == ANY for k in fixed)]
 
     @property
     def action_keys(self) -> list[str]:
@@ -405,13 +501,17 @@ class DomainSpec(_Strict):
         "tone=calm|day=Monday"); action id = index here. The one place action ids are made.
 
         The written values' combinations come first (in key order); each grown value then
-        appends the combinations it creates, so adding a value never renumbers older actions."""
+        appends the combinations it creates, so adding a value never renumbers older actions.
+        With `turns`, only combinations some message may choose are actions."""
         grown = set(self.grown)
         current = {k: [v for v in vals if (k, v) not in grown] for k, vals in self.actions.items()}
         combos = _combinations(current)
         for key, value in self.grown:
             current[key].append(value)
             combos += _combinations({**current, key: [value]})
+        if self.turns is not None:  # only what some message may choose
+            combos = [c for c in combos if any({k for k, v in c if v != ANY} <= set(keys)
+                                               for keys in self.turns)]
         if len(self.actions) == 1:
             return [c[0][1] for c in combos]
         return ["|".join(f"{k}={v}" for k, v in c) for c in combos]

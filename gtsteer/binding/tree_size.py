@@ -2,7 +2,8 @@
 
 Each field of a config is bounded on its own, but the tree multiplies them: every message is
 a decision over A instructions followed by S sampled replies, for up to R x N messages (R
-replies per player, N players), so the last level alone has (A S)^(R N) nodes (with samples
+replies per player, N players; fewer where the config lists its `turns`, whose instruction
+sets A_d then differ by depth), so the last level alone has (A S)^(R N) nodes (with samples
 per depth, `num_llm_seeds: [S0, S1, ...]`, the product of A S_d over the depths: the cost is
 linear in each entry). `tree_size`
 counts the worst case exactly (no dialogue ended early by a termination check or a verdict):
@@ -42,14 +43,13 @@ class TreeSize:
 
 def tree_size(spec: DomainSpec) -> TreeSize:
     """The worst-case size of one instance's game under `spec` (see the module docstring)."""
-    actions = len(spec.instructions())
-    players = spec.num_players
-    limit = spec.num_max_replies * players
+    limit = spec.reply_limit
     deals = spec.num_deals
     decision = chance = messages = checks = 0
     before = 1  # histories that reach the message
     for reply in range(1, limit + 1):
         samples = spec.samples_at(reply - 1)
+        actions = len(spec.legal_instructions(reply - 1))
         decision += before
         chance += before * actions
         messages += before * actions * samples

@@ -16,7 +16,8 @@ One check per module, generic over the game where the property is:
 - `echo_rate_warnings(game)`: the warning tier, soft properties of a model rather than API
   violations (a model that echoes most instructions is poorly steerable, not broken);
 - `check_game` / `check_spec`: all of the above for one dialogue game or config;
-- `playthrough` / `replay`: OpenSpiel-style recorded games that replay their own actions.
+- `playthrough` / `replay`: OpenSpiel-style recorded games that replay their own actions
+  (`dialogue_playthrough` for a config's game; `gtsteer check CONFIG --record FILE`).
 """
 
 from gtsteer.checks.determinism import determinism_check, tree_digest
@@ -30,7 +31,13 @@ from gtsteer.checks.dialogue import (
 )
 from gtsteer.checks.errors import CheckWarning, ConformanceError
 from gtsteer.checks.isolation import isolation_check
-from gtsteer.checks.playthrough import Playthrough, playthrough, read_playthrough, replay
+from gtsteer.checks.playthrough import (
+    Playthrough,
+    dialogue_playthrough,
+    playthrough,
+    read_playthrough,
+    replay,
+)
 from gtsteer.checks.pyspiel_api import ApiReport, pyspiel_api_check, walk
 from gtsteer.checks.soft import ECHO_RATE_LIMIT, echo_rate_warnings
 
@@ -45,6 +52,7 @@ __all__ = [
     "check_game",
     "check_spec",
     "determinism_check",
+    "dialogue_playthrough",
     "echo_rate_warnings",
     "isolation_check",
     "leaves_bound",

@@ -1,11 +1,12 @@
 """Recorded playthroughs, as OpenSpiel writes them (`generate_playthrough`): one full game as
 text, whose header names what built the game and whose `action:` lines are its own input.
 
-`playthrough(game, header)` records a game, choosing chance outcomes by their probabilities
-and player actions uniformly from `seed`. `replay(text, game)` plays the recorded actions
-again, read back from the file, and returns the text they produce now: a change to a prompt,
-a message or a legal action shows as a local diff at the step it touches, instead of a new
-random trajectory. Byte-identical for identical inputs.
+`playthrough(game, header)` records a game (`dialogue_playthrough(game, config)` a dialogue
+game, its header naming the config by the path it replays from), choosing chance outcomes by
+their probabilities and player actions uniformly from `seed`. `replay(text, game)` plays the
+recorded actions again, read back from the file, and returns the text they produce now: a
+change to a prompt, a message or a legal action shows as a local diff at the step it touches,
+instead of a new random trajectory. Byte-identical for identical inputs.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import pyspiel
 from pydantic import BaseModel
+
+from gtsteer.binding.game import DialogueGame
 
 #: The first line of every playthrough file.
 MAGIC = "# gtsteer playthrough: replayed by gtsteer.checks.replay from its `action:` lines"
@@ -94,6 +97,19 @@ def playthrough(
         state.apply_action(action)
         step += 1
     return "\n".join(lines) + "\n"
+
+
+def dialogue_playthrough(game: DialogueGame, config: str, *, seed: int = 0) -> str:
+    """The playthrough of a dialogue game built from the config at `config` (a path as the
+    replaying side reads it: relative to the repository for its own configs, any path for an
+    author's; `gtsteer.domains.game_from_params(read_playthrough(text).params())` rebuilds the
+    game). The header names the config, model, parameters, domain and instance."""
+    params = {k: v for k, v in game.get_parameters().items() if k != "key"}
+    params["config"] = config  # the live key and the path loaded from say nothing to a reader
+    header = {"config": config, "model": str(params["llm"]),
+              "params": json.dumps(params, sort_keys=True),
+              "domain": game.spec.domain or "(none)", "instance": game.instance.model_dump_json()}
+    return playthrough(game, header, seed=seed)
 
 
 def read_playthrough(text: str) -> Playthrough:

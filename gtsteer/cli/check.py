@@ -5,7 +5,8 @@ checks of `gtsteer.checks` on the fake model, the warning tier shown, not failed
 playthrough (the instructions chosen, the messages, the payoffs), the worst-case tree size
 (the line `solve` prints) and a dry run of `solve` on one instance with the configured or given
 model (`gtsteer.cli.spend.dry_run`: nothing is sent). Exit 0 when conformance passes, 1 when a
-check fails, 2 for bad input.
+check fails, 2 for bad input. `--record FILE` also writes the config's playthrough file (the
+one the repository keeps for each shipped config), which `gtsteer.checks.replay` replays.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import random
 import warnings
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -25,6 +27,7 @@ from gtsteer.checks import (
     ConformanceError,
     check_spec,
     determinism_check,
+    dialogue_playthrough,
     reduced_spec,
 )
 from gtsteer.cli.common import endpoint_of, friendly_errors
@@ -38,8 +41,9 @@ from gtsteer.cli.options import (
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import dry_run
-from gtsteer.domains import load_spec
+from gtsteer.domains import load_game, load_spec
 from gtsteer.llm.rate import RateLimit
+from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.solve import SolveOptions, check_tree_size
 from gtsteer.runs.solve import run as run_solve
@@ -109,6 +113,9 @@ def check(
     api_key_env: ApiKeyEnv = None,
     request_timeout: RequestTimeout = None,
     max_wait: MaxWait = None,
+    record: Annotated[Path | None, typer.Option(
+        "--record", help="also write the playthrough file of instance 0 (fake model) here",
+        dir_okay=False)] = None,
 ) -> None:
     """Check a domain config: conformance, a fake-model playthrough, the tree size and what
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
@@ -127,6 +134,10 @@ def check(
         for line in walkthrough(config):
             typer.echo(line)
         check_tree_size(spec, 1, None, report=typer.echo)
+        if record is not None:  # the config as configured, not the reduced variant checked
+            record.parent.mkdir(parents=True, exist_ok=True)
+            write_text(record, dialogue_playthrough(load_game(config, "fake"), str(config)))
+            typer.echo(f"playthrough recorded: {record} (replay: gtsteer.checks.replay)")
 
     def solve_once(out: Path | None = None, quiet: bool = True) -> None:
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,

@@ -111,5 +111,26 @@ def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: 
 
 def note(line: str) -> None:
     """A run's one-line notes (the tree-size estimate, a resumed run), on stderr
-    (`RunContext.report`)."""
-    err_console.print(line, highlight=False, soft_wrap=True)
+    (`RunContext.report`); none with `-q`."""
+    if not console.quiet:
+        err_console.print(line, highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def quieted(on: bool) -> Iterator[None]:
+    """`-q`: the block prints nothing on stdout but its `final` lines, and no notes (errors,
+    warnings and the usage line stay on stderr)."""
+    before, console.quiet = console.quiet, on or console.quiet
+    try:
+        yield
+    finally:
+        console.quiet = before
+
+
+def final(line: str) -> None:
+    """A command's last line, where its results are: printed even with `-q`."""
+    before, console.quiet = console.quiet, False
+    try:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+    finally:
+        console.quiet = before

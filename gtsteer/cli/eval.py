@@ -18,6 +18,7 @@ from gtsteer.cli.common import (
     console,
     endpoint_of,
     err_console,
+    final,
     friendly_errors,
     parse_options,
     ray_options,
@@ -51,9 +52,9 @@ from gtsteer.runs import eval_judge, eval_reward, eval_reward_labelled, eval_ste
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_reward import RewardOptions, RewardReport
-from gtsteer.runs.eval_reward_labelled import NONE, LabelledReport
+from gtsteer.runs.eval_reward_labelled import NONE, LabelledOptions, LabelledReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-from gtsteer.solvers.metrics import Accuracy
+from gtsteer.solvers.metrics import Proportion
 
 #: The flag of each `SteeringOptions` field the command sets, for its errors.
 STEERING_FLAGS = {"samples": "--steering-samples", "seed": "--seed",
@@ -69,7 +70,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _acc(acc: Accuracy | None) -> str:
+def _acc(acc: Proportion | None) -> str:
     if acc is None:
         return "—"
     return f"{_pct(acc.accuracy)} [{_pct(acc.ci_low)}, {_pct(acc.ci_high)}] ({acc.correct}/{acc.n})"
@@ -111,8 +112,6 @@ def print_steering(report: SteeringReport) -> None:
     console.print(table)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("steering")
@@ -163,7 +162,7 @@ def steering(
     if not report.judge_validation:
         console.print("[yellow]judge not validated:[/] --validate-judge "
                       "gtsteer/data/judge_labelled.yaml checks it on labelled messages first")
-    console.print(f"report: {where / 'steering.json'}")
+    final(f"report: {where / 'steering.json'}")
 
 
 #: Messages per instruction when neither --steering-samples nor --samples is given.
@@ -214,15 +213,13 @@ def judge(
                                                              "labelled": "--labelled"},
                                               judges=judges, labelled=labelled))
     print_validation_report(report)
-    console.print(f"report: {report.folder / 'judge.json'}")
+    final(f"report: {report.folder / 'judge.json'}")
 
 
 def print_validation_report(report: ValidationReport) -> None:
     print_validations(report.validations)
     for note in report.skipped:
         console.print(f"[yellow]not measured:[/] {escape(note)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 def print_reward(report: RewardReport) -> None:
@@ -237,7 +234,7 @@ def print_reward(report: RewardReport) -> None:
         ci = "" if norm.ci_low is None else f" [{norm.ci_low:.3f}, {norm.ci_high:.3f}]"
         flips = err.sign_flips
         sgn = "—" if flips is None else (
-            f"{flips.rate:.3f} [{flips.ci_low:.3f}, {flips.ci_high:.3f}]")
+            f"{flips.accuracy:.3f} [{flips.ci_low:.3f}, {flips.ci_high:.3f}]")
         bold = err.outcome == "all"
         table.add_row(
             err.path, f"[bold]{err.outcome}[/]" if bold else err.outcome, str(err.cases),
@@ -248,8 +245,6 @@ def print_reward(report: RewardReport) -> None:
     console.print(
         f"configured = {report.configured_path}; free = the LLM computes the payoffs itself."
     )
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 def print_labelled(report: LabelledReport) -> None:
@@ -271,8 +266,6 @@ def print_labelled(report: LabelledReport) -> None:
         misses = ", ".join(f"{p}: {item.read[p] or 'failed'}" for p in report.paths
                            if not item.correct[p])
         console.print(f"item {item.index}: labelled {escape(item.label)}; read {escape(misses)}")
-    calls = report.llm_calls
-    console.print(f"LLM: {calls.described}")
 
 
 @eval_app.command("reward")
@@ -307,17 +300,18 @@ def reward(
         ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
                             progress=not quiet)
         if labelled is not None:
-            found = eval_reward_labelled.run_labelled(config, labelled, ctx, seed)
+            found = eval_reward_labelled.run(config, ctx,
+                                             LabelledOptions(labelled=labelled, seed=seed))
         else:
             report = eval_reward.run(config, ctx, parse_options(
                 RewardOptions, {"cases": "--cases", "seed": "--seed"},
                 cases=10 if cases is None else cases, seed=seed))
     if labelled is not None:
         print_labelled(found)
-        console.print(f"report: {found.folder / eval_reward_labelled.FILE}")
+        final(f"report: {found.folder / eval_reward_labelled.FILE}")
         return
     print_reward(report)
-    console.print(f"report: {report.folder / 'reward.json'}")
+    final(f"report: {report.folder / 'reward.json'}")
 
 
 eval_app.command("verdict")(verdict)

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options, ray_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    final,
+    friendly_errors,
+    parse_options,
+    ray_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -31,16 +38,16 @@ from gtsteer.runs.eval_verdict import (
     DEFAULT_DEPTH,
     VerdictEvalReport,
     VerdictOptions,
-    WinRate,
 )
+from gtsteer.solvers.metrics import Proportion
 
 #: The flag of each `VerdictOptions` field, for its errors.
 FLAGS = {"games": "--games", "seed": "--seed", "temperatures": "--temperatures",
          "breadth": "--breadth", "depth": "--depth"}
 
 
-def _rate(win: WinRate) -> str:
-    return f"{win.rate:.0%} [{win.ci_low:.0%}, {win.ci_high:.0%}] ({win.wins}/{win.games})"
+def _rate(win: Proportion) -> str:
+    return f"{win.accuracy:.0%} [{win.ci_low:.0%}, {win.ci_high:.0%}] ({win.correct}/{win.n})"
 
 
 def print_report(report: VerdictEvalReport) -> None:
@@ -50,16 +57,16 @@ def print_report(report: VerdictEvalReport) -> None:
     settings = sorted({(c.prompt_index, c.temperature) for c in report.cells})
     for p, t in settings:
         cells = {c.policy: c for c in report.cells if (c.prompt_index, c.temperature) == (p, t)}
-        diff = cells[names[-1]].win.rate - cells[names[0]].win.rate
+        diff = cells[names[-1]].win.accuracy - cells[names[0]].win.accuracy
         table.add_row(str(p), f"{t:g}", *(_rate(cells[n].win) for n in names), f"{diff:+.0%}")
     totals = list(report.totals.values())
     table.add_row(
-        "all", "", *(_rate(w) for w in totals), f"{totals[-1].rate - totals[0].rate:+.0%}"
+        "all", "", *(_rate(w) for w in totals), f"{totals[-1].accuracy - totals[0].accuracy:+.0%}"
     )
     console.print(table)
     console.print(
         f"target verdict: {report.target_verdict} · strategic breadth {report.breadth}, depth"
-        f" {report.depth} · LLM: {report.llm_requests} requests, {report.new_llm_calls} new calls"
+        f" {report.depth}"
     )
 
 
@@ -104,4 +111,4 @@ def verdict(
         report = eval_verdict.run(config, ctx, options)
     print_report(report)
     where = report.folder
-    console.print(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")
+    final(f"report: {where / 'report.json'} · chart: {where / 'verdict.png'}")

@@ -9,6 +9,7 @@ from rich.table import Table
 from gtsteer.cli.common import (
     console,
     endpoint_of,
+    final,
     friendly_errors,
     note,
     parse_options,
@@ -60,9 +61,7 @@ def print_result(result: EvaluateLiveResult) -> None:
     for line in result.notes:
         console.print(f"note: {line}", highlight=False, soft_wrap=True)
     print_roles(result.roles)
-    calls = result.llm_calls
-    console.print(f"LLM: {calls.described} · saved: {result.folder / SUMMARY_FILE}",
-                  highlight=False, soft_wrap=True)
+    final(f"saved: {result.folder / SUMMARY_FILE}")
 
 
 @overridable

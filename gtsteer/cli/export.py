@@ -7,7 +7,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    final,
+    friendly_errors,
+    note,
+    parse_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -72,9 +79,7 @@ def export(
                       f" information sets {'/'.join(map(str, g.infosets))}) · side file"
                       f" {where / str(g.side_file)}", highlight=False)
     print_roles(summary.roles)
-    calls = summary.llm_calls
-    console.print(f"LLM: {calls.described} · summary: {where / SUMMARY_FILE}",
-                  highlight=False)
+    final(f"summary: {where / SUMMARY_FILE}")
     if all(g.status == "failed" for g in summary.games):
         raise typer.Exit(code=1)
 

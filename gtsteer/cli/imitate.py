@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, parse_options
+from gtsteer.cli.common import console, endpoint_of, final, friendly_errors, parse_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -28,7 +28,6 @@ from gtsteer.cli.options import (
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
-from gtsteer.imitation.evaluate import Metric
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
@@ -39,6 +38,7 @@ from gtsteer.runs.imitate import (
 )
 from gtsteer.runs.imitate import run as run_imitate
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+from gtsteer.solvers.metrics import Metric
 
 #: The flag of each `ImitateOptions` field, for its errors.
 FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",
@@ -100,9 +100,8 @@ def print_report(report: ImitationReport, out: Path) -> None:
             cmp.add_row(v.features, _pos(v.heldout_fit.kl), _pos(v.heldout_fit.top1),
                         _pos(v.heldout.nash_conv.mean), _pos(v.heldout.dim_probability.mean))
         console.print(cmp)
-    calls = report.llm_calls
     console.print(
-        f"LLM: {calls.described} · solve results {'reused' if report.solve_reused else 'made'} in"
+        f"solve results {'reused' if report.solve_reused else 'made'} in"
         f" {report.solve_dir} · training {training.seconds:.1f} s"
     )
     for failure in report.failures:
@@ -110,7 +109,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
             f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] "
             f"{escape(failure.reason)}"
         )
-    console.print(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
+    final(f"report: {out / REPORT_FILE} · model: {out / report.model_dir}")
 
 
 @overridable

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import (
+    MODELS,
     AnswerTokens,
     ApiBase,
     ApiKeyEnv,
@@ -22,6 +23,7 @@ from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import (
     CACHE_MB_ENV,
     DEFAULT_LOCAL_MODEL,
+    EMBEDDED_MODELS,
     THREADS_ENV,
     cache_bytes_from_env,
     local_threads,
@@ -35,7 +37,7 @@ llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LL
 def ask(
     prompt: Annotated[str, typer.Argument(help="Completion-style prompt.")],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="local | local:/x.gguf | fake | litellm id")
+        str, typer.Option("--model", "-m", help=MODELS)
     ] = "local",
     seed: SamplingSeed = 0,
     temperature: Annotated[
@@ -93,7 +95,9 @@ def info() -> None:
         cache = ResponseCache()
         entries, size = len(cache), cache.volume_bytes()
     table = Table("what", "value")
-    table.add_row("backends", ", ".join(BACKEND_KINDS))
+    local, *others = BACKEND_KINDS  # every embedded model after `local`
+    table.add_row("backends", ", ".join([local, *(f"local:{n}" for n in EMBEDDED_MODELS),
+                                         *others]))
     table.add_row("default model", f"local = local:{DEFAULT_LOCAL_MODEL} (llama.cpp)")
     table.add_row("local threads", f"{local_threads()} ({THREADS_ENV})")
     table.add_row("local prefix cache", f"{cache_bytes_from_env() / 2**20:.0f} MB ({CACHE_MB_ENV})")

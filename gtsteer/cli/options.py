@@ -34,14 +34,14 @@ ConfigArg = Annotated[
 
 # --- the model and where it is served -------------------------------------------------------
 
-Llm = Annotated[
-    str, typer.Option("--llm", "-m", help="local | local:/x.gguf | fake | litellm id")
-]
+#: The model-string grammar (`gtsteer.llm.backends`), as a flag's help says it.
+MODELS = "local | local:/x.gguf | fake | litellm id | module:Class (a Backend of yours)"
+Llm = Annotated[str, typer.Option("--llm", "-m", help=MODELS)]
 #: `--llm` of a command that reads a config's `models:` block (solve, psro, export, steering).
 WriterLlm = Annotated[
     str | None,
-    typer.Option("--llm", "-m", help="Model that writes the messages: local | local:/x.gguf |"
-                 " fake | litellm id (default: the config's models.writer, else local)."),
+    typer.Option("--llm", "-m", help=f"Model that writes the messages: {MODELS} (default: the"
+                 " config's models.writer, else local)."),
 ]
 #: `werewolf play`: one model per seat, dealt in turn.
 SeatLlms = Annotated[
@@ -175,7 +175,8 @@ OutFile = Annotated[Path | None, typer.Option("--out", "-o", help="JSONL file to
 SnapshotOut = Annotated[
     str | None, typer.Option("--out", "-o", help="File to write (default: stdout).")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables:"
+                 " only the final summary (where the results are) and the usage line.")]
 
 # --- scale-out (docs/SCALE.md; checked by `gtsteer.cli.common.ray_options`) -------------------
 

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, parse_options
+from gtsteer.cli.common import (
+    console,
+    endpoint_of,
+    final,
+    friendly_errors,
+    note,
+    parse_options,
+)
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -86,13 +93,11 @@ def print_result(result: PlayResult, revealed: bool) -> None:
         for (name, value), seat in zip(result.payoffs.items(), result.seats, strict=True)),
         highlight=False)
     print_roles(result.roles)
-    calls = result.llm_calls
-    console.print(f"LLM: {calls.described} · saved: {result.folder / SUMMARY_FILE}",
-                  highlight=False, soft_wrap=True)
+    final(f"saved: {result.folder / SUMMARY_FILE}")
 
 
 @overridable
-@spending(budget=True)
+@spending(budget=True, display=False)
 def play(
     config: ConfigArg,
     seat: Annotated[

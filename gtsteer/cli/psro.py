@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from typer.core import TyperCommand
 
+from gtsteer.binding import progress
 from gtsteer.cli.common import (
     console,
     endpoint_of,
+    final,
     friendly_errors,
     note,
     parse_options,
@@ -43,7 +45,9 @@ from gtsteer.runs.context import RunContext
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.solve import tree_bound
-from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
+from gtsteer.solvers.meta import META_SOLVERS
+from gtsteer.solvers.meta.registry import help_text
+from gtsteer.solvers.psro import IterationReport, PSROConfig
 
 #: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
 PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
@@ -84,7 +88,6 @@ def print_summary(summary: PSROSummary) -> None:
         shown = ", ".join(f"{x} {marg[x]:.2f}" for x in pop)
         console.print(f"player {p} ({settings.meta_solver}, payoff {final.payoffs[p]:+.3f}): "
                       f"{shown}")
-    calls = summary.llm_calls
     last = summary.iterations[-1]
     gap_name = "NashConv" if final.gap_name == "nash_conv" else "CCE gap"
     console.print(f"{settings.meta_solver} meta-strategy's {gap_name} in the restricted game: "
@@ -92,7 +95,7 @@ def print_summary(summary: PSROSummary) -> None:
                                          if last.stop_rule == "gap"
                                          else "(not a stopping test: converged means no "
                                               "oracle found an improvement)"))
-    console.print(f"LLM: {calls.described} · converged: {summary.converged}"
+    console.print(f"converged: {summary.converged}"
                   + (f" · stopped: {summary.stop_reason}"
                      if summary.stop_reason not in (None, "converged") else ""))
     if summary.reference is not None:
@@ -146,9 +149,7 @@ def psro(
                                              "better | trajectory | categorical")
     ] = "shotgun",
     meta_solver: Annotated[
-        str, typer.Option("--meta-solver",
-                          help="rd | nash | cce | mecce | nbs (drives the oracles; nash: exact, "
-                               "2 players; cce: max welfare; mecce: max entropy)")
+        str, typer.Option("--meta-solver", help="(from META_SOLVERS when the command is built)")
     ] = "rd",
     gap_tolerance: Annotated[
         float, typer.Option("--gap-tolerance",
@@ -205,32 +206,37 @@ def psro(
             support_tolerance=support_tolerance, oracle_players=oracle_player,
             gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate,
             report_nash=report_nash)
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=console, disable=quiet, transient=True) as bar:
-            task = bar.add_task("starting", total=None)
 
-            def done(report: IterationReport) -> None:
-                added = added_cell(report.added, report.rejected) or "final meta-game"
-                bar.console.print(f"iteration {report.iteration}: {added} "
-                                  f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
+        def done(report: IterationReport) -> None:
+            added = added_cell(report.added, report.rejected) or "final meta-game"
+            console.print(f"iteration {report.iteration}: {added} "
+                          f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-            served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
-            # progress=False: this spinner is the run's one live display (a Ray bar of
-            # instances would be a second one)
-            ctx = RunContext.of(
-                llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
-                progress=False, report=note,
-                on_phase=lambda text: bar.update(task, description=text), on_step=done)
-            summary = run_psro(config, ctx, parse_options(
-                PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
-                max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
-                reference=reference))
+        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait)
+        ctx = RunContext.of(
+            llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
+            progress=not quiet, report=note, on_phase=progress.phase, on_step=done)
+        summary = run_psro(config, ctx, parse_options(
+            PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
+            max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
+            reference=reference))
     print_summary(summary)
     print_roles(summary.roles)
     where = summary.folder
-    console.print(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
+    final(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
+
+
+class _PsroCommand(TyperCommand):
+    """`psro`, its `--meta-solver` help read from the registry as the command is built (so a
+    meta-solver registered after this module was imported is listed too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.name == "meta_solver":
+                param.help = help_text()  # type: ignore[attr-defined]
 
 
 def register(app: typer.Typer) -> None:
     """Add the `psro` command to the top-level app."""
-    app.command("psro")(psro)
+    app.command("psro", cls=_PsroCommand)(psro)

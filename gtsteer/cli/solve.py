@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Column, Table
 
 from gtsteer.binding import cost_profile
 from gtsteer.cli.common import (
     console,
     endpoint_of,
+    final,
     friendly_errors,
     note,
     parse_options,
@@ -54,8 +54,9 @@ from gtsteer.runs.solve import (
     tree_bound,
 )
 from gtsteer.runs.solve import run as run_solve
-from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, Metric, SolveSummary
+from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
+from gtsteer.solvers.metrics import Metric
 
 
 def _signed(x: float, digits: int = 4) -> str:
@@ -99,9 +100,8 @@ def print_summary(summary: SolveSummary) -> None:
             table.add_row(label, f"{p:.3f}")
         console.print(table)
     print_roles(summary.roles)
-    calls = summary.llm_calls
     console.print(
-        f"LLM: {calls.described} · solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
+        f"solver: {summary.solver_backend or 'n/a'} · clipped rewards:"
         f" {summary.clipped_rewards} · echoed instructions stripped: {summary.echoed_messages}"
     )
     if summary.num_failed:
@@ -123,11 +123,8 @@ def print_summary(summary: SolveSummary) -> None:
         if (missing := summary.num_solved - len(summary.heldout_instances)) > 0:
             console.print(f"[yellow]held-out gain missing for {missing} solved instance(s);"
                           " see `heldout_failure` in games/<i>.json[/]")
-    for failure in summary.failures:
-        console.print(
-            f"[yellow]instance {failure.instance} failed ({failure.stage}):[/] "
-            f"{escape(failure.reason)}"
-        )
+    for failure in summary.failures:  # shown with -q too
+        final(f"instance {failure.instance} failed ({failure.stage}): {failure.reason}")
 
 
 def print_heldout(held: HeldOutMetrics) -> None:
@@ -294,7 +291,7 @@ def solve(
         write_json(summary.folder / PROFILE_FILE, costs)
         print_profile(costs)
         console.print(f"profile: {summary.folder / PROFILE_FILE}")
-    console.print(f"summary: {summary.folder / 'summary.json'}")
+    final(f"summary: {summary.folder / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)
 

@@ -28,9 +28,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
+import click
 import typer
 
-from gtsteer.cli.common import err_console
+from gtsteer.binding.progress import shown
+from gtsteer.cli.common import err_console, quieted
 from gtsteer.cli.options import Concurrency, DryRunFlag, MaxCalls, MaxCost, MaxTokens, Rpm
 from gtsteer.llm.dry_run import DryRun, ModelEstimate
 from gtsteer.llm.rate import RateLimit
@@ -141,9 +143,11 @@ _RATE = {"concurrency": Concurrency, "rpm": Rpm, "dry_run": DryRunFlag}
 _BUDGET = {"max_calls": MaxCalls, "max_tokens": MaxTokens, "max_cost": MaxCost}
 
 
-def spending(*, budget: bool = False) -> Callable[[F], F]:
+def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
     """Give a command the rate flags (and with `budget` the budget flags) and run it inside
-    `metered` (see the module docstring). The flags are declared in `gtsteer.cli.options`."""
+    `metered` (see the module docstring) and, unless it is interactive (`display` False: it
+    prints as it plays), the one progress display. The flags are declared in
+    `gtsteer.cli.options`."""
 
     def wrap(command: F) -> F:
         signature = inspect.signature(command, eval_str=True)
@@ -164,7 +168,9 @@ def spending(*, budget: bool = False) -> Callable[[F], F]:
             # tree bound) keeps it; the budget reads it there
             calls = ours["max_calls"] if "max_calls" in ours else kwargs.get("max_calls")
             limits = _checked(lambda: Budget(calls, ours.get("max_tokens"), ours.get("max_cost")))
-            with metered(rate, limits):
+            quiet = bool(kwargs.get("quiet"))  # -q: nothing but the final summary
+            with metered(rate, limits), quieted(quiet), shown(
+                    _name(command), enabled=display and not quiet, console=err_console):
                 return command(*args, **kwargs)
 
         run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
@@ -174,6 +180,12 @@ def spending(*, budget: bool = False) -> Callable[[F], F]:
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+def _name(command: Callable[..., Any]) -> str:
+    """The command as typed, less the program ("eval steering"), for the progress display."""
+    where = click.get_current_context(silent=True)
+    return (where.command_path.partition(" ")[2] if where else "") or command.__name__
 
 
 def _checked(make: Callable[[], Any]) -> Any:

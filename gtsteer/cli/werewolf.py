@@ -30,7 +30,8 @@ from gtsteer.cli.options import (
     SteerTeam,
 )
 from gtsteer.cli.spend import spending
-from gtsteer.runs.models import Endpoint, served
+from gtsteer.llm import in_process
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
 from gtsteer.werewolf.engine import pending_for
@@ -174,7 +175,7 @@ PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves", "max_days": "--m
 
 
 @werewolf_app.command()
-@spending(budget=True)
+@spending(budget=True, display=False)
 def play(
     players: Players = 7,
     wolves: Annotated[
@@ -228,7 +229,7 @@ def play(
             store, config, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, game_id=game_id, pool=pool,
-            api_base=api_base if any(served(n) for n in names) else None,
+            api_base=api_base if not all(map(in_process, names)) else None,
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
         say("Players: " + ", ".join(p.name for p in state.players))
@@ -237,7 +238,7 @@ def play(
 
 
 @werewolf_app.command()
-@spending(budget=True)
+@spending(budget=True, display=False)
 def resume(
     game_id: Annotated[str, typer.Argument(help="Game to continue.")],
     db: Db = None,

@@ -149,8 +149,8 @@ def evaluate(
         for r in summary.results:
             table.add_row(
                 r.condition,
-                f"{r.village.rate:.2f} [{r.village.low:.2f}, {r.village.high:.2f}]",
-                f"{r.werewolves.rate:.2f} [{r.werewolves.low:.2f}, {r.werewolves.high:.2f}]",
+                *(f"{w.accuracy:.2f} [{w.ci_low:.2f}, {w.ci_high:.2f}]"
+                  for w in (r.village, r.werewolves)),
                 f"{r.village_votes_on_wolves:.2f}", f"{r.mean_days_survived:.2f}",
                 f"{r.llm_calls_per_game:.1f}", f"{r.tokens_per_game:.0f}")
         console.print(table)

@@ -48,7 +48,8 @@ FRUIT_OFFER = Domain(
 SCHEDULE_MEETING = Domain(
     name=schedule_meeting.DOMAIN,
     params=schedule_meeting.MeetingParams,
-    private_info=schedule_meeting.meeting_private_info,
+    joint_private_info=schedule_meeting.meeting_joint_private_info,
+    deals=schedule_meeting.meeting_deal,
     utility=schedule_meeting.meeting_utility,
     validate=schedule_meeting.check_meeting,
     instance_check=schedule_meeting.check_meeting_instance,
@@ -57,7 +58,10 @@ SCHEDULE_MEETING = Domain(
         schedule_meeting_cases.meeting_case, schedule_meeting_cases.RULE.strip()
     ),
     greedy=schedule_meeting.meeting_greedy,
-    version=2,  # 2: a day either player is away pays both 0 (issue 57)
+    reply_greedy=schedule_meeting.meeting_reply_greedy,
+    # 2: a day either player is away pays both 0; 3: the greedy responder reads the proposal
+    # (issue 57)
+    version=3,
 )
 DEBATE = Domain(
     name=debate.DOMAIN,

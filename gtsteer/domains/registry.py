@@ -10,12 +10,11 @@ through the entry-point group `gtsteer.domains` (docs/DOMAINS.md).
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import entry_points
-from typing import Any
 
 from gtsteer.binding import ConfigError, Domain
 from gtsteer.binding.domain import is_domain_reference
+from gtsteer.llm.references import ReferenceProblem, kind_of_value, one_line, resolve
 
 #: The entry-point group through which installed packages add domains: `name = "module:ATTR"`,
 #: where `name` is the record's name (what a config's `domain:` says).
@@ -56,55 +55,16 @@ def _imported(reference: str, source: str) -> Domain:
     """The `Domain` at `module:ATTRIBUTE`, imported and registered under its own name. Whatever
     goes wrong (the import raises, even `SystemExit`; the attribute is missing or no `Domain`;
     its name is taken) is a `ConfigError` naming the config and the reference."""
-    module_name, _, attribute = reference.partition(":")
     where = f"{source}: field `domain`: {reference!r}"
-    if not module_name or not attribute:
-        raise ConfigError(f"{where}: expected `module:ATTRIBUTE`")
-    if module_name.startswith("."):
-        raise ConfigError(f"{where}: a relative module cannot be imported from a config; give"
-                          " the module's full name (`package.module:ATTRIBUTE`)")
-    module = _import(module_name, where)
-    record: Any = module
-    for part in attribute.split("."):
-        record = getattr(record, part, _MISSING)
-        if record is _MISSING:
-            raise ConfigError(f"{where}: module {module_name!r} has no {attribute!r}")
-    if not isinstance(record, Domain):
-        raise ConfigError(f"{where}: {attribute!r} is {_kind(record)}, not a gtsteer Domain")
-    return _register(record, where)
-
-
-#: `getattr`'s default: an attribute that exists but is None is not a missing one.
-_MISSING = object()
-
-
-def _kind(value: Any) -> str:
-    return "None" if value is None else f"a {type(value).__name__}"
-
-
-def _import(module_name: str, where: str) -> Any:
-    """`importlib.import_module`, every failure of the module's own code a `ConfigError`: a
-    config names trusted code, but its bug must not end the run with a traceback, nor its
-    `sys.exit(0)` with success and no output."""
     try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
-            raise ConfigError(f"{where}: cannot import {module_name!r} ({exc}); install it or"
-                              " put its folder on PYTHONPATH") from None
-        raise ConfigError(f"{where}: importing {module_name!r} failed: {_failure(exc)}") from None
-    except SystemExit as exc:
-        raise ConfigError(f"{where}: importing {module_name!r} called sys.exit({exc.code!r});"
-                          " a domain module must not exit when imported") from None
-    except Exception as exc:  # noqa: BLE001 - the module's own error, named in one line
-        raise ConfigError(f"{where}: importing {module_name!r} failed: {_failure(exc)}") from None
-
-
-def _failure(exc: BaseException) -> str:
-    """`exc` in one line, with where a `SyntaxError` is (its message alone says neither)."""
-    if isinstance(exc, SyntaxError):
-        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
-    return f"{type(exc).__name__}: {exc}"
+        record = resolve(reference, "domain")
+    except ReferenceProblem as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if not isinstance(record, Domain):
+        attribute = reference.partition(":")[2]
+        raise ConfigError(f"{where}: {attribute!r} is {kind_of_value(record)}, not a gtsteer"
+                          " Domain")
+    return _register(record, where)
 
 
 def _register(record: Domain, where: str) -> Domain:
@@ -122,7 +82,7 @@ def _load_entry_point(name: str, source: str) -> None:
             record = point.load()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - named, not a traceback
             raise ConfigError(f"{source}: field `domain`: the entry point {name!r} ="
-                              f" {point.value!r} failed to load: {_failure(exc)}") from None
+                              f" {point.value!r} failed to load: {one_line(exc)}") from None
         if not isinstance(record, Domain) or record.name != name:
             raise ConfigError(f"{source}: field `domain`: the entry point {name!r} ="
                               f" {point.value!r} is not a Domain named {name!r}")

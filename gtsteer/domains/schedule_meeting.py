@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import random
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator
 
 from gtsteer.binding.domain import DomainParams
 from gtsteer.binding.domain_checks import DomainCheckError
-from gtsteer.binding.instances import Instance
+from gtsteer.binding.instances import Instance, stable_int
 from gtsteer.binding.reward import RewardContext
 from gtsteer.binding.spec import ANY, DomainSpec, check_reward_fields
 from gtsteer.domains.agreement import agreed_label
@@ -24,6 +25,15 @@ DOMAIN = "schedule_meeting"
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 OUT_OF_OFFICE, PREFERENCES = "out_of_office", "day_preferences"
 NO_DAY = "none"
+#: The reply instructions of a meeting with a second exchange (configs/
+#: schedule_meeting_opposed.yaml), which the reading greedy baseline chooses from.
+ACCEPT, COUNTER = "accepts the proposed day", "proposes its own best free day"
+TAKE = "accepts the counter-proposal"
+#: The reading greedy responder accepts a free day worth at least its best free day's minus
+#: this (lab/studies/tension.py's `READING_K`).
+READING_K = 2
+#: `preferences: opposed`: the responder's value is low + high - the proposer's + [-N, N].
+OPPOSED_NOISE = 2
 #: Which day, once the reward prompt has said that both accepted one (`params.day_prompt`).
 DAY_PROMPT = """{players} try to agree on a meeting day.
 {transcript}
@@ -40,6 +50,10 @@ class MeetingParams(DomainParams):
     value_range: tuple[int, int] = (1, 10)
     #: How many days each player is away: [low, high].
     out_of_office: tuple[int, int] = (1, 2)
+    #: `independent`: each player's values drawn alone; `opposed`: the other players' values
+    #: run against the first mover's (low + high - its value, plus an integer in [-2, 2],
+    #: clipped), so the two tend to like different days (docs/TENSION.md).
+    preferences: Literal["independent", "opposed"] = "independent"
     #: Which day, once both accepted one (asked over the named days).
     day_prompt: str = DAY_PROMPT
 
@@ -96,6 +110,52 @@ def meeting_private_info(
             PREFERENCES: render_counts(values)}
 
 
+def _first_mover(spec: DomainSpec) -> int:
+    return 0 if spec.opening is None else (spec.opening_speaker + 1) % spec.num_players
+
+
+def meeting_joint_private_info(
+    spec: DomainSpec, rng: random.Random, names: list[str]
+) -> list[dict[str, str]]:
+    """The first mover's notes (`meeting_private_info`), then every other player's drawn
+    given them (`notes_given`); with independent preferences, each player's alone, in the
+    order and with the draws the per-player hook made."""
+    first = _first_mover(spec)
+    mine = meeting_private_info(spec, rng, first, names)
+    others = {p: notes_given(spec, rng, mine, p, names)
+              for p in range(spec.num_players) if p != first}
+    return [mine if p == first else others[p] for p in range(spec.num_players)]
+
+
+def notes_given(spec: DomainSpec, rng: random.Random, first: dict[str, str], player: int,
+                names: list[str]) -> dict[str, str]:
+    """`player`'s notes given the first mover's: its own draw, whose values `preferences:
+    opposed` replaces by low + high - the first mover's plus noise, clipped. Draws as
+    lab/studies/tension.py's `opposed` does (a test keeps them equal)."""
+    params = MeetingParams.of(spec)
+    own = meeting_private_info(spec, rng, player, names)
+    if params.preferences == "independent":
+        return own
+    lo, hi = params.value_range
+    theirs = parse_counts(first[PREFERENCES])
+    values = {d: min(hi, max(lo, lo + hi - theirs[d] + rng.randint(-OPPOSED_NOISE,
+                                                                   OPPOSED_NOISE)))
+              for d in params.days}
+    return {**own, PREFERENCES: render_counts(values)}
+
+
+def meeting_deal(spec: DomainSpec, instance: Instance, j: int) -> list[dict[str, str]]:
+    """Deal j of a dealt meeting: the first mover keeps its notes, every other player's are
+    drawn given them. So the proposer's opening is solved against the responders it cannot
+    tell apart; redrawing its notes too would give each deal a proposer of its own, who
+    would then know the responder it faces."""
+    rng = random.Random(stable_int("gtsteer-deal", spec.name, instance.seed, j))
+    first = _first_mover(spec)
+    mine = instance.private_info[first]
+    return [dict(mine) if p == first else notes_given(spec, rng, mine, p, list(instance.names))
+            for p in range(spec.num_players)]
+
+
 def meeting_features(spec: DomainSpec, info: dict[str, str]) -> list[float]:
     """Per day: 1 if out of office, then the preference / top of the value range."""
     params = MeetingParams.of(spec)
@@ -112,6 +172,39 @@ def meeting_greedy(spec: DomainSpec, info: dict[str, str]) -> dict[str, str]:
     away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
     free = [d for d in days if d not in away]
     return {"day": max(free, key=lambda d: (prefs.get(d, 0), -days.index(d)))}
+
+
+def _proposed_day(days: list[str], text: str) -> str | None:
+    """The day `text` names first (the proposal of "not Tuesday; Wednesday?" is Tuesday: a
+    reading baseline reads the words, not the intent)."""
+    found = [(m.start(), d) for d in days
+             if (m := re.search(rf"\b{re.escape(d)}s?\b", text, re.IGNORECASE))]
+    return min(found)[1] if found else None
+
+
+def meeting_reply_greedy(spec: DomainSpec, info: dict[str, str], messages: list[str]
+                         ) -> dict[str, str]:
+    """The reading greedy baseline after the first message: a reply accepts the day the last
+    message proposes when the player is free then and values it within `READING_K` of its
+    own best free day, else counters with that best day (`ACCEPT`/`COUNTER`); a last
+    message takes a counter-proposal of a day the player can attend (`TAKE`). Every key whose
+    values hold these instructions is set, and `day` to the day accepted (the proposed one)
+    or countered with (its best free day): in a game without reply instructions, the shipped
+    meeting, a reply agrees by naming the day it was offered. The baseline keeps the keys the
+    turn offers."""
+    days = days_of(spec)
+    away, prefs = set(parse_days(info[OUT_OF_OFFICE])), parse_counts(info[PREFERENCES])
+    best = meeting_greedy(spec, info)["day"]
+    day = _proposed_day(days, messages[-1]) if messages else None
+    free = day is not None and day not in away
+    accept = free and prefs.get(day or "", 0) >= prefs.get(best, 0) - READING_K
+    out = {"day": day if accept and day is not None else best}
+    for key, values in spec.actions.items():
+        if ACCEPT in values and COUNTER in values:
+            out[key] = ACCEPT if accept else COUNTER
+        if TAKE in values:
+            out[key] = TAKE if free else ANY
+    return out
 
 
 def check_meeting(spec: DomainSpec) -> None:

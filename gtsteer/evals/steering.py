@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import BaseModel
 
 from gtsteer.binding import ANY, DomainSpec
 from gtsteer.evals.prompts import options_of
-from gtsteer.solvers.metrics import Accuracy, wilson
+from gtsteer.solvers.metrics import Proportion, Spelling, wilson
 
 
 class InstructionRow(BaseModel):
     key: str
     value: str
-    accuracy: Accuracy
+    accuracy: Proportion
     #: Fraction of unguided (`any`) messages classified as this value: what steering must beat.
     base_rate: float
     #: Classifier-free check: share of the instructed messages that name the value as a word
@@ -35,9 +36,10 @@ class InstructionRow(BaseModel):
 
 
 class Confusion(BaseModel):
-    """counts[i][j]: messages instructed `rows[i]` (last row: unguided) classified `columns[j]`."""
+    """counts[i][j]: items of `rows[i]` read as `columns[j]`; `of` names the matrix (steering:
+    the action key, its last row the unguided messages; Werewolf styles: the judge variant)."""
 
-    key: str
+    of: str
     rows: list[str]
     columns: list[str]
     counts: list[list[int]]
@@ -47,13 +49,13 @@ class ClassifierRun(BaseModel):
     variant: str  # "plain" (no definitions) or "definitions"
     keys: list[str]  # action keys this run classified
     per_instruction: list[InstructionRow]
-    aggregate: Accuracy  # over every instructed (non-`any`) message of `keys`
+    aggregate: Proportion  # over every instructed (non-`any`) message of `keys`
     #: True when predictions subtract the content-free prior (log-likelihood classifiers).
     calibrated: bool
     #: The aggregate of the raw argmax (no calibration), for comparison.
-    aggregate_uncalibrated: Accuracy
+    aggregate_uncalibrated: Proportion
     chance: float  # accuracy of a uniform guess, averaged over the instructed messages
-    confusion: list[Confusion]
+    confusion: list[Annotated[Confusion, Spelling(of="key")]]
     png: list[str]  # confusion-matrix images, relative to the report's folder
 
 
@@ -122,7 +124,7 @@ def _summarise(
                 mention_base_rate=mention_rate(value, unguided),
             ))
         confusions.append(
-            Confusion(key=key, rows=[*options, ANY], columns=columns, counts=counts)
+            Confusion(of=key, rows=[*options, ANY], columns=columns, counts=counts)
         )
     return ClassifierRun(
         variant=variant, keys=keys, per_instruction=rows, aggregate=wilson(correct, total),

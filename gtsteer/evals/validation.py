@@ -20,7 +20,7 @@ from pydantic import BaseModel, field_validator
 from gtsteer.binding.progress import GatherBar
 from gtsteer.evals.classifiers import SteeringClassifier
 from gtsteer.evals.prompts import DEFINED, Readable, options_of
-from gtsteer.solvers.metrics import Accuracy, wilson
+from gtsteer.solvers.metrics import Proportion, wilson
 
 
 class JudgeRefused(ValueError):
@@ -72,7 +72,7 @@ def labelled_for(spec: Readable, labelled: LabelledSet) -> LabelledConfig | None
 
 class ValueAccuracy(BaseModel):
     value: str
-    accuracy: Accuracy
+    accuracy: Proportion
 
 
 class ClassifierValidation(BaseModel):
@@ -84,7 +84,7 @@ class ClassifierValidation(BaseModel):
     config: str  # the spec's name
     key: str
     variant: str
-    accuracy: Accuracy
+    accuracy: Proportion
     chance: float
     #: The rule: the Wilson interval's lower end lies above chance.
     passes: bool

@@ -72,7 +72,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         if name in _TORCH_BACKED:
-            from gtsteer.imitation.policy import require_imitate
+            from gtsteer.imitation.extra import require_imitate
 
             require_imitate()  # one line naming the `imitate` extra, not an ImportError
         value = getattr(importlib.import_module(_LAZY[name]), name)

@@ -19,7 +19,7 @@ from gtsteer.imitation.metagame import MetaGame, meta_game
 from gtsteer.imitation.policy import DistilledPolicy
 from gtsteer.solvers.cfr import PolicyTable, cached_tree
 from gtsteer.solvers.evaluate import expected_returns, fixed, tabular
-from gtsteer.solvers.metrics import MeanCI, cfr_gain, deviation_values, head_to_head, mean_ci
+from gtsteer.solvers.metrics import Metric, cfr_gain, deviation_values, head_to_head
 from gtsteer.solvers.metrics import nash_conv as os_nash_conv
 
 
@@ -34,10 +34,6 @@ class InstanceEvaluation(BaseModel):
     dim_gain: float
     cfr_gain: float
     metagame: MetaGame
-
-
-class Metric(MeanCI):
-    per_instance: list[float]
 
 
 class EvaluationSummary(BaseModel):
@@ -147,7 +143,7 @@ def evaluate_instance(
 def _metric(values: list[float], bounds: tuple[float, float] | None = None) -> Metric:
     """Mean and t-interval; `bounds` clips the interval to a quantity's range (a probability's
     symmetric t-interval can otherwise reach below 0 or above 1 with few instances)."""
-    m = Metric(per_instance=values, **mean_ci(values).model_dump())
+    m = Metric.of(values)
     if bounds is not None and m.ci_low is not None and m.ci_high is not None:
         m.ci_low, m.ci_high = max(m.ci_low, bounds[0]), min(m.ci_high, bounds[1])
     return m

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from gtsteer.imitation.policy import require_imitate
+from gtsteer.imitation.extra import require_imitate
 
 require_imitate()  # torch is the `imitate` extra: without it, one line naming it (exit 2)
 

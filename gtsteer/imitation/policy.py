@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gtsteer.llm.extras import require
+from gtsteer.imitation.extra import require_imitate
 
 if TYPE_CHECKING:
     from gtsteer.imitation.model import PolicyMLP
@@ -234,12 +234,6 @@ class DistilledPolicy:
 
             embedder = get_embedder(config.embedder, strict=True)
         return cls(config, network, embedder if config.uses_text else None)
-
-
-def require_imitate() -> None:
-    """torch and safetensors, the `imitate` extra, or one line naming it."""
-    for module in ("torch", "safetensors"):
-        require(module, "imitate", "Training or running a distilled policy")
 
 
 def read_config(directory: str | Path) -> PolicyConfig:

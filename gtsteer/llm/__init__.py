@@ -7,7 +7,7 @@
     llm.choose_sync(prompt, ["yes", "no"]).choice
 """
 
-from gtsteer.llm.backends import Backend, FakeBackend, make_backend
+from gtsteer.llm.backends import Backend, FakeBackend, in_process, make_backend
 from gtsteer.llm.cache import CacheError, ResponseCache, StorageError, default_cache_dir
 from gtsteer.llm.client import LLM, as_llm, model_string, run_sync
 from gtsteer.llm.errors import (
@@ -58,6 +58,7 @@ __all__ = [
     "UsageReport",
     "as_llm",
     "default_cache_dir",
+    "in_process",
     "make_backend",
     "model_string",
     "run_sync",

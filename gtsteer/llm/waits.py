@@ -2,7 +2,7 @@
 
 A rate-limited or failing server makes the client sleep between tries (up to `--max-wait`
 seconds each); without a word on screen a run then looks hung. The client records each wait
-here; a display (`gtsteer.binding.progress.GatherBar`) shows the longest one still running.
+here; the progress display (`gtsteer.binding.progress`) shows the longest one still running.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from gtsteer.binding.run_models import Role
 from gtsteer.binding.spec import DomainSpec
@@ -31,6 +31,19 @@ from gtsteer.runs.units import RayOptions
 
 if TYPE_CHECKING:
     from gtsteer.werewolf.llmcalls import LLMPool
+
+D = TypeVar("D", bound=Callable[..., Any])
+#: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
+#: registered it when its module was imported (tests/test_driver_shape.py checks each).
+DRIVERS: dict[str, Callable[..., Any]] = {}
+
+
+def driver(command: str) -> Callable[[D], D]:
+    """Register the decorated `run` as the driver of `command` (e.g. "eval reward")."""
+    def register(run: D) -> D:
+        DRIVERS[command] = run
+        return run
+    return register
 
 
 @dataclass(frozen=True)

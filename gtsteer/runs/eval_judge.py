@@ -39,8 +39,9 @@ from gtsteer.evals.validation import (
     labelled_for,
     validate_on_labelled,
 )
+from gtsteer.evals.werewolf_styles import STYLE_SPACE
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
@@ -59,10 +60,7 @@ class ValidationReport(RunResult):
 
 
 def label_spaces() -> dict[str, LabelSpace]:
-    """The label sets without a config, by name (imported here lazily: their drivers read
-    labelled files with this module)."""
-    from gtsteer.runs.werewolf_styles import STYLE_SPACE
-
+    """The label sets without a config, by name."""
     return {STYLE_SPACE.name: STYLE_SPACE}
 
 
@@ -108,6 +106,7 @@ class JudgeOptions(BaseModel):
     labelled: str | Path = DEFAULT_LABELLED
 
 
+@driver("eval judge")
 def run(config: list[str | Path], ctx: RunContext, options: JudgeOptions) -> ValidationReport:
     """`gtsteer eval judge`: validate every classifier on every config's labelled messages;
     write DIR/judge.json (default folder: results/eval-judge). The classifiers are the

@@ -35,10 +35,10 @@ from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.solvers.metrics import MeanCI, mean_ci, wilson
+from gtsteer.solvers.metrics import MeanCI, SignFlips, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
 SCHEMA_VERSION = 2
@@ -71,23 +71,6 @@ class ScoredCase(BaseModel):
     failures: dict[str, str]  # path -> why it failed
 
 
-class SignFlips(BaseModel):
-    """(case, player) pairs whose predicted payoff has another sign than the truth (0 is its
-    own sign): `flipped` of `n`, the `rate` with its 95% Wilson interval. Lower is better."""
-
-    flipped: int
-    n: int
-    rate: float
-    ci_low: float
-    ci_high: float
-
-    @classmethod
-    def of(cls, flipped: int, n: int) -> SignFlips:
-        share = wilson(flipped, n)
-        return cls(flipped=flipped, n=n, rate=share.accuracy, ci_low=share.ci_low,
-                   ci_high=share.ci_high)
-
-
 class PathError(BaseModel):
     """Error of one reward path on one outcome type ("all": every outcome type together)."""
 
@@ -96,7 +79,8 @@ class PathError(BaseModel):
     cases: int
     failures: int
     norm: MeanCI  # |predicted - true| / range, over (case, player) pairs
-    #: Sgn: the sign-flip rate among (case, player) pairs (None when no case was scored).
+    #: Sgn: (case, player) pairs whose predicted payoff has another sign than the truth (0 is
+    #: its own sign), of all, with a 95% Wilson interval; lower is better (None: none scored).
     sign_flips: SignFlips | None
 
 
@@ -224,7 +208,7 @@ def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
     return PathError(
         path=path, outcome=outcome, cases=len(mine), failures=len(mine) - len(ok),
         norm=_nonnegative(mean_ci(errs)),
-        sign_flips=SignFlips.of(sum(flips), len(flips)) if flips else None,
+        sign_flips=wilson(sum(flips), len(flips)) if flips else None,
     )
 
 
@@ -275,6 +259,7 @@ def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> Rewa
     )
 
 
+@driver("eval reward")
 def run(config: str | Path, ctx: RunContext, options: RewardOptions) -> RewardReport:
     """`gtsteer eval reward`: measure, then write DIR/reward.json."""
     out = check_out_dir(ctx.folder("eval-reward", config, ctx.writer_name(load_spec(config)),

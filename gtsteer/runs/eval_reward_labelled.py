@@ -46,9 +46,9 @@ from gtsteer.binding.reward_cases import reward_cases_for
 from gtsteer.binding.spec import validation_summary
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.solvers.metrics import Accuracy, wilson
+from gtsteer.solvers.metrics import Proportion, wilson
 
 SCHEMA_VERSION = 1
 Kind = Literal["agreed", "none"]
@@ -153,7 +153,7 @@ class ReadingAccuracy(BaseModel):
     items: int
     failures: int
     #: None when there is no item of this kind.
-    accuracy: Accuracy | None
+    accuracy: Proportion | None
 
 
 class LabelledReport(RunResult):
@@ -262,9 +262,19 @@ def reading_accuracy(path: str, kind: Over,
                            accuracy=wilson(right, len(mine)) if mine else None)
 
 
-def measure_labelled(config: str | Path, labelled: str | Path, ctx: RunContext,
-                     seed: int = 0) -> LabelledReport:
+class LabelledOptions(BaseModel):
+    """`gtsteer eval reward --labelled FILE`'s options (the model comes with the run context)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The hand-labelled dialogues (`--labelled`).
+    labelled: str | Path
+    seed: int = 0
+
+
+def measure(config: str | Path, ctx: RunContext, options: LabelledOptions) -> LabelledReport:
     """Read every labelled item by every reading of the config's domain; nothing written."""
+    labelled, seed = options.labelled, options.seed
     spec = load_spec(config)
     items = load_labelled_dialogues(labelled)
     units = units_of(spec, items, seed)
@@ -283,12 +293,12 @@ def measure_labelled(config: str | Path, labelled: str | Path, ctx: RunContext,
     )
 
 
-def run_labelled(config: str | Path, labelled: str | Path, ctx: RunContext,
-                 seed: int = 0) -> LabelledReport:
+@driver("eval reward --labelled")
+def run(config: str | Path, ctx: RunContext, options: LabelledOptions) -> LabelledReport:
     """`gtsteer eval reward CONFIG --labelled FILE`: measure, then write DIR/reward_labelled.json
     (the folder of `eval reward` on generated cases, beside its reward.json)."""
     out = check_out_dir(ctx.folder("eval-reward", config, ctx.writer_name(load_spec(config)),
-                                   seed))
-    report = measure_labelled(config, labelled, ctx, seed)
+                                   options.seed))
+    report = measure(config, ctx, options)
     write_json(out / FILE, report)
     return report.written_to(out)

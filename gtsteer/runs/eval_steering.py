@@ -29,7 +29,6 @@ runs the classification (both as units of work, serially or on Ray) and the file
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,12 +53,11 @@ from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
 from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
 from gtsteer.evals.validation import ClassifierValidation, JudgeRefused, passing_variants
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.executor import Executor
-from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult, check_out_dir, save_png, write_json
-from gtsteer.runs.units import RayOptions
 
 SCHEMA_VERSION = 1
 #: A message to generate: (instruction label, instance index, chance outcome).
@@ -375,30 +373,6 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
     )
 
 
-def measure_steering(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    classifier_llm: str | LLM | SteeringClassifier | None = None,
-    samples: int = 10,
-    seed: int = 0,
-    *,
-    progress: bool = True,
-    endpoint: Endpoint | None = None,
-    variants: tuple[str, ...] = VARIANTS,
-    validate_classifier_on: str | Path | None = None,
-    ray: RayOptions | None = None,
-) -> SteeringReport:
-    """Deprecated: `measure(config, RunContext.of(llm=..., reader=...), SteeringOptions(...))`.
-    Kept only while `gtsteer/studies` still calls it."""
-    warnings.warn("gtsteer.runs.eval_steering.measure_steering is deprecated; call measure(config,"
-                  " ctx, SteeringOptions(...))", DeprecationWarning, stacklevel=2)
-    ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=endpoint, ray=ray,
-                        progress=progress)
-    return measure(config_path, ctx, SteeringOptions(
-        samples=samples, seed=seed, variants=variants,
-        validate_classifier_on=validate_classifier_on))
-
-
 # ---- files ----------------------------------------------------------------------------------
 
 
@@ -417,8 +391,8 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0)
     ax.set_xticks(range(len(confusion.columns)), confusion.columns, rotation=30, ha="right")
     ax.set_yticks(range(len(confusion.rows)), [*confusion.rows[:-1], f"{ANY} (unguided)"])
-    ax.set_xlabel(f"classified {confusion.key}")
-    ax.set_ylabel(f"instructed {confusion.key}")
+    ax.set_xlabel(f"classified {confusion.of}")
+    ax.set_ylabel(f"instructed {confusion.of}")
     for i in range(counts.shape[0]):
         for j in range(counts.shape[1]):
             ax.text(j, i, str(int(counts[i, j])), ha="center", va="center",
@@ -427,6 +401,7 @@ def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     return fig
 
 
+@driver("eval steering")
 def run(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
     """`gtsteer eval steering`: measure, then write DIR/steering.json and one confusion PNG per
     (variant, key)."""
@@ -436,7 +411,7 @@ def run(config: str | Path, ctx: RunContext, options: SteeringOptions) -> Steeri
     report = measure(config, ctx, options)
     for variant in report.runs:
         for confusion in variant.confusion:
-            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.key)
+            key = re.sub(r'[^A-Za-z0-9_-]+', '_', confusion.of)
             file = f"confusion-{variant.variant}-{key}.png"
             how = "with definitions" if variant.variant == DEFINED else "without definitions"
             title = f"{report.domain} · {report.model} · classifier {how}"

@@ -11,7 +11,6 @@ wording of the judge or another temperature. Output: report.json, games.jsonl, v
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,22 +31,13 @@ from gtsteer.domains.verdict_play import (
     play_verdict_game,
 )
 from gtsteer.llm import LLM
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
-from gtsteer.runs.units import RayOptions
-from gtsteer.solvers.metrics import wilson
+from gtsteer.solvers.metrics import WinRate, wilson
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
 DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
-
-
-class WinRate(BaseModel):
-    wins: int
-    games: int
-    rate: float
-    ci_low: float
-    ci_high: float
 
 
 class VerdictCell(BaseModel):
@@ -81,13 +71,6 @@ class VerdictEvalReport(RunResult):
     totals: dict[str, WinRate]
     llm_requests: int
     new_llm_calls: int
-
-
-def win_rate(wins: int, games: int) -> WinRate:
-    """Share of wins with a 95% Wilson score interval."""
-    share = wilson(wins, games)
-    return WinRate(wins=wins, games=games, rate=share.accuracy, ci_low=share.ci_low,
-                   ci_high=share.ci_high)
 
 
 def _check(spec: DomainSpec, games: int, temperatures: list[float], breadth: int,
@@ -157,40 +140,13 @@ class VerdictOptions(BaseModel):
     depth: int = DEFAULT_DEPTH
 
 
-def evaluate_verdict(
-    config_path: str | Path,
-    llm: str | LLM = "local",
-    games: int = 20,
-    *,
-    seed: int = 0,
-    temperatures: list[float] | None = None,
-    breadth: int = DEFAULT_BREADTH,
-    depth: int = DEFAULT_DEPTH,
-    out_dir: str | Path | None = None,
-    progress: bool = True,
-    ray: RayOptions | None = None,
-) -> VerdictEvalReport:
-    """Deprecated: `run(config, RunContext.of(llm=..., out=...), VerdictOptions(...))`; without
-    `out_dir`, nothing is written. Kept only while `gtsteer/studies` still calls it."""
-    warnings.warn("gtsteer.runs.eval_verdict.evaluate_verdict is deprecated; call run(config, ctx,"
-                  " VerdictOptions(...))", DeprecationWarning, stacklevel=2)
-    options = VerdictOptions(games=games, seed=seed, temperatures=temperatures,
-                             breadth=breadth, depth=depth)
-    ctx = RunContext.of(llm=llm, out=out_dir, ray=ray, progress=progress)
-    return _evaluate(config_path, ctx, options, write=out_dir is not None)
-
-
+@driver("eval verdict")
 def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> VerdictEvalReport:
     """`gtsteer eval verdict`: play every (policy, judge prompt, temperature, instance) game;
     write report.json, games.jsonl and verdict.png. The unit of work is one instance's games
     (on Ray: one task each); the files are the same either way."""
-    return _evaluate(config, ctx, options, write=True)
-
-
-def _evaluate(config_path: str | Path, ctx: RunContext, options: VerdictOptions, *,
-              write: bool) -> VerdictEvalReport:
     games, seed, breadth, depth = options.games, options.seed, options.breadth, options.depth
-    spec = load_spec(config_path)
+    spec = load_spec(config)
     temps = list(DEFAULT_TEMPERATURES if options.temperatures is None else options.temperatures)
     _check(spec, games, temps, breadth, depth)
     assert spec.judge is not None
@@ -214,24 +170,22 @@ def _evaluate(config_path: str | Path, ctx: RunContext, options: VerdictOptions,
             counts = {v: sum(o.verdict == v for o in mine) for v in spec.judge.verdicts}
             cells.append(VerdictCell(
                 policy=policy.name, prompt_index=setting.prompt_index,
-                temperature=setting.temperature, win=win_rate(sum(wins), len(wins)),
+                temperature=setting.temperature, win=wilson(sum(wins), len(wins)),
                 verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
             ))
     calls = model.usage.since(before)
     report = VerdictEvalReport(
-        config=str(config_path), domain=spec.name, model=model.model, seed=seed, games=games,
+        config=str(config), domain=spec.name, model=model.model, seed=seed, games=games,
         questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
         breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
         cells=cells,
-        totals={name: win_rate(sum(w), len(w)) for name, w in totals.items()},
+        totals={name: wilson(sum(w), len(w)) for name, w in totals.items()},
         llm_requests=calls.requests,
         new_llm_calls=calls.new_calls,
     )
-    if write:
-        out = ctx.folder("eval-verdict", config_path, model, seed)
-        _write(out, report, jobs, outcomes)
-        report.written_to(out)
-    return report
+    out = ctx.folder("eval-verdict", config, model, seed)
+    _write(out, report, jobs, outcomes)
+    return report.written_to(out)
 
 
 def _write(out: Path, report: VerdictEvalReport, jobs: list, outcomes: list[GameOutcome]) -> None:
@@ -259,9 +213,9 @@ def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(settings), 3.6))
     for k, name in enumerate(policies):
         cells = {(c.prompt_index, c.temperature): c for c in report.cells if c.policy == name}
-        rates = [cells[s].win.rate for s in settings]
-        err = [[cells[s].win.rate - cells[s].win.ci_low for s in settings],
-               [cells[s].win.ci_high - cells[s].win.rate for s in settings]]
+        rates = [cells[s].win.accuracy for s in settings]
+        err = [[cells[s].win.accuracy - cells[s].win.ci_low for s in settings],
+               [cells[s].win.ci_high - cells[s].win.accuracy for s in settings]]
         ax.bar(x + (k - (len(policies) - 1) / 2) * width, rates, width, yerr=err, capsize=3,
                label=name)
     ax.set_xticks(x, [f"prompt {p}\nT={t:g}" for p, t in settings])

@@ -51,7 +51,7 @@ from gtsteer.domains import load_spec
 from gtsteer.imitation.advisor import Advisor
 from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.ledger import Ledger, hashed_key
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
@@ -352,6 +352,7 @@ def live_stats(rows: Sequence[LiveInstanceRow], spec: DomainSpec, baselines: Seq
     return out
 
 
+@driver("evaluate")
 def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
         ) -> EvaluateLiveResult:
     """`gtsteer evaluate`: play each fresh instance's conditions, save each instance's row,

@@ -5,8 +5,8 @@ is the same whichever executor runs them, as PSRO's `GameMap` keeps `run_psro` u
 `work` is the same function in both: called with the driver's model here, and with a
 worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Three ways to hand it:
 
-- `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (each
-  unit's own bars show progress); on Ray the result counts the tasks' calls (`UnitsRun.calls`),
+- `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (the open
+  display counts them); on Ray the result counts the tasks' calls (`UnitsRun.calls`),
   each task's usage is folded into `model`'s meter (so the run's bill and every count
   downstream read as in the serial run), and `on_result` lets the driver write each unit's
   files as it finishes;
@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
+from gtsteer.binding import progress as shown
 from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.units import RayOptions, UnitsRun
@@ -51,8 +52,9 @@ def run_units(
     label: str = "units",
 ) -> UnitsRun[R]:
     """`work(unit, model)` for every unit; `on_result(i, value)` runs in this process as each
-    unit finishes (drivers write their per-unit files there); `progress` shows a bar of units
-    done across the cluster on Ray. An exception `work` lets out stops the run, serial or on
+    unit finishes (drivers write their per-unit files there); `progress` counts the units
+    (`label`, plural: "instances") on the open display, as they start serially and as they
+    finish on Ray. An exception `work` lets out stops the run, serial or on
     Ray, so drivers catch what belongs to one unit themselves."""
     if ray is not None:
         from gtsteer.runs.ray_pool import run_on_ray  # Ray is imported only here
@@ -61,11 +63,15 @@ def run_units(
                           label=label)
     before = model.usage
     values: list[R] = []
-    for i, unit in enumerate(units):  # serial: the units' own bars show progress
+    for i, unit in enumerate(units):  # serial: the display counts the units, each its steps
+        if len(units) > 1 and progress:
+            shown.unit(label.removesuffix("s"), i + 1, len(units))
         value = work(unit, model)
         values.append(value)
         if on_result is not None:
             on_result(i, value)
+    if len(units) > 1 and progress:
+        shown.unit(None)
     after = model.usage
     return UnitsRun(values, after.since(before), model.capabilities(),
                     cost_usd=after.cost_usd - before.cost_usd,
@@ -101,15 +107,15 @@ class _InOwnLoop(Generic[U, R]):
 
 @dataclass(frozen=True)
 class Executor:
-    """Serial (`ray` None) or Ray; `progress` shows bars while units run."""
+    """Serial (`ray` None) or Ray; `progress` reports to the open display as units run."""
 
     ray: RayOptions | None = None
     progress: bool = False
 
     @property
     def quiet(self) -> Executor:
-        """This executor without a bar of its own, for a driver that shows its own (one live
-        display at a time)."""
+        """This executor counting nothing on the display, for a driver that counts its own
+        units there (its games, states or seeds)."""
         return replace(self, progress=False)
 
     @contextmanager
@@ -142,13 +148,12 @@ class Executor:
         async def every(bar: GatherBar) -> list[R]:
             return list(await asyncio.gather(*(work(unit, model, bar) for unit in units)))
 
-        with GatherBar(self.progress) as bar:
-            values = run_sync(every(bar))
+        values = run_sync(every(GatherBar(self.progress)))
         after = model.usage
         return UnitsRun(values, after.since(before), model.capabilities(),
                         cost_usd=after.cost_usd - before.cost_usd,
                         unpriced_calls=after.unpriced_calls - before.unpriced_calls)
 
 
-#: The executor of a run without `--ray` and without progress display.
+#: The executor of a run without `--ray` that reports nothing to a display.
 SERIAL = Executor()

@@ -11,8 +11,6 @@ information-state strings and action ids), then `export.json`. The tree -> text 
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,12 +18,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding import progress as shown
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, StorageError
 from gtsteer.llm.session import BudgetExceeded
-from gtsteer.runs.context import RunContext
-from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_out_dir,
@@ -105,34 +104,7 @@ class ExportOptions(BaseModel):
     max_calls: int | None = DEFAULT_MAX_CALLS
 
 
-def export_config(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    games: int = 1,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    fmt: str = "efg",
-    deals: int | None = None,
-    progress: bool = True,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-    report: Callable[[str], None] | None = None,
-    endpoint: Endpoint | None = None,
-) -> ExportSummary:
-    """Deprecated: `gtsteer.export(config, llm=..., out=..., quiet=...)`. Kept, as a thin
-    alias of it, only while `gtsteer/studies` still calls it."""
-    warnings.warn("gtsteer.runs.export.export_config is deprecated; use gtsteer.export",
-                  DeprecationWarning, stacklevel=2)
-    from gtsteer.api import export
-
-    where = endpoint or Endpoint()
-    return export(config_path, llm=llm, format=fmt, games=games, seed=seed, deals=deals,
-                  out=out_dir, max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
-                  quiet=not progress, report=report, api_base=where.api_base,
-                  api_key_env=where.api_key_env, request_timeout=where.timeout_s,
-                  max_wait=where.max_wait_s)
-
-
+@driver("export")
 def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSummary:
     """`gtsteer export`: build and expand `games` instances as `gtsteer solve` does; write one
     `.efg` and side file per instance and `export.json`. An instance whose expansion fails is
@@ -150,7 +122,7 @@ def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSu
     chosen = generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
-    check_tree_size(spec, games, options.max_calls, report=ctx.report)
+    shown.expect(check_tree_size(spec, games, options.max_calls, report=ctx.report))
     model, _, role_models = ctx.roles(spec)
     out = ctx.folder("export", config_path, model, seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
@@ -176,6 +148,7 @@ def export_instance(job: ExportJob, model: LLM) -> ExportOutcome:
     its tree into `.efg` text. A failure belongs to this instance (a damaged cache stops)."""
     try:
         game = make_game(job.spec, job.instance, model, config=job.config, seed=job.seed)
+        shown.phase("expand")
         expansion = expand_sync(game, progress=job.progress)
         if expansion.failed:
             return ExportOutcome(job.instance.index,

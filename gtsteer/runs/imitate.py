@@ -13,9 +13,8 @@ run is a pure function of its arguments: a rerun makes no new LLM call, embeds n
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
+from gtsteer.binding import progress as shown
 from gtsteer.domains import load_spec
 from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport
 from gtsteer.imitation.build import records_from_game
@@ -34,7 +34,7 @@ from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.llm.embed import Embedder, get_embedder
 from gtsteer.llm.extras import require
 from gtsteer.runs.atomic import atomic_dir, atomic_path
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import (
     IN_PROGRESS,
     RunResult,
@@ -118,30 +118,6 @@ class ImitationReport(RunResult):
         return data
 
 
-#: (description, total) -> a callback (done, total); a no-op when progress is off.
-BarFactory = Callable[[str, int], Callable[[int, int], None]]
-
-
-@contextlib.contextmanager
-def progress_bars(enabled: bool) -> Iterator[BarFactory]:
-    """rich progress bars for embedding and training (solving draws its own)."""
-    if not enabled:
-        yield lambda description, total: lambda done, n: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    ) as bars:
-
-        def factory(description: str, total: int) -> Callable[[int, int], None]:
-            task = bars.add_task(description, total=total)
-            return lambda done, n: bars.update(task, completed=done, total=n)
-
-        yield factory
-
-
 def check_args(
     config_path: str | Path,
     games: int,
@@ -202,6 +178,7 @@ class ImitateOptions(BaseModel):
     train_config: TrainConfig | None = None
 
 
+@driver("imitate")
 def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> ImitationReport:
     """`gtsteer imitate`: the whole pipeline; writes the run folder and returns its report.
 
@@ -235,7 +212,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     args = SolveArgs(str(config_path), spec, model_name, games, seed, solver, iterations)
     summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, progress)
     records, dialogue_games = _build(
-        spec, client, config_path, seed, game_records, summary.failures, progress
+        spec, client, config_path, seed, game_records, summary.failures
     )
     if not records:
         raise DatasetError(
@@ -244,15 +221,16 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
         )
     from gtsteer.imitation.train import train_policy  # torch: only when training (CLI startup)
 
-    with progress_bars(progress) as bar:
-        embeddings = emb.embed([r.text for r in records], progress=bar("embedding", len(records)))
-        write_text(out / RECORDS_FILE, records_to_jsonl(records))
-        with atomic_path(out / EMBEDDINGS_FILE) as tmp:
-            np.save(tmp, embeddings)
-        policy, training = train_policy(
-            records, emb, train, bar("training", train.steps),
-            embeddings=embeddings, domain=spec.name,
-        )
+    shown.phase("embed")
+    embeddings = emb.embed([r.text for r in records], progress=partial(shown.step, "texts"))
+    write_text(out / RECORDS_FILE, records_to_jsonl(records))
+    with atomic_path(out / EMBEDDINGS_FILE) as tmp:
+        np.save(tmp, embeddings)
+    shown.phase("train")
+    policy, training = train_policy(
+        records, emb, train, partial(shown.step, "steps"),
+        embeddings=embeddings, domain=spec.name,
+    )
     # What makes the dataset's instances again (`gtsteer evaluate` skips them as not fresh).
     policy.config.metadata.update(instance_seed=seed, num_deals=spec.num_deals,
                                   config=str(config_path))
@@ -260,6 +238,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
         policy.save(tmp)
     _plot_curve(training, out / CURVE_FILE)
 
+    shown.phase("evaluate (held-out instances)")
     evaluations = _evaluate(policy, records, embeddings, dialogue_games)
     held = set(training.heldout_instances)
     heldout = summarize_evaluations([e for e in evaluations if e.instance in held])
@@ -387,28 +366,26 @@ def _build(
     seed: int,
     game_records: dict[int, GameRecord],
     failures: list[Failure],
-    progress: bool,
 ) -> tuple[list[DecisionRecord], dict[int, Any]]:
     """Records of every solved instance, and the expanded games (kept for evaluation)."""
     records: list[DecisionRecord] = []
     games: dict[int, Any] = {}
-    with progress_bars(progress) as bar:
-        tick = bar("building dataset", len(game_records))
-        for done, (index, solved) in enumerate(sorted(game_records.items()), 1):
-            game = make_game(spec, make_instance(spec, index, seed), client,
-                             config=str(config_path), seed=seed)
-            try:
-                report = expand_sync(game, progress=False)  # cache hits: fills the game's tables
-            except LLMError as exc:
-                failures.append(Failure(instance=index, stage="dataset", reason=str(exc)))
-                continue
-            if report.failed:
-                failures.append(Failure(instance=index, stage="dataset", reason=str(report.reason)))
-                continue
-            policy = {p.info_state: p.probs for p in solved.policy}
-            records += records_from_game(game, policy, index)
-            games[index] = game
-            tick(done, len(game_records))
+    shown.phase("dataset")
+    for done, (index, solved) in enumerate(sorted(game_records.items()), 1):
+        game = make_game(spec, make_instance(spec, index, seed), client,
+                         config=str(config_path), seed=seed)
+        try:
+            report = expand_sync(game, progress=False)  # cache hits: fills the game's tables
+        except LLMError as exc:
+            failures.append(Failure(instance=index, stage="dataset", reason=str(exc)))
+            continue
+        if report.failed:
+            failures.append(Failure(instance=index, stage="dataset", reason=str(report.reason)))
+            continue
+        policy = {p.info_state: p.probs for p in solved.policy}
+        records += records_from_game(game, policy, index)
+        games[index] = game
+        shown.step("solved instances", done, len(game_records))
     return records, games
 
 

@@ -16,15 +16,9 @@ from pydantic import BaseModel
 
 from gtsteer.binding.run_models import Role, RoleModel, env_name_problem, shown_env_name
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.llm import LLM, ModelConfigError, as_llm, model_string
+from gtsteer.llm import LLM, ModelConfigError, as_llm, in_process, model_string
 from gtsteer.llm.cache import public_url
 from gtsteer.llm.client import REQUEST_TIMEOUT_S, RETRY_AFTER_MAX_S
-
-
-def served(model: str) -> bool:
-    """A litellm model (served over HTTP), not the in-process `local` or `fake`."""
-    return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
-
 
 #: The key sent where none is given: OpenAI-compatible servers without auth take it, and the
 #: OpenAI SDK insists on holding some key.
@@ -69,11 +63,11 @@ class Endpoint:
         (drivers build the client then, after checking their config)."""
         given = (self.api_base or self.api_key_env or self.timeout_s is not None
                  or self.max_wait_s is not None)
-        return self.llm(model) if given and served(model) else model
+        return self.llm(model) if given and not in_process(model) else model
 
     def llm(self, model: str) -> LLM:
         """The client of `model`: served models get the base URL and key."""
-        if not served(model):
+        if in_process(model):
             return LLM(model)
         key = self.api_key()
         if key is None and self.api_base and not self.env_keys:
@@ -86,7 +80,7 @@ class Endpoint:
 
     def check(self, *models: str | None) -> None:
         """Flags given for a run without a served model are a mistake worth one line."""
-        if (self.api_base or self.api_key_env) and not any(m and served(m) for m in models):
+        if (self.api_base or self.api_key_env) and all(not m or in_process(m) for m in models):
             raise ModelConfigError(
                 "--api-base/--api-key-env apply to served models (litellm ids such as"
                 " openai/NAME or hosted_vllm/NAME); this run uses only"

@@ -39,7 +39,7 @@ from gtsteer.domains import load_spec
 from gtsteer.imitation.advisor import Advisor, draw
 from gtsteer.imitation.views import dialogue_of
 from gtsteer.llm import LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult, check_out_dir, finish_run_dir, prepare_run_dir
 from gtsteer.runs.solve import check_seed
@@ -291,6 +291,7 @@ def ended_by(game: DialogueGame, state: DialogueState) -> str:
 # ---- the driver -------------------------------------------------------------------------------
 
 
+@driver("play")
 def run(config: str | Path, ctx: RunContext, options: PlayOptions) -> PlayResult:
     """`gtsteer play`: check every seat, play the dialogue, score it, write play.json."""
     if ctx.out is not None:

@@ -8,7 +8,6 @@ killed run restarted reuses every call that had finished. Schema: docs/PSRO.md.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from gtsteer.binding import (
 from gtsteer.binding.llm_instances import check_fits, read_instances
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext
-from gtsteer.runs.models import Endpoint, RoleRecord
+from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_in_file,
@@ -44,20 +43,25 @@ from gtsteer.runs.solve import (
     DEFAULT_SOLVER,
     check_tree_size,
 )
-from gtsteer.runs.units import RayOptions
 from gtsteer.solvers import solve_cfr
+from gtsteer.solvers.meta import META_SOLVERS
 from gtsteer.solvers.nfg import to_nfg
 from gtsteer.solvers.psro import IterationReport, PSROConfig, PSROResult, run_psro
-from gtsteer.solvers.psro.reference import ReferenceGame, measure_in_reference
-from gtsteer.solvers.psro.report import META_SOLVERS
+from gtsteer.solvers.psro.reference import (
+    ConstantReference,
+    ReferenceGame,
+    best_constant,
+    measure_in_reference,
+)
 
 #: 4: `instances_file`; per-iteration `reference` (the meta-strategy in a full game).
 #: 2: `nash` and `mecce` solutions, `gap_name`, per-iteration `gap`/`gap_limit`/`converged`,
 #: the oracles' `proposed` and `heldout`. 3: per-iteration `rejected` and `stop_rule`, the
 #: held-out baseline fixed in-sample (with both sides' in-sample scores), `nash` solved only
 #: when it drives or `report_nash` asks. 5: `stop_reason` and per-iteration `stop` (a
-#: proposer that produced no candidate is no convergence).
-SCHEMA_VERSION = 5
+#: proposer that produced no candidate is no convergence). 6: `constant_reference` (the
+#: reference game's best constant mixture).
+SCHEMA_VERSION = 6
 PLOT = "payoffs.png"
 
 
@@ -76,6 +80,9 @@ class PSROSummary(RunResult):
     instances_file: str | None = None
     #: The full game each iteration's meta-strategy is measured in (`--reference`), else null.
     reference: str | None = None
+    #: The reference game's best constant mixture (one instruction per player for every
+    #: instance), in-sample and on fresh samples: the bar a meta-strategy can reach.
+    constant_reference: ConstantReference | None = None
     num_llm_seeds: int | list[int]
     #: 1: one game per instance; K > 1: each instance's root deals 1 of K private-info draws.
     num_deals: int = 1
@@ -120,40 +127,7 @@ class PSROOptions(BaseModel):
     reference: str | Path | None = None
 
 
-def psro_config(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    proposer_llm: str | LLM | None = None,
-    games: int = 1,
-    settings: PSROConfig | None = None,
-    out_dir: str | Path | None = None,
-    deals: int | None = None,
-    *,
-    on_iteration: Callable[[IterationReport], None] | None = None,
-    on_phase: Callable[[str], None] | None = None,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-    report: Callable[[str], None] | None = None,
-    endpoint: Endpoint | None = None,
-    ray: RayOptions | None = None,
-    export_nfg: bool = False,
-    instances_file: str | Path | None = None,
-    reference: str | Path | None = None,
-) -> PSROSummary:
-    """Deprecated: `gtsteer.psro(config, llm=..., settings=..., out=...)`. Kept, as a thin
-    alias of it, only while `gtsteer/bench` still calls it."""
-    warnings.warn("gtsteer.runs.psro.psro_config is deprecated; use gtsteer.psro",
-                  DeprecationWarning, stacklevel=2)
-    from gtsteer.api import psro
-
-    where = endpoint or Endpoint()
-    return psro(config_path, llm=llm, proposer_llm=proposer_llm, games=games,
-                settings=settings, out=out_dir, deals=deals, on_iteration=on_iteration,
-                on_phase=on_phase, max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
-                report=report, api_base=where.api_base, api_key_env=where.api_key_env,
-                request_timeout=where.timeout_s, max_wait=where.max_wait_s, ray=ray,
-                export_nfg=export_nfg, instances=instances_file, reference=reference)
-
-
+@driver("psro")
 def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummary:
     """`gtsteer psro`: run PSRO on `games` instances of a domain config; write summary.json
     and the plot. `ctx.on_phase` hears what the run is doing, `ctx.on_step` gets each
@@ -204,6 +178,9 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
     befores = [m.usage for m in _distinct(model, proposer)]
     references = [] if full is None else _reference_games(
         full, instances, model, str(reference), settings, on_phase)
+    if references and on_phase is not None:
+        on_phase("reference game: the best constant mixture")
+    constant = best_constant(references) if references else None
 
     def record(report: IterationReport) -> None:
         if references:
@@ -229,7 +206,7 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
         proposer_model=proposer_name, roles=roles, num_games=games,
         instances_file=None if instances_file is None else str(instances_file),
         reference=None if reference is None else str(reference),
-        num_llm_seeds=spec.num_llm_seeds,
+        constant_reference=constant, num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
         settings=settings, key=result.key,
         converged=result.converged, stop_reason=result.stop_reason,

@@ -35,10 +35,10 @@ from typing import Any, TypeVar
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.llm import LLM, ResponseCache
-from gtsteer.llm.backends import Backend, make_backend
+from gtsteer.llm.backends import Backend, builds, in_process, make_backend
 from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 from gtsteer.llm.usage import LLMCalls, UsageMeter, UsageReport
@@ -59,8 +59,6 @@ GCS_TIMEOUT_S = 20.0
 #: How long joining a cluster may take in all: above the 60 s Ray gives itself to find this
 #: machine's raylet (`ray start` must have run here), so its own message comes first.
 JOIN_TIMEOUT_S = 90.0
-_BUILT_IN = ("gtsteer.llm.backends.fake", "gtsteer.llm.backends.local",
-             "gtsteer.llm.backends.litellm_backend")
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class ModelSpec:
         b = llm.backend
         settings = cls(llm.model, timeout_s=llm.timeout_s, max_retries=llm.max_retries,
                        structured_attempts=llm.structured_attempts, max_wait_s=llm.max_wait_s)
-        if type(b).__module__ not in _BUILT_IN:
+        if not builds(llm.model, b):
             return replace(settings, backend=b)
         return replace(settings, api_base=getattr(b, "api_base", None),
                        api_key=getattr(b, "_api_key", None))
@@ -442,7 +440,7 @@ def _limiter_for(spec: ModelSpec, model: LLM) -> Any | None:
     per_minute = min((r for r in (rate.rpm, model.rpm) if r), default=None)
     in_flight = min(model.max_concurrency, rate.concurrency or model.max_concurrency)
     bounded = per_minute is not None or in_flight < model.backend.max_concurrency
-    if not bounded and (spec.backend is not None or not _served(spec.model)):
+    if not bounded and (spec.backend is not None or in_process(spec.model)):
         return None
     actor = ray.remote(RateLimiter).options(num_cpus=0, scheduling_strategy=_on_driver_node())
     return actor.remote(in_flight, per_minute, spec.timeout_s * (spec.max_retries + 1))
@@ -454,10 +452,6 @@ def units_at_once() -> int:
     submitting every unit at once would run more tasks than CPUs, each loading its own model
     and sharing cores with the others (four llama.cpp tasks on `--workers 2`)."""
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
-
-
-def _served(model: str) -> bool:
-    return not (model in ("local", "fake") or model.startswith(("local:", "fake:")))
 
 
 def run_on_ray(
@@ -496,37 +490,37 @@ def run_on_ray(
             submit()
         results: dict[int, TaskResult] = {}
         try:
-            with Progress(disable=not progress, transient=True) as bar:
-                task = bar.add_task(f"{label} (Ray)", total=len(units))
-                raylet_alive = _local_raylet_watch()
-                while pending:
-                    # With a timeout, to notice this node's raylet dying: Ray then ends the
-                    # process some 15 s later with no word of its own.
-                    done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
-                    if not done:
-                        if not raylet_alive():
-                            raise _cluster_failed("the raylet of this machine's Ray node died",
-                                                  len(results), len(units), label)
-                        continue
-                    i = pending.pop(done[0])
-                    submit()  # the next unit takes the finished one's CPU
-                    try:
-                        result = ray.get(done[0])
-                    except ray.exceptions.RayTaskError as exc:
-                        raise exc.as_instanceof_cause() from None
-                    except ray.exceptions.RayError as exc:  # the cluster, not the unit
-                        raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
-                                              len(results), len(units), label) from None
-                    if model.cache is not None:
-                        for key, value in result.entries.items():
-                            model.cache.set(key, value)
-                    model.meter.absorb(result.usage)  # the run's bill counts the task's calls
-                    results[i] = result
-                    if on_result is not None:
-                        on_result(i, result.value)
-                    bar.advance(task)
-                    if model.session is not None:  # a budget: checked as each unit finishes
-                        model.session.check_spent(model.model)
+            raylet_alive = _local_raylet_watch()
+            while pending:
+                # With a timeout, to notice this node's raylet dying: Ray then ends the
+                # process some 15 s later with no word of its own.
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+                if not done:
+                    if not raylet_alive():
+                        raise _cluster_failed("the raylet of this machine's Ray node died",
+                                              len(results), len(units), label)
+                    continue
+                i = pending.pop(done[0])
+                submit()  # the next unit takes the finished one's CPU
+                try:
+                    result = ray.get(done[0])
+                except ray.exceptions.RayTaskError as exc:
+                    raise exc.as_instanceof_cause() from None
+                except ray.exceptions.RayError as exc:  # the cluster, not the unit
+                    raise _cluster_failed(f"{type(exc).__name__}: {_first_line(exc)}",
+                                          len(results), len(units), label) from None
+                if model.cache is not None:
+                    for key, value in result.entries.items():
+                        model.cache.set(key, value)
+                model.meter.absorb(result.usage)  # the run's bill counts the task's calls
+                results[i] = result
+                if on_result is not None:
+                    on_result(i, result.value)
+                if progress:
+                    shown.unit(f"{label} done on Ray", len(results), len(units),
+                               started=False)
+                if model.session is not None:  # a budget: checked as each unit finishes
+                    model.session.check_spent(model.model)
         finally:
             for ref in pending:  # a unit failed the run (or Ctrl-C): stop the others
                 with contextlib.suppress(ray.exceptions.RayError):  # a dead node's task

@@ -7,7 +7,6 @@ evaluator are deterministic, so a rerun makes no new call and writes the same nu
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -25,6 +24,7 @@ from gtsteer.binding import (
     generate_instances,
     make_game,
 )
+from gtsteer.binding import progress as shown
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
@@ -34,9 +34,8 @@ from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.ledger import Ledger, hashed_key
-from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -58,7 +57,6 @@ from gtsteer.runs.solve_schema import (
     SolveSummary,
     VersusMetric,
 )
-from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import (
     DEFAULT_ITERATIONS,
@@ -74,7 +72,6 @@ from gtsteer.solvers.heldout import (
     VersusBaseline,
     measure_heldout,
 )
-from gtsteer.solvers.metrics import mean_ci
 
 SUMMARY_FILE = "summary.json"
 #: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
@@ -161,44 +158,7 @@ class SolveOptions(BaseModel):
     resume: bool = False
 
 
-def solve_config(
-    config_path: str | Path,
-    llm: str | LLM | None = None,
-    games: int = 1,
-    iterations: int = DEFAULT_ITERATIONS,
-    solver: str = DEFAULT_SOLVER,
-    seed: int = 0,
-    out_dir: str | Path | None = None,
-    *,
-    deals: int | None = None,
-    heldout: bool = False,
-    progress: bool = True,
-    instances_file: str | Path | None = None,
-    max_calls: int | None = DEFAULT_MAX_CALLS,
-    report: Callable[[str], None] | None = None,
-    ray: RayOptions | None = None,
-    endpoint: Endpoint | None = None,
-    readers: Sequence[str] = READERS,
-    embedder: str | Embedder | None = None,
-    resume: bool = False,
-) -> SolveSummary:
-    """Deprecated: `gtsteer.solve(config, llm=..., out=..., quiet=...)`. Kept, as a thin
-    alias of it, only while `gtsteer/bench` and `gtsteer/studies` still call it."""
-    warnings.warn("gtsteer.runs.solve.solve_config is deprecated; use gtsteer.solve",
-                  DeprecationWarning, stacklevel=2)
-    from gtsteer.api import solve
-
-    where = endpoint or Endpoint()
-    return solve(config_path, llm=llm, games=games, iterations=iterations, solver=solver,
-                 seed=seed, out=out_dir, deals=deals, heldout=heldout, quiet=not progress,
-                 instances=instances_file,
-                 max_calls=None if max_calls == DEFAULT_MAX_CALLS else max_calls,
-                 report=report, ray=ray, api_base=where.api_base,
-                 api_key_env=where.api_key_env, request_timeout=where.timeout_s,
-                 max_wait=where.max_wait_s, heldout_readers=readers, embedder=embedder,
-                 resume=resume)
-
-
+@driver("solve")
 def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:
     """`gtsteer solve`: solve `games` instances of a domain config and write
     `ctx.out/summary.json` (default folder: `results/<config>-<model>-<seed>`).
@@ -247,7 +207,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     chosen = given if given is not None else generate_instances(spec, games, seed)
     if deals is not None:
         spec = spec.with_deals(deals)
-    check_tree_size(spec, games, max_calls, heldout=heldout, report=report)
+    shown.expect(check_tree_size(spec, games, max_calls, heldout=heldout, report=report))
     unknown = sorted(set(readers) - set(READERS))
     if unknown:
         raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")
@@ -332,8 +292,8 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     if solved:
         summary.metrics = _metrics(solved)
         if held:
-            summary.metrics.cfr_gain_heldout = _metric([h.cfr_gain for h in held])
-            summary.metrics.cfr_gain_heldout_normalized = _metric(
+            summary.metrics.cfr_gain_heldout = Metric.of([h.cfr_gain for h in held])
+            summary.metrics.cfr_gain_heldout_normalized = Metric.of(
                 [h.cfr_gain_normalized for h in held])
             summary.heldout_metrics = _heldout_metrics(held)
         summary.head_to_head = _head_to_head(solved)
@@ -422,6 +382,7 @@ def _solve_instance(
             record.deals = [d.private_info for d in game.deals]
         record.payoff_bounds = (game.min_utility(), game.max_utility())
         stage = "expand"
+        shown.phase("expand")
         report = expand_sync(game, progress=progress)
         record.expansion = _dump(report)
         done.terminals = "".join(row.model_dump_json() + "\n" for row in terminal_rows(game))
@@ -430,12 +391,15 @@ def _solve_instance(
             record.failure = scrub_secrets(str(report.reason or "expansion failed"))
             return done
         stage = "solve"
+        shown.phase(f"solve ({solver})")
         with cost_profile.phase("CFR", game.llm):  # no model call: its seconds, when profiled
             result = solve_cfr(game, solver=solver, iterations=iterations)
         stage = "metrics"
+        shown.phase("metrics")
         _fill_record(record, game, result)
         if build_heldout is not None:
             try:
+                shown.phase("held-out")
                 with cost_profile.scope("fresh"):
                     record.heldout = measure_heldout(game, result.policy, build_heldout(),
                                                      readers=readers, progress=progress)
@@ -477,19 +441,15 @@ def _dump(report: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(report).items() if not k.startswith("_")}
 
 
-def _metric(values: list[float]) -> Metric:
-    return Metric(per_instance=values, **mean_ci(values).model_dump())
-
-
 def _replay_metrics(gains: list[ReplayGain | HeldOutGain]) -> ReplayMetrics:
     players = len(gains[0].cfr_gain_per_player)
     cells = [(d.player, d.depth, d.exact) for d in gains[0].by_depth]
     return ReplayMetrics(
-        cfr_gain=_metric([g.cfr_gain for g in gains]),
-        cfr_gain_normalized=_metric([g.cfr_gain_normalized for g in gains]),
-        per_player=[_metric([g.cfr_gain_per_player[p] for g in gains]) for p in range(players)],
+        cfr_gain=Metric.of([g.cfr_gain for g in gains]),
+        cfr_gain_normalized=Metric.of([g.cfr_gain_normalized for g in gains]),
+        per_player=[Metric.of([g.cfr_gain_per_player[p] for g in gains]) for p in range(players)],
         by_depth=[DepthMetric(player=p, depth=d, exact=exact,
-                              gain=_metric([g.by_depth[k].gain for g in gains]))
+                              gain=Metric.of([g.by_depth[k].gain for g in gains]))
                   for k, (p, d, exact) in enumerate(cells)],
     )
 
@@ -501,10 +461,10 @@ def _heldout_metrics(held: list[HeldOutGain]) -> HeldOutMetrics:
     replays |= {name: _replay_metrics([h.readers[name] for h in held]) for name in names}
     return HeldOutMetrics(
         clean_player=held[0].clean_player,
-        clean=_metric([h.clean_gain for h in held]),
-        clean_normalized=_metric([h.clean_gain_normalized for h in held]),
-        clean_in_sample=_metric([h.clean_gain_in_sample for h in held]),
-        clean_selection=_metric([h.clean_gain_in_sample - h.clean_gain for h in held]),
+        clean=Metric.of([h.clean_gain for h in held]),
+        clean_normalized=Metric.of([h.clean_gain_normalized for h in held]),
+        clean_in_sample=Metric.of([h.clean_gain_in_sample for h in held]),
+        clean_selection=Metric.of([h.clean_gain_in_sample - h.clean_gain for h in held]),
         replays=replays,
         versus=_versus_metrics(held),
     )
@@ -523,18 +483,18 @@ def _versus_metrics(held: list[HeldOutGain]) -> list[VersusMetric]:
             rows = [c[key] for c in per]
             out.append(VersusMetric(
                 player=key[0], replay=key[1], baseline=key[2], others=key[3],
-                policy_value=_metric([r.policy_value for r in rows]),
-                baseline_value=_metric([r.baseline_value for r in rows]),
-                gain=_metric([r.gain for r in rows])))
+                policy_value=Metric.of([r.policy_value for r in rows]),
+                baseline_value=Metric.of([r.baseline_value for r in rows]),
+                gain=Metric.of([r.gain for r in rows])))
     return out
 
 
 def _metrics(solved: list[GameValues]) -> Metrics:
     return Metrics(
-        nash_conv=_metric([v.nash_conv for v in solved]),
-        nash_conv_normalized=_metric([v.nash_conv_normalized for v in solved]),
-        cfr_gain=_metric([v.cfr_gain for v in solved]),
-        cfr_gain_normalized=_metric([v.cfr_gain_normalized for v in solved]),
+        nash_conv=Metric.of([v.nash_conv for v in solved]),
+        nash_conv_normalized=Metric.of([v.nash_conv_normalized for v in solved]),
+        cfr_gain=Metric.of([v.cfr_gain for v in solved]),
+        cfr_gain_normalized=Metric.of([v.cfr_gain_normalized for v in solved]),
     )
 
 

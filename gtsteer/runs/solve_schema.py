@@ -17,7 +17,7 @@ from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
-from gtsteer.solvers.metrics import MeanCI
+from gtsteer.solvers.metrics import Metric
 
 #: 6: the responder is also compared with the first mover on its solved opening
 #: (`VersusBaseline.others`), and the fresh tree expands those branches.
@@ -28,12 +28,6 @@ from gtsteer.solvers.metrics import MeanCI
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
 SCHEMA_VERSION = 6
-
-
-class Metric(MeanCI):
-    """One metric: the value per solved instance (in `instances` order), mean and 95% t-CI."""
-
-    per_instance: list[float]
 
 
 class Metrics(BaseModel):

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     RunResult,
@@ -54,6 +54,7 @@ from gtsteer.runs.werewolf_games import (
     play_game,
 )
 from gtsteer.solvers.metrics import (
+    TeamRate,
     bootstrap_interval,
     instances_for_power,
     mcnemar_exact,
@@ -111,20 +112,12 @@ class EvaluateConfig(BaseModel):
         return [k for k in CONDITION_KEYS if k in value]
 
 
-class Rate(BaseModel):
-    wins: int
-    games: int
-    rate: float
-    low: float
-    high: float
-
-
 class ConditionResult(BaseModel):
     condition: str
     team: str
     chooser: str
-    village: Rate
-    werewolves: Rate
+    village: TeamRate
+    werewolves: TeamRate
     #: Village-side votes whose target was a werewolf, over all village-side votes.
     village_votes_on_wolves: float
     #: Mean days survived by the condition's team (all bots when `team` is none or both).
@@ -178,12 +171,6 @@ class EvaluateSummary(RunResult):
     paired: list[PairedDifference] = Field(default_factory=list)
     #: Model requests of all games: the cache's share and the new calls (a rerun: 0 new).
     llm_calls: LLMCalls = Field(default_factory=LLMCalls)
-
-
-def win_rate(wins: int, games: int) -> Rate:
-    """`wins` of `games` with the 95% Wilson interval of `solvers.metrics.wilson`."""
-    share = wilson(wins, games)
-    return Rate(wins=wins, games=games, rate=share.accuracy, low=share.ci_low, high=share.ci_high)
 
 
 def chooser_for(team: str, kind: str, steered: PlaystyleChooser) -> PlaystyleChooser:
@@ -242,6 +229,7 @@ class EvaluateOptions(BaseModel):
     command: str = ""
 
 
+@driver("werewolf evaluate")
 def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
     """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
     playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit
@@ -273,26 +261,25 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
         for c in played), steering)
         for g in range(cfg.games)]
     finals: dict[str, GameState] = {}
-    with Progress(disable=not ctx.progress) as bar:
-        task = bar.add_task("evaluation games", total=cfg.games * len(played))
+    advance = shown.counter("evaluation games", cfg.games * len(played))
 
-        def store_seed(games: list[PlayedGame]) -> None:
-            for game in games:
-                game.write_to(store)
-                finals[game.created.game_id] = game.final
-            bar.advance(task, len(games))
+    def store_seed(games: list[PlayedGame]) -> None:
+        for game in games:
+            game.write_to(store)
+            finals[game.created.game_id] = game.final
+        advance(len(games))
 
-        for games in kept:
-            store_seed(games)
+    for games in kept:
+        store_seed(games)
 
-        def write(i: int, games: list[PlayedGame]) -> None:
-            g = len(kept) + i
-            ledger.add(g, SavedSeed.of(key, g, games))
-            store_seed(games)
+    def write(i: int, games: list[PlayedGame]) -> None:
+        g = len(kept) + i
+        ledger.add(g, SavedSeed.of(key, g, games))
+        store_seed(games)
 
-        units_run = ctx.executor.quiet.run(play_evaluation_seed, units[len(kept):],
-                                           driver_model(pool, cfg.llm),
-                                           on_result=InOrder(write), label="evaluation seeds")
+    units_run = ctx.executor.quiet.run(play_evaluation_seed, units[len(kept):],
+                                       driver_model(pool, cfg.llm), on_result=InOrder(write),
+                                       label="evaluation seeds")
     results = []
     for c in played:
         name = list(CONDITIONS)[c]
@@ -438,8 +425,8 @@ def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[G
     days = [d for s in finals for d in days_survived(s, team)]
     return ConditionResult(
         condition=name, team=team, chooser=kind,
-        village=win_rate(sum(s.winner == "village" for s in finals), n),
-        werewolves=win_rate(sum(s.winner == "werewolves" for s in finals), n),
+        village=wilson(sum(s.winner == "village" for s in finals), n),
+        werewolves=wilson(sum(s.winner == "werewolves" for s in finals), n),
         village_votes_on_wolves=on_wolf / total if total else 0.0,
         mean_days_survived=sum(days) / len(days) if days else 0.0,
         llm_calls_per_game=len(calls) / n,
@@ -466,9 +453,10 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
     width = 0.38
     for k, (side, color) in enumerate((("village", "tab:blue"), ("werewolves", "tab:red"))):
         rates = [getattr(r, side) for r in rows]
-        ax.bar([i + (k - 0.5) * width for i in x], [r.rate for r in rates], width, color=color,
-               label=f"{side} win rate",
-               yerr=[[r.rate - r.low for r in rates], [r.high - r.rate for r in rates]],
+        ax.bar([i + (k - 0.5) * width for i in x], [r.accuracy for r in rates], width,
+               color=color, label=f"{side} win rate",
+               yerr=[[r.accuracy - r.ci_low for r in rates],
+                     [r.ci_high - r.accuracy for r in rates]],
                capsize=3)
     ax.set_xticks(list(x), [r.condition for r in rows], rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.2)  # headroom for the legend above the intervals

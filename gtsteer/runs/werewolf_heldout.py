@@ -49,12 +49,12 @@ from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
@@ -492,6 +492,7 @@ class SteerHeldoutOptions(BaseModel):
     embedder: Any = None
 
 
+@driver("werewolf steer-heldout")
 def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOptions
         ) -> SteerHeldoutSummary:
     """`gtsteer werewolf steer-heldout`: held-out states, solved in-sample and measured on
@@ -513,34 +514,32 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
     model = driver_model(pool, cfg.llm)
     calls = LLMCalls()
     candidates: int | None = None
-    with Progress(disable=not ctx.progress) as bar:
-        if len(picked) < cfg.states:
-            picked, candidates, game_calls, seeds = play_heldout_games(
-                cfg, trained.config, root, pool, model, bar, ctx.executor.quiet)
-            calls = calls + game_calls
-            Ledger.write_lines(root / STATES_FILE,
-                               (SavedState(run_key=key, state=s) for s in picked))
-        else:
-            seeds = sorted({s.seed for s in picked})
-        picked = picked[:cfg.states]
-        check_held_out(picked, trained)
-        kept = ledger.prefix(len(picked), lambda i, row: (row.index, row.game_id, row.step) == (
-            i, picked[i].game_id, picked[i].step)) if options.resume else []
-        ledger.drop_from(len(kept))  # another run's, or past a gap
-        task = bar.add_task("held-out states (CFR+ in-sample, fresh samples)",
-                            total=len(picked), completed=len(kept))
-        rows = list(kept)
+    if len(picked) < cfg.states:
+        picked, candidates, game_calls, seeds = play_heldout_games(
+            cfg, trained.config, root, pool, model, ctx.executor.quiet)
+        calls = calls + game_calls
+        Ledger.write_lines(root / STATES_FILE, (SavedState(run_key=key, state=s) for s in picked))
+    else:
+        seeds = sorted({s.seed for s in picked})
+    picked = picked[:cfg.states]
+    check_held_out(picked, trained)
+    kept = ledger.prefix(len(picked), lambda i, row: (row.index, row.game_id, row.step) == (
+        i, picked[i].game_id, picked[i].step)) if options.resume else []
+    ledger.drop_from(len(kept))  # another run's, or past a gap
+    advance = shown.counter("held-out states (CFR+ in-sample, fresh samples)", len(picked),
+                            len(kept))
+    rows = list(kept)
 
-        def write(i: int, row: FreshStateRow) -> None:
-            ledger.add(row.index, row)
-            rows.append(row)
-            bar.advance(task)
+    def write(i: int, row: FreshStateRow) -> None:
+        ledger.add(row.index, row)
+        rows.append(row)
+        advance()
 
-        jobs = [FreshJob(s, i, key, trained, pool.force_completion)
-                for i, s in enumerate(picked) if i >= len(kept)]
-        units = ctx.executor.quiet.run(measure_job, jobs, model, on_result=InOrder(write),
-                                       label="held-out states")
-        calls = calls + units.calls
+    jobs = [FreshJob(s, i, key, trained, pool.force_completion)
+            for i, s in enumerate(picked) if i >= len(kept)]
+    units = ctx.executor.quiet.run(measure_job, jobs, model, on_result=InOrder(write),
+                                   label="held-out states")
+    calls = calls + units.calls
     summary = SteerHeldoutSummary(
         config=cfg, train=trained.config, run_key=key, train_seeds=list(trained.seeds),
         heldout_seeds=seeds, candidate_states=candidates,
@@ -552,13 +551,12 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
 
 
 def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: Path,
-                       pool: LLMPool, model: LLM, bar: Progress, executor: Executor
+                       pool: LLMPool, model: LLM, executor: Executor
                        ) -> tuple[list[GameState], int, LLMCalls, list[int]]:
     """Held-out games, one at a time, until they hold `cfg.states` picks (or `max_games`
     are played): the picked states, the eligible turns seen, the games' calls, their seeds."""
     assert cfg.max_games is not None
     store = GameStore.fresh(root / GAMES_DB)  # rebuilt from the games, in order
-    task = bar.add_task("held-out games", total=math.ceil(cfg.states / cfg.per_game))
     picked: list[GameState] = []
     candidates, calls, seeds = 0, LLMCalls(), []
     try:
@@ -573,8 +571,7 @@ def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: P
             turns = logged_discussion_states(store, setup.game_id, train.max_speakers)
             candidates += len(turns)
             picked += pick_of_game(turns, setup.seed, cfg.per_game)
-            bar.update(task, total=max(g + 1, math.ceil(cfg.states / cfg.per_game)))
-            bar.advance(task)
+            shown.step("held-out games", g + 1, max(g + 1, math.ceil(cfg.states / cfg.per_game)))
     finally:
         store.close()
     return picked, candidates, calls, seeds

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from gtsteer.runs import docsection
-from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary, PairedDifference, Rate
-from gtsteer.solvers.metrics import side_of_zero
+from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary, PairedDifference
+from gtsteer.solvers.metrics import Proportion, side_of_zero
 
 #: The markers of its section.
 MARKERS = docsection.markers("werewolf_paired")
@@ -27,8 +27,8 @@ class PairedDocError(ValueError):
     """--render-only found no finished evaluate run to render."""
 
 
-def rate(r: Rate) -> str:
-    return f"{r.wins}/{r.games} = {r.rate:.2f} [{r.low:.2f}, {r.high:.2f}]"
+def rate(r: Proportion) -> str:
+    return f"{r.correct}/{r.n} = {r.accuracy:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
 
 
 def signed_span(mean: float | None, low: float | None, high: float | None) -> str:

@@ -23,16 +23,14 @@ from __future__ import annotations
 import math
 import random
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.imitation.build import reach_weighted_records
 from gtsteer.imitation.dataset import DecisionRecord, records_to_jsonl
 from gtsteer.imitation.policy import TextEmbedder
@@ -40,10 +38,9 @@ from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
@@ -303,17 +300,7 @@ class SteerTrainOptions(BaseModel):
     embedder: Any = None
 
 
-def steer_train(cfg: SteerTrainConfig, out: str | Path, *, embedder: TextEmbedder | None = None,
-                pool: LLMPool | None = None, show_progress: bool = True,
-                ray: RayOptions | None = None) -> SteerTrainSummary:
-    """Deprecated: `run(cfg, RunContext.of(out=...), SteerTrainOptions(...))`. Kept only while
-    `gtsteer/bench` still calls it."""
-    warnings.warn("gtsteer.runs.werewolf_steer.steer_train is deprecated; call run(cfg, ctx,"
-                  " SteerTrainOptions(...))", DeprecationWarning, stacklevel=2)
-    return run(cfg, RunContext.of(out=out, ray=ray, progress=show_progress, pool=pool),
-               SteerTrainOptions(embedder=embedder))
-
-
+@driver("werewolf steer-train")
 def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         ) -> SteerTrainSummary:
     """`gtsteer werewolf steer-train`: log bot-only games, solve playstyle games at sampled
@@ -328,10 +315,10 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
     root = prepare_run_dir(ctx.out, (POLICY_DIR,), summary=SUMMARY_FILE)
     # A rerun starts from fresh logs (the LLM cache makes it cheap).
     store = GameStore.fresh(root / "games.sqlite")
-    with Progress(disable=not ctx.progress) as bar, executor.session():
+    with executor.session():
         t0 = time.perf_counter()
-        task = bar.add_task("bot-only games", total=cfg.games)
-        ids, game_calls = play_logged_games(cfg, store, pool, lambda _: bar.advance(task),
+        advance = shown.counter("bot-only games", cfg.games)
+        ids, game_calls = play_logged_games(cfg, store, pool, lambda _: advance(),
                                             executor=executor)
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
@@ -343,12 +330,12 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         write_text(root / "states.jsonl", "".join(s.model_dump_json() + "\n" for s in picked))
         records: list[DecisionRecord] = []
         solved: list[SolvedState] = []
-        task = bar.add_task("playstyle games (expand + CFR+)", total=len(picked))
+        advance = shown.counter("playstyle games (expand + CFR+)", len(picked))
 
         def collect(_: int, done: tuple[list[DecisionRecord], SolvedState]) -> None:
             records.extend(done[0])
             solved.append(done[1])
-            bar.advance(task)
+            advance()
 
         jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
                 for state in picked]

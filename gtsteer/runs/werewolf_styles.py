@@ -41,14 +41,13 @@ import datetime as dt
 import hashlib
 import json
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from rich.progress import Progress
 
+from gtsteer.binding import progress as shown
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.shipped import DATA_DIR
 from gtsteer.evals.classifiers import (
@@ -57,10 +56,18 @@ from gtsteer.evals.classifiers import (
     make_classifier,
     names_a_classifier,
 )
-from gtsteer.evals.prompts import VARIANTS, LabelSpace
+from gtsteer.evals.prompts import VARIANTS
+from gtsteer.evals.steering import Confusion
 from gtsteer.evals.validation import ClassifierValidation
+from gtsteer.evals.werewolf_styles import (
+    STYLE_SPACE,
+    StyleLine,
+    StyleResult,
+    UnsteeredResult,
+    summarise,
+)
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext
+from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
@@ -78,12 +85,7 @@ from gtsteer.runs.werewolf_steer import (
     play_logged_games,
 )
 from gtsteer.solvers.metrics import (
-    Accuracy,
-    MeanCI,
-    above_chance,
-    mcnemar_exact,
-    mean_ci,
-    wilson,
+    Spelling,
 )
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -95,7 +97,6 @@ from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.style_lines import (
     LABEL_KEY,
     LABEL_SET,
-    READINGS,
     named_players,
     words,
 )
@@ -111,9 +112,6 @@ DEFAULT_LABELLED = DATA_DIR / "werewolf_style_labelled.yaml"
 #: What the issue asks for; fewer states make a trial run, which the docs section says.
 ISSUE_STATES = 20
 
-#: The readings a judge chooses among (`style_lines.READINGS`), as the classifiers take them.
-STYLE_SPACE = LabelSpace(name=LABEL_SET, actions={LABEL_KEY: list(READINGS)},
-                         instruction_definitions={LABEL_KEY: dict(READINGS)})
 
 
 class StylesError(ValueError):
@@ -161,101 +159,6 @@ class StylesConfig(BaseModel):
         return [s for s in STYLE_OPTIONS if s in v]  # one order, whatever was given
 
 
-class StyleLine(BaseModel):
-    """One sampled line: a row of `lines.jsonl` (the summary is recomputed from these)."""
-
-    #: The run's key (`run_key`): a rerun keeps only rows of the same settings.
-    key: str
-    #: The state's index in `states.jsonl`, its logged game and step.
-    state: int
-    game_id: str
-    step: int
-    day: int
-    speaker: str
-    team: str
-    style: str
-    sample: int
-    text: str
-    words: int
-    #: Other players the line names (any, and the living, who can be voted out).
-    named: list[str]
-    named_living: list[str]
-    #: The judge's reading per variant (calibrated where it calibrates), the raw argmax, and
-    #: the raw score of every reading.
-    reads: dict[str, str]
-    reads_uncalibrated: dict[str, str]
-    scores: dict[str, dict[str, float]]
-    #: Samples the line took (the live resample guard's extra tries included).
-    calls: int
-
-    @property
-    def run_key(self) -> str:
-        """`key` by the name the `Ledger` reads (the rows keep their field's name)."""
-        return self.key
-
-
-class Paired(BaseModel):
-    """A style minus `unsteered` on the same states: the per-state difference (mean over
-    samples), its mean over states with a 95% Student-t interval; for a yes/no measure also
-    the discordant pairs (yes only under the style / only unsteered) and the exact McNemar p."""
-
-    diff: MeanCI
-    style_only: int | None = None
-    unsteered_only: int | None = None
-    mcnemar_p: float | None = None
-
-    @property
-    def moved(self) -> bool:
-        """The interval excludes 0."""
-        return self.diff.side in (1, -1)
-
-
-class JudgeMeasure(BaseModel):
-    """One style's lines as the judge reads them, in one variant."""
-
-    variant: str
-    #: The variant passed validation on the labelled lines: only then do its numbers count.
-    validated: bool
-    #: Lines of the style read as that style.
-    own: Accuracy
-    chance: float
-    #: One-sided exact binomial p of `own` against chance.
-    p_above_chance: float
-    #: Unsteered lines (same states) read as this style: what the style has to beat.
-    base: Accuracy
-    paired: Paired
-
-
-class StyleResult(BaseModel):
-    style: str
-    lines: int
-    words: MeanCI
-    words_paired: Paired
-    #: Lines naming another living player.
-    names: Accuracy
-    names_paired: Paired
-    judge: list[JudgeMeasure]
-    #: The measures this style moves against unsteered (paired interval excluding 0).
-    moved: list[str]
-
-
-class UnsteeredResult(BaseModel):
-    lines: int
-    words: MeanCI
-    names: Accuracy
-    #: variant -> reading -> share of the unsteered lines read so.
-    reads: dict[str, dict[str, float]]
-
-
-class Confusion(BaseModel):
-    """counts[i][j]: lines under `rows[i]` (a style or unsteered) read as `columns[j]`."""
-
-    variant: str
-    rows: list[str]
-    columns: list[str]
-    counts: list[list[int]]
-
-
 class StylesSummary(RunResult):
     """`styles.json`."""
 
@@ -270,7 +173,8 @@ class StylesSummary(RunResult):
     lines: int
     unsteered: UnsteeredResult
     styles: list[StyleResult]
-    confusion: list[Confusion]
+    #: Per judge variant: lines under each style (or unsteered) read as each reading.
+    confusion: list[Annotated[Confusion, Spelling(of="variant")]]
     #: "style: measure" for every measure a style moves; empty: none moves anything.
     moved: list[str]
     #: Model requests of this invocation (writer and judge): the cache's share and new calls.
@@ -293,89 +197,6 @@ class StylesOptions(BaseModel):
     labelled: str | Path = DEFAULT_LABELLED
     #: Recompute the summary from the saved rows of OUT; no model is loaded or called.
     render_only: bool = False
-
-
-# ---- the statistics (pure functions of the rows) ----------------------------------------------
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)
-
-
-def paired(rows: list[StyleLine], style: str, value: Any, binary: bool = False) -> Paired:
-    """`style` minus `unsteered` on `value(row)`, paired by (state, sample); the per-state mean
-    difference over states (t interval); McNemar on the (state, sample) pairs when `binary`."""
-    by = {(r.state, r.sample, r.style): r for r in rows}
-    per_state: dict[int, list[float]] = defaultdict(list)
-    style_only = unsteered_only = 0
-    for (state, sample, s), row in sorted(by.items()):
-        base = by.get((state, sample, UNSTEERED))
-        if s != style or base is None:
-            continue
-        a, b = float(value(row)), float(value(base))
-        per_state[state].append(a - b)
-        style_only += int(a > b)
-        unsteered_only += int(b > a)
-    diff = mean_ci([_mean(d) for _, d in sorted(per_state.items())])
-    if not binary:
-        return Paired(diff=diff)
-    return Paired(diff=diff, style_only=style_only, unsteered_only=unsteered_only,
-                  mcnemar_p=mcnemar_exact(style_only, unsteered_only))
-
-
-def share(rows: list[StyleLine], hit: Any) -> Accuracy:
-    """The rows for which `hit(row)` holds, with a 95% Wilson interval (0 of 0: all zeros)."""
-    k = sum(bool(hit(r)) for r in rows)
-    if not rows:
-        return Accuracy(correct=0, n=0, accuracy=0.0, ci_low=0.0, ci_high=0.0)
-    return wilson(k, len(rows))
-
-
-def summarise(rows: list[StyleLine], styles: list[str], validated: list[str],
-              variants: tuple[str, ...] = VARIANTS) -> tuple[UnsteeredResult, list[StyleResult],
-                                                            list[Confusion], list[str]]:
-    """The numbers per style from the rows alone (see the module docstring): the unsteered
-    baseline, each style against it, the confusion per variant, and what moved."""
-    readings = list(READINGS)
-    chance = 1 / len(readings)
-    base_rows = [r for r in rows if r.style == UNSTEERED]
-    unsteered = UnsteeredResult(
-        lines=len(base_rows), words=mean_ci([r.words for r in base_rows]),
-        names=share(base_rows, lambda r: r.named_living),
-        reads={v: {o: sum(r.reads.get(v) == o for r in base_rows) / max(1, len(base_rows))
-                   for o in readings} for v in variants})
-    results, moved = [], []
-    for style in styles:
-        if style == UNSTEERED:
-            continue
-        mine = [r for r in rows if r.style == style]
-        judge = []
-        for v in variants:
-            own = share(mine, lambda r, v=v, s=style: r.reads.get(v) == s)
-            judge.append(JudgeMeasure(
-                variant=v, validated=v in validated, own=own, chance=chance,
-                p_above_chance=above_chance(own.correct, own.n, chance),
-                base=share(base_rows, lambda r, v=v, s=style: r.reads.get(v) == s),
-                paired=paired(rows, style, lambda r, v=v, s=style: r.reads.get(v) == s,
-                              binary=True)))
-        result = StyleResult(
-            style=style, lines=len(mine), words=mean_ci([r.words for r in mine]),
-            words_paired=paired(rows, style, lambda r: r.words),
-            names=share(mine, lambda r: r.named_living),
-            names_paired=paired(rows, style, lambda r: bool(r.named_living), binary=True),
-            judge=judge, moved=[])
-        if result.words_paired.moved:
-            result.moved.append("words")
-        if result.names_paired.moved:
-            result.moved.append("names a player")
-        result.moved += [f"read as {style} ({m.variant})" for m in judge
-                         if m.validated and m.paired.moved]
-        moved += [f"{style}: {m}" for m in result.moved]
-        results.append(result)
-    confusion = [Confusion(variant=v, rows=list(styles), columns=readings, counts=[
-        [sum(r.style == s and r.reads.get(v) == o for r in rows) for o in readings]
-        for s in styles]) for v in variants]
-    return unsteered, results, confusion, moved
 
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -563,6 +384,7 @@ def render_only(out: Path, report: Callable[[str], None] | None = None) -> Style
     return summary.written_to(out)
 
 
+@driver("werewolf styles")
 def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> StylesSummary:
     """`gtsteer werewolf styles`: sample each style's line at logged discussion states, judge
     and count it (see the module docstring); writes `ctx.out` (required)."""
@@ -585,8 +407,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     root = prepare_run_dir(ctx.out, summary=SUMMARY_FILE)
     meters = [pool.get(cfg.llm), *classifier_models(classifier)]
     before = [m.usage for m in meters]
-    with Progress(disable=not ctx.progress) as bar:
-        states = load_states(root, cfg, key, states_file, pool, bar)
+    states = load_states(root, cfg, key, states_file, pool)
     write_json(root / RUN_FILE, {"key": key, "config": cfg.model_dump(),
                                  "judge": classifier.name,
                                  "labelled": repo_relative(options.labelled)})
@@ -601,15 +422,14 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
         Ledger.write_lines(rows_path, rows)
     done = {(r.state, r.style, r.sample) for r in rows}
     total = len(states) * cfg.samples * len(cfg.styles)
-    with Progress(disable=not ctx.progress) as bar:
-        task = bar.add_task("lines (sampled and judged)", total=total, completed=len(done))
-        for index, state in enumerate(states):
-            for sample in range(cfg.samples):
-                new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
-                if new:
-                    Ledger.append_lines(rows_path, new)
-                    rows += new
-                    bar.advance(task, len(new))
+    advance = shown.counter("lines (sampled and judged)", total, len(done))
+    for index, state in enumerate(states):
+        for sample in range(cfg.samples):
+            new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
+            if new:
+                Ledger.append_lines(rows_path, new)
+                rows += new
+                advance(len(new))
     calls = sum((m.usage.since(b) for m, b in zip(meters, before, strict=True)), LLMCalls())
     order = {(s, st, k): i for i, (s, k, st) in enumerate(
         (s, k, st) for s in range(len(states)) for k in range(cfg.samples) for st in cfg.styles)}
@@ -622,7 +442,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
 
 
 def load_states(root: Path, cfg: StylesConfig, key: str, states_file: Path | None,
-                pool: LLMPool, bar: Progress) -> list[GameState]:
+                pool: LLMPool) -> list[GameState]:
     """This run's states: those saved by a run with the same key, else drawn afresh (from
     `states_from`, or from newly logged games as `steer-train` draws them) and saved."""
     saved = root / STATES_FILE
@@ -645,12 +465,12 @@ def load_states(root: Path, cfg: StylesConfig, key: str, states_file: Path | Non
         for i, s in enumerate(states):
             speak_turn(s, f"--states-from {states_file} line {i + 1}")
     else:
-        states = logged_states(root, cfg, pool, bar)
+        states = logged_states(root, cfg, pool)
     write_text(saved, "".join(s.model_dump_json() + "\n" for s in states))
     return states
 
 
-def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool, bar: Progress
+def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool
                   ) -> list[GameState]:
     """Bot-only games logged as `steer-train` logs them, and its draw of their eligible
     discussion states; refused when they hold fewer than `cfg.states`."""
@@ -659,8 +479,8 @@ def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool, bar: Progress
         logged = SteerTrainConfig(games=cfg.games, llm=cfg.llm, players=cfg.players,
                                   max_messages=cfg.max_messages, max_days=cfg.max_days,
                                   seed=cfg.seed, states=cfg.states, max_speakers=cfg.max_speakers)
-        task = bar.add_task("bot-only games", total=cfg.games)
-        ids, _ = play_logged_games(logged, store, pool, lambda _: bar.advance(task))
+        advance = shown.counter("bot-only games", cfg.games)
+        ids, _ = play_logged_games(logged, store, pool, lambda _: advance())
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 from gtsteer.runs import docsection
 from gtsteer.runs.output import repo_relative
 from gtsteer.runs.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
-from gtsteer.solvers.metrics import Accuracy, MeanCI
+from gtsteer.solvers.metrics import MeanCI, Proportion
 from gtsteer.werewolf.style_lines import NEUTRAL
 
 #: The code whose lines and readings the numbers are (for the section's commit).
@@ -54,7 +54,7 @@ def command_of(cfg: StylesConfig, out: str | Path) -> str:
     return shlex.join([*args, "--out", str(out)])
 
 
-def pct(a: Accuracy) -> str:
+def pct(a: Proportion) -> str:
     return f"{a.correct}/{a.n} = {a.accuracy:.0%} [{a.ci_low:.0%}, {a.ci_high:.0%}]"
 
 

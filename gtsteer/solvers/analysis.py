@@ -48,8 +48,8 @@ class GameValues(BaseModel):
 def baseline_strategies(
     table: PolicyTable, labels: Sequence[Sequence[str]], any_actions: Sequence[int]
 ) -> dict[str, Strategy]:
-    """`cfr`, `any`, `always:<instruction>` for every other instruction that every player has,
-    and `uniform`.
+    """`cfr`, `any`, `always:<instruction>` for every other instruction that every player has
+    (`any` at a turn that does not offer it), and `uniform`.
 
     The prefix keeps an instruction called "cfr" or "uniform" from colliding with those rows;
     an instruction some player lacks gets no row (a row must mean what its name says).
@@ -62,7 +62,7 @@ def baseline_strategies(
         name = f"{ALWAYS}{label}"
         if name in strategies:
             raise ValueError(f"instruction {label!r} appears twice in player 0's action list")
-        strategies[name] = fixed([list(ls).index(label) for ls in labels])
+        strategies[name] = fixed([list(ls).index(label) for ls in labels], any_actions)
     strategies["uniform"] = uniform()
     return strategies
 

@@ -57,13 +57,17 @@ def uniform(actions: Sequence[int] | None = None) -> Strategy:
     return strategy
 
 
-def fixed(actions: Sequence[int]) -> Strategy:
-    """Always the given action of the acting player (`actions[player]`); an error where that
-    action is not legal, so an "always X" row never silently measures something else."""
+def fixed(actions: Sequence[int], otherwise: Sequence[int] | None = None) -> Strategy:
+    """Always the given action of the acting player (`actions[player]`); where that action is
+    not legal, `otherwise[player]` if given (a game whose turns offer their own instructions:
+    "always Monday" is `any` at a reply), else an error, so an "always X" row never silently
+    measures something else."""
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
         player = state.current_player()
         action = actions[player]
+        if otherwise is not None and action not in state.legal_actions():
+            action = otherwise[player]
         if action not in state.legal_actions():
             raise StrategyError(
                 f"fixed strategy: action {action} is not legal for player {player} at {state}"

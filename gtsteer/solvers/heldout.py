@@ -297,37 +297,48 @@ def measure_heldout(
     )
 
 
-def greedy_instruction(spec: DomainSpec, info: dict[str, str]) -> str | None:
-    """The instruction the domain's `greedy` hook gives a player whose private information is
-    `info` (every instruction key it leaves out is `any`), as an action string of `spec`; None
-    where the domain has no such hook or its choice names no action of the game."""
-    choose = spec.hooks.greedy
-    if choose is None:
+def greedy_instruction(spec: DomainSpec, info: dict[str, str],
+                       messages: Sequence[str] = (), depth: int = 0) -> str | None:
+    """The instruction the domain's greedy baseline gives a player whose private information is
+    `info` at the message of `depth`, having read `messages` (the domain's `reply_greedy`
+    after the first message where it has one, else `greedy`), among the keys that message may
+    set (every other key `any`), as an action string of `spec`; None where the domain has no
+    such hook or its choice names no action the message offers."""
+    hooks = spec.hooks
+    if messages and hooks.reply_greedy is not None:
+        chosen = hooks.reply_greedy(spec, info, list(messages))
+    elif hooks.greedy is not None:
+        chosen = hooks.greedy(spec, info)
+    else:
         return None
-    chosen = choose(spec, info)
-    if not set(chosen) & set(spec.actions):
+    keys = spec.turn_keys(depth)
+    if not set(chosen) & set(keys):
         return None
-    wanted = {k: chosen.get(k, ANY) for k in spec.actions}
+    wanted = {k: chosen.get(k, ANY) if k in keys else ANY for k in spec.actions}
     return next((name for name in spec.instructions()
                  if spec.parse_instruction(name) == wanted), None)
 
 
 def greedy_baseline(game: DialogueGame) -> Strategy | None:
-    """The acting player's `greedy` instruction (`greedy_instruction`, from that player's own
-    private information), or None where the domain has none or names no action of the game."""
+    """The acting player's greedy instruction (`greedy_instruction`, from that player's own
+    private information and the messages it has read), `any` where it names none the turn
+    offers; None where the domain has no greedy hook or its opening names no action."""
     if game.domain.greedy is None:
         return None
-    names = game.instructions()
-    picks: dict[tuple[int, int], int] = {}
-    for d, deal in enumerate(game.deals):
-        for player in range(game.num_players()):
-            chosen = greedy_instruction(game.spec, deal.private_info[player])
-            if chosen is None:
-                return None
-            picks[d, player] = names.index(chosen)
+    names, spec = game.instructions(), game.spec
+    for deal in game.deals:
+        if any(greedy_instruction(spec, info) is None for info in deal.private_info):
+            return None
+    picks: dict[tuple[int, int, tuple[str, ...]], int] = {}
 
     def strategy(state: pyspiel.State) -> list[tuple[int, float]]:
-        return [(picks[state.deal, state.current_player()], 1.0)]
+        player, read = state.current_player(), tuple(t.text for t in state.turns)
+        key = (state.deal, player, read)
+        if key not in picks:
+            chosen = greedy_instruction(spec, game.deals[state.deal].private_info[player], read,
+                                        state.replies)
+            picks[key] = names.index(chosen) if chosen is not None else game.any_action()
+        return [(picks[key], 1.0)]
 
     return strategy
 

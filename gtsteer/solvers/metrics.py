@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pyspiel
-from pydantic import BaseModel
+from pydantic import BaseModel, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 from gtsteer.solvers.cfr import CFRResult, PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.evaluate import Strategy, expected_returns
@@ -65,6 +66,17 @@ class MeanCI(BaseModel):
     @property
     def side(self) -> int | None:
         return side_of_zero(self.ci_low, self.ci_high)
+
+
+class Metric(MeanCI):
+    """One measure over instances: its value per instance (in the run's instance order), the
+    mean and the 95% Student-t interval (`Metric.of`)."""
+
+    per_instance: list[float]
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Metric:
+        return cls(per_instance=list(values), **mean_ci(values).model_dump())
 
 
 def side_of_zero(low: float | None, high: float | None) -> int | None:
@@ -152,8 +164,9 @@ def instances_for_power(values: Sequence[float], power: float = 0.8,
     return max(2, math.ceil((t * sd / abs(mean)) ** 2))
 
 
-class Accuracy(BaseModel):
-    """`correct` of `n` with a two-sided 95% Wilson interval."""
+class Proportion(BaseModel):
+    """`correct` of `n` (right readings, games won) as the share `accuracy`, with a two-sided
+    95% Wilson interval: the one proportion type (`wilson` makes it)."""
 
     correct: int
     n: int
@@ -162,12 +175,40 @@ class Accuracy(BaseModel):
     ci_high: float
 
 
-def wilson(correct: int, n: int) -> Accuracy:
-    """The share `correct / n` with its 95% Wilson score interval (scipy's binomtest)."""
+class Spelling:
+    """A file's own names for a model's fields, as `Annotated[Proportion, Spelling(...)]`: read
+    and written under those names, so files written when win rates (or confusion matrices)
+    were types of their own keep their bytes, while code has one type."""
+
+    def __init__(self, **names: str) -> None:
+        self.names = names
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler
+                                     ) -> CoreSchema:
+        out, back = self.names, {v: k for k, v in self.names.items()}
+        return core_schema.no_info_before_validator_function(
+            lambda d: {back.get(k, k): v for k, v in d.items()} if isinstance(d, dict) else d,
+            handler(source), serialization=core_schema.plain_serializer_function_ser_schema(
+                lambda p: {out.get(k, k): v for k, v in dict(p).items()}))
+
+
+#: A verdict game's win rate, a Werewolf side's, and a reward path's sign flips, as their
+#: reports spell them.
+WinRate = Annotated[Proportion, Spelling(correct="wins", n="games", accuracy="rate")]
+TeamRate = Annotated[Proportion, Spelling(correct="wins", n="games", accuracy="rate",
+                                          ci_low="low", ci_high="high")]
+SignFlips = Annotated[Proportion, Spelling(correct="flipped", accuracy="rate")]
+
+
+def wilson(correct: int, n: int) -> Proportion:
+    """The share `correct / n` with its 95% Wilson score interval (scipy's binomtest); 0 of 0
+    is all zeros."""
     from scipy import stats
 
+    if n == 0:
+        return Proportion(correct=0, n=0, accuracy=0.0, ci_low=0.0, ci_high=0.0)
     ci = stats.binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return Accuracy(
+    return Proportion(
         correct=correct, n=n, accuracy=correct / n, ci_low=float(ci.low), ci_high=float(ci.high)
     )
 

@@ -4,7 +4,7 @@ Same parameters on both sides: the fruit-trading tone domain (2 players, tones c
 assertive / submissive / any, 2 LLM samples, 1 reply each), 3 PSRO iterations, shotgun
 oracle with K = 4 candidates.
 
-1. gtsteer: `psro_config` on `gtsteer/configs/trade_fruit_tone.yaml` with a fresh response cache,
+1. gtsteer: `gtsteer.psro` on `gtsteer/configs/trade_fruit_tone.yaml` with a fresh response cache,
    then the same run again (cache warm): new LLM calls and wall time per iteration. Twice:
    with an oracle for every player (gtsteer's default), and with an oracle for player 0 only
    (`oracle_players=[0]`, the reference's work), each with its own fresh cache.
@@ -39,8 +39,8 @@ ITERATIONS, CANDIDATES = 3, 4
 
 
 def gtsteer_run(model: str, oracle_players: list[int] | None = None) -> dict:
+    import gtsteer
     from gtsteer.llm import LLM
-    from gtsteer.runs.psro import psro_config
     from gtsteer.solvers.psro import PSROConfig
 
     # All iterations run even when one adds nothing (the reference always runs all of them).
@@ -51,7 +51,7 @@ def gtsteer_run(model: str, oracle_players: list[int] | None = None) -> dict:
     with benchdoc.fresh_cache("bench-psro-"), tempfile.TemporaryDirectory() as out:
         for _ in ("cold", "rerun"):
             start = time.perf_counter()
-            summary = psro_config(FRUIT, LLM(model), games=1, settings=settings, out_dir=out)
+            summary = gtsteer.psro(FRUIT, llm=LLM(model), settings=settings, out=out)
             runs.append((summary, time.perf_counter() - start))
     (cold, cold_s), (rerun, rerun_s) = runs
     return {

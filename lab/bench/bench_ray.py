@@ -54,13 +54,13 @@ def _noop(unit: int, model: object) -> int:
 
 def solve_wall(config: Path, llm: str, games: int, iterations: int,
                ray: RayOptions | None) -> tuple[float, SolveSummary]:
-    """Wall time of one `solve_config` from a fresh cache (and its summary)."""
-    from gtsteer.runs.solve import solve_config
+    """Wall time of one `gtsteer.solve` from a fresh cache (and its summary)."""
+    import gtsteer
 
     with benchdoc.fresh_cache("bench-ray-"), tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        summary = solve_config(config, llm, games=games, iterations=iterations, out_dir=out,
-                               progress=False, ray=ray)
+        summary = gtsteer.solve(config, llm=llm, games=games, iterations=iterations, out=out,
+                                quiet=True, ray=ray)
         return time.perf_counter() - start, summary
 
 

@@ -32,7 +32,7 @@ def norm_cell(report: RewardReport, path: str, outcome: str) -> str:
     norm = f"{row.norm.mean:.3f}"
     if row.norm.ci_low is not None and row.norm.ci_high is not None:
         norm += f" [{row.norm.ci_low:.3f}, {row.norm.ci_high:.3f}]"
-    sgn = f"{100 * row.sign_flips.rate:.0f}%" if row.sign_flips is not None else "—"
+    sgn = f"{100 * row.sign_flips.accuracy:.0f}%" if row.sign_flips is not None else "—"
     failed = f", {row.failures} failed" if row.failures else ""
     return f"{norm} / {sgn}{failed}"
 

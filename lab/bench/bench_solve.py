@@ -48,15 +48,13 @@ DEMO_COMMAND = f"gtsteer solve {DEMO_CONFIG} --games 1"
 
 
 def gtsteer_calls(iterations: int) -> dict:
+    import gtsteer
     from gtsteer.llm import LLM
-    from gtsteer.runs.solve import solve_config
 
     with benchdoc.fresh_cache("bench-solve-") as cache, tempfile.TemporaryDirectory() as out:
-        first = solve_config(FRUIT, LLM("fake"), games=1, iterations=iterations, out_dir=out,
-                             progress=False)  # fmt: skip
+        first = gtsteer.solve(FRUIT, llm=LLM("fake"), iterations=iterations, out=out, quiet=True)
         record = json.loads((Path(out) / "games" / "0.json").read_text())
-        second = solve_config(FRUIT, LLM("fake"), games=1, iterations=iterations, out_dir=out,
-                              progress=False)  # fmt: skip
+        second = gtsteer.solve(FRUIT, llm=LLM("fake"), iterations=iterations, out=out, quiet=True)
         del cache
     exp = record["expansion"]
     nodes = exp["message_requests"] + exp["termination_requests"] + exp["reward_requests"]

@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     benchdoc.fresh_cache_until_exit("bench-steer-")  # cold calls
 
     commit = benchdoc.commit(["gtsteer/werewolf", "gtsteer/llm"])  # the code measured
-    from gtsteer.runs.werewolf_steer import SteerTrainConfig, steer_train
+    from gtsteer.runs.context import RunContext
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, SteerTrainOptions, run
     from gtsteer.werewolf.playstyles import AssignedPlaystyle
     from gtsteer.werewolf.steering import DistilledPlaystyleChooser
     from gtsteer.werewolf.store import GameStore
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
                            states=args.states, num_llm_seeds=args.samples,
                            train_steps=args.train_steps, embedder=args.embedder)
     t0 = time.perf_counter()
-    summary = steer_train(cfg, work / "steer")
+    summary = run(cfg, RunContext.of(out=work / "steer"), SteerTrainOptions())
     build_s = time.perf_counter() - t0
     chooser = DistilledPlaystyleChooser.load(work / "steer")
     store = GameStore(work / "latency.sqlite")

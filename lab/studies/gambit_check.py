@@ -32,10 +32,9 @@ from typing import Any
 
 import pyspiel
 
+import gtsteer
 from gtsteer.llm.extras import require
-from gtsteer.runs.export import export_config
 from gtsteer.runs.output import ROOT
-from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.efg import EfgMap, policy_to_efg
 from gtsteer.solvers.metrics import nash_conv
@@ -203,8 +202,8 @@ def openspiel_gains(efg_path: Path, efg_map: EfgMap, policy: PolicyTable) -> lis
 
 
 def run(config: Path, llm: str, tmp: Path, rational: bool = True) -> dict[str, Any]:
-    solved = solve_config(config, llm, games=1, out_dir=tmp / "solve", progress=False)
-    exported = export_config(config, llm, games=1, out_dir=tmp / "export", progress=False)
+    solved = gtsteer.solve(config, llm=llm, out=tmp / "solve", quiet=True)
+    exported = gtsteer.export(config, llm=llm, out=tmp / "export", quiet=True)
     record = json.loads((tmp / "solve" / "games" / "0.json").read_text())
     game = exported.games[0]
     efg_map = EfgMap.model_validate_json((tmp / "export" / str(game.side_file)).read_text())

@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gtsteer.checks import playthrough
+from gtsteer.checks import dialogue_playthrough, playthrough
 from gtsteer.domains import load_game
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {PLAYTHROUGH.relative_to(ROOT)}")
         return 0
     configs = args.configs or sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
+    outside = [str(c) for c in configs if not c.resolve().is_relative_to(ROOT)]
+    if outside:  # its recording belongs beside the config, not in this repository's tests
+        parser.error(f"{', '.join(outside)} is outside this repository: record it with "
+                     "`gtsteer check CONFIG --record FILE`")
     for config in configs:
         target = OUT / f"{Path(config).stem}.txt"
         target.write_text(record_config(Path(config)), encoding="utf-8")
@@ -65,13 +69,7 @@ def record_config(config: Path, model: str = "fake") -> str:
     """The playthrough of instance 0 of `config`, as configured; the header names the config
     by its path in the repository, so the file replays from any checkout."""
     path = config.resolve().relative_to(ROOT).as_posix()
-    game = load_game(ROOT / path, llm=model, instance=0)
-    params = {k: v for k, v in game.get_parameters().items() if k != "key"}
-    params["config"] = path  # the live key and the absolute path say nothing to a reader
-    header = {"config": path, "model": model, "params": json.dumps(params, sort_keys=True),
-              "domain": game.spec.domain or "(none)",
-              "instance": game.instance.model_dump_json()}
-    return playthrough(game, header, seed=0)
+    return dialogue_playthrough(load_game(ROOT / path, llm=model, instance=0), path)
 
 
 # ---- the Werewolf playstyle game -------------------------------------------------------------

@@ -39,11 +39,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+import gtsteer
 from gtsteer.binding.shipped import CONFIG_DIR
 from gtsteer.domains import load_spec
 from gtsteer.runs.output import ROOT, repo_relative, save_png
 from gtsteer.runs.ray_pool import RayOptions
-from gtsteer.runs.solve import solve_config
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
 from lab.studies.table1 import ci, per_instance_values
@@ -146,9 +146,9 @@ def measure(config: Path, seeds: int, games: int, llm: str, results: Path,
         print(f"   {offered} records from {reuse} offered for reuse",
               flush=True)
     t0 = time.perf_counter()
-    summary = solve_config(seeded_config(config, seeds, folder), llm=llm, games=games,
-                           out_dir=folder / "run", heldout=True, progress=progress, ray=ray,
-                           resume=True, report=lambda line: print(line, flush=True))
+    summary = gtsteer.solve(seeded_config(config, seeds, folder), llm=llm, games=games,
+                            out=folder / "run", heldout=True, quiet=not progress, ray=ray,
+                            resume=True, report=lambda line: print(line, flush=True))
     wall = time.perf_counter() - t0
     here = benchdoc.machine()
     m = summary.metrics

@@ -14,7 +14,9 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from gtsteer.runs.eval_verdict import VerdictEvalReport, evaluate_verdict
+from gtsteer.runs import eval_verdict
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_verdict import VerdictEvalReport, VerdictOptions
 from gtsteer.runs.output import ROOT
 from lab.bench import benchdoc
 
@@ -59,12 +61,12 @@ def section(reports: list[VerdictEvalReport], command: str) -> str:
             cells = {c.policy: c.win for c in rep.cells
                      if (c.prompt_index, c.temperature) == (p, t)}
             lines.append(f"| {p} | {t:g} | " + " | ".join(
-                _pct(cells[n].rate, cells[n].ci_low, cells[n].ci_high)
+                _pct(cells[n].accuracy, cells[n].ci_low, cells[n].ci_high)
                 for n in ("naive", "strategic")
             ) + " |")
         tot = rep.totals
         lines.append("| all | | " + " | ".join(
-            _pct(tot[n].rate, tot[n].ci_low, tot[n].ci_high) for n in ("naive", "strategic")
+            _pct(tot[n].accuracy, tot[n].ci_low, tot[n].ci_high) for n in ("naive", "strategic")
         ) + " |")
         lines.append("")
     lines.append(END)
@@ -82,10 +84,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     reports = []
     for name in args.configs.split(","):
-        reports.append(evaluate_verdict(
-            ROOT / "gtsteer" / "configs" / f"{name}.yaml", llm=args.llm, games=args.games,
-            breadth=args.breadth, out_dir=args.out / name,
-        ))
+        reports.append(eval_verdict.run(
+            ROOT / "gtsteer" / "configs" / f"{name}.yaml",
+            RunContext.of(llm=args.llm, out=args.out / name),
+            VerdictOptions(games=args.games, breadth=args.breadth)))
     command = (f"python -m lab verdict --llm {args.llm} --games {args.games}"
                f" --breadth {args.breadth} --configs {args.configs}")
     benchdoc.write_section(args.doc, START, END, section(reports, command))

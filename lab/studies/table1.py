@@ -27,13 +27,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+import gtsteer
 from gtsteer.binding.shipped import shipped_configs
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
+from gtsteer.runs import eval_steering
 from gtsteer.runs.atomic import write_text
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
-from gtsteer.runs.eval_steering import SteeringReport, measure_steering
+from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.runs.output import (
     ROOT,
     DamagedFileError,
@@ -42,7 +45,6 @@ from gtsteer.runs.output import (
     repo_relative,
     save_png,
 )
-from gtsteer.runs.solve import solve_config
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import (
@@ -200,9 +202,9 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
               samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version)
     command = None if command is None else f"{command} {row.config}"
     try:
-        summary = solve_config(config, llm=llm, games=games, out_dir=out / spec.name,
-                               heldout=heldout, progress=progress, ray=ray, resume=True,
-                               report=lambda line: print(line, flush=True))
+        summary = gtsteer.solve(config, llm=llm, games=games, out=out / spec.name,
+                                heldout=heldout, quiet=not progress, ray=ray, resume=True,
+                                report=lambda line: print(line, flush=True))
         if summary.metrics is not None:
             m = summary.metrics
             row.solved = len(summary.instances)
@@ -237,9 +239,9 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
         if samples > 0:
             row.steering_samples = samples
             try:
-                report: SteeringReport = measure_steering(
-                    config, llm, classifier_llm=judge, samples=samples, progress=progress,
-                    validate_classifier_on=DEFAULT_LABELLED)
+                report: SteeringReport = eval_steering.measure(
+                    config, RunContext.of(llm=llm, reader=judge, progress=progress),
+                    SteeringOptions(samples=samples, validate_classifier_on=DEFAULT_LABELLED))
             except JudgeRefused as exc:  # the solve's numbers stand; the cell says why
                 row.steering_refused = str(exc)
             else:
@@ -567,10 +569,13 @@ def versus_section(rows: list[Row]) -> list[str]:
          " bootstrap (BCa, 10,000 resamples of the instances) is a robustness check, not a"
          " second test; a bound within 2 Monte Carlo SDs of 0 (over 10 other resample seeds)"
          " reads ≈ 0, since its sign is the seed's. Responder rows against greedy are"
-         " reader-sensitive: greedy counter-proposes its own best day whatever it was offered,"
-         " and the small reader misreads counter-proposals as agreements (45% in"
-         " `python -m lab reward`), which pays greedy (review M1; not counted per terminal"
-         " here: that needs the trees expanded again)."),
+         " reader-sensitive: in rows measured before meeting's domain version 3, greedy"
+         " counter-proposes its own best day whatever it was offered, and the small reader"
+         " misreads counter-proposals as agreements (45% in `python -m lab reward`), which"
+         " pays greedy (review M1; not counted per terminal here: that needs the trees"
+         " expanded again). From version 3 the responder's greedy reads the proposal: it"
+         " names the day it was offered when that day is free and within 2 of its own best"
+         " free day, else its best free day."),
         "",
         ("| domain | S | n | player | policy | others | baseline | mean [95% t] | Holm p"
          " | bootstrap [95% BCa] | MDE | signs (where skewed) |"),

@@ -143,8 +143,9 @@ class LiteLLMBackend(Backend):
             raise ModelConfigError(
                 f"Unknown model string {model!r}. Use `local` (the default embedded model, "
                 "SmolLM2-135M-Instruct), "
-                "`local:/path/model.gguf`, `fake` (offline test double), or a litellm model such "
-                "as `openai/gpt-4o-mini`, `anthropic/claude-3-5-haiku-latest`, "
+                "`local:/path/model.gguf`, `fake` (offline test double), `module:Class` (a "
+                "Backend of your own), or a litellm model such as `openai/gpt-4o-mini`, "
+                "`anthropic/claude-3-5-haiku-latest`, "
                 "`ollama_chat/llama3.1` or `hosted_vllm/NAME` with --api-base."
             ) from exc
         self.provider = provider

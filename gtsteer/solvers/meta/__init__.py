@@ -6,6 +6,8 @@
     max_welfare_cce(stack).joint               # cce: a joint distribution
     max_entropy_cce(stack).joint               # mecce: JPSRO's CCE
     nash_bargaining(stack, disagreement=[0, 0])
+
+`META_SOLVERS` (`registry.py`) names each for PSRO: a new one is a module here and one entry.
 """
 
 from gtsteer.solvers.meta.bargaining import nash_bargaining
@@ -21,9 +23,14 @@ from gtsteer.solvers.meta.common import (
     regrets,
 )
 from gtsteer.solvers.meta.nash import two_player_nash
+from gtsteer.solvers.meta.registry import META_SOLVERS, MetaInputs, MetaSolver, StopRule
 from gtsteer.solvers.meta.replicator import replicator_dynamics
 
 __all__ = [
+    "META_SOLVERS",
+    "MetaInputs",
+    "MetaSolver",
+    "StopRule",
     "MetaGameError",
     "MetaSolution",
     "cce_constraints",

@@ -1,5 +1,6 @@
 """PSRO over instructions: meta-game, LLM best-response operators, the loop (library code)."""
 
+from gtsteer.solvers.meta import META_SOLVERS
 from gtsteer.solvers.psro.candidates import SYNONYMS, Filtered, canonical, filter_candidates
 from gtsteer.solvers.psro.loop import run_psro, solve_meta
 from gtsteer.solvers.psro.metagame import (
@@ -16,9 +17,7 @@ from gtsteer.solvers.psro.metagame import (
 from gtsteer.solvers.psro.oracles import OPERATORS, OracleInput, OracleResult, run_oracle
 from gtsteer.solvers.psro.report import (
     CONVERGED,
-    META_SOLVERS,
     NO_CANDIDATE,
-    STOP_RULES,
     IterationReport,
     PSROConfig,
     PSROResult,
@@ -30,7 +29,6 @@ __all__ = [
     "META_SOLVERS",
     "NO_CANDIDATE",
     "OPERATORS",
-    "STOP_RULES",
     "SYNONYMS",
     "Filtered",
     "GameMap",

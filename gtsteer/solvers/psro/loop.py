@@ -21,15 +21,7 @@ import numpy as np
 
 from gtsteer.binding import ANY, DialogueGame, ExpansionError, grow_game, make_game
 from gtsteer.llm import LLM, LLMCalls, UsageReport
-from gtsteer.solvers.meta import (
-    MetaSolution,
-    deviation_payoffs,
-    max_entropy_cce,
-    max_welfare_cce,
-    nash_bargaining,
-    replicator_dynamics,
-    two_player_nash,
-)
+from gtsteer.solvers.meta import META_SOLVERS, MetaInputs, MetaSolution, deviation_payoffs
 from gtsteer.solvers.psro.candidates import canonical
 from gtsteer.solvers.psro.metagame import (
     GameMap,
@@ -49,7 +41,6 @@ from gtsteer.solvers.psro.prompts import SampledDialogue
 from gtsteer.solvers.psro.report import (
     CONVERGED,
     NO_CANDIDATE,
-    STOP_RULES,
     IterationReport,
     LLMWork,
     MetaGameReport,
@@ -63,17 +54,15 @@ MAX_DIALOGUES = 6
 
 
 def solve_meta(stack: np.ndarray, disagreement: Sequence[float],
-               tie_break: str = "entropy", *, nash: bool = True) -> dict[str, MetaSolution]:
-    """Every solution concept on one meta-game (`nash`: 2-player meta-games only, and only
-    when `nash`: its MILP is exponential in the worst case, so PSRO solves it only when it
-    drives or is asked for)."""
-    out = {"rd": replicator_dynamics(stack)}
-    if nash and stack.shape[0] == 2:
-        out["nash"] = two_player_nash(stack)
-    out["cce"] = max_welfare_cce(stack, tie_break=tie_break)  # type: ignore[arg-type]
-    out["mecce"] = max_entropy_cce(stack)
-    out["nbs"] = nash_bargaining(stack, disagreement)
-    return out
+               tie_break: str = "entropy", *, wanted: str | None = None,
+               nash: bool = False) -> dict[str, MetaSolution]:
+    """Every registered solution concept defined for this many players, in `META_SOLVERS`
+    order; an `on_demand` one (`nash`: a MILP exponential in the worst case) only when it is
+    `wanted` (it drives) or `nash` asks for every one (`--report-nash`)."""
+    inputs = MetaInputs(disagreement, tie_break)
+    return {name: m.solve(stack, inputs) for name, m in META_SOLVERS.items()
+            if m.players in (None, stack.shape[0]) and (nash or name == wanted
+                                                        or not m.on_demand)}
 
 
 class _Run:
@@ -97,8 +86,10 @@ class _Run:
         self.progress = progress
         self.map_games = map_games
         n = spec.num_players
-        if config.meta_solver == "nash" and n != 2:
-            raise ValueError(f"meta_solver: 'nash' is exact for 2 players; {spec.name} has {n}")
+        if META_SOLVERS[config.meta_solver].players not in (None, n):
+            raise ValueError(f"meta_solver: {config.meta_solver!r} is for"
+                             f" {META_SOLVERS[config.meta_solver].players} players;"
+                             f" {spec.name} has {n}")
         if config.report_nash and n != 2:
             raise ValueError(f"report_nash: 'nash' is exact for 2 players; {spec.name} has {n}")
         bad = [q for q in config.oracle_players or [] if not 0 <= q < n]
@@ -255,7 +246,7 @@ def run_psro(
             slice(None), *(pop.index(ANY) for pop in run.populations)
         )
         solutions = solve_meta(stack, stack[all_any].tolist(), config.cce_tie_break,
-                               nash=config.meta_solver == "nash" or config.report_nash)
+                               wanted=config.meta_solver, nash=config.report_nash)
         driver = solutions[config.meta_solver]
         report = IterationReport(
             iteration=t,
@@ -267,7 +258,7 @@ def run_psro(
         )
         report.gap = report.solutions[config.meta_solver].gap
         report.gap_limit = config.gap_tolerance * float(stack.max() - stack.min())
-        report.stop_rule = STOP_RULES[config.meta_solver]
+        report.stop_rule = META_SOLVERS[config.meta_solver].stop_rule
         if t < config.iterations:
             results = []
             for p in run.oracle_players:

@@ -96,6 +96,68 @@ class ReferenceReport(BaseModel):
     per_instance: list[ReferencePoint] = Field(default_factory=list)
 
 
+class ConstantReference(BaseModel):
+    """The best *constant* mixture of the full game: per player, one mixture of its
+    instructions played on every instance (others on `any`), chosen for the highest mean gain
+    over `any` on the solved samples. A player's gain is linear in its own mixture, so the best
+    is a single instruction: the one whose mean in-sample gain is highest. This is the bar a
+    PSRO meta-strategy (also one mixture for every instance) can reach, unlike per-instance
+    CFR, which knows each instance's private information. Its fresh value is the same choice
+    replayed on fresh samples (chosen in-sample, so it carries no selection on fresh noise)."""
+
+    #: Per player, the instruction chosen.
+    played: list[str]
+    #: Per player, each instruction's mean in-sample gain over `any` across instances.
+    gains: list[dict[str, float]]
+    gain: float  # mean over players of the chosen instruction's mean in-sample gain
+    fresh_gain: float | None = None
+    per_instance: list[ReferencePoint] = Field(default_factory=list)
+
+
+def best_constant(references: Sequence[ReferenceGame], progress: bool = False
+                  ) -> ConstantReference:
+    """The best constant mixture over every instruction of the full game (`ConstantReference`),
+    in-sample on each reference tree and, where the references have fresh games, on fresh
+    samples."""
+    first = references[0].game
+    n = first.num_players()
+    names = [first.instructions(p) for p in range(n)]
+    any_actions = [first.any_action(p) for p in range(n)]
+    per_ref: list[list[list[float]]] = []  # [reference][player][action]: gain over `any`
+    for ref in references:
+        base = expected_returns(ref.tree, [ref.any_] * n)
+        gains = []
+        for p in range(n):
+            row = []
+            for a in range(len(names[p])):
+                joint: list[Strategy] = [ref.any_] * n
+                joint[p] = fixed([a if q == p else any_actions[q] for q in range(n)])
+                row.append(float(expected_returns(ref.tree, joint)[p] - base[p]))
+            gains.append(row)
+        per_ref.append(gains)
+    means = [np.mean([g[p] for g in per_ref], axis=0) for p in range(n)]
+    chosen = [int(np.argmax(m)) for m in means]  # the first of equal means: a fixed choice
+    mix = {p: [(chosen[p], 1.0)] for p in range(n)}
+    points = []
+    for ref, gains in zip(references, per_ref, strict=True):
+        gain = float(np.mean([gains[p][chosen[p]] for p in range(n)]))
+        point = ReferencePoint(instance=ref.game.instance.index, nash_conv=0.0, gain=gain,
+                               cfr_gain=ref.cfr_gain, best_gain=ref.best_gain)
+        if ref.fresh is not None:
+            point.fresh_gain = _fresh_gain(ref.fresh, mix, progress)
+        point.nash_conv = nash_conv(ref.tree, policy_table(ref.tree, lambda state: [
+            (a, float(a == chosen[state.current_player()])) for a in state.legal_actions()]))
+        points.append(point)
+    fresh = [pt.fresh_gain for pt in points]
+    return ConstantReference(
+        played=[names[p][chosen[p]] for p in range(n)],
+        gains=[{label: float(m) for label, m in zip(names[p], means[p], strict=True)}
+               for p in range(n)],
+        gain=float(np.mean([pt.gain for pt in points])),
+        fresh_gain=None if None in fresh else float(np.mean(fresh)),  # type: ignore[arg-type]
+        per_instance=points)
+
+
 def measure_in_reference(references: Sequence[ReferenceGame],
                          marginals: Sequence[Mapping[str, float]], concept: str,
                          progress: bool = False) -> ReferenceReport:

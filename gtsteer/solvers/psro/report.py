@@ -6,24 +6,15 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from gtsteer.llm import LLMCalls
-from gtsteer.solvers.meta import MetaSolution, regrets
+from gtsteer.solvers.meta import META_SOLVERS, MetaSolution, StopRule, regrets
+from gtsteer.solvers.meta.registry import names_text
 from gtsteer.solvers.psro.metagame import MetaGame
 from gtsteer.solvers.psro.oracles import OracleResult
 from gtsteer.solvers.psro.reference import ReferenceReport
 
-MetaSolver = Literal["rd", "nash", "cce", "mecce", "nbs"]
-#: Every solution concept a report may hold (`nash` only for 2-player meta-games, and only
-#: when it drives or `PSROConfig.report_nash` asks for it).
-META_SOLVERS: tuple[str, ...] = ("rd", "nash", "cce", "mecce", "nbs")
-StopRule = Literal["gap", "nothing_added"]
-#: When a driver's run has converged: "gap": no oracle found an improvement and the driver's
-#: restricted-game gap is within `gap_tolerance` (an equilibrium concept); "nothing_added":
-#: no oracle found an improvement (the Nash bargaining solution is no equilibrium: its CCE
-#: gap is usually positive however long the run goes, so a gap test would never pass).
-STOP_RULES: dict[str, StopRule] = {"rd": "gap", "nash": "gap", "cce": "gap", "mecce": "gap",
-                                   "nbs": "nothing_added"}
 #: Why a run stopped before its last iteration. "converged": every oracle scored candidates
 #: and none improved (the stop rule held). NO_CANDIDATE: the stop rule held, but some oracle's
 #: proposer produced nothing usable (empty, unparsable, duplicates only, a failed call), so
@@ -38,7 +29,8 @@ class PSROConfig(BaseModel):
     iterations: int = Field(3, ge=0, le=100)
     candidates: int = Field(4, ge=1, le=64)
     operator: Literal["shotgun", "better", "trajectory", "categorical"] = "shotgun"
-    meta_solver: MetaSolver = "rd"
+    #: A name in `META_SOLVERS` (checked when validated, so a registered one is accepted).
+    meta_solver: str = "rd"
     seed: int = 0
     #: The instruction key PSRO grows (default: the spec's only key).
     key: str | None = None
@@ -67,6 +59,14 @@ class PSROConfig(BaseModel):
     #: Also solve and report the exact `nash` when another concept drives (2 players only):
     #: its MILP is exponential in the worst case (`gtsteer.solvers.meta.nash`).
     report_nash: bool = False
+
+    @field_validator("meta_solver")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in META_SOLVERS:  # worded as pydantic words a Literal's error
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": names_text()})
+        return name
 
     @field_validator("heldout_gate")
     @classmethod
@@ -164,7 +164,7 @@ class IterationReport(BaseModel):
     #: (`gap_tolerance` x the meta-game's payoff span).
     gap: float = 0.0
     gap_limit: float = 0.0
-    #: What `converged` tests for this driver (`STOP_RULES`): "gap", or "nothing_added"
+    #: What `converged` tests for this driver (its `META_SOLVERS` entry): "gap", or "nothing_added"
     #: (`nbs`, whose gap is reported but is no stopping test).
     stop_rule: StopRule = "gap"
     #: This iteration's oracles found no improvement (nothing added, nothing rejected by the
