@@ -76,9 +76,9 @@ def run(policy: Path, out: Path, cache: Path, backend: CountingFake, **kwargs: A
     model = LLM("fake", backend=backend, cache=ResponseCache(cache))
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
     return werewolf_evaluate.run(
-        EvaluateConfig(**CONFIG), RunContext.of(out=out, progress=False),
-        EvaluateOptions(steer=policy, steered=chooser, pool=LLMPool(factory=lambda _name: model),
-                        **kwargs))
+        EvaluateConfig(**CONFIG),
+        RunContext.of(out=out, progress=False, pool=LLMPool(factory=lambda _name: model)),
+        EvaluateOptions(steer=policy, steered=chooser, **kwargs))
 
 
 def cache_free(summary: dict) -> dict:
@@ -176,8 +176,9 @@ def test_other_settings_do_not_resume_from_saved_seeds(policy: Path, tmp_path: P
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
     other = EvaluateConfig(**{**CONFIG, "max_messages": 3})
     counting = model.backend
-    werewolf_evaluate.run(other, RunContext.of(out=out, progress=False), EvaluateOptions(
-        steer=policy, steered=chooser, pool=LLMPool(factory=lambda _name: model), resume=True))
+    werewolf_evaluate.run(other, RunContext.of(out=out, progress=False,
+                                               pool=LLMPool(factory=lambda _name: model)),
+                          EvaluateOptions(steer=policy, steered=chooser, resume=True))
     assert isinstance(counting, CountingFake) and counting.calls > 0  # nothing was kept
 
 

@@ -341,9 +341,9 @@ def measure(out: Path, cache: Path, backend: CountingFake, **config: Any) -> Sty
     """A run whose writer and judge both call `backend` (two clients: the pool wraps its own)."""
     writer = LLM("fake", backend=backend, cache=ResponseCache(cache))
     judge = LLM("fake", backend=backend, cache=ResponseCache(cache))
-    return run(StylesConfig(**{**TINY, **config}), RunContext.of(out=out, progress=False),
-               StylesOptions(classifier=LoglikClassifier(judge),
-                             pool=LLMPool(factory=lambda _name: writer)))
+    return run(StylesConfig(**{**TINY, **config}),
+               RunContext.of(out=out, progress=False, reader=LoglikClassifier(judge),
+                             pool=LLMPool(factory=lambda _name: writer)), StylesOptions())
 
 
 def rows_of(out: Path) -> list[dict]:

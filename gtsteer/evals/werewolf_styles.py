@@ -58,6 +58,11 @@ class StyleLine(BaseModel):
     #: Samples the line took (the live resample guard's extra tries included).
     calls: int
 
+    @property
+    def run_key(self) -> str:
+        """`key` by the name the runs' `Ledger` reads (the rows keep their field's name)."""
+        return self.key
+
 
 class Paired(BaseModel):
     """A style minus `unsteered` on the same states: the per-state difference (mean over

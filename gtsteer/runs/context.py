@@ -6,9 +6,10 @@ and the context where and with what: the models given per role and where served 
 (`Endpoint`), the output folder, the executor (serial or Ray, with or without progress bars),
 and who hears of the run as it goes (one-line notes, the current phase, each finished step).
 Models are resolved in one place, `RunContext.roles`: the given model of a role, else the
-config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`). Each role's
-client carries its response cache and its usage meter, so a driver meters a run by the
-clients the context gave it.
+config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`); a Werewolf
+run's bots name their models per seat, so its role is a pool of clients (`RunContext.pool`).
+Each role's client carries its response cache and its usage meter, so a driver meters a run
+by the clients the context gave it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from gtsteer.binding.run_models import Role
 from gtsteer.binding.spec import DomainSpec
@@ -27,6 +28,9 @@ from gtsteer.runs.models import Endpoint, RoleRecord, pick_roles, writer_name
 from gtsteer.runs.output import run_folder
 from gtsteer.runs.provenance import check_same_run, note_run
 from gtsteer.runs.units import RayOptions
+
+if TYPE_CHECKING:
+    from gtsteer.werewolf.llmcalls import LLMPool
 
 D = TypeVar("D", bound=Callable[..., Any])
 #: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
@@ -49,8 +53,8 @@ class RunContext:
     #: The models given per role (unset: the config's `models:` block, else the default): a
     #: model string, a client (its cache and meter shared with the caller), or for the reader
     #: of `eval steering` a steering classifier or its spelling (`embed`, `pairwise:MODEL`,
-    #: `parse`).
-    models: Mapping[Role, Any] = field(default_factory=dict)
+    #: `parse`); for a Werewolf run, `pool`: an `LLMPool` whose clients the caller shares.
+    models: Mapping[Role | Literal["pool"], Any] = field(default_factory=dict)
     #: Where served models live (`--api-base`, `--api-key-env`, timeouts).
     endpoint: Endpoint = field(default_factory=Endpoint)
     #: The output folder (None: the command's default under results/).
@@ -65,13 +69,14 @@ class RunContext:
 
     @classmethod
     def of(cls, *, llm: str | LLM | None = None, reader: Any = None,
-           proposer: str | LLM | None = None, endpoint: Endpoint | None = None,
+           proposer: str | LLM | None = None, pool: LLMPool | None = None,
+           endpoint: Endpoint | None = None,
            out: str | Path | None = None, ray: RayOptions | None = None, progress: bool = True,
            report: Callable[[str], None] | None = None,
            on_phase: Callable[[str], None] | None = None,
            on_step: Callable[[Any], None] | None = None) -> RunContext:
         """A context from the command line's words (a role left None is not given)."""
-        given = {"writer": llm, "reader": reader, "proposer": proposer}
+        given = {"writer": llm, "reader": reader, "proposer": proposer, "pool": pool}
         return cls(models={r: m for r, m in given.items() if m is not None},  # type: ignore[misc]
                    endpoint=endpoint or Endpoint(), out=None if out is None else Path(out),
                    executor=Executor(ray, progress), report=report, on_phase=on_phase,
@@ -85,7 +90,7 @@ class RunContext:
     def ray(self) -> RayOptions | None:
         return self.executor.ray
 
-    def given(self, role: Role) -> Any:
+    def given(self, role: Role | Literal["pool"]) -> Any:
         """The model given for `role`, or None."""
         return self.models.get(role)
 
@@ -95,6 +100,18 @@ class RunContext:
         place a run's models are resolved (`pick_roles`)."""
         return pick_roles(spec, self.endpoint, self.given("writer"),
                           **{role: self.given(role) for role in others})
+
+    def pool(self, *names: str) -> LLMPool:
+        """A Werewolf run's models: the pool given, else one client per model string, served
+        models through the endpoint (each of `names` checked first, before any game)."""
+        from gtsteer.werewolf.llmcalls import LLMPool  # Werewolf loads only for its runs
+
+        given: LLMPool | None = self.given("pool")
+        if given is not None:
+            return given
+        for name in names:
+            self.endpoint.check(name)
+        return LLMPool(factory=self.endpoint.llm)
 
     def writer_name(self, spec: DomainSpec) -> str:
         """The writer's model string as `roles` will choose it, without building a client."""

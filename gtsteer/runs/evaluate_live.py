@@ -52,13 +52,12 @@ from gtsteer.imitation.advisor import Advisor
 from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.ledger import Ledger, hashed_key
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
     check_out_dir,
     finish_run_dir,
-    prepare_run_dir,
-    write_json,
 )
 from gtsteer.runs.play import Move, PlayedTurn, SeatPlayer, ended_by, play_dialogue, seat_players
 from gtsteer.runs.solve import check_seed
@@ -333,25 +332,8 @@ def run_key(spec: DomainSpec, model: str, digest: str, seed: int, samples: int,
     """What a saved row must have been made with to be kept by `resume`: the bound spec, the
     model, the policy's files, the seed, the samples and the baselines (not `games`, so a
     larger `--games` extends a run)."""
-    key = stable_int(spec.model_dump(mode="json"), spec.hooks.fingerprint(), model, digest,
-                     seed, samples, list(baselines), ROW_VERSION, bits=63)
-    return f"{key:016x}"
-
-
-def saved_rows(root: Path, key: str, instances: Sequence[Instance]) -> dict[int, LiveInstanceRow]:
-    """The rows in `root/instances/` made under `key` for these very instances, by index (a
-    row cut by a kill, of another key or another instance is measured again)."""
-    wanted = {i.index: i for i in instances}
-    kept = {}
-    for path in sorted((root / ROWS_DIR).glob("*.json")) if (root / ROWS_DIR).is_dir() else ():
-        try:
-            row = LiveInstanceRow.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if (row.run_key == key and path.stem == str(row.index)
-                and wanted.get(row.index) == row.instance):
-            kept[row.index] = row
-    return kept
+    return hashed_key(spec.model_dump(mode="json"), spec.hooks.fingerprint(), model, digest,
+                      seed, samples, list(baselines), ROW_VERSION)
 
 
 def live_stats(rows: Sequence[LiveInstanceRow], spec: DomainSpec, baselines: Sequence[str]
@@ -401,19 +383,20 @@ def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
     out = ctx.folder("evaluate", config, model, options.seed)
     key = run_key(spec, model.model, policy_digest(policy), options.seed, options.samples,
                   baselines)
-    kept = saved_rows(out, key, fresh) if options.resume else {}
-    prepare_run_dir(out, subdirs=() if options.resume else (ROWS_DIR,), summary=SUMMARY_FILE)
-    (out / ROWS_DIR).mkdir(exist_ok=True)
+    ledger = Ledger.open(out, ROWS_DIR, key, LiveInstanceRow, resume=options.resume,
+                         summary=SUMMARY_FILE)
+    wanted = {i.index: i for i in fresh}  # a row made for another instance is played again
+    kept = ledger.kept(wanted, lambda i, row: row.index == i and row.instance == wanted[i]) \
+        if options.resume else {}
     if ctx.report is not None and kept:  # the notes are the result's (the CLI prints them)
         ctx.report(f"resuming: {len(kept)} of {len(fresh)} instances already played in {out}")
     jobs = [LiveJob(spec, str(config), policy, instance, options.seed, options.samples,
                     tuple(baselines), key) for instance in fresh if instance.index not in kept]
 
-    def write_row(i: int, row: LiveInstanceRow) -> None:
-        write_json(out / ROWS_DIR / f"{row.index}.json", row)
-
     before = model.usage
-    done = ctx.executor.run(play_instance, jobs, model, on_result=write_row, label="instances")
+    done = ctx.executor.run(play_instance, jobs, model,
+                            on_result=lambda _, row: ledger.add(row.index, row),
+                            label="instances")
     played = {row.index: row for row in done.values}
     rows = [kept.get(i.index) or played[i.index] for i in fresh]
     result = EvaluateLiveResult(

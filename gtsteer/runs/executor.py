@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from gtsteer.binding import progress as shown
@@ -111,6 +111,12 @@ class Executor:
 
     ray: RayOptions | None = None
     progress: bool = False
+
+    @property
+    def quiet(self) -> Executor:
+        """This executor counting nothing on the display, for a driver that counts its own
+        units there (its games, states or seeds)."""
+        return replace(self, progress=False)
 
     @contextmanager
     def session(self) -> Iterator[None]:

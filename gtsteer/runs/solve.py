@@ -25,7 +25,6 @@ from gtsteer.binding import (
     make_game,
 )
 from gtsteer.binding import progress as shown
-from gtsteer.binding.instances import stable_int
 from gtsteer.binding.llm_instances import read_instances
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
@@ -36,12 +35,11 @@ from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
 from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.ledger import Ledger, hashed_key
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
     finish_run_dir,
-    prepare_run_dir,
-    write_json,
     write_text,
 )
 from gtsteer.runs.solve_schema import (
@@ -226,23 +224,22 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
                         progress=progress and ray is None,  # on Ray: one bar of instances
                         readers=tuple(readers) if heldout else (), embedder=embedder)
             for instance in chosen]
-    keys = [run_key(job, model_name) for job in jobs]
-    kept = resumable_records(out, keys) if resume else {}
-    prepare_run_dir(out, subdirs=() if resume else ("games",), summary=SUMMARY_FILE)
-    (out / "games").mkdir(exist_ok=True)
-    todo = [(job, key) for job, key in zip(jobs, keys, strict=True)
-            if job.instance.index not in kept]
+    keys = {job.instance.index: run_key(job, model_name) for job in jobs}
+    ledger = Ledger.open(out, "games", keys, GameRecord, resume=resume, summary=SUMMARY_FILE)
+    kept = ledger.kept(keys, lambda i, r: r.status == "solved" and r.index == i) if resume \
+        else {}
+    todo = [job for job in jobs if job.instance.index not in kept]
     if resume and report is not None and kept:
         report(f"resuming: {len(kept)} of {len(jobs)} instances already solved in {out}")
 
-    def write_game(i: int, done: InstanceOutcome) -> None:
-        done.record.run_key = todo[i][1]
+    def write_game(_: int, done: InstanceOutcome) -> None:
+        done.record.run_key = keys[done.record.index]
         if done.terminals is not None:
             write_text(out / "games" / f"{done.record.index}.terminals.jsonl", done.terminals)
-        write_json(out / "games" / f"{done.record.index}.json", done.record)
+        ledger.add(done.record.index, done.record)
 
-    units_run = ctx.executor.run(solve_instance, [job for job, _ in todo], model,
-                                 on_result=write_game, label="instances")
+    units_run = ctx.executor.run(solve_instance, todo, model, on_result=write_game,
+                                 label="instances")
     solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
     # From every record, kept ones too: a fully resumed run solved nothing itself.
@@ -325,25 +322,10 @@ def run_key(job: InstanceJob, model: str) -> str:
     """What decides an instance's record: the bound spec, its instance, the model, solver,
     iterations, seed and the held-out measure's settings (`resume` reuses a record only
     under the same key). An `Embedder` object is keyed by its name."""
-    embedder = getattr(job.embedder, "name", job.embedder)
-    key = stable_int(job.spec.model_dump(mode="json"), job.spec.hooks.fingerprint(),
-                     job.instance.model_dump(mode="json"), model, job.seed, job.solver,
-                     job.iterations, job.heldout, list(job.readers), embedder,
-                     SCHEMA_VERSION, bits=63)
-    return f"{key:016x}"
-
-
-def resumable_records(out: Path, keys: Sequence[str]) -> dict[int, GameRecord]:
-    """The solved records in `out/games/` whose `run_key` is one of `keys`, by instance."""
-    wanted, found = set(keys), {}
-    for path in sorted((out / "games").glob("*.json")) if (out / "games").is_dir() else ():
-        try:
-            record = GameRecord.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # a file of another schema or a torn write: solved again
-        if record.status == "solved" and record.run_key in wanted:
-            found[record.index] = record
-    return found
+    return hashed_key(job.spec.model_dump(mode="json"), job.spec.hooks.fingerprint(),
+                      job.instance.model_dump(mode="json"), model, job.seed, job.solver,
+                      job.iterations, job.heldout, list(job.readers),
+                      getattr(job.embedder, "name", job.embedder), SCHEMA_VERSION)
 
 
 @dataclass

@@ -26,10 +26,7 @@ votes that hit a wolf, and the seeds the measured difference would need to exclu
 from __future__ import annotations
 
 import datetime as dt
-import gzip
-import hashlib
 import os
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +37,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from gtsteer.binding import progress as shown
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.atomic import atomic_path
 from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.executor import run_units
+from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
-    prepare_run_dir,
     save_png,
 )
 from gtsteer.runs.units import RayOptions
@@ -65,7 +60,7 @@ from gtsteer.solvers.metrics import (
     mcnemar_exact,
     wilson,
 )
-from gtsteer.werewolf.llmcalls import CallRecord, LLMPool
+from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
     PlaystyleChooser,
@@ -230,9 +225,6 @@ class EvaluateOptions(BaseModel):
     resume: bool = False
     #: An in-process `PlaystyleChooser` instead of the folder's policy (Python callers).
     steered: Any = None
-    #: The models' `LLMPool` (Python callers); None: one client per model string, served
-    #: models through the context's endpoint.
-    pool: Any = None
     #: The command line, quoted in the doc section.
     command: str = ""
 
@@ -248,24 +240,18 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     the rest."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
-    cfg, steer, out, resume = config, options.steer, ctx.out, options.resume
-    ray = ctx.ray
+    cfg, steer, ray = config, options.steer, ctx.ray
     steered: PlaystyleChooser | None = options.steered
-    pool: LLMPool | None = options.pool
-    if pool is None:
-        ctx.endpoint.check(cfg.llm)
-        pool = LLMPool(factory=ctx.endpoint.llm)
+    pool = ctx.pool(cfg.llm)
     given = steered is not None
     steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here
     key = run_key(cfg, steer)
-    root = Path(out)
     played = [c for c, k in enumerate(CONDITION_KEYS) if k in cfg.conditions]
-    kept = saved_seeds(root, key, cfg.games, played) if resume else []
-    root = prepare_run_dir(out, subdirs=() if resume else (SEEDS_DIR,), summary="evaluate.json")
-    (root / SEEDS_DIR).mkdir(exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):  # rebuilt from the seeds, in order
-        Path(f"{root / 'evaluate.sqlite'}{suffix}").unlink(missing_ok=True)
-    store = GameStore(root / "evaluate.sqlite")
+    ledger = Ledger.open(ctx.out, SEEDS_DIR, key, SavedSeed, resume=options.resume,
+                         summary="evaluate.json", suffix=".json.gz")
+    kept = saved_seeds(ledger, cfg.games, played) if options.resume else []
+    root = ledger.folder.parent
+    store = GameStore.fresh(root / "evaluate.sqlite")  # rebuilt from the seeds, in order
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
     units = [EvaluationSeed(tuple(
@@ -288,12 +274,12 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
 
     def write(i: int, games: list[PlayedGame]) -> None:
         g = len(kept) + i
-        SavedSeed.of(key, g, games).save(root)
+        ledger.add(g, SavedSeed.of(key, g, games))
         store_seed(games)
 
-    units_run = run_units(play_evaluation_seed, units[len(kept):],
-                          driver_model(pool, cfg.llm), ray=ray, on_result=InOrder(write),
-                          label="evaluation seeds")
+    units_run = ctx.executor.quiet.run(play_evaluation_seed, units[len(kept):],
+                                       driver_model(pool, cfg.llm), on_result=InOrder(write),
+                                       label="evaluation seeds")
     results = []
     for c in played:
         name = list(CONDITIONS)[c]
@@ -326,10 +312,6 @@ SEEDS_DIR = "seeds"
 PLOT_FILE = "evaluate.png"
 
 
-def seed_file(root: Path, seed_index: int) -> Path:
-    return root / SEEDS_DIR / f"{seed_index}.json.gz"
-
-
 def game_id(condition: int, seed_index: int) -> str:
     """A game's id: its condition's place in `CONDITIONS` and its seed's index in the run."""
     return f"eval-{condition}-{seed_index}"
@@ -338,11 +320,9 @@ def game_id(condition: int, seed_index: int) -> str:
 def run_key(cfg: EvaluateConfig, steer: str | Path) -> str:
     """What a saved seed must have been played with to be kept: every setting but the number
     of seeds, and the policy's files."""
-    policy = Steering.from_folder(steer).files
-    digest = hashlib.sha256(cfg.model_dump_json(exclude={"games"}).encode())
-    for name, data in policy:
-        digest.update(name.encode() + b"\0" + data)
-    return digest.hexdigest()[:16]
+    return digest_key(cfg.model_dump_json(exclude={"games"}),
+                      *(name.encode() + b"\0" + data
+                        for name, data in Steering.from_folder(steer).files))
 
 
 class SavedSeed(BaseModel):
@@ -361,31 +341,6 @@ class SavedSeed(BaseModel):
                         [r.model_dump(mode="json") for r in rs]] for a, d, rs in g.steps]}
             for g in games])
 
-    def save(self, root: Path) -> Path:
-        """`root/seeds/<g>.json.gz`, atomically. Gzipped: a seed's log repeats the whole game
-        state at every step (0.6-1.7 MB of JSON on a 5-player game), which compresses about
-        20x, and the seeds of a long run are committed. No timestamp in the gzip header: the
-        bytes change only with the content."""
-        path = seed_file(root, self.seed_index)
-        with atomic_path(path) as tmp:
-            tmp.write_bytes(gzip.compress(self.model_dump_json().encode(), mtime=0))
-        return path
-
-    @classmethod
-    def load(cls, root: Path, seed_index: int) -> SavedSeed | None:
-        """Seed `seed_index` of the run in `root`; None when it is missing or damaged. A plain
-        `<g>.json` (runs before 6 Dec 2026) is read too."""
-        gz = seed_file(root, seed_index)
-        plain = gz.with_suffix("")  # <g>.json
-        try:
-            if gz.is_file():
-                return cls.model_validate_json(gzip.decompress(gz.read_bytes()))
-            if plain.is_file():
-                return cls.model_validate_json(plain.read_bytes())
-        except (ValueError, OSError, EOFError, zlib.error):  # damaged: play the seed again
-            return None
-        return None
-
     def played(self) -> list[PlayedGame]:
         """The seed's games; KeyError, TypeError or ValueError (a ValidationError) when a
         game's record is damaged though the file parsed (`saved_seeds` plays it again)."""
@@ -397,16 +352,13 @@ class SavedSeed(BaseModel):
             for g in self.games]
 
 
-def saved_seeds(root: Path, key: str, games: int, played: Sequence[int]
+def saved_seeds(ledger: Ledger[SavedSeed], games: int, played: Sequence[int]
                 ) -> list[list[PlayedGame]]:
-    """The seeds 0, 1, ... an earlier run with `key` finished in `root`, up to the first one
-    missing or damaged (seeds are saved in order), at most `games` of them; each must hold
-    one game per condition in `played` (their indices in `CONDITIONS`)."""
+    """The seeds 0, 1, ... an earlier run with this key finished, up to the first one missing
+    or damaged (seeds are saved in order), at most `games` of them; each must hold one game
+    per condition in `played` (their indices in `CONDITIONS`)."""
     kept: list[list[PlayedGame]] = []
-    for g in range(games):
-        saved = SavedSeed.load(root, g)
-        if saved is None or saved.run_key != key or saved.seed_index != g:
-            break
+    for g, saved in enumerate(ledger.prefix(games, lambda g, s: s.seed_index == g)):
         try:
             seed = saved.played()
         except (KeyError, TypeError, ValueError):  # parsed, but a game lacks a part: replay

@@ -55,19 +55,17 @@ from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.executor import run_units
+from gtsteer.runs.executor import Executor
+from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     DamagedFileError,
     RunDirError,
     RunResult,
     check_in_dir,
     finish_run_dir,
-    prepare_run_dir,
     read_result,
-    write_json,
-    write_text,
 )
-from gtsteer.runs.werewolf_games import GameSetup, driver_model, game_pool, play_game
+from gtsteer.runs.werewolf_games import GameSetup, InOrder, driver_model, game_pool, play_game
 from gtsteer.runs.werewolf_steer import SUMMARY_FILE as TRAIN_SUMMARY
 from gtsteer.runs.werewolf_steer import (
     SolvedState,
@@ -297,12 +295,10 @@ def run_key(config: SteerHeldoutConfig, trained: TrainedRun) -> str:
     """What a saved row or state list must have been made with to be kept: the training
     settings, the policy's files and every resolved setting but `states`, `max_games` and the
     folder's name."""
-    blob = json.dumps({"train": trained.config.model_dump(mode="json"),
-                       "policy": trained.policy_digest,
-                       "heldout": config.model_dump(mode="json",
-                                                    exclude={"states", "max_games", "policy"})},
-                      sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return digest_key(json.dumps({
+        "train": trained.config.model_dump(mode="json"), "policy": trained.policy_digest,
+        "heldout": config.model_dump(mode="json", exclude={"states", "max_games", "policy"})},
+        sort_keys=True))
 
 
 # ---- held-out states ------------------------------------------------------------------------
@@ -353,19 +349,6 @@ class SavedState(BaseModel):
 
     run_key: str
     state: GameState
-
-
-def saved_states(root: Path, key: str) -> list[GameState]:
-    """The states an earlier run with `key` picked (empty when none, or another key's)."""
-    path = root / STATES_FILE
-    if not path.is_file():
-        return []
-    try:
-        saved = [SavedState.model_validate_json(line)
-                 for line in path.read_text().splitlines() if line.strip()]
-    except ValueError:
-        return []
-    return [s.state for s in saved] if all(s.run_key == key for s in saved) else []
 
 
 # ---- one state -------------------------------------------------------------------------------
@@ -443,25 +426,6 @@ def measure_job(job: FreshJob, model: LLM) -> FreshStateRow:
                          game_pool(model, job.completion_style), job.trained)
 
 
-def saved_rows(root: Path, key: str, states: Sequence[GameState]) -> list[FreshStateRow]:
-    """Rows 0, 1, ... an earlier run with `key` finished for these `states`, up to the first
-    one missing or made for another state or key."""
-    kept: list[FreshStateRow] = []
-    for i, state in enumerate(states):
-        path = root / ROWS_DIR / f"{i}.json"
-        if not path.is_file():
-            break
-        try:
-            row = FreshStateRow.model_validate_json(path.read_text())
-        except ValueError:
-            break  # a damaged file: measure this state again
-        if (row.run_key, row.index, row.game_id, row.step) != (key, i, state.game_id,
-                                                               state.step):
-            break
-        kept.append(row)
-    return kept
-
-
 def read_rows(root: str | Path, key: str) -> list[FreshStateRow]:
     """The rows of the run with `key` under `root/rows/`, in order (`--render-only`); a row
     that cannot be read is refused by name (DamagedFileError), as every interval needs it."""
@@ -526,8 +490,6 @@ class SteerHeldoutOptions(BaseModel):
     command: str = ""
     #: A `TextEmbedder` for the policy instead of the one it names (Python callers, tests).
     embedder: Any = None
-    #: The models' `LLMPool` (Python callers); None: one client per model string.
-    pool: Any = None
 
 
 @driver("werewolf steer-heldout")
@@ -542,46 +504,41 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
     trained = load_trained(config.policy, options.embedder)
     cfg = resolve(config, trained)
     assert cfg.llm is not None and cfg.seed is not None and cfg.max_games is not None
-    pool: LLMPool | None = options.pool
-    if pool is None:
-        ctx.endpoint.check(cfg.llm)
-        pool = LLMPool(factory=ctx.endpoint.llm)
+    pool = ctx.pool(cfg.llm)
     key = run_key(cfg, trained)
-    # A resumed run keeps rows/; a first run (resumed or not) makes it, as gtsteer's.
-    keep = options.resume and (Path(ctx.out) / ROWS_DIR).is_dir()
-    root = prepare_run_dir(ctx.out, subdirs=() if keep else (ROWS_DIR,), summary=SUMMARY_FILE)
-    (root / ROWS_DIR).mkdir(exist_ok=True)
-    picked = saved_states(root, key) if options.resume else []
+    ledger = Ledger.open(ctx.out, ROWS_DIR, key, FreshStateRow, resume=options.resume,
+                         summary=SUMMARY_FILE)
+    root = ledger.folder.parent
+    saved, damaged = Ledger.lines(root / STATES_FILE, key, SavedState)
+    picked = [s.state for s in saved] if options.resume and not damaged else []
     model = driver_model(pool, cfg.llm)
     calls = LLMCalls()
     candidates: int | None = None
     if len(picked) < cfg.states:
         picked, candidates, game_calls, seeds = play_heldout_games(
-            cfg, trained.config, root, pool, model)
+            cfg, trained.config, root, pool, model, ctx.executor.quiet)
         calls = calls + game_calls
-        write_text(root / STATES_FILE, "".join(
-            SavedState(run_key=key, state=s).model_dump_json() + "\n" for s in picked))
+        Ledger.write_lines(root / STATES_FILE, (SavedState(run_key=key, state=s) for s in picked))
     else:
         seeds = sorted({s.seed for s in picked})
     picked = picked[:cfg.states]
     check_held_out(picked, trained)
-    kept = saved_rows(root, key, picked) if options.resume else []
-    for path in (root / ROWS_DIR).glob("*.json"):  # another run's, or past a gap
-        if not path.stem.isdigit() or int(path.stem) >= len(kept):
-            path.unlink()
+    kept = ledger.prefix(len(picked), lambda i, row: (row.index, row.game_id, row.step) == (
+        i, picked[i].game_id, picked[i].step)) if options.resume else []
+    ledger.drop_from(len(kept))  # another run's, or past a gap
     advance = shown.counter("held-out states (CFR+ in-sample, fresh samples)", len(picked),
                             len(kept))
     rows = list(kept)
 
     def write(i: int, row: FreshStateRow) -> None:
-        write_json(root / ROWS_DIR / f"{row.index}.json", row)
+        ledger.add(row.index, row)
         rows.append(row)
         advance()
 
     jobs = [FreshJob(s, i, key, trained, pool.force_completion)
             for i, s in enumerate(picked) if i >= len(kept)]
-    units = run_units(measure_job, jobs, model,
-                      on_result=lambda i, row: write(i, row), label="held-out states")
+    units = ctx.executor.quiet.run(measure_job, jobs, model, on_result=InOrder(write),
+                                   label="held-out states")
     calls = calls + units.calls
     summary = SteerHeldoutSummary(
         config=cfg, train=trained.config, run_key=key, train_seeds=list(trained.seeds),
@@ -594,15 +551,12 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
 
 
 def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: Path,
-                       pool: LLMPool, model: LLM
+                       pool: LLMPool, model: LLM, executor: Executor
                        ) -> tuple[list[GameState], int, LLMCalls, list[int]]:
     """Held-out games, one at a time, until they hold `cfg.states` picks (or `max_games`
     are played): the picked states, the eligible turns seen, the games' calls, their seeds."""
     assert cfg.max_games is not None
-    db = root / GAMES_DB
-    for suffix in ("", "-wal", "-shm"):  # rebuilt from the games, in order
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = GameStore(db)
+    store = GameStore.fresh(root / GAMES_DB)  # rebuilt from the games, in order
     picked: list[GameState] = []
     candidates, calls, seeds = 0, LLMCalls(), []
     try:
@@ -610,7 +564,7 @@ def play_heldout_games(cfg: SteerHeldoutConfig, train: SteerTrainConfig, root: P
             if len(picked) >= cfg.states:
                 break
             setup = heldout_setup(cfg, train, g, pool.force_completion)
-            played = run_units(play_game, [setup], model, label="held-out games")
+            played = executor.run(play_game, [setup], model, label="held-out games")
             calls = calls + played.calls
             played.values[0].write_to(store)
             seeds.append(setup.seed)

@@ -25,7 +25,6 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyspiel
@@ -40,9 +39,8 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.executor import ray_session, run_units
+from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     GameSetup,
     InOrder,
@@ -200,7 +198,7 @@ def play_logged_game(setup: GameSetup, model: LLM) -> PlayedGame:
 
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
                       progress: Callable[[str], None] | None = None, *,
-                      ray: RayOptions | None = None) -> tuple[list[str], LLMCalls]:
+                      executor: Executor = SERIAL) -> tuple[list[str], LLMCalls]:
     """Bot-only games with the assigned styles, logged into `store`; returns their ids and the
     model calls they made."""
     setups = logged_setups(cfg, pool.force_completion)
@@ -210,8 +208,8 @@ def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
         if progress:
             progress(game.created.game_id)
 
-    run = run_units(play_logged_game, setups, driver_model(pool, cfg.llm), ray=ray,
-                    on_result=InOrder(write), label="bot-only games")
+    run = executor.run(play_logged_game, setups, driver_model(pool, cfg.llm),
+                       on_result=InOrder(write), label="bot-only games")
     return [s.game_id for s in setups], run.calls
 
 
@@ -300,9 +298,6 @@ class SteerTrainOptions(BaseModel):
 
     #: A `TextEmbedder` object instead of the config's `embedder` name (Python callers).
     embedder: Any = None
-    #: The models' `LLMPool` (Python callers); None: one client per model string, served
-    #: models through the context's endpoint.
-    pool: Any = None
 
 
 @driver("werewolf steer-train")
@@ -314,23 +309,17 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
     for both, a task each); the training stays here. The results are the serial run's."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
-    cfg, out, ray = config, ctx.out, ctx.ray
+    cfg, executor = config, ctx.executor.quiet
     embedder: TextEmbedder | None = options.embedder
-    pool: LLMPool | None = options.pool
-    if pool is None:
-        ctx.endpoint.check(cfg.llm)
-        pool = LLMPool(factory=ctx.endpoint.llm)
-    root = prepare_run_dir(out, (POLICY_DIR,), summary=SUMMARY_FILE)
-    db = root / "games.sqlite"
-    if db.exists():  # a rerun starts from fresh logs (the LLM cache makes it cheap)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = GameStore(db)
-    with ray_session(ray):
+    pool = ctx.pool(cfg.llm)
+    root = prepare_run_dir(ctx.out, (POLICY_DIR,), summary=SUMMARY_FILE)
+    # A rerun starts from fresh logs (the LLM cache makes it cheap).
+    store = GameStore.fresh(root / "games.sqlite")
+    with executor.session():
         t0 = time.perf_counter()
         advance = shown.counter("bot-only games", cfg.games)
         ids, game_calls = play_logged_games(cfg, store, pool, lambda _: advance(),
-                                            ray=ray)
+                                            executor=executor)
         candidates = [s for gid in ids
                       for s in logged_discussion_states(store, gid, cfg.max_speakers)]
         t1 = time.perf_counter()
@@ -350,8 +339,8 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
 
         jobs = [PlaystyleJob(state, cfg, ids.index(state.game_id), pool.force_completion)
                 for state in picked]
-        units_run = run_units(solve_playstyle_job, jobs, driver_model(pool, cfg.llm), ray=ray,
-                              on_result=InOrder(collect), label="playstyle games")
+        units_run = executor.run(solve_playstyle_job, jobs, driver_model(pool, cfg.llm),
+                                 on_result=InOrder(collect), label="playstyle games")
         t2 = time.perf_counter()
     solved_records = len(records)
     records = pool_shared_views(records)

@@ -69,6 +69,7 @@ from gtsteer.evals.werewolf_styles import (
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
+from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
@@ -196,11 +197,6 @@ class StylesOptions(BaseModel):
     labelled: str | Path = DEFAULT_LABELLED
     #: Recompute the summary from the saved rows of OUT; no model is loaded or called.
     render_only: bool = False
-    #: A steering classifier object instead of the config's `judge` spelling (Python callers).
-    classifier: Any = None
-    #: The writer's `LLMPool` (Python callers); None: one client per model string, served
-    #: models through the context's endpoint.
-    pool: Any = None
 
 
 # ---- the run ----------------------------------------------------------------------------------
@@ -209,8 +205,7 @@ class StylesOptions(BaseModel):
 def run_key(cfg: StylesConfig, judge: str, states_digest: str) -> str:
     """What a saved row must have been made with to be kept: every setting, the judge, and
     the states file's content when the states come from one."""
-    blob = f"{cfg.model_dump_json()}|{judge}|{states_digest}"
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return digest_key(f"{cfg.model_dump_json()}|{judge}|{states_digest}")
 
 
 def states_path(source: str | Path) -> Path:
@@ -271,36 +266,19 @@ def load_rows(path: Path, key: str, states: list[GameState], cfg: StylesConfig
               ) -> tuple[list[StyleLine], int]:
     """The saved rows of this run (same key, a known state, style and sample, first of each),
     in file order, and how many other lines the file held (then it is rewritten)."""
-    if not path.is_file():
-        return [], 0
-    kept: dict[tuple[int, str, int], StyleLine] = {}
-    dropped = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = StyleLine.model_validate_json(line)
-        except ValidationError:
-            dropped += 1  # a line cut by a kill, or another format: sampled again
-            continue
+    seen: set[tuple[int, str, int]] = set()
+
+    def fits(row: StyleLine) -> bool:
         ident = (row.state, row.style, row.sample)
-        ok = (row.key == key and 0 <= row.state < len(states) and row.style in cfg.styles
-              and row.sample < cfg.samples and ident not in kept
+        ok = (0 <= row.state < len(states) and row.style in cfg.styles
+              and row.sample < cfg.samples and ident not in seen
               and (row.game_id, row.step) == (states[row.state].game_id,
                                               states[row.state].step))
         if ok:
-            kept[ident] = row
-        else:
-            dropped += 1
-    return list(kept.values()), dropped
+            seen.add(ident)
+        return ok
 
-
-def append_rows(path: Path, rows: list[StyleLine]) -> None:
-    """Append rows durably (a kill leaves at most a cut last line, which `load_rows` drops)."""
-    import os
-
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write("".join(r.model_dump_json() + "\n" for r in rows))
-        fh.flush()
-        os.fsync(fh.fileno())
+    return Ledger.lines(path, key, StyleLine, fits)
 
 
 def validate_judge(classifier: SteeringClassifier, labelled: str | Path = DEFAULT_LABELLED,
@@ -417,12 +395,10 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     cfg, t0 = config, time.perf_counter()
     states_file = states_path(cfg.states_from) if cfg.states_from else None
     digest = (hashlib.sha256(states_file.read_bytes()).hexdigest() if states_file else "")
-    pool: LLMPool | None = options.pool
-    if pool is None:
-        ctx.endpoint.check(cfg.llm)
-        pool = LLMPool(factory=ctx.endpoint.llm)
-    if options.classifier is not None:
-        classifier = options.classifier
+    pool = ctx.pool(cfg.llm)
+    # The judge reads the lines: the reader role (a classifier object), else the config's.
+    if ctx.given("reader") is not None:
+        classifier = ctx.given("reader")
     elif names_a_classifier(cfg.judge):
         classifier = make_classifier(cfg.judge)
     else:
@@ -443,7 +419,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     rows_path = root / ROWS_FILE
     rows, dropped = load_rows(rows_path, key, states, cfg)
     if dropped:  # keep only this run's rows, whole
-        write_text(rows_path, "".join(r.model_dump_json() + "\n" for r in rows))
+        Ledger.write_lines(rows_path, rows)
     done = {(r.state, r.style, r.sample) for r in rows}
     total = len(states) * cfg.samples * len(cfg.styles)
     advance = shown.counter("lines (sampled and judged)", total, len(done))
@@ -451,7 +427,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
         for sample in range(cfg.samples):
             new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
             if new:
-                append_rows(rows_path, new)
+                Ledger.append_lines(rows_path, new)
                 rows += new
                 advance(len(new))
     calls = sum((m.usage.since(b) for m, b in zip(meters, before, strict=True)), LLMCalls())
@@ -498,10 +474,7 @@ def logged_states(root: Path, cfg: StylesConfig, pool: LLMPool
                   ) -> list[GameState]:
     """Bot-only games logged as `steer-train` logs them, and its draw of their eligible
     discussion states; refused when they hold fewer than `cfg.states`."""
-    db = root / "games.sqlite"
-    for suffix in ("", "-wal", "-shm"):  # replayed from the cache: fresh logs
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    store = GameStore(db)
+    store = GameStore.fresh(root / "games.sqlite")  # replayed from the cache: fresh logs
     try:
         logged = SteerTrainConfig(games=cfg.games, llm=cfg.llm, players=cfg.players,
                                   max_messages=cfg.max_messages, max_days=cfg.max_days,

@@ -122,6 +122,14 @@ class GameStore:
             except (sqlite3.Error, OSError):
                 raise refused from None
 
+    @classmethod
+    def fresh(cls, path: str | Path) -> GameStore:
+        """An empty store at `path`, an earlier database there deleted with its WAL files
+        (a run logs its games again, in order; the response cache makes that cheap)."""
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return cls(path)
+
     def _open(self) -> None:
         with self._guard():
             self.path.parent.mkdir(parents=True, exist_ok=True)
