@@ -49,7 +49,8 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,9 @@ from gtsteer.domains import load_spec
 from gtsteer.domains.load import bind
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import ROOT, repo_relative, write_json
+from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER, PolicyTable, solve_cfr
 from gtsteer.solvers.heldout import greedy_instruction
 from gtsteer.solvers.metrics import MeanCI, mean_ci
@@ -399,46 +402,79 @@ def saved_study(results: Path) -> tuple[StudyRun, list[InstanceRecord]]:
     return run, records
 
 
+@dataclass(frozen=True)
+class InstanceUnit:
+    """One instance's work, as the serial loop or a Ray task receives it (`--ray`)."""
+
+    spec: DomainSpec
+    instance: Instance
+    sizes: tuple[int, ...]
+    draws: int
+    seed: int
+    iterations: int
+    progress: bool
+    command: str
+
+
+def measure_unit(unit: InstanceUnit, model: LLM) -> InstanceRecord | str:
+    """`measure_instance` for the executor: a tree that could not be expanded is its reason
+    (the run goes on with the other instances), never an exception that stops it."""
+    try:
+        return measure_instance(unit.spec, unit.instance, model, unit.sizes, unit.draws,
+                                unit.seed, iterations=unit.iterations, progress=unit.progress,
+                                command=unit.command)
+    except ExpansionFailed as exc:
+        return str(exc)
+
+
 def run_study(config: Path, llm: str | LLM, games: int, samples: Sequence[int],
               sizes: Sequence[int], draws: int, results: Path, *, deals: int | None = None,
               seed: int = 0, iterations: int = DEFAULT_ITERATIONS, progress: bool = False,
-              command: str = COMMAND, report: Any = print) -> tuple[list[InstanceRecord], int]:
-    """Measure instances 0..games-1, keeping those saved under the same key; returns the
-    records (in order) and how many instances failed (not saved: a rerun tries them again)."""
+              ray: RayOptions | None = None, command: str = COMMAND,
+              report: Callable[[str], None] = print) -> tuple[list[InstanceRecord], int]:
+    """Measure instances 0..games-1 (serially, or one Ray task each), keeping those saved
+    under the same key; each is saved as it finishes. Returns the records (in order) and how
+    many instances failed (not saved: a rerun tries them again)."""
     spec = study_spec(config, samples, deals)
     for k in sizes:
         subsets(spec.samples_at(0), k, 1, 0)  # a bad size fails before any model call
     client, _, _ = RunContext.of(llm=llm).roles(spec)
-    records, failed = [], 0
+    done: dict[int, InstanceRecord] = {}
+    todo = []
     for instance in generate_instances(spec, games, seed):
-        path = instance_path(results, instance.index)
-        key = record_key(spec, instance, client.model, sizes, draws, seed, DEFAULT_SOLVER,
-                         iterations)
-        kept = read_record(path)
-        if kept is not None and kept.key == key:
+        kept = read_record(instance_path(results, instance.index))
+        if kept is not None and kept.key == record_key(spec, instance, client.model, sizes,
+                                                       draws, seed, DEFAULT_SOLVER, iterations):
             report(f"instance {instance.index}: saved, kept")
-            records.append(kept)
-            continue
-        try:
-            record = measure_instance(spec, instance, client, sizes, draws, seed,
-                                      iterations=iterations, progress=progress, command=command)
-        except ExpansionFailed as exc:
-            report(f"{exc}; not saved (a rerun tries it again)")
+            done[instance.index] = kept
+        else:
+            todo.append(InstanceUnit(spec, instance, tuple(sizes), draws, seed, iterations,
+                                     progress and ray is None, command))
+    failed = 0
+
+    def finished(i: int, outcome: InstanceRecord | str) -> None:
+        nonlocal failed
+        if isinstance(outcome, str):
+            report(f"{outcome}; not saved (a rerun tries it again)")
             failed += 1
-            continue
-        write_json(path, record)
-        report(f"instance {instance.index}: {record.new_calls} new calls, {record.wall_s:.0f} s")
-        records.append(record)
-        save_run(results, config, games, failed, records)  # a stopped run keeps its section
-    save_run(results, config, games, failed, records)
-    return records, failed
+        else:
+            write_json(instance_path(results, outcome.index), outcome)
+            report(f"instance {outcome.index}: {outcome.new_calls} new calls,"
+                   f" {outcome.wall_s:.0f} s")
+            done[outcome.index] = outcome
+        save_run(results, config, games, failed, done)  # a stopped run keeps its section
+
+    Executor(ray, progress).run(measure_unit, todo, client, on_result=finished,
+                                label="instances")
+    save_run(results, config, games, failed, done)
+    return [done[i] for i in sorted(done)], failed
 
 
 def save_run(results: Path, config: Path, games: int, failed: int,
-             records: list[InstanceRecord]) -> None:
+             records: dict[int, InstanceRecord]) -> None:
     write_json(results / STUDY_FILE, StudyRun(config=repo_relative(config), games=games,
                                               failed=failed,
-                                              keys={r.index: r.key for r in records}))
+                                              keys={i: r.key for i, r in sorted(records.items())}))
 
 
 # ---- rows and the doc section ----------------------------------------------------------------
@@ -566,7 +602,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="no model call: write the section from the saved instances")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the worst-case requests of the trees and stop")
+    benchdoc.add_ray_arguments(parser)
     args = parser.parse_args(argv)
+    ray = benchdoc.ray_options(parser, args)
     samples = parse_counts(args.samples, "--samples", parser)
     sizes = parse_counts(args.subsets, "--subsets", parser)
     if args.games < 2 or args.draws < 0:
@@ -596,7 +634,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.render_only:
         _, failed = run_study(config, args.llm, args.games, samples, sizes, args.draws,
                               args.results, deals=args.deals, progress=not args.quiet,
-                              command=command)
+                              ray=ray, command=command)
         if failed:
             print(f"{failed} instance(s) failed; rerun the command to measure them")
     name = section(spec.name)
