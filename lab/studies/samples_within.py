@@ -12,10 +12,10 @@ are the first mover's value with its opening policy, every later decision and ev
 player on `any` (the clean estimate of `gtsteer solve --heldout`), minus the same with `any`
 at the opening on the same samples: so *selection* (in-sample minus left-out gain) compares
 gains, each over `any` on its own samples. The left-out value is also compared with the
-domain's `greedy` opening on the left-out samples. The subsets of one draw are a seeded
-random partition of the S0 samples into S0 // k disjoint k-subsets (`--draws` partitions per
-instance; `--draws 0`: every k-subset); an instance's numbers are means over its subsets, and
-the intervals are 95% Student-t over instances.
+domain's `greedy` opening on the left-out samples. The subsets are every k-subset of the S0
+samples (`--draws 0`, the default: 28 + 70 CFR solves at S0 = 8, under a minute an instance),
+or `--draws N` seeded random partitions of them into S0 // k disjoint k-subsets; an instance's
+numbers are means over its subsets, and the intervals are 95% Student-t over instances.
 
 Why restricting the tree is exact. The opening message's chance node has S0 outcomes, each
 sample index i at probability 1 / S0; message seeds and every history key depend on the
@@ -39,7 +39,7 @@ and stops before any model call.
 
     flock /tmp/gtsteer-model.lock .venv/bin/python -m lab samples-within \\
         gtsteer/configs/schedule_meeting_dow.yaml --games 20 --samples 8 --subsets 2,4 \\
-        --results docs/data/samples_within_meeting
+        --results docs/data/samples_within_meeting --ray local --workers 2 --quiet
 """
 
 from __future__ import annotations
