@@ -46,6 +46,7 @@ STUDIES = {
     "playthroughs": "lab.studies.playthroughs",
     "psro-discovery": "lab.studies.psro_discovery",
     "samples": "lab.studies.samples_study",
+    "samples-within": "lab.studies.samples_within",
     "steering-table": "lab.studies.steering_table",
     "table1": "lab.studies.table1",
     "tension": "lab.studies.tension",
