@@ -245,7 +245,7 @@ def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
 
 def test_the_cost_of_resolving_a_difference_comes_from_the_runs_own_timings(
         policy: Path, tmp_path: Path) -> None:
-    from gtsteer.runs.werewolf_evaluate import PairedDifference
+    from gtsteer.evals.paired import PairedDifference
     from gtsteer.runs.werewolf_paired_doc import cost_lines
 
     summary = run(policy, tmp_path / "run", tmp_path / "cache", CountingFake())

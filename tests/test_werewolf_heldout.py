@@ -151,7 +151,7 @@ def row(index: int, gains: dict[tuple[str, str], float], team: str = "village"):
 
 
 def test_gain_statistics_on_known_values():
-    from gtsteer.runs.werewolf_heldout import find_stat, gain_stats
+    from gtsteer.evals.paired import find_stat, gain_stats
 
     pairs = [("cfr", UNSTEERED), ("cfr", "uniform"), ("distilled", UNSTEERED),
              ("distilled", "uniform")]

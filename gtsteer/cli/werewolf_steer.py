@@ -46,7 +46,8 @@ from gtsteer.werewolf.playstyles import options_for
 DISCUSSION_OPTIONS = ",".join(options_for("speak"))
 
 if TYPE_CHECKING:  # the run module is imported when a command runs
-    from gtsteer.runs.werewolf_evaluate import EvaluateConfig, PairedDifference
+    from gtsteer.evals.paired import PairedDifference
+    from gtsteer.runs.werewolf_evaluate import EvaluateConfig
     from gtsteer.runs.werewolf_styles import StylesSummary
 
 

@@ -24,7 +24,6 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, make_instance
@@ -34,11 +33,11 @@ from gtsteer.binding.reward import payoff_bounds
 from gtsteer.binding.reward_cases import OUTCOMES, RewardCase, reward_cases_for
 from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
+from gtsteer.evals.reward import PathError, ScoredCase, path_error
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.solvers.metrics import MeanCI, SignFlips, mean_ci, wilson
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
 SCHEMA_VERSION = 2
@@ -57,31 +56,6 @@ Conversation:
 Give each person's payoff as a number from %(low)g to %(high)g.
 Answer:
 """
-
-
-class ScoredCase(BaseModel):
-    outcome: str
-    instance: int
-    transcript: str
-    facts: dict
-    truth: list[float]
-    #: The instance's payoff range (the utility's derived bounds, else the config's): Norm's unit.
-    bounds: tuple[float, float]
-    predicted: dict[str, list[float] | None]  # path -> payoffs (None: the path failed)
-    failures: dict[str, str]  # path -> why it failed
-
-
-class PathError(BaseModel):
-    """Error of one reward path on one outcome type ("all": every outcome type together)."""
-
-    path: str
-    outcome: str
-    cases: int
-    failures: int
-    norm: MeanCI  # |predicted - true| / range, over (case, player) pairs
-    #: Sgn: (case, player) pairs whose predicted payoff has another sign than the truth (0 is
-    #: its own sign), of all, with a 95% Wilson interval; lower is better (None: none scored).
-    sign_flips: SignFlips | None
 
 
 class RewardReport(RunResult):
@@ -185,31 +159,6 @@ def _score_all(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase]
     for mine, done in zip(by_instance.values(), run.values, strict=True):
         scored.update(zip(mine, done, strict=True))
     return [scored[p] for p in range(len(cases))]
-
-
-def _nonnegative(m: MeanCI) -> MeanCI:
-    """A t-interval of a mean of absolute errors can dip below 0, which no error can."""
-    if m.ci_low is None or m.ci_low >= 0.0:
-        return m
-    return m.model_copy(update={"ci_low": 0.0})
-
-
-def path_error(path: str, outcome: str, scored: list[ScoredCase]) -> PathError:
-    mine = [c for c in scored if outcome == "all" or c.outcome == outcome]
-    ok = [(c, pred) for c in mine if (pred := c.predicted.get(path)) is not None]
-    errs = [
-        abs(p - t) / (c.bounds[1] - c.bounds[0])
-        for c, pred in ok for p, t in zip(pred, c.truth, strict=True)
-    ]
-    flips = [
-        int(np.sign(p) != np.sign(t))
-        for c, pred in ok for p, t in zip(pred, c.truth, strict=True)
-    ]
-    return PathError(
-        path=path, outcome=outcome, cases=len(mine), failures=len(mine) - len(ok),
-        norm=_nonnegative(mean_ci(errs)),
-        sign_flips=wilson(sum(flips), len(flips)) if flips else None,
-    )
 
 
 def configured_path(spec: DomainSpec) -> str:

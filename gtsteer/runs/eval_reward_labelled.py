@@ -45,17 +45,16 @@ from gtsteer.binding.prompts import Turn, fill_template, render_transcript
 from gtsteer.binding.reward_cases import reward_cases_for
 from gtsteer.binding.spec import validation_summary
 from gtsteer.domains import load_spec
+from gtsteer.evals.reward import Over, ReadingAccuracy, reading_accuracy
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
-from gtsteer.solvers.metrics import Proportion, wilson
 
 SCHEMA_VERSION = 1
 Kind = Literal["agreed", "none"]
 AGREED: Kind = "agreed"
 NONE: Kind = "none"
 #: The rows of each reading's accuracy: every item, then each label kind.
-Over = Literal["all", "agreed", "none"]
 OVER: tuple[Over, ...] = ("all", AGREED, NONE)
 #: The report's file in the run folder.
 FILE = "reward_labelled.json"
@@ -143,17 +142,6 @@ class LabelledRead(BaseModel):
     read: dict[str, str | None]
     correct: dict[str, bool]
     failures: dict[str, str]
-
-
-class ReadingAccuracy(BaseModel):
-    """One reading's share of items read right, over all items or one label kind."""
-
-    path: str
-    kind: Over
-    items: int
-    failures: int
-    #: None when there is no item of this kind.
-    accuracy: Proportion | None
 
 
 class LabelledReport(RunResult):
@@ -251,15 +239,6 @@ async def read_unit(unit: LabelledUnit, model: LLM, bar: GatherBar) -> LabelledR
     return LabelledRead(index=unit.index, names=names,
                         transcript=render_transcript(unit.turns, names), kind=unit.kind,
                         label=shown(unit.truth), read=read, correct=correct, failures=failures)
-
-
-def reading_accuracy(path: str, kind: Over,
-                     items: list[LabelledRead]) -> ReadingAccuracy:
-    mine = [r for r in items if kind == "all" or r.kind == kind]
-    right = sum(r.correct[path] for r in mine)
-    return ReadingAccuracy(path=path, kind=kind, items=len(mine),
-                           failures=sum(path in r.failures for r in mine),
-                           accuracy=wilson(right, len(mine)) if mine else None)
 
 
 class LabelledOptions(BaseModel):

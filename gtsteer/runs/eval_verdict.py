@@ -30,26 +30,15 @@ from gtsteer.domains.verdict_play import (
     StrategicQuestioner,
     play_verdict_game,
 )
+from gtsteer.evals.verdict import VerdictCell, verdict_cell, win_totals
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
-from gtsteer.solvers.metrics import WinRate, wilson
+from gtsteer.solvers.metrics import WinRate
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
 DEFAULT_BREADTH, DEFAULT_DEPTH = 10, 1
-
-
-class VerdictCell(BaseModel):
-    """One policy against one judge setting."""
-
-    policy: str
-    prompt_index: int
-    temperature: float
-    win: WinRate
-    #: How often each verdict was reached (the continue label never ends a game).
-    verdicts: dict[str, int]
-    mean_rounds: float
 
 
 class VerdictEvalReport(RunResult):
@@ -160,26 +149,21 @@ def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> Verdict
     with ctx.executor.session():
         outcomes = _play_all(model, spec, jobs, seed, ctx.executor)
     cells: list[VerdictCell] = []
-    totals: dict[str, list[bool]] = {p.name: [] for p in policies}
+    totals: dict[str, list[GameOutcome]] = {p.name: [] for p in policies}
     for setting in settings:
         for policy in policies:
             mine = [o for (p, s, _), o in zip(jobs, outcomes, strict=True)
                     if p is policy and s == setting]
-            wins = [o.win for o in mine]
-            totals[policy.name] += wins
-            counts = {v: sum(o.verdict == v for o in mine) for v in spec.judge.verdicts}
-            cells.append(VerdictCell(
-                policy=policy.name, prompt_index=setting.prompt_index,
-                temperature=setting.temperature, win=wilson(sum(wins), len(wins)),
-                verdicts=counts, mean_rounds=sum(o.rounds for o in mine) / len(mine),
-            ))
+            totals[policy.name] += mine
+            cells.append(verdict_cell(policy.name, setting.prompt_index, setting.temperature,
+                                      mine, spec.judge.verdicts))
     calls = model.usage.since(before)
     report = VerdictEvalReport(
         config=str(config), domain=spec.name, model=model.model, seed=seed, games=games,
         questioner=spec.players[table.questioner], target_verdict=table.target_verdict,
         breadth=breadth, depth=depth, judge_prompts=spec.judge.prompts, temperatures=temps,
         cells=cells,
-        totals={name: wilson(sum(w), len(w)) for name, w in totals.items()},
+        totals=win_totals(totals),
         llm_requests=calls.requests,
         new_llm_calls=calls.new_calls,
     )

@@ -19,7 +19,7 @@ so the model's random numbers are the same in every condition (paired seeds): wh
 conditions give the same instructions, they give the same words. A player's gain over a
 baseline on an instance is its payoff with the policy minus its payoff with the baseline, mean
 over the samples; the summary gives the mean over instances with a 95% Student-t interval
-(`solvers.metrics.mean_ci`), as Table 1 states it.
+(`evals.paired.live_stats`), as Table 1 states it.
 
 Fresh means: no instance whose names, scenario, opening and private information (deal 0, or
 any deal of a dealt training game) equal those of an instance of the policy's dataset, trained
@@ -48,6 +48,7 @@ from gtsteer.binding import DialogueState, make_game, make_instance
 from gtsteer.binding.instances import Instance, deal_instances, stable_int
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
+from gtsteer.evals.paired import LiveStat, live_stats
 from gtsteer.imitation.advisor import Advisor
 from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
 from gtsteer.llm import LLM, LLMCalls
@@ -61,7 +62,6 @@ from gtsteer.runs.output import (
 )
 from gtsteer.runs.play import Move, PlayedTurn, SeatPlayer, ended_by, play_dialogue, seat_players
 from gtsteer.runs.solve import check_seed
-from gtsteer.solvers.metrics import MeanCI, mean_ci
 
 SUMMARY_FILE = "evaluate.json"
 ROWS_DIR = "instances"
@@ -109,17 +109,6 @@ class LiveInstanceRow(BaseModel):
     instance: Instance
     dialogues: list[LiveDialogue]
     versus: list[LiveVersus]
-
-
-class LiveStat(BaseModel):
-    """A player's gain over a baseline across instances (mean, 95% Student-t interval)."""
-
-    player: int
-    role: str
-    baseline: str
-    gain: MeanCI
-    policy_value: float
-    baseline_value: float
 
 
 class TrainingSet(BaseModel):
@@ -336,22 +325,6 @@ def run_key(spec: DomainSpec, model: str, digest: str, seed: int, samples: int,
                       seed, samples, list(baselines), ROW_VERSION)
 
 
-def live_stats(rows: Sequence[LiveInstanceRow], spec: DomainSpec, baselines: Sequence[str]
-               ) -> list[LiveStat]:
-    """Per player and baseline: the mean gain over instances with its 95% Student-t interval."""
-    out = []
-    for p, role in enumerate(spec.players):
-        for baseline in baselines:
-            pairs = [v for r in rows for v in r.versus if v.player == p and v.baseline == baseline]
-            if not pairs:
-                continue
-            out.append(LiveStat(
-                player=p, role=role, baseline=baseline, gain=mean_ci([v.gain for v in pairs]),
-                policy_value=sum(v.policy_value for v in pairs) / len(pairs),
-                baseline_value=sum(v.baseline_value for v in pairs) / len(pairs)))
-    return out
-
-
 @driver("evaluate")
 def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
         ) -> EvaluateLiveResult:
@@ -404,11 +377,12 @@ def run(config: str | Path, ctx: RunContext, options: EvaluateLiveOptions
         policy=policy, features=features, run_key=key, seed=options.seed,
         samples=options.samples, training=trained, instances=[i.index for i in fresh],
         skipped=skipped, baselines=baselines, notes=notes,
-        stats=live_stats(rows, spec, baselines), llm_calls=model.usage.since(before))
+        stats=live_stats([v for r in rows for v in r.versus], spec.players, baselines),
+        llm_calls=model.usage.since(before))
     finish_run_dir(out, SUMMARY_FILE, result)
     return result.written_to(out)
 
 
 __all__ = ["EvaluateError", "EvaluateLiveOptions", "EvaluateLiveResult", "LiveInstanceRow",
-           "fresh_instances", "live_stats", "play_instance", "run",
+           "fresh_instances", "play_instance", "run",
            "training_set"]

@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gtsteer.binding import progress as shown
+from gtsteer.evals.paired import PairedDifference, paired_difference, votes_on_wolves, win_rates
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import RunContext, driver
@@ -53,13 +54,7 @@ from gtsteer.runs.werewolf_games import (
     driver_model,
     play_game,
 )
-from gtsteer.solvers.metrics import (
-    TeamRate,
-    bootstrap_interval,
-    instances_for_power,
-    mcnemar_exact,
-    wilson,
-)
+from gtsteer.solvers.metrics import TeamRate
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
@@ -128,30 +123,6 @@ class ConditionResult(BaseModel):
     #: about 0), on the machine that played it, beside whatever else ran there.
     model_seconds_per_game: float = 0.0
     game_ids: list[str]
-
-
-class PairedDifference(BaseModel):
-    """One condition against the static one on the same seeds (condition minus static)."""
-
-    condition: str
-    seeds: int
-    #: Seeds the village won under the condition only, and under static only (McNemar's b, c).
-    condition_only_wins: int
-    static_only_wins: int
-    village_win_difference: float
-    #: 95% paired bootstrap interval over seeds (None: fewer than two seeds).
-    low: float | None
-    high: float | None
-    #: Exact two-sided McNemar test (a binomial test on the discordant seeds).
-    mcnemar_p: float
-    #: The village's votes on wolves per vote, per seed (seeds where it voted in both), the
-    #: mean difference and its paired bootstrap interval.
-    votes_on_wolves_difference: float | None
-    votes_low: float | None
-    votes_high: float | None
-    #: Seeds a t-test would need to exclude 0 at 80% power if the difference and spread stay
-    #: as measured (None: no difference measured).
-    seeds_to_exclude_zero: int | None
 
 
 class EvaluateSummary(RunResult):
@@ -379,55 +350,23 @@ def paired_differences(cfg: EvaluateConfig, finals: Mapping[str, GameState]
         if key == STATIC or key not in cfg.conditions:
             continue
         games = [finals[game_id(c, g)] for g in range(cfg.games)]
-        won = [float(s.winner == "village") for s in games]
-        won_static = [float(s.winner == "village") for s in base]
-        diffs = [a - b for a, b in zip(won, won_static, strict=True)]
-        b = sum(d > 0 for d in diffs)
-        c_ = sum(d < 0 for d in diffs)
-        interval = bootstrap_interval(diffs)
-        votes = [(x, y) for x, y in zip(map(_on_wolves, games), map(_on_wolves, base),
-                                       strict=True) if x is not None and y is not None]
-        vote_diffs = [x - y for x, y in votes]
-        vote_interval = bootstrap_interval(vote_diffs)
-        out.append(PairedDifference(
-            condition=list(CONDITIONS)[c], seeds=cfg.games,
-            condition_only_wins=b, static_only_wins=c_,
-            village_win_difference=sum(diffs) / len(diffs),
-            low=interval[0] if interval else None, high=interval[1] if interval else None,
-            mcnemar_p=mcnemar_exact(b, c_),
-            votes_on_wolves_difference=(sum(vote_diffs) / len(vote_diffs) if vote_diffs
-                                        else None),
-            votes_low=vote_interval[0] if vote_interval else None,
-            votes_high=vote_interval[1] if vote_interval else None,
-            seeds_to_exclude_zero=instances_for_power(diffs),
-        ))
+        out.append(paired_difference(
+            list(CONDITIONS)[c], [s.winner == "village" for s in games],
+            [s.winner == "village" for s in base],
+            [votes_on_wolves([s]) for s in games], [votes_on_wolves([s]) for s in base]))
     return out
-
-
-def _on_wolves(state: GameState) -> float | None:
-    """The share of village-side votes in `state` that hit a werewolf (None: no such vote)."""
-    votes = [v for v in state.votes if state.player(v.voter).role is not Role.WEREWOLF]
-    if not votes:
-        return None
-    return sum(state.player(v.target).role is Role.WEREWOLF for v in votes) / len(votes)
 
 
 def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[GameState],
                ids: list[str]) -> ConditionResult:
     n = len(finals)
-    on_wolf = total = 0
-    for s in finals:
-        for v in s.votes:
-            if s.player(v.voter).role is not Role.WEREWOLF:
-                total += 1
-                on_wolf += s.player(v.target).role is Role.WEREWOLF
     calls = [c for gid in ids for c in store.calls(gid)]
     days = [d for s in finals for d in days_survived(s, team)]
+    rates = win_rates(finals)
     return ConditionResult(
         condition=name, team=team, chooser=kind,
-        village=wilson(sum(s.winner == "village" for s in finals), n),
-        werewolves=wilson(sum(s.winner == "werewolves" for s in finals), n),
-        village_votes_on_wolves=on_wolf / total if total else 0.0,
+        village=rates["village"], werewolves=rates["werewolves"],
+        village_votes_on_wolves=votes_on_wolves(finals) or 0.0,
         mean_days_survived=sum(days) / len(days) if days else 0.0,
         llm_calls_per_game=len(calls) / n,
         tokens_per_game=sum(c.prompt_tokens + c.completion_tokens for c in calls) / n,

@@ -9,15 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from gtsteer.evals.paired import BASELINES, GainStat, find_stat, gain_stats
 from gtsteer.runs import docsection
 from gtsteer.runs.werewolf_heldout import (
-    BASELINES,
     SUMMARY_FILE,
     FreshStateRow,
-    GainStat,
     SteerHeldoutSummary,
-    find_stat,
-    gain_stats,
     read_rows,
 )
 from gtsteer.solvers.metrics import MeanCI

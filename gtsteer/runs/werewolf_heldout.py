@@ -51,6 +51,7 @@ import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import progress as shown
+from gtsteer.evals.paired import GainStat, gain_stats
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
@@ -76,7 +77,6 @@ from gtsteer.runs.werewolf_steer import (
 )
 from gtsteer.solvers.evaluate import Strategy, fixed, tabular, uniform
 from gtsteer.solvers.heldout import VersusBaseline, opening_values, paired_versus
-from gtsteer.solvers.metrics import MeanCI, bootstrap_interval, instances_for_power, mean_ci
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.state import GameState
@@ -88,11 +88,8 @@ SUMMARY_FILE = "steer_heldout.json"
 ROWS_DIR = "rows"
 STATES_FILE = "states.jsonl"
 GAMES_DB = "games.sqlite"
-#: The policies measured (`VersusBaseline.replay`) and the baselines (`.baseline`).
-POLICIES = ("cfr", "distilled")
-BASELINES = (UNSTEERED, "uniform")
-#: The trees a gain is measured on.
-SAMPLES = ("fresh", "in-sample")
+#: The policies measured (`VersusBaseline.replay`), the baselines (`.baseline`) and the trees
+#: a gain is measured on, with their statistics, are `gtsteer.evals.paired`'s.
 
 
 class HeldOutOverlapError(ValueError):
@@ -118,23 +115,6 @@ class SteerHeldoutConfig(BaseModel):
     max_games: int | None = Field(None, ge=1)
     #: The model; None: the training run's (another model measures transfer, and is recorded).
     llm: str | None = None
-
-
-class GainStat(BaseModel):
-    """One policy's value minus one baseline's, paired per state, over the rows of one team
-    of first speakers (or all): mean with the 95% Student-t interval (`gain`) and the 95% BCa
-    bootstrap interval of `solvers.metrics`."""
-
-    policy: str  # one of POLICIES
-    baseline: str  # one of BASELINES
-    samples: str  # one of SAMPLES
-    team: str  # "all", "village" or "werewolves" (the first speaker's team)
-    gain: MeanCI
-    bootstrap: tuple[float, float] | None = None
-    policy_value: float
-    baseline_value: float
-    #: States a t-test would need to exclude 0 with 80% power at this mean and spread.
-    states_needed: int | None = None
 
 
 class FreshStateRow(BaseModel):
@@ -439,41 +419,6 @@ def read_rows(root: str | Path, key: str) -> list[FreshStateRow]:
         except DamagedFileError as exc:
             raise DamagedFileError(f"{exc}; `--resume` measures that state again") from None
     return [r for r in rows if r.run_key == key]
-
-
-# ---- statistics ------------------------------------------------------------------------------
-
-
-def gain_stats(rows: Sequence[FreshStateRow]) -> list[GainStat]:
-    """Each policy against each baseline, fresh and in-sample, over all rows and per team of
-    the first speaker: paired per state, with both intervals."""
-    out = []
-    teams = ["all", *sorted({r.team for r in rows})]
-    for team in teams:
-        chosen = [r for r in rows if team in ("all", r.team)]
-        if not chosen:
-            continue
-        for samples in SAMPLES:
-            for policy in POLICIES:
-                for baseline in BASELINES:
-                    pairs = [next(v for v in (r.versus if samples == "fresh"
-                                              else r.versus_in_sample)
-                                  if v.replay == policy and v.baseline == baseline)
-                             for r in chosen]
-                    gains = [v.gain for v in pairs]
-                    out.append(GainStat(
-                        policy=policy, baseline=baseline, samples=samples, team=team,
-                        gain=mean_ci(gains), bootstrap=bootstrap_interval(gains),
-                        policy_value=sum(v.policy_value for v in pairs) / len(pairs),
-                        baseline_value=sum(v.baseline_value for v in pairs) / len(pairs),
-                        states_needed=instances_for_power(gains)))
-    return out
-
-
-def find_stat(stats: Sequence[GainStat], policy: str, baseline: str, samples: str = "fresh",
-              team: str = "all") -> GainStat | None:
-    return next((s for s in stats if (s.policy, s.baseline, s.samples, s.team)
-                 == (policy, baseline, samples, team)), None)
 
 
 # ---- the run ---------------------------------------------------------------------------------

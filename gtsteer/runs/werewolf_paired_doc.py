@@ -14,8 +14,9 @@ import json
 import os
 from pathlib import Path
 
+from gtsteer.evals.paired import PairedDifference
 from gtsteer.runs import docsection
-from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary, PairedDifference
+from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary
 from gtsteer.solvers.metrics import Proportion, side_of_zero
 
 #: The markers of its section.
