@@ -419,7 +419,7 @@ def test_cli_heldout_prints_the_row_and_a_rerun_costs_nothing(tmp_path: Path) ->
     assert first.exit_code == 0, first.output
     assert "cfr_gain_heldout" in first.output
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["schema_version"] == SCHEMA_VERSION == 6 and summary["heldout"] is True
+    assert summary["schema_version"] == SCHEMA_VERSION == 7 and summary["heldout"] is True
     assert "clean estimate" in first.output and "nearest" in first.output
     held = summary["heldout_metrics"]
     assert set(held["replays"]) == {"history", "nearest", "distilled"}

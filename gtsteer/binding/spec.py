@@ -98,6 +98,11 @@ class PayoffSpec(_Strict):
             raise ValueError("a zero-sum payoff needs symmetric bounds (min == -max)")
         return self
 
+    @property
+    def span(self) -> float:
+        """max - min: the unit of every normalised number (`solvers.metrics.normalized`)."""
+        return self.max - self.min
+
     @field_validator("prompt")
     @classmethod
     def _prompt_fields(cls, v: str) -> str:

@@ -422,7 +422,7 @@ def _fill_record(record: GameRecord, game: Any, result: CFRResult) -> None:
     labels = [list(game.instructions(p)) for p in range(n)]
     any_actions = [int(game.any_action(p)) for p in range(n)]
     players = result.players
-    record.values = analyze(result.game, result.policy, labels, any_actions)
+    record.values = analyze(result.game, result.policy, labels, any_actions, game.spec.payoff.span)
     record.info_states = len(result.policy)
     record.policy = [
         InfoStatePolicy(

@@ -19,6 +19,9 @@ from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
 from gtsteer.solvers.metrics import Metric
 
+#: 7: every normalised number (`*_normalized`, also per game and held-out) divides by the
+#: config's payoff range (`payoff_bounds`), not by the instance's own bounds, which a domain
+#: may narrow per deal (fruit); Table 1 reads these (`solvers.metrics.normalized`).
 #: 6: the responder is also compared with the first mover on its solved opening
 #: (`VersusBaseline.others`), and the fresh tree expands those branches.
 #: 5: each player's fresh-sample value against the baselines (`heldout_metrics.versus`).
@@ -27,7 +30,7 @@ from gtsteer.solvers.metrics import Metric
 #: 3: optional held-out CFR gain (`heldout`, `cfr_gain_heldout`, `heldout_*`).
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class Metrics(BaseModel):

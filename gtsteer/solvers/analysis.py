@@ -21,7 +21,7 @@ from gtsteer.solvers.evaluate import (
     tabular,
     uniform,
 )
-from gtsteer.solvers.metrics import cfr_gain, head_to_head, nash_conv
+from gtsteer.solvers.metrics import cfr_gain, head_to_head, nash_conv, normalized
 
 #: Head-to-head name prefix of "always play this instruction".
 ALWAYS = "always:"
@@ -32,11 +32,11 @@ class GameValues(BaseModel):
 
     #: Sum over players of the best-response gain against the policy (OpenSpiel's NashConv).
     nash_conv: float
-    #: nash_conv / (players x payoff range): the mean best-response gain per player as a share
-    #: of the range, in [0, 1] whatever the number of players.
+    #: nash_conv / (players x the config's payoff range), `metrics.normalized`: the mean
+    #: best-response gain per player as a share of the range, in [0, 1].
     nash_conv_normalized: float
     cfr_gain: float
-    #: cfr_gain / payoff range (cfr_gain is already a mean over players), in [-1, 1].
+    #: cfr_gain / the config's payoff range (cfr_gain is already a mean over players).
     cfr_gain_normalized: float
     cfr_gain_per_player: list[float]
     value_cfr: list[float]  # each player's value when all play CFR
@@ -72,25 +72,28 @@ def analyze(
     table: PolicyTable,
     labels: Sequence[Sequence[str]],
     any_actions: Sequence[int],
+    span: float | None = None,
 ) -> GameValues:
     """NashConv, CFR gain, head-to-head and first-instruction distribution of one game.
 
     `game` should be the cached tree the policy was computed on; `labels[p][a]` names action
-    `a` of player `p`; `any_actions[p]` is player p's unguided baseline action.
+    `a` of player `p`; `any_actions[p]` is player p's unguided baseline action; `span` is
+    the config's payoff range (None: the game's own, for a game without a config).
     """
     strategies = baseline_strategies(table, labels, any_actions)
     cfr_s, any_s = strategies["cfr"], strategies["any"]
     n = game.num_players()
     conv = nash_conv(game, table)
-    span = game.max_utility() - game.min_utility()
+    if span is None:
+        span = game.max_utility() - game.min_utility()
     gains = cfr_gain(game, cfr_s, any_s)
     gain = float(np.mean(gains))
     first = first_decision_distribution(game, [cfr_s] * n)
     return GameValues(
         nash_conv=conv,
-        nash_conv_normalized=conv / (n * span),
+        nash_conv_normalized=normalized(conv, span, n),
         cfr_gain=gain,
-        cfr_gain_normalized=gain / span,
+        cfr_gain_normalized=normalized(gain, span),
         cfr_gain_per_player=gains,
         value_cfr=[float(v) for v in expected_returns(game, [cfr_s] * n)],
         value_any=[float(v) for v in expected_returns(game, [any_s] * n)],

@@ -59,6 +59,7 @@ from gtsteer.solvers.evaluate import (
     truncated,
     uniform,
 )
+from gtsteer.solvers.metrics import normalized
 
 #: Actions the CFR average policy plays below this probability are not replayed (and their
 #: branches not expanded); the value error is at most that mass times the payoff range.
@@ -125,7 +126,7 @@ class HeldOutGain(BaseModel):
     sample_offset: int
     #: The history replay (content-blind after the first message; see the module docstring).
     cfr_gain: float  # mean over players, as the in-sample `values.cfr_gain`
-    cfr_gain_normalized: float  # / payoff range
+    cfr_gain_normalized: float  # / the config's payoff range (`metrics.normalized`)
     cfr_gain_per_player: list[float]
     by_depth: list[DepthGain] = Field(default_factory=list)
     #: The clean estimate: the first mover's opening decision, replayed exactly (its later
@@ -264,7 +265,7 @@ def measure_heldout(
     for replay in replays.values():
         for kind in ("hits", "borrowed", "misses", "pooled", "verbatim", "read", "unmatched"):
             getattr(replay, kind, set()).clear()
-    span = fresh.max_utility() - fresh.min_utility()
+    span = fresh.spec.payoff.span
     base = expected_returns(fresh, [baseline] * n)
     gains = {name: _replay_gain(fresh, replay, baseline, base, span)
              for name, replay in replays.items()}
@@ -282,7 +283,7 @@ def measure_heldout(
         by_depth=blind.by_depth,
         clean_player=first,
         clean_gain=clean,
-        clean_gain_normalized=clean / span,
+        clean_gain_normalized=normalized(clean, span),
         clean_gain_in_sample=next(d.gain for d in own.by_depth if d.player == first and d.exact),
         in_sample_by_depth=own.by_depth,
         readers=gains,
@@ -450,7 +451,7 @@ def _replay_gain(game: DialogueGame, replay: Strategy, baseline: Strategy, base:
         per_player.append(value - start)
     gain = float(np.mean(per_player))
     return ReplayGain(
-        cfr_gain=gain, cfr_gain_normalized=gain / span, cfr_gain_per_player=per_player,
+        cfr_gain=gain, cfr_gain_normalized=normalized(gain, span), cfr_gain_per_player=per_player,
         by_depth=by_depth,
         verbatim=len(getattr(replay, "verbatim", ())), read=len(getattr(replay, "read", ())),
         unmatched=len(getattr(replay, "unmatched", ())),

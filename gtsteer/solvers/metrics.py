@@ -55,6 +55,15 @@ def head_to_head(
     }
 
 
+def normalized(value: float, span: float, players: int = 1) -> float:
+    """The one definition of summary.json's and Table 1's normalised numbers: `value` /
+    (players x span), `span` being the config's payoff range (`PayoffSpec.span`, the
+    summary's `payoff_bounds`), never one instance's own bounds (a domain may narrow those per
+    deal), so instances and domains share one unit. NashConv, a sum over players, passes
+    `players` (then in [0, 1]); a CFR gain, a mean over players, does not (then in [-1, 1])."""
+    return value / (players * span)
+
+
 class MeanCI(BaseModel):
     """Mean over instances with a two-sided 95% Student-t interval (null when n < 2)."""
 

@@ -49,10 +49,10 @@ from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import (
     MeanCI,
+    Metric,
     bootstrap_bound_error,
     bootstrap_interval,
     holm,
-    mean_ci,
     min_detectable_effect,
     sign_test,
     skewness,
@@ -115,6 +115,9 @@ class Row(BaseModel):
     #: rows kept it, i.e. version 1).
     domain_version: int | None = None
     nash_conv: MeanCI | None = None
+    #: The summary's `*_normalized` numbers (`solvers.metrics.normalized`: by the config's
+    #: payoff range; NashConv also by the players). Rows saved before summary schema 7
+    #: divided NashConv by the range only (in docs/data all below 1e-5, shown as 0.000).
     nash_conv_normalized: MeanCI | None = None
     cfr_gain: MeanCI | None = None
     cfr_gain_normalized: MeanCI | None = None
@@ -182,6 +185,10 @@ def stored_row(results: Path, domain: str, llm: str, games: int | None, samples:
     return saved
 
 
+def without_instances(metric: Metric) -> MeanCI:
+    return MeanCI(**metric.model_dump(exclude={"per_instance"}))
+
+
 def solved_so_far(results: Path, domain: str) -> int:
     """Instances whose games a (possibly stopped) run has written."""
     return len(list((results / domain / "games").glob("*.json")))
@@ -198,7 +205,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
     row = Row(config=repo_relative(config),
-              domain=spec.name, games=games, payoff_span=spec.payoff.max - spec.payoff.min,
+              domain=spec.name, games=games, payoff_span=spec.payoff.span,
               samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version)
     command = None if command is None else f"{command} {row.config}"
     try:
@@ -208,32 +215,28 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
         if summary.metrics is not None:
             m = summary.metrics
             row.solved = len(summary.instances)
-            row.nash_conv = MeanCI(**m.nash_conv.model_dump(exclude={"per_instance"}))
-            # Normalised here, by the config's payoff range, whatever the summary's own choice.
-            row.nash_conv_normalized = mean_ci([v / row.payoff_span
-                                                for v in m.nash_conv.per_instance])
-            row.cfr_gain = MeanCI(**m.cfr_gain.model_dump(exclude={"per_instance"}))
-            row.cfr_gain_normalized = mean_ci([g / row.payoff_span
-                                               for g in m.cfr_gain.per_instance])
+            # The summary's numbers, normalised as it defines them (`metrics.normalized`).
+            row.nash_conv, row.nash_conv_normalized, row.cfr_gain, row.cfr_gain_normalized = (
+                without_instances(m.nash_conv), without_instances(m.nash_conv_normalized),
+                without_instances(m.cfr_gain), without_instances(m.cfr_gain_normalized))
             row.instances, row.per_instance = summary.instances, per_instance_values(summary)
             if m.cfr_gain_heldout is not None:
-                held = m.cfr_gain_heldout.per_instance
-                row.cfr_gain_heldout = mean_ci(held)
-                row.cfr_gain_heldout_normalized = mean_ci([g / row.payoff_span for g in held])
+                row.cfr_gain_heldout = without_instances(m.cfr_gain_heldout)
+                if m.cfr_gain_heldout_normalized is not None:
+                    row.cfr_gain_heldout_normalized = without_instances(
+                        m.cfr_gain_heldout_normalized)
                 row.heldout_unmatched_share = (summary.heldout_unmatched
                                                / max(1, summary.heldout_decisions))
                 row.heldout_instances = summary.heldout_instances
             if (hm := summary.heldout_metrics) is not None:
-                row.heldout_clean = MeanCI(**hm.clean.model_dump(exclude={"per_instance"}))
-                row.heldout_clean_in_sample = MeanCI(
-                    **hm.clean_in_sample.model_dump(exclude={"per_instance"}))
-                row.heldout_readers = {
-                    name: MeanCI(**r.cfr_gain.model_dump(exclude={"per_instance"}))
-                    for name, r in hm.replays.items() if name != "history"}
+                row.heldout_clean = without_instances(hm.clean)
+                row.heldout_clean_in_sample = without_instances(hm.clean_in_sample)
+                row.heldout_readers = {name: without_instances(r.cfr_gain)
+                                       for name, r in hm.replays.items() if name != "history"}
                 row.versus = [
                     VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
                                baseline=v.baseline, others=v.others,
-                               gain=MeanCI(**v.gain.model_dump(exclude={"per_instance"})),
+                               gain=without_instances(v.gain),
                                bootstrap=bootstrap_interval(v.gain.per_instance))
                     for v in hm.versus]
         if samples > 0:
@@ -689,7 +692,8 @@ def render(rows: list[Row], llm: str, command: str,
         f"Written by `{command}` · model `{llm}` · {now} · commit {benchdoc.commit()}.",
         "",
         ("| domain | S | solved / instances | NashConv, in-sample (solver converged)"
-        " | NashConv / range, in-sample | CFR gain, in-sample | CFR gain / range, in-sample"
+        " | NashConv / (players × range), in-sample | CFR gain, in-sample"
+        " | CFR gain / range, in-sample"
         " | fresh: clean (opening decision) | fresh: text-reading replays | fresh: by history"
         " (blind) | steering (no defs / defs / chance) |"),
         "|---|---|---:|---|---|---|---|---|---|---|---|",
