@@ -88,14 +88,7 @@ async def expand(
         while level:
             chance = [s for s in level if s.is_chance_node() and not s.is_deal_node()]
             # 1. every message of this level
-            jobs: list[Awaitable[Any]] = []
-            for s in chance:
-                speaker, instruction = s.current_speaker, s.pending_instruction
-                assert instruction is not None and s.deal is not None, "past the deal node"
-                for outcome, _ in s.chance_outcomes():
-                    h = (*s.history_key, outcome)
-                    if h not in game.messages:
-                        jobs.append(game.amessage(h, s.turns, speaker, instruction, s.deal))
+            jobs = _message_jobs(game, chance)
             report.message_requests += len(jobs)
             with phase("messages", game.llm):
                 results = await bar.gather(f"depth {depth}: messages", jobs,
@@ -104,17 +97,7 @@ async def expand(
                 return _fail(game, report, f"message generation failed: {err}", before, start_time)
             # 2. the end check (termination prompt or judge) of every new message that gets one
             if game.has_end_check:
-                jobs = []
-                for s in chance:
-                    if not game.needs_end_check(s.replies + 1):
-                        continue
-                    for outcome, _ in s.chance_outcomes():
-                        h = (*s.history_key, outcome)
-                        if h in game.terminations:
-                            continue
-                        turn = Turn(speaker=s.current_speaker, instruction=s.pending_instruction,
-                                    text=game.messages[h])
-                        jobs.append(game.aterminated(h, [*s.turns, turn]))
+                jobs = _end_check_jobs(game, chance)
                 report.termination_requests += len(jobs)
                 with phase("end checks", game.llm):
                     results = await bar.gather(f"depth {depth}: end checks", jobs,
@@ -123,18 +106,7 @@ async def expand(
                     return _fail(game, report, f"termination check failed: {err}", before,
                                  start_time)
             # 3. the next level (all results are in memory now: no LLM call here)
-            nxt: list[DialogueState] = []
-            for s in level:
-                if s.is_terminal():
-                    report.terminal_nodes += 1
-                    terminals.append(s)
-                elif s.is_chance_node():
-                    report.chance_nodes += 1
-                    nxt += [s.child(a) for a, _ in s.chance_outcomes()]
-                else:
-                    report.decision_nodes += 1
-                    nxt += [s.child(a) for a in (follow(s) if follow else s.legal_actions())]
-            level = nxt
+            level = _next_level(level, follow, report, terminals)
             depth += 1
         report.depth = depth - 1
         # 4. one reward per terminal
@@ -162,6 +134,54 @@ async def expand(
         return _fail(game, report, reasons[0] + more, before, start_time)
     game.failure = None
     return _finish(game, report, before, start_time)
+
+
+def _message_jobs(game: DialogueGame, chance: list[DialogueState]) -> list[Awaitable[Any]]:
+    """A request for every message below these chance nodes that the game does not hold yet."""
+    jobs: list[Awaitable[Any]] = []
+    for s in chance:
+        speaker, instruction = s.current_speaker, s.pending_instruction
+        assert instruction is not None and s.deal is not None, "past the deal node"
+        for outcome, _ in s.chance_outcomes():
+            h = (*s.history_key, outcome)
+            if h not in game.messages:
+                jobs.append(game.amessage(h, s.turns, speaker, instruction, s.deal))
+    return jobs
+
+
+def _end_check_jobs(game: DialogueGame, chance: list[DialogueState]) -> list[Awaitable[Any]]:
+    """A request for the end check of every new message below these chance nodes that gets one
+    (the game's termination prompt or judge), unless the game holds its answer already."""
+    jobs: list[Awaitable[Any]] = []
+    for s in chance:
+        if not game.needs_end_check(s.replies + 1):
+            continue
+        for outcome, _ in s.chance_outcomes():
+            h = (*s.history_key, outcome)
+            if h in game.terminations:
+                continue
+            turn = Turn(speaker=s.current_speaker, instruction=s.pending_instruction,
+                        text=game.messages[h])
+            jobs.append(game.aterminated(h, [*s.turns, turn]))
+    return jobs
+
+
+def _next_level(level: list[DialogueState], follow: Callable[[DialogueState], list[int]] | None,
+                report: ExpansionReport, terminals: list[DialogueState]) -> list[DialogueState]:
+    """The states one step below `level` (decision nodes: the `follow`ed actions), counting its
+    nodes in `report` and keeping its terminals in `terminals`."""
+    nxt: list[DialogueState] = []
+    for s in level:
+        if s.is_terminal():
+            report.terminal_nodes += 1
+            terminals.append(s)
+        elif s.is_chance_node():
+            report.chance_nodes += 1
+            nxt += [s.child(a) for a, _ in s.chance_outcomes()]
+        else:
+            report.decision_nodes += 1
+            nxt += [s.child(a) for a in (follow(s) if follow else s.legal_actions())]
+    return nxt
 
 
 def _count_echoes(game: DialogueGame, report: ExpansionReport) -> None:

@@ -127,6 +127,8 @@ def print_reference(summary: PSROSummary) -> None:
     console.print(table)
 
 
+# long: a typer command; its parameter list (two thirds of it) is the command's flags, and the
+# body only parses them into the run context and options, calls the driver and prints.
 @overridable
 @spending(budget=True)
 def psro(

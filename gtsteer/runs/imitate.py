@@ -24,7 +24,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
 from gtsteer.binding import progress as shown
 from gtsteer.domains import load_spec
-from gtsteer.imitation import DatasetError, DecisionRecord, TrainConfig, TrainReport
+from gtsteer.imitation import (
+    DatasetError,
+    DecisionRecord,
+    DistilledPolicy,
+    TrainConfig,
+    TrainReport,
+)
 from gtsteer.imitation.build import records_from_game
 from gtsteer.imitation.dataset import records_to_jsonl, split_instances
 from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, evaluate_instance
@@ -224,44 +230,17 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
             f"dataset: no decision records: every instance failed ({len(summary.failures)} "
             "failures, see the solve summary)"
         )
-    from gtsteer.imitation.train import train_policy  # torch: only when training (CLI startup)
-
-    shown.phase("embed")
-    embeddings = emb.embed([r.text for r in records], progress=partial(shown.step, "texts"))
-    write_text(out / RECORDS_FILE, records_to_jsonl(records))
-    with atomic_path(out / EMBEDDINGS_FILE) as tmp:
-        np.save(tmp, embeddings)
-    shown.phase("train")
-    policy, training = train_policy(
-        records, emb, train, partial(shown.step, "steps"),
-        embeddings=embeddings, domain=spec.name,
-    )
-    # What makes the dataset's instances again (`gtsteer evaluate` skips them as not fresh).
-    policy.config.metadata.update(instance_seed=seed, num_deals=spec.num_deals,
-                                  config=str(config_path))
-    with atomic_dir(out / MODEL_DIR) as tmp:
-        policy.save(tmp)
-    _plot_curve(training, out / CURVE_FILE)
+    policy, training, embeddings = _embed_and_train(out, records, emb, train, spec, seed,
+                                                    str(config_path))
 
     shown.phase("evaluate (held-out instances)")
     evaluations = _evaluate(policy, records, embeddings, dialogue_games)
     held = set(training.heldout_instances)
     heldout = summarize_evaluations([e for e in evaluations if e.instance in held])
-    comparison = []
-    if compare_features:
-        for mode in FEATURE_MODES:
-            variant, fit = (policy, training) if mode == features else train_policy(
-                records, emb, train.model_copy(update={"features": mode}),
-                embeddings=embeddings, domain=spec.name,
-            )
-            assert fit.heldout is not None
-            ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
-            comparison.append(FeatureVariant(
-                features=mode, heldout_fit=fit.heldout, heldout=summarize_evaluations(ev)
-            ))
+    comparison = _compare_features(policy, training, records, emb, train, embeddings,
+                                   dialogue_games, spec.name) if compare_features else []
 
     after = client.usage
-    feature_dims = {None if r.features is None else len(r.features) for r in records}
     report = ImitationReport(
         config=str(config_path),
         domain=spec.name,
@@ -275,17 +254,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
         solve_reused=reused,
         embedder=emb.name,
         features=features,
-        dataset=DatasetInfo(
-            records=len(records),
-            reached_records=sum(r.weight > 0 for r in records),
-            instances=sorted({r.instance for r in records}),
-            train_instances=training.train_instances,
-            heldout_instances=training.heldout_instances,
-            embedding_dim=emb.dim,
-            feature_dim=feature_dims.pop() if len(feature_dims) == 1 else None,
-            records_file=RECORDS_FILE,
-            embeddings_file=EMBEDDINGS_FILE,
-        ),
+        dataset=_dataset_info(records, training, emb),
         training=training,
         heldout=heldout,
         train=summarize_evaluations([e for e in evaluations if e.instance not in held]),
@@ -298,6 +267,70 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     )
     finish_run_dir(out, REPORT_FILE, report)
     return report.written_to(out)
+
+
+def _embed_and_train(out: Path, records: list[DecisionRecord], emb: Embedder, train: TrainConfig,
+                     spec: DomainSpec, seed: int, config: str
+                     ) -> tuple[DistilledPolicy, TrainReport, np.ndarray]:
+    """Embed the dataset's texts, train the policy on them and save both (with the curve)."""
+    from gtsteer.imitation.train import train_policy  # torch: only when training (CLI startup)
+
+    shown.phase("embed")
+    embeddings = emb.embed([r.text for r in records], progress=partial(shown.step, "texts"))
+    write_text(out / RECORDS_FILE, records_to_jsonl(records))
+    with atomic_path(out / EMBEDDINGS_FILE) as tmp:
+        np.save(tmp, embeddings)
+    shown.phase("train")
+    policy, training = train_policy(
+        records, emb, train, partial(shown.step, "steps"),
+        embeddings=embeddings, domain=spec.name,
+    )
+    # What makes the dataset's instances again (`gtsteer evaluate` skips them as not fresh).
+    policy.config.metadata.update(instance_seed=seed, num_deals=spec.num_deals, config=config)
+    with atomic_dir(out / MODEL_DIR) as tmp:
+        policy.save(tmp)
+    _plot_curve(training, out / CURVE_FILE)
+    return policy, training, embeddings
+
+
+def _compare_features(policy: DistilledPolicy, training: TrainReport,
+                      records: list[DecisionRecord], emb: Embedder, train: TrainConfig,
+                      embeddings: np.ndarray, dialogue_games: dict[int, Any], domain: str
+                      ) -> list[FeatureVariant]:
+    """`--compare-features`: every feature mode's held-out fit and play, the trained policy's
+    own mode reused rather than trained again."""
+    from gtsteer.imitation.train import train_policy  # torch: only when training (CLI startup)
+
+    held = set(training.heldout_instances)
+    comparison = []
+    for mode in FEATURE_MODES:
+        variant, fit = (policy, training) if mode == train.features else train_policy(
+            records, emb, train.model_copy(update={"features": mode}),
+            embeddings=embeddings, domain=domain,
+        )
+        assert fit.heldout is not None
+        ev = _evaluate(variant, records, embeddings, dialogue_games, only=held)
+        comparison.append(FeatureVariant(
+            features=mode, heldout_fit=fit.heldout, heldout=summarize_evaluations(ev)
+        ))
+    return comparison
+
+
+def _dataset_info(records: list[DecisionRecord], training: TrainReport, emb: Embedder
+                  ) -> DatasetInfo:
+    """What the report says of the dataset: its size, instances, split and dimensions."""
+    feature_dims = {None if r.features is None else len(r.features) for r in records}
+    return DatasetInfo(
+        records=len(records),
+        reached_records=sum(r.weight > 0 for r in records),
+        instances=sorted({r.instance for r in records}),
+        train_instances=training.train_instances,
+        heldout_instances=training.heldout_instances,
+        embedding_dim=emb.dim,
+        feature_dim=feature_dims.pop() if len(feature_dims) == 1 else None,
+        records_file=RECORDS_FILE,
+        embeddings_file=EMBEDDINGS_FILE,
+    )
 
 
 @dataclass(frozen=True)

@@ -182,19 +182,7 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
         on_phase("reference game: the best constant mixture")
     constant = best_constant(references) if references else None
 
-    def record(report: IterationReport) -> None:
-        if references:
-            if on_phase is not None:
-                on_phase(f"iteration {report.iteration}: the meta-strategy in the reference game")
-            report.reference = measure_in_reference(
-                references, report.solutions[report.driver].marginals, report.driver)
-        write_json(out / "iterations" / f"{report.iteration}.json", report)
-        if options.export_nfg:
-            write_text(out / "iterations" / f"{report.iteration}.nfg",
-                       metagame_nfg(report, spec.name, list(spec.players)))
-        if on_iteration is not None:
-            on_iteration(report)
-
+    record = _iteration_writer(out, spec, references, options.export_nfg, on_phase, on_iteration)
     with ctx.executor.session():
         result = run_psro(dialogue_games, proposer, settings, on_iteration=record,
                           on_phase=on_phase, map_games=game_map(ctx.executor, model))
@@ -218,6 +206,29 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
                  title=f"{spec.name}: PSRO ({settings.operator} oracle, "
                        f"{settings.meta_solver} meta-strategy)")
     return summary.written_to(out)
+
+
+def _iteration_writer(out: Path, spec: DomainSpec, references: list[ReferenceGame],
+                      export_nfg: bool, on_phase: Callable[[str], None] | None,
+                      on_iteration: Callable[[IterationReport], None] | None
+                      ) -> Callable[[IterationReport], None]:
+    """What PSRO calls with each finished iteration: measure its driving meta-strategy in the
+    reference games, write `iterations/<t>.json` (and `.nfg`), then tell `on_iteration`."""
+
+    def record(report: IterationReport) -> None:
+        if references:
+            if on_phase is not None:
+                on_phase(f"iteration {report.iteration}: the meta-strategy in the reference game")
+            report.reference = measure_in_reference(
+                references, report.solutions[report.driver].marginals, report.driver)
+        write_json(out / "iterations" / f"{report.iteration}.json", report)
+        if export_nfg:
+            write_text(out / "iterations" / f"{report.iteration}.nfg",
+                       metagame_nfg(report, spec.name, list(spec.players)))
+        if on_iteration is not None:
+            on_iteration(report)
+
+    return record
 
 
 def metagame_nfg(report: IterationReport, domain: str, players: list[str]) -> str:

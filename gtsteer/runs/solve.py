@@ -36,6 +36,7 @@ from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.ledger import Ledger, hashed_key
+from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     check_in_file,
     check_out_dir,
@@ -57,6 +58,7 @@ from gtsteer.runs.solve_schema import (
     SolveSummary,
     VersusMetric,
 )
+from gtsteer.runs.units import UnitsRun
 from gtsteer.solvers.analysis import GameValues, analyze
 from gtsteer.solvers.cfr import (
     DEFAULT_ITERATIONS,
@@ -208,15 +210,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     if deals is not None:
         spec = spec.with_deals(deals)
     shown.expect(check_tree_size(spec, games, max_calls, heldout=heldout, report=report))
-    unknown = sorted(set(readers) - set(READERS))
-    if unknown:
-        raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")
-    if ray is not None and isinstance(embedder, Embedder):
-        raise ValueError("embedder: give a name on Ray (each worker loads its own)")
-    if heldout and readers and not isinstance(embedder, Embedder):
-        from gtsteer.llm.embed import get_embedder
-
-        get_embedder(embedder, strict=True)  # an unusable name fails before any LLM call
+    _check_readers(options, on_ray=ray is not None)
     model, _, role_models = ctx.roles(spec)
     model_name = model.model
     out = ctx.folder("solve", config_path, model, seed)
@@ -242,6 +236,31 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
                                  label="instances")
     solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
+    summary = _summary(str(config_path), spec, options, games, model_name, role_models, records,
+                       units_run)
+    finish_run_dir(out, SUMMARY_FILE, summary)
+    return summary.written_to(out)
+
+
+def _check_readers(options: SolveOptions, *, on_ray: bool) -> None:
+    """The held-out readers and their embedder, checked before any LLM call."""
+    readers, embedder = options.readers, options.embedder
+    unknown = sorted(set(readers) - set(READERS))
+    if unknown:
+        raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")
+    if on_ray and isinstance(embedder, Embedder):
+        raise ValueError("embedder: give a name on Ray (each worker loads its own)")
+    if options.heldout and readers and not isinstance(embedder, Embedder):
+        from gtsteer.llm.embed import get_embedder
+
+        get_embedder(embedder, strict=True)  # an unusable name fails before any LLM call
+
+
+def _summary(config: str, spec: DomainSpec, options: SolveOptions, games: int, model_name: str,
+             role_models: dict[str, RoleRecord], records: list[GameRecord],
+             units_run: UnitsRun[InstanceOutcome]) -> SolveSummary:
+    """The run's summary.json from every instance's record (kept ones and those solved now)."""
+    instances_file = options.instances_file
     # From every record, kept ones too: a fully resumed run solved nothing itself.
     backend = next((r.solver_backend for r in reversed(records) if r.solver_backend), "")
     failures = [
@@ -255,11 +274,11 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     held = [r.heldout for r in records if r.heldout is not None]
 
     summary = SolveSummary(
-        config=str(config_path),
+        config=config,
         domain=spec.name,
         model=model_name,
         roles=role_models,
-        seed=seed,
+        seed=options.seed,
         instances_file=None if instances_file is None else str(instances_file),
         num_games=games,
         mode="dealt" if spec.num_deals > 1 else "per_instance",
@@ -267,8 +286,8 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
         num_solved=sum(r.status == "solved" for r in records),
         num_failed=len(failures),
         num_llm_seeds=spec.num_llm_seeds,
-        solver=solver,
-        iterations=iterations,
+        solver=options.solver,
+        iterations=options.iterations,
         solver_backend=backend,
         payoff_bounds=(spec.payoff.min, spec.payoff.max),
         instances=[r.index for r in records if r.values is not None],
@@ -281,7 +300,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
         failures=failures,
         clipped_rewards=clipped,
         echoed_messages=echoed,
-        heldout=heldout,
+        heldout=options.heldout,
         heldout_instances=[r.index for r in records if r.heldout is not None],
         heldout_decisions=sum(h.decisions for h in held),
         heldout_borrowed=sum(h.borrowed for h in held),
@@ -298,8 +317,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
             summary.heldout_metrics = _heldout_metrics(held)
         summary.head_to_head = _head_to_head(solved)
         summary.instruction_distribution = _distributions(solved, roles)
-    finish_run_dir(out, SUMMARY_FILE, summary)
-    return summary.written_to(out)
+    return summary
 
 
 @dataclass(frozen=True)

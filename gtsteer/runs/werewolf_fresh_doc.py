@@ -90,15 +90,7 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
         " bootstrap |",
         "|---|---|---|---|---|---|",
     ]
-    lines = list(head)
-    for samples in ("fresh", "in-sample"):
-        for policy in LABELS:
-            a = find_stat(stats, policy, UNSTEERED, samples)
-            b = find_stat(stats, policy, "uniform", samples)
-            if a is None or b is None:
-                continue
-            lines.append(f"| {LABELS[policy]} | {samples} | {t_cell(a.gain)} | {boot_cell(a)} |"
-                         f" {t_cell(b.gain)} | {boot_cell(b)} |")
+    lines = head + _gain_rows(stats)
     values = {name: find_stat(stats, name, UNSTEERED) for name in LABELS}
     uni = find_stat(stats, "cfr", "uniform")
     if values["cfr"] is not None and values["distilled"] is not None and uni is not None:
@@ -116,17 +108,7 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
                 reading.append(f"{LABELS[policy]} vs {name}: {verdict(s.gain)}")
     if reading:
         lines += ["", "On fresh samples: " + "; ".join(reading) + "."]
-    teams = [t for t in ("village", "werewolves") if find_stat(stats, "cfr", UNSTEERED,
-                                                              team=t)]
-    if teams:
-        parts = []
-        for team in teams:
-            cells = [f"{LABELS[p]} vs `{UNSTEERED}` {t_cell(s.gain)}" for p in LABELS
-                     if (s := find_stat(stats, p, UNSTEERED, team=team)) is not None]
-            n = find_stat(stats, "cfr", UNSTEERED, team=team)
-            parts.append(f"{team} first (n={n.gain.n if n else 0}): " + ", ".join(cells))
-        lines += ["", "By the first speaker's team (fresh samples, t intervals): "
-                  + "; ".join(parts) + "."]
+    lines += _by_team(stats)
     needs = [f"{LABELS[s.policy]} vs {s.baseline}: about {s.states_needed}"
              for s in stats if s.samples == "fresh" and s.team == "all"
              and s.gain.side == 0 and s.states_needed]
@@ -145,6 +127,36 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
                    f"{duration(summary.seconds)}.")]
     start, end = MARKERS
     return docsection.wrap(start, end, "\n".join(lines))
+
+
+def _gain_rows(stats: Sequence[GainStat]) -> list[str]:
+    """The table's rows: each policy against `unsteered` and uniform, fresh then in-sample."""
+    rows = []
+    for samples in ("fresh", "in-sample"):
+        for policy in LABELS:
+            a = find_stat(stats, policy, UNSTEERED, samples)
+            b = find_stat(stats, policy, "uniform", samples)
+            if a is None or b is None:
+                continue
+            rows.append(f"| {LABELS[policy]} | {samples} | {t_cell(a.gain)} | {boot_cell(a)} |"
+                        f" {t_cell(b.gain)} | {boot_cell(b)} |")
+    return rows
+
+
+def _by_team(stats: Sequence[GainStat]) -> list[str]:
+    """The paragraph of gains by the first speaker's team (none when no team was measured)."""
+    teams = [t for t in ("village", "werewolves") if find_stat(stats, "cfr", UNSTEERED,
+                                                              team=t)]
+    if not teams:
+        return []
+    parts = []
+    for team in teams:
+        cells = [f"{LABELS[p]} vs `{UNSTEERED}` {t_cell(s.gain)}" for p in LABELS
+                 if (s := find_stat(stats, p, UNSTEERED, team=team)) is not None]
+        n = find_stat(stats, "cfr", UNSTEERED, team=team)
+        parts.append(f"{team} first (n={n.gain.n if n else 0}): " + ", ".join(cells))
+    return ["", "By the first speaker's team (fresh samples, t intervals): "
+            + "; ".join(parts) + "."]
 
 
 def write_doc(doc: Path, summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:

@@ -215,49 +215,10 @@ def measure_heldout(
     baselines = zip(BASELINES, (baseline, greedy_baseline(fresh), uniform()), strict=True)
     compared = {name: b for name, b in baselines if b is not None}
     before = fresh.llm.usage
-
-    def support(state: pyspiel.State) -> set[int]:
-        return {a for strategy in (*replays.values(), *compared.values())
-                for a, p in strategy(state) if p > 0.0}
-
     first = fresh.first_player
     opening = _up_to(history, baseline, 0)
-
-    def follow(state: DialogueState) -> list[int]:
-        """The actions some measured profile plays here: everyone `any` (the baseline), or
-        one player i on a replay (up to some depth, `any` after) with the others on `any`,
-        or (i not the first mover) with the first mover on its solved opening."""
-        player = state.current_player()
-        walk = fresh.new_initial_state()
-        moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
-        for action in state.history():
-            if not walk.is_chance_node():
-                moves[walk.current_player()].append((walk.clone(), action))
-            walk.apply_action(action)
-        on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
-        on_replay = [all(a == any_actions[p] or a in support(s) for s, a in moves[p])
-                     for p in range(n)]
-        on_opening = all(a in _played(opening, s) for s, a in moves[first])
-
-        def deviation_reaches(i: int) -> bool:
-            return on_replay[i] and all(on_any[p] for p in range(n) if p != i)
-
-        def after_opening_reaches(i: int) -> bool:
-            return (i != first and on_replay[i] and on_opening
-                    and all(on_any[p] for p in range(n) if p not in (i, first)))
-
-        def reaches(i: int) -> bool:
-            return deviation_reaches(i) or after_opening_reaches(i)
-
-        out = set()
-        if all(on_any) or any(deviation_reaches(i) for i in range(n) if i != player):
-            out.add(any_actions[player])
-        if any(after_opening_reaches(i) for i in range(n) if i != player):
-            out |= _played(opening, state) if player == first else {any_actions[player]}
-        if reaches(player):
-            out |= support(state) | {any_actions[player]}
-        return sorted(out)
-
+    follow = _measured_profiles(fresh, any_actions, [*replays.values(), *compared.values()],
+                                opening)
     report = expand_sync(fresh, progress=progress, follow=follow)
     if report.failed:
         raise HeldOutError(f"held-out tree: {report.reason}")
@@ -296,6 +257,55 @@ def measure_heldout(
         support_tolerance=support_tolerance,
         new_calls=fresh.llm.usage.since(before).new_calls,
     )
+
+
+def _measured_profiles(fresh: DialogueGame, any_actions: list[int], strategies: list[Strategy],
+                       opening: Strategy) -> Callable[[DialogueState], list[int]]:
+    """The `follow` of the held-out expansion: only the part of the fresh tree that some
+    measured profile reaches (`strategies`: the replays and the baselines compared; `opening`:
+    the first mover's solved opening), so the measurement pays for no other branch."""
+    n = fresh.num_players()
+    first = fresh.first_player
+
+    def support(state: pyspiel.State) -> set[int]:
+        return {a for strategy in strategies for a, p in strategy(state) if p > 0.0}
+
+    def follow(state: DialogueState) -> list[int]:
+        """The actions some measured profile plays here: everyone `any` (the baseline), or
+        one player i on a replay (up to some depth, `any` after) with the others on `any`,
+        or (i not the first mover) with the first mover on its solved opening."""
+        player = state.current_player()
+        walk = fresh.new_initial_state()
+        moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
+        for action in state.history():
+            if not walk.is_chance_node():
+                moves[walk.current_player()].append((walk.clone(), action))
+            walk.apply_action(action)
+        on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
+        on_replay = [all(a == any_actions[p] or a in support(s) for s, a in moves[p])
+                     for p in range(n)]
+        on_opening = all(a in _played(opening, s) for s, a in moves[first])
+
+        def deviation_reaches(i: int) -> bool:
+            return on_replay[i] and all(on_any[p] for p in range(n) if p != i)
+
+        def after_opening_reaches(i: int) -> bool:
+            return (i != first and on_replay[i] and on_opening
+                    and all(on_any[p] for p in range(n) if p not in (i, first)))
+
+        def reaches(i: int) -> bool:
+            return deviation_reaches(i) or after_opening_reaches(i)
+
+        out = set()
+        if all(on_any) or any(deviation_reaches(i) for i in range(n) if i != player):
+            out.add(any_actions[player])
+        if any(after_opening_reaches(i) for i in range(n) if i != player):
+            out |= _played(opening, state) if player == first else {any_actions[player]}
+        if reaches(player):
+            out |= support(state) | {any_actions[player]}
+        return sorted(out)
+
+    return follow
 
 
 def greedy_instruction(spec: DomainSpec, info: dict[str, str],

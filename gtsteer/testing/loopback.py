@@ -238,103 +238,108 @@ class LoopbackServer:
             },
         }
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return  # keep test output clean
-
-            def _send(
-                self, status: int, payload: dict[str, Any], retry_after: str | None = None
-            ) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                if retry_after is not None:
-                    self.send_header("Retry-After", retry_after)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _raw(self, status: int, data: bytes, kind: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _fault(self, fault: str, body: dict[str, Any], authorization: str) -> None:
-                if fault in ("echo400", "echo500"):
-                    message = f"upstream failed for {authorization}"
-                    self._send(int(fault[4:]), {"error": {"message": message,
-                                                          "type": "server_error"}})
-                elif fault == "echo200":
-                    self._send(200, server._completion(body, f"you sent {authorization}"))
-                elif fault == "emptychoices":
-                    self._send(200, {**server._completion(body), "choices": []})
-                elif fault == "nullcontent":
-                    reply = server._completion(body)
-                    reply["choices"][0]["message"]["content"] = None
-                    self._send(200, reply)
-                elif fault == "badlp":
-                    reply = server._completion(body)
-                    reply["choices"][0]["logprobs"] = {"content": [{"token": "Paris"}]}
-                    self._send(200, reply)
-                elif fault == "badjson":
-                    self._raw(200, json.dumps(server._completion(body)).encode()[:40])
-                elif fault == "html":
-                    self._raw(200, b"<html><body>Bad gateway</body></html>", "text/html")
-                elif fault == "close":
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                else:
-                    raise ValueError(f"unknown fault {fault!r}")
-
-            def do_POST(self) -> None:
-                # An api_base with a query (`/v1?key=...`) makes the SDK append the route after
-                # the query, so route on the whole request target.
-                path = self.path
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b"{}"
-                ollama = path.endswith("/api/chat")
-                text = path.endswith("/completions") and not path.endswith("chat/completions")
-                if not (ollama or text or path.endswith("chat/completions")):
-                    self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {}
-                authorization = self.headers.get("Authorization", "")
-                failure = server._admit(body, path, authorization)
-                fault = server._next_fault()
-                try:
-                    if server.latency_s:
-                        time.sleep(server.latency_s)
-                    if failure is not None:
-                        status, retry_after = failure
-                        kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
-                            status, "server_error"
-                        )
-                        message = f"loopback: injected HTTP {status}"
-                        error = {"error": {"message": message, "type": kind}}
-                        self._send(status, error, retry_after)
-                        return
-                    if fault is not None:
-                        self._fault(fault, body, authorization)
-                        return
-                    if (rejection := server._rejection(body)) is not None:
-                        self._send(500, rejection)
-                        return
-                    self._send(200, server._ollama(body) if ollama
-                               else server._text_completion(body) if text
-                               else server._completion(body))
-                except (BrokenPipeError, ConnectionResetError):
-                    return  # the client gave up (its timeout); nothing to answer
-                finally:
-                    server._leave()
+    def _handler_class(self) -> type[_Handler]:
+        class Handler(_Handler):
+            loopback = self
 
         return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Answers one connection's requests for `loopback` (set by `LoopbackServer`)."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+    loopback: LoopbackServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # keep test output clean
+
+    def _send(
+        self, status: int, payload: dict[str, Any], retry_after: str | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _raw(self, status: int, data: bytes, kind: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _fault(self, fault: str, body: dict[str, Any], authorization: str) -> None:
+        if fault in ("echo400", "echo500"):
+            message = f"upstream failed for {authorization}"
+            self._send(int(fault[4:]), {"error": {"message": message,
+                                                  "type": "server_error"}})
+        elif fault == "echo200":
+            self._send(200, self.loopback._completion(body, f"you sent {authorization}"))
+        elif fault == "emptychoices":
+            self._send(200, {**self.loopback._completion(body), "choices": []})
+        elif fault == "nullcontent":
+            reply = self.loopback._completion(body)
+            reply["choices"][0]["message"]["content"] = None
+            self._send(200, reply)
+        elif fault == "badlp":
+            reply = self.loopback._completion(body)
+            reply["choices"][0]["logprobs"] = {"content": [{"token": "Paris"}]}
+            self._send(200, reply)
+        elif fault == "badjson":
+            self._raw(200, json.dumps(self.loopback._completion(body)).encode()[:40])
+        elif fault == "html":
+            self._raw(200, b"<html><body>Bad gateway</body></html>", "text/html")
+        elif fault == "close":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            raise ValueError(f"unknown fault {fault!r}")
+
+    def do_POST(self) -> None:
+        # An api_base with a query (`/v1?key=...`) makes the SDK append the route after
+        # the query, so route on the whole request target.
+        path = self.path
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        ollama = path.endswith("/api/chat")
+        text = path.endswith("/completions") and not path.endswith("chat/completions")
+        if not (ollama or text or path.endswith("chat/completions")):
+            self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        authorization = self.headers.get("Authorization", "")
+        failure = self.loopback._admit(body, path, authorization)
+        fault = self.loopback._next_fault()
+        try:
+            if self.loopback.latency_s:
+                time.sleep(self.loopback.latency_s)
+            if failure is not None:
+                status, retry_after = failure
+                kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
+                    status, "server_error"
+                )
+                message = f"loopback: injected HTTP {status}"
+                error = {"error": {"message": message, "type": kind}}
+                self._send(status, error, retry_after)
+                return
+            if fault is not None:
+                self._fault(fault, body, authorization)
+                return
+            if (rejection := self.loopback._rejection(body)) is not None:
+                self._send(500, rejection)
+                return
+            self._send(200, self.loopback._ollama(body) if ollama
+                       else self.loopback._text_completion(body) if text
+                       else self.loopback._completion(body))
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (its timeout); nothing to answer
+        finally:
+            self.loopback._leave()

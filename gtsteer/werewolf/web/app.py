@@ -46,6 +46,8 @@ def cookie_name(game_id: str) -> str:
     return f"ww_seat_{game_id}"
 
 
+# long: FastAPI's app factory: one short route per endpoint (about twenty), each a closure over
+# `manager` and the seat and viewer helpers beside it; APIRouter modules would split it further.
 def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
     """The app, answering only requests whose Host is one of `hosts` (web/guard.py)."""
 
