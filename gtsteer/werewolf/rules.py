@@ -46,11 +46,6 @@ def default_wolves(n_players: int) -> int:
     return 1 if n_players <= 6 else 2 if n_players <= 9 else 3
 
 
-def default_maniac(n_players: int) -> bool:
-    """A maniac joins the cast from six players on."""
-    return joins_by_default(Role.MANIAC, n_players)
-
-
 def joins_by_default(role: Role, n_players: int) -> bool:
     """Whether an optional role is dealt when the setup does not say (its `joins_from`)."""
     return n_players >= (ROLES[role].joins_from or 0)
