@@ -12,7 +12,8 @@ from gtsteer.werewolf.echoes import EchoFilter, echo_count, private_texts
 from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import describe, reminder
-from gtsteer.werewolf.prompts import ROLE_GOALS, intro_command
+from gtsteer.werewolf.prompts import intro_command
+from gtsteer.werewolf.roles import ROLES
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import Summary, SummaryNotes
 
@@ -47,7 +48,7 @@ class SaysBackend(Backend):
      "Let us vote carefully today. Who defended Cat?", 0),
 ])
 def test_echo_sentences_are_dropped(line: str, kept: str, echoes: int) -> None:
-    texts = [WOLF_STYLE, intro_command("Ann"), ROLE_GOALS[Role.WEREWOLF]]
+    texts = [WOLF_STYLE, intro_command("Ann"), ROLES[Role.WEREWOLF].goal]
     assert EchoFilter(texts).strip(line) == (kept, echoes)
 
 
@@ -56,7 +57,7 @@ def test_private_texts_hold_role_pack_notes_command_and_style() -> None:
     state.summaries.append(Summary(day=1, bot="Ann", notes=SummaryNotes(
         suspects="Cat dodged the vote question twice")))
     texts = private_texts(state, "Ann", intro_command("Ann"), WOLF_STYLE)
-    assert ROLE_GOALS[Role.WEREWOLF] in texts and WOLF_STYLE in texts
+    assert ROLES[Role.WEREWOLF].goal in texts and WOLF_STYLE in texts
     assert "The werewolves, as dealt: Ann, Ben." in texts
     assert "Cat dodged the vote question twice" in texts
     assert intro_command("Ann") in texts

@@ -190,7 +190,7 @@ def test_a_chunked_body_is_refused_once_it_passes_the_cap(tmp_path):
 def doctor_seed(n: int = 5, nth: int = 0) -> int:
     """The `nth` seed that deals the human seat (seat 0) the doctor, who acts every night it is
     alive."""
-    return [s for s in range(200) if assign_roles(n, 1, False, s)[0] is Role.DOCTOR][nth]
+    return [s for s in range(200) if assign_roles(n, 1, (), s)[0] is Role.DOCTOR][nth]
 
 
 #: Which doctor seed: the fake bots' votes follow their prompts' hashes, so a prompt change can

@@ -39,6 +39,7 @@ from gtsteer.werewolf.prompts import (
     vote_command,
     vote_line,
 )
+from gtsteer.werewolf.roles import ROLES
 from gtsteer.werewolf.rules import Role, derive_seed, rng
 from gtsteer.werewolf.state import MODERATOR, ChatMessage, GameState, NightAction, Pending
 from gtsteer.werewolf.visibility import (
@@ -187,7 +188,8 @@ def investigations(state: GameState, bot: str, before_day: int) -> str:
         return ""
     evil = sorted({a.target or "" for a in mine if a.result == "evil"})
     good = sorted({a.target or "" for a in mine if a.result == "good"})
-    return (f"Your investigations: evil (werewolf or maniac): {', '.join(evil) or 'none'}; "
+    evil_roles = " or ".join(s.name for s in ROLES.values() if s.reads_evil)
+    return (f"Your investigations: evil ({evil_roles}): {', '.join(evil) or 'none'}; "
             f"good: {', '.join(good) or 'none'}.")
 
 
@@ -201,8 +203,7 @@ def trimmed(lines: list[ChatMessage]) -> tuple[list[ChatMessage], bool]:
 
 def day_entries(state: GameState, bot: str, day: int) -> list[Entry]:
     """Today in full: header, chat (with this bot's commands), votes, result, the night."""
-    me = state.player(bot)
-    extra = investigations(state, bot, day) if me.role is Role.DETECTIVE else ""
+    extra = investigations(state, bot, day)  # "" for all but a role that investigates
     alive = display_order(state, "", state.alive_on(day), "alive")  # no name always first
     out = [Entry(label=MODERATOR, text=day_header(day, alive, extra))]
     public = [m for m in state.messages if m.day == day and m.channel == "public"]

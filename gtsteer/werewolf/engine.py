@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gtsteer.werewolf.prompts import night_result_line, vote_result_line
+from gtsteer.werewolf.roles import ROLES, night_roles, night_verb, verb_owner
 from gtsteer.werewolf.rules import (
     MAX_SPEAKERS,
     Role,
@@ -39,12 +40,6 @@ from gtsteer.werewolf.state import (
     Vote,
 )
 
-#: Which role owns each night slot (the slot's own action has the slot's name).
-SLOT_VERB = {"abduct": Role.MANIAC, "kill": Role.WEREWOLF, "protect": Role.DOCTOR,
-             "investigate": Role.DETECTIVE}
-#: Reference rules: roles with a one-time kill next to their own night action.
-ONE_TIME_KILLERS = (Role.DOCTOR, Role.DETECTIVE)
-KILL_CAUSE = {Role.WEREWOLF: "werewolves", Role.DOCTOR: "doctor", Role.DETECTIVE: "detective"}
 #: A game id names the game in web URLs (`/games/ID`), so only URL-safe ids are accepted.
 GAME_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
@@ -79,7 +74,7 @@ def new_game(
     if config.n_players != n:
         raise WerewolfConfigError(f"the setup is for {config.n_players} players but the cast "
                                   f"has {n}")
-    validate_setup(n, config.n_wolves, config.maniac)
+    validate_setup(n, config.n_wolves, config.optional_roles())
     names = [c[0] for c in cast]
     if len(set(names)) != n:
         raise WerewolfConfigError(f"player names must be unique (got {names})")
@@ -96,7 +91,7 @@ def new_game(
         raise WerewolfConfigError("max_messages_per_day must be at least 1")
     if config.max_days is not None and config.max_days < 1:
         raise WerewolfConfigError("max_days must be at least 1")
-    roles = assign_roles(n, config.n_wolves, config.maniac, seed)
+    roles = assign_roles(n, config.n_wolves, config.optional_roles(), seed)
     players = [
         Player(name=c[0], story=c[1], playstyle=c[2], role=r, model=m, human=c[0] in humans)
         for c, r, m in zip(cast, roles, model_list, strict=True)
@@ -130,7 +125,7 @@ def night_slot_actor(state: GameState, slot: str) -> str | None:
         p = state.player(name)
         # Reference: an abducted wolf still chats (it only cannot pick the kill).
         return name if p.alive and (reference or name != state.abducted) else None
-    role = SLOT_VERB[slot]
+    role = verb_owner(slot)
     if role is Role.WEREWOLF:
         free = [w for w in pack_order(state) if w != state.abducted]
         if not free:
@@ -146,15 +141,14 @@ def legal_targets(state: GameState, actor: str, kind: str, verb: str | None = No
     if kind == "vote":
         return [n for n in living if n != actor]
     if kind == "night":
-        if verb == "kill" and state.player(actor).role is Role.WEREWOLF:
-            return [n for n in living if state.player(n).role is not Role.WEREWOLF]
-        if verb == "protect":
-            last = _last_target(state, actor, "protect")
-            return [n for n in living if n != last]
-        if verb == "abduct" and state.config.rules == "reference":
-            last = _last_target(state, actor, "abduct")
-            return [n for n in living if n not in (actor, last)]
-        return [n for n in living if n != actor]  # abduct, investigate, one-time kill
+        spec = ROLES[state.player(actor).role]
+        night = spec.night
+        if night is None or night.verb != verb:  # a one-time kill
+            return [n for n in living if n != actor]
+        last = (_last_target(state, actor, night.verb)
+                if state.config.rules in night.repeat_ban else None)
+        return [n for n in living if n != last and (night.self_target or n != actor)
+                and (night.own_team or ROLES[state.player(n).role].team != spec.team)]
     if kind == "route":
         return [n for n in living if n != state.last_speaker]
     return []
@@ -165,7 +159,7 @@ def night_actions_for(state: GameState, actor: str, slot: str) -> dict[str, list
     doctor's and the detective's one-time kill while it is unused)."""
     actions = {slot: legal_targets(state, actor, "night", slot)}
     role = state.player(actor).role
-    if (state.config.rules == "reference" and role in ONE_TIME_KILLERS
+    if (state.config.rules == "reference" and ROLES[role].one_time_kill
             and not kill_used(state, actor)):
         actions["kill"] = legal_targets(state, actor, "night", "kill")
     return {a: t for a, t in actions.items() if t}
@@ -226,7 +220,7 @@ def pending_for(state: GameState, actor: str, kind: str) -> Pending:
     if kind == "vote":
         return Pending(kind="vote", actor=actor, legal_targets=legal_targets(state, actor, "vote"))
     if kind == "night":
-        verb = next((v for v, role in SLOT_VERB.items() if role is me.role), None)
+        verb = night_verb(me.role)
         if verb is None:
             raise ValueError(f"{actor} is a {me.role.value} and has no night action")
         actions = night_actions_for(state, actor, verb)
@@ -364,12 +358,14 @@ def begin_night(state: GameState) -> GameState:
 def _start_night(s: GameState) -> None:
     s.phase = "night"
     s.abducted = None
-    slots = ["abduct"]
+    slots = []
     pack = pack_order(s)
-    if len(pack) > 1:
-        rounds = 2 if s.config.rules == "reference" else 1
-        slots += [f"pack_chat:{w}" for _ in range(rounds) for w in pack]
-    s.queue = slots + ["kill", "protect", "investigate"]
+    for spec in night_roles():  # the pack chats right before the pack's own slot
+        if spec.role is Role.WEREWOLF and len(pack) > 1:
+            rounds = 2 if s.config.rules == "reference" else 1
+            slots += [f"pack_chat:{w}" for _ in range(rounds) for w in pack]
+        slots.append(spec.night.verb if spec.night else "")
+    s.queue = slots
 
 
 def _night_action(s: GameState, want: Pending, d: Decision, action: str) -> None:
@@ -415,7 +411,7 @@ def _blocked_actor(s: GameState, slot: str) -> str | None:
     """The living player an abduction stopped from taking `slot` (None if nobody was there)."""
     if slot.startswith("pack_chat:") or s.abducted is None:
         return None
-    role = SLOT_VERB[slot]
+    role = verb_owner(slot)
     p = s.player(s.abducted)
     if p.alive and p.role is role:
         return p.name
@@ -430,10 +426,11 @@ def night_deaths(s: GameState) -> list[NightDeath]:
     deaths: dict[str, str] = {}
     for a in tonight:
         if a.verb == "kill" and a.target and a.target not in saved and a.target not in deaths:
-            deaths[a.target] = KILL_CAUSE[a.role]
+            deaths[a.target] = ROLES[a.role].kill_cause or ""
     if s.config.rules == "reference" and s.abducted and s.abducted not in deaths:
-        maniac = next((n for n in deaths if s.player(n).role is Role.MANIAC), None)
-        if maniac is not None:
+        abductor = verb_owner("abduct")
+        dead_abductor = next((n for n in deaths if s.player(n).role is abductor), None)
+        if dead_abductor is not None:
             deaths[s.abducted] = "abduction"
     return [NightDeath(name=n, role=s.player(n).role, cause=c)
             for n, c in deaths.items()]

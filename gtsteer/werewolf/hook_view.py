@@ -19,6 +19,7 @@ from gtsteer.werewolf.playstyles import (
     StyleChoice,
     options_for,
 )
+from gtsteer.werewolf.roles import ROLES
 from gtsteer.werewolf.rules import Role, derive_seed
 from gtsteer.werewolf.state import GameState, Pending
 from gtsteer.werewolf.visibility import (
@@ -37,7 +38,7 @@ HOOK_PAST_STYLES = 6
 
 
 def team_of(role: Role) -> str:
-    return "werewolves" if role is Role.WEREWOLF else "village"
+    return ROLES[role].team
 
 
 def decision_name(want: Pending) -> str:

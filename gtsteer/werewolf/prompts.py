@@ -1,4 +1,5 @@
-"""Every text the bots, the router and the theme generator read, in one place.
+"""Every text the bots, the router and the theme generator read, in one place (a role's own
+texts, its goal and its night action's word, are its entry in `roles.ROLES`).
 
 Each sentence has one source here: a night action is written only by `action_line`, a vote
 only by `vote_line`, a death only by `night_result_line`/`vote_result_line`. Whether a bot may
@@ -9,20 +10,10 @@ from the wording; `tests/test_werewolf_isolation.py` checks that without relying
 from __future__ import annotations
 
 from gtsteer.werewolf.playstyles import PLAY_GUIDE
+from gtsteer.werewolf.roles import ROLES, action_word
 from gtsteer.werewolf.rules import Role, rules_text
 from gtsteer.werewolf.state import DayResult, NightAction, NightResult, Vote
 
-ROLE_GOALS = {
-    Role.VILLAGER: "You are a villager: find the werewolves and vote them out.",
-    Role.WEREWOLF: "You are a werewolf: hide it, kill a villager each night with your pack, and "
-    "steer the votes onto villagers. Never reveal the pack.",
-    Role.DOCTOR: "You are the doctor: each night protect one player from attacks (not the "
-    "same player two nights in a row). Help the village find the wolves.",
-    Role.DETECTIVE: "You are the detective: each night investigate one player and learn if they "
-    "are good or evil. Use what you learn, carefully.",
-    Role.MANIAC: "You are the maniac, on the village's side: each night abduct one player to "
-    "block their night action. You read as evil to the detective.",
-}
 ONE_TIME_KILL = " Once per game you may kill a player at night instead."
 
 #: The first lines of every bot's prompt. Chat-tuned models read bare rules about night kills as
@@ -36,19 +27,12 @@ GAME_FRAME = (
     "first person."
 )
 
-ACTION_WORDS = {
-    "abduct": "abduct (their night action is blocked)",
-    "kill": "kill",
-    "protect": "protect",
-    "investigate": "investigate",
-}
-
 
 def role_goal(role: Role, rules: str = "reference") -> str:
     """The goal sentence of a role under these night rules (the reference rules give the doctor
     and the detective a one-time kill)."""
-    goal = ROLE_GOALS[role]
-    if rules == "reference" and role in (Role.DOCTOR, Role.DETECTIVE):
+    goal = ROLES[role].goal
+    if rules == "reference" and ROLES[role].one_time_kill:
         goal += ONE_TIME_KILL
     return goal
 
@@ -145,7 +129,7 @@ def night_command(name: str, night: int, actions: dict[str, list[str]],
                   options: list[str]) -> str:
     """Options are the strings the bot picks from (names, or "action name" when the bot has
     several actions), in the order shown."""
-    verbs = " or ".join(ACTION_WORDS[a] for a in actions)
+    verbs = " or ".join(action_word(a) for a in actions)
     return (f"Night {night}. {name}, choose whom to {verbs} tonight. Options: "
             f"{', '.join(options)}. In one sentence: what do you choose, and why?")
 

@@ -14,17 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from enum import Enum
+import textwrap
+from collections.abc import Collection
 from typing import Any
 
+from gtsteer.werewolf.roles import ROLES, Role, night_roles
 
-class Role(str, Enum):
-    VILLAGER = "villager"
-    WEREWOLF = "werewolf"
-    DOCTOR = "doctor"
-    DETECTIVE = "detective"
-    MANIAC = "maniac"
-
+__all__ = ["Role", "ROLES"]  # Role lives in roles.py, with its table; re-exported here
 
 ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
@@ -42,17 +38,17 @@ class WerewolfConfigError(ValueError):
 
 
 def reads_evil(role: Role) -> bool:
-    """What the detective learns: werewolves and the maniac read as evil."""
-    return role in (Role.WEREWOLF, Role.MANIAC)
+    """What the detective learns (the table's `reads_evil`: werewolves and the maniac)."""
+    return ROLES[role].reads_evil
 
 
 def default_wolves(n_players: int) -> int:
     return 1 if n_players <= 6 else 2 if n_players <= 9 else 3
 
 
-def default_maniac(n_players: int) -> bool:
-    """A maniac joins the cast from six players on."""
-    return n_players >= 6
+def joins_by_default(role: Role, n_players: int) -> bool:
+    """Whether an optional role is dealt when the setup does not say (its `joins_from`)."""
+    return n_players >= (ROLES[role].joins_from or 0)
 
 
 def max_wolves(n_players: int) -> int:
@@ -67,7 +63,8 @@ def check_players(n_players: int) -> None:
         )
 
 
-def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
+def validate_setup(n_players: int, n_wolves: int, optional: Collection[Role] = ()) -> None:
+    """`optional`: the optional roles (`roles.optional_roles`) this setup deals."""
     check_players(n_players)
     if n_wolves < 1:
         raise WerewolfConfigError(f"wolves must be at least 1 (got {n_wolves})")
@@ -76,7 +73,7 @@ def validate_setup(n_players: int, n_wolves: int, maniac: bool) -> None:
             f"wolves must be fewer than the other players, or the wolves win at once "
             f"(got {n_wolves} wolves among {n_players} players; at most {max_wolves(n_players)})"
         )
-    specials = 2 + int(maniac)
+    specials = sum(1 for s in ROLES.values() if s.seats == "one" or s.role in optional)
     if n_wolves + specials > n_players:
         raise WerewolfConfigError(
             f"{n_wolves} wolves + {specials} special roles do not fit {n_players} players"
@@ -93,39 +90,28 @@ def rng(*parts: Any) -> random.Random:
     return random.Random(derive_seed(*parts))
 
 
-def assign_roles(n_players: int, n_wolves: int, maniac: bool, seed: int) -> list[Role]:
-    roles = [Role.WEREWOLF] * n_wolves + [Role.DOCTOR, Role.DETECTIVE]
-    if maniac:
-        roles.append(Role.MANIAC)
-    roles += [Role.VILLAGER] * (n_players - len(roles))
+def assign_roles(n_players: int, n_wolves: int, optional: Collection[Role],
+                 seed: int) -> list[Role]:
+    """Deal in table order (`n_wolves` for the pack, one for each special role, the optional
+    roles in `optional`, every seat left to the "rest" role), then shuffle from the seed."""
+    counts = {"pack": n_wolves, "one": 1, "rest": 0}
+    roles = [s.role for s in ROLES.values()
+             for _ in range(counts.get(s.seats, int(s.role in optional)))]
+    rest = next(s.role for s in ROLES.values() if s.seats == "rest")
+    roles += [rest] * (n_players - len(roles))
     rng(seed, "roles").shuffle(roles)
     return roles
 
 
+#: The rule text's line width (its sentences are joined from the role table, then wrapped).
+WIDTH = 96
 _DAY = """\
-Werewolf rules. Teams: the village (villagers, doctor, detective, maniac) and the werewolves.
-Day: players talk (the discussion has a limited number of messages, about 3.5 per living player;
-the moderator tells you how many are used), then vote one at a time for a living player other
-than themselves; the player with the most votes is eliminated and their role revealed. {ties}
-"""
-
-_NIGHT = {
-    "reference": """\
-Night, in order: the maniac abducts one player, never the same one two nights running; the
-abductee's own night action is blocked, any action aimed at the abductee fails, and if the
-maniac dies that night the abductee dies too. The werewolves talk privately for two rounds and
-the last wolf to speak picks the victim (an abducted wolf talks but cannot pick). The doctor
-protects one player (never the same one two nights in a row; a protected player survives every
-attack), or once per game kills one instead. The detective investigates one player and learns
-good or evil (werewolves and the maniac read evil), or once per game kills one instead.
-""",
-    "simple": """\
-Night, in order: the maniac abducts one player, whose night action is blocked; the werewolves
-talk privately once and the first free wolf picks the victim; the doctor protects one player
-(never the same one two nights in a row) and a protected player survives the attack; the
-detective investigates one player and learns good or evil (werewolves and the maniac read evil).
-""",
-}
+Werewolf rules. Teams: the village ({village}) and the werewolves. Day: players talk (the
+discussion has a limited number of messages, about 3.5 per living player; the moderator tells you
+how many are used), then vote one at a time for a living player other than themselves; the player
+with the most votes is eliminated and their role revealed. {{ties}}"""
+#: How each rule table joins the roles' night clauses: as sentences, or as one sentence.
+_NIGHT_JOIN = {"reference": ". ", "simple": "; "}
 
 _END = """\
 The village wins when no werewolf is alive. The werewolves win when they are at least as many
@@ -139,7 +125,17 @@ TIE_TEXT = {"none": "On a tie nobody is eliminated.",
 
 def rules_text(rules: str = "reference", ties: str = "none") -> str:
     """The rule text every bot reads, for the game's rule table and tie rule."""
-    return _DAY.format(ties=TIE_TEXT[ties]) + _NIGHT[rules] + _END
+    village = ", ".join(s.rules_name or s.name for s in ROLES.values() if s.team == "village")
+    day = textwrap.fill(" ".join(_DAY.format(village=village).split()), WIDTH)
+    return day.format(ties=TIE_TEXT[ties]) + "\n" + _night_text(rules) + _END
+
+
+def _night_text(rules: str) -> str:
+    clauses = [s.night.rules[rules] for s in night_roles() if s.night]
+    join = _NIGHT_JOIN[rules]
+    if join == ". ":
+        clauses = clauses[:1] + [c[0].upper() + c[1:] for c in clauses[1:]]
+    return textwrap.fill("Night, in order: " + join.join(clauses) + ".", WIDTH) + "\n"
 
 
 RULES_TEXT = rules_text()

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,11 +22,26 @@ from pydantic import (
 )
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES, StyleChoice
-from gtsteer.werewolf.rules import Role, default_maniac, default_wolves
+from gtsteer.werewolf.roles import ROLES, kill_causes, optional_roles
+from gtsteer.werewolf.rules import Role, default_wolves, joins_by_default
 
 Phase = Literal["summary", "intro", "discussion", "vote", "night", "over"]
 DecisionKind = Literal["summary", "speak", "route", "vote", "pack_chat", "night"]
-NightVerb = Literal["abduct", "kill", "protect", "investigate"]
+
+
+def _one_of(kind: str, allowed: set[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise ValueError(f"unknown {kind} {value!r}; known: {', '.join(sorted(allowed))}")
+        return value
+    return AfterValidator(check)
+
+
+#: A night slot's (and its action's) name: a verb of the role table (`roles.NightSpec.verb`).
+NightVerb = Annotated[str, _one_of("night action", {s.night.verb for s in ROLES.values()
+                                                    if s.night})]
+#: What killed a player at night: a role's `kill_cause`, or the maniac's death (its abductee).
+DeathCause = Annotated[str, _one_of("cause of death", kill_causes() | {"abduction"})]
 RulesName = Literal["reference", "simple"]
 TieRule = Literal["none", "random"]
 MODERATOR = "Moderator"
@@ -111,10 +127,10 @@ class GameConfig(Snapshot):
     and the web lobby (`CreateGame.to_config`) build it, the snapshot stores it, and a replay
     re-deals from the stored one. A new setup field added here reaches all of them.
 
-    `n_wolves` and `maniac` left out (or None) take the rules' defaults for `n_players`
-    (`rules.default_wolves`, `rules.default_maniac`), so a stored config always holds the
-    numbers the game was dealt with. Whether the setup is playable (player and wolf counts,
-    limits) is checked by `new_game`, never on load."""
+    `n_wolves` and `maniac` (each optional role's switch) left out (or None) take the defaults
+    for `n_players` (`rules.default_wolves`, the role's `joins_from`), so a stored config always
+    holds the numbers the game was dealt with. Whether the setup is playable (player and wolf
+    counts, limits) is checked by `new_game`, never on load."""
 
     n_players: int = 7
     n_wolves: int = Field(None, validate_default=True)
@@ -141,9 +157,14 @@ class GameConfig(Snapshot):
         data = dict(data)
         if data.get("n_wolves") is None:
             data["n_wolves"] = default_wolves(n)
-        if data.get("maniac") is None:
-            data["maniac"] = default_maniac(n)
+        for optional in optional_roles():
+            if data.get(optional.name) is None:
+                data[optional.name] = joins_by_default(optional.role, n)
         return data
+
+    def optional_roles(self) -> list[Role]:
+        """The optional roles this setup deals (each has a switch of its name, as `maniac`)."""
+        return [s.role for s in optional_roles() if getattr(self, s.name)]
 
 
 class Player(Snapshot):
@@ -229,7 +250,7 @@ class NightDeath(Snapshot):
     name: str
     role: Role
     #: What killed them; never shown to the players (only the death and the role are public).
-    cause: Literal["werewolves", "doctor", "detective", "abduction"] = "werewolves"
+    cause: DeathCause = "werewolves"
 
 
 class NightResult(Snapshot):

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES
+from gtsteer.werewolf.roles import ROLES
 from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer
 from gtsteer.werewolf.web.guard import RequestGuard, SecurityHeaders
@@ -118,6 +119,13 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
     @app.get("/", include_in_schema=False)
     def lobby_page() -> FileResponse:
         return page("lobby.html")
+
+    @app.get("/roles.js", include_in_schema=False)
+    def roles_script() -> Response:
+        """Each role's icon and colour for the pages' scripts, from the one role table."""
+        look = {s.name: {"icon": s.icon, "colour": s.colour} for s in ROLES.values()}
+        return Response(f"const ROLE_LOOK = {json.dumps(look)};\n",
+                        media_type="text/javascript")
 
     @app.get("/games/{game_id}", include_in_schema=False)
     def table_page(game_id: str) -> FileResponse:

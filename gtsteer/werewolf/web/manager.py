@@ -16,6 +16,7 @@ from gtsteer.werewolf.engine import GAME_ID_RE, new_game
 from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.replay import ReplayMismatch, initial_state, replay, replay_events
+from gtsteer.werewolf.roles import optional_roles
 from gtsteer.werewolf.rules import RULES_TEXT, WerewolfConfigError
 from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.store import GameNotFound, GameStore
@@ -27,8 +28,10 @@ from gtsteer.werewolf.web.webdb import WebDB
 
 log = logging.getLogger("gtsteer.werewolf.web")
 
-#: GameConfig fields the lobby sets itself; any other Literal field is a rule switch.
-SET_BY_LOBBY = {"n_players", "n_wolves", "maniac", "max_days", "max_messages_per_day", "intro"}
+#: GameConfig fields the lobby sets itself (an optional role's switch among them: `maniac`);
+#: any other Literal field is a rule switch.
+SET_BY_LOBBY = {"n_players", "n_wolves", "max_days", "max_messages_per_day", "intro",
+                *(s.name for s in optional_roles())}
 
 
 def rule_options() -> dict[str, dict[str, Any]]:

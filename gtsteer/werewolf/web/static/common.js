@@ -2,7 +2,7 @@
 // All text goes through textContent: nothing a bot or player writes is ever parsed as HTML.
 "use strict";
 
-const ROLE_ICON = { werewolf: "🐺", villager: "🧑‍🌾", doctor: "🩺", detective: "🔎", maniac: "🎭" };
+// ROLE_LOOK (each role's icon and colour) comes from /roles.js, the server's role table.
 const PHASE_LABEL = { intro: "introductions", discussion: "discussion", vote: "vote",
   night: "night", summary: "dawn", over: "game over" };
 
@@ -47,8 +47,14 @@ function avatar(name) {
   return el("div", { class: "avatar", style: `background:hsl(${hue(name)},65%,68%)`, text: initials });
 }
 
+function roleIcon(role) {
+  return (ROLE_LOOK[role] || {}).icon || "";
+}
+
 function roleTag(role) {
-  return role ? el("span", { class: `role ${role}`, text: `${ROLE_ICON[role] || ""} ${role}` }) : null;
+  const look = ROLE_LOOK[role] || {};
+  return role ? el("span", { class: `role ${role}`, style: look.colour ? `color:${look.colour}` : null,
+    text: `${roleIcon(role)} ${role}` }) : null;
 }
 
 function gameIdFromPath() {

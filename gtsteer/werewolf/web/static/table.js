@@ -74,7 +74,7 @@ function renderRoleCard() {
   if (!view.me) { card.hidden = true; kn.hidden = true; return; }
   const me = view.me;
   card.hidden = false;
-  card.replaceChildren(el("div", { class: "big", text: ROLE_ICON[me.role] || "?" }),
+  card.replaceChildren(el("div", { class: "big", text: roleIcon(me.role) || "?" }),
     el("div", { class: "rname", text: me.role }), el("div", { class: "muted small", text: `You are ${me.name}` }));
   const items = [];
   if (me.pack && me.pack.length) items.push(el("li", {}, "Your pack: ", el("b", { text: me.pack.join(", ") })));
