@@ -143,7 +143,7 @@ def test_cli_deals_flag_reports_the_mode(tmp_path: Path) -> None:
     from gtsteer.cli import app
 
     result = CliRunner().invoke(app, ["solve", str(GUESS_SECRET), "--llm", "fake", "--deals", "4",
-                                      "-k", "50", "-q", "-o", str(tmp_path)])  # fmt: skip
+                                      "-k", "50", "-o", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "mode: dealt: root chance deals 1 of 4" in " ".join(result.output.split())
     summary = json.loads((tmp_path / "summary.json").read_text())

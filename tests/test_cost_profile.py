@@ -100,7 +100,7 @@ def test_solve_profile_writes_the_fresh_tree_apart(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(app, [
         "solve", "gtsteer/configs/schedule_meeting_dow.yaml", "--llm", "fake", "--heldout",
-        "--heldout-readers", "", "--profile", "--quiet", "--out", str(out)])
+        "--heldout-readers", "", "--profile", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "cost by phase" in result.output
     profile = json.loads((out / "profile.json").read_text())

@@ -189,7 +189,7 @@ def test_export_refuses_an_unknown_format_before_any_work(tmp_path: Path):
 def test_the_export_command_writes_efg_side_file_and_summary(tmp_path: Path):
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["export", str(MIXED_2X2), "--format", "efg", "--llm",
-                                      "fake", "--games", "2", "--out", str(out), "-q"])
+                                      "fake", "--games", "2", "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "export.json").read_text())
     assert [g["efg"] for g in summary["games"]] == ["games/0.efg", "games/1.efg"]
@@ -200,7 +200,7 @@ def test_the_export_command_writes_efg_side_file_and_summary(tmp_path: Path):
         side = json.loads((out / "games" / f"{i}.efg.json").read_text())
         assert side["infosets"][0]["efg_info_state"] == "0-0-1-proposer 1"
     again = CliRunner().invoke(app, ["export", str(MIXED_2X2), "--llm", "fake", "--games", "2",
-                                     "--out", str(out), "-q"])
+                                     "--out", str(out)])
     assert again.exit_code == 0 and "0 new calls" in again.output
 
 

@@ -97,7 +97,7 @@ def test_unparseable_rewards_count_as_failures() -> None:
 
 def test_cli_on_fake_model_writes_report(tmp_path: Path) -> None:
     out = tmp_path / "rw"
-    args = ["eval", "reward", str(FRUIT), "--llm", "fake", "--cases", "3", "-o", str(out), "-q"]
+    args = ["eval", "reward", str(FRUIT), "--llm", "fake", "--cases", "3", "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "Norm" in result.output and "extract-then-compute" in result.output

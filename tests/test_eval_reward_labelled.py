@@ -117,7 +117,7 @@ def test_a_wrong_label_counts_against_its_kind(tmp_path: Path) -> None:
 def test_the_cli_writes_the_report_on_the_fake_model(tmp_path: Path) -> None:
     out = tmp_path / "rw"
     result = runner.invoke(app, ["eval", "reward", str(OFFER), "--llm", "fake",
-                                 "--labelled", str(LABELLED), "-o", str(out), "-q"])
+                                 "--labelled", str(LABELLED), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert "exact (configured)" in result.output and "100%" in result.output
     data = json.loads((out / FILE).read_text())

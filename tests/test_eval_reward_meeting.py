@@ -92,7 +92,7 @@ def test_one_day_week_still_writes_an_unfinished_dialogue(tmp_path: Path) -> Non
 
 def test_cli_on_fake_model_scores_meeting_cases(tmp_path: Path) -> None:
     out = tmp_path / "rw"
-    args = ["eval", "reward", str(TONE), "--llm", "fake", "--cases", "2", "-o", str(out), "-q"]
+    args = ["eval", "reward", str(TONE), "--llm", "fake", "--cases", "2", "-o", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "extract-then-compute" in result.output

@@ -143,7 +143,7 @@ def test_run_writes_report_and_pngs(tmp_path: Path) -> None:
 def test_cli_on_fake_model(tmp_path: Path) -> None:
     out = tmp_path / "steer"
     args = ["eval", "steering", str(FRUIT), "--llm", "fake", "--steering-samples", "3"]
-    result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    result = runner.invoke(app, [*args, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "steering" in result.output and "with defs" in result.output
     data = json.loads((out / "steering.json").read_text())
@@ -152,7 +152,7 @@ def test_cli_on_fake_model(tmp_path: Path) -> None:
         assert sum(r["accuracy"]["n"] for r in run["per_instruction"]) == 9
         assert sum(map(sum, run["confusion"][0]["counts"])) == 12
     assert data["llm_calls"]["new_calls"] > 0
-    again = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    again = runner.invoke(app, [*args, "--out", str(out)])
     assert again.exit_code == 0
     assert json.loads((out / "steering.json").read_text())["llm_calls"]["new_calls"] == 0
 

@@ -194,7 +194,7 @@ app()
 def test_a_run_killed_mid_way_resumes_to_the_same_rows(
         config: Path, policy: Path, tmp_path: Path) -> None:
     args = ["evaluate", str(config), "--policy", str(policy), "--games", "4", "--samples", "2",
-            "--llm", "fake", "--quiet"]
+            "--llm", "fake"]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{TESTS}"}
     killed = tmp_path / "killed"
     child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, *args, "--out", str(killed)],

@@ -414,7 +414,7 @@ def test_a_failed_held_out_tree_keeps_the_solved_instance(tmp_path: Path) -> Non
 def test_cli_heldout_prints_the_row_and_a_rerun_costs_nothing(tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["solve", str(MIXED_2X2), "--llm", "fake", "--games", "2", "-k", "100", "--heldout",
-            "--quiet", "--out", str(tmp_path)]
+            "--out", str(tmp_path)]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "cfr_gain_heldout" in first.output
@@ -431,5 +431,5 @@ def test_cli_heldout_prints_the_row_and_a_rerun_costs_nothing(tmp_path: Path) ->
     rerun.pop("llm_calls"), summary.pop("llm_calls")
     assert rerun == summary
     assert "replayed decisions" in again.output
-    plain = runner.invoke(app, args[:-4] + ["--quiet", "--out", str(tmp_path / "plain")])
+    plain = runner.invoke(app, args[:-4] + ["--out", str(tmp_path / "plain")])
     assert "cfr_gain_heldout" not in plain.output

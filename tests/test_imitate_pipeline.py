@@ -87,13 +87,13 @@ def test_saved_model_matches_the_report(run) -> None:
 def test_rerun_reuses_everything_and_repeats_the_numbers(run) -> None:
     out, report = run
     env = {"GTSTEER_CACHE_DIR": str(out.parent / "cache"), "HF_HUB_OFFLINE": "1"}
-    result = CliRunner().invoke(app, ["imitate", str(FRUIT), *CLI_ARGS, "--out", str(out)], env=env)
+    shown = [a for a in CLI_ARGS if a != "--quiet"]  # the tables: -q prints only the summary
+    result = CliRunner().invoke(app, ["imitate", str(FRUIT), *shown, "--out", str(out)], env=env)
     assert result.exit_code == 0, result.output
     assert "P(DIM)" in result.output and "report:" in result.output
     again = ImitationReport.model_validate_json((out / "report.json").read_text())
     assert again.solve_reused and again.llm_calls.new_calls == 0
     assert again.numbers() == report.numbers()
-
 
 
 def test_a_budget_stop_says_how_to_continue_and_the_rerun_finishes(run, tmp_path: Path) -> None:

@@ -94,8 +94,8 @@ def test_labelled_set_covers_every_config_with_a_steering_eval() -> None:
     assert DEFAULT_LABELLED == ROOT / "gtsteer" / "data" / "judge_labelled.yaml"
     for config in CONFIGS:
         spec = load_spec(config)
-        if not any(options_of(spec, key) for key in spec.action_keys):
-            continue  # only `any` (PSRO's start game): no instruction to tell apart
+        if not any(len(options_of(spec, key)) > 1 for key in spec.action_keys):
+            continue  # one instruction and `any` (PSRO's start game): none to tell apart
         entry = labelled_for(spec, labelled)  # raises when values do not match the config
         assert entry is not None, spec.name
         for key, values in entry.labels.items():
@@ -103,7 +103,7 @@ def test_labelled_set_covers_every_config_with_a_steering_eval() -> None:
             assert all(6 <= len(m) <= 12 for m in values.values()), (spec.name, key)
     messages = [m for e in labelled.configs.values() for v in e.labels.values()
                 for ms in v.values() for m in ms]
-    assert len(messages) == len(set(messages)) == 234
+    assert len(messages) == len(set(messages)) == 246
 
 
 def test_labelled_values_must_match_the_config(tmp_path: Path) -> None:
@@ -278,7 +278,7 @@ def test_cli_eval_steering_prints_the_variant_that_passed(tmp_path: Path) -> Non
     the definitions column only, and says why the other is missing."""
     result = runner.invoke(app, [
         "eval", "steering", str(ROOT / "gtsteer" / "configs" / "debate.yaml"), "--llm", "fake",
-        "--classifier-llm", "embed", "--samples", "2", "-q",
+        "--classifier-llm", "embed", "--samples", "2",
         "--validate-judge", str(DEFAULT_LABELLED), "-o", str(tmp_path / "out"),
     ], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

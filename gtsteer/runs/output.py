@@ -23,6 +23,7 @@ from pydantic import BaseModel, PrivateAttr, ValidationError
 from gtsteer.llm import LLM, model_string
 from gtsteer.llm.usage import UsageReport
 from gtsteer.runs.atomic import atomic_path, write_text
+from gtsteer.runs.errors import DamagedFileError, RunDirError
 
 #: The repository (a checkout or a worktree: the one this code was imported from).
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,14 +47,7 @@ OWNED = ".gtsteer-run.json"
 _LEGACY_FILE = re.compile(r"\d+\.(json|json\.gz|terminals\.jsonl)")
 
 
-class RunDirError(ValueError):
-    """An output or input path is unusable (a file where a folder is needed, or the reverse,
-    or a folder holding someone else's files); raised before any work."""
 
-
-class DamagedFileError(ValueError):
-    """A saved result file cannot be read as what it should hold (cut by a kill, emptied,
-    overwritten, hand-edited); the message names the file and why, in one line."""
 
 
 Saved = TypeVar("Saved", bound=BaseModel)

@@ -24,6 +24,7 @@ import yaml
 
 from gtsteer._version import __version__
 from gtsteer.binding.shipped import resolve_config
+from gtsteer.runs.errors import RunDirError
 
 PROVENANCE_FILE = "provenance.json"
 
@@ -99,8 +100,6 @@ def check_same_run(folder: Path, kind: str, config: str | Path) -> None:
         return
     if not isinstance(earlier, dict):
         return
-    from gtsteer.runs.output import RunDirError
-
     theirs = earlier.get("kind") or earlier.get("command")  # a run without a kind: its command
     where = f"--out {folder}: holds the results of another"
     how = "; choose another --out, or remove the folder to replace them"

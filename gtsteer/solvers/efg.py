@@ -271,13 +271,15 @@ def policy_from_efg(efg_game: pyspiel.Game, efg_map: EfgMap,
     for key, probs in table.items():
         infoset = by_efg[key]
         source = {a.label: a.action for a in infoset.actions}
-        out[infoset.info_state] = [(source[labels[int(a)]], float(p)) for a, p in probs]
+        out[infoset.info_state] = [(source[labels[key][int(a)]], float(p)) for a, p in probs]
     return out
 
 
-def _efg_action_labels(efg_game: pyspiel.Game) -> dict[int, str]:
-    """Decision action id -> label of a loaded efg game (ids are per game, not per node)."""
-    out: dict[int, str] = {}
+def _efg_action_labels(efg_game: pyspiel.Game) -> dict[str, dict[int, str]]:
+    """Per information state of a loaded efg game, its actions' ids -> labels. Read per
+    information set, not per game: where decisions offer different action sets (per-turn
+    instructions), one id does not name one label across the whole game."""
+    out: dict[str, dict[int, str]] = {}
     stack = [efg_game.new_initial_state()]
     while stack:
         state = stack.pop()
@@ -286,7 +288,7 @@ def _efg_action_labels(efg_game: pyspiel.Game) -> dict[int, str]:
         if state.is_chance_node():
             stack.extend(state.child(a) for a, _ in state.chance_outcomes())
             continue
-        for a in state.legal_actions():
-            out.setdefault(int(a), state.action_to_string(a))
-            stack.append(state.child(a))
+        out.setdefault(state.information_state_string(),
+                       {int(a): state.action_to_string(a) for a in state.legal_actions()})
+        stack.extend(state.child(a) for a in state.legal_actions())
     return out
