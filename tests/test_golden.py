@@ -244,7 +244,13 @@ RENDERS = [
         Step("psro_discovery_render", [PY_LAB, "psro-discovery", "--games", "10",
                                        "--render-only", "--results", "data/psro_discovery_fair",
                                        "--doc", "PSRO.md"], {"PSRO.md": "PSRO.md"}),
-    ]),
+    ], copy=("psro_discovery_fair",)),
+    # docs/LIVE_EVAL.md's section, from the committed evaluate runs
+    Scenario("live_eval_committed", [
+        Step("live_eval_committed_render", [PY_LAB, "live-eval", "--render-only", "--data",
+                                            "data/live_eval", "--doc", "LIVE.md"],
+             {"LIVE.md": "LIVE.md"}),
+    ], copy=("live_eval",)),
     # docs/WEREWOLF_STEERING.md's three results sections
     Scenario("werewolf_renders", [
         Step("werewolf_fresh_render", [PY_LAB, "werewolf-fresh", "--results", "data/werewolf_fresh",

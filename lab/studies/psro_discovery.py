@@ -441,6 +441,9 @@ def reading(summary: PSROSummary, days: Sequence[str], players: Sequence[str]) -
     if first is not None and first != last.iteration:
         text += f" (first reached at iteration {first})"
     text += "."
+    if reached and not adopted:
+        text += (" Nothing was adopted, so the start population alone meets the goal: this row"
+                 " cannot show discovery against this bar.")
     if summary.num_games < MIN_GAMES:
         text += f" Only {summary.num_games} instances: the issues ask for {MIN_GAMES} or more."
     return found + text
