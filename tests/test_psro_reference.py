@@ -97,7 +97,7 @@ def test_the_cli_takes_an_instances_file_and_a_reference(tmp_path: Path) -> None
     full = strength_config(tmp_path, "strength_full", ["calm", "assertive", "bold", "any"])
     instances = tmp_path / "instances.jsonl"
     write_instances(generate_instances(load_spec(full), 2, 5), instances)
-    args = ["psro", str(start), "--llm", "fake", "-t", "1", "-k", "1", "--quiet",
+    args = ["psro", str(start), "--llm", "fake", "-t", "1", "-k", "1",
             "--instances", str(instances), "--reference", str(full), "--out", str(tmp_path / "r")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
