@@ -33,6 +33,8 @@ def gambit_check() -> ModuleType:
 #: equilibrium: its 2-player LCP takes 13 s on turing_test (59 sets) and 2 min on
 #: interrogation (79); python -m lab gambit-check runs those (docs/SOLVE.md).
 EQUILIBRIUM_INFOSETS = 40
+#: Past this many information sets the regret check is skipped (time, not correctness).
+REGRET_INFOSETS = 200
 
 
 def test_gambit_finds_the_known_equilibrium_value_of_the_mixed_2x2_game_exactly(tmp_path: Path):
@@ -70,6 +72,10 @@ def test_gambits_best_responses_see_a_policy_off_equilibrium_as_openspiel_does(t
 def test_gambits_regret_and_exact_equilibrium_agree_with_gtsteer(config: Path, tmp_path: Path):
     checker = gambit_check()
     done = solve_and_export(config, tmp_path)
+    if len(done.efg_map.infosets) > REGRET_INFOSETS:
+        pytest.skip(f"{len(done.efg_map.infosets)} information sets: Gambit's sequence-form best"
+                    f" responses ran over 25 minutes on the tension game's 449 (the largest"
+                    f" checked is interrogation's 94)")
     zero_sum = done.load().get_type().utility.name == "ZERO_SUM"
     small = len(done.efg_map.infosets) <= EQUILIBRIUM_INFOSETS
     result = checker.check(done.efg_path, done.efg_map, done.policy(), rational=False,
