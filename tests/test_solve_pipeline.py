@@ -171,7 +171,7 @@ def test_exit_code_is_nonzero_only_when_every_instance_fails(tmp_path: Path) -> 
     runner = CliRunner()
     some = write_spec(tmp_path, params={"crash_instances": [0]})
     result = runner.invoke(app, ["solve", str(some), "--llm", "fake", "-n", "2", "-k", "20",
-                                 "-q", "-o", str(tmp_path / "some")])  # fmt: skip
+                                 "-o", str(tmp_path / "some")])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "1 of 2 instances failed" in result.output
     every = tmp_path / "every"

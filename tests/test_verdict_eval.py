@@ -92,7 +92,7 @@ def test_eval_writes_report_games_and_chart_and_reruns_from_cache(tmp_path: Path
 
 def test_cli_prints_the_table(tmp_path: Path) -> None:
     args = ["eval", "verdict", str(CONFIGS / "court.yaml"), "--llm", "fake", "--games", "2",
-            "--breadth", "2", "--out", str(tmp_path), "--quiet"]
+            "--breadth", "2", "--out", str(tmp_path)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "naive" in result.output and "strategic" in result.output
