@@ -55,7 +55,7 @@ from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 from gtsteer.solvers.psro.oracles import OracleResult
-from gtsteer.solvers.psro.reference import ReferenceReport
+from gtsteer.solvers.psro.reference import ConstantReference, ReferenceReport
 from lab.bench import benchdoc
 from lab.bench.benchdoc import repo_config
 from lab.studies.samples_study import against_zero
@@ -263,7 +263,7 @@ def cell_text(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def interval_of(ref: ReferenceReport, field: str) -> MeanCI | None:
+def interval_of(ref: ReferenceReport | ConstantReference, field: str) -> MeanCI | None:
     """Mean and 95% t interval over instances of one `per_instance` field (None if missing)."""
     values = [getattr(p, field) for p in ref.per_instance]
     if not values or any(v is None for v in values):
@@ -470,16 +470,12 @@ def constant_line(summary: PSROSummary, players: Sequence[str]) -> str:
     best = summary.constant_reference
     if best is None:
         return "No best constant mixture was measured (a run without `--reference`)."
-    points = best.per_instance
-    fresh_values = [p.fresh_gain for p in points if p.fresh_gain is not None]
-    fresh = mean_ci(fresh_values) if len(fresh_values) == len(points) else None
     chosen = ", ".join(f"{who} `{label}`" for who, label in zip(players, best.played, strict=True))
-    in_sample, cfr = mean_ci([p.gain for p in points]), mean_ci([p.cfr_gain for p in points])
     return (f"The bar, the full game's best constant mixture (one instruction per player on every"
             f" instance, chosen on the solved samples): {chosen}; its gain over `any`"
-            f" {ci(in_sample)} in-sample and {ci(fresh)} on fresh samples. For context,"
-            " per-instance CFR of the full game, which solves each instance's private notes,"
-            f" gains {ci(cfr)} in-sample.")
+            f" {ci(interval_of(best, 'gain'))} in-sample and {ci(interval_of(best, 'fresh_gain'))}"
+            " on fresh samples. For context, per-instance CFR of the full game, which solves each"
+            f" instance's private notes, gains {ci(interval_of(best, 'cfr_gain'))} in-sample.")
 
 
 def render_row(row: StudyRow, summary: PSROSummary, results: str) -> list[str]:
