@@ -3,19 +3,17 @@
 A driver gets one `Executor` (in its `RunContext`) and hands it every batch of units; its body
 is the same whichever executor runs them, as PSRO's `GameMap` keeps `run_psro` unaware of Ray.
 `work` is the same function in both: called with the driver's model here, and with a
-worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Three ways to hand it:
+worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Two ways to hand it, both
+metered alike: the units' calls land on `model`'s meter (on Ray each task's usage is folded into
+it and its new answers into its cache, so the run's bill and every count downstream read as in
+the serial run) and are counted in the result (`UnitsRun.calls`):
 
 - `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (the open
-  display counts them); on Ray the result counts the tasks' calls (`UnitsRun.calls`),
-  each task's usage is folded into `model`'s meter (so the run's bill and every count
-  downstream read as in the serial run), and `on_result` lets the driver write each unit's
-  files as it finishes;
-- `map(...)`: the same without `on_result`, for drivers that meter their own models (PSRO per
-  iteration, the evals per report);
+  display counts them); `on_result` lets the driver write each unit's files as it finishes;
 - `gather(work, units, model)`: async `work(unit, model, bar)`; serially every unit's
   coroutine is awaited together in one event loop (the model sees all their requests at once,
   its request gate bounds them, and same-named phases of the units add up in one bar); on Ray
-  each unit is a task with its own loop, metered as `map`.
+  each unit is a task with its own loop.
 
 Without `--ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
 """
@@ -131,18 +129,12 @@ class Executor:
         return run_units(work, units, model, ray=self.ray, on_result=on_result,
                          progress=self.progress, label=label)
 
-    def map(self, work: Callable[[U, LLM], R], units: Sequence[U], model: LLM, *,
-            label: str = "units") -> UnitsRun[R]:
-        """`run`, with a Ray task's usage landing in `model`'s meter and its new answers in its
-        cache (the driver stays the cache's only writer); serially the model metered them."""
-        return self.run(work, units, model, label=label)  # Ray: run_on_ray absorbs the usage
-
     def gather(self, work: AsyncWork[U, R], units: Sequence[U], model: LLM, *,
                label: str = "units") -> UnitsRun[R]:
         """`work(unit, model, bar)` for every unit; the values in the units' order, the calls
         on `model`'s meter (and counted in the result), `model`'s modes as its users saw them."""
         if self.ray is not None:
-            return self.map(_InOwnLoop(work), units, model, label=label)
+            return self.run(_InOwnLoop(work), units, model, label=label)
         before = model.usage
 
         async def every(bar: GatherBar) -> list[R]:

@@ -103,7 +103,7 @@ def game_map(executor: Executor, model: LLM) -> GameMap:
                   games: Sequence[DialogueGame]) -> list[Any]:
         if any(game.llm is not model for game in games):
             raise ValueError("game_map: every game must be played by the run's model")
-        run = executor.map(play_game_unit, [GameUnit.of(g, work) for g in games], model,
+        run = executor.run(play_game_unit, [GameUnit.of(g, work) for g in games], model,
                            label="instances")
         values = []
         for game, (value, added) in zip(games, run.values, strict=True):
