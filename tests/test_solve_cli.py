@@ -119,7 +119,7 @@ def test_head_to_head_of_ten_strategies_prints_every_value_in_full_at_80_columns
     from rich.console import Console
 
     from gtsteer.cli.solve import print_head_to_head
-    from gtsteer.runs.solve_schema import HeadToHead
+    from gtsteer.evals.solve_metrics import HeadToHead
 
     days = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
     names = ["cfr", "any", *(f"always:{d}" for d in days), "uniform"]

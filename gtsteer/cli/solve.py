@@ -44,6 +44,7 @@ from gtsteer.cli.options import (
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
+from gtsteer.evals.solve_metrics import HeadToHead, HeldOutMetrics
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import write_json
@@ -55,7 +56,7 @@ from gtsteer.runs.solve import (
     tree_bound,
 )
 from gtsteer.runs.solve import run as run_solve
-from gtsteer.runs.solve_schema import HeadToHead, HeldOutMetrics, SolveSummary
+from gtsteer.runs.solve_schema import SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
 from gtsteer.solvers.metrics import Metric
 

@@ -13,7 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from gtsteer.binding import (
@@ -30,6 +29,7 @@ from gtsteer.binding.spec import DomainSpec
 from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
+from gtsteer.evals.solve_metrics import distributions, head_to_head, heldout_metrics, solved_metrics
 from gtsteer.llm import LLM, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
@@ -45,21 +45,13 @@ from gtsteer.runs.output import (
 )
 from gtsteer.runs.solve_schema import (
     SCHEMA_VERSION,
-    DepthMetric,
     Failure,
     GameRecord,
-    HeadToHead,
-    HeldOutMetrics,
     InfoStatePolicy,
-    InstructionDistribution,
-    Metric,
-    Metrics,
-    ReplayMetrics,
     SolveSummary,
-    VersusMetric,
 )
 from gtsteer.runs.units import UnitsRun
-from gtsteer.solvers.analysis import GameValues, analyze
+from gtsteer.solvers.analysis import analyze
 from gtsteer.solvers.cfr import (
     DEFAULT_ITERATIONS,
     DEFAULT_SOLVER,
@@ -68,12 +60,10 @@ from gtsteer.solvers.cfr import (
     solve_cfr,
 )
 from gtsteer.solvers.heldout import (
-    HeldOutGain,
     ReaderFactory,
-    ReplayGain,
-    VersusBaseline,
     measure_heldout,
 )
+from gtsteer.solvers.metrics import Metric
 
 SUMMARY_FILE = "summary.json"
 #: LLM requests a run may need at most (worst case, `tree_size`) before it is refused unless
@@ -309,14 +299,14 @@ def _summary(config: str, spec: DomainSpec, options: SolveOptions, games: int, m
     )
     solved = [r.values for r in records if r.values is not None]
     if solved:
-        summary.metrics = _metrics(solved)
+        summary.metrics = solved_metrics(solved)
         if held:
             summary.metrics.cfr_gain_heldout = Metric.of([h.cfr_gain for h in held])
             summary.metrics.cfr_gain_heldout_normalized = Metric.of(
                 [h.cfr_gain_normalized for h in held])
-            summary.heldout_metrics = _heldout_metrics(held)
-        summary.head_to_head = _head_to_head(solved)
-        summary.instruction_distribution = _distributions(solved, roles)
+            summary.heldout_metrics = heldout_metrics(held)
+        summary.head_to_head = head_to_head(solved)
+        summary.instruction_distribution = distributions(solved, roles)
     return summary
 
 
@@ -457,81 +447,3 @@ def _dump(report: Any) -> dict[str, Any]:
     if hasattr(report, "model_dump"):
         return report.model_dump(mode="json")
     return {k: v for k, v in vars(report).items() if not k.startswith("_")}
-
-
-def _replay_metrics(gains: list[ReplayGain | HeldOutGain]) -> ReplayMetrics:
-    players = len(gains[0].cfr_gain_per_player)
-    cells = [(d.player, d.depth, d.exact) for d in gains[0].by_depth]
-    return ReplayMetrics(
-        cfr_gain=Metric.of([g.cfr_gain for g in gains]),
-        cfr_gain_normalized=Metric.of([g.cfr_gain_normalized for g in gains]),
-        per_player=[Metric.of([g.cfr_gain_per_player[p] for g in gains]) for p in range(players)],
-        by_depth=[DepthMetric(player=p, depth=d, exact=exact,
-                              gain=Metric.of([g.by_depth[k].gain for g in gains]))
-                  for k, (p, d, exact) in enumerate(cells)],
-    )
-
-
-def _heldout_metrics(held: list[HeldOutGain]) -> HeldOutMetrics:
-    """Over instances: the clean estimate, and each replay per player and depth."""
-    names = [name for name in held[0].readers if all(name in h.readers for h in held)]
-    replays: dict[str, ReplayMetrics] = {"history": _replay_metrics(list(held))}
-    replays |= {name: _replay_metrics([h.readers[name] for h in held]) for name in names}
-    return HeldOutMetrics(
-        clean_player=held[0].clean_player,
-        clean=Metric.of([h.clean_gain for h in held]),
-        clean_normalized=Metric.of([h.clean_gain_normalized for h in held]),
-        clean_in_sample=Metric.of([h.clean_gain_in_sample for h in held]),
-        clean_selection=Metric.of([h.clean_gain_in_sample - h.clean_gain for h in held]),
-        replays=replays,
-        versus=_versus_metrics(held),
-    )
-
-
-def _versus_metrics(held: list[HeldOutGain]) -> list[VersusMetric]:
-    """Each (player, replay, baseline, others) comparison that every instance measured
-    (`greedy` is missing where the domain named no action of an instance)."""
-    def cells(h: HeldOutGain) -> dict[tuple[int, str, str, str], VersusBaseline]:
-        return {(v.player, v.replay, v.baseline, v.others): v for v in h.versus}
-
-    per = [cells(h) for h in held]
-    out = []
-    for key in per[0]:
-        if all(key in c for c in per):
-            rows = [c[key] for c in per]
-            out.append(VersusMetric(
-                player=key[0], replay=key[1], baseline=key[2], others=key[3],
-                policy_value=Metric.of([r.policy_value for r in rows]),
-                baseline_value=Metric.of([r.baseline_value for r in rows]),
-                gain=Metric.of([r.gain for r in rows])))
-    return out
-
-
-def _metrics(solved: list[GameValues]) -> Metrics:
-    return Metrics(
-        nash_conv=Metric.of([v.nash_conv for v in solved]),
-        nash_conv_normalized=Metric.of([v.nash_conv_normalized for v in solved]),
-        cfr_gain=Metric.of([v.cfr_gain for v in solved]),
-        cfr_gain_normalized=Metric.of([v.cfr_gain_normalized for v in solved]),
-    )
-
-
-def _head_to_head(solved: list[GameValues]) -> HeadToHead:
-    names = list(solved[0].head_to_head)
-    values = {
-        r: {c: float(np.mean([v.head_to_head[r][c] for v in solved])) for c in names} for r in names
-    }
-    return HeadToHead(strategies=names, values=values)
-
-
-def _distributions(solved: list[GameValues], roles: list[str]) -> list[InstructionDistribution]:
-    out = []
-    for p, role in enumerate(roles):
-        labels: list[str] = []
-        for v in solved:
-            labels += [k for k in v.first_instruction[p] if k not in labels]
-        probs = {
-            k: float(np.mean([v.first_instruction[p].get(k, 0.0) for v in solved])) for k in labels
-        }
-        out.append(InstructionDistribution(player=p, role=role, probs=probs))
-    return out

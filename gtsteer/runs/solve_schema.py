@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from gtsteer.evals.solve_metrics import HeadToHead, HeldOutMetrics, InstructionDistribution, Metrics
 from gtsteer.llm import LLMCalls
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult
 from gtsteer.solvers.analysis import GameValues
 from gtsteer.solvers.heldout import HeldOutGain
-from gtsteer.solvers.metrics import Metric
 
 #: 7: every normalised number (`*_normalized`, also per game and held-out) divides by the
 #: config's payoff range (`payoff_bounds`), not by the instance's own bounds, which a domain
@@ -31,91 +31,6 @@ from gtsteer.solvers.metrics import Metric
 #: 2: nash_conv_normalized divides by players x range; cfr_gain_normalized; deals; failures
 #: counted; head-to-head fixed rows are named `always:<instruction>`.
 SCHEMA_VERSION = 7
-
-
-class Metrics(BaseModel):
-    #: Sum over players of best-response gain against the CFR average policy (OpenSpiel).
-    nash_conv: Metric
-    #: nash_conv / (players x (payoff max - payoff min)), in [0, 1] for any number of players.
-    nash_conv_normalized: Metric
-    #: V_i(i plays CFR, others `any`) - V_i(all `any`), averaged over players i.
-    cfr_gain: Metric
-    #: cfr_gain / (payoff max - payoff min), in [-1, 1].
-    cfr_gain_normalized: Metric
-    #: `--heldout`: the CFR gain of the same policies replayed by action history on fresh LLM
-    #: samples of the solved positions (per instance in `heldout_instances` order; None
-    #: without it). Content-blind after the first message: `heldout_metrics` has the clean
-    #: part and the replays that read the fresh text.
-    cfr_gain_heldout: Metric | None = None
-    cfr_gain_heldout_normalized: Metric | None = None
-
-
-class DepthMetric(BaseModel):
-    """One (player, decision depth) share of a replay's held-out gain, over instances."""
-
-    player: int
-    depth: int
-    exact: bool  # replayed exactly (nothing sampled before it): the clean estimate
-    gain: Metric
-
-
-class ReplayMetrics(BaseModel):
-    """One replay's held-out CFR gain over instances (see `gtsteer.solvers.heldout`)."""
-
-    cfr_gain: Metric  # mean over players
-    cfr_gain_normalized: Metric
-    per_player: list[Metric]
-    by_depth: list[DepthMetric]
-
-
-class VersusMetric(BaseModel):
-    """One player's fresh-sample value with the policy (`replay`) and with a baseline, and
-    their paired difference, over instances."""
-
-    player: int
-    replay: str
-    baseline: str
-    others: str = "any"  # what the other players play (`gtsteer.solvers.heldout.OTHERS`)
-    policy_value: Metric
-    baseline_value: Metric
-    gain: Metric
-
-
-class HeldOutMetrics(BaseModel):
-    """`--heldout`, over the instances in `heldout_instances`.
-
-    `clean`: the first mover's opening decision replayed exactly on fresh samples (its later
-    decisions and the other players on `any`): the clean estimate. `replays["history"]`
-    replays every decision by action history, blind to the fresh text after the first
-    message; the other replays read the fresh text (`nearest`, `distilled`)."""
-
-    clean_player: int
-    clean: Metric
-    clean_normalized: Metric
-    #: The same share on the solved tree, and in-sample minus fresh per instance: the opening
-    #: decision's selection on sampling noise (exact: that decision is replayed exactly).
-    clean_in_sample: Metric
-    clean_selection: Metric
-    replays: dict[str, ReplayMetrics]
-    #: The policy's fresh-sample value against each baseline (`any`, `greedy`, `uniform`),
-    #: paired per instance (`gtsteer.solvers.heldout.VersusBaseline`).
-    versus: list[VersusMetric] = Field(default_factory=list)
-
-
-class HeadToHead(BaseModel):
-    """values[row][col]: mean over instances and players i of V_i(i plays row, others col)."""
-
-    strategies: list[str]
-    values: dict[str, dict[str, float]]
-
-
-class InstructionDistribution(BaseModel):
-    """P(first instruction) of one player under the CFR policy, chance-weighted, mean over
-    instances."""
-
-    player: int
-    role: str
-    probs: dict[str, float]
 
 
 class Failure(BaseModel):
