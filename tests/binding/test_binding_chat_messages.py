@@ -17,7 +17,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
-MEETING = Path(__file__).parent.parent / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
+MEETING = Path(__file__).parents[2] / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 
 
 class StopBackend(Backend):

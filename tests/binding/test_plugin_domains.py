@@ -18,7 +18,7 @@ import yaml
 from gtsteer.binding import ConfigError
 from gtsteer.domains import load_spec, registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A user's own domain module: a bike haggle whose payoffs are computed exactly.
 PLUGIN = '''

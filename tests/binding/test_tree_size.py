@@ -18,7 +18,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.solve import DEFAULT_MAX_CALLS, tree_bound
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

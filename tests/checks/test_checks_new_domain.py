@@ -27,7 +27,7 @@ from gtsteer.checks import (
 )
 from gtsteer.domains import load_game, load_spec, register_domain, spec_from_dict
 
-COINS = Path(__file__).parent / "data" / "coin_split.yaml"
+COINS = Path(__file__).parents[1] / "data" / "coin_split.yaml"
 COIN_KEY = "coins"
 
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app, options
 
 CLI = Path(options.__file__).parent
-FRUIT = str(Path(__file__).resolve().parents[1] / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
+FRUIT = str(Path(__file__).resolve().parents[2] / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 
 
 def commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:

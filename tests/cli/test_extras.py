@@ -19,7 +19,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, MissingExtraError
 from gtsteer.llm.extras import EXTRAS, require
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

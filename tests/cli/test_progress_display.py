@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 import gtsteer.cli.spend as spend
 from gtsteer.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEETING = str(ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml")
 FRUIT = str(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 ENV = {"COLUMNS": "120"}

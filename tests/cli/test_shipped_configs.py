@@ -16,7 +16,7 @@ from gtsteer.domains import load_spec
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.werewolf_styles import DEFAULT_LABELLED as STYLE_LABELLED
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

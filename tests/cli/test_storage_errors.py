@@ -21,7 +21,7 @@ from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore, StoreError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 

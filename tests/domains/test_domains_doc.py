@@ -21,7 +21,7 @@ from gtsteer.binding.run_models import RunModels
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import spec_from_dict
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "DOMAINS.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "DOMAINS.md"
 
 
 def section(title: str) -> str:

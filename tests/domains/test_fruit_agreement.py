@@ -22,7 +22,7 @@ from gtsteer.domains.fruit_trade import trade_values
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
 FRUITS = ("apple", "banana", "blueberry", "kiwi")
 #: Alice's offer in every two-message case below: she gives 1 apple, Bob 1 kiwi.

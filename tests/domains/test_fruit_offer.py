@@ -1,7 +1,7 @@
 """Fruit trading steered by offers (trade_fruit_offer): the exact offer reading,
 the parse classifier, the calibrated trade reader (`params.agreement: ask`), the greedy offer,
 the reward cases and the config's load-time checks. The exact agreement reading, the config's
-own: tests/test_fruit_agreement.py."""
+own: tests/domains/test_fruit_agreement.py."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
 FRUITS = ("apple", "banana", "blueberry", "kiwi")
 

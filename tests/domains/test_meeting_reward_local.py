@@ -15,7 +15,7 @@ from gtsteer.runs.eval_reward import CONFIGURED, write_cases
 
 pytestmark = pytest.mark.slow
 
-DOW = Path(__file__).resolve().parents[1] / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
+DOW = Path(__file__).resolve().parents[2] / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 
 
 def test_smollm_reads_agreements_and_refusals_on_templated_meetings() -> None:

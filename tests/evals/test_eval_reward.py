@@ -22,7 +22,7 @@ from gtsteer.runs import eval_reward
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_reward import CONFIGURED, FREE, RewardOptions, write_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 

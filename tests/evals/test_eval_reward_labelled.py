@@ -27,7 +27,7 @@ from gtsteer.runs.eval_reward_labelled import (
 )
 from gtsteer.solvers.metrics import wilson
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OFFER = ROOT / "gtsteer" / "configs" / "trade_fruit_offer.yaml"
 LABELLED = ROOT / "gtsteer" / "data" / "reward_labelled_offers.yaml"
 runner = CliRunner()

@@ -20,7 +20,7 @@ from gtsteer.runs import eval_reward
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_reward import CONFIGURED, FREE, write_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOW = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 TONE = ROOT / "gtsteer" / "configs" / "schedule_meeting_tone.yaml"
 runner = CliRunner()

@@ -19,7 +19,7 @@ from gtsteer.runs import eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_steering import SteeringOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 

@@ -33,7 +33,7 @@ from gtsteer.runs.eval_judge import (
     validate_classifier,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 DAYS = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"

@@ -36,7 +36,7 @@ from gtsteer.llm import LLM
 from gtsteer.llm.embed import Embedder
 from gtsteer.solvers import solve_cfr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OPENING = "{name0} and {name1} meet at the market to trade fruit."
 
 

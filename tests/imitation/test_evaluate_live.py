@@ -33,7 +33,7 @@ from gtsteer.runs.evaluate_live import (
 )
 from gtsteer.runs.evaluate_live import run as run_evaluate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
 

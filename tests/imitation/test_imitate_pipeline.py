@@ -16,7 +16,7 @@ from gtsteer.imitation import DatasetError, DistilledPolicy, read_records
 from gtsteer.llm.embed import EmbedderError
 from gtsteer.runs.imitate import ImitationReport
 
-FRUIT = Path(__file__).resolve().parent.parent / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
+FRUIT = Path(__file__).resolve().parents[2] / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 ARGS = {"llm": "fake", "games": 3, "holdout": 1, "steps": 60, "seed": 0}
 CLI_ARGS = ["--llm", "fake", "--games", "3", "--holdout", "1", "--steps", "60", "--quiet"]
 

@@ -218,5 +218,5 @@ def test_policy_side_needs_no_pyspiel() -> None:
         "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parent.parent)
+                         check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"

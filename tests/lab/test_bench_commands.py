@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from lab.__main__ import COMMANDS, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: `python -m lab NAME` -> the module whose `main` it runs (not the `module:function` entries).
 REGISTERED = {f"python -m lab {n}": m for n, m in COMMANDS.items() if ":" not in m}
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "gtsteer" / "configs"
 BENCH = ROOT / "lab" / "bench"
 SECTION_SCRIPTS = sorted(p.stem for p in BENCH.glob("bench_*.py")) + ["study_verdict"]

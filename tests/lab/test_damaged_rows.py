@@ -24,7 +24,7 @@ from gtsteer.runs.psro import SCHEMA_VERSION as PSRO_SCHEMA
 from lab.bench import benchdoc
 from lab.studies import psro_discovery
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 
 TABLE1_DOMAINS = ("debate", "schedule_meeting_dow", "trade_fruit_offer", "trade_fruit_tone")

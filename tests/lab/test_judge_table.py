@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gtsteer.evals.validation import ClassifierValidation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_script():

@@ -11,7 +11,7 @@ import pytest
 
 from lab.studies.table1_decomposition import decomposition, random_instruction_values
 
-ROW = (Path(__file__).resolve().parent.parent / "docs" / "data" / "table1"
+ROW = (Path(__file__).resolve().parents[2] / "docs" / "data" / "table1"
        / "schedule_meeting_dow" / "table1_row.json")
 
 

@@ -19,7 +19,7 @@ from gtsteer.solvers.metrics import (
     sign_test,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "table1"
 MEETING = DATA / "schedule_meeting_dow" / "table1_row.json"
 CONFIGS = [ROOT / "gtsteer" / "configs" / f"{n}.yaml"

@@ -20,7 +20,7 @@ from gtsteer.cli import app
 from gtsteer.llm.schema_fill import WORDS
 from gtsteer.testing import LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 

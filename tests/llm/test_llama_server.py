@@ -34,7 +34,7 @@ from lab.bench.servers import LlamaServer
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 MODEL = "openai/smollm2"
 runner = CliRunner()

@@ -3,7 +3,7 @@
 llama.cpp's server (refuses `json_schema`, takes `json_object` with a schema), vLLM (OpenAI
 shapes, `top_logprobs`) and ollama (`/api/chat`, `format`) are reproduced closely enough that
 litellm sends and parses exactly what it would against the real thing; a real llama.cpp server
-is exercised in tests/test_llama_server.py.
+is exercised in tests/llm/test_llama_server.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gtsteer.llm.backends.litellm_backend import first_token_scores
 from gtsteer.llm.schema_fill import fill
 from gtsteer.testing import LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 from gtsteer.testing import LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 

@@ -21,7 +21,7 @@ from lab.bench.servers import LlamaCppServer
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "openai/smollm2"
 
 

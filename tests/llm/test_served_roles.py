@@ -17,7 +17,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import ModelConfigError
 from gtsteer.runs.models import Endpoint, pick, pick_roles
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 runner = CliRunner()
 

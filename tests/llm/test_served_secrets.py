@@ -19,7 +19,7 @@ from gtsteer.llm import LLM, LLMCallError
 from gtsteer.llm.backends.litellm_backend import scrub_secrets
 from gtsteer.testing import LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "hunter2hunter2hunter2"
 runner = CliRunner()
 

@@ -22,7 +22,7 @@ from gtsteer.llm.rate import RateLimit, RequestGate
 from gtsteer.llm.session import Budget, BudgetExceeded, session
 from gtsteer.testing import LoopbackServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"  # 136 requests worst case
 runner = CliRunner()
 

@@ -19,7 +19,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, FakeBackend, ModelConfigError, make_backend
 from gtsteer.llm.backends import builds, in_process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = "gtsteer/configs/trade_fruit_tone.yaml"
 
 #: A user's backend: the fake's answers in capitals, logging which process built and called it.

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The tests whose numbers come from LP/MILP (HiGHS), scipy.optimize (SLSQP), Qhull, nashpy or
 #: numpy's linear algebra: every meta-solver, and one PSRO run that drives them on a real
 #: meta-game (about a minute per kernel family on 2 cores). The other solver tests (CFR,
 #: metrics) run OpenSpiel's C++ and scipy.stats, which do not call BLAS.
 SOLVER_TESTS = [
-    "tests/test_meta_solvers.py",
-    "tests/test_psro_cli.py::test_rd_meta_strategy_far_from_equilibrium_is_not_converged",
+    "tests/solvers/test_meta_solvers.py",
+    "tests/runs/test_psro_cli.py::test_rd_meta_strategy_far_from_equilibrium_is_not_converged",
 ]
 
 #: OPENBLAS_CORETYPE value -> the CPU flag it needs (None: every x86-64 CPU).

@@ -35,10 +35,11 @@ from gtsteer.domains import BUILTIN, game_from_params, load_spec
 from gtsteer.llm import LLM
 from gtsteer.testing import EchoingFake
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "gtsteer" / "configs").glob("*.yaml"))
 PLAYTHROUGHS = ROOT / "tests" / "data" / "playthroughs"
-#: The playthrough of each gtsteer game that is not a config (tests/test_werewolf_steering.py).
+#: The playthrough of each gtsteer game that is not a config
+#: (tests/werewolf/test_werewolf_steering.py).
 OTHER_GAMES = {"gtsteer_werewolf_playstyle": "werewolf_playstyle.txt"}
 
 

@@ -14,7 +14,7 @@ import re
 import tokenize
 from pathlib import Path
 
-PRODUCT = Path(__file__).resolve().parents[1] / "gtsteer"
+PRODUCT = Path(__file__).resolve().parents[2] / "gtsteer"
 MAX_LINES = 80
 MARKER = re.compile(r"#\s*long:\s*(\S.*)$")
 

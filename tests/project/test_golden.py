@@ -4,7 +4,7 @@ section a command rebuilds from committed docs/data, compared byte for byte with
 A refactor that must change no output proves it here; a deliberate change of behaviour
 regenerates the goldens and shows the diff in review:
 
-    PYTHONPATH=$PWD .venv/bin/python -m pytest tests/test_golden.py --update-golden -n 0
+    PYTHONPATH=$PWD .venv/bin/python -m pytest tests/project/test_golden.py --update-golden -n 0
 
 Each scenario runs its commands through the real command line (`gtsteer ...` in-process, the
 fake model, small sizes, never the local model or Ray) in a temporary folder, copying any
@@ -16,7 +16,7 @@ machine line, timings and versions) is replaced by `golden.normalise`, documente
 everything else must match to the byte.
 
 Floats are compared as written, so they pin this machine's numeric kernels too: a CPU whose
-OpenBLAS or torch kernels round differently (tests/test_blas_kernels.py) may need
+OpenBLAS or torch kernels round differently (tests/project/test_blas_kernels.py) may need
 `--update-golden` with no change of gtsteer, and its diff shows last digits only.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from gtsteer.solvers.metrics import wilson
 
-PACKAGE = Path(__file__).resolve().parents[1] / "gtsteer"
+PACKAGE = Path(__file__).resolve().parents[2] / "gtsteer"
 
 
 def sources(*rooms: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import gtsteer
 from gtsteer.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_version_flag_prints_the_package_version() -> None:

@@ -8,7 +8,7 @@
 - YAML blocks: a block opening with `# NAME.yaml` is a whole config, written to that folder
   (the shell lines use it) and loaded; a fragment says what it needs and names real fields.
 - Python blocks run as written, on the fake model only; a block after a
-  `<!-- needs: ... -->` comment is compiled (tests/test_advisor.py runs the Advisor's).
+  `<!-- needs: ... -->` comment is compiled (tests/imitation/test_advisor.py runs the Advisor's).
 - No dates, no timings and no measured results in the README: those live in the pages their
   commands write (docs/TABLE1.md, docs/BENCHMARKS.md).
 """
@@ -32,7 +32,7 @@ import yaml
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 

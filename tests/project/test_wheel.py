@@ -22,7 +22,7 @@ import pytest
 
 import gtsteer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VENVS = Path.home() / ".cache" / "gtsteer" / "wheel-venvs"
 #: Five lines a user writes: solve a shipped config by name from Python (the package-root API).
 SCRIPT = """\

@@ -16,7 +16,7 @@ import gtsteer
 from gtsteer.llm import Backend
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Five lines a user writes from an empty folder.
 SCRIPT = """\
 import gtsteer

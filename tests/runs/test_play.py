@@ -32,7 +32,7 @@ from gtsteer.runs.play import run as run_play
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.heldout import greedy_instruction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEETING = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 

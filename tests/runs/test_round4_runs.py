@@ -18,7 +18,7 @@ import gtsteer
 from gtsteer.cli import app
 from gtsteer.llm import LLM
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = str(ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml")
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from gtsteer.cli import app
 
 runner = CliRunner()
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FRUIT = ROOT / "gtsteer" / "configs" / "trade_fruit_tone.yaml"
 
 

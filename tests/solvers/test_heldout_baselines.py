@@ -27,7 +27,7 @@ from gtsteer.solvers import heldout, solve_cfr
 from gtsteer.solvers.heldout import OPENING, greedy_baseline, measure_heldout
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power, mean_ci
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEETING = ROOT / "gtsteer" / "configs" / "schedule_meeting_dow.yaml"
 
 

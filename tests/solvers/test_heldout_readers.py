@@ -167,7 +167,7 @@ def test_solve_reports_the_clean_part_and_each_replay(tmp_path: Path) -> None:
 
 
 def test_the_docs_say_what_the_fresh_sample_number_measures() -> None:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     for page in ("docs/SOLVE.md", "docs/explanation/heldout.md"):
         text = " ".join((root / page).read_text(encoding="utf-8").split())
         assert "clean estimate" in text, page

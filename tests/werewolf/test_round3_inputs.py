@@ -25,7 +25,7 @@ from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.guard import RequestGuard, SecurityHeaders
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 SMALL = ["--players", "5", "--max-days", "1", "--max-messages", "2"]
 

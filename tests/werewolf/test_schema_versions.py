@@ -21,7 +21,7 @@ from gtsteer.werewolf.runner import GameRunner
 from gtsteer.werewolf.state import STATE_VERSION, SnapshotError, load_snapshot
 from gtsteer.werewolf.store import DB_VERSION, GameStore, StoreError
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 OLD_SNAPSHOT = DATA / "werewolf_snapshot_v1.json"
 OLD_DB = DATA / "werewolf_db_v0.sql"
 runner = CliRunner()

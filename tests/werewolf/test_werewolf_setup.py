@@ -80,7 +80,7 @@ def _snapshot(config: GameConfig) -> str:
 
 # ---- bounds, written once in rules.py ---------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_speaker_bounds_are_the_rules_own() -> None:

@@ -21,7 +21,7 @@ from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer, bot_viewer, for_viewer
 
-PACKAGE = Path(__file__).resolve().parents[1] / "gtsteer"
+PACKAGE = Path(__file__).resolve().parents[2] / "gtsteer"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from gtsteer.werewolf.state import GameConfig
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.web.guard import MAX_BODY_BYTES, allowed_hosts, host_name
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "WEREWOLF.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "WEREWOLF.md"
 
 
 class ModelLog:
