@@ -1,4 +1,4 @@
-"""A pytest plugin for tests/test_blas_kernels.py: after the session, write which OpenBLAS
+"""A pytest plugin for tests/project/test_blas_kernels.py: after the session, write which OpenBLAS
 kernels the process really ran (threadpoolctl's view of every loaded BLAS) to the JSON file
 named by GTSTEER_BLAS_REPORT. Loaded with `-p blas_report`; does nothing without the variable."""
 

@@ -23,7 +23,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
-                     help="rewrite tests/golden/ from this run (tests/test_golden.py)")
+                     help="rewrite tests/golden/ from this run (tests/project/test_golden.py)")
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 # `make test` runs pytest-xdist workers (`-n`, `--dist loadgroup`). Two llama.cpp processes on
 # 2 cores are 10-20x slower than one, and two Ray clusters compete for the same cores and
 # ports, so every test that loads the embedded model (marked `slow`) or starts Ray (in a
-# tests/test_ray*.py file, or marked `ray`) runs in one group, on one worker, one after
+# tests/runs/test_ray*.py file, or marked `ray`) runs in one group, on one worker, one after
 # another; the other workers share the rest.
 SERIAL_GROUP = "model-and-ray"
 

@@ -1,6 +1,7 @@
 """Solve, export and reload one config: what the efg and Gambit tests share.
 
-Not a test module; imported by tests/test_efg_export.py and tests/test_gambit_crosscheck.py.
+Not a test module; imported by tests/solvers/test_efg_export.py and
+tests/solvers/test_gambit_crosscheck.py.
 """
 
 from __future__ import annotations

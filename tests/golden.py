@@ -163,7 +163,7 @@ def differences(case: str, found: dict[str, str | None], root: Path = GOLDEN) ->
     """What differs from the case's golden folder: the file list, then each text's diff."""
     folder = root / case
     if not (folder / MANIFEST).is_file():
-        return [f"no golden for {case}: run `pytest tests/test_golden.py --update-golden`"]
+        return [f"no golden for {case}: run `pytest tests/project/test_golden.py --update-golden`"]
     problems: list[str] = []
     want = (folder / MANIFEST).read_text(encoding="utf-8")
     have = manifest(found)

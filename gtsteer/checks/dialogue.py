@@ -1,4 +1,4 @@
-"""Every check on a dialogue game or config: what `tests/test_conformance.py` runs over
+"""Every check on a dialogue game or config: what `tests/project/test_conformance.py` runs over
 `gtsteer/configs/*.yaml`, so a new domain is checked the moment its YAML lands.
 
 A config is checked with the offline `fake` model (or a test model) on instance 0, or on a

@@ -8,7 +8,7 @@ command takes are declared next to it, in the same `Annotated` style.
 One flag has more than one alias only where its meaning, type or bounds differ between
 commands (`--seed` of a run is bounded to SEED_RANGE and also spelt `-s`; a Werewolf game's
 `--seed` is bounded to the web lobby's range and has no `-s`). Changing one of those would
-change a command's behaviour, so each variant is kept and named here. tests/test_cli_options.py
+change a command's behaviour, so each variant is kept and named here. tests/cli/test_cli_options.py
 walks the app and fails on a shared flag that any other module declares by hand, or whose help
 or type matches no alias here.
 """

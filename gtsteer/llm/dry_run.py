@@ -10,7 +10,7 @@ level by level, with the real prompts rendered.
 The tree can depend on answers (an end check that says "over" stops a branch, sampled
 messages that coincide share a subtree, a reward that fails is retried); stand-ins answer
 `false` to every yes/no field, so the count is an estimate of a real run's new calls, not an
-exact one (tests/test_dry_run.py holds it between the real run's new calls and twice them).
+exact one (tests/llm/test_dry_run.py holds it between the real run's new calls and twice them).
 
 Completion tokens are estimated at the mean length of the answers of the same kind found in
 the cache during the run (text and structured apart), else at `max_tokens` for text and at the

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 D = TypeVar("D", bound=Callable[..., Any])
 #: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
-#: registered it when its module was imported (tests/test_driver_shape.py checks each).
+#: registered it when its module was imported (tests/runs/test_driver_shape.py checks each).
 DRIVERS: dict[str, Callable[..., Any]] = {}
 
 

@@ -4,7 +4,8 @@ texts, its goal and its night action's word, are its entry in `roles.ROLES`).
 Each sentence has one source here: a night action is written only by `action_line`, a vote
 only by `vote_line`, a death only by `night_result_line`/`vote_result_line`. Whether a bot may
 read a sentence is decided in `context.py` from the state (observers, notified, channel), never
-from the wording; `tests/test_werewolf_isolation.py` checks that without relying on wording.
+from the wording; `tests/werewolf/test_werewolf_isolation.py` checks that without relying on
+wording.
 """
 
 from __future__ import annotations

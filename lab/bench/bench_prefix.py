@@ -257,7 +257,7 @@ INTRO = [
     "",
     ("Each variant runs in the same process with a fresh response cache and a freshly loaded "
      "model, off first, then on (the default bound of `GTSTEER_LOCAL_PREFIX_CACHE_MB`). Outputs "
-     "are identical either way (tests/test_llm_local_prefix.py). Each part names the command "
+     "are identical either way (tests/llm/test_llm_local_prefix.py). Each part names the command "
      "that measured it and when; `--only` reruns some parts and keeps the others as they are."),
     "",
 ]

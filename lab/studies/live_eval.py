@@ -52,7 +52,7 @@ SECTION = "live_eval"
 DOC = benchdoc.ROOT / "docs" / "LIVE_EVAL.md"
 DATA = benchdoc.ROOT / "docs" / "data" / "live_eval"
 IMITATE_DIR = "imitate"
-#: A folder of one machine (tests/test_docs.py keeps docs/data free of them).
+#: A folder of one machine (tests/project/test_docs.py keeps docs/data free of them).
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home|Users)/[\w.-]+")
 
 

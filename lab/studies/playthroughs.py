@@ -6,11 +6,11 @@
 
 Writes tests/data/playthroughs/<config stem>.txt: a header naming the config, the game's
 parameters and the model, then every step with the action taken (chance by its probabilities,
-players uniformly from seed 0). tests/test_conformance.py replays the recorded actions and
+players uniformly from seed 0). tests/project/test_conformance.py replays the recorded actions and
 compares byte for byte, so after a deliberate change to prompts, the binding or the fake model
 a rerun shows a local diff: read it before committing, it shows what a player sees at every
 step. `--werewolf` records the Werewolf playstyle game built here (`playstyle_game`), which
-tests/test_werewolf_steering.py replays.
+tests/werewolf/test_werewolf_steering.py replays.
 """
 
 from __future__ import annotations

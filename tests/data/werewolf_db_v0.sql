@@ -1,4 +1,4 @@
--- A Werewolf database written by gtsteer 75b91b7 (before schema versions; see tests/test_schema_versions.py):
+-- A Werewolf database written by gtsteer 75b91b7 (before schema versions; see tests/werewolf/test_schema_versions.py):
 -- game old1 in progress (day 2), game old2 over. Trimmed: llm_calls to 3 rows, steps.info_state blanked.
 BEGIN TRANSACTION;
 CREATE TABLE games (

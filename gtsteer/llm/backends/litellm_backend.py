@@ -88,7 +88,7 @@ class EndpointModes:
 
 
 #: create_completion's sampling defaults (llama-cpp-python 0.3.x), which the in-process backend
-#: samples with (tests/test_served_sampling.py reads them from llama-cpp-python), sent to
+#: samples with (tests/llm/test_served_sampling.py reads them from llama-cpp-python), sent to
 #: self-hosted `openai/` servers: their fields `top_k`, `min_p`, `repeat_penalty` are llama.cpp's
 #: (llama-server and llama-cpp-python's server).
 LLAMA_CPP_SAMPLING: dict[str, float] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05,

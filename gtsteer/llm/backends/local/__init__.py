@@ -13,7 +13,7 @@ another. Structured output is constrained by llama.cpp's JSON-schema grammar, ch
 against the sampled token only (see `sampling`).
 
 The modules, each importing only those listed before it (docs/DESIGN.md, "The local backend";
-tests/test_conformance.py keeps it so): `parts` (a GGUF joined from data-only wheels),
+tests/project/test_conformance.py keeps it so): `parts` (a GGUF joined from data-only wheels),
 `models` (the embedded models and model strings), `threads` (the thread count), `chat` (chat
 templates), `sampling` (grammar-checked sampling), `prefix_cache` (exact prompt-prefix reuse),
 `worker` (the prefix-ordered worker thread), `engine` (a loaded model and the registry of them),
