@@ -159,8 +159,10 @@ DRIVERS = [
                                       "--max-days", "1", "--out", "steer"], {"steer": "steer"}),
         Step("werewolf_evaluate", ["werewolf", "evaluate", "--games", "2", *FAKE, "--steer",
                                    "steer", "--out", "eval", *WEREWOLF_TINY, "--conditions",
-                                   "static,village-steered", "--doc", "doc.md"],
-             {"eval": "eval", "doc.md": "doc.md"}),
+                                   "static,village-steered"], {"eval": "eval"}),
+        # its section of a doc: the lab's, from the run folder
+        Step("werewolf_evaluate_doc", [PY_LAB, "werewolf-paired", "--results", "eval", "--doc",
+                                       "doc.md"], {"doc.md": "doc.md"}),
         Step("werewolf_steer_heldout", ["werewolf", "steer-heldout", "--policy", "steer",
                                         "--states", "2", "--per-game", "2", "--out", "fresh",
                                         "--doc", "fresh.md"],

@@ -127,14 +127,10 @@ def evaluate(
                      " also compared with it seed by seed."),
     ] = "",
     resume: SeedsResume = False,
-    doc: SectionDoc = None,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
     --ray, each seed's games are a Ray task."""
-    from pathlib import Path
-
     from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
-    from gtsteer.runs.werewolf_paired_doc import write_doc
 
     on_ray = ray_options(ray, workers)
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
@@ -165,9 +161,6 @@ def evaluate(
                       f"{calls.new_calls} new)")
         where = summary.folder
         console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
-        if doc:
-            write_doc(Path(doc), summary, out)
-            console.print(f"wrote the werewolf_paired section of {doc}")
 
 
 def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
@@ -281,14 +274,20 @@ def register(app: typer.Typer) -> None:
 
 def paired_table(paired: list[PairedDifference]) -> Table:
     """Each condition minus static on the same seeds: village wins and votes on wolves."""
-    from gtsteer.runs.werewolf_paired_doc import signed_span as span  # as the doc writes it
-
     table = Table("condition", "seeds", "wins: only it / only static", "win-rate difference"
                   " [95%]", "McNemar p", "votes on wolves, difference [95%]",
                   "seeds to exclude 0", title="paired with static (same seeds)")
     for d in paired:
         table.add_row(d.condition, str(d.seeds), f"{d.condition_only_wins} / {d.static_only_wins}",
-                      span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",
-                      span(d.votes_on_wolves_difference, d.votes_low, d.votes_high),
+                      signed_span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",
+                      signed_span(d.votes_on_wolves_difference, d.votes_low, d.votes_high),
                       "-" if d.seeds_to_exclude_zero is None else str(d.seeds_to_exclude_zero))
     return table
+
+
+def signed_span(mean: float | None, low: float | None, high: float | None) -> str:
+    """`+0.05 [-0.10, +0.20]` (also in the lab's werewolf_paired section of the docs)."""
+    if mean is None:
+        return "-"
+    inside = "" if low is None or high is None else f" [{low:+.2f}, {high:+.2f}]"
+    return f"{mean + 0.0:+.2f}{inside}"

@@ -50,7 +50,7 @@ def fresh(argv: Sequence[str] | None = None) -> None:
 def paired(argv: Sequence[str] | None = None) -> None:
     """The werewolf_paired section from a `gtsteer werewolf evaluate` folder."""
     from gtsteer.cli.common import console
-    from gtsteer.runs.werewolf_paired_doc import render_only
+    from lab.studies.werewolf_paired_doc import render_only
 
     results, doc = _args("werewolf-paired", "werewolf_paired", argv)
     with _metered():
