@@ -163,7 +163,7 @@ DRIVERS = [
         # its section of a doc: the lab's, from the run folder
         Step("werewolf_evaluate_doc", [PY_LAB, "werewolf-paired", "--results", "eval", "--doc",
                                        "doc.md"], {"doc.md": "doc.md"}),
-        Step("werewolf_steer_heldout", ["werewolf", "steer-heldout", "--policy", "steer",
+        Step("werewolf_steer_heldout", [PY_LAB, "werewolf-heldout", "--policy", "steer",
                                         "--states", "2", "--per-game", "2", "--out", "fresh",
                                         "--doc", "fresh.md"],
              {"fresh": "fresh", "fresh.md": "fresh.md"}),

@@ -57,10 +57,6 @@ LobbyLlms = Annotated[
 ]
 #: `werewolf act`: replaces the model stored with the bot.
 BotLlm = Annotated[str | None, typer.Option("--llm", "-m", help="Override the bot's model.")]
-#: `werewolf steer-heldout`: the model the measured policy was trained with, unless given.
-TrainedLlm = Annotated[
-    str | None, typer.Option("--llm", "-m", help="Model (default: the training run's).")
-]
 
 ApiBase = Annotated[
     str | None,
@@ -158,12 +154,6 @@ GameSeed = Annotated[
 ]
 #: `llm ask`: one request's seed.
 SamplingSeed = Annotated[int, typer.Option("--seed", help="Sampling seed (part of the cache key).")]
-HeldoutSeed = Annotated[
-    int | None,
-    typer.Option("--seed", min=MIN_SEED, max=MAX_SEED,
-                 help="Seed of the first held-out game (game g: seed + g); default: the first"
-                 " after the training games'. Training seeds are refused."),
-]
 
 # --- output and display -------------------------------------------------------------------------
 
@@ -242,10 +232,6 @@ PsroIterations = Annotated[int, typer.Option("--iterations", "-t", help="PSRO it
 #: `werewolf steer-train`: per playstyle game.
 PlaystyleIterations = Annotated[
     int, typer.Option("--iterations", help="CFR+ iterations per state.")
-]
-#: `werewolf steer-heldout`: held-out states to solve and measure.
-HeldoutStates = Annotated[
-    int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
 ]
 MaxCalls = Annotated[
     int | None,
@@ -378,12 +364,6 @@ ImitatedPolicy = Annotated[
     Path, typer.Option("--policy", help="A distilled policy's folder (`gtsteer imitate`'s"
                        " DIR/model).")
 ]
-#: `werewolf steer-heldout`: a steer-train run folder (optional with --render-only).
-SteerTrainedPolicy = Annotated[
-    str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
-                             " run (its policy/, steer_train.json, states.jsonl,"
-                             " records.jsonl); required unless --render-only.")
-]
 
 # --- resuming a stopped run ----------------------------------------------------------------
 
@@ -405,11 +385,6 @@ SeedsResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the seeds an earlier run with the same settings and"
                  " policy finished in --out (seeds/<g>.json.gz) and play only the rest."),
-]
-StatesResume = Annotated[
-    bool,
-    typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
-                 " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
 ]
 #: `werewolf steer-heldout`, `evaluate` and `styles`: a product command writes only into its run
 #: folder; a doc section is opt-in, into the doc named (the lab renders this repository's docs

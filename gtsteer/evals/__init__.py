@@ -19,7 +19,7 @@ One job per module, as `gtsteer.checks` is for conformance:
 - `steering`: the summary of classified messages (accuracy per instruction, base rates,
   confusion matrices);
 - `werewolf_styles`, `paired`, `reward`, `verdict`: the statistics of `werewolf styles`, of
-  the paired comparisons (`werewolf evaluate`, `steer-heldout`, `evaluate`), of `eval reward`
+  the paired comparisons (`werewolf evaluate`, `evaluate`, the lab's `werewolf-heldout`), of `eval reward`
   and of `eval verdict`.
 
 The drivers in `gtsteer.runs` (`eval_steering`, `eval_judge`) generate the messages, read the

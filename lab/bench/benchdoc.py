@@ -56,6 +56,21 @@ def parser(command: str, description: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=command, description=description)
 
 
+def typer_main(command: str, function: Callable[..., object], argv: Sequence[str] | None) -> int:
+    """Run a study whose flags are typer's (one that was a product command: the Werewolf
+    styles and held-out studies keep the flags, help and errors they had there) as
+    `python -m lab NAME` runs a `main`: the exit code, 0 when it finished."""
+    import typer
+
+    app = typer.Typer(add_completion=False)
+    app.command()(function)
+    try:
+        app(args=list(argv or []), prog_name=command)
+    except SystemExit as done:  # click's standalone mode ends every run with one
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return 0
+
+
 if TYPE_CHECKING:
     from gtsteer.runs.units import RayOptions
 

@@ -37,9 +37,9 @@ def _metered() -> AbstractContextManager[object]:
 
 
 def fresh(argv: Sequence[str] | None = None) -> None:
-    """The werewolf_fresh section from a `gtsteer werewolf steer-heldout` folder."""
+    """The werewolf_fresh section from a `python -m lab werewolf-heldout` folder."""
     from gtsteer.cli.common import console
-    from gtsteer.runs.werewolf_fresh_doc import render_only
+    from lab.studies.werewolf_fresh_doc import render_only
 
     results, doc = _args("werewolf-fresh", "werewolf_fresh", argv)
     with _metered():
