@@ -53,7 +53,7 @@ def options_of(fn: object) -> object:
 def test_the_commands_have_registered_drivers() -> None:
     assert {"solve", "psro", "imitate", "export", "eval steering", "eval reward",
             "eval reward --labelled", "eval judge", "eval verdict", "play", "evaluate",
-            "werewolf steer-train", "werewolf evaluate", "werewolf styles"} <= set(DRIVERS)
+            "werewolf steer-train", "werewolf evaluate"} <= set(DRIVERS)
 
 
 @pytest.mark.parametrize("command", sorted(DRIVERS))

@@ -169,8 +169,8 @@ DRIVERS = [
              {"fresh": "fresh", "fresh.md": "fresh.md"}),
     ]),
     Scenario("werewolf_styles", [
-        Step("werewolf_styles", ["werewolf", "styles", *FAKE, "--judge", "fake", "--states", "3",
-                                 "--games", "1", "--players", "5", "--max-messages", "3",
+        Step("werewolf_styles", [PY_LAB, "werewolf-styles", *FAKE, "--judge", "fake", "--states",
+                                 "3", "--games", "1", "--players", "5", "--max-messages", "3",
                                  "--max-days", "1", "--out", "run", "--doc", "doc.md"],
              {"run": "run", "doc.md": "doc.md"}),
     ]),

@@ -21,12 +21,12 @@ from gtsteer.cli.options import (
     MaxWait,
     OutFolder,
     RequestTimeout,
-    SectionDoc,
 )
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
 from gtsteer.werewolf.rules import MAX_SEED, MIN_SEED
 from lab.bench import benchdoc
+from lab.studies.werewolf_sections import SectionDoc
 
 if TYPE_CHECKING:  # the run module is imported when the command runs
     from lab.studies.werewolf_heldout import SteerHeldoutSummary
