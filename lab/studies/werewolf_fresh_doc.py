@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gtsteer.evals.paired import BASELINES, GainStat, find_stat, gain_stats
-from gtsteer.runs import docsection
 from gtsteer.solvers.metrics import MeanCI
 from gtsteer.werewolf.playstyles import UNSTEERED
+from lab.bench import docsection
 from lab.studies.werewolf_heldout import (
     SUMMARY_FILE,
     FreshStateRow,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from gtsteer.cli.werewolf_steer import signed_span
 from gtsteer.evals.paired import PairedDifference
-from gtsteer.runs import docsection
 from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary
 from gtsteer.solvers.metrics import Proportion, side_of_zero
+from lab.bench import docsection
 
 #: The markers of its section.
 MARKERS = docsection.markers("werewolf_paired")
