@@ -52,10 +52,11 @@ STUDIES = {
     "tension": "lab.studies.tension",
     "verdict": "lab.studies.study_verdict",
     "web-screenshots": "lab.studies.web_screenshots",
+    "werewolf-heldout": "lab.studies.werewolf_heldout_command",
+    "werewolf-styles": "lab.studies.werewolf_styles_command",
     # docs/WEREWOLF_STEERING.md's results sections, rendered from a product command's run folder
     "werewolf-fresh": "lab.studies.werewolf_sections:fresh",
     "werewolf-paired": "lab.studies.werewolf_sections:paired",
-    "werewolf-styles": "lab.studies.werewolf_sections:styles",
 }
 COMMANDS = {**BENCHES, **STUDIES}
 

@@ -19,7 +19,6 @@ from gtsteer.cli.play import register as register_play
 from gtsteer.cli.psro import register as register_psro
 from gtsteer.cli.solve import register as register_solve
 from gtsteer.cli.werewolf import werewolf_app
-from gtsteer.cli.werewolf_heldout import register as register_werewolf_heldout
 from gtsteer.cli.werewolf_steer import register as register_werewolf_steer
 
 app = typer.Typer(
@@ -53,7 +52,6 @@ register_psro(app)
 register_play(app)
 register_evaluate(app)
 register_werewolf_steer(werewolf_app)
-register_werewolf_heldout(werewolf_app)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)

@@ -57,10 +57,6 @@ LobbyLlms = Annotated[
 ]
 #: `werewolf act`: replaces the model stored with the bot.
 BotLlm = Annotated[str | None, typer.Option("--llm", "-m", help="Override the bot's model.")]
-#: `werewolf steer-heldout`: the model the measured policy was trained with, unless given.
-TrainedLlm = Annotated[
-    str | None, typer.Option("--llm", "-m", help="Model (default: the training run's).")
-]
 
 ApiBase = Annotated[
     str | None,
@@ -158,12 +154,6 @@ GameSeed = Annotated[
 ]
 #: `llm ask`: one request's seed.
 SamplingSeed = Annotated[int, typer.Option("--seed", help="Sampling seed (part of the cache key).")]
-HeldoutSeed = Annotated[
-    int | None,
-    typer.Option("--seed", min=MIN_SEED, max=MAX_SEED,
-                 help="Seed of the first held-out game (game g: seed + g); default: the first"
-                 " after the training games'. Training seeds are refused."),
-]
 
 # --- output and display -------------------------------------------------------------------------
 
@@ -243,10 +233,6 @@ PsroIterations = Annotated[int, typer.Option("--iterations", "-t", help="PSRO it
 PlaystyleIterations = Annotated[
     int, typer.Option("--iterations", help="CFR+ iterations per state.")
 ]
-#: `werewolf steer-heldout`: held-out states to solve and measure.
-HeldoutStates = Annotated[
-    int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
-]
 MaxCalls = Annotated[
     int | None,
     typer.Option("--max-calls", help="Stop the run cleanly after this many new model calls"
@@ -294,11 +280,6 @@ Judges = Annotated[
     typer.Option("--judge", "-j", help="A judge: a model (calibrated likelihoods), "
                  "pairwise:MODEL, embed[:EMBEDDER] or parse; repeat for several."),
 ]
-#: `werewolf styles`: the one judge of its lines.
-StyleJudge = Annotated[
-    str, typer.Option("--judge", help="Who reads each line's style: a model (calibrated"
-                      " choice), pairwise:MODEL or embed; validated first on --labelled.")
-]
 #: `eval judge`: its labelled messages.
 LabelledMessages = Annotated[
     Path, typer.Option("--labelled", "-l", help="Labelled messages (YAML).")
@@ -309,11 +290,6 @@ LabelledDialogues = Annotated[
     typer.Option("--labelled", "-l", help="Score hand-labelled dialogues (YAML: names,"
                  " transcript, agreed) by each reading of what was agreed, instead of templated"
                  " cases; writes DIR/reward_labelled.json.")
-]
-#: `werewolf styles`: the labelled lines its judge is validated on.
-StyleLabelled = Annotated[
-    str | None, typer.Option("--labelled", help="Labelled lines the judge is validated on"
-                             " (default gtsteer/data/werewolf_style_labelled.yaml).")
 ]
 Embedder = Annotated[
     str | None,
@@ -349,19 +325,9 @@ Steer = Annotated[str | None, _steer]
 PlaystyleStates = Annotated[
     int, typer.Option("--states", help="Logged states to solve as playstyle games.")
 ]
-#: `werewolf styles`: the states its lines are sampled at.
-StyleStates = Annotated[
-    int, typer.Option("--states", help="Logged discussion states the lines are sampled at (the"
-                      " issue asks 20).")
-]
 #: `werewolf steer-train`: the players of a playstyle game.
 PlaystyleSpeakers = Annotated[
     int, typer.Option("--speakers", help="Next speakers per game (2..4).")
-]
-#: `werewolf styles`: which states are eligible (steer-train's, with the same value).
-EligibleSpeakers = Annotated[
-    int, typer.Option("--speakers", help="A state is eligible as a playstyle game with this"
-                      " many next speakers (as steer-train's --speakers).")
 ]
 PlaystyleOptions = Annotated[
     str, typer.Option("--styles",
@@ -377,12 +343,6 @@ SteerTeam = Annotated[
 ImitatedPolicy = Annotated[
     Path, typer.Option("--policy", help="A distilled policy's folder (`gtsteer imitate`'s"
                        " DIR/model).")
-]
-#: `werewolf steer-heldout`: a steer-train run folder (optional with --render-only).
-SteerTrainedPolicy = Annotated[
-    str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
-                             " run (its policy/, steer_train.json, states.jsonl,"
-                             " records.jsonl); required unless --render-only.")
 ]
 
 # --- resuming a stopped run ----------------------------------------------------------------
@@ -405,18 +365,6 @@ SeedsResume = Annotated[
     bool,
     typer.Option("--resume", help="Keep the seeds an earlier run with the same settings and"
                  " policy finished in --out (seeds/<g>.json.gz) and play only the rest."),
-]
-StatesResume = Annotated[
-    bool,
-    typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
-                 " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
-]
-#: `werewolf steer-heldout`, `evaluate` and `styles`: a product command writes only into its run
-#: folder; a doc section is opt-in, into the doc named (the lab renders this repository's docs
-#: from a run folder: `python -m lab werewolf-fresh|werewolf-paired|werewolf-styles`).
-SectionDoc = Annotated[
-    str | None, typer.Option("--doc", help="Also write the run's section into this markdown doc"
-                             " (default: none; the run folder holds every number).")
 ]
 
 # --- overrides of config fields (cli/overrides.py) ----------------------------------------

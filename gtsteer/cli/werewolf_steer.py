@@ -1,5 +1,4 @@
-"""`gtsteer werewolf steer-train|evaluate|styles`: build a steering policy, measure it, and
-measure whether the playstyles change the lines at all."""
+"""`gtsteer werewolf steer-train|evaluate`: build a steering policy and measure it."""
 
 from __future__ import annotations
 
@@ -8,13 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, note, ray_options
+from gtsteer.cli.common import console, endpoint_of, friendly_errors, ray_options
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     ApiMode,
     BotGames,
-    EligibleSpeakers,
     Embedder,
     GameSeed,
     Llm,
@@ -30,12 +28,8 @@ from gtsteer.cli.options import (
     PlaystyleStates,
     Ray,
     RequestTimeout,
-    SectionDoc,
     SeedsResume,
     Steer,
-    StyleJudge,
-    StyleLabelled,
-    StyleStates,
     Workers,
 )
 from gtsteer.cli.spend import spending
@@ -48,7 +42,6 @@ DISCUSSION_OPTIONS = ",".join(options_for("speak"))
 if TYPE_CHECKING:  # the run module is imported when a command runs
     from gtsteer.evals.paired import PairedDifference
     from gtsteer.runs.werewolf_evaluate import EvaluateConfig
-    from gtsteer.runs.werewolf_styles import StylesSummary
 
 
 @spending(budget=True)
@@ -127,14 +120,10 @@ def evaluate(
                      " also compared with it seed by seed."),
     ] = "",
     resume: SeedsResume = False,
-    doc: SectionDoc = None,
 ) -> None:
     """Steered teams against static and uniformly random playstyles on the same seeds. With
     --ray, each seed's games are a Ray task."""
-    from pathlib import Path
-
     from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
-    from gtsteer.runs.werewolf_paired_doc import write_doc
 
     on_ray = ray_options(ray, workers)
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
@@ -165,9 +154,6 @@ def evaluate(
                       f"{calls.new_calls} new)")
         where = summary.folder
         console.print(f"wrote {where}/evaluate.json and {where}/evaluate.png")
-        if doc:
-            write_doc(Path(doc), summary, out)
-            console.print(f"wrote the werewolf_paired section of {doc}")
 
 
 def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
@@ -188,107 +174,28 @@ def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
     return " ".join([*parts, f"--out {out}"])
 
 
-@spending(budget=True)
-def styles(
-    llm: Llm = "local",
-    judge: StyleJudge = "embed",
-    states: StyleStates = 20,
-    samples: MessageSamples = 1,
-    style_list: PlaystyleOptions = DISCUSSION_OPTIONS,
-    games: BotGames = 4,
-    players: Players = 7,
-    max_messages: MaxMessages = 4,
-    max_days: MaxDays = 2,
-    speakers: EligibleSpeakers = 2,
-    seed: GameSeed = 0,
-    states_from: Annotated[
-        str | None, typer.Option("--states-from", help="A steer-train folder (or its"
-                                 " states.jsonl): measure at its states, spoken by --llm.")
-    ] = None,
-    labelled: StyleLabelled = None,
-    out: OutFolder = "results/werewolf-styles",
-    doc: SectionDoc = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
-) -> None:
-    """Do the playstyles change what a bot says? Sample the bot's line under each style and
-    unsteered at logged discussion states, read each with a validated judge, and count words and
-    named players; each style against unsteered, paired by state. A rerun keeps finished rows."""
-    from gtsteer.runs.werewolf_styles import (
-        DEFAULT_LABELLED,
-        StylesConfig,
-        StylesOptions,
-        run,
-    )
-    from gtsteer.runs.werewolf_styles_doc import document
-
-    with friendly_errors():
-        cfg = StylesConfig(
-            llm=llm, judge=judge, states=states, samples=samples,
-            styles=[s.strip() for s in style_list.split(",") if s.strip()], games=games,
-            players=players, max_messages=max_messages, max_days=max_days,
-            max_speakers=speakers, seed=seed, states_from=states_from)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(endpoint=served, out=out, report=note)
-        summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED))
-        print_styles(summary)
-        if doc:
-            console.print(f"wrote its section of {document(summary, summary.folder, doc)}")
-
-
-def print_styles(summary: StylesSummary) -> None:
-    """The run's table, its judge's validations, what moved and what it wrote (also printed
-    by the lab's `werewolf-styles`, which renders a run's section)."""
-    console.print(styles_table(summary))
-    for v in summary.validations:
-        console.print(v.describe() + ("" if v.passes else " [red](not counted)[/red]"))
-    console.print(f"moved: {'; '.join(summary.moved) or 'nothing'}")
-    calls = summary.llm_calls
-    console.print(f"model requests: {calls.requests} ({calls.cache_hits} from the cache, "
-                  f"{calls.new_calls} new)")
-    where = summary.folder
-    console.print(f"wrote {where}/styles.json and {where}/lines.jsonl")
-
-
-def styles_table(summary: StylesSummary) -> Table:
-    """Each style against unsteered: words, named players, and the judge's readings."""
-    table = Table("style", "lines", "words (vs unsteered)", "names a player (vs unsteered)",
-                  *(f"read as its style, {v}" for v in summary.validated),
-                  title=f"writer {summary.config.llm}, judge {summary.judge}")
-    u = summary.unsteered
-    table.add_row("unsteered", str(u.lines), f"{u.words.mean:.1f}", f"{u.names.accuracy:.2f}",
-                  *(f"base {u.reads[v].get('neutral', 0.0):.2f} neutral"
-                    for v in summary.validated))
-    for r in summary.styles:
-        judged = {m.variant: m for m in r.judge}
-        table.add_row(
-            r.style, str(r.lines), f"{r.words.mean:.1f} ({r.words_paired.diff.mean:+.1f})",
-            f"{r.names.accuracy:.2f} ({r.names_paired.diff.mean:+.2f})",
-            *(f"{judged[v].own.accuracy:.2f} (base {judged[v].base.accuracy:.2f})"
-              for v in summary.validated))
-    return table
-
-
 def register(app: typer.Typer) -> None:
-    """Add `steer-train`, `evaluate` and `styles` to the werewolf group."""
+    """Add `steer-train` and `evaluate` to the werewolf group."""
     app.command("steer-train")(steer_train)
     app.command("evaluate")(evaluate)
-    app.command("styles")(styles)
 
 
 def paired_table(paired: list[PairedDifference]) -> Table:
     """Each condition minus static on the same seeds: village wins and votes on wolves."""
-    from gtsteer.runs.werewolf_paired_doc import signed_span as span  # as the doc writes it
-
     table = Table("condition", "seeds", "wins: only it / only static", "win-rate difference"
                   " [95%]", "McNemar p", "votes on wolves, difference [95%]",
                   "seeds to exclude 0", title="paired with static (same seeds)")
     for d in paired:
         table.add_row(d.condition, str(d.seeds), f"{d.condition_only_wins} / {d.static_only_wins}",
-                      span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",
-                      span(d.votes_on_wolves_difference, d.votes_low, d.votes_high),
+                      signed_span(d.village_win_difference, d.low, d.high), f"{d.mcnemar_p:.3f}",
+                      signed_span(d.votes_on_wolves_difference, d.votes_low, d.votes_high),
                       "-" if d.seeds_to_exclude_zero is None else str(d.seeds_to_exclude_zero))
     return table
+
+
+def signed_span(mean: float | None, low: float | None, high: float | None) -> str:
+    """`+0.05 [-0.10, +0.20]` (also in the lab's werewolf_paired section of the docs)."""
+    if mean is None:
+        return "-"
+    inside = "" if low is None or high is None else f" [{low:+.2f}, {high:+.2f}]"
+    return f"{mean + 0.0:+.2f}{inside}"

@@ -18,9 +18,8 @@ One job per module, as `gtsteer.checks` is for conformance:
 - `validation`: a classifier on hand-labelled messages and the refusal rule;
 - `steering`: the summary of classified messages (accuracy per instruction, base rates,
   confusion matrices);
-- `werewolf_styles`, `paired`, `reward`, `verdict`: the statistics of `werewolf styles`, of
-  the paired comparisons (`werewolf evaluate`, `steer-heldout`, `evaluate`), of `eval reward`
-  and of `eval verdict`.
+- `paired`, `reward`, `verdict`: the statistics of the paired comparisons (`werewolf
+  evaluate`, `evaluate`, the lab's `werewolf-heldout`), of `eval reward` and of `eval verdict`.
 
 The drivers in `gtsteer.runs` (`eval_steering`, `eval_judge`) generate the messages, read the
 labelled file, run batches serially or on Ray and write the reports; they import from here.

@@ -4,7 +4,7 @@ states or instances (the drivers in `gtsteer.runs` collect the values and write 
 - `paired_difference`: a Werewolf condition against the static one, seed by seed, beside each
   condition's `win_rates` and `votes_on_wolves` (`werewolf evaluate`);
 - `gain_stats`: each playstyle policy against each baseline over held-out states
-  (`werewolf steer-heldout`);
+  (the lab's `werewolf-heldout`);
 - `live_stats`: each player's policy against each baseline over fresh instances (`evaluate`).
 """
 
@@ -29,7 +29,7 @@ from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import GameState
 
-#: `werewolf steer-heldout`'s policies, baselines and sample kinds.
+#: The lab's `werewolf-heldout`: its policies, baselines and sample kinds.
 POLICIES = ("cfr", "distilled")
 BASELINES = (UNSTEERED, "uniform")
 SAMPLES = ("fresh", "in-sample")

@@ -23,7 +23,7 @@ VARIANTS = (PLAIN, DEFINED)
 
 class LabelSpace(BaseModel):
     """The values a steering classifier chooses among where they are not a dialogue config's
-    instructions (`gtsteer werewolf styles`: which playstyle a line reads as).
+    instructions (`eval judge werewolf_playstyle`: which playstyle a line reads as).
 
     It offers what the classifiers and the validation read of a `DomainSpec`: a `name` (the
     labelled set's entry), `actions` (key -> values; `any`, where present, is left out as

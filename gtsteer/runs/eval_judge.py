@@ -39,10 +39,10 @@ from gtsteer.evals.validation import (
     labelled_for,
     validate_on_labelled,
 )
-from gtsteer.evals.werewolf_styles import STYLE_SPACE
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
+from gtsteer.werewolf.style_lines import LABEL_KEY, LABEL_SET, READINGS
 
 SCHEMA_VERSION = 1
 #: The labelled set shipped with the repository.
@@ -57,6 +57,11 @@ class ValidationReport(RunResult):
     validations: list[ClassifierValidation]
     skipped: list[str] = Field(default_factory=list)
     llm_calls: LLMCalls
+
+
+#: The Werewolf playstyle readings (`style_lines.READINGS`), as the classifiers take them.
+STYLE_SPACE = LabelSpace(name=LABEL_SET, actions={LABEL_KEY: list(READINGS)},
+                         instruction_definitions={LABEL_KEY: dict(READINGS)})
 
 
 def label_spaces() -> dict[str, LabelSpace]:

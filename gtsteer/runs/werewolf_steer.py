@@ -256,7 +256,7 @@ def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance
 def solve_playstyle(state: GameState, pool: LLMPool, cfg: SteerTrainConfig
                     ) -> tuple[PlaystyleGame, CFRResult, SolvedState]:
     """The playstyle game at `state`, expanded (every LLM call) and solved with C++ CFR+, its
-    CFR result and what it cost (`steer-train` and `steer-heldout` solve alike)."""
+    CFR result and what it cost (`steer-train` and the lab's `werewolf-heldout` solve alike)."""
     game = PlaystyleGame(state, pool, game_config(cfg))
     start = time.perf_counter()
     game.expand()  # every LLM call, so the solve below is pure CFR

@@ -157,7 +157,7 @@ class PlaystyleGame(pyspiel.Game):
 
     `sample_offset` > 0 builds the same position with fresh samples: chance outcome k draws
     message sample k + sample_offset (`num_llm_seeds` gives samples a game built with 0 never
-    drew; the held-out measurement, `gtsteer werewolf steer-heldout`). The root, its speakers
+    drew; the held-out measurement, `python -m lab werewolf-heldout`). The root, its speakers
     and every information state before the first message are the same."""
 
     def __init__(self, state: GameState, pool: LLMPool | None = None,

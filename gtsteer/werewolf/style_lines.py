@@ -1,25 +1,15 @@
-"""What a playstyle should do to a bot's line, in words a reader (or a judge) can check.
+"""What a playstyle should do to a bot's line, in words a reader (or a judge) can check:
+`READINGS`, the six playstyles described as a listener hears them (not as the instruction the
+bot is given: "names a suspect and demands answers", not "press hard"), plus `NEUTRAL`, a line
+with no particular style (what an unguided bot is expected to say).
 
-`gtsteer werewolf styles` asks whether the six playstyles change what a bot says. Two kinds of
-measure read a line:
-
-- **a judge's reading**: which of `READINGS` the line reads as, the six playstyles described
-  as a listener hears them (not as the instruction the bot is given: "names a suspect and
-  demands answers", not "press hard"), plus `NEUTRAL`, a line with no particular style (what
-  an unguided bot is expected to say). The judge is checked first on hand-written lines of
-  each reading (gtsteer/data/werewolf_style_labelled.yaml);
-- **proxies that need no judge**: the words of a line (`words`; a quiet observer should say
-  less) and the other players it names (`named_players`; an aggressive provoker should name a
-  suspect more often).
-
-Plain functions of the text and the game's names: the driver that samples and judges lines is
-`gtsteer.runs.werewolf_styles`.
+They are the label set `werewolf_playstyle` of `gtsteer eval judge` (hand-written lines of each
+reading in gtsteer/data/werewolf_style_labelled.yaml validate a judge on them). The lab's study
+of whether the playstyles change what a bot says (`python -m lab werewolf-styles`) reads its
+lines with such a judge.
 """
 
 from __future__ import annotations
-
-import re
-from collections.abc import Iterable
 
 #: The reading of a line with no particular style (no pressure, no defence, no trick).
 NEUTRAL = "neutral"
@@ -42,16 +32,3 @@ READINGS: dict[str, str] = {
     NEUTRAL: "a plain remark with no particular style: a greeting, a general call to find "
              "the wolves, no accusation or defence",
 }
-
-_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
-
-
-def words(line: str) -> int:
-    """The words of a line (letters and digits; "don't" is one word)."""
-    return len(_WORD.findall(line))
-
-
-def named_players(line: str, names: Iterable[str]) -> list[str]:
-    """The `names` the line says as whole words (any case), in the order of `names`."""
-    return [n for n in names
-            if re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", line, re.IGNORECASE)]

@@ -4,8 +4,7 @@ section of docs/BENCHMARKS.md, the machine line, a fresh response cache, the REA
 
 Benchmarks and studies measure this checkout: `ROOT` is the repository that holds the lab
 (beside the editable gtsteer), whose docs/, gtsteer/configs/ and Makefile they read and write.
-The marked sections and the commit come from gtsteer.runs.docsection, which the product's
-`--doc PATH` writers share.
+The marked sections and the commit are lab.bench.docsection's (re-exported here).
 `python -m lab NAME` runs them (lab/__main__.py).
 """
 
@@ -27,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-# The marked sections and the commit line, shared with the product's `--doc PATH` writers.
-from gtsteer.runs.docsection import commit as commit
-from gtsteer.runs.docsection import markers as markers
-from gtsteer.runs.docsection import read_section as read_section
-from gtsteer.runs.docsection import wrap as wrap
-from gtsteer.runs.docsection import write_section as write_section
+# The marked sections and the commit line.
+from lab.bench.docsection import commit as commit
+from lab.bench.docsection import markers as markers
+from lab.bench.docsection import read_section as read_section
+from lab.bench.docsection import wrap as wrap
+from lab.bench.docsection import write_section as write_section
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
@@ -54,6 +53,21 @@ def parser(command: str, description: str) -> argparse.ArgumentParser:
     """The argument parser of a benchmark or study, named by the command that runs it
     (`python -m lab llm`), so its usage line and error messages say how to call it."""
     return argparse.ArgumentParser(prog=command, description=description)
+
+
+def typer_main(command: str, function: Callable[..., object], argv: Sequence[str] | None) -> int:
+    """Run a study whose flags are typer's (one that was a product command: the Werewolf
+    styles and held-out studies keep the flags, help and errors they had there) as
+    `python -m lab NAME` runs a `main`: the exit code, 0 when it finished."""
+    import typer
+
+    app = typer.Typer(add_completion=False)
+    app.command()(function)
+    try:
+        app(args=list(argv or []), prog_name=command)
+    except SystemExit as done:  # click's standalone mode ends every run with one
+        return done.code if isinstance(done.code, int) else int(done.code is not None)
+    return 0
 
 
 if TYPE_CHECKING:

@@ -1,19 +1,29 @@
-"""docs/WEREWOLF_STEERING.md's results sections, rendered from the folder a product command
-wrote, with no model call: `python -m lab werewolf-fresh|werewolf-paired|werewolf-styles
---results RUN_DIR [--doc PATH]`. The product commands (`gtsteer werewolf steer-heldout`,
-`evaluate`, `styles`) write only their run folder unless given `--doc`; the sections' text is
-theirs (gtsteer/runs/werewolf_*_doc.py), the repository's doc is the lab's."""
+"""docs/WEREWOLF_STEERING.md's results sections, rendered from a run folder with no model call:
+`python -m lab werewolf-fresh|werewolf-paired --results RUN_DIR [--doc PATH]` (and
+`werewolf-styles --results RUN_DIR`, lab/studies/werewolf_styles_command.py). The product's
+`gtsteer werewolf evaluate` writes only its run folder; the lab's studies `werewolf-heldout`
+and `werewolf-styles` write theirs, and a section of the doc named by `--doc`. The sections'
+text is the lab's (lab/studies/werewolf_*_doc.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from lab.bench import benchdoc
 
 #: The doc whose sections these write by default.
 DOC = benchdoc.ROOT / "docs" / "WEREWOLF_STEERING.md"
+#: `--doc` of the studies `werewolf-heldout` and `werewolf-styles`: a section is opt-in, into
+#: the doc named (a run writes its folder; the renderers here write a section from it).
+SectionDoc = Annotated[
+    str | None, typer.Option("--doc", help="Also write the run's section into this markdown doc"
+                             " (default: none; the run folder holds every number).")
+]
 
 
 def _args(name: str, what: str, argv: Sequence[str] | None) -> tuple[Path, Path]:
@@ -37,9 +47,9 @@ def _metered() -> AbstractContextManager[object]:
 
 
 def fresh(argv: Sequence[str] | None = None) -> None:
-    """The werewolf_fresh section from a `gtsteer werewolf steer-heldout` folder."""
+    """The werewolf_fresh section from a `python -m lab werewolf-heldout` folder."""
     from gtsteer.cli.common import console
-    from gtsteer.runs.werewolf_fresh_doc import render_only
+    from lab.studies.werewolf_fresh_doc import render_only
 
     results, doc = _args("werewolf-fresh", "werewolf_fresh", argv)
     with _metered():
@@ -50,24 +60,9 @@ def fresh(argv: Sequence[str] | None = None) -> None:
 def paired(argv: Sequence[str] | None = None) -> None:
     """The werewolf_paired section from a `gtsteer werewolf evaluate` folder."""
     from gtsteer.cli.common import console
-    from gtsteer.runs.werewolf_paired_doc import render_only
+    from lab.studies.werewolf_paired_doc import render_only
 
     results, doc = _args("werewolf-paired", "werewolf_paired", argv)
     with _metered():
         render_only(results, doc)
         console.print(f"wrote the werewolf_paired section of {doc}")
-
-
-def styles(argv: Sequence[str] | None = None) -> None:
-    """A writer model's section from a `gtsteer werewolf styles` folder (its summary recomputed
-    from the saved lines)."""
-    from gtsteer.cli.common import console, note
-    from gtsteer.cli.werewolf_steer import print_styles
-    from gtsteer.runs.werewolf_styles import render_only
-    from gtsteer.runs.werewolf_styles_doc import document
-
-    results, doc = _args("werewolf-styles", "writer model's werewolf_styles", argv)
-    with _metered():
-        summary = render_only(results, note)
-        print_styles(summary)
-        console.print(f"wrote its section of {document(summary, summary.folder, doc)}")

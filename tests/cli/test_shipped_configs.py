@@ -14,7 +14,7 @@ from gtsteer.binding.shipped import CONFIG_DIR, DATA_DIR, resolve_config, shippe
 from gtsteer.cli import app, common
 from gtsteer.domains import load_spec
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
-from gtsteer.runs.werewolf_styles import DEFAULT_LABELLED as STYLE_LABELLED
+from lab.studies.werewolf_styles import DEFAULT_LABELLED as STYLE_LABELLED
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -37,7 +37,7 @@ CLI = Path(gtsteer.runs.__file__).parent.parent / "cli"
 #: The CLI modules of those commands (`llm`, `instances` and the Werewolf game commands call
 #: no driver and build their own clients).
 DRIVEN = {"solve", "psro", "imitate", "export", "eval", "eval_verdict", "werewolf_steer",
-          "werewolf_heldout", "play", "evaluate"}
+          "play", "evaluate"}
 
 
 def takes_a_context(fn: object) -> bool:
@@ -53,8 +53,7 @@ def options_of(fn: object) -> object:
 def test_the_commands_have_registered_drivers() -> None:
     assert {"solve", "psro", "imitate", "export", "eval steering", "eval reward",
             "eval reward --labelled", "eval judge", "eval verdict", "play", "evaluate",
-            "werewolf steer-train", "werewolf evaluate", "werewolf steer-heldout",
-            "werewolf styles"} <= set(DRIVERS)
+            "werewolf steer-train", "werewolf evaluate"} <= set(DRIVERS)
 
 
 @pytest.mark.parametrize("command", sorted(DRIVERS))

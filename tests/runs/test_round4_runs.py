@@ -109,11 +109,15 @@ def test_a_werewolf_seed_out_of_range_is_refused_before_the_game(tmp_path: Path,
     assert f"Invalid value for '--seed': Input should be {bound}" in refusal(result.output)
 
 
-@pytest.mark.parametrize("command", [["steer-train", "--games", "1"], ["evaluate"],
-                                     ["steer-heldout", "--policy", "nowhere"]])
+@pytest.mark.parametrize("command", [["werewolf", "steer-train", "--games", "1"],
+                                     ["werewolf", "evaluate"],
+                                     ["python -m lab", "werewolf-heldout", "--policy", "nowhere"]])
 def test_every_werewolf_seed_flag_is_bounded(tmp_path: Path, command: list[str]) -> None:
-    result = runner.invoke(app, ["werewolf", *command, "--llm", "fake",
-                                 "--seed", str(2**64), "--out", str(tmp_path / "o")])
+    from lab_support import lab
+
+    where, argv = (lab, command[1:]) if command[0] == "python -m lab" else (app, command)
+    result = runner.invoke(where, [*argv, "--llm", "fake", "--seed", str(2**64), "--out",
+                                   str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert ("Invalid value for '--seed': Input should be less than or equal to 2147483647"

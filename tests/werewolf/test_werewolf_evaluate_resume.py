@@ -213,7 +213,7 @@ def test_unknown_conditions_are_named_before_any_game(policy: Path, tmp_path: Pa
 
 def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
         policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gtsteer.runs.werewolf_paired_doc import MARKERS, render, write_doc
+    from lab.studies.werewolf_paired_doc import MARKERS, render, write_doc
 
     out = tmp_path / "run"
     summary = run(policy, out, tmp_path / "cache", CountingFake())
@@ -246,7 +246,7 @@ def test_the_doc_section_is_the_summarys_numbers_and_renders_again_from_it(
 def test_the_cost_of_resolving_a_difference_comes_from_the_runs_own_timings(
         policy: Path, tmp_path: Path) -> None:
     from gtsteer.evals.paired import PairedDifference
-    from gtsteer.runs.werewolf_paired_doc import cost_lines
+    from lab.studies.werewolf_paired_doc import cost_lines
 
     summary = run(policy, tmp_path / "run", tmp_path / "cache", CountingFake())
     results = [r.model_copy(update={"model_seconds_per_game": 30.0}) for r in summary.results]

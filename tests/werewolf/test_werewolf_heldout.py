@@ -1,4 +1,4 @@
-"""`gtsteer werewolf steer-heldout`: the steering policy's gain on fresh samples of held-out
+"""`python -m lab werewolf-heldout`: the steering policy's gain on fresh samples of held-out
 states (fresh-sample playstyle games, pairing, held-out checks, resume, the statistics and the
 doc section), all on the fake model."""
 
@@ -133,7 +133,7 @@ def test_uniform_over_a_subset_refuses_a_subset_with_no_legal_action(tmp_path):
 
 
 def row(index: int, gains: dict[tuple[str, str], float], team: str = "village"):
-    from gtsteer.runs.werewolf_heldout import FreshStateRow
+    from lab.studies.werewolf_heldout import FreshStateRow
 
     versus = [VersusBaseline(player=0, replay=p, baseline=b, others=UNSTEERED,
                              policy_value=g, baseline_value=0.0, gain=g)
@@ -180,9 +180,9 @@ def test_gain_statistics_on_known_values():
 
 
 def invoke(*args: str):
-    from gtsteer.cli import app
+    from lab_support import lab
 
-    return CliRunner().invoke(app, ["werewolf", "steer-heldout", *args])
+    return CliRunner().invoke(lab, ["werewolf-heldout", *args])
 
 
 def test_steer_heldout_end_to_end_resume_and_render(tmp_path, trained, embedder):
@@ -269,7 +269,7 @@ def test_steer_heldout_end_to_end_resume_and_render(tmp_path, trained, embedder)
 
 
 def test_steer_heldout_refuses_what_is_not_held_out(tmp_path, trained, embedder):
-    from gtsteer.runs.werewolf_heldout import (
+    from lab.studies.werewolf_heldout import (
         HeldOutOverlapError,
         check_held_out,
         load_trained,

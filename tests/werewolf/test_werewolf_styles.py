@@ -16,22 +16,28 @@ from typing import Any
 
 import pytest
 import yaml
+from lab_support import lab
 from scipy import stats
 from typer.testing import CliRunner
 
-from gtsteer.cli import app
 from gtsteer.evals.classifiers import LoglikClassifier, make_classifier
 from gtsteer.evals.prompts import DEFINED, PLAIN, options_of
 from gtsteer.evals.validation import labelled_for
-from gtsteer.evals.werewolf_styles import STYLE_SPACE, StyleLine, paired, summarise
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion, ResponseCache
 from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.runs import eval_judge
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.eval_judge import JudgeOptions, load_labelled
+from gtsteer.runs.eval_judge import STYLE_SPACE, JudgeOptions, load_labelled
 from gtsteer.runs.output import ROOT, repo_relative
 from gtsteer.runs.werewolf_steer import logged_discussion_states, pick_states
-from gtsteer.runs.werewolf_styles import (
+from gtsteer.werewolf.engine import pending
+from gtsteer.werewolf.llmcalls import LLMPool
+from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, STYLE_OPTIONS, UNSTEERED
+from gtsteer.werewolf.steer_game import sample_line
+from gtsteer.werewolf.store import GameStore
+from gtsteer.werewolf.style_lines import LABEL_KEY, NEUTRAL, READINGS
+from lab.__main__ import main as lab_main
+from lab.studies.werewolf_styles import (
     DEFAULT_LABELLED,
     ROWS_FILE,
     StylesConfig,
@@ -41,14 +47,8 @@ from gtsteer.runs.werewolf_styles import (
     run,
     validate_judge,
 )
-from gtsteer.runs.werewolf_styles_doc import command_of, section_name
-from gtsteer.werewolf.engine import pending
-from gtsteer.werewolf.llmcalls import LLMPool
-from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, STYLE_OPTIONS, UNSTEERED
-from gtsteer.werewolf.steer_game import sample_line
-from gtsteer.werewolf.store import GameStore
-from gtsteer.werewolf.style_lines import LABEL_KEY, NEUTRAL, READINGS, named_players, words
-from lab.__main__ import main as lab_main
+from lab.studies.werewolf_styles_doc import command_of, section_name
+from lab.studies.werewolf_styles_stats import StyleLine, named_players, paired, summarise, words
 
 runner = CliRunner()
 _LINE = re.compile(r'Message from [^:]+: "(.*)"')
@@ -472,8 +472,8 @@ def test_the_cli_writes_its_section_and_renders_it_again_without_a_model(
     doc = tmp_path / "doc.md"
     doc.write_text("# Doc\n\ntext before\n")
     out = tmp_path / "run"
-    result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, "--out", str(out),
-                                 "--doc", str(doc)])
+    result = runner.invoke(lab, ["werewolf-styles", *TINY_FLAGS, "--out", str(out), "--doc",
+                                 str(doc)])
     assert result.exit_code == 0, result.output
     assert "moved:" in result.output and "wrote its section" in result.output
     text = doc.read_text()
@@ -525,7 +525,7 @@ def test_command_of_names_only_what_differs_from_the_defaults() -> None:
     (["--states", "40"], "hold only"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, flags: list[str], message: str) -> None:
-    result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, *flags,
+    result = runner.invoke(lab, ["werewolf-styles", *TINY_FLAGS, *flags,
                                  "--out", str(tmp_path / "run")])
     assert result.exit_code == 2 and message in result.output, result.output
 
@@ -558,15 +558,14 @@ def test_the_steering_doc_holds_a_section_for_each_measured_writer() -> None:
 
 def test_a_run_writes_only_its_folder_unless_given_a_doc(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 58: a product command writes only into its run folder; this repository's
-    docs/WEREWOLF_STEERING.md is the lab's (`python -m lab werewolf-styles`), a doc only where
-    `--doc PATH` names one."""
+    """Issue 58: a run writes only into its run folder; this repository's
+    docs/WEREWOLF_STEERING.md is written only where `--doc PATH` names it."""
     repo_doc = ROOT / "docs" / "WEREWOLF_STEERING.md"
     before = repo_doc.read_bytes()
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    result = runner.invoke(app, ["werewolf", "styles", *TINY_FLAGS, "--out", "run"])
+    result = runner.invoke(lab, ["werewolf-styles", *TINY_FLAGS, "--out", "run"])
     assert result.exit_code == 0, result.output
     assert repo_doc.read_bytes() == before
     assert sorted(p.name for p in work.iterdir()) == ["run"]

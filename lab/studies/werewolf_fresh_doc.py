@@ -1,8 +1,8 @@
-"""The section of docs/WEREWOLF_STEERING.md that `gtsteer werewolf steer-heldout` writes
+"""The section of docs/WEREWOLF_STEERING.md that `python -m lab werewolf-heldout --doc` writes
 (between `<!-- werewolf_fresh:start -->` and `<!-- werewolf_fresh:end -->`), from the rows a
 run saved: every number and interval is recomputed from `rows/<i>.json`, so the lab's
 `werewolf-fresh` rewrites it without a model call. A study's page, as `table1`'s: the driver
-(`gtsteer.runs.werewolf_heldout`) measures and saves, this module writes the doc."""
+(`lab.studies.werewolf_heldout`) measures and saves, this module writes the doc."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gtsteer.evals.paired import BASELINES, GainStat, find_stat, gain_stats
-from gtsteer.runs import docsection
-from gtsteer.runs.werewolf_heldout import (
+from gtsteer.solvers.metrics import MeanCI
+from gtsteer.werewolf.playstyles import UNSTEERED
+from lab.bench import docsection
+from lab.studies.werewolf_heldout import (
     SUMMARY_FILE,
     FreshStateRow,
     SteerHeldoutSummary,
     read_rows,
 )
-from gtsteer.solvers.metrics import MeanCI
-from gtsteer.werewolf.playstyles import UNSTEERED
 
 #: The markers of its section.
 MARKERS = docsection.markers("werewolf_fresh")

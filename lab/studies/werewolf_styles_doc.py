@@ -1,4 +1,4 @@
-"""The docs section of `gtsteer werewolf styles` (issue 43, item 1): one marked section of
+"""The docs section of `python -m lab werewolf-styles` (issue 43, item 1): one marked section of
 docs/WEREWOLF_STEERING.md per writer model, written from a run's summary, which is itself
 recomputed from the saved rows (`--render-only` rewrites it without any model).
 
@@ -12,14 +12,14 @@ import re
 import shlex
 from pathlib import Path
 
-from gtsteer.runs import docsection
 from gtsteer.runs.output import repo_relative
-from gtsteer.runs.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
 from gtsteer.solvers.metrics import MeanCI, Proportion
 from gtsteer.werewolf.style_lines import NEUTRAL
+from lab.bench import docsection
+from lab.studies.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
 
 #: The code whose lines and readings the numbers are (for the section's commit).
-CODE = ["gtsteer/werewolf", "gtsteer/llm", "gtsteer/evals", "gtsteer/runs"]
+CODE = ["gtsteer/werewolf", "gtsteer/llm", "gtsteer/evals", "gtsteer/runs", "lab/studies"]
 
 
 def section_name(llm: str, states_from: str | None = None) -> str:

@@ -1,7 +1,8 @@
-"""The section of docs/WEREWOLF_STEERING.md that `gtsteer werewolf evaluate --doc` writes
-(between `<!-- werewolf_paired:start -->` and `<!-- werewolf_paired:end -->`): the paired games
-of issue 43, item 3, from a run's `evaluate.json` alone, so `--render-only` rewrites it with no
-model call. The driver (`gtsteer.runs.werewolf_evaluate`) plays and saves; this module writes.
+"""The section of docs/WEREWOLF_STEERING.md that `python -m lab werewolf-paired` writes from a
+`gtsteer werewolf evaluate` run folder (between `<!-- werewolf_paired:start -->` and
+`<!-- werewolf_paired:end -->`): the paired games of issue 43, item 3, from the run's
+`evaluate.json` alone, with no model call. The driver (`gtsteer.runs.werewolf_evaluate`) plays
+and saves into its run folder; the lab writes the doc.
 
 Besides the tables, it says what the measured difference would cost to resolve: the seeds a
 t-test would need to exclude 0 at 80% power if the difference and spread held, times the model
@@ -14,10 +15,11 @@ import json
 import os
 from pathlib import Path
 
+from gtsteer.cli.werewolf_steer import signed_span
 from gtsteer.evals.paired import PairedDifference
-from gtsteer.runs import docsection
 from gtsteer.runs.werewolf_evaluate import PLOT_FILE, EvaluateSummary
 from gtsteer.solvers.metrics import Proportion, side_of_zero
+from lab.bench import docsection
 
 #: The markers of its section.
 MARKERS = docsection.markers("werewolf_paired")
@@ -30,13 +32,6 @@ class PairedDocError(ValueError):
 
 def rate(r: Proportion) -> str:
     return f"{r.correct}/{r.n} = {r.accuracy:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-
-
-def signed_span(mean: float | None, low: float | None, high: float | None) -> str:
-    if mean is None:
-        return "-"
-    inside = "" if low is None or high is None else f" [{low:+.2f}, {high:+.2f}]"
-    return f"{mean + 0.0:+.2f}{inside}"
 
 
 def hours(seconds: float) -> str:

@@ -1,7 +1,7 @@
 """A marked section of a markdown doc: `<!-- NAME:start -->` ... `<!-- NAME:end -->`, replaced
-whole, every other section left alone. Commands that take `--doc PATH` write their section
-through it (only where asked: a product command writes only into its run folder by default);
-the lab's benchmarks and studies (lab/bench/benchdoc.py) write this repository's docs with it."""
+whole, every other section left alone. The lab's benchmarks and studies write this
+repository's docs with it (through lab/bench/benchdoc.py, which re-exports it); a product
+command writes only into its run folder."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-#: The checkout this code was imported from (`commit`'s default; gtsteer.runs.output.ROOT).
+#: The checkout this code was imported from (`commit`'s default; `benchdoc.ROOT`).
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -1,19 +1,23 @@
-"""The statistics of `gtsteer werewolf styles`: pure functions of the sampled lines' rows.
+"""The statistics of `python -m lab werewolf-styles`: pure functions of the sampled lines' rows,
+and the two proxies that read a line with no judge (`words`, `named_players`).
 
 Each style is compared with `unsteered` on the same states (paired by state and sample): words
 per line, how often a line names a living player, and how often the judge reads a line as the
 style (per judge variant, counting only where the judge passed validation); the confusion of
-styles and readings per variant. `STYLE_SPACE` is the readings as the classifiers take them.
+styles and readings per variant. The readings the judge chooses among are the product's
+(`gtsteer.werewolf.style_lines.READINGS`, `gtsteer eval judge werewolf_playstyle`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
-from gtsteer.evals.prompts import VARIANTS, LabelSpace
+from gtsteer.evals.prompts import VARIANTS
 from gtsteer.evals.steering import Confusion
 from gtsteer.solvers.metrics import (
     MeanCI,
@@ -24,11 +28,22 @@ from gtsteer.solvers.metrics import (
     wilson,
 )
 from gtsteer.werewolf.playstyles import UNSTEERED
-from gtsteer.werewolf.style_lines import LABEL_KEY, LABEL_SET, READINGS
+from gtsteer.werewolf.style_lines import READINGS
 
-#: The readings a judge chooses among (`style_lines.READINGS`), as the classifiers take them.
-STYLE_SPACE = LabelSpace(name=LABEL_SET, actions={LABEL_KEY: list(READINGS)},
-                         instruction_definitions={LABEL_KEY: dict(READINGS)})
+_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+
+
+def words(line: str) -> int:
+    """The words of a line (letters and digits; "don't" is one word): a quiet observer should
+    say less."""
+    return len(_WORD.findall(line))
+
+
+def named_players(line: str, names: Iterable[str]) -> list[str]:
+    """The `names` the line says as whole words (any case), in the order of `names`: an
+    aggressive provoker should name a suspect more often."""
+    return [n for n in names
+            if re.search(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", line, re.IGNORECASE)]
 
 
 class StyleLine(BaseModel):

@@ -1,4 +1,5 @@
-"""`gtsteer werewolf styles`: do the playstyles change what a bot says? (issue 43, item 1)
+"""`python -m lab werewolf-styles` (lab/studies/werewolf_styles_command.py): do the playstyles
+change what a bot says? (issue 43, item 1)
 
 The policy a playstyle game distils can only matter if the style sentence changes the bot's
 line. This run measures that directly, per writer model:
@@ -12,11 +13,11 @@ line. This run measures that directly, per writer model:
    `unsteered` (`steer_game.sample_line`: the live context builder, reminder and cleaning, so
    sample 0 is exactly the live line), `samples` times (sample k varies only the seed).
 3. **Readings.** A steering classifier (`gtsteer.evals.classifiers`, "the judge") reads each
-   line as one of `style_lines.READINGS` (six styles and `neutral`), in both variants (without
-   and with the readings' definitions). It is first validated on hand-labelled lines
-   (gtsteer/data/werewolf_style_labelled.yaml) by the code that validates every steering judge
-   (`gtsteer.evals.validation`); a variant's readings count only where it passes (its Wilson
-   interval above chance).
+   line as one of `gtsteer.werewolf.style_lines.READINGS` (six styles and `neutral`), in both
+   variants (without and with the readings' definitions). It is first validated on
+   hand-labelled lines (gtsteer/data/werewolf_style_labelled.yaml) by the code that validates
+   every steering judge (`gtsteer.evals.validation`); a variant's readings count only where it
+   passes (its Wilson interval above chance).
 4. **Numbers per style** (`summarise`, from the saved rows alone): how often its lines read as
    that style (95% Wilson interval, one-sided exact binomial p against chance) and how often
    the unsteered lines at the same states do; the words per line and the share of lines that
@@ -59,16 +60,9 @@ from gtsteer.evals.classifiers import (
 from gtsteer.evals.prompts import VARIANTS
 from gtsteer.evals.steering import Confusion
 from gtsteer.evals.validation import ClassifierValidation
-from gtsteer.evals.werewolf_styles import (
-    STYLE_SPACE,
-    StyleLine,
-    StyleResult,
-    UnsteeredResult,
-    summarise,
-)
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.eval_judge import load_labelled, validate_classifier
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.eval_judge import STYLE_SPACE, load_labelled, validate_classifier
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     RunResult,
@@ -94,10 +88,13 @@ from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS, Role
 from gtsteer.werewolf.state import GameState, Pending
 from gtsteer.werewolf.steer_game import sample_line
 from gtsteer.werewolf.store import GameStore
-from gtsteer.werewolf.style_lines import (
-    LABEL_KEY,
-    LABEL_SET,
+from gtsteer.werewolf.style_lines import LABEL_KEY, LABEL_SET
+from lab.studies.werewolf_styles_stats import (
+    StyleLine,
+    StyleResult,
+    UnsteeredResult,
     named_players,
+    summarise,
     words,
 )
 
@@ -115,7 +112,7 @@ ISSUE_STATES = 20
 
 
 class StylesError(ValueError):
-    """Bad input to `gtsteer werewolf styles` (names the option and the value)."""
+    """Bad input to `python -m lab werewolf-styles` (names the option and the value)."""
 
 
 class StylesConfig(BaseModel):
@@ -189,7 +186,7 @@ class StylesSummary(RunResult):
 
 
 class StylesOptions(BaseModel):
-    """`gtsteer werewolf styles`'s options beyond its recorded settings (`StylesConfig`)."""
+    """`python -m lab werewolf-styles`'s options beyond its recorded settings (`StylesConfig`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -384,9 +381,8 @@ def render_only(out: Path, report: Callable[[str], None] | None = None) -> Style
     return summary.written_to(out)
 
 
-@driver("werewolf styles")
 def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> StylesSummary:
-    """`gtsteer werewolf styles`: sample each style's line at logged discussion states, judge
+    """`python -m lab werewolf-styles`: sample each style's line at logged discussion states, judge
     and count it (see the module docstring); writes `ctx.out` (required)."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")

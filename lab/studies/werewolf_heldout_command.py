@@ -1,8 +1,12 @@
-"""`gtsteer werewolf steer-heldout`: a steering policy's gain on fresh samples of held-out
-states, in its own playstyle game (docs/WEREWOLF_STEERING.md, "Fresh samples")."""
+"""`python -m lab werewolf-heldout`: a steering policy's gain on fresh samples of held-out
+states, in its own playstyle game (docs/WEREWOLF_STEERING.md, "Fresh samples"). A study of the
+product's `werewolf steer-train` policies, not a product command: it was `gtsteer werewolf
+steer-heldout` and keeps its flags (typer's, as the product's), its outputs and, with `--doc`,
+its section of a doc (`lab.studies.werewolf_fresh_doc`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,21 +18,46 @@ from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
     ApiMode,
-    HeldoutSeed,
-    HeldoutStates,
     MaxWait,
     OutFolder,
     RequestTimeout,
-    SectionDoc,
-    StatesResume,
-    SteerTrainedPolicy,
-    TrainedLlm,
 )
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
+from gtsteer.werewolf.rules import MAX_SEED, MIN_SEED
+from lab.bench import benchdoc
+from lab.studies.werewolf_sections import SectionDoc
 
 if TYPE_CHECKING:  # the run module is imported when the command runs
-    from gtsteer.runs.werewolf_heldout import SteerHeldoutSummary
+    from lab.studies.werewolf_heldout import SteerHeldoutSummary
+
+COMMAND = "python -m lab werewolf-heldout"
+
+#: The model the measured policy was trained with, unless given.
+TrainedLlm = Annotated[
+    str | None, typer.Option("--llm", "-m", help="Model (default: the training run's).")
+]
+HeldoutSeed = Annotated[
+    int | None,
+    typer.Option("--seed", min=MIN_SEED, max=MAX_SEED,
+                 help="Seed of the first held-out game (game g: seed + g); default: the first"
+                 " after the training games'. Training seeds are refused."),
+]
+#: Held-out states to solve and measure.
+HeldoutStates = Annotated[
+    int, typer.Option("--states", min=1, help="Held-out discussion states to measure.")
+]
+#: A steer-train run folder.
+SteerTrainedPolicy = Annotated[
+    str | None, typer.Option("--policy", help="The --out folder of a `werewolf steer-train`"
+                             " run (its policy/, steer_train.json, states.jsonl,"
+                             " records.jsonl); required unless --render-only.")
+]
+StatesResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Keep the states and rows an earlier run with the same"
+                 " settings and policy saved in --out (rows/<i>.json); measure only the rest."),
+]
 
 
 @spending(budget=True)
@@ -59,7 +88,7 @@ def steer_heldout(
     solved with CFR+, built again with fresh message samples, and the first speaker's CFR and
     distilled policies are compared on those samples with `unsteered` and uniform playstyles,
     paired per state, with 95% t and bootstrap intervals."""
-    from gtsteer.runs.werewolf_heldout import SteerHeldoutConfig, SteerHeldoutOptions, run
+    from lab.studies.werewolf_heldout import SteerHeldoutConfig, SteerHeldoutOptions, run
 
     with friendly_errors():
         if policy is None:
@@ -78,8 +107,8 @@ def steer_heldout(
         if summary.shortfall:
             console.print(f"[yellow]note:[/yellow] {summary.shortfall}")
         if doc:
-            from gtsteer.runs.werewolf_fresh_doc import write_doc
-            from gtsteer.runs.werewolf_heldout import read_rows
+            from lab.studies.werewolf_fresh_doc import write_doc
+            from lab.studies.werewolf_heldout import read_rows
 
             write_doc(Path(doc), summary, read_rows(summary.folder, summary.run_key))
             console.print(f"wrote the werewolf_fresh section of {doc}")
@@ -111,6 +140,6 @@ def stats_table(summary: SteerHeldoutSummary) -> Table:
     return table
 
 
-def register(app: typer.Typer) -> None:
-    """Add `steer-heldout` to the werewolf group."""
-    app.command("steer-heldout")(steer_heldout)
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run it with `argv` (typer's flags, as `gtsteer werewolf steer-heldout` had them)."""
+    return benchdoc.typer_main(COMMAND, steer_heldout, argv)

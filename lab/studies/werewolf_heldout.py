@@ -1,5 +1,6 @@
-"""`gtsteer werewolf steer-heldout`: a steering policy's gain on fresh samples, in its own
-game: Table 1's question for Werewolf, asked without playing full games.
+"""`python -m lab werewolf-heldout` (lab/studies/werewolf_heldout_command.py): a steering
+policy's gain on fresh samples, in its own game: Table 1's question for Werewolf, asked
+without playing full games.
 
 For each held-out discussion state (a turn of a bot-only game the policy never trained on):
 
@@ -55,7 +56,7 @@ from gtsteer.evals.paired import GainStat, gain_stats
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
@@ -425,7 +426,7 @@ def read_rows(root: str | Path, key: str) -> list[FreshStateRow]:
 
 
 class SteerHeldoutOptions(BaseModel):
-    """`gtsteer werewolf steer-heldout`'s options beyond its recorded settings."""
+    """`python -m lab werewolf-heldout`'s options beyond its recorded settings."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -437,10 +438,9 @@ class SteerHeldoutOptions(BaseModel):
     embedder: Any = None
 
 
-@driver("werewolf steer-heldout")
 def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOptions
         ) -> SteerHeldoutSummary:
-    """`gtsteer werewolf steer-heldout`: held-out states, solved in-sample and measured on
+    """`python -m lab werewolf-heldout`: held-out states, solved in-sample and measured on
     fresh samples; writes `ctx.out` (required): `rows/<i>.json`, `states.jsonl`,
     `games.sqlite` (when games were played) and `steer_heldout.json`."""
     if ctx.out is None:
