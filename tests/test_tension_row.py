@@ -87,3 +87,48 @@ def test_a_dealt_game_compares_the_opening_with_greedys_under_each_responder_rep
 def test_an_undealt_game_measures_no_continuation_cells(monkeypatch: pytest.MonkeyPatch) -> None:
     _, _, held = measured(monkeypatch, deals=1)
     assert {v.others for v in held.versus if v.player == 0} == {"any"}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "gtsteer" / "configs" / f"{OPPOSED}.yaml"
+
+
+def test_a_dealt_table1_row_shows_both_contrasts_and_renders_again_alone(
+        tmp_path: Path) -> None:
+    from lab.studies import table1
+
+    results, doc = tmp_path / "results", tmp_path / "T.md"
+    common = ["--llm", "fake", "--games", "2", "--steering-samples", "0", "--heldout",
+              "--results", str(results), "--doc", str(doc), str(CONFIG)]
+    assert table1.main([*common, "--deals", "2", "--quiet"]) == 0
+    saved = json.loads((results / f"{OPPOSED}-deals2" / "table1_row.json").read_text())
+    row = saved["row"]
+    assert row["deals"] == 2 and "--deals 2" in saved["command"]
+    values = {k: len(v) for k, v in row["per_instance"].items()}
+    for rest in ("nearest", "greedy"):
+        assert values[f"versus_player0_opening_greedy_others_{rest}"] == 2
+    page = doc.read_text()
+    section = page.split("### Primary contrast of a dealt row")[1].split("###")[0]
+    lines = [ln for ln in section.splitlines()
+             if ln.startswith(f"| `{OPPOSED}` | [2, 1, 1], dealt 2 |")]
+    # the two declared contrasts (Holm over them); another reader's continuation is exploratory
+    assert [ln.split(" | ")[4] for ln in lines] == ["`nearest`", "`greedy`"]
+    assert all("sign p" in ln for ln in lines)
+    # The undealt primary table is not this row's (it declares its own).
+    assert "### Primary contrast (declared): the proposer's" not in page
+    # --render-only rebuilds it from the saved row; without --deals the dealt row is not taken.
+    first = page
+    assert table1.main([*common, "--deals", "2", "--render-only"]) == 0
+    strip = lambda t: [ln for ln in t.splitlines() if not ln.startswith("Written by")]  # noqa: E731
+    assert strip(doc.read_text()) == strip(first)
+    assert table1.stored_row(results, OPPOSED, "fake", 2, 0, True) is None
+    assert table1.main([*common, "--render-only"]) == 0
+    assert "dealt 2" not in doc.read_text()
+
+
+def test_table1_refuses_a_deal_count_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.studies import table1
+
+    with pytest.raises(SystemExit) as exc:
+        table1.main(["--llm", "fake", "--deals", "0", str(CONFIG)])
+    assert exc.value.code == 2 and "--deals" in capsys.readouterr().err
