@@ -11,6 +11,8 @@ old spelling, still works with a warning); results land in results/table1/. LLM
 answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
 its row under --results; `--render-only` writes the doc from those rows without a model call,
 so several processes (one per core, on disjoint configs) or sessions can share the work.
+`--deals K` solves the rows dealt (a row of its own, saved under DOMAIN-dealsK; give it again
+with `--render-only`), with the declared contrasts of docs/TENSION.md (the tension experiment).
 
 Exit code: 0 when every domain was measured, 1 when any failed (the doc is still written, the
 failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad options.
