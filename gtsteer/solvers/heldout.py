@@ -31,6 +31,10 @@ every other player by each replay that reads the fresh text, twice: with the oth
 (the paper's CFR gain), and with the first mover playing its solved opening (`others` =
 `policy`), since in a game where an unguided opening leaves nothing to agree on, every reply
 is worth the same after it and the first comparison cannot tell the instructions apart.
+In a dealt game the first mover's opening is also compared with greedy's opening with every
+later decision of both players on a continuation (`others`: each text-reading replay, and
+`greedy`): docs/TENSION.md's primary contrast, the solver's opening against the responders it
+could not tell apart, replayed by its own policy read from the fresh text or played greedy.
 
 Only the branches the gain needs are expanded: at a player's decision, `any` where the path
 so far is the baseline's or another player's deviation, and, on this player's own deviation
@@ -113,7 +117,7 @@ class VersusBaseline(BaseModel):
     player: int
     replay: str  # OPENING, or a reader's name
     baseline: str  # one of BASELINES
-    others: str = "any"  # one of OTHERS
+    others: str = "any"  # one of OTHERS; a continuation's name (a reader, `greedy`): see above
     policy_value: float
     baseline_value: float
     gain: float  # policy_value - baseline_value
@@ -217,8 +221,10 @@ def measure_heldout(
     before = fresh.llm.usage
     first = fresh.first_player
     opening = _up_to(history, baseline, 0)
+    then = _continuations(fresh, replays, compared)
+    profiles = [_up_to(o, c, 0) for c in then.values() for o in (opening, compared["greedy"])]
     follow = _measured_profiles(fresh, any_actions, [*replays.values(), *compared.values()],
-                                opening)
+                                opening, profiles)
     report = expand_sync(fresh, progress=progress, follow=follow)
     if report.failed:
         raise HeldOutError(f"held-out tree: {report.reason}")
@@ -235,7 +241,7 @@ def measure_heldout(
                        expected_returns(solved, [baseline] * n), span)
     clean = next(d.gain for d in blind.by_depth if d.player == first and d.exact)
     readers_only = {name: replays[name] for name in replays if name != "history"}
-    versus = _versus(fresh, baseline, compared, history, readers_only)
+    versus = _versus(fresh, baseline, compared, history, readers_only, then)
     return HeldOutGain(
         sample_offset=fresh.sample_offset,
         cfr_gain=blind.cfr_gain,
@@ -259,11 +265,22 @@ def measure_heldout(
     )
 
 
+def _continuations(fresh: DialogueGame, replays: Mapping[str, Strategy],
+                   compared: Mapping[str, Strategy]) -> dict[str, Strategy]:
+    """What plays every decision after the opening in a dealt game's primary contrast: each
+    text-reading replay and greedy (none without a greedy baseline, or undealt)."""
+    if not fresh.dealt or "greedy" not in compared:
+        return {}
+    return {**{k: v for k, v in replays.items() if k != "history"}, "greedy": compared["greedy"]}
+
+
 def _measured_profiles(fresh: DialogueGame, any_actions: list[int], strategies: list[Strategy],
-                       opening: Strategy) -> Callable[[DialogueState], list[int]]:
+                       opening: Strategy, profiles: Sequence[Strategy] = ()
+                       ) -> Callable[[DialogueState], list[int]]:
     """The `follow` of the held-out expansion: only the part of the fresh tree that some
     measured profile reaches (`strategies`: the replays and the baselines compared; `opening`:
-    the first mover's solved opening), so the measurement pays for no other branch."""
+    the first mover's solved opening; `profiles`: strategies every player plays at once), so
+    the measurement pays for no other branch."""
     n = fresh.num_players()
     first = fresh.first_player
 
@@ -277,9 +294,11 @@ def _measured_profiles(fresh: DialogueGame, any_actions: list[int], strategies: 
         player = state.current_player()
         walk = fresh.new_initial_state()
         moves: list[list[tuple[pyspiel.State, int]]] = [[] for _ in range(n)]
+        path: list[tuple[pyspiel.State, int]] = []
         for action in state.history():
             if not walk.is_chance_node():
-                moves[walk.current_player()].append((walk.clone(), action))
+                path.append((walk.clone(), action))
+                moves[walk.current_player()].append(path[-1])
             walk.apply_action(action)
         on_any = [all(a == any_actions[p] for _, a in moves[p]) for p in range(n)]
         on_replay = [all(a == any_actions[p] or a in support(s) for s, a in moves[p])
@@ -303,6 +322,9 @@ def _measured_profiles(fresh: DialogueGame, any_actions: list[int], strategies: 
             out |= _played(opening, state) if player == first else {any_actions[player]}
         if reaches(player):
             out |= support(state) | {any_actions[player]}
+        for joint in profiles:
+            if all(a in _played(joint, s) for s, a in path):
+                out |= _played(joint, state)
         return sorted(out)
 
     return follow
@@ -355,10 +377,12 @@ def greedy_baseline(game: DialogueGame) -> Strategy | None:
 
 
 def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Strategy],
-            history: Strategy, readers: Mapping[str, Strategy]) -> list[VersusBaseline]:
+            history: Strategy, readers: Mapping[str, Strategy],
+            then: Mapping[str, Strategy]) -> list[VersusBaseline]:
     """Each player's value with the policy minus with each baseline: the first mover at its
-    opening decision only (exact), the others on `baseline` (`any`); every other player at
-    every decision by each text-reading replay, the others on `any` and then with the first
+    opening decision only (exact), the others on `baseline` (`any`), and against greedy's
+    opening with every later decision on each of `then` (`_continuations`); every other player
+    at every decision by each text-reading replay, the others on `any` and then with the first
     mover on its solved opening."""
     n, first = fresh.num_players(), fresh.first_player
     opening = _up_to(history, baseline, 0)
@@ -378,6 +402,9 @@ def _versus(fresh: DialogueGame, baseline: Strategy, compared: Mapping[str, Stra
             cases = [(dict(readers), others, dict(compared)) for others in OTHERS]
         for sources, others, baselines in cases:
             out += paired_versus(fresh, player, sources, baselines, joint(others), others)
+    for name, rest in then.items():
+        out += paired_versus(fresh, first, {OPENING: _up_to(opening, rest, 0)},
+                             {"greedy": _up_to(compared["greedy"], rest, 0)}, [rest] * n, name)
     return out
 
 

@@ -11,6 +11,8 @@ old spelling, still works with a warning); results land in results/table1/. LLM
 answers are cached, so an interrupted run resumes where it stopped. Each finished domain saves
 its row under --results; `--render-only` writes the doc from those rows without a model call,
 so several processes (one per core, on disjoint configs) or sessions can share the work.
+`--deals K` solves the rows dealt (a row of its own, saved under DOMAIN-dealsK; give it again
+with `--render-only`), with the declared contrasts of docs/TENSION.md (the tension experiment).
 
 Exit code: 0 when every domain was measured, 1 when any failed (the doc is still written, the
 failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad options.
@@ -114,6 +116,10 @@ class Row(BaseModel):
     #: The domain code's `version` when measured (a payoff rule changed; None: saved before
     #: rows kept it, i.e. version 1).
     domain_version: int | None = None
+    #: `--deals K`: solved dealt (a root chance node over K private-information draws, as
+    #: `gtsteer solve --deals`); None: as the config says. Rows of other deal counts are other
+    #: rows (their own folder, never reused for one another).
+    deals: int | None = None
     nash_conv: MeanCI | None = None
     #: The summary's `*_normalized` numbers (`solvers.metrics.normalized`: by the config's
     #: payoff range; NashConv also by the players). Rows saved before summary schema 7
@@ -163,22 +169,27 @@ class StoredRow(BaseModel):
 ROW_FILE = "table1_row.json"
 
 
+def row_name(domain: str, deals: int | None = None) -> str:
+    """A row's folder under --results: the domain, `-deals<K>` added for a dealt row."""
+    return domain if deals is None else f"{domain}-deals{deals}"
+
+
 def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
 
 def stored_row(results: Path, domain: str, llm: str, games: int | None, samples: int | None,
-               heldout: bool = False) -> StoredRow | None:
+               heldout: bool = False, deals: int | None = None) -> StoredRow | None:
     """The row a finished run saved for these settings (with the held-out gain where
-    `heldout` asks for it), if any; `games` None takes the row at whatever instance count it
-    was measured, `samples` None at whatever steering K (each row shows its own n and K).
-    A row file that cannot be read raises `DamagedFileError` naming it."""
-    path = row_path(results, domain)
+    `heldout` asks for it, solved with `deals`), if any; `games` None takes the row at
+    whatever instance count it was measured, `samples` None at whatever steering K (each row
+    shows its own n and K). A row file that cannot be read raises `DamagedFileError`."""
+    path = row_path(results, row_name(domain, deals))
     if not path.is_file():
         return None
     saved = read_result(path, StoredRow)
     if saved.llm != llm or (samples is not None and saved.row.steering_samples != samples) or (
-            games is not None and saved.row.games != games):
+            games is not None and saved.row.games != games) or saved.row.deals != deals:
         return None
     if heldout and saved.row.heldout_clean is None:  # none, or measured before the clean part
         return None
@@ -196,20 +207,24 @@ def solved_so_far(results: Path, domain: str) -> int:
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
             heldout: bool = False, command: str | None = None,
-            ray: RayOptions | None = None, judge: str | None = "embed") -> StoredRow:
-    """Solve and steer one domain; a finished row is saved under `out` with how it was made:
-    `command` (the options, without configs) followed by this row's config. `ray` solves the
-    instances as Ray tasks (docs/SCALE.md). `judge` classifies the steering messages (a judge
-    spelling or model string; None: the writer's own likelihoods) and is validated on the
-    labelled messages first: a judge at chance there is not used, and the row says why."""
+            ray: RayOptions | None = None, judge: str | None = "embed",
+            deals: int | None = None) -> StoredRow:
+    """Solve and steer one domain; a finished row is saved under `out` (in `row_name`'s
+    folder) with how it was made: `command` (the options, without configs) followed by this
+    row's config. `ray` solves the instances as Ray tasks (docs/SCALE.md); `deals` dealt.
+    `judge` classifies the steering messages (a judge spelling or model string; None: the
+    writer's own likelihoods) and is validated on the labelled messages first: a judge at
+    chance there is not used, and the row says why."""
     spec = load_spec(config)
     commit = benchdoc.commit(["gtsteer"])  # the code measured, read before it runs
     row = Row(config=repo_relative(config),
               domain=spec.name, games=games, payoff_span=spec.payoff.span,
-              samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version)
+              samples_per_message=spec.num_llm_seeds, domain_version=spec.hooks.version,
+              deals=deals)
     command = None if command is None else f"{command} {row.config}"
+    folder = out / row_name(spec.name, deals)
     try:
-        summary = gtsteer.solve(config, llm=llm, games=games, out=out / spec.name,
+        summary = gtsteer.solve(config, llm=llm, games=games, out=folder, deals=deals,
                                 heldout=heldout, quiet=not progress, ray=ray, resume=True,
                                 report=lambda line: print(line, flush=True))
         if summary.metrics is not None:
@@ -259,7 +274,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
         row.error = f"{type(exc).__name__}: {exc}"
     stored = StoredRow(llm=llm, row=row, command=command, commit=commit, measured_at=utc_now())
     if row.error is None:  # a finished domain: `--render-only` and later runs can show it
-        write_text(row_path(out, spec.name), stored.model_dump_json(indent=1))  # whole or none
+        write_text(folder / ROW_FILE, stored.model_dump_json(indent=1))  # whole or none
     return stored
 
 
@@ -454,7 +469,8 @@ def samples_cell(r: Row) -> str:
             seeds = load_spec(repo_config(r.config)).num_llm_seeds
         except Exception:  # noqa: BLE001 - a config gone since: the page says it does not know
             return "?"
-    return f"[{', '.join(map(str, seeds))}]" if isinstance(seeds, list) else str(seeds)
+    cell = f"[{', '.join(map(str, seeds))}]" if isinstance(seeds, list) else str(seeds)
+    return cell if r.deals is None else f"{cell}, dealt {r.deals}"
 
 
 def cell_key(c: VersusCell) -> str:
@@ -467,6 +483,17 @@ def is_primary(c: VersusCell) -> bool:
     opening decision, replayed exactly, the other player on `any`) over greedy, the
     instruction a person would give without a solver."""
     return c.replay == "opening" and c.baseline == "greedy" and c.others == "any"
+
+
+#: The continuations of a dealt row's declared contrasts (docs/TENSION.md: the responder's
+#: text-reading replay and the reading greedy); another reader's (`distilled`) is exploratory.
+CONTINUATIONS = ("nearest", "greedy")
+
+
+def is_continued(c: VersusCell) -> bool:
+    """A dealt row's declared primary contrast (docs/TENSION.md): the first mover's opening
+    against greedy's, every later decision on a `CONTINUATIONS` entry."""
+    return c.replay == "opening" and c.baseline == "greedy" and c.others in CONTINUATIONS
 
 
 #: |skewness| from which a mean is shown with its sign counts and exact sign test.
@@ -504,9 +531,13 @@ def signs_text(values: list[float], span: float) -> str:
     skew = skewness(values)
     if skew is None or abs(skew) < SKEWED:
         return "—"
+    return f"{sign_counts(values, span)} (skew {skew:+.1f})"
+
+
+def sign_counts(values: list[float], span: float) -> str:
+    """Positive / negative / tied differences and the exact sign test's p."""
     s = sign_test(values, tie=TIE_SHARE * span)
-    return (f"{s.positive}+ / {s.negative}− / {s.ties} tied, sign p {p_text(s.p)}"
-            f" (skew {skew:+.1f})")
+    return f"{s.positive}+ / {s.negative}− / {s.ties} tied, sign p {p_text(s.p)}"
 
 
 def versus_section(rows: list[Row]) -> list[str]:
@@ -520,8 +551,10 @@ def versus_section(rows: list[Row]) -> list[str]:
     primary: list[tuple[Row, VersusCell]] = []
     exploratory: list[tuple[Row, VersusCell]] = []
     for r in shown:
+        declared = any(is_continued(c) for c in r.versus)  # a dealt row declares its own
         for c in r.versus:
-            (primary if is_primary(c) else exploratory).append((r, c))
+            if not is_continued(c):
+                (primary if is_primary(c) and not declared else exploratory).append((r, c))
     values = {(r.domain, cell_key(c)): r.per_instance.get(cell_key(c), [])
               for r, c in primary + exploratory}
     pvals = [t_test_p(values[r.domain, cell_key(c)]) for r, c in exploratory]
@@ -545,20 +578,25 @@ def versus_section(rows: list[Row]) -> list[str]:
          " not post-hoc power). Per-instance values:"
          " `versus_player<P>_<replay>_<baseline>_others_<others>` in each domain's row under"
          " docs/data/table1/."),
-        "",
-        "### Primary contrast (declared): the proposer's clean fresh gain over greedy",
-        "",
-        ("One contrast per domain, declared before reading the cells: does the solver's opening"
-         " beat the instruction a person would give? Unadjusted Student-t p."),
-        "",
-        "| domain | S | n | player | policy − greedy [95% t] | t p | MDE | signs (where skewed) |",
-        "|---|---|---:|---|---|---:|---:|---|",
     ]
+    if primary:
+        lines += [
+            "",
+            "### Primary contrast (declared): the proposer's clean fresh gain over greedy",
+            "",
+            ("One contrast per domain, declared before reading the cells: does the solver's"
+             " opening beat the instruction a person would give? Unadjusted Student-t p."),
+            "",
+            ("| domain | S | n | player | policy − greedy [95% t] | t p | MDE"
+             " | signs (where skewed) |"),
+            "|---|---|---:|---|---|---:|---:|---|",
+        ]
     for r, c in primary:
         vals = values[r.domain, cell_key(c)]
         lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
                      f" {ci(c.gain)} | {p_text(t_test_p(vals))} | {mde_text(vals)} |"
                      f" {signs_text(vals, r.payoff_span)} |")
+    lines += continued_section(shown)
     lines += [
         "",
         f"### Exploratory cells (Holm-adjusted over all {len(exploratory)})",
@@ -597,6 +635,45 @@ def versus_section(rows: list[Row]) -> list[str]:
                      f" | `{c.others}` | {baseline} | {ci(c.gain)} | {holm_p} | {boot} |"
                      f" {mde_text(vals)} | {signs_text(vals, r.payoff_span)} |")
     return lines
+
+
+def continued_section(rows: list[Row]) -> list[str]:
+    """Dealt rows: the declared primary contrast per continuation, Student-t, sign counts with
+    the exact sign test, Holm over the row's continuations (docs/TENSION.md, section 2)."""
+    lines = []
+    for r in rows:
+        cells = [c for c in r.versus if is_continued(c)]
+        vals = [r.per_instance.get(cell_key(c), []) for c in cells]
+        raw = [t_test_p(v) for v in vals]
+        adjusted = holm([1.0 if p is None else p for p in raw])
+        for c, v, p, adj in zip(cells, vals, raw, adjusted, strict=True):
+            lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
+                         f" `{c.others}` | {ci(c.gain)} | {p_text(p)} |"
+                         f" {'—' if p is None else p_text(adj)} |"
+                         f" {sign_counts(v, r.payoff_span) if v else '—'} | {mde_text(v)} |")
+    if not lines:
+        return []
+    return [
+        "",
+        "### Primary contrast of a dealt row (declared): the opening against greedy's",
+        "",
+        ("docs/TENSION.md's contrast, declared before the run. In a dealt game (`--deals K`: the"
+         " solver cannot tell the responder's notes apart) the first mover's fresh value with"
+         " its solved opening (replayed exactly) minus with greedy's opening, on the same fresh"
+         " samples, every later decision of both players on the *continuation*: `nearest`, the"
+         " solved policy replayed from the fresh text by its nearest solved information state,"
+         " or `greedy`, the reading greedy (the responder accepts a free day within 2 of its"
+         " best free day, else counters; the proposer takes a counter it can attend). Student-t"
+         " 95% interval over instances, the exact sign test beside it (a difference within 0.1%"
+         " of the payoff range is a tie), Holm over the row's continuations; the row's other"
+         " cells are exploratory below. Per-instance values:"
+         " `versus_player<P>_opening_greedy_others_<continuation>`."),
+        "",
+        ("| domain | S | n | player | continuation | policy − greedy [95% t] | t p | Holm p"
+         " | signs, exact sign test | MDE |"),
+        "|---|---|---:|---|---|---|---:|---:|---|---:|",
+        *lines,
+    ]
 
 
 def decomposition_section(rows: list[Row]) -> list[str]:
@@ -820,6 +897,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", action="store_true",
                         help="also measure CFR gain on fresh LLM samples (part of a second "
                              "tree per instance)")
+    parser.add_argument("--deals", type=int, metavar="K",
+                        help="solve each instance dealt, as `gtsteer solve --deals K`: a root"
+                             " chance node over K private-information draws (a row of its own,"
+                             " saved under DOMAIN-dealsK; give it again with --render-only)")
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the doc from the rows finished runs saved "
                              "under --results (several processes or sessions can share the work)")
@@ -835,8 +916,9 @@ def main(argv: list[str] | None = None) -> int:
         args.games = 20 if args.games is None else args.games
         args.samples = 10 if args.samples is None else args.samples
     if (args.games is not None and args.games < 1) or (
-            args.samples is not None and args.samples < 0):
-        parser.error("--games must be >= 1 and --steering-samples >= 0")
+            args.samples is not None and args.samples < 0) or (
+            args.deals is not None and args.deals < 1):
+        parser.error("--games and --deals must be >= 1 and --steering-samples >= 0")
     ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
     given = sys.argv[1:] if argv is None else argv
@@ -850,7 +932,7 @@ def main(argv: list[str] | None = None) -> int:
     damaged: list[str] = []
 
     def write_doc(rows: dict[str, StoredRow]) -> str:
-        pending = [(d, solved_so_far(args.results, d)) for d in domains
+        pending = [(d, solved_so_far(args.results, row_name(d, args.deals))) for d in domains
                    if d not in rows and d not in damaged]
         stored = [rows[d] for d in domains if d in rows]
         shown = [s.row for s in stored]
@@ -867,7 +949,7 @@ def main(argv: list[str] | None = None) -> int:
         for domain in domains:
             try:
                 row = stored_row(args.results, domain, args.llm, args.games, args.samples,
-                                 args.heldout)
+                                 args.heldout, args.deals)
             except DamagedFileError as exc:  # one damaged row must not hide the others
                 print(f"{COMMAND}: skipped `{domain}`: {exc}", file=sys.stderr, flush=True)
                 damaged.append(domain)
@@ -885,7 +967,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {config.name}", flush=True)
             rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
                                    not args.quiet, args.heldout, command=command_base, ray=ray,
-                                   judge=args.judge)
+                                   judge=args.judge, deals=args.deals)
             if rows[domain].row.error:
                 print(f"   failed: {rows[domain].row.error}", flush=True)
             # Written after every domain: a run stopped part-way still leaves the finished rows.

@@ -115,7 +115,7 @@ def test_each_message_offers_only_its_turns_instructions() -> None:
 
 
 def test_the_tree_size_counts_each_turns_instructions() -> None:
-    size = tree_size(spec_of(OPPOSED))
+    size = tree_size(spec_of(OPPOSED, num_llm_seeds=[8, 2, 2]))  # section 2's samples
     # 8 openings x 8 samples, 3 replies x 2, 2 last messages x 2
     assert size.terminal_nodes == 8 * 8 * 3 * 2 * 2 * 2
     assert size.message_calls == 8 * 8 + 8 * 8 * 3 * 2 + 8 * 8 * 3 * 2 * 2 * 2
