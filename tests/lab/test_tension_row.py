@@ -89,7 +89,7 @@ def test_an_undealt_game_measures_no_continuation_cells(monkeypatch: pytest.Monk
     assert {v.others for v in held.versus if v.player == 0} == {"any"}
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "gtsteer" / "configs" / f"{OPPOSED}.yaml"
 
 
