@@ -3,8 +3,6 @@ states or instances (the drivers in `gtsteer.runs` collect the values and write 
 
 - `paired_difference`: a Werewolf condition against the static one, seed by seed, beside each
   condition's `win_rates` and `votes_on_wolves` (`werewolf evaluate`);
-- `gain_stats`: each playstyle policy against each baseline over held-out states
-  (the lab's `werewolf-heldout`);
 - `live_stats`: each player's policy against each baseline over fresh instances (`evaluate`).
 """
 
@@ -15,7 +13,6 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from gtsteer.solvers.heldout import VersusBaseline
 from gtsteer.solvers.metrics import (
     MeanCI,
     TeamRate,
@@ -25,14 +22,8 @@ from gtsteer.solvers.metrics import (
     mean_ci,
     wilson,
 )
-from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.state import GameState
-
-#: The lab's `werewolf-heldout`: its policies, baselines and sample kinds.
-POLICIES = ("cfr", "distilled")
-BASELINES = (UNSTEERED, "uniform")
-SAMPLES = ("fresh", "in-sample")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -84,63 +75,6 @@ def paired_difference(condition: str, won: Sequence[bool], won_static: Sequence[
         votes_high=vote_interval[1] if vote_interval else None,
         seeds_to_exclude_zero=instances_for_power(diffs),
     )
-
-
-class GainStat(BaseModel):
-    """One policy's value minus one baseline's, paired per state, over the rows of one team
-    of first speakers (or all): mean with the 95% Student-t interval (`gain`) and the 95% BCa
-    bootstrap interval of `solvers.metrics`."""
-
-    policy: str  # one of POLICIES
-    baseline: str  # one of BASELINES
-    samples: str  # one of SAMPLES
-    team: str  # "all", "village" or "werewolves" (the first speaker's team)
-    gain: MeanCI
-    bootstrap: tuple[float, float] | None = None
-    policy_value: float
-    baseline_value: float
-    #: States a t-test would need to exclude 0 with 80% power at this mean and spread.
-    states_needed: int | None = None
-
-
-class HeldOutState(Protocol):
-    """What `gain_stats` reads of one held-out state's row."""
-
-    @property
-    def team(self) -> str: ...
-    @property
-    def versus(self) -> Sequence[VersusBaseline]: ...
-    @property
-    def versus_in_sample(self) -> Sequence[VersusBaseline]: ...
-
-
-def gain_stats(rows: Sequence[HeldOutState]) -> list[GainStat]:
-    """Each policy against each baseline, fresh and in-sample, over all rows and per team of
-    the first speaker: paired per state, with both intervals."""
-    out = []
-    for team in ["all", *sorted({r.team for r in rows})]:
-        chosen = [r for r in rows if team in ("all", r.team)]
-        for samples in SAMPLES if chosen else ():
-            for policy in POLICIES:
-                for baseline in BASELINES:
-                    pairs = [next(v for v in (r.versus if samples == "fresh"
-                                              else r.versus_in_sample)
-                                  if v.replay == policy and v.baseline == baseline)
-                             for r in chosen]
-                    gains = [v.gain for v in pairs]
-                    out.append(GainStat(
-                        policy=policy, baseline=baseline, samples=samples, team=team,
-                        gain=mean_ci(gains), bootstrap=bootstrap_interval(gains),
-                        policy_value=_mean([v.policy_value for v in pairs]),
-                        baseline_value=_mean([v.baseline_value for v in pairs]),
-                        states_needed=instances_for_power(gains)))
-    return out
-
-
-def find_stat(stats: Sequence[GainStat], policy: str, baseline: str, samples: str = "fresh",
-              team: str = "all") -> GainStat | None:
-    return next((s for s in stats if (s.policy, s.baseline, s.samples, s.team)
-                 == (policy, baseline, samples, team)), None)
 
 
 class LiveStat(BaseModel):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from gtsteer.evals.paired import BASELINES, GainStat, find_stat, gain_stats
 from gtsteer.solvers.metrics import MeanCI
 from gtsteer.werewolf.playstyles import UNSTEERED
 from lab.bench import docsection
@@ -19,6 +18,7 @@ from lab.studies.werewolf_heldout import (
     SteerHeldoutSummary,
     read_rows,
 )
+from lab.studies.werewolf_heldout_stats import BASELINES, GainStat, find_stat, gain_stats
 
 #: The markers of its section.
 MARKERS = docsection.markers("werewolf_fresh")

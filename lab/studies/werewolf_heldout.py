@@ -52,7 +52,6 @@ import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
 
 from gtsteer.binding import progress as shown
-from gtsteer.evals.paired import GainStat, gain_stats
 from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
@@ -84,13 +83,14 @@ from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import PlaystyleGame
 from gtsteer.werewolf.steering import POLICY_DIR, hook_policy_input
 from gtsteer.werewolf.store import GameStore
+from lab.studies.werewolf_heldout_stats import GainStat, gain_stats
 
 SUMMARY_FILE = "steer_heldout.json"
 ROWS_DIR = "rows"
 STATES_FILE = "states.jsonl"
 GAMES_DB = "games.sqlite"
 #: The policies measured (`VersusBaseline.replay`), the baselines (`.baseline`) and the trees
-#: a gain is measured on, with their statistics, are `gtsteer.evals.paired`'s.
+#: a gain is measured on, with their statistics, are `lab.studies.werewolf_heldout_stats`'s.
 
 
 class HeldOutOverlapError(ValueError):

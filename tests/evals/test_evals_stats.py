@@ -9,11 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 import gtsteer.runs
-from gtsteer.evals.paired import find_stat, gain_stats, live_stats, paired_difference
+from gtsteer.evals.paired import live_stats, paired_difference
 from gtsteer.evals.reward import ScoredCase, path_error, reading_accuracy
 from gtsteer.evals.verdict import verdict_cell, win_totals
 from gtsteer.solvers import metrics
-from gtsteer.solvers.heldout import VersusBaseline
 
 #: The functions of `solvers.metrics` that compute a statistic from values (its models may be
 #: imported, and `side_of_zero`, which reads an interval a renderer shows).
@@ -40,25 +39,6 @@ def test_a_paired_difference_counts_discordant_seeds_and_pairs_the_votes() -> No
     assert d.village_win_difference == 0.5
     assert d.mcnemar_p == pytest.approx(0.5)  # both discordant seeds one way: 2 x 1/4
     assert d.votes_on_wolves_difference == 0.0  # seeds 0 and 3 only: +0.5 and -0.5
-
-
-def _versus(replay: str, baseline: str, policy: float, base: float) -> VersusBaseline:
-    return VersusBaseline(player=0, replay=replay, baseline=baseline, policy_value=policy,
-                          baseline_value=base, gain=policy - base)
-
-
-def test_gain_stats_pair_per_state_and_split_by_team() -> None:
-    def row(team: str, gain: float) -> SimpleNamespace:
-        cells = [_versus(p, b, 1.0 + gain, 1.0) for p in ("cfr", "distilled")
-                 for b in ("unsteered", "uniform")]
-        return SimpleNamespace(team=team, versus=cells, versus_in_sample=cells)
-
-    stats = gain_stats([row("village", 1.0), row("village", 3.0), row("werewolves", 2.0)])
-    s = find_stat(stats, "cfr", "unsteered")
-    assert s is not None and s.gain.mean == pytest.approx(2.0) and s.policy_value == 3.0
-    village = find_stat(stats, "cfr", "unsteered", team="village")
-    assert village is not None and village.gain.mean == pytest.approx(2.0)
-    assert len(stats) == 3 * 2 * 2 * 2  # teams x samples x policies x baselines
 
 
 def test_live_stats_average_each_player_against_each_baseline() -> None:

@@ -151,7 +151,7 @@ def row(index: int, gains: dict[tuple[str, str], float], team: str = "village"):
 
 
 def test_gain_statistics_on_known_values():
-    from gtsteer.evals.paired import find_stat, gain_stats
+    from lab.studies.werewolf_heldout_stats import find_stat, gain_stats
 
     pairs = [("cfr", UNSTEERED), ("cfr", "uniform"), ("distilled", UNSTEERED),
              ("distilled", "uniform")]
