@@ -36,8 +36,8 @@ from gtsteer.imitation.dataset import records_to_jsonl, split_instances
 from gtsteer.imitation.evaluate import EvaluationSummary, InstanceEvaluation, evaluate_instance
 from gtsteer.imitation.evaluate import summarize as summarize_evaluations
 from gtsteer.imitation.train_types import FitMetrics
-from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.llm.embed import Embedder, get_embedder
+from gtsteer.llm import LLM, LLMCalls, LLMError, embed
+from gtsteer.llm.embed import Embedder
 from gtsteer.llm.extras import require
 from gtsteer.runs.atomic import atomic_dir, atomic_path
 from gtsteer.runs.context import RunContext, driver
@@ -214,7 +214,7 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
     require("torch", "imitate", "gtsteer imitate")  # before anything is solved
-    emb = embedder if isinstance(embedder, Embedder) else get_embedder(embedder, strict=True)
+    emb = embedder if isinstance(embedder, Embedder) else embed.get_embedder(embedder, strict=True)
     client, _, _ = ctx.roles(spec)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
