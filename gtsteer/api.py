@@ -104,7 +104,8 @@ def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
             workers: int | None = None, quiet: bool = False,
             report: Callable[[str], None] | None = None,
             on_phase: Callable[[str], None] | None = None,
-            on_step: Callable[[Any], None] | None = None) -> RunContext:
+            on_step: Callable[[Any], None] | None = None,
+            embedder: str | Embedder | None = None) -> RunContext:
     """The run context of the command-line words (`RunContext.of`, models as `as_model`)."""
     from gtsteer.runs.context import RunContext
     from gtsteer.runs.models import Endpoint
@@ -114,7 +115,7 @@ def context(*, llm: Model | None = None, proposer_llm: Model | None = None,
         endpoint=Endpoint(api_base, api_key_env, key_field="api_key_env",
                           timeout_s=request_timeout, max_wait_s=max_wait, api_mode=api_mode),
         out=out, ray=ray_of(ray, workers), progress=not quiet, report=report,
-        on_phase=on_phase, on_step=on_step)
+        on_phase=on_phase, on_step=on_step, embedder=embedder)
 
 
 @contextmanager
@@ -183,12 +184,12 @@ def solve(
                if isinstance(heldout_readers, str) else heldout_readers)
     options = SolveOptions(games=games, instances_file=instances, iterations=iterations,
                            solver=solver, seed=seed, deals=deals, heldout=heldout,
-                           readers=tuple(readers), embedder=embedder,
-                           max_calls=tree_bound(max_calls), resume=resume)
+                           readers=tuple(readers), max_calls=tree_bound(max_calls), resume=resume)
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, api_mode=api_mode,
-                      out=out, ray=ray, workers=workers, quiet=quiet, report=report)
+                      out=out, ray=ray, workers=workers, quiet=quiet, report=report,
+                      embedder=embedder)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "solve")
 
 
@@ -262,13 +263,13 @@ def imitate(
 
     options = ImitateOptions(
         games=DEFAULT_GAMES if games is None else games, holdout=holdout, steps=steps,
-        embedder=embedder, features=features, seed=seed, solver=solver, iterations=iterations,
+        features=features, seed=seed, solver=solver, iterations=iterations,
         deals=deals, solve_dir=solve_dir, compare_features=compare_features,
         train_config=train_config, max_calls=tree_bound(max_calls))
     with metered(_limits(max_calls, max_tokens, max_cost, concurrency, rpm)) as spent:
         ctx = context(llm=llm, api_base=api_base, api_key_env=api_key_env,
                       request_timeout=request_timeout, max_wait=max_wait, api_mode=api_mode,
-                      out=out, quiet=quiet)
+                      out=out, quiet=quiet, embedder=embedder)
         return spent(ctx, lambda: run(config_path(config), ctx, options), "imitate")
 
 

@@ -43,7 +43,7 @@ from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, tree_bound
 from gtsteer.solvers.metrics import Metric
 
 #: The flag of each `ImitateOptions` field, for its errors.
-FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps", "embedder": "--embedder",
+FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps",
          "features": "--features", "seed": "--seed", "solver": "--solver",
          "iterations": "--iterations", "deals": "--deals", "solve_dir": "--solve-dir",
          "compare_features": "--compare-features", "max_calls": "--max-calls"}
@@ -154,10 +154,11 @@ def imitate(
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet)
+        ctx = RunContext.of(llm=llm, embedder=embedder, endpoint=served, out=out,
+                            progress=not quiet)
         report = run_imitate(config, ctx, parse_options(
             ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
-            embedder=embedder, features=features, seed=seed, solver=solver,
+            features=features, seed=seed, solver=solver,
             iterations=iterations, deals=deals, solve_dir=solve_dir,
             compare_features=compare_features, max_calls=tree_bound(max_calls)))
     print_report(report, report.folder)

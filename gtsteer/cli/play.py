@@ -129,10 +129,10 @@ def play(
     humans = any(s.partition("=")[2].strip() == "human" for s in seats)
     with friendly_errors():
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=False, report=note)
+        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=False, report=note,
+                            on_step=_printer(not humans), ask_human=_ask if humans else None)
         result = run_play(config, ctx, parse_options(
-            PlayOptions, FLAGS, seed=seed, instance=instance, sample=sample, seats=seats,
-            ask_human=_ask if humans else None, on_turn=_printer(not humans)))
+            PlayOptions, FLAGS, seed=seed, instance=instance, sample=sample, seats=seats))
     print_result(result, revealed=humans)
 
 

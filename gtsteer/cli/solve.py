@@ -199,8 +199,7 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
 #: The flag of each `SolveOptions` field, for its errors.
 FLAGS = {"games": "--games", "instances_file": "--instances", "iterations": "--iterations",
          "solver": "--solver", "seed": "--seed", "deals": "--deals", "heldout": "--heldout",
-         "readers": "--heldout-readers", "embedder": "--embedder", "max_calls": "--max-calls",
-         "resume": "--resume"}
+         "readers": "--heldout-readers", "max_calls": "--max-calls", "resume": "--resume"}
 
 
 #: `--profile`'s file in the run folder.
@@ -281,13 +280,13 @@ def solve(
     on_ray = ray_options(ray, workers)
     with friendly_errors(), cost_profile.profiling() as costs, counted_tokens(profile):
         served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        run_ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
-                                progress=not quiet, report=note)
+        run_ctx = RunContext.of(llm=llm, embedder=embedder, endpoint=served, out=out,
+                                ray=on_ray, progress=not quiet, report=note)
         options = parse_options(
             SolveOptions, FLAGS, games=games, instances_file=instances,
             iterations=iterations, solver=solver, seed=seed, deals=deals, heldout=heldout,
             readers=[r.strip() for r in heldout_readers.split(",") if r.strip()],
-            embedder=embedder, max_calls=tree_bound(max_calls), resume=resume)
+            max_calls=tree_bound(max_calls), resume=resume)
         summary = run_solve(config, run_ctx, options)
     print_summary(summary)
     if profile:

@@ -8,6 +8,7 @@ and who hears of the run as it goes (one-line notes, the current phase, each fin
 Models are resolved in one place, `RunContext.roles`: the given model of a role, else the
 config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`); a Werewolf
 run's bots name their models per seat, so its role is a pool of clients (`RunContext.pool`).
+Live objects (an `Embedder`, a chooser, the hooks) travel here: the options hold data only.
 Each role's client carries its response cache and its usage meter, so a driver meters a run
 by the clients the context gave it.
 """
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from gtsteer.werewolf.llmcalls import LLMPool
 
 D = TypeVar("D", bound=Callable[..., Any])
+#: A role of `RunContext.models`; the two that are no language model are not in provenance.
+Given = Role | Literal["pool", "embedder", "chooser"]
 #: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
 #: registered it when its module was imported (tests/runs/test_driver_shape.py checks each).
 DRIVERS: dict[str, Callable[..., Any]] = {}
@@ -53,8 +56,10 @@ class RunContext:
     #: The models given per role (unset: the config's `models:` block, else the default): a
     #: model string, a client (its cache and meter shared with the caller), or for the reader
     #: of `eval steering` a steering classifier or its spelling (`embed`, `pairwise:MODEL`,
-    #: `parse`); for a Werewolf run, `pool`: an `LLMPool` whose clients the caller shares.
-    models: Mapping[Role | Literal["pool"], Any] = field(default_factory=dict)
+    #: `parse`); for a Werewolf run, `pool`: an `LLMPool` whose clients the caller shares;
+    #: `embedder`: a sentence embedder's name or an `Embedder` (a name on Ray); for
+    #: `werewolf evaluate`, `chooser`: an in-process `PlaystyleChooser` for the policy's.
+    models: Mapping[Given, Any] = field(default_factory=dict)
     #: Where served models live (`--api-base`, `--api-key-env`, timeouts).
     endpoint: Endpoint = field(default_factory=Endpoint)
     #: The output folder (None: the command's default under results/).
@@ -64,23 +69,27 @@ class RunContext:
     report: Callable[[str], None] | None = None
     #: Told what the run is doing now ("iteration 2: oracle of player 0"); None: nobody.
     on_phase: Callable[[str], None] | None = None
-    #: Handed each step's result as it finishes (a PSRO iteration's report); None: nobody.
+    #: Handed each step's result as it finishes (a PSRO iteration's report, a played turn).
     on_step: Callable[[Any], None] | None = None
+    #: Asked for a human seat's message (`gtsteer play`); None: a human seat is refused.
+    ask_human: Callable[[Any], str] | None = None
 
     @classmethod
     def of(cls, *, llm: str | LLM | None = None, reader: Any = None,
            proposer: str | LLM | None = None, pool: LLMPool | None = None,
-           endpoint: Endpoint | None = None,
+           embedder: Any = None, chooser: Any = None, endpoint: Endpoint | None = None,
            out: str | Path | None = None, ray: RayOptions | None = None, progress: bool = True,
            report: Callable[[str], None] | None = None,
            on_phase: Callable[[str], None] | None = None,
-           on_step: Callable[[Any], None] | None = None) -> RunContext:
+           on_step: Callable[[Any], None] | None = None,
+           ask_human: Callable[[Any], str] | None = None) -> RunContext:
         """A context from the command line's words (a role left None is not given)."""
-        given = {"writer": llm, "reader": reader, "proposer": proposer, "pool": pool}
+        given = {"writer": llm, "reader": reader, "proposer": proposer, "pool": pool,
+                 "embedder": embedder, "chooser": chooser}
         return cls(models={r: m for r, m in given.items() if m is not None},  # type: ignore[misc]
                    endpoint=endpoint or Endpoint(), out=None if out is None else Path(out),
                    executor=Executor(ray, progress), report=report, on_phase=on_phase,
-                   on_step=on_step)
+                   on_step=on_step, ask_human=ask_human)
 
     @property
     def progress(self) -> bool:
@@ -90,7 +99,7 @@ class RunContext:
     def ray(self) -> RayOptions | None:
         return self.executor.ray
 
-    def given(self, role: Role | Literal["pool"]) -> Any:
+    def given(self, role: Given) -> Any:
         """The model given for `role`, or None."""
         return self.models.get(role)
 
@@ -125,7 +134,7 @@ class RunContext:
         if self.out is not None:  # a default folder is named by the run itself
             check_same_run(folder, kind, config)
         given: dict[str, str] = {role: model_string(m) if isinstance(m, str | LLM) else str(m)
-                 for role, m in self.models.items()}
+                 for role, m in self.models.items() if role not in ("embedder", "chooser")}
         note_run(folder, kind, config, model_string(model), given,
                  public_url(self.endpoint.api_base), seed)
         return folder

@@ -161,14 +161,12 @@ def check_args(
 class ImitateOptions(BaseModel):
     """`gtsteer imitate`'s options (the model and the folder come with the run context)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     games: int = DEFAULT_GAMES
     #: Held-out instances: a fraction < 1 or a count >= 1.
     holdout: float = 0.2
     steps: int = 10_000
-    #: A sentence embedder's name (an `Embedder` object from Python).
-    embedder: str | Embedder | None = None
     #: The network's input (`FEATURE_MODES`; checked by the driver, which names the flag).
     features: str = "text"
     seed: int = 0
@@ -193,9 +191,9 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
 
     `deals` (default: the config's `num_deals`) > 1 solves dealt games, as `gtsteer solve --deals`;
     each instance is still one unit of the train/held-out split. The model: the context's
-    writer (`--llm`)."""
+    writer (`--llm`); the embedder: its `embedder` (a name or an `Embedder`; default MiniLM)."""
     config_path, games, holdout, steps = config, options.games, options.holdout, options.steps
-    embedder, features, seed, solver = (options.embedder, options.features, options.seed,
+    embedder, features, seed, solver = (ctx.given("embedder"), options.features, options.seed,
                                         options.solver)
     iterations, deals, solve_dir = options.iterations, options.deals, options.solve_dir
     compare_features, train_config, progress = (options.compare_features, options.train_config,

@@ -130,7 +130,7 @@ class PlayResult(RunResult):
 class PlayOptions(BaseModel):
     """`gtsteer play`'s options (the model and the folder come with the run context)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Seed of the generated instances (as `gtsteer solve --seed`) and of the policies' draws.
     seed: int = 0
@@ -140,10 +140,6 @@ class PlayOptions(BaseModel):
     sample: int = Field(0, ge=0)
     #: `NAME=KIND` per seat (NAME: a role or the instance's player name); others play `any`.
     seats: tuple[str, ...] = ()
-    #: Asked for a `human` seat's message (None: a human seat is refused).
-    ask_human: AskHuman | None = Field(default=None, exclude=True)
-    #: Handed each message as it is said.
-    on_turn: Callable[[PlayedTurn], None] | None = Field(default=None, exclude=True)
 
 
 # ---- seats ------------------------------------------------------------------------------------
@@ -293,21 +289,22 @@ def ended_by(game: DialogueGame, state: DialogueState) -> str:
 
 @driver("play")
 def run(config: str | Path, ctx: RunContext, options: PlayOptions) -> PlayResult:
-    """`gtsteer play`: check every seat, play the dialogue, score it, write play.json."""
+    """`gtsteer play`: check every seat, play the dialogue, score it, write play.json. A human
+    seat's message is asked of `ctx.ask_human`; each message said is handed to `ctx.on_step`."""
     if ctx.out is not None:
         check_out_dir(ctx.out)
     check_seed(options.seed)
     spec = load_spec(config)
     instance = make_instance(spec, options.instance, options.seed)
     seats = parse_seats(spec, instance, options.seats)
-    players = seat_players(spec, instance, seats, options.seed, options.ask_human)
+    players = seat_players(spec, instance, seats, options.seed, ctx.ask_human)
     model, _, role_models = ctx.roles(spec)
     out = ctx.folder("play", config, model, options.seed)
     prepare_run_dir(out, summary=SUMMARY_FILE)
     before = model.usage
     game = make_game(spec, instance, model, config=str(config), seed=options.seed,
                      sample_offset=options.sample)
-    state, turns = play_dialogue(game, players, seats, options.on_turn)
+    state, turns = play_dialogue(game, players, seats, ctx.on_step)
     returns = state.returns()
     (terminal,) = terminal_rows(game)
     result = PlayResult(

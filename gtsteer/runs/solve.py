@@ -127,7 +127,7 @@ def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None
 class SolveOptions(BaseModel):
     """`gtsteer solve`'s options (the model, the folder and Ray come with the run context)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Generated instances (`--games`); ignored with `instances_file`.
     games: int = 1
@@ -142,8 +142,6 @@ class SolveOptions(BaseModel):
     heldout: bool = False
     #: The held-out replays that read the fresh text (`--heldout-readers`).
     readers: tuple[str, ...] = READERS
-    #: A sentence embedder's name (an `Embedder` object from Python, not on Ray).
-    embedder: str | Embedder | None = None
     #: Refuse a run whose worst-case trees need more requests (None: no bound).
     max_calls: int | None = DEFAULT_MAX_CALLS
     #: Keep the instances an earlier run with the same settings solved (`--resume`).
@@ -165,8 +163,8 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     sampling noise does not count as gain. It costs part of a second tree per instance. Its
     first mover's opening decision is replayed exactly (the clean estimate); later decisions
     are replayed by action history and by each of `readers` (`READERS`), which read the fresh
-    text through `embedder` (a name for `gtsteer.llm.embed.get_embedder`, default MiniLM;
-    an `Embedder` object only without Ray).
+    text through the context's `embedder` (a name for `gtsteer.llm.embed.get_embedder`,
+    default MiniLM; an `Embedder` object only without Ray).
 
     `resume` keeps the instance records an earlier run with the same settings wrote in
     `out_dir/games/` (`GameRecord.run_key`) and solves only the others, so a long run that
@@ -185,7 +183,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     config_path, games, iterations, solver, seed = (config, options.games, options.iterations,
                                                     options.solver, options.seed)
     deals, heldout, readers, embedder = (options.deals, options.heldout, options.readers,
-                                         options.embedder)
+                                         ctx.given("embedder"))
     instances_file, max_calls, resume = options.instances_file, options.max_calls, options.resume
     out_dir, progress, report, ray = ctx.out, ctx.progress, ctx.report, ctx.ray
     if out_dir is not None:
@@ -200,7 +198,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     if deals is not None:
         spec = spec.with_deals(deals)
     shown.expect(check_tree_size(spec, games, max_calls, heldout=heldout, report=report))
-    _check_readers(options, on_ray=ray is not None)
+    _check_readers(options, embedder, on_ray=ray is not None)
     model, _, role_models = ctx.roles(spec)
     model_name = model.model
     out = ctx.folder("solve", config_path, model, seed)
@@ -232,9 +230,10 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
     return summary.written_to(out)
 
 
-def _check_readers(options: SolveOptions, *, on_ray: bool) -> None:
+def _check_readers(options: SolveOptions, embedder: str | Embedder | None, *, on_ray: bool
+                   ) -> None:
     """The held-out readers and their embedder, checked before any LLM call."""
-    readers, embedder = options.readers, options.embedder
+    readers = options.readers
     unknown = sorted(set(readers) - set(READERS))
     if unknown:
         raise ValueError(f"readers: unknown {unknown}; choose from {list(READERS)}")

@@ -188,14 +188,12 @@ def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
 class EvaluateOptions(BaseModel):
     """`gtsteer werewolf evaluate`'s options beyond its recorded settings (`EvaluateConfig`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The `steer-train` folder whose policy steers (`--steer`).
     steer: str | Path
     #: Keep the seeds an earlier run with the same settings and policy finished (`--resume`).
     resume: bool = False
-    #: An in-process `PlaystyleChooser` instead of the folder's policy (Python callers).
-    steered: Any = None
     #: The command line, quoted in the doc section.
     command: str = ""
 
@@ -205,14 +203,14 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
     playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit
     of the context's executor (on Ray: a task, `gtsteer.runs.units`); the results are the
-    same. There the workers load the policy from the folder's files (`Steering`), unless
-    `steered` (an in-process chooser) is given, which then travels as it is. `resume` keeps
-    the seeds an earlier run with the same settings and policy saved in `out/seeds/` and plays
-    the rest."""
+    same. There the workers load the policy from the folder's files (`Steering`), unless the
+    context's `chooser` (an in-process chooser) is given, which then travels as it is.
+    `resume` keeps the seeds an earlier run with the same settings and policy saved in
+    `out/seeds/` and plays the rest."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     cfg, steer, ray = config, options.steer, ctx.ray
-    steered: PlaystyleChooser | None = options.steered
+    steered: PlaystyleChooser | None = ctx.given("chooser")
     pool = ctx.pool(cfg.llm)
     given = steered is not None
     steered = steered or DistilledPlaystyleChooser.load(steer)  # a bad folder fails here

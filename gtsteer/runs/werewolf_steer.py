@@ -25,7 +25,6 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
@@ -292,12 +291,10 @@ def solve_playstyle_job(job: PlaystyleJob, model: LLM
 
 class SteerTrainOptions(BaseModel):
     """`gtsteer werewolf steer-train`'s options beyond its recorded settings
-    (`SteerTrainConfig`); the command line sets none of them."""
+    (`SteerTrainConfig`): none yet (an `Embedder` object instead of the config's `embedder`
+    name is the context's `embedder`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-    #: A `TextEmbedder` object instead of the config's `embedder` name (Python callers).
-    embedder: Any = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @driver("werewolf steer-train")
@@ -310,7 +307,7 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     cfg, executor = config, ctx.executor.quiet
-    embedder: TextEmbedder | None = options.embedder
+    embedder: TextEmbedder | None = ctx.given("embedder")
     pool = ctx.pool(cfg.llm)
     root = prepare_run_dir(ctx.out, (POLICY_DIR,), summary=SUMMARY_FILE)
     # A rerun starts from fresh logs (the LLM cache makes it cheap).

@@ -46,7 +46,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyspiel
 from pydantic import BaseModel, ConfigDict, Field
@@ -428,14 +427,12 @@ def read_rows(root: str | Path, key: str) -> list[FreshStateRow]:
 class SteerHeldoutOptions(BaseModel):
     """`python -m lab werewolf-heldout`'s options beyond its recorded settings."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Keep the rows (and picked states) of an earlier run with the same key (`--resume`).
     resume: bool = False
     #: The command line, quoted in the doc section.
     command: str = ""
-    #: A `TextEmbedder` for the policy instead of the one it names (Python callers, tests).
-    embedder: Any = None
 
 
 def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOptions
@@ -446,7 +443,7 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     t0 = time.perf_counter()
-    trained = load_trained(config.policy, options.embedder)
+    trained = load_trained(config.policy, ctx.given("embedder"))  # a `TextEmbedder` or None
     cfg = resolve(config, trained)
     assert cfg.llm is not None and cfg.seed is not None and cfg.max_games is not None
     pool = ctx.pool(cfg.llm)

@@ -188,7 +188,7 @@ class StylesSummary(RunResult):
 class StylesOptions(BaseModel):
     """`python -m lab werewolf-styles`'s options beyond its recorded settings (`StylesConfig`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The labelled lines the judge is validated on.
     labelled: str | Path = DEFAULT_LABELLED

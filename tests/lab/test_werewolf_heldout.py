@@ -39,8 +39,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cfg = SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1,
                                states=3, iterations=20, train_steps=30, styles=STYLES)
         werewolf_steer.run(
-            cfg, RunContext.of(out=out, progress=False),
-            werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
+            cfg, RunContext.of(out=out, progress=False, embedder=hash_embedder()),
+            werewolf_steer.SteerTrainOptions())
     return out
 
 

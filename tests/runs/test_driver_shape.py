@@ -69,6 +69,24 @@ def test_every_driver_is_run_config_ctx_options_returning_a_run_result(command: 
     assert issubclass(hints["return"], RunResult)
 
 
+def _inner_types(hint: object) -> list[object]:
+    """`hint` and every type inside it (`str | Embedder | None` gives all three)."""
+    return [hint, *(t for arg in typing.get_args(hint) for t in _inner_types(arg))]
+
+
+@pytest.mark.parametrize("command", sorted(DRIVERS))
+def test_every_driver_s_options_hold_data_only(command: str) -> None:
+    """Options are data (issue 58): live objects (an `Embedder`, a chooser, a callback) travel
+    in the run context. A field typed `Any`, a callable or an arbitrary class has no place:
+    the model allows no arbitrary types, and has a JSON schema."""
+    options = typing.get_type_hints(DRIVERS[command])["options"]
+    assert not options.model_config.get("arbitrary_types_allowed"), options.__name__
+    for name, spec in options.model_fields.items():
+        assert not any(t is typing.Any for t in _inner_types(spec.annotation)), (
+            f"{options.__name__}.{name}: {spec.annotation}")
+    assert options.model_json_schema()["title"] == options.__name__  # a callable has none
+
+
 def test_nothing_that_takes_a_run_context_escapes_the_registry() -> None:
     """A public runs function with a context is a registered driver, or its module's driver
     without the files (`measure`: the same options, the same shape); found by what it takes,

@@ -177,8 +177,8 @@ def test_an_evaluation_seed_plays_alone_as_in_the_serial_sequence(tmp_path: Path
     werewolf_steer.run(
         SteerTrainConfig(
             games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3, iterations=20,
-            train_steps=5), RunContext.of(out=policy, progress=False),
-        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
+            train_steps=5), RunContext.of(out=policy, progress=False, embedder=hash_embedder()),
+        werewolf_steer.SteerTrainOptions())
     steering = Steering(chooser=DistilledPlaystyleChooser.load(policy, hash_embedder()))
     units = [EvaluationSeed(tuple(
         EvaluationGame(GameSetup(f"eval-{c}-{g}", g, 5, "fake", 1, 2), team, kind)
@@ -223,8 +223,8 @@ def test_a_policy_travelling_as_files_chooses_as_the_folder_does(tmp_path: Path)
     werewolf_steer.run(
         SteerTrainConfig(
             games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3, iterations=20,
-            train_steps=5), RunContext.of(out=policy, progress=False),
-        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
+            train_steps=5), RunContext.of(out=policy, progress=False, embedder=hash_embedder()),
+        werewolf_steer.SteerTrainOptions())
     travelled = Steering.from_folder(policy, hash_embedder()).get()
     loaded = DistilledPlaystyleChooser.load(policy, hash_embedder())
     assert isinstance(travelled, DistilledPlaystyleChooser)

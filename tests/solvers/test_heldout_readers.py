@@ -164,6 +164,12 @@ def test_solve_reports_the_clean_part_and_each_replay(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="readers"):
         gtsteer.solve(day_spec(tmp_path), llm=solved.llm, games=1, out=tmp_path / "bad",
                       heldout=True, quiet=True, heldout_readers=["psychic"])
+    # An `Embedder` object (the run context's) cannot travel to Ray workers: refused before
+    # Ray starts or any call, with the message it always had.
+    with pytest.raises(ValueError, match=r"^embedder: give a name on Ray \(each worker"):
+        gtsteer.solve(day_spec(tmp_path), llm=solved.llm, games=1, out=tmp_path / "ray",
+                      heldout=True, quiet=True, embedder=day_embedder(), ray="local")
+    assert not (tmp_path / "ray").exists()
 
 
 def test_the_docs_say_what_the_fresh_sample_number_measures() -> None:

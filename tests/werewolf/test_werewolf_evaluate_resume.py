@@ -67,8 +67,8 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     werewolf_steer.run(
         SteerTrainConfig(games=2, llm="fake", players=5, max_messages=3, max_days=1, states=3,
                          iterations=20, train_steps=5),
-        RunContext.of(out=folder, progress=False),
-        SteerTrainOptions(embedder=hash_embedder()))
+        RunContext.of(out=folder, progress=False, embedder=hash_embedder()),
+        SteerTrainOptions())
     return folder
 
 
@@ -77,8 +77,9 @@ def run(policy: Path, out: Path, cache: Path, backend: CountingFake, **kwargs: A
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
     return werewolf_evaluate.run(
         EvaluateConfig(**CONFIG),
-        RunContext.of(out=out, progress=False, pool=LLMPool(factory=lambda _name: model)),
-        EvaluateOptions(steer=policy, steered=chooser, **kwargs))
+        RunContext.of(out=out, progress=False, pool=LLMPool(factory=lambda _name: model),
+                      chooser=chooser),
+        EvaluateOptions(steer=policy, **kwargs))
 
 
 def cache_free(summary: dict) -> dict:
@@ -176,9 +177,9 @@ def test_other_settings_do_not_resume_from_saved_seeds(policy: Path, tmp_path: P
     chooser = DistilledPlaystyleChooser.load(policy, hash_embedder())
     other = EvaluateConfig(**{**CONFIG, "max_messages": 3})
     counting = model.backend
-    werewolf_evaluate.run(other, RunContext.of(out=out, progress=False,
+    werewolf_evaluate.run(other, RunContext.of(out=out, progress=False, chooser=chooser,
                                                pool=LLMPool(factory=lambda _name: model)),
-                          EvaluateOptions(steer=policy, steered=chooser, resume=True))
+                          EvaluateOptions(steer=policy, resume=True))
     assert isinstance(counting, CountingFake) and counting.calls > 0  # nothing was kept
 
 

@@ -552,8 +552,8 @@ def test_steer_train_holds_out_whole_logged_games(tmp_path):
     cfg = SteerTrainConfig(games=5, llm="fake", players=5, max_messages=3, max_days=1,
                            states=12, iterations=20, train_steps=5)
     summary = werewolf_steer.run(
-        cfg, RunContext.of(out=tmp_path / "s", progress=False),
-        werewolf_steer.SteerTrainOptions(embedder=hash_embedder()))
+        cfg, RunContext.of(out=tmp_path / "s", progress=False, embedder=hash_embedder()),
+        werewolf_steer.SteerTrainOptions())
     records = read_records(tmp_path / "s" / "records.jsonl")
     games = {}
     for rec in records:
