@@ -281,7 +281,10 @@ def _commit(prov: dict[str, Any]) -> str:
 def render_domain(folder: Path) -> str:
     """One domain's table, settings and commands, from its folder under docs/data."""
     summary = read_summary(folder)
-    stats = recompute(summary, read_rows(folder, summary), folder)
+    rows = read_rows(folder, summary)
+    stats = recompute(summary, rows, folder)
+    played = [d for row in rows for d in row.dialogues]
+    unpaid = sum(all(r == 0 for r in d.returns) for d in played)
     evaluate = read_provenance(folder / PROVENANCE_FILE, "evaluate")
     imitate = read_provenance(folder / IMITATE_DIR / PROVENANCE_FILE, "imitate")
     roles = {s.player: s.role for s in summary.stats}
@@ -311,7 +314,8 @@ def render_domain(folder: Path) -> str:
                      f"{interval} | {s.gain.n} | {s.above} / {s.below} / "
                      f"{s.gain.n - s.above - s.below} | {signed(s.policy_value)} | "
                      f"{signed(s.baseline_value)} |")
-    lines += [""] + [f"- {note}" for note in summary.notes]
+    lines += ["", f"- {unpaid} of the {len(played)} dialogues played (every condition and"
+              " sample) paid 0 to every player", *[f"- {note}" for note in summary.notes]]
     lines += ["", "```", command_line(imitate), command_line(evaluate), "```", ""]
     return "\n".join(lines)
 
