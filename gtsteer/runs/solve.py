@@ -30,7 +30,7 @@ from gtsteer.binding.terminals import terminal_rows
 from gtsteer.binding.tree_size import short, tree_size
 from gtsteer.domains import load_spec
 from gtsteer.evals.solve_metrics import distributions, head_to_head, heldout_metrics, solved_metrics
-from gtsteer.llm import LLM, StorageError
+from gtsteer.llm import LLM, LLMCalls, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
@@ -224,8 +224,8 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
                                  label="instances")
     solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
-    summary = _summary(str(config_path), spec, options, games, model_name, role_models, records,
-                       units_run)
+    summary = summarize(str(config_path), spec, options, games, model_name, role_models, records,
+                        units_run)
     finish_run_dir(out, SUMMARY_FILE, summary)
     return summary.written_to(out)
 
@@ -245,10 +245,13 @@ def _check_readers(options: SolveOptions, embedder: str | Embedder | None, *, on
         get_embedder(embedder, strict=True)  # an unusable name fails before any LLM call
 
 
-def _summary(config: str, spec: DomainSpec, options: SolveOptions, games: int, model_name: str,
-             role_models: dict[str, RoleRecord], records: list[GameRecord],
-             units_run: UnitsRun[InstanceOutcome]) -> SolveSummary:
-    """The run's summary.json from every instance's record (kept ones and those solved now)."""
+def summarize(config: str, spec: DomainSpec, options: SolveOptions, games: int, model_name: str,
+              role_models: dict[str, RoleRecord], records: list[GameRecord],
+              units_run: UnitsRun[InstanceOutcome] | None = None) -> SolveSummary:
+    """The run's summary.json from every instance's record (kept ones and those solved now);
+    `units_run` None: records read back without running (no calls counted: the lab's partial
+    Table 1 rows)."""
+    units_run = units_run or UnitsRun([], LLMCalls())
     instances_file = options.instances_file
     # From every record, kept ones too: a fully resumed run solved nothing itself.
     backend = next((r.solver_backend for r in reversed(records) if r.solver_backend), "")
