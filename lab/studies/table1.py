@@ -12,7 +12,11 @@ answers are cached, so an interrupted run resumes where it stopped. Each finishe
 its row under --results; `--render-only` writes the doc from those rows without a model call,
 so several processes (one per core, on disjoint configs) or sessions can share the work.
 `--deals K` solves the rows dealt (a row of its own, saved under DOMAIN-dealsK; give it again
-with `--render-only`), with the declared contrasts of docs/TENSION.md (the tension experiment).
+with `--render-only`), with the declared contrasts of docs/TENSION.md (the tension
+experiment). `--render-only --also RESULTS:CONFIG:deals=K:games=N` adds such a row from another
+results folder after the others (docs/TABLE1.md: the tension row beside docs/data/table1's), as
+partial ("n of N instances finished", read back from its instance records) while its run goes
+on.
 
 Exit code: 0 when every domain was measured, 1 when any failed (the doc is still written, the
 failed row reads `failed: ...`, and stderr names each failed domain), 2 for bad options.
@@ -25,12 +29,14 @@ import datetime
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
 import gtsteer
+from gtsteer.binding import Instance, generate_instances
 from gtsteer.binding.shipped import shipped_configs
+from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
@@ -47,6 +53,7 @@ from gtsteer.runs.output import (
     repo_relative,
     save_png,
 )
+from gtsteer.runs.solve import SolveOptions, summarize
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.metrics import (
@@ -155,6 +162,9 @@ class Row(BaseModel):
     #: Why steering was not measured: no variant of the judge passed its labelled messages.
     steering_refused: str | None = None
     error: str | None = None
+    #: Read back from the records of a run that has not finished (`partial_row`): `solved` of
+    #: `games` instances so far. Never saved (a saved row is a finished run's).
+    partial: bool = Field(False, exclude=True)
 
 
 class StoredRow(BaseModel):
@@ -196,6 +206,37 @@ def stored_row(results: Path, domain: str, llm: str, games: int | None, samples:
     return saved
 
 
+def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
+                ) -> StoredRow | None:
+    """A dealt row whose run has not finished (no row saved yet), read back without a model
+    call from the records of the instances it has solved so far (`games/<i>.json`, each
+    committed as it finishes): only solved records of this config's instances 0..games-1 dealt
+    `deals` times count. None when there is none."""
+    spec = load_spec(config)
+    folder = results / row_name(spec.name, deals)
+    records = []
+    for instance in generate_instances(spec, games, 0):
+        try:
+            record = GameRecord.model_validate_json(
+                (folder / "games" / f"{instance.index}.json").read_bytes())
+        except (OSError, ValueError):  # not finished, or cut while written: not counted
+            continue
+        if (record.status == "solved" and len(record.deals) == deals
+                and Instance.model_validate(record.instance) == instance):
+            records.append(record)
+    if not records:
+        return None
+    dealt = spec.with_deals(deals)
+    options = SolveOptions(games=games, deals=deals,
+                           heldout=any(r.heldout is not None for r in records))
+    summary = summarize(str(config), dealt, options, games, llm, {}, records)
+    row = Row(config=repo_relative(config), domain=spec.name, games=games,
+              payoff_span=spec.payoff.span, samples_per_message=spec.num_llm_seeds,
+              domain_version=spec.hooks.version, deals=deals, partial=True)
+    fill_solved(row, summary, spec, folder)
+    return StoredRow(llm=llm, row=row)
+
+
 def without_instances(metric: Metric) -> MeanCI:
     return MeanCI(**metric.model_dump(exclude={"per_instance"}))
 
@@ -227,33 +268,7 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
         summary = gtsteer.solve(config, llm=llm, games=games, out=folder, deals=deals,
                                 heldout=heldout, quiet=not progress, ray=ray, resume=True,
                                 report=lambda line: print(line, flush=True))
-        if summary.metrics is not None:
-            m = summary.metrics
-            row.solved = len(summary.instances)
-            # The summary's numbers, normalised as it defines them (`metrics.normalized`).
-            row.nash_conv, row.nash_conv_normalized, row.cfr_gain, row.cfr_gain_normalized = (
-                without_instances(m.nash_conv), without_instances(m.nash_conv_normalized),
-                without_instances(m.cfr_gain), without_instances(m.cfr_gain_normalized))
-            row.instances, row.per_instance = summary.instances, per_instance_values(summary)
-            if m.cfr_gain_heldout is not None:
-                row.cfr_gain_heldout = without_instances(m.cfr_gain_heldout)
-                if m.cfr_gain_heldout_normalized is not None:
-                    row.cfr_gain_heldout_normalized = without_instances(
-                        m.cfr_gain_heldout_normalized)
-                row.heldout_unmatched_share = (summary.heldout_unmatched
-                                               / max(1, summary.heldout_decisions))
-                row.heldout_instances = summary.heldout_instances
-            if (hm := summary.heldout_metrics) is not None:
-                row.heldout_clean = without_instances(hm.clean)
-                row.heldout_clean_in_sample = without_instances(hm.clean_in_sample)
-                row.heldout_readers = {name: without_instances(r.cfr_gain)
-                                       for name, r in hm.replays.items() if name != "history"}
-                row.versus = [
-                    VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
-                               baseline=v.baseline, others=v.others,
-                               gain=without_instances(v.gain),
-                               bootstrap=bootstrap_interval(v.gain.per_instance))
-                    for v in hm.versus]
+        fill_solved(row, summary, spec, summary.folder)
         if samples > 0:
             row.steering_samples = samples
             try:
@@ -278,15 +293,47 @@ def measure(config: Path, llm: str, games: int, samples: int, out: Path, progres
     return stored
 
 
-def per_instance_values(summary: SolveSummary) -> dict[str, list[float]]:
+def fill_solved(row: Row, summary: SolveSummary, spec: DomainSpec, folder: Path) -> None:
+    """`row`'s solved part from a solve's summary and its run `folder` (a finished run's, or
+    one read back from the records of a run still going: `partial_row`)."""
+    if summary.metrics is not None:
+        m = summary.metrics
+        row.solved = len(summary.instances)
+        # The summary's numbers, normalised as it defines them (`metrics.normalized`).
+        row.nash_conv, row.nash_conv_normalized, row.cfr_gain, row.cfr_gain_normalized = (
+            without_instances(m.nash_conv), without_instances(m.nash_conv_normalized),
+            without_instances(m.cfr_gain), without_instances(m.cfr_gain_normalized))
+        row.instances, row.per_instance = summary.instances, per_instance_values(summary, folder)
+        if m.cfr_gain_heldout is not None:
+            row.cfr_gain_heldout = without_instances(m.cfr_gain_heldout)
+            if m.cfr_gain_heldout_normalized is not None:
+                row.cfr_gain_heldout_normalized = without_instances(
+                    m.cfr_gain_heldout_normalized)
+            row.heldout_unmatched_share = (summary.heldout_unmatched
+                                           / max(1, summary.heldout_decisions))
+            row.heldout_instances = summary.heldout_instances
+        if (hm := summary.heldout_metrics) is not None:
+            row.heldout_clean = without_instances(hm.clean)
+            row.heldout_clean_in_sample = without_instances(hm.clean_in_sample)
+            row.heldout_readers = {name: without_instances(r.cfr_gain)
+                                   for name, r in hm.replays.items() if name != "history"}
+            row.versus = [
+                VersusCell(player=v.player, role=spec.players[v.player], replay=v.replay,
+                           baseline=v.baseline, others=v.others,
+                           gain=without_instances(v.gain),
+                           bootstrap=bootstrap_interval(v.gain.per_instance))
+                for v in hm.versus]
+
+
+def per_instance_values(summary: SolveSummary, folder: Path) -> dict[str, list[float]]:
     """Every per-instance value of a solve, flat, so any interval can be recomputed from the
     saved row: in-sample metrics and per-player gains (from games/<i>.json), the held-out
     gain of each replay in total and per player, and the clean estimate."""
     m = summary.metrics
-    assert m is not None and summary.folder is not None
+    assert m is not None
     out = {"nash_conv": m.nash_conv.per_instance, "cfr_gain": m.cfr_gain.per_instance}
     records = [GameRecord.model_validate_json(
-        (summary.folder / "games" / f"{i}.json").read_text(encoding="utf-8"))
+        (folder / "games" / f"{i}.json").read_text(encoding="utf-8"))
         for i in summary.instances]
     players = len(records[0].values.cfr_gain_per_player) if records[0].values else 0
     for p in range(players):
@@ -319,6 +366,10 @@ def provenance(stored: list[StoredRow]) -> list[str]:
     for s in stored:
         how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
+        if s.row.partial:
+            how = (f"partial, read back from the records of the {s.row.solved} of"
+                   f" {s.row.games} instances its run has finished (the run saves its command"
+                   " with the row when it finishes)")
         lines.append(f"- `{s.row.domain}`: {how}")
     return lines
 
@@ -438,6 +489,24 @@ def heldout_summary(rows: list[Row]) -> str:
                  " on), the history replay can only play `any`, which pulls its gain toward 0: "
                  + ", ".join(fallback) + " of the replayed decisions.")
     return text
+
+
+def solved_cell(r: Row) -> str:
+    if r.partial:
+        return f"{r.solved} of {r.games} instances finished (partial)"
+    return f"{r.solved} / {r.games}"
+
+
+def partial_note(rows: list[Row]) -> list[str]:
+    """One sentence naming the rows whose run has not finished."""
+    partial = [f"`{r.domain}` ({r.solved} of {r.games} instances finished)"
+               for r in rows if r.partial]
+    if not partial:
+        return []
+    return ["", ("Partial rows, their run still going or stopped: " + ", ".join(partial)
+                 + ". Each is read back from the records of its finished instances (committed"
+                 " as they finish), so its values and intervals are over those instances only"
+                 " and will change as the rest finish.")]
 
 
 def older_payoff(rows: list[Row]) -> list[str]:
@@ -647,7 +716,8 @@ def continued_section(rows: list[Row]) -> list[str]:
         raw = [t_test_p(v) for v in vals]
         adjusted = holm([1.0 if p is None else p for p in raw])
         for c, v, p, adj in zip(cells, vals, raw, adjusted, strict=True):
-            lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
+            n = f"{c.gain.n} of {r.games} finished" if r.partial else str(c.gain.n)
+            lines.append(f"| `{r.domain}` | {samples_cell(r)} | {n} | {c.role} |"
                          f" `{c.others}` | {ci(c.gain)} | {p_text(p)} |"
                          f" {'—' if p is None else p_text(adj)} |"
                          f" {sign_counts(v, r.payoff_span) if v else '—'} | {mde_text(v)} |")
@@ -781,10 +851,11 @@ def render(rows: list[Row], llm: str, command: str,
                          f" failed: {r.error} | | | | | | | |")
             continue
         lines.append(
-            f"| `{r.domain}` | {samples_cell(r)} | {r.solved} / {r.games} | {ci(r.nash_conv)} |"
+            f"| `{r.domain}` | {samples_cell(r)} | {solved_cell(r)} | {ci(r.nash_conv)} |"
             f" {ci(r.nash_conv_normalized)} | {ci(r.cfr_gain)} | {ci(r.cfr_gain_normalized)} |"
             f" {clean_cell(r)} | {readers_cell(r)} | {heldout_cell(r)} | {steering_cell(r)} |"
         )
+    lines += partial_note(rows)
     lines += older_payoff(rows)
     lines += versus_section(rows)
     lines += decomposition_section(rows)
@@ -869,6 +940,40 @@ def render(rows: list[Row], llm: str, command: str,
     return "\n".join(lines)
 
 
+class Also(NamedTuple):
+    """`--also RESULTS:CONFIG:deals=K:games=N`: a dealt row of another results folder."""
+
+    results: Path
+    config: Path
+    deals: int
+    games: int
+
+
+def also_row(text: str) -> Also:
+    """Parse `--also`; a one-line error naming what is wrong."""
+    results, _, tail = text.partition(":")
+    config, _, tail = tail.partition(":")
+    given = dict(part.partition("=")[::2] for part in tail.split(":"))
+    try:
+        deals, games = int(given.pop("deals")), int(given.pop("games"))
+    except (KeyError, ValueError):
+        deals = games = 0
+    if not results or not config or given or deals < 1 or games < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give RESULTS:CONFIG:deals=K:games=N (K, N >= 1)")
+    return Also(Path(results), Path(config).resolve(), deals, games)
+
+
+def also_stored(also: Also, llm: str) -> StoredRow | None:
+    """An `--also` row: the finished run's saved row, else (no row saved yet) the partial
+    row of the instances its run has finished, else None. A saved row of other settings
+    (another model, instance count or deal count) is not shown, nor are its records."""
+    domain = load_spec(also.config).name
+    if row_path(also.results, row_name(domain, also.deals)).is_file():
+        return stored_row(also.results, domain, llm, also.games, None, deals=also.deals)
+    return partial_row(also.results, also.config, llm, also.games, also.deals)
+
+
 #: The exit code of a run in which a domain failed (as `gtsteer solve` when no instance solved).
 DOMAIN_FAILED = 1
 
@@ -901,6 +1006,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="solve each instance dealt, as `gtsteer solve --deals K`: a root"
                              " chance node over K private-information draws (a row of its own,"
                              " saved under DOMAIN-dealsK; give it again with --render-only)")
+    parser.add_argument("--also", type=also_row, action="append", default=[],
+                        metavar="RESULTS:CONFIG:deals=K:games=N",
+                        help="with --render-only: also show CONFIG's row dealt K times from the"
+                             " results folder RESULTS (repeatable), after the others: its saved"
+                             " row, or while its run of N instances goes on, the instances"
+                             " finished so far, marked partial")
     parser.add_argument("--render-only", action="store_true",
                         help="no model calls: write the doc from the rows finished runs saved "
                              "under --results (several processes or sessions can share the work)")
@@ -919,6 +1030,8 @@ def main(argv: list[str] | None = None) -> int:
             args.samples is not None and args.samples < 0) or (
             args.deals is not None and args.deals < 1):
         parser.error("--games and --deals must be >= 1 and --steering-samples >= 0")
+    if args.also and not args.render_only:
+        parser.error("--also is for --render-only (it shows rows other runs measure)")
     ray = benchdoc.ray_options(parser, args)
     configs = [c.resolve() for c in args.configs] or list(shipped_configs().values())
     given = sys.argv[1:] if argv is None else argv
@@ -929,12 +1042,16 @@ def main(argv: list[str] | None = None) -> int:
         f" {a}" for a in given if Path(a) not in config_args)
     check_out_file(args.doc, "--doc")  # before any work: a folder there is refused now
     domains = [load_spec(c).name for c in configs]
+    # Each row's folder by the name the page gives it: the domains, then the --also rows.
+    folders = {d: (args.results, row_name(d, args.deals)) for d in domains}
+    also = {row_name(load_spec(a.config).name, a.deals): a for a in args.also}
+    folders |= {name: (a.results, name) for name, a in also.items()}
     damaged: list[str] = []
 
     def write_doc(rows: dict[str, StoredRow]) -> str:
-        pending = [(d, solved_so_far(args.results, row_name(d, args.deals))) for d in domains
+        pending = [(d, solved_so_far(*folders[d])) for d in folders
                    if d not in rows and d not in damaged]
-        stored = [rows[d] for d in domains if d in rows]
+        stored = [rows[d] for d in folders if d in rows]
         shown = [s.row for s in stored]
         figure = None
         if any(r.cfr_gain_normalized is not None for r in shown):
@@ -956,6 +1073,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if row is not None:
                 rows[domain] = row
+        for name, a in also.items():
+            try:
+                row = also_stored(a, args.llm)
+            except DamagedFileError as exc:
+                print(f"{COMMAND}: skipped `{name}`: {exc}", file=sys.stderr, flush=True)
+                damaged.append(name)
+                continue
+            if row is not None:
+                rows[name] = row
         print(write_doc(rows))
         return 0
     with ExitStack() as session:
