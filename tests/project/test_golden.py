@@ -222,6 +222,11 @@ RENDERS = [
     Scenario("table1", [
         Step("table1_render", [PY_LAB, "table1", "--results", "data/table1", "--render-only",
                                "--doc", "TABLE1.md", *TABLE1_CONFIGS], {"TABLE1.md": "TABLE1.md"}),
+        # the same with docs/TENSION.md's dealt row, before its run has finished an instance
+        Step("table1_render_also", [PY_LAB, "table1", "--results", "data/table1",
+                                    "--render-only", "--doc", "T1A.md", *TABLE1_CONFIGS,
+                                    "--also", f"data/tension:{cfg('schedule_meeting_opposed')}"
+                                    ":deals=4:games=60"], {"T1A.md": "T1A.md"}),
     ], copy=("table1",)),
     # the Qwen 0.5B row of docs/BENCHMARKS.md's Table 1 note
     Scenario("table1_qwen05", [
