@@ -184,6 +184,17 @@ def row_name(domain: str, deals: int | None = None) -> str:
     return domain if deals is None else f"{domain}-deals{deals}"
 
 
+#: A row saved before the lab left the product recorded the command as `gtsteer table1 ...`;
+#: the page shows the spelling that runs today (the flags are unchanged).
+RETIRED_SPELLING = "gtsteer table1 "
+
+
+def current_spelling(command: str) -> str:
+    if command.startswith(RETIRED_SPELLING):
+        return "python -m lab table1 " + command.removeprefix(RETIRED_SPELLING)
+    return command
+
+
 def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
@@ -364,7 +375,8 @@ def provenance(stored: list[StoredRow]) -> list[str]:
                " rows):")
     lines = ["", heading, ""]
     for s in stored:
-        how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
+        how = (f"`{current_spelling(s.command)}` at commit {s.commit or 'unknown'},"
+               f" {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
         if s.row.partial:
             how = (f"partial, read back from the records of the {s.row.solved} of"
