@@ -201,7 +201,8 @@ def print_validations(validations: list[ClassifierValidation]) -> None:
 def judge(
     configs: Annotated[list[Path], typer.Argument(
         help="Domain configs with labelled messages, or werewolf_playstyle (the readings of"
-        " `werewolf styles`, with --labelled gtsteer/data/werewolf_style_labelled.yaml).")],
+        " `python -m lab werewolf-styles`, with --labelled"
+        " gtsteer/data/werewolf_style_labelled.yaml).")],
     judges: Judges,
     labelled: LabelledMessages = DEFAULT_LABELLED,
     out: Out = None,

@@ -9,7 +9,7 @@ The command keeps its name, `judge`, and so do its option and file; in the code 
 validated is a steering classifier, since "judge" is the verdict game's.
 
 Besides config files it takes the name of a label set that has no config (`LABEL_SPACES`:
-`werewolf_playstyle`, the readings of `gtsteer werewolf styles`, labelled in
+`werewolf_playstyle`, the readings of `python -m lab werewolf-styles`, labelled in
 gtsteer/data/werewolf_style_labelled.yaml), validated the same way:
 
     gtsteer eval judge werewolf_playstyle --judge local \

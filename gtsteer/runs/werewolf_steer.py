@@ -239,8 +239,8 @@ def game_config(cfg: SteerTrainConfig) -> PlaystyleGameConfig:
 
 def pick_states(candidates: list[GameState], states: int, seed: int) -> list[GameState]:
     """The roots `steer-train` solves: `states` of the candidates (all when there are fewer),
-    drawn with `seed`. `gtsteer werewolf styles` draws its states the same way, so with the same
-    settings it measures the lines at the very roots a policy was trained on."""
+    drawn with `seed`. `python -m lab werewolf-styles` draws its states the same way, so with
+    the same settings it measures the lines at the very roots a policy was trained on."""
     return random.Random(seed).sample(candidates, min(states, len(candidates)))
 
 
@@ -308,6 +308,9 @@ def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         raise ValueError("--out: give the folder of the run")
     cfg, executor = config, ctx.executor.quiet
     embedder: TextEmbedder | None = ctx.given("embedder")
+    if isinstance(embedder, str):  # the name belongs in the config, which the policy records
+        raise ValueError(f"embedder {embedder!r}: steer-train takes its embedder's name from"
+                         " the config's `embedder`; the context may give an Embedder object")
     pool = ctx.pool(cfg.llm)
     root = prepare_run_dir(ctx.out, (POLICY_DIR,), summary=SUMMARY_FILE)
     # A rerun starts from fresh logs (the LLM cache makes it cheap).

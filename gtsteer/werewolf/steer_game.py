@@ -112,7 +112,7 @@ def sample_line(state: GameState, want: Pending, pool: LLMPool, style: str, samp
     """Sample `sample` of `want.actor`'s line under `style` (a playstyle or `unsteered`), made
     by the live bot code (`bots.bot_decision`: the live context builder, reminder and
     cleaning). Sample 0 is exactly the live decision; sample k varies only the message seed.
-    The playstyle game's chance outcomes, and the lines `gtsteer werewolf styles` measures."""
+    The playstyle game's chance outcomes, and the lines `python -m lab werewolf-styles` measures."""
     draw = state if sample == 0 else state.model_copy(
         update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
     return bot_decision(draw, want, pool, FixedPlaystyle(style))

@@ -40,6 +40,7 @@ from gtsteer.binding.spec import DomainSpec
 from gtsteer.domains import load_spec
 from gtsteer.evals.prompts import DEFINED, PLAIN
 from gtsteer.evals.validation import JudgeRefused
+from gtsteer.llm import LLM
 from gtsteer.runs import eval_steering
 from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
@@ -53,9 +54,10 @@ from gtsteer.runs.output import (
     repo_relative,
     save_png,
 )
-from gtsteer.runs.solve import SolveOptions, summarize
+from gtsteer.runs.solve import READERS, InstanceJob, SolveOptions, run_key, summarize
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
+from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 from gtsteer.solvers.metrics import (
     MeanCI,
     Metric,
@@ -184,17 +186,6 @@ def row_name(domain: str, deals: int | None = None) -> str:
     return domain if deals is None else f"{domain}-deals{deals}"
 
 
-#: A row saved before the lab left the product recorded the command as `gtsteer table1 ...`;
-#: the page shows the spelling that runs today (the flags are unchanged).
-RETIRED_SPELLING = "gtsteer table1 "
-
-
-def current_spelling(command: str) -> str:
-    if command.startswith(RETIRED_SPELLING):
-        return "python -m lab table1 " + command.removeprefix(RETIRED_SPELLING)
-    return command
-
-
 def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
@@ -217,6 +208,18 @@ def stored_row(results: Path, domain: str, llm: str, games: int | None, samples:
     return saved
 
 
+def row_keys(spec: DomainSpec, instance: Instance, config: Path, llm: str) -> set[str]:
+    """The run keys `gtsteer solve` gives this instance's record in a Table 1 run of `llm`
+    (seed 0, the default solver and iterations, with or without `--heldout`): a record made
+    under another spec (another `num_llm_seeds` or deal count), model or domain version has
+    another key and is not this row's."""
+    model = LLM(llm).model
+    return {run_key(InstanceJob(spec, instance, str(config), 0, DEFAULT_SOLVER,
+                                DEFAULT_ITERATIONS, heldout, progress=False,
+                                readers=READERS if heldout else ()), model)
+            for heldout in (False, True)}
+
+
 def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
                 ) -> StoredRow | None:
     """A dealt row whose run has not finished (no row saved yet), read back without a model
@@ -224,6 +227,7 @@ def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
     committed as it finishes): only solved records of this config's instances 0..games-1 dealt
     `deals` times count. None when there is none."""
     spec = load_spec(config)
+    dealt = spec.with_deals(deals)
     folder = results / row_name(spec.name, deals)
     records = []
     for instance in generate_instances(spec, games, 0):
@@ -233,11 +237,11 @@ def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
         except (OSError, ValueError):  # not finished, or cut while written: not counted
             continue
         if (record.status == "solved" and len(record.deals) == deals
-                and Instance.model_validate(record.instance) == instance):
+                and Instance.model_validate(record.instance) == instance
+                and record.run_key in row_keys(dealt, instance, config, llm)):
             records.append(record)
     if not records:
         return None
-    dealt = spec.with_deals(deals)
     options = SolveOptions(games=games, deals=deals,
                            heldout=any(r.heldout is not None for r in records))
     summary = summarize(str(config), dealt, options, games, llm, {}, records)
@@ -372,11 +376,13 @@ def utc_now() -> str:
 def provenance(stored: list[StoredRow]) -> list[str]:
     """One line per row: the command and commit that measured it."""
     heading = ("How each row was measured (`--render-only` redraws this page from the saved"
-               " rows):")
+               " rows), each command as it was spelled when it ran: older rows name the lab's"
+               " command as `gtsteer table1` or `python scripts/table1.py`, the steering"
+               " sample count as `--samples` (today `--steering-samples`) and configs under"
+               " `configs/` (today `gtsteer/configs/`):")
     lines = ["", heading, ""]
     for s in stored:
-        how = (f"`{current_spelling(s.command)}` at commit {s.commit or 'unknown'},"
-               f" {s.measured_at}"
+        how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
         if s.row.partial:
             how = (f"partial, read back from the records of the {s.row.solved} of"
@@ -636,9 +642,9 @@ def versus_section(rows: list[Row]) -> list[str]:
         for c in r.versus:
             if not is_continued(c):
                 (primary if is_primary(c) and not declared else exploratory).append((r, c))
-    values = {(r.domain, cell_key(c)): r.per_instance.get(cell_key(c), [])
-              for r, c in primary + exploratory}
-    pvals = [t_test_p(values[r.domain, cell_key(c)]) for r, c in exploratory]
+    values = {(r.domain, r.deals, cell_key(c)): r.per_instance.get(cell_key(c), [])
+              for r, c in primary + exploratory}  # a dealt and an undealt row of one domain
+    pvals = [t_test_p(values[r.domain, r.deals, cell_key(c)]) for r, c in exploratory]
     adjusted = holm([1.0 if p is None else p for p in pvals])
     lines = [
         "",
@@ -673,7 +679,7 @@ def versus_section(rows: list[Row]) -> list[str]:
             "|---|---|---:|---|---|---:|---:|---|",
         ]
     for r, c in primary:
-        vals = values[r.domain, cell_key(c)]
+        vals = values[r.domain, r.deals, cell_key(c)]
         lines.append(f"| `{r.domain}` | {samples_cell(r)} | {c.gain.n} | {c.role} |"
                      f" {ci(c.gain)} | {p_text(t_test_p(vals))} | {mde_text(vals)} |"
                      f" {signs_text(vals, r.payoff_span)} |")
@@ -704,7 +710,7 @@ def versus_section(rows: list[Row]) -> list[str]:
         "|---|---|---:|---|---|---|---|---|---:|---|---:|---|",
     ]
     for (r, c), raw, p in zip(exploratory, pvals, adjusted, strict=True):
-        vals = values[r.domain, cell_key(c)]
+        vals = values[r.domain, r.deals, cell_key(c)]
         holm_p = "—" if raw is None else f"**{p_text(p)}**" if p < 0.05 else p_text(p)
         boot = "—"
         if c.bootstrap is not None:

@@ -25,6 +25,18 @@ MARKERS = docsection.markers("werewolf_fresh")
 LABELS = {"cfr": "CFR policy", "distilled": "distilled policy (MLP)"}
 
 
+#: A run saved while the study was a product command recorded `gtsteer werewolf steer-heldout`;
+#: the section quotes the spelling that runs today (the flags are unchanged).
+RETIRED = "gtsteer werewolf steer-heldout"
+COMMAND = "python -m lab werewolf-heldout"
+
+
+def current_spelling(command: str | None) -> str:
+    if command is None or command.startswith(RETIRED):
+        return COMMAND + (command or RETIRED).removeprefix(RETIRED)
+    return command
+
+
 def signed(x: float) -> str:
     return f"{round(x, 3) + 0.0:+.3f}"  # + 0.0: never print -0.000
 
@@ -70,7 +82,7 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     cfg, train = summary.config, summary.train
     games = sorted({r.game_id for r in rows})
     head = [
-        (f"`{summary.command or 'gtsteer werewolf steer-heldout'}` (model `{cfg.llm}`"
+        (f"`{current_spelling(summary.command)}` (model `{cfg.llm}`"
          f"{', finished ' + summary.finished if summary.finished else ''}). "
          f"{len(rows)} held-out discussion states from {len(games)} bot-only games dealt "
          f"from seeds {seeds_text(summary.heldout_seeds)} (the policy's `steer-train` run "

@@ -117,7 +117,7 @@ def steer_heldout(
 def command_line(policy: str, out: str, states: int, per_game: int, seed: int | None,
                  max_games: int | None, llm: str | None) -> str:
     """The command as the doc quotes it: the given settings, defaults left out."""
-    parts = ["gtsteer werewolf steer-heldout", f"--policy {policy}", f"--states {states}"]
+    parts = ["python -m lab werewolf-heldout", f"--policy {policy}", f"--states {states}"]
     parts += [f"--per-game {per_game}"] if per_game != 4 else []
     parts += [f"--seed {seed}"] if seed is not None else []
     parts += [f"--max-games {max_games}"] if max_games is not None else []

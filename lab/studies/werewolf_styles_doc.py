@@ -40,7 +40,7 @@ def _slug(text: str) -> str:
 def command_of(cfg: StylesConfig, out: str | Path) -> str:
     """The command line that samples these rows (defaults left out)."""
     defaults = StylesConfig()
-    args = ["gtsteer", "werewolf", "styles", "--llm", cfg.llm, "--judge", cfg.judge,
+    args = ["python", "-m", "lab", "werewolf-styles", "--llm", cfg.llm, "--judge", cfg.judge,
             "--states", str(cfg.states)]
     flags = {"samples": "--samples", "games": "--games", "players": "--players",
              "max_messages": "--max-messages", "max_days": "--max-days",

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gtsteer.binding import generate_instances
+from gtsteer.domains import load_spec
 from lab.studies import table1
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +36,21 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = results / f"{OPPOSED}-deals2" / table1.ROW_FILE
     saved = json.loads(path.read_text())
     path.write_text(json.dumps(saved | {"llm": "local"}))
+    for record in (path.parent / "games").glob("*.json"):  # as `local`'s run keys them
+        record.write_text(json.dumps(json.loads(record.read_text()) | {
+            "run_key": local_key(int(record.stem))}))
     return results
+
+
+def local_key(index: int, llm: str = "local") -> str:
+    """The run key `llm`'s dealt (2 deals) `--heldout` Table 1 run gives instance `index`."""
+    from gtsteer.runs.solve import READERS, InstanceJob, run_key
+    from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER
+
+    spec = load_spec(CONFIG)
+    instance = generate_instances(spec, index + 1, 0)[index]
+    return run_key(InstanceJob(spec.with_deals(2), instance, str(CONFIG), 0, DEFAULT_SOLVER,
+                               DEFAULT_ITERATIONS, True, progress=False, readers=READERS), llm)
 
 
 def render(doc: Path, *also: str) -> str:
@@ -127,6 +143,10 @@ def test_records_of_other_settings_do_not_count(measured: Path, tmp_path: Path) 
     partial = table1.partial_row(results, CONFIG, "local", 60, 2)
     assert partial is not None and partial.row.instances == [2]
     assert table1.partial_row(results, CONFIG, "local", 60, 4) is None
+    # a record another model made (its run key) is not this model's row
+    last = folder / "games" / "2.json"
+    last.write_text(json.dumps(json.loads(last.read_text()) | {"run_key": local_key(2, "fake")}))
+    assert table1.partial_row(results, CONFIG, "local", 60, 2) is None
 
 
 def test_no_dealt_row_yet_is_one_line_and_no_numbers(tmp_path: Path) -> None:

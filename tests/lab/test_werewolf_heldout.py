@@ -230,7 +230,7 @@ def test_steer_heldout_end_to_end_resume_and_render(tmp_path, trained, embedder)
     text = doc.read_text()
     assert text.startswith("# Doc\n\nbefore\n\n<!-- werewolf_fresh:start -->")
     assert text.endswith("<!-- werewolf_fresh:end -->\n\nafter\n") and "\nold\n" not in text
-    assert (f"`gtsteer werewolf steer-heldout --policy {trained} --states 3 --per-game 2 "
+    assert (f"`python -m lab werewolf-heldout --policy {trained} --states 3 --per-game 2 "
             f"--out {out}`") in text
     assert "| CFR policy | fresh |" in text and "| distilled policy (MLP) | in-sample |" in text
 

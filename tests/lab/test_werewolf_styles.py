@@ -1,4 +1,4 @@
-"""`gtsteer werewolf styles` (issue 43, item 1): do the playstyles change what a bot says?
+"""`python -m lab werewolf-styles` (issue 43, item 1): do the playstyles change what a bot says?
 
 The labelled Werewolf lines and the judge's validation on them (fake models; the real judge in
 the one slow test), the statistics on known rows, the command end to end on the fake model,
@@ -181,7 +181,7 @@ def test_eval_judge_validates_the_style_readings_the_same_way(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_the_default_judge_reads_werewolf_styles_above_chance() -> None:
-    """The judge `gtsteer werewolf styles` uses by default (MiniLM embeddings, the one judge
+    """The judge `python -m lab werewolf-styles` uses by default (MiniLM embeddings, the one judge
     tried whose readings count): with the readings' definitions its Wilson interval lies above
     chance on the labelled lines (17 of 70 when measured, chance 1/7; 15 would fail)."""
     assert StylesConfig().judge == "embed"
@@ -506,10 +506,10 @@ def test_render_only_says_how_many_torn_lines_it_left_out(tmp_path: Path) -> Non
 
 def test_command_of_names_only_what_differs_from_the_defaults() -> None:
     assert command_of(StylesConfig(), "results/s") == (
-        "gtsteer werewolf styles --llm local --judge embed --states 20 --out results/s")
+        "python -m lab werewolf-styles --llm local --judge embed --states 20 --out results/s")
     cfg = StylesConfig(llm="local:qwen2.5-coder-0.5b", samples=2, styles=[UNSTEERED, QUIET])
     assert command_of(cfg, "o") == (
-        "gtsteer werewolf styles --llm local:qwen2.5-coder-0.5b --judge embed --states 20 "
+        "python -m lab werewolf-styles --llm local:qwen2.5-coder-0.5b --judge embed --states 20 "
         "--samples 2 --styles quiet_observer,unsteered --out o")
     assert section_name("local:qwen2.5-coder-0.5b") == "werewolf_styles_local-qwen2.5-coder-0.5b"
     # a run at another states file gets its own section, named by the file's folder

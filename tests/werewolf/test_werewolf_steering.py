@@ -625,3 +625,15 @@ def test_steer_train_says_when_the_logged_games_hold_too_few_states():
     note = shortfall(cfg, 15)  # 5 states per game: 4 games hold 20
     assert "only 15 discussion states" in note and "asked for 20" in note
     assert note.endswith("pass --games 4 or more")
+
+
+def test_steer_train_refuses_an_embedder_name_in_the_context(tmp_path) -> None:
+    """The policy records the config's embedder name; a name given beside it would disagree."""
+    from gtsteer.runs.werewolf_steer import SteerTrainConfig, SteerTrainOptions
+
+    out = tmp_path / "steer"
+    with pytest.raises(ValueError, match="config's `embedder`"):
+        werewolf_steer.run(SteerTrainConfig(games=2, llm="fake"),
+                           RunContext.of(out=out, embedder="all-MiniLM-L6-v2", progress=False),
+                           SteerTrainOptions())
+    assert not out.exists()  # refused before anything was written
