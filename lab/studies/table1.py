@@ -979,6 +979,8 @@ def also_row(text: str) -> Also:
     if not results or not config or given or deals < 1 or games < 1:
         raise argparse.ArgumentTypeError(
             f"{text!r}: give RESULTS:CONFIG:deals=K:games=N (K, N >= 1)")
+    if not Path(config).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: no config file {config}")
     return Also(Path(results), Path(config).resolve(), deals, games)
 
 

@@ -165,6 +165,8 @@ def test_no_dealt_row_yet_is_one_line_and_no_numbers(tmp_path: Path) -> None:
     (["--render-only", "--also", "results:config.yaml:deals=0:games=60"], "K, N >= 1"),
     (["--render-only", "--also", "results:config.yaml:deals=4:games=60:x=1"], "--also"),
     (["--also", f"results:{CONFIG}:deals=4:games=60"], "--also is for --render-only"),
+    (["--render-only", "--also", "results:no/such.yaml:deals=4:games=60"],
+     "no config file no/such.yaml"),
 ])
 def test_a_bad_also_is_refused_in_one_line(argv: list[str], message: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
