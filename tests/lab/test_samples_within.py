@@ -183,3 +183,21 @@ def test_bad_flags_fail_before_any_model_call(tmp_path: Path,
     study.main([str(path), "--samples", "4,1", "--subsets", "2", "--games", "5", "--dry-run"])
     # 3 x 4 openings, 12 x 3 replies, 36 terminals: 84 requests at most per instance
     assert "at most 84 requests per instance, 420 for 5" in capsys.readouterr().out
+
+
+def test_the_committed_section_is_the_render_of_docs_data(tmp_path, monkeypatch) -> None:
+    """docs/BENCHMARKS.md's within-tree section is what `--render-only` writes from
+    docs/data/samples_within_meeting today (no model call)."""
+    from lab.bench import benchdoc
+
+    root = Path(__file__).resolve().parents[2]
+    start, end = benchdoc.markers(study.section("schedule_meeting_dow"))
+    committed = benchdoc.DOC.read_text()
+    doc = tmp_path / "B.md"
+    doc.write_text(f"{start}\n{end}\n")
+    monkeypatch.chdir(root)
+    study.main(["gtsteer/configs/schedule_meeting_dow.yaml", "--results",
+                "docs/data/samples_within_meeting", "--render-only", "--doc", str(doc)])
+    rendered = doc.read_text()
+    assert "10 of 10" in rendered
+    assert rendered.strip() in committed
