@@ -1,7 +1,8 @@
 """Real Ray sessions for the Ray tests, on this machine only (127.0.0.1), always shut down.
 
-Not a test module. Workers inherit the driver's environment, so putting tests/ on PYTHONPATH
-lets them import the test helpers (the test domains register their utilities on import).
+Not a test module. Workers inherit the driver's environment, so putting tests/ and its test
+folders on PYTHONPATH lets them import the test helpers and test modules (the test domains
+register their utilities on import).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from typing import Any
 
 TESTS = str(Path(__file__).parent)
 ROOT = str(Path(__file__).parent.parent)
+#: The test folders (tests/<package>/): a Ray task's function may live in a test module, which
+#: a worker imports by its bare name, as pytest put its folder on the driver's sys.path.
+TEST_FOLDERS = [str(p) for p in sorted(Path(TESTS).iterdir())
+                if p.is_dir() and p.name.isidentifier() and p.name not in ("data", "golden")]
 
 
 #: Off, Ray's node-address lookup answers 127.0.0.1 instead of this machine's interface
@@ -30,7 +35,8 @@ def _environment() -> Iterator[None]:
     from ray._private import ray_constants
 
     old = {k: os.environ.get(k) for k in ("PYTHONPATH", LOOPBACK_ONLY)}
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, TESTS, old["PYTHONPATH"]) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (ROOT, TESTS, *TEST_FOLDERS, old["PYTHONPATH"]) if p)
     os.environ[LOOPBACK_ONLY] = "0"
     cluster_mode, ray_constants.ENABLE_RAY_CLUSTER = ray_constants.ENABLE_RAY_CLUSTER, False
     try:

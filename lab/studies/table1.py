@@ -186,6 +186,16 @@ def row_name(domain: str, deals: int | None = None) -> str:
     return domain if deals is None else f"{domain}-deals{deals}"
 
 
+#: The lab's command before it left the product (issue 58); its flags are unchanged.
+RETIRED_PREFIX = "gtsteer " + "table1 "
+
+
+def current_spelling(command: str) -> str:
+    if command.startswith(RETIRED_PREFIX):
+        return "python -m lab table1 " + command.removeprefix(RETIRED_PREFIX)
+    return command
+
+
 def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
@@ -376,13 +386,14 @@ def utc_now() -> str:
 def provenance(stored: list[StoredRow]) -> list[str]:
     """One line per row: the command and commit that measured it."""
     heading = ("How each row was measured (`--render-only` redraws this page from the saved"
-               " rows), each command as it was spelled when it ran: older rows name the lab's"
-               " command as `gtsteer table1` or `python scripts/table1.py`, the steering"
-               " sample count as `--samples` (today `--steering-samples`) and configs under"
-               " `configs/` (today `gtsteer/configs/`):")
+               " rows), each command as it ran, the lab's command under today's name: older"
+               " rows give the steering sample count as `--samples` (today"
+               " `--steering-samples`) and configs under `configs/` (today `gtsteer/configs/`),"
+               " and the oldest ran `python scripts/table1.py`:")
     lines = ["", heading, ""]
     for s in stored:
-        how = (f"`{s.command}` at commit {s.commit or 'unknown'}, {s.measured_at}"
+        how = (f"`{current_spelling(s.command)}` at commit {s.commit or 'unknown'},"
+               f" {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
         if s.row.partial:
             how = (f"partial, read back from the records of the {s.row.solved} of"

@@ -320,6 +320,12 @@ def test_golden(scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         problems = differences(case, found)
         assert not problems, f"golden {case} differs:\n" + "\n".join(problems)
 
+    # rich fixes a console's width once it is given one (COLUMNS when the CLI was imported, or
+    # an earlier test in this worker): the CLI's consoles read ENV's COLUMNS again here.
+    from gtsteer.cli import common
+    for console in (common.console, common.err_console):
+        monkeypatch.setattr(console, "_width", None)
+        monkeypatch.setattr(console, "_height", None)
     run_scenario(scenario, work, check)
 
 
