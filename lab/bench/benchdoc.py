@@ -55,6 +55,14 @@ def parser(command: str, description: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(prog=command, description=description)
 
 
+def renamed(command: str, retired: str, current: str) -> str:
+    """`command` as it is spelled today: a command saved while the lab's study was `retired`
+    (a product command then, e.g. `gtsteer table1`) gets `current`, its flags unchanged."""
+    if command == retired or command.startswith(retired + " "):
+        return current + command.removeprefix(retired)
+    return command
+
+
 def typer_main(command: str, function: Callable[..., object], argv: Sequence[str] | None) -> int:
     """Run a study whose flags are typer's (one that was a product command: the Werewolf
     styles and held-out studies keep the flags, help and errors they had there) as

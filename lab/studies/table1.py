@@ -186,16 +186,6 @@ def row_name(domain: str, deals: int | None = None) -> str:
     return domain if deals is None else f"{domain}-deals{deals}"
 
 
-#: The lab's command before it left the product (issue 58); its flags are unchanged.
-RETIRED_PREFIX = "gtsteer " + "table1 "
-
-
-def current_spelling(command: str) -> str:
-    if command.startswith(RETIRED_PREFIX):
-        return "python -m lab table1 " + command.removeprefix(RETIRED_PREFIX)
-    return command
-
-
 def row_path(results: Path, domain: str) -> Path:
     return results / domain / ROW_FILE
 
@@ -218,12 +208,11 @@ def stored_row(results: Path, domain: str, llm: str, games: int | None, samples:
     return saved
 
 
-def row_keys(spec: DomainSpec, instance: Instance, config: Path, llm: str) -> set[str]:
-    """The run keys `gtsteer solve` gives this instance's record in a Table 1 run of `llm`
-    (seed 0, the default solver and iterations, with or without `--heldout`): a record made
-    under another spec (another `num_llm_seeds` or deal count), model or domain version has
-    another key and is not this row's."""
-    model = LLM(llm).model
+def row_keys(spec: DomainSpec, instance: Instance, config: Path, model: str) -> set[str]:
+    """The run keys `gtsteer solve` gives this instance's record in a Table 1 run of `model`
+    (the client's model name; seed 0, the default solver and iterations, with or without
+    `--heldout`): a record made under another spec (another `num_llm_seeds` or deal count),
+    model or domain version has another key and is not this row's."""
     return {run_key(InstanceJob(spec, instance, str(config), 0, DEFAULT_SOLVER,
                                 DEFAULT_ITERATIONS, heldout, progress=False,
                                 readers=READERS if heldout else ()), model)
@@ -239,6 +228,7 @@ def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
     spec = load_spec(config)
     dealt = spec.with_deals(deals)
     folder = results / row_name(spec.name, deals)
+    model = LLM(llm).model
     records = []
     for instance in generate_instances(spec, games, 0):
         try:
@@ -248,7 +238,7 @@ def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
             continue
         if (record.status == "solved" and len(record.deals) == deals
                 and Instance.model_validate(record.instance) == instance
-                and record.run_key in row_keys(dealt, instance, config, llm)):
+                and record.run_key in row_keys(dealt, instance, config, model)):
             records.append(record)
     if not records:
         return None
@@ -392,7 +382,8 @@ def provenance(stored: list[StoredRow]) -> list[str]:
                " and the oldest ran `python scripts/table1.py`:")
     lines = ["", heading, ""]
     for s in stored:
-        how = (f"`{current_spelling(s.command)}` at commit {s.commit or 'unknown'},"
+        how = (f"`{benchdoc.renamed(s.command, 'gtsteer table1', COMMAND)}` at commit"
+               f" {s.commit or 'unknown'},"
                f" {s.measured_at}"
                if s.command else "not recorded (saved before rows kept their command)")
         if s.row.partial:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gtsteer.solvers.metrics import MeanCI
 from gtsteer.werewolf.playstyles import UNSTEERED
-from lab.bench import docsection
+from lab.bench import benchdoc, docsection
 from lab.studies.werewolf_heldout import (
     SUMMARY_FILE,
     FreshStateRow,
@@ -26,15 +26,9 @@ LABELS = {"cfr": "CFR policy", "distilled": "distilled policy (MLP)"}
 
 
 #: A run saved while the study was a product command recorded `gtsteer werewolf steer-heldout`;
-#: the section quotes the spelling that runs today (the flags are unchanged).
+#: the section quotes the spelling that runs today (`benchdoc.renamed`).
 RETIRED = "gtsteer werewolf steer-heldout"
 COMMAND = "python -m lab werewolf-heldout"
-
-
-def current_spelling(command: str | None) -> str:
-    if command is None or command.startswith(RETIRED):
-        return COMMAND + (command or RETIRED).removeprefix(RETIRED)
-    return command
 
 
 def signed(x: float) -> str:
@@ -82,7 +76,7 @@ def render(summary: SteerHeldoutSummary, rows: Sequence[FreshStateRow]) -> str:
     cfg, train = summary.config, summary.train
     games = sorted({r.game_id for r in rows})
     head = [
-        (f"`{current_spelling(summary.command)}` (model `{cfg.llm}`"
+        (f"`{benchdoc.renamed(summary.command or RETIRED, RETIRED, COMMAND)}` (model `{cfg.llm}`"
          f"{', finished ' + summary.finished if summary.finished else ''}). "
          f"{len(rows)} held-out discussion states from {len(games)} bot-only games dealt "
          f"from seeds {seeds_text(summary.heldout_seeds)} (the policy's `steer-train` run "
