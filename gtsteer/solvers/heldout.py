@@ -430,24 +430,6 @@ def paired_versus(game: pyspiel.Game, player: int, policies: Mapping[str, Strate
     return out
 
 
-def opening_values(game: pyspiel.Game, player: int, others: Sequence[Strategy]
-                   ) -> dict[int, float]:
-    """`player`'s value for each action at its decision at the root of `game` (the others
-    on `others`; at its later decisions, if any, `others[player]`): the numbers every
-    opening policy's value is a mixture of, so a saved row recomputes any policy's value.
-    Refused unless `player` acts at the root."""
-    root = game.new_initial_state()
-    if root.is_chance_node() or root.current_player() != player:
-        raise ValueError(f"player {player} does not act at the root of {game}")
-    out = {}
-    for action in root.legal_actions():
-        def at_root(state: pyspiel.State, a: int = action) -> list[tuple[int, float]]:
-            return [(a, 1.0)] if not state.history() else others[player](state)
-
-        out[action] = value_of(game, player, at_root, others)
-    return out
-
-
 def value_of(game: pyspiel.Game, player: int, strategy: Strategy,
              others: Sequence[Strategy]) -> float:
     """`player`'s value playing `strategy`, every other player p on `others[p]`."""

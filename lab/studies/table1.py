@@ -58,19 +58,17 @@ from gtsteer.runs.solve import READERS, InstanceJob, SolveOptions, run_key, summ
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER
-from gtsteer.solvers.metrics import (
-    MeanCI,
-    Metric,
+from gtsteer.solvers.metrics import MeanCI, Metric, bootstrap_interval
+from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_config
+from lab.studies.significance import (
     bootstrap_bound_error,
-    bootstrap_interval,
     holm,
     min_detectable_effect,
     sign_test,
     skewness,
     t_test_p,
 )
-from lab.bench import benchdoc
-from lab.bench.benchdoc import repo_config
 from lab.studies.table1_decomposition import decomposition
 
 #: How to run this (the usage line, and the command its docs section names).

@@ -75,7 +75,7 @@ from gtsteer.runs.werewolf_steer import (
     solve_playstyle,
 )
 from gtsteer.solvers.evaluate import Strategy, fixed, tabular, uniform
-from gtsteer.solvers.heldout import VersusBaseline, opening_values, paired_versus
+from gtsteer.solvers.heldout import VersusBaseline, paired_versus, value_of
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.state import GameState
@@ -345,6 +345,24 @@ def distilled_strategy(policy: DistilledPolicy, styles: Sequence[str]) -> Strate
         return [(names.index(s), p) for s, p in probs.items()]
 
     return strategy
+
+
+def opening_values(game: pyspiel.Game, player: int, others: Sequence[Strategy]
+                   ) -> dict[int, float]:
+    """`player`'s value for each action at its decision at the root of `game` (the others
+    on `others`; at its later decisions, if any, `others[player]`): the numbers every
+    opening policy's value is a mixture of, so a saved row recomputes any policy's value.
+    Refused unless `player` acts at the root."""
+    root = game.new_initial_state()
+    if root.is_chance_node() or root.current_player() != player:
+        raise ValueError(f"player {player} does not act at the root of {game}")
+    out = {}
+    for action in root.legal_actions():
+        def at_root(state: pyspiel.State, a: int = action) -> list[tuple[int, float]]:
+            return [(a, 1.0)] if not state.history() else others[player](state)
+
+        out[action] = value_of(game, player, at_root, others)
+    return out
 
 
 def measure_state(state: GameState, index: int, key: str, pool: LLMPool, trained: TrainedRun,

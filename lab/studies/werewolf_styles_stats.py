@@ -19,16 +19,10 @@ from pydantic import BaseModel
 
 from gtsteer.evals.prompts import VARIANTS
 from gtsteer.evals.steering import Confusion
-from gtsteer.solvers.metrics import (
-    MeanCI,
-    Proportion,
-    above_chance,
-    mcnemar_exact,
-    mean_ci,
-    wilson,
-)
+from gtsteer.solvers.metrics import MeanCI, Proportion, mcnemar_exact, mean_ci, wilson
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.style_lines import READINGS
+from lab.studies.significance import above_chance
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 

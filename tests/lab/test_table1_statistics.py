@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from gtsteer.solvers.metrics import (
+from lab.studies.significance import (
     bootstrap_bound_error,
     holm,
     min_detectable_effect,

@@ -17,13 +17,14 @@ from gtsteer.runs import werewolf_steer
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.werewolf_steer import SolvedState
 from gtsteer.solvers.evaluate import fixed, uniform
-from gtsteer.solvers.heldout import VersusBaseline, opening_values, paired_versus
+from gtsteer.solvers.heldout import VersusBaseline, paired_versus
 from gtsteer.solvers.metrics import bootstrap_interval, instances_for_power
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.steer_game import PlaystyleGame, PlaystyleGameConfig
 from gtsteer.werewolf.store import GameStore
 from lab.studies.playthroughs import discussion_states
+from lab.studies.werewolf_heldout import opening_values
 
 STYLES = ["trickster", "balanced", "aggressive_provoker", UNSTEERED]
 
