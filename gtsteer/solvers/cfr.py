@@ -11,12 +11,12 @@ wrapper rejects; `CFRResult.backend` records which path ran.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
 import pyspiel
 
-SolverName = Literal["cfr", "cfr+"]
 SOLVERS: tuple[str, ...] = ("cfr", "cfr+")
 #: CFR+ converges much faster than vanilla CFR on these small trees (NashConv ~1e-4 of the
 #: payoff range after 1000 iterations) and 1000 C++ iterations of a fruit tree take well under
@@ -74,18 +74,8 @@ def solve_cfr(
     """Run `iterations` of CFR or CFR+ and return the average policy as a table."""
     check_solver_args(solver, iterations)
     try:
-        tree = cached_tree(game)
-        cls = pyspiel.CFRPlusSolver if solver == "cfr+" else pyspiel.CFRSolver
-        start = time.perf_counter()
-        impl = cls(tree)
-        for _ in range(iterations):
-            impl.evaluate_and_update_policy()
-        average = impl.average_policy()
-        seconds = time.perf_counter() - start
-        players: dict[str, int] = {}
-        table = policy_table(tree, lambda s: average.get_state_policy(s), players)
-        backend = CPP_BACKEND.format(name=cls.__name__)
-        return CFRResult(table, tree, solver, iterations, backend, seconds, players)
+        return _iterate(cached_tree(game), solver, iterations, pyspiel, CPP_BACKEND,
+                        lambda average, s: average.get_state_policy(s))
     except pyspiel.SpielError:
         if not allow_python_fallback:
             raise
@@ -95,7 +85,14 @@ def solve_cfr(
 def _solve_python(game: pyspiel.Game, *, solver: str, iterations: int) -> CFRResult:
     from open_spiel.python.algorithms import cfr
 
-    cls = cfr.CFRPlusSolver if solver == "cfr+" else cfr.CFRSolver
+    return _iterate(game, solver, iterations, cfr, PY_BACKEND,
+                    lambda average, s: list(average.action_probabilities(s).items()))
+
+
+def _iterate(game: pyspiel.Game, solver: str, iterations: int, module: Any, backend: str,
+             probs: Callable[[Any, pyspiel.State], Any]) -> CFRResult:
+    """CFR or CFR+ of `module` (pyspiel's C++ solvers, or OpenSpiel's Python ones) on `game`."""
+    cls = module.CFRPlusSolver if solver == "cfr+" else module.CFRSolver
     start = time.perf_counter()
     impl = cls(game)
     for _ in range(iterations):
@@ -103,19 +100,14 @@ def _solve_python(game: pyspiel.Game, *, solver: str, iterations: int) -> CFRRes
     average = impl.average_policy()
     seconds = time.perf_counter() - start
     players: dict[str, int] = {}
-    table = policy_table(game, lambda s: list(average.action_probabilities(s).items()), players)
-    backend = PY_BACKEND.format(name=cls.__name__)
-    return CFRResult(table, game, solver, iterations, backend, seconds, players)
+    table = policy_table(game, lambda s: probs(average, s), players)
+    return CFRResult(table, game, solver, iterations, backend.format(name=cls.__name__), seconds,
+                     players)
 
 
-def policy_table(
-    game: pyspiel.Game, probs_of, players: dict[str, int] | None = None
-) -> PolicyTable:
-    """Evaluate `probs_of(state)` once per information state of the whole tree.
-
-    When `players` is given it is filled with the acting player of each information state.
-    """
-    table: PolicyTable = {}
+def decision_states(game: pyspiel.Game) -> Iterator[pyspiel.State]:
+    """The first node of each information state in one depth-first walk of the whole tree."""
+    seen: set[str] = set()
     stack = [game.new_initial_state()]
     while stack:
         state = stack.pop()
@@ -127,12 +119,26 @@ def policy_table(
         if state.is_simultaneous_node():
             raise ValueError("simultaneous-move nodes are not supported; convert to turn-based")
         key = state.information_state_string()
-        if key not in table:
-            legal = set(state.legal_actions())
-            table[key] = [(int(a), float(p)) for a, p in probs_of(state) if a in legal]
-            if players is not None:
-                players[key] = state.current_player()
+        if key not in seen:
+            seen.add(key)
+            yield state
         stack.extend(state.child(a) for a in state.legal_actions())
+
+
+def policy_table(
+    game: pyspiel.Game, probs_of, players: dict[str, int] | None = None
+) -> PolicyTable:
+    """Evaluate `probs_of(state)` once per information state of the whole tree.
+
+    When `players` is given it is filled with the acting player of each information state.
+    """
+    table: PolicyTable = {}
+    for state in decision_states(game):
+        key = state.information_state_string()
+        legal = set(state.legal_actions())
+        table[key] = [(int(a), float(p)) for a, p in probs_of(state) if a in legal]
+        if players is not None:
+            players[key] = state.current_player()
     return table
 
 

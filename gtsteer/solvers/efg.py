@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import pyspiel
 from pydantic import BaseModel, Field
 
-from gtsteer.solvers.cfr import PolicyTable, cached_tree
+from gtsteer.solvers.cfr import PolicyTable, cached_tree, decision_states
 from gtsteer.solvers.gambit_text import label, number, probability, unquoted
 
 #: Side-file schema version (`EfgMap.schema_version`).
@@ -239,25 +239,16 @@ def policy_to_efg(efg_game: pyspiel.Game, efg_map: EfgMap, table: PolicyTable) -
     must be in `table` (KeyError names the first missing one)."""
     by_efg = efg_map.by_efg_info_state()
     out: PolicyTable = {}
-    stack = [efg_game.new_initial_state()]
-    while stack:
-        state = stack.pop()
-        if state.is_terminal():
-            continue
-        if state.is_chance_node():
-            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
-            continue
+    for state in decision_states(efg_game):
         key = state.information_state_string()
-        if key not in out:
-            infoset = by_efg[key]
-            if infoset.info_state not in table:
-                raise KeyError(f"policy: no entry for {infoset.label!r} (information state"
-                               f" {infoset.info_state[:120]!r})")
-            probs = dict(table[infoset.info_state])
-            source = {a.label: a.action for a in infoset.actions}
-            out[key] = [(int(a), float(probs.get(source[state.action_to_string(a)], 0.0)))
-                        for a in state.legal_actions()]
-        stack.extend(state.child(a) for a in state.legal_actions())
+        infoset = by_efg[key]
+        if infoset.info_state not in table:
+            raise KeyError(f"policy: no entry for {infoset.label!r} (information state"
+                           f" {infoset.info_state[:120]!r})")
+        probs = dict(table[infoset.info_state])
+        source = {a.label: a.action for a in infoset.actions}
+        out[key] = [(int(a), float(probs.get(source[state.action_to_string(a)], 0.0)))
+                    for a in state.legal_actions()]
     return out
 
 
@@ -279,16 +270,6 @@ def _efg_action_labels(efg_game: pyspiel.Game) -> dict[str, dict[int, str]]:
     """Per information state of a loaded efg game, its actions' ids -> labels. Read per
     information set, not per game: where decisions offer different action sets (per-turn
     instructions), one id does not name one label across the whole game."""
-    out: dict[str, dict[int, str]] = {}
-    stack = [efg_game.new_initial_state()]
-    while stack:
-        state = stack.pop()
-        if state.is_terminal():
-            continue
-        if state.is_chance_node():
-            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
-            continue
-        out.setdefault(state.information_state_string(),
-                       {int(a): state.action_to_string(a) for a in state.legal_actions()})
-        stack.extend(state.child(a) for a in state.legal_actions())
-    return out
+    return {state.information_state_string(): {int(a): state.action_to_string(a)
+                                               for a in state.legal_actions()}
+            for state in decision_states(efg_game)}
