@@ -17,10 +17,6 @@ from gtsteer.binding import ANY
 
 #: Longer proposals are rambling answers, not instructions (the paper's are one or two words).
 MAX_INSTRUCTION_CHARS = 60
-DROP_REASONS = (
-    "empty", "too_long", "not_text", "any", "invalid", "duplicate", "unparsable", "failed_call",
-    "does_not_fit",
-)
 
 _FILLER = frozenset({
     "a", "an", "the", "be", "very", "really", "more", "most", "quite", "rather", "somewhat",

@@ -40,7 +40,6 @@ from gtsteer.solvers.psro.prompts import (
     ranked_prompt,
 )
 
-Operator = Literal["shotgun", "better", "trajectory", "categorical"]
 OPERATORS: tuple[str, ...] = ("shotgun", "better", "trajectory", "categorical")
 PROPOSER_TEMPERATURE = 0.8
 PROPOSER_MAX_TOKENS = 160
@@ -265,21 +264,19 @@ def _score_and_pick(inp: OracleInput, result: OracleResult, labels: list[str],
 
 
 def _shotgun(inp: OracleInput, result: OracleResult) -> None:
-    call, filtered = _ask(
-        inp, lambda ex: instructions_prompt(inp.spec, inp.key, inp.role, inp.population, inp.k, ex),
-        "instructions", 0, inp.population,
-    )
-    result.calls.append(call)
-    result.tries = 1
-    _score_and_pick(inp, result, filtered.valid[: inp.k], {})
+    _one_call(inp, result, lambda ex: instructions_prompt(inp.spec, inp.key, inp.role,
+                                                          inp.population, inp.k, ex))
 
 
 def _trajectory(inp: OracleInput, result: OracleResult) -> None:
-    call, filtered = _ask(
-        inp, lambda ex: ranked_prompt(inp.spec, inp.key, inp.role, inp.scores, inp.k,
-                                      inp.dialogues, ex),
-        "instructions", 0, inp.population,
-    )
+    _one_call(inp, result, lambda ex: ranked_prompt(inp.spec, inp.key, inp.role, inp.scores,
+                                                    inp.k, inp.dialogues, ex))
+
+
+def _one_call(inp: OracleInput, result: OracleResult,
+              make_prompt: Callable[[list[str]], str]) -> None:
+    """One proposer call for K candidates; the best is added if it beats every current one."""
+    call, filtered = _ask(inp, make_prompt, "instructions", 0, inp.population)
     result.calls.append(call)
     result.tries = 1
     _score_and_pick(inp, result, filtered.valid[: inp.k], {})
