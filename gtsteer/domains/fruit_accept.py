@@ -4,22 +4,8 @@ acceptance reading (`fruit_offer.read_agreement`).
 The reward model is also the writer, and the default writer (SmolLM2-135M) asked "did both
 agree?" as a calibrated yes/no answered no to every one of 20 plain agreements ("Deal, I
 accept.") of `gtsteer eval reward trade_fruit_offer --cases 20`. Saying yes to an
-offer is a closed vocabulary, so it is read here instead:
-
-- `says_yes`: an acceptance cue ("deal", "accept", "agreed", "yes", "sure", "okay",
-  "sounds good", "I'll take it", "happy to", "works for me", ...; "great", "perfect", "fine"
-  only as a clause of their own) in a clause that holds no refusal ("no", "not", "n't",
-  "never", ...), that is not a question ("Deal?", "Are you sure?"), and that no later
-  "but ..." / "actually, no" clause takes back ("Okay, but I won't give you two"), nor a
-  condition or an addition naming a fruit ("Sure, if you add a banana", "Deal, and 2 kiwis
-  too": another trade); and no firm refusal anywhere in the message.
-- `says_no`: a firm refusal anywhere ("reject", "decline", "refuse", "rather keep", "rather
-  not", "I'll pass", "no deal", "not a deal", "no thanks", "not interested"), or a clause that
-  opens with "no", "nope", "nah" or "never" ("No way.", "No, I reject that offer.").
-
-Set phrases that hold a refusal word without refusing ("no problem", "no worries", "why not",
-"not a problem") are read as if the word were not there. Clauses end at . ! ? ; : , and
-dashes, and before "but", "however", "though", "although", "except".
+offer is a closed vocabulary, so it is read here instead, clause by clause (`clauses`): the
+word lists below are the vocabulary, `says_yes` and `says_no` the rules.
 """
 
 from __future__ import annotations

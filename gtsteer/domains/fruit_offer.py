@@ -1,36 +1,15 @@
-"""Fruit trading steered by the offer itself (gtsteer/configs/trade_fruit_offer.yaml).
+"""Fruit trading steered by the offer itself (gtsteer/configs/trade_fruit_offer.yaml;
+docs/DOMAINS.md, "Fruit trading by offer", has the measurements behind the choices below).
 
 The tone config's instructions are followed by no embedded model, and its JSON reader finds
 no trade in nearly every dialogue (issue 40). Here each action is a concrete offer from a
-small fixed menu ("1 apple for 2 bananas": the speaker gives one apple and asks two bananas),
-so whether a message follows its instruction is a matter of reading counts and fruit words,
-which `read_offers` does exactly, and the trade a dialogue agreed on is one of the offers its
-messages name.
-
-- The menu is static (the config's `offer` values), so every instance has the same action set
-  whatever the baskets; an offer of fruit the speaker lacks is a bad offer, which the exact
-  utility scores as no trade (`fruit_trade.trade_values`).
-- The utility reuses fruit trading's exact values and bounds; only the reading differs. Which
-  trade both players accepted is read as `params.agreement` says:
-  - `exact` (the default, and gtsteer/configs/trade_fruit_offer.yaml's): in code, like the offers
-    (`read_agreement`: the other player says the pending offer back or says yes to it without
-    a counter-offer; `fruit_accept` holds the yes and no words). No model call.
-  - `ask`: the reward LLM answers the calibrated questions of `agreement.agreed_label`
-    (agreed at all? which of the trades the messages offer?). Measured on SmolLM2-135M, the
-    default writer and so the default reward model (`gtsteer eval reward
-    trade_fruit_offer --cases 20`): no agreement read in any of the 60 cases; on
-    the 20 plain agreements ("Alice: How about my 1 kiwi for your 1 apple? // Bob: Deal, I
-    accept.") the calibrated yes-minus-no log-likelihood was negative in 19 (mean -0.35,
-    against -0.5 on refusals and -0.75 on counter-offers): the model ranks the dialogues but
-    never says yes, so every terminal would pay 0. Qwen2.5-Coder 0.5B, uncalibrated, read 83%
-    right. Kept for models that read agreement well, and to compare readings (`gtsteer eval
-    reward --labelled`).
-  Code pays each player its change in basket value. A dialogue that makes no exact offer pays
-  nothing under either reading.
-- `offer_message_value` is the domain's `parse_message`: the menu offer a message makes, the
-  steering classifier `gtsteer eval steering --classifier-llm parse` reads.
-- `offer_greedy` is what a person would offer without a solver: the menu offer worth most to
-  the player by its own values among those its basket can pay for.
+small static menu ("1 apple for 2 bananas": the speaker gives one apple and asks two bananas),
+so whether a message follows its instruction is a matter of reading counts and fruit words
+(`read_offers`, exact), and the trade a dialogue agreed on is one of the offers its messages
+name. The utility is fruit trading's exact values and bounds; the agreed trade is read in code
+(`read_agreement`, `exact`, the default) or by the reward LLM's calibrated questions (`ask`:
+SmolLM2, the default reward model, never reads a yes, so every terminal would pay 0). A
+dialogue that makes no exact offer pays nothing under either reading.
 """
 
 from __future__ import annotations
@@ -423,19 +402,11 @@ def read_agreement(turns: list[Turn], fruits: list[str] | tuple[str, ...]) -> Ag
     """The trade both players accepted, read exactly in code (no model), or None.
 
     The pending offer is the last exact offer (`read_offers`) a message makes. A later message
-    by the *other* player accepts it when it does not refuse (`fruit_accept.says_no`: "No.",
-    "No deal", "I reject", "I'd rather keep my fruit") and either
-    (a) makes the same trade from its own side, the reverse offer ("I'll give you 1 kiwi for 1
-        apple" after "1 apple for 1 kiwi"; "I accept your offer of 1 apple for 2 bananas"),
-        or
-    (b) says yes (`fruit_accept.says_yes`: "Deal", "I accept", "Sure", "Sounds good", "I'll
-        take it", ... in a clause that refuses nothing and asks nothing, with no condition or
-        addition naming a fruit after it) and makes no *different* exact offer: a
-        counter-offer, or the same fruits in another count, is a new offer, not an
-        acceptance.
-    A speaker repeating or saying yes to its own offer accepts nothing. Where the latest
-    offering message put alternatives on the table ("1 apple for 2 bananas, or 1 kiwi for 2
-    blueberries"), the reverse of any of them takes that one, and a plain yes takes the last.
+    by the *other* player that does not refuse (`fruit_accept.says_no`) accepts it when it
+    (a) makes the same trade from its own side, or (b) says yes (`fruit_accept.says_yes`) and
+    makes no *different* exact offer (docs/DOMAINS.md has the examples). A speaker accepts
+    nothing of its own; where the latest offering message put alternatives on the table, the
+    reverse of any of them takes that one, and a plain yes takes the last.
 
     A reply that accepts and then proposes another trade: by (a), stating the pending trade
     back accepts it whatever follows; the other trade becomes the pending offer, and if the

@@ -1,45 +1,20 @@
 """Held-out CFR gain: the solved policy replayed on fresh LLM samples of the same positions.
 A metric (beside `solvers.metrics`) that writes no file; `runs/solve.py` is its driver.
+docs/SOLVE.md ("Held-out CFR gain") defines every number; docs/explanation/heldout.md says why.
 
-The paper's CFR gain is measured on the very samples CFR optimised over, so with a few samples
-per message an instruction whose samples happened to score well looks better than it is. Here
-the same instance is built again with every message seeded as a path of samples i +
-num_llm_seeds (samples the solver never saw) and the solved policy is played on that tree.
+The in-sample CFR gain is measured on the very samples CFR optimised over. Here the same
+instance is built again with message sample i seeded as i + num_llm_seeds and the policy is
+played there. Only the first mover's opening sees nothing sampled, so only it is replayed
+exactly (`clean_gain`). Replayed by action history (`Replayed`) every later decision plays the
+policy solved for another message: content-blind, so its loss is not selection on noise;
+replays that read the fresh text (`readers`) are measured beside it. In a dealt game the
+history replay mixes the policies of the deals the player cannot tell apart, else the solved
+tree's words would hand it the deal. `versus` compares each player's fresh value with the
+`greedy` and `uniform` baselines on the same samples (`others`: `any`, or the first mover on
+its solved opening, without which a reply may have nothing to agree on); in a dealt game the
+opening also meets greedy's with both continued alike (`_continuations`, docs/TENSION.md).
 
-What can be replayed exactly is limited. The first mover's opening decision sees nothing
-sampled: its information state on the fresh tree is the solved one word for word, so its
-policy is replayed exactly, and its share of the gain (`clean_gain`) is the clean estimate of
-what the guidance is worth on new samples. Every later decision reads a message that was
-sampled anew. Replayed by action history (`Replayed`, the `history` numbers), the player
-plays the policy solved for the *solved* message k while reading a *different* fresh message
-k: a content-blind policy, whose loss against the in-sample gain is not selection on sampling
-noise. Replays that read the fresh text (`readers`, e.g. the nearest solved information state
-by embedding, or the distilled policy) are measured beside it. Every replay is reported per
-player and per decision depth (`DepthGain`): the gain of playing the policy at the player's
-decisions up to that depth and `any` after, minus the same up to the depth before; the shares
-add up to the player's gain.
-
-In a dealt game the history replay mixes the solved policies over the deals the player cannot
-tell apart: in the solved tree the other player's words often reveal the deal, and replaying
-by history alone would hand it the deal itself.
-
-Beside the gain over `any`, each player's fresh-sample value under the policy is compared with
-other baselines on the same fresh samples (`versus`, a paired difference per instance):
-`greedy` (the instruction the domain says a person would give without a solver) and `uniform`
-over instructions. The first mover is compared at its opening decision (replayed exactly),
-every other player by each replay that reads the fresh text, twice: with the others on `any`
-(the paper's CFR gain), and with the first mover playing its solved opening (`others` =
-`policy`), since in a game where an unguided opening leaves nothing to agree on, every reply
-is worth the same after it and the first comparison cannot tell the instructions apart.
-In a dealt game the first mover's opening is also compared with greedy's opening with every
-later decision of both players on a continuation (`others`: each text-reading replay, and
-`greedy`): docs/TENSION.md's primary contrast, the solver's opening against the responders it
-could not tell apart, replayed by its own policy read from the fresh text or played greedy.
-
-Only the branches the gain needs are expanded: at a player's decision, `any` where the path
-so far is the baseline's or another player's deviation, and, on this player's own deviation
-(the others on `any`, or the first mover on its solved opening), `any`, every replay's
-support and every baseline's.
+Only the branches the measured profiles reach are expanded (`_measured_profiles`).
 """
 
 from __future__ import annotations
