@@ -2,12 +2,8 @@
 with no file, no Ray and no progress display of their own.
 
 A steering accuracy says whether a model does what an instruction asks, but only through a
-*steering classifier*: something that reads one message and says which value of an action key
-it shows ("calm", "Tuesday", "pathos"). The classifier is called a classifier here, never a
-judge, because "judge" already names the verdict game's judge (`gtsteer.binding.judge`, the
-spec's `judge:`), which reads a whole transcript and rules; the two are different machines
-and mixing their names made both harder to find. (The command line keeps its words: `gtsteer
-eval judge`, `--judge`, `--validate-judge`, `judge.json`.)
+*steering classifier*, which reads one message and says which value of an action key it shows;
+never called a judge, the verdict game's word (docs/DESIGN.md, "One meaning per name").
 
 One job per module, as `gtsteer.checks` is for conformance:
 - `prompts`: the classifier prompts and the variants (without / with the config's

@@ -7,15 +7,8 @@ the same instances and opponent weights (the current instructions' best score, o
 value), so truncating the meta-strategy's support or losing an instance moves both alike.
 Proposals that are empty, over-long, `any`, duplicates or unparsable are dropped and counted;
 an operator whose proposer yields nothing valid returns "no new instruction" instead of
-failing the run.
-
-- shotgun: one call for K candidates, keep the best if it beats every current instruction;
-- better: up to K calls of one candidate each, keep the first that beats the current value;
-- trajectory: like shotgun, but the proposer sees the instructions ranked by payoff and sampled
-  dialogues with their payoffs, lowest first;
-- categorical: one call for new categories (kinds of the key's values), then one call for K
-  instructions per category; each must fit the key's sentence (at most
-  `MAX_CATEGORY_VALUE_WORDS` words, as the prompt asks), else it is dropped as `does_not_fit`.
+failing the run. The four operators (shotgun, better, trajectory, categorical) are described
+in docs/PSRO.md.
 """
 
 from __future__ import annotations
