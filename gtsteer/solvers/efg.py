@@ -1,11 +1,8 @@
 """Any finite turn-based pyspiel game as a Gambit `.efg` file, and policies across the two.
 
 The text is Gambit's extensive-form format (`EFG 2 R`) in the subset OpenSpiel's `efg_game`
-parses (open_spiel/games/efg_game/efg_game.cc): a `c` line per chance node with its outcomes
-and probabilities, a `p` line per decision node with its player, information-set number and
-label and its action labels, a `t` line per terminal with its payoffs; preorder, children in
-the game's legal-action order. Numbering follows Gambit's rules so Gambit reads the same game:
-each player's information sets are 1..n in order of first visit (OpenSpiel checks that), each
+parses (open_spiel/games/efg_game/efg_game.cc); docs/SOLVE.md ("Taking a game away") says
+what each line holds. Numbering follows Gambit's rules so Gambit reads the same game: each
 chance node has its own information set and each terminal its own outcome (nodes that shared
 one would have to share probabilities or payoffs).
 
@@ -14,11 +11,10 @@ node's ids, so a game whose every node lists its labels in first-appearance orde
 game: every player has the same instruction list) is loaded with the same action order, and
 solvers run on the loaded game do the same arithmetic as on the original.
 
-`EfgMap` is the side file: information-set numbers and labels to the source game's
-information-state strings and action ids, so a policy of either game maps onto the other. This
-module only computes; `gtsteer.runs.export` writes the files. OpenSpiel's own
-`open_spiel/game_transforms/efg_writer.cc` writes a similar file but labels no information
-set, so nothing would tie it back to the source game's information states.
+`EfgMap` is the side file, so a policy of either game maps onto the other. This module only
+computes; `gtsteer.runs.export` writes the files. OpenSpiel's own
+`open_spiel/game_transforms/efg_writer.cc` labels no information set, so nothing would tie its
+file back to the source game's information states.
 """
 
 from __future__ import annotations

@@ -2,21 +2,12 @@
 
 PSRO on a game that starts with few instructions (meeting by day with `any` alone) has to
 discover the others. Where the full game exists (every day an action), how far the run got is
-measurable exactly: play each iteration's meta-strategy in the full game of the same instance,
-every player mixing its restricted instructions at each of its decisions, and report
-
-- its NashConv there (how much any player gains by the best response over *every* instruction
-  of the full game: 0 when PSRO's answer is an equilibrium of the full game),
-- its gain over `any` (the paper's CFR gain, of the meta-strategy) beside two references on
-  the same tree: the full game's CFR gain, and the most any player can gain over `any` by
-  deviating alone (its best response to `any`: NashConv of all-`any` over the players). The
-  second is there because the first depends on play off the equilibrium path: where the
-  equilibrium never plays `any`, the responder's information states after an `any` opening
-  carry no counterfactual weight, so CFR leaves its policy there as it started (uniform), and
-  the CFR gain measures that uniform reply,
-- and, given the same instance built on fresh samples, its gain over `any` there. A
-  meta-strategy reads no text (a fixed mix at every decision), so on fresh samples it is
-  replayed exactly, with no reader.
+measurable exactly: each iteration's meta-strategy is played in the full game of the same
+instance, every player mixing its restricted instructions at each of its decisions, and its
+NashConv there, its gain over `any` beside the full game's CFR gain and the best lone
+deviation from `any`, and its gain on fresh samples are reported. docs/PSRO.md ("Measured in
+the full game") defines them and says why the CFR gain alone is no yardstick. A meta-strategy
+reads no text (a fixed mix at every decision), so on fresh samples it is replayed exactly.
 
 Library code (no file is written); `gtsteer.runs.psro` is its driver.
 """
