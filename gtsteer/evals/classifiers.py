@@ -21,10 +21,6 @@ Four kinds:
 Spelled on the command line (`--classifier-llm`, and `--judge` of `gtsteer eval judge`) as a
 model string (`local:smollm2-135m`), `pairwise:<model>`, `embed` / `embed:<sentence-
 transformers name or folder>` or `parse` (`make_classifier`).
-
-Not to be confused with the verdict game's judge (`gtsteer.binding.judge`), which reads a
-whole transcript and rules on it as part of a game; a steering classifier reads one message
-to measure a model, and plays no part in any game.
 """
 
 from __future__ import annotations
