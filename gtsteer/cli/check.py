@@ -148,8 +148,3 @@ def check(
 
     with friendly_errors():
         dry_run("solve (1 instance)", solve_once, (), {"out": None, "quiet": True}, RateLimit())
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `check` command to the top-level app."""
-    app.command("check")(check)

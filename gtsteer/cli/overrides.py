@@ -16,9 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 
 import typer
 import yaml
@@ -26,14 +25,13 @@ import yaml
 from gtsteer.binding.overrides import apply_overrides
 from gtsteer.binding.shipped import resolve_config
 from gtsteer.binding.spec import read_config_data
-from gtsteer.cli.common import friendly_errors
+from gtsteer.cli.common import F, friendly_errors, retyped
 from gtsteer.cli.options import Overrides, ShowConfig
 from gtsteer.domains.load import spec_from_dict
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.runs.atomic import write_text
 from gtsteer.runs.provenance import invocation
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 class _Dumper(yaml.SafeDumper):
     """YAML as a person writes it: a text of several lines as a `|` block."""
@@ -91,7 +89,4 @@ def overridable(command: F) -> F:
         with invocation(command.__name__.replace("_", " "), params, str(given), overrides):
             return command(*args, **kwargs)
 
-    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    run.__annotations__ = {**get_type_hints(command, include_extras=True), **added}
-    del run.__wrapped__  # typer reads the signature above, not the command's
-    return run  # type: ignore[return-value]
+    return retyped(run, signature, params)
