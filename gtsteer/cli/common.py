@@ -9,8 +9,8 @@ import functools
 import inspect
 import math
 import warnings
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, get_type_hints
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -21,7 +21,6 @@ from gtsteer.binding import ExpansionError
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 from gtsteer.llm.secrets import scrub_secrets
-from gtsteer.runs.models import Endpoint
 from gtsteer.runs.units import RayClusterError
 from gtsteer.solvers.metrics import MeanCI
 
@@ -91,9 +90,14 @@ def friendly_errors() -> Iterator[None]:
         raise typer.Exit(code=2) from None
 
 
-def retyped(run: Any, signature: inspect.Signature, params: list[inspect.Parameter]) -> Any:
-    """`run`, a wrapper of a command, with `params` for its parameters: typer reads this
-    signature and these annotations, not the wrapped command's."""
+def retyped(run: Any, signature: inspect.Signature, params: Iterable[inspect.Parameter],
+            added: dict[str, Any] | None = None) -> Any:
+    """`run`, a wrapper of a command, with `params` and then the keyword flags `added` (name:
+    annotation; a bool flag off by default, any other unset) for its parameters: typer reads
+    this signature and these annotations, not the wrapped command's."""
+    params = [*params, *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                           default=False if get_args(kind)[0] is bool else None)
+                         for name, kind in (added or {}).items())]
     run.__signature__ = signature.replace(parameters=params)
     run.__annotations__ = {p.name: p.annotation for p in params}
     del run.__wrapped__
@@ -127,15 +131,6 @@ def grouped(command: F) -> F:
     return retyped(run, signature, params)
 
 
-def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
-             max_wait: float | None, api_mode: str | None = None) -> Endpoint:
-    """Where the run's served models live, from `--api-base`, `--api-key-env`,
-    `--request-timeout`, `--max-wait` and `--api-mode` (an unusable variable name or mode is
-    refused here)."""
-    return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait,
-                    api_mode=api_mode)
-
-
 def signed(x: float | None, digits: int = 4) -> str:
     """Signed fixed-point text, "—" for none; rounds first so a tiny negative float never
     prints as -0.0000."""
@@ -157,10 +152,10 @@ def note(line: str) -> None:
 
 
 @contextlib.contextmanager
-def quieted(on: bool) -> Iterator[None]:
+def quieted(on: bool, *, force: bool = False) -> Iterator[None]:
     """`-q`: the block prints nothing on stdout but its `final` lines, and no notes (errors,
-    warnings and the usage line stay on stderr)."""
-    before, console.quiet = console.quiet, on or console.quiet
+    warnings and the usage line stay on stderr); `force`: `on` even inside a quiet block."""
+    before, console.quiet = console.quiet, on if force else on or console.quiet
     try:
         yield
     finally:
@@ -169,8 +164,5 @@ def quieted(on: bool) -> Iterator[None]:
 
 def final(line: str) -> None:
     """A command's last line, where its results are: printed even with `-q`."""
-    before, console.quiet = console.quiet, False
-    try:
+    with quieted(False, force=True):
         console.print(line, highlight=False, soft_wrap=True, markup=False)
-    finally:
-        console.quiet = before

@@ -69,11 +69,6 @@ def resolve(config: Path, overrides: list[str]) -> tuple[Path, Any]:
 def overridable(command: F) -> F:
     """Give a config command its overrides and `--show-config` (see the module docstring)."""
     signature = inspect.signature(command, eval_str=True)
-    added = {"overrides": Overrides, "show_config": ShowConfig}
-    params = [*signature.parameters.values(),
-              *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                  default=False if name == "show_config" else None,
-                                  annotation=kind) for name, kind in added.items())]
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -89,4 +84,5 @@ def overridable(command: F) -> F:
         with invocation(command.__name__.replace("_", " "), params, str(given), overrides):
             return command(*args, **kwargs)
 
-    return retyped(run, signature, params)
+    return retyped(run, signature, signature.parameters.values(),
+                   {"overrides": Overrides, "show_config": ShowConfig})

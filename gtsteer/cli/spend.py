@@ -156,10 +156,6 @@ def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
         signature = inspect.signature(command, eval_str=True)
         added = {**_RATE, **(_BUDGET if budget else {})}
         added = {k: v for k, v in added.items() if k not in signature.parameters}
-        params = [*signature.parameters.values(),
-                  *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                      default=False if name == "dry_run" else None,
-                                      annotation=kind) for name, kind in added.items())]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -177,7 +173,7 @@ def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
                     shown(_name(command), enabled=display and not quiet, console=err_console):
                 return command(*args, **kwargs)
 
-        return retyped(run, signature, params)
+        return retyped(run, signature, signature.parameters.values(), added)
 
     return wrap
 
