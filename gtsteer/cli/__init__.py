@@ -7,19 +7,20 @@ from typing import Annotated
 import typer
 
 from gtsteer._version import __version__
-from gtsteer.cli.check import register as register_check
-from gtsteer.cli.configs import register as register_configs
+from gtsteer.cli.check import check
+from gtsteer.cli.configs import configs_app
 from gtsteer.cli.eval import eval_app
-from gtsteer.cli.evaluate import register as register_evaluate
-from gtsteer.cli.export import register as register_export
-from gtsteer.cli.imitate import register as register_imitate
+from gtsteer.cli.evaluate import evaluate
+from gtsteer.cli.export import export
+from gtsteer.cli.imitate import imitate
 from gtsteer.cli.instances import instances
 from gtsteer.cli.llm import llm_app
-from gtsteer.cli.play import register as register_play
-from gtsteer.cli.psro import register as register_psro
-from gtsteer.cli.solve import register as register_solve
+from gtsteer.cli.play import play
+from gtsteer.cli.psro import PsroCommand, psro
+from gtsteer.cli.solve import solve
 from gtsteer.cli.werewolf import werewolf_app
-from gtsteer.cli.werewolf_steer import register as register_werewolf_steer
+from gtsteer.cli.werewolf_steer import evaluate as werewolf_evaluate
+from gtsteer.cli.werewolf_steer import steer_train
 
 app = typer.Typer(
     name="gtsteer",
@@ -45,15 +46,16 @@ def main(
 
 
 app.add_typer(llm_app, name="llm")
-register_solve(app)
-register_export(app)
-register_imitate(app)
-register_psro(app)
-register_play(app)
-register_evaluate(app)
-register_werewolf_steer(werewolf_app)
+app.command("solve")(solve)
+app.command("export")(export)
+app.command("imitate")(imitate)
+app.command("psro", cls=PsroCommand)(psro)
+app.command("play")(play)
+app.command("evaluate")(evaluate)
+werewolf_app.command("steer-train")(steer_train)
+werewolf_app.command("evaluate")(werewolf_evaluate)
 app.add_typer(werewolf_app, name="werewolf")
 app.add_typer(eval_app, name="eval")
 app.command("instances")(instances)
-register_configs(app)
-register_check(app)
+app.add_typer(configs_app, name="configs")
+app.command("check")(check)

@@ -30,7 +30,7 @@ from gtsteer.checks import (
     dialogue_playthrough,
     reduced_spec,
 )
-from gtsteer.cli.common import endpoint_of, friendly_errors
+from gtsteer.cli.common import friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -38,6 +38,7 @@ from gtsteer.cli.options import (
     ConfigArg,
     MaxWait,
     RequestTimeout,
+    Served,
     WriterLlm,
 )
 from gtsteer.cli.overrides import overridable
@@ -123,7 +124,7 @@ def check(
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
     with friendly_errors():
         spec = load_spec(config)  # a bad config is bad input: one line, exit 2
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
+        served = Served(api_base, api_key_env, request_timeout, max_wait, api_mode).endpoint()
     typer.echo(f"check of {config} ({spec.name})")
     try:
         lines = conformance(config)
@@ -148,8 +149,3 @@ def check(
 
     with friendly_errors():
         dry_run("solve (1 instance)", solve_once, (), {"out": None, "quiet": True}, RateLimit())
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `check` command to the top-level app."""
-    app.command("check")(check)

@@ -1,13 +1,16 @@
-"""Shared CLI helpers: one-paragraph errors instead of tracebacks, and the check of `--ray`
-and `--workers` (declared, as every shared option, in `gtsteer.cli.options`)."""
+"""Shared CLI helpers: one-paragraph errors instead of tracebacks, and the signature typer reads
+of a command that a decorator gives more flags (`grouped`, `spending`, `overridable`)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import inspect
 import math
 import warnings
-from collections.abc import Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import typer
 from pydantic import BaseModel, ValidationError
@@ -18,12 +21,13 @@ from gtsteer.binding import ExpansionError
 from gtsteer.llm.cache import CacheReadOnlyWarning, StorageError
 from gtsteer.llm.errors import LLMError
 from gtsteer.llm.secrets import scrub_secrets
-from gtsteer.runs.models import Endpoint
-from gtsteer.runs.units import RayClusterError, RayOptions
+from gtsteer.runs.units import RayClusterError
+from gtsteer.solvers.metrics import MeanCI
 
 console = Console()
 err_console = Console(stderr=True)
 Options = TypeVar("Options", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
 _show_warning = warnings.showwarning
 
 
@@ -55,12 +59,15 @@ def _problems(exc: ValidationError, flags: dict[str, str] | None = None) -> str:
     return "; ".join(out)
 
 
-def parse_options(model: type[Options], flags: dict[str, str], **values: Any) -> Options:
-    """`model(**values)`, its validation errors as one ValueError naming the command's flags."""
+def parse_options(model: type[Options], renamed: dict[str, str] | None = None,
+                  **values: Any) -> Options:
+    """`model(**values)`, its validation errors as one ValueError naming the command's flags:
+    `--a-b` for a value `a_b`, unless `renamed` spells its flag otherwise."""
     try:
         return model(**values)
     except ValidationError as exc:
-        raise ValueError(_problems(exc, flags)) from None
+        flags = {name: "--" + name.replace("_", "-") for name in values}
+        raise ValueError(_problems(exc, flags | (renamed or {}))) from None
 
 
 @contextlib.contextmanager
@@ -83,32 +90,58 @@ def friendly_errors() -> Iterator[None]:
         raise typer.Exit(code=2) from None
 
 
-def ray_options(address: str | None, workers: int | None) -> RayOptions | None:
-    """The run's Ray settings from `--ray`/`--workers`; None (serial, Ray not imported)
-    without --ray (docs/SCALE.md)."""
-    if address is None:
-        if workers is not None:
-            raise typer.BadParameter("only with --ray local", param_hint="--workers")
-        return None
-    try:
-        options = RayOptions(address.strip(), workers)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--ray") from None
-    try:
-        import ray  # noqa: F401 - the extra is optional: say how to get it, in one line
-    except ImportError:
-        raise typer.BadParameter("Ray is not installed: pip install 'gtsteer[ray]'",
-                                 param_hint="--ray") from None
-    return options
+def retyped(run: Any, signature: inspect.Signature, params: Iterable[inspect.Parameter],
+            added: dict[str, Any] | None = None) -> Any:
+    """`run`, a wrapper of a command, with `params` and then the keyword flags `added` (name:
+    annotation; a bool flag off by default, any other unset) for its parameters: typer reads
+    this signature and these annotations, not the wrapped command's."""
+    params = [*params, *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                           default=False if get_args(kind)[0] is bool else None)
+                         for name, kind in (added or {}).items())]
+    run.__signature__ = signature.replace(parameters=params)
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    del run.__wrapped__
+    return run
 
 
-def endpoint_of(api_base: str | None, api_key_env: str | None, request_timeout: float | None,
-             max_wait: float | None, api_mode: str | None = None) -> Endpoint:
-    """Where the run's served models live, from `--api-base`, `--api-key-env`,
-    `--request-timeout`, `--max-wait` and `--api-mode` (an unusable variable name or mode is
-    refused here)."""
-    return Endpoint(api_base, api_key_env, timeout_s=request_timeout, max_wait_s=max_wait,
-                    api_mode=api_mode)
+def grouped(command: F) -> F:
+    """`command` with each parameter that is a group of flags (a dataclass of options, such as
+    `options.Served`) given as those flags, in its place; it gets the group built from them."""
+    signature = inspect.signature(command, eval_str=True)
+    groups: dict[str, Any] = {p.name: p.annotation for p in signature.parameters.values()
+                              if dataclasses.is_dataclass(p.annotation)}
+    if not groups:
+        return command
+    params = []
+    for p in signature.parameters.values():
+        if p.name not in groups:
+            params.append(p)
+            continue
+        hints = get_type_hints(groups[p.name], include_extras=True)
+        params += [p.replace(name=f.name, default=f.default, annotation=hints[f.name])
+                   for f in dataclasses.fields(groups[p.name])]
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        for name, group in groups.items():
+            kwargs[name] = group(**{f.name: kwargs.pop(f.name, f.default)
+                                    for f in dataclasses.fields(group)})
+        return command(*args, **kwargs)
+
+    return retyped(run, signature, params)
+
+
+def signed(x: float | None, digits: int = 4) -> str:
+    """Signed fixed-point text, "—" for none; rounds first so a tiny negative float never
+    prints as -0.0000."""
+    return "—" if x is None else f"{round(x, digits) + 0.0:+.{digits}f}"
+
+
+def interval(m: MeanCI, digits: int = 4) -> str:
+    """A 95% interval as `[low, high]`, or why there is none."""
+    if m.ci_low is None or m.ci_high is None:
+        return "— (1 instance)"
+    return f"[{signed(m.ci_low, digits)}, {signed(m.ci_high, digits)}]"
 
 
 def note(line: str) -> None:
@@ -119,10 +152,10 @@ def note(line: str) -> None:
 
 
 @contextlib.contextmanager
-def quieted(on: bool) -> Iterator[None]:
+def quieted(on: bool, *, force: bool = False) -> Iterator[None]:
     """`-q`: the block prints nothing on stdout but its `final` lines, and no notes (errors,
-    warnings and the usage line stay on stderr)."""
-    before, console.quiet = console.quiet, on or console.quiet
+    warnings and the usage line stay on stderr); `force`: `on` even inside a quiet block."""
+    before, console.quiet = console.quiet, on if force else on or console.quiet
     try:
         yield
     finally:
@@ -131,8 +164,5 @@ def quieted(on: bool) -> Iterator[None]:
 
 def final(line: str) -> None:
     """A command's last line, where its results are: printed even with `-q`."""
-    before, console.quiet = console.quiet, False
-    try:
+    with quieted(False, force=True):
         console.print(line, highlight=False, soft_wrap=True, markup=False)
-    finally:
-        console.quiet = before

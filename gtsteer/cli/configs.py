@@ -61,8 +61,3 @@ def copy(
             raise ValueError(f"{target}: exists; pass --force to overwrite it")
         shutil.copyfile(shipped_configs()[shipped], target)
     console.print(f"wrote {target}", highlight=False, soft_wrap=True)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `configs` command group to the top-level app."""
-    app.add_typer(configs_app, name="configs")

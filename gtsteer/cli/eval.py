@@ -14,34 +14,21 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import (
-    console,
-    endpoint_of,
-    err_console,
-    final,
-    friendly_errors,
-    parse_options,
-    ray_options,
-)
+from gtsteer.cli.common import console, err_console, final, friendly_errors, parse_options
 from gtsteer.cli.eval_verdict import verdict
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     ConfigArg,
     DeprecatedSteeringSamples,
     Judges,
     LabelledDialogues,
     LabelledMessages,
     Llm,
-    MaxWait,
     Out,
     Quiet,
-    Ray,
-    RequestTimeout,
+    Scale,
     Seed,
+    Served,
     SteeringSamples,
-    Workers,
     WriterLlm,
 )
 from gtsteer.cli.overrides import overridable
@@ -57,9 +44,8 @@ from gtsteer.runs.eval_reward_labelled import NONE, LabelledOptions, LabelledRep
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
 from gtsteer.solvers.metrics import Proportion
 
-#: The flag of each `SteeringOptions` field the command sets, for its errors.
-STEERING_FLAGS = {"samples": "--steering-samples", "seed": "--seed",
-                  "validate_classifier_on": "--validate-judge"}
+#: The flags of `SteeringOptions` fields named otherwise, for its errors.
+STEERING_FLAGS = {"samples": "--steering-samples", "validate_classifier_on": "--validate-judge"}
 
 eval_app = typer.Typer(
     help="Evaluate a domain: steering accuracy, reward error, verdict-game win rates.",
@@ -128,11 +114,7 @@ def steering(
                      "domain's exact reading, e.g. offers) (default: the config's "
                      "models.reader, else --llm)."),
     ] = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     samples: SteeringSamples = None,
     old_samples: DeprecatedSteeringSamples = None,
     seed: Seed = 0,
@@ -143,17 +125,15 @@ def steering(
         typer.Option("--validate-judge", help="Labelled messages (YAML) to validate the judge on "
                      "first; a variant not above chance there is refused."),
     ] = None,
-    ray: Ray = None,
-    workers: Workers = None,
+    scale: Scale = Scale(),
 ) -> None:
     """Does the model follow its instructions? argmax_z P(z | message), with and without
     definitions; writes DIR/steering.json and confusion-matrix PNGs."""
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     samples = steering_samples(samples, old_samples)
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, reader=classifier_llm, endpoint=served, out=out,
-                            ray=on_ray, progress=not quiet)
+        ctx = served.context(llm=llm, reader=classifier_llm, out=out, ray=on_ray,
+                             progress=not quiet)
         report = eval_steering.run(config, ctx, parse_options(
             SteeringOptions, STEERING_FLAGS, samples=samples, seed=seed,
             validate_classifier_on=validate_judge))
@@ -212,8 +192,7 @@ def judge(
     variant with a 95% Wilson interval against chance; writes DIR/judge.json."""
     with friendly_errors():
         report = eval_judge.run(list(configs), RunContext.of(out=out, progress=not quiet),
-                                parse_options(JudgeOptions, {"judges": "--judge",
-                                                             "labelled": "--labelled"},
+                                parse_options(JudgeOptions, {"judges": "--judge"},
                                               judges=judges, labelled=labelled))
     print_validation_report(report)
     final(f"report: {report.folder / 'judge.json'}")
@@ -276,11 +255,7 @@ def print_labelled(report: LabelledReport) -> None:
 def reward(
     config: Annotated[Path, typer.Argument(help="Domain config YAML with an exact utility.")],
     llm: Llm = "local",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     cases: Annotated[
         int | None,
         typer.Option("--cases", "-n", help="Templated dialogues per outcome type (default 10).")
@@ -289,27 +264,23 @@ def reward(
     seed: Seed = 0,
     out: Out = None,
     quiet: Quiet = False,
-    ray: Ray = None,
-    workers: Workers = None,
+    scale: Scale = Scale(),
 ) -> None:
     """Does the reward path score dialogues right? Norm and Sgn per outcome type (valid,
     rejected, incomplete), configured path vs the LLM's own score; writes DIR/reward.json.
     With --labelled: how often each reading finds what hand-labelled dialogues agreed."""
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     with friendly_errors():
         if labelled is not None and cases is not None:
             raise ValueError("--cases and --labelled: give one (templated cases, or labelled "
                              "dialogues)")
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
-                            progress=not quiet)
+        ctx = served.context(llm=llm, out=out, ray=on_ray, progress=not quiet)
         if labelled is not None:
             found = eval_reward_labelled.run(config, ctx,
                                              LabelledOptions(labelled=labelled, seed=seed))
         else:
             report = eval_reward.run(config, ctx, parse_options(
-                RewardOptions, {"cases": "--cases", "seed": "--seed"},
-                cases=10 if cases is None else cases, seed=seed))
+                RewardOptions, cases=10 if cases is None else cases, seed=seed))
     if labelled is not None:
         print_labelled(found)
         final(f"report: {found.folder / eval_reward_labelled.FILE}")

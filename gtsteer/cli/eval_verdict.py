@@ -9,31 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import (
-    console,
-    endpoint_of,
-    final,
-    friendly_errors,
-    parse_options,
-    ray_options,
-)
-from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
-    Llm,
-    MaxWait,
-    Out,
-    Quiet,
-    Ray,
-    RequestTimeout,
-    Seed,
-    VerdictGames,
-    Workers,
-)
+from gtsteer.cli.common import console, final, friendly_errors, parse_options
+from gtsteer.cli.options import Llm, Out, Quiet, Scale, Seed, Served, VerdictGames
 from gtsteer.cli.spend import spending
 from gtsteer.runs import eval_verdict
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_verdict import (
     DEFAULT_BREADTH,
     DEFAULT_DEPTH,
@@ -41,10 +20,6 @@ from gtsteer.runs.eval_verdict import (
     VerdictOptions,
 )
 from gtsteer.solvers.metrics import Proportion
-
-#: The flag of each `VerdictOptions` field, for its errors.
-FLAGS = {"games": "--games", "seed": "--seed", "temperatures": "--temperatures",
-         "breadth": "--breadth", "depth": "--depth"}
 
 
 def _rate(win: Proportion) -> str:
@@ -78,11 +53,7 @@ def verdict(
     ],
     games: VerdictGames = 20,
     llm: Llm = "local",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     out: Out = None,
     seed: Seed = 0,
     temperatures: Annotated[
@@ -95,20 +66,17 @@ def verdict(
         int, typer.Option("--depth", help="Strategic look-ahead rounds.")
     ] = DEFAULT_DEPTH,
     quiet: Quiet = False,
-    ray: Ray = None,
-    workers: Workers = None,
+    scale: Scale = Scale(),
 ) -> None:
     """Win rate of a naive and a strategic questioner, per judge prompt and temperature."""
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     with friendly_errors():
         try:
             temps = [float(t) for t in temperatures.split(",") if t.strip()]
         except ValueError:
             raise ValueError(f"--temperatures: expected numbers, got {temperatures!r}") from None
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, ray=on_ray,
-                            progress=not quiet)
-        options = parse_options(VerdictOptions, FLAGS, games=games, seed=seed,
+        ctx = served.context(llm=llm, out=out, ray=on_ray, progress=not quiet)
+        options = parse_options(VerdictOptions, games=games, seed=seed,
                                 temperatures=temps, breadth=breadth, depth=depth)
         report = eval_verdict.run(config, ctx, options)
     print_report(report)

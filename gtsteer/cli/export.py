@@ -7,40 +7,24 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import (
-    console,
-    endpoint_of,
-    final,
-    friendly_errors,
-    note,
-    parse_options,
-)
+from gtsteer.cli.common import console, final, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     ConfigArg,
     Deals,
     Games,
     MaxCalls,
-    MaxWait,
     Out,
     Quiet,
-    RequestTimeout,
     Seed,
+    Served,
     WriterLlm,
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.export import SUMMARY_FILE, ExportOptions
 from gtsteer.runs.export import run as run_export
 from gtsteer.runs.solve import tree_bound
-
-#: The flag of each `ExportOptions` field, for its errors.
-FLAGS = {"fmt": "--format", "games": "--games", "seed": "--seed", "deals": "--deals",
-         "max_calls": "--max-calls"}
 
 
 @overridable
@@ -50,11 +34,7 @@ def export(
     fmt: Annotated[str, typer.Option("--format", "-f", help="efg (Gambit extensive form,"
                                      " also read by OpenSpiel's efg_game)")] = "efg",
     llm: WriterLlm = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     games: Games = 1,
     seed: Seed = 0,
     deals: Deals = None,
@@ -66,11 +46,9 @@ def export(
     information sets to gtsteer's information states (0 model calls after a `solve` of the
     same config, model and seed)."""
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,
-                            report=note)
+        ctx = served.context(llm=llm, out=out, progress=not quiet, report=note)
         summary = run_export(config, ctx, parse_options(
-            ExportOptions, FLAGS, fmt=fmt, games=games, seed=seed, deals=deals,
+            ExportOptions, {"fmt": "--format"}, fmt=fmt, games=games, seed=seed, deals=deals,
             max_calls=tree_bound(max_calls)))
     where = summary.folder
     for g in summary.games:
@@ -84,8 +62,3 @@ def export(
     final(f"summary: {where / SUMMARY_FILE}")
     if all(g.status == "failed" for g in summary.games):
         raise typer.Exit(code=1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `export` command to the top-level app."""
-    app.command("export")(export)

@@ -9,11 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, final, friendly_errors, parse_options
+from gtsteer.cli.common import console, final, friendly_errors, interval, parse_options, signed
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     ConfigArg,
     DealsMin1,
     Embedder,
@@ -21,16 +18,14 @@ from gtsteer.cli.options import (
     Iterations,
     Llm,
     MaxCalls,
-    MaxWait,
     Out,
     Quiet,
-    RequestTimeout,
     Seed,
+    Served,
     Solver,
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.imitate import (
     DEFAULT_GAMES,
     FEATURE_MODES,
@@ -40,29 +35,11 @@ from gtsteer.runs.imitate import (
 )
 from gtsteer.runs.imitate import run as run_imitate
 from gtsteer.runs.solve import DEFAULT_ITERATIONS, DEFAULT_SOLVER, tree_bound
-from gtsteer.solvers.metrics import Metric
-
-#: The flag of each `ImitateOptions` field, for its errors.
-FLAGS = {"games": "--games", "holdout": "--holdout", "steps": "--steps",
-         "features": "--features", "seed": "--seed", "solver": "--solver",
-         "iterations": "--iterations", "deals": "--deals", "solve_dir": "--solve-dir",
-         "compare_features": "--compare-features", "max_calls": "--max-calls"}
-
-
-def _num(x: float | None, digits: int = 4) -> str:
-    """Signed: values and gains (rounded first, so no -0.0000)."""
-    return "—" if x is None else f"{round(x, digits) + 0.0:+.{digits}f}"
 
 
 def _pos(x: float | None, digits: int = 3) -> str:
     """Unsigned: probabilities, entropies, divergences, NashConv."""
     return "—" if x is None else f"{round(x, digits) + 0.0:.{digits}f}"
-
-
-def _ci(m: Metric) -> str:
-    if m.ci_low is None or m.ci_high is None:
-        return "— (1 instance)"
-    return f"[{_num(m.ci_low)}, {_num(m.ci_high)}]"
 
 
 def print_report(report: ImitationReport, out: Path) -> None:
@@ -89,7 +66,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
         ("P(DIM) in DIM-vs-LLM equilibrium", h.dim_probability),
     ]
     for name, m in rows:
-        table.add_row(name, _num(m.mean), _ci(m), str(m.n))
+        table.add_row(name, signed(m.mean), interval(m), str(m.n))
     console.print(table)
     console.print(
         f"meta-game of the mean payoffs: P(DIM) = {h.pooled_metagame.dim_probability:.3f} "
@@ -119,11 +96,7 @@ def print_report(report: ImitationReport, out: Path) -> None:
 def imitate(
     config: ConfigArg,
     llm: Llm = "local",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     games: Games = DEFAULT_GAMES,
     holdout: Annotated[
         float,
@@ -153,17 +126,9 @@ def imitate(
 ) -> None:
     """Solve (or reuse) N instances, distil the CFR policy into an MLP, evaluate on held-out."""
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, embedder=embedder, endpoint=served, out=out,
-                            progress=not quiet)
+        ctx = served.context(llm=llm, embedder=embedder, out=out, progress=not quiet)
         report = run_imitate(config, ctx, parse_options(
-            ImitateOptions, FLAGS, games=games, holdout=holdout, steps=steps,
-            features=features, seed=seed, solver=solver,
-            iterations=iterations, deals=deals, solve_dir=solve_dir,
+            ImitateOptions, games=games, holdout=holdout, steps=steps, features=features,
+            seed=seed, solver=solver, iterations=iterations, deals=deals, solve_dir=solve_dir,
             compare_features=compare_features, max_calls=tree_bound(max_calls)))
     print_report(report, report.folder)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `imitate` command to the top-level app."""
-    app.command("imitate")(imitate)

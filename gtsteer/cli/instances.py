@@ -12,21 +12,10 @@ from gtsteer.binding import generate_instances
 from gtsteer.binding.llm_instances import generate_llm_instances, instances_jsonl
 from gtsteer.binding.prompts import render_private_info
 from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
-    ConfigArg,
-    Llm,
-    MaxWait,
-    OutFile,
-    RequestTimeout,
-    Seed,
-)
+from gtsteer.cli.options import ConfigArg, Llm, OutFile, Seed, Served
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
 from gtsteer.domains import load_spec
-from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_out_file, write_text
 
 
@@ -36,11 +25,7 @@ def instances(
     config: ConfigArg,
     num: Annotated[int, typer.Option("--num", "-n", help="Instances to write.")] = 5,
     llm: Llm = "local",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     seed: Seed = 0,
     out: OutFile = None,
     seeded: Annotated[
@@ -57,8 +42,7 @@ def instances(
         if seeded:
             made = generate_instances(spec, num, seed)
         else:
-            endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                                max_wait_s=max_wait, api_mode=api_mode)
+            endpoint = served.endpoint()
             endpoint.check(llm)
             made = generate_llm_instances(spec, endpoint.llm(llm), num, seed)
     source = "seeded" if seeded else llm

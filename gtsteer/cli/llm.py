@@ -8,17 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, friendly_errors
-from gtsteer.cli.options import (
-    MODELS,
-    AnswerTokens,
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
-    MaxWait,
-    RequestTimeout,
-    SamplingSeed,
-)
+from gtsteer.cli.common import console, friendly_errors, grouped
+from gtsteer.cli.options import MODELS, AnswerTokens, SamplingSeed, Served
 from gtsteer.llm import ResponseCache, default_cache_dir
 from gtsteer.llm.backends import BACKEND_KINDS
 from gtsteer.llm.backends.local import (
@@ -29,12 +20,12 @@ from gtsteer.llm.backends.local import (
     cache_bytes_from_env,
     local_threads,
 )
-from gtsteer.runs.models import Endpoint
 
 llm_app = typer.Typer(help="Talk to a language model through gtsteer's cached LLM layer.")
 
 
 @llm_app.command()
+@grouped
 def ask(
     prompt: Annotated[str, typer.Argument(help="Completion-style prompt.")],
     model: Annotated[
@@ -49,17 +40,12 @@ def ask(
         str | None,
         typer.Option("--choices", help='Comma-separated options, e.g. "A,B,C": pick one.'),
     ] = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON object.")] = False,
 ) -> None:
     """Print a completion, or with --choices the chosen option and per-option scores."""
     with friendly_errors():
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait, api_mode=api_mode)
+        endpoint = served.endpoint()
         endpoint.check(model)
         llm = endpoint.llm(model)
         if choices:

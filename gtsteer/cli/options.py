@@ -15,12 +15,16 @@ or type matches no alias here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from gtsteer.runs.context import RunContext
+from gtsteer.runs.models import Endpoint
 from gtsteer.runs.solve import SEED_RANGE
+from gtsteer.runs.units import RayOptions
 from gtsteer.werewolf.rules import MAX_PLAYERS, MAX_SEED, MIN_PLAYERS, MIN_SEED
 
 # --- the config ------------------------------------------------------------------------------
@@ -102,6 +106,29 @@ MaxWait = Annotated[
     ),
 ]
 
+
+@dataclass(frozen=True)
+class Served:
+    """The five flags above, a group: a command's `served: Served = Served()` parameter is
+    given as them, in its place (`gtsteer.cli.common.grouped`)."""
+
+    api_base: ApiBase = None
+    api_key_env: ApiKeyEnv = None
+    request_timeout: RequestTimeout = None
+    max_wait: MaxWait = None
+    api_mode: ApiMode = None
+
+    def endpoint(self, env_keys: bool = True) -> Endpoint:
+        """Where the run's served models live (an unusable variable name or mode is refused
+        here)."""
+        return Endpoint(self.api_base, self.api_key_env, timeout_s=self.request_timeout,
+                        max_wait_s=self.max_wait, env_keys=env_keys, api_mode=self.api_mode)
+
+    def context(self, **given: Any) -> RunContext:
+        """The run's context (`RunContext.of`) with this endpoint."""
+        return RunContext.of(endpoint=self.endpoint(), **given)
+
+
 # --- rate and budget (every command that calls a model; `gtsteer.cli.spend`) -------------------
 
 Concurrency = Annotated[
@@ -177,7 +204,7 @@ SnapshotOut = Annotated[
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display and no tables:"
                  " only the final summary (where the results are) and the usage line.")]
 
-# --- scale-out (docs/SCALE.md; checked by `gtsteer.cli.common.ray_options`) -------------------
+# --- scale-out (docs/SCALE.md; checked by `Scale.options`) -----------------------------------
 
 Ray = Annotated[
     str | None,
@@ -194,6 +221,32 @@ Workers = Annotated[
     typer.Option("--workers", help="CPUs of the Ray instance `--ray local` starts (default:"
                  " all of this machine's).", min=1),
 ]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """`--ray` and `--workers`, a group as `Served` is."""
+
+    ray: Ray = None
+    workers: Workers = None
+
+    def options(self) -> RayOptions | None:
+        """The run's Ray settings; None (serial, Ray not imported) without --ray."""
+        if self.ray is None:
+            if self.workers is not None:
+                raise typer.BadParameter("only with --ray local", param_hint="--workers")
+            return None
+        try:
+            options = RayOptions(self.ray.strip(), self.workers)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--ray") from None
+        try:
+            import ray  # noqa: F401 - the extra is optional: say how to get it, in one line
+        except ImportError:
+            raise typer.BadParameter("Ray is not installed: pip install 'gtsteer[ray]'",
+                                     param_hint="--ray") from None
+        return options
+
 
 # --- instances, games and solving ---------------------------------------------------------------
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 
 import typer
 import yaml
@@ -26,14 +25,13 @@ import yaml
 from gtsteer.binding.overrides import apply_overrides
 from gtsteer.binding.shipped import resolve_config
 from gtsteer.binding.spec import read_config_data
-from gtsteer.cli.common import friendly_errors
+from gtsteer.cli.common import F, friendly_errors, retyped
 from gtsteer.cli.options import Overrides, ShowConfig
 from gtsteer.domains.load import spec_from_dict
 from gtsteer.llm.cache import default_cache_dir
 from gtsteer.runs.atomic import write_text
 from gtsteer.runs.provenance import invocation
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 class _Dumper(yaml.SafeDumper):
     """YAML as a person writes it: a text of several lines as a `|` block."""
@@ -71,11 +69,6 @@ def resolve(config: Path, overrides: list[str]) -> tuple[Path, Any]:
 def overridable(command: F) -> F:
     """Give a config command its overrides and `--show-config` (see the module docstring)."""
     signature = inspect.signature(command, eval_str=True)
-    added = {"overrides": Overrides, "show_config": ShowConfig}
-    params = [*signature.parameters.values(),
-              *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                  default=False if name == "show_config" else None,
-                                  annotation=kind) for name, kind in added.items())]
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -91,7 +84,5 @@ def overridable(command: F) -> F:
         with invocation(command.__name__.replace("_", " "), params, str(given), overrides):
             return command(*args, **kwargs)
 
-    run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    run.__annotations__ = {**get_type_hints(command, include_extras=True), **added}
-    del run.__wrapped__  # typer reads the signature above, not the command's
-    return run  # type: ignore[return-value]
+    return retyped(run, signature, signature.parameters.values(),
+                   {"overrides": Overrides, "show_config": ShowConfig})

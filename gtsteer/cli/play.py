@@ -9,34 +9,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gtsteer.cli.common import (
-    console,
-    endpoint_of,
-    final,
-    friendly_errors,
-    note,
-    parse_options,
-)
-from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
-    ConfigArg,
-    MaxWait,
-    Out,
-    RequestTimeout,
-    Seed,
-    WriterLlm,
-)
+from gtsteer.cli.common import console, final, friendly_errors, note, parse_options
+from gtsteer.cli.options import ConfigArg, Out, Seed, Served, WriterLlm
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.play import SUMMARY_FILE, HumanTurn, PlayedTurn, PlayOptions, PlayResult
 from gtsteer.runs.play import run as run_play
-
-#: The flag of each `PlayOptions` field, for its errors.
-FLAGS = {"seed": "--seed", "instance": "--instance", "sample": "--sample", "seats": "--seat"}
 
 
 def _line(turn: PlayedTurn, show_instruction: bool) -> str:
@@ -114,11 +93,7 @@ def play(
     sample: Annotated[int, typer.Option("--sample", min=0, help="Bot messages are this sample"
                                         " of each position (0: the solved tree's first).")] = 0,
     llm: WriterLlm = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     seed: Seed = 0,
     out: Out = None,
 ) -> None:
@@ -128,14 +103,9 @@ def play(
     seats = tuple(seat or ())
     humans = any(s.partition("=")[2].strip() == "human" for s in seats)
     with friendly_errors():
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=False, report=note,
-                            on_step=_printer(not humans), ask_human=_ask if humans else None)
+        ctx = served.context(llm=llm, out=out, progress=False, report=note,
+                             on_step=_printer(not humans), ask_human=_ask if humans else None)
         result = run_play(config, ctx, parse_options(
-            PlayOptions, FLAGS, seed=seed, instance=instance, sample=sample, seats=seats))
+            PlayOptions, {"seats": "--seat"}, seed=seed, instance=instance, sample=sample,
+            seats=seats))
     print_result(result, revealed=humans)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `play` command to the top-level app."""
-    app.command("play")(play)

@@ -10,57 +10,31 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from gtsteer.binding import progress
-from gtsteer.cli.common import (
-    console,
-    endpoint_of,
-    final,
-    friendly_errors,
-    note,
-    parse_options,
-    ray_options,
-)
+from gtsteer.cli.common import console, final, friendly_errors, note, parse_options
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     ConfigArg,
     Deals,
     Games,
     HeldoutRescore,
     InstancesFile,
     MaxCalls,
-    MaxWait,
     Out,
     PsroIterations,
     Quiet,
-    Ray,
-    RequestTimeout,
+    Scale,
     Seed,
-    Workers,
+    Served,
     WriterLlm,
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.solve import print_roles
 from gtsteer.cli.spend import spending
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.psro import PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.solve import tree_bound
 from gtsteer.solvers.meta import META_SOLVERS
 from gtsteer.solvers.meta.registry import help_text
 from gtsteer.solvers.psro import IterationReport, PSROConfig
-
-#: PSROConfig field -> the flag that sets it (errors name the flag the user typed).
-PSRO_FLAGS = {"iterations": "--iterations", "candidates": "--candidates",
-              "operator": "--operator", "meta_solver": "--meta-solver", "seed": "--seed",
-              "support_tolerance": "--support-tolerance", "oracle_players": "--oracle-player",
-              "gap_tolerance": "--gap-tolerance", "heldout": "--heldout",
-              "heldout_gate": "--heldout-gate", "report_nash": "--report-nash"}
-
-#: The flag of each other `PSROOptions` field, for its errors.
-FLAGS = {"games": "--games", "deals": "--deals", "max_calls": "--max-calls",
-         "export_nfg": "--export-nfg", "instances_file": "--instances",
-         "reference": "--reference"}
 
 
 def added_cell(added: list[str | None], rejected: list[str | None]) -> str:
@@ -138,11 +112,7 @@ def psro(
         str | None, typer.Option("--proposer-llm", help="Model that proposes instructions "
                                  "(default: the config's models.proposer, else --llm).")
     ] = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     games: Games = 1,
     iterations: PsroIterations = 3,
     candidates: Annotated[
@@ -188,8 +158,7 @@ def psro(
                            " iterations/<t>.nfg (Gambit's normal form).")
     ] = False,
     quiet: Quiet = False,
-    ray: Ray = None,
-    workers: Workers = None,
+    scale: Scale = Scale(),
     instances: InstancesFile = None,
     reference: Annotated[
         Path | None,
@@ -199,14 +168,14 @@ def psro(
     ] = None,
 ) -> None:
     """Grow each player's instruction set with LLM-proposed best responses (PSRO)."""
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     if instances is not None and games != 1:
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--instances")
     with friendly_errors():
         # PSROConfig validates the options (its error names the flag) before any LLM call.
         settings = parse_options(
-            PSROConfig, PSRO_FLAGS, iterations=iterations, candidates=candidates,
-            operator=operator, meta_solver=meta_solver, seed=seed,
+            PSROConfig, {"oracle_players": "--oracle-player"}, iterations=iterations,
+            candidates=candidates, operator=operator, meta_solver=meta_solver, seed=seed,
             support_tolerance=support_tolerance, oracle_players=oracle_player,
             gap_tolerance=gap_tolerance, heldout=heldout, heldout_gate=heldout_gate,
             report_nash=report_nash)
@@ -216,21 +185,20 @@ def psro(
             console.print(f"iteration {report.iteration}: {added} "
                           f"({report.llm.new_calls} new calls, {report.wall_s:.1f} s)")
 
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(
-            llm=llm, proposer=proposer_llm, endpoint=served, out=out, ray=on_ray,
-            progress=not quiet, report=note, on_phase=progress.phase, on_step=done)
+        ctx = served.context(llm=llm, proposer=proposer_llm, out=out, ray=on_ray,
+                             progress=not quiet, report=note, on_phase=progress.phase,
+                             on_step=done)
         summary = run_psro(config, ctx, parse_options(
-            PSROOptions, FLAGS, settings=settings, games=games, deals=deals,
-            max_calls=tree_bound(max_calls), export_nfg=export_nfg, instances_file=instances,
-            reference=reference))
+            PSROOptions, {"instances_file": "--instances"}, settings=settings, games=games,
+            deals=deals, max_calls=tree_bound(max_calls), export_nfg=export_nfg,
+            instances_file=instances, reference=reference))
     print_summary(summary)
     print_roles(summary.roles)
     where = summary.folder
     final(f"summary: {where / 'summary.json'} · plot: {where / summary.plot}")
 
 
-class _PsroCommand(TyperCommand):
+class PsroCommand(TyperCommand):
     """`psro`, its `--meta-solver` help read from the registry as the command is built (so a
     meta-solver registered after this module was imported is listed too)."""
 
@@ -239,8 +207,3 @@ class _PsroCommand(TyperCommand):
         for param in self.params:
             if param.name == "meta_solver":
                 param.help = help_text()  # type: ignore[attr-defined]
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `psro` command to the top-level app."""
-    app.command("psro", cls=_PsroCommand)(psro)

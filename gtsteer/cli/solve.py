@@ -12,17 +12,14 @@ from rich.table import Column, Table
 from gtsteer.binding import cost_profile
 from gtsteer.cli.common import (
     console,
-    endpoint_of,
     final,
     friendly_errors,
+    interval,
     note,
     parse_options,
-    ray_options,
+    signed,
 )
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     ConfigArg,
     Deals,
     Embedder,
@@ -32,20 +29,17 @@ from gtsteer.cli.options import (
     InstancesResume,
     Iterations,
     MaxCalls,
-    MaxWait,
     Out,
     Quiet,
-    Ray,
-    RequestTimeout,
+    Scale,
     Seed,
+    Served,
     Solver,
-    Workers,
     WriterLlm,
 )
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import spending
 from gtsteer.evals.solve_metrics import HeadToHead, HeldOutMetrics
-from gtsteer.runs.context import RunContext
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import write_json
 from gtsteer.runs.solve import (
@@ -59,21 +53,6 @@ from gtsteer.runs.solve import run as run_solve
 from gtsteer.runs.solve_schema import SolveSummary
 from gtsteer.solvers.analysis import ALWAYS
 from gtsteer.solvers.metrics import Metric
-
-
-def _signed(x: float, digits: int = 4) -> str:
-    """Signed fixed-point text; rounds first so a tiny negative float never prints as -0.0000."""
-    return f"{round(x, digits) + 0.0:+.{digits}f}"
-
-
-def _fmt(x: float | None) -> str:
-    return "—" if x is None else _signed(x)
-
-
-def _ci(metric: Metric) -> str:
-    if metric.ci_low is None or metric.ci_high is None:
-        return "— (1 instance)"
-    return f"[{_signed(metric.ci_low)}, {_signed(metric.ci_high)}]"
 
 
 def print_summary(summary: SolveSummary) -> None:
@@ -90,7 +69,7 @@ def print_summary(summary: SolveSummary) -> None:
             if metric is None:  # held-out gain not asked for
                 continue
             m = Metric.model_validate(metric)
-            table.add_row(name, _fmt(m.mean), _ci(m), str(m.n))
+            table.add_row(name, signed(m.mean), interval(m), str(m.n))
         console.print(table)
     if summary.head_to_head is not None:
         print_head_to_head(summary.head_to_head)
@@ -138,7 +117,7 @@ def print_heldout(held: HeldOutMetrics) -> None:
                   " fresh text; nearest, distilled: replays that read the fresh text")
 
     def row(label: str, player: str, depth: str, m: Metric, end: bool = False) -> None:
-        table.add_row(label, player, depth, _fmt(m.mean), _ci(m), str(m.n), end_section=end)
+        table.add_row(label, player, depth, signed(m.mean), interval(m), str(m.n), end_section=end)
 
     first = str(held.clean_player)
     row("clean", first, "0 exact", held.clean)
@@ -171,7 +150,7 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
     out = out or console
     names = h2h.strategies
     labels = [_h2h_label(n, names) for n in names]
-    cells = {r: [_signed(h2h.values[r][c], 2) for c in names] for r in names}
+    cells = {r: [signed(h2h.values[r][c], 2) for c in names] for r in names}
     corner = "row \\ col"
     # A rich column costs its content plus 2 of padding and 1 of border; the table 1 more.
     used = first = max(len(corner), *map(len, labels)) + 3 + 1
@@ -194,12 +173,6 @@ def print_head_to_head(h2h: HeadToHead, out: Console | None = None) -> None:
         for row, label in zip(names, labels, strict=True):
             table.add_row(label, *(cells[row][j] for j in cols))
         out.print(table)
-
-
-#: The flag of each `SolveOptions` field, for its errors.
-FLAGS = {"games": "--games", "instances_file": "--instances", "iterations": "--iterations",
-         "solver": "--solver", "seed": "--seed", "deals": "--deals", "heldout": "--heldout",
-         "readers": "--heldout-readers", "max_calls": "--max-calls", "resume": "--resume"}
 
 
 #: `--profile`'s file in the run folder.
@@ -238,11 +211,7 @@ def solve(
     ctx: typer.Context,
     config: ConfigArg,
     llm: WriterLlm = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
     games: Games = 1,
     instances: InstancesFile = None,
     iterations: Iterations = DEFAULT_ITERATIONS,
@@ -267,24 +236,23 @@ def solve(
                      " (messages, end checks, rewards; the fresh tree's apart). Serial only."),
     ] = False,
     quiet: Quiet = False,
-    ray: Ray = None,
-    workers: Workers = None,
+    scale: Scale = Scale(),
 ) -> None:
     """Expand each instance's game tree, solve it with CFR and write DIR/summary.json."""
     given = ctx.get_parameter_source("games")  # --games 1 counts: it was given
     if instances is not None and given is not None and given.name != "DEFAULT":
         raise typer.BadParameter("give --games or --instances, not both", param_hint="--games")
-    if profile and ray is not None:
+    if profile and scale.ray is not None:
         raise typer.BadParameter("a profile reads one process's meters: run without --ray",
                                  param_hint="--profile")
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     with friendly_errors(), cost_profile.profiling() as costs, counted_tokens(profile):
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        run_ctx = RunContext.of(llm=llm, embedder=embedder, endpoint=served, out=out,
-                                ray=on_ray, progress=not quiet, report=note)
+        run_ctx = served.context(llm=llm, embedder=embedder, out=out, ray=on_ray,
+                                 progress=not quiet, report=note)
         options = parse_options(
-            SolveOptions, FLAGS, games=games, instances_file=instances,
-            iterations=iterations, solver=solver, seed=seed, deals=deals, heldout=heldout,
+            SolveOptions, {"instances_file": "--instances", "readers": "--heldout-readers"},
+            games=games, instances_file=instances, iterations=iterations, solver=solver,
+            seed=seed, deals=deals, heldout=heldout,
             readers=[r.strip() for r in heldout_readers.split(",") if r.strip()],
             max_calls=tree_bound(max_calls), resume=resume)
         summary = run_solve(config, run_ctx, options)
@@ -296,8 +264,3 @@ def solve(
     final(f"summary: {summary.folder / 'summary.json'}")
     if summary.metrics is None:  # every instance failed: the run produced no result
         raise typer.Exit(code=1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the `solve` command to the top-level app."""
-    app.command("solve")(solve)

@@ -26,20 +26,19 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any
 
 import click
 import typer
 
 from gtsteer.binding.progress import shown
-from gtsteer.cli.common import err_console, quieted
+from gtsteer.cli.common import F, err_console, grouped, quieted, retyped
 from gtsteer.cli.options import Concurrency, DryRunFlag, MaxCalls, MaxCost, MaxTokens, Rpm
 from gtsteer.llm.dry_run import DryRun, ModelEstimate
 from gtsteer.llm.rate import RateLimit
 from gtsteer.llm.session import Budget, BudgetExceeded, Session, session
 from gtsteer.llm.usage import UsageReport
 
-F = TypeVar("F", bound=Callable[..., Any])
 #: The exit code of a run stopped by --max-calls, --max-tokens or --max-cost.
 BUDGET_EXIT = 3
 
@@ -153,13 +152,10 @@ def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
     `gtsteer.cli.options`."""
 
     def wrap(command: F) -> F:
+        command = grouped(command)
         signature = inspect.signature(command, eval_str=True)
         added = {**_RATE, **(_BUDGET if budget else {})}
         added = {k: v for k, v in added.items() if k not in signature.parameters}
-        params = [*signature.parameters.values(),
-                  *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                      default=False if name == "dry_run" else None,
-                                      annotation=kind) for name, kind in added.items())]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -177,11 +173,7 @@ def spending(*, budget: bool = False, display: bool = True) -> Callable[[F], F]:
                     shown(_name(command), enabled=display and not quiet, console=err_console):
                 return command(*args, **kwargs)
 
-        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        run.__annotations__ = {**get_type_hints(command, include_extras=True),
-                               **added}
-        del run.__wrapped__  # typer reads the signature above, not the command's
-        return run  # type: ignore[return-value]
+        return retyped(run, signature, signature.parameters.values(), added)
 
     return wrap
 

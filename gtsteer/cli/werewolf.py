@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,26 +14,21 @@ from rich.text import Text
 
 from gtsteer.cli.common import console, friendly_errors, parse_options
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     BotLlm,
     Db,
     GameSeed,
     LobbyLlms,
     MaxDays,
     MaxMessages,
-    MaxWait,
     Players,
-    RequestTimeout,
     SeatLlms,
+    Served,
     SnapshotOut,
     Steer,
     SteerTeam,
 )
 from gtsteer.cli.spend import spending
 from gtsteer.llm import in_process
-from gtsteer.runs.models import Endpoint
 from gtsteer.runs.output import check_in_file
 from gtsteer.werewolf.bots import bot_decision, human_line
 from gtsteer.werewolf.engine import pending_for
@@ -171,8 +167,8 @@ def _run(store: GameStore, state: GameState, chooser=None, pool: LLMPool | None 
 
 
 #: `play`'s flags by the GameConfig field they set, so a bad value names the flag.
-PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves", "max_days": "--max-days",
-              "max_messages_per_day": "--max-messages", "rules": "--rules", "ties": "--ties"}
+PLAY_FLAGS = {"n_players": "--players", "n_wolves": "--wolves",
+              "max_messages_per_day": "--max-messages"}
 
 
 @werewolf_app.command()
@@ -207,11 +203,7 @@ def play(
     ] = "none",
     steer: Steer = None,
     steer_team: SteerTeam = "both",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
 ) -> None:
     """Start a new game and play it to the end (resume a killed game with `resume`)."""
     with friendly_errors():
@@ -219,8 +211,7 @@ def play(
             raise ValueError("--with-human needs --human NAME (the name you play under)")
         chooser = _chooser(steer, steer_team)
         names = [m.strip() for m in llm.split(",") if m.strip()] or ["local"]
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait, api_mode=api_mode)
+        endpoint = served.endpoint()
         endpoint.check(*names)
         pool = LLMPool(factory=endpoint.llm)
         store = _store(db)
@@ -231,7 +222,7 @@ def play(
             store, config, seed=seed, model=names[0],
             models=[names[i % len(names)] for i in range(players)], theme=theme,
             human=human, game_id=game_id, pool=pool,
-            api_base=api_base if not all(map(in_process, names)) else None,
+            api_base=served.api_base if not all(map(in_process, names)) else None,
         )
         say((f"Game {state.game_id}", "bold"), f" ({store.path}). {state.scene}")
         say("Players: " + ", ".join(p.name for p in state.players))
@@ -246,11 +237,7 @@ def resume(
     db: Db = None,
     steer: Steer = None,
     steer_team: SteerTeam = "both",
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
 ) -> None:
     """Continue a game from its last committed step (with the --steer it started with)."""
     with friendly_errors():
@@ -262,13 +249,13 @@ def resume(
             return
         # The game's own server unless told otherwise. The key is never stored, and a stored
         # URL (a database may come from anywhere) gets only the key --api-key-env names.
-        stored = api_base is None and state.api_base is not None
-        endpoint = Endpoint(api_base or state.api_base, api_key_env, timeout_s=request_timeout,
-                            max_wait_s=max_wait, env_keys=not stored,
-                            api_mode=api_mode)
+        stored = served.api_base is None and state.api_base is not None
+        endpoint = replace(served, api_base=served.api_base or state.api_base).endpoint(
+            env_keys=not stored)
         endpoint.check(state.router_model, *{p.model for p in state.players})
         if stored:
-            sent = "the key in --api-key-env" if api_key_env else "no key (--api-key-env sends one)"
+            sent = ("the key in --api-key-env" if served.api_key_env
+                    else "no key (--api-key-env sends one)")
             say(f"Served models at {state.api_base} (stored with the game); {sent}.")
         say(f"Resuming {game_id} at step {state.step} (day {state.day}, {state.phase}).")
         _run(store, state, chooser, LLMPool(factory=endpoint.llm))
@@ -342,11 +329,7 @@ def act(
     bot: Annotated[str, typer.Option("--bot", help="The bot that decides.")],
     action: Annotated[str, typer.Option("--action", help="vote | night | speak")],
     llm: BotLlm = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
+    served: Served = Served(),
 ) -> None:
     """Run one bot decision on a snapshot and print the validated action as JSON."""
     with friendly_errors():
@@ -357,8 +340,7 @@ def act(
         me = state.player(bot)
         if llm:
             me.model = llm
-        endpoint = Endpoint(api_base, api_key_env, timeout_s=request_timeout,
-                   max_wait_s=max_wait, api_mode=api_mode)
+        endpoint = served.endpoint()
         endpoint.check(me.model)
         decision, records = bot_decision(state, want, LLMPool(factory=endpoint.llm))
         payload = decision.model_dump(exclude={"info_state", "notes"}, exclude_defaults=True)

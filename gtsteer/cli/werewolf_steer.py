@@ -7,18 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, ray_options
+from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
     BotGames,
     Embedder,
     GameSeed,
     Llm,
     MaxDays,
     MaxMessages,
-    MaxWait,
     MessageSamples,
     OutFolder,
     Players,
@@ -26,14 +22,12 @@ from gtsteer.cli.options import (
     PlaystyleOptions,
     PlaystyleSpeakers,
     PlaystyleStates,
-    Ray,
-    RequestTimeout,
+    Scale,
     SeedsResume,
+    Served,
     Steer,
-    Workers,
 )
 from gtsteer.cli.spend import spending
-from gtsteer.runs.context import RunContext
 from gtsteer.werewolf.playstyles import options_for
 
 #: `--styles` by default: every option of a discussion decision.
@@ -61,28 +55,22 @@ def steer_train(
     embedder: Embedder = None,
     train_steps: Annotated[int, typer.Option("--train-steps", help="MLP training steps.")] = 2000,
     seed: GameSeed = 0,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
-    ray: Ray = None,
-    workers: Workers = None,
+    served: Served = Served(),
+    scale: Scale = Scale(),
 ) -> None:
     """Log bot-only games, solve playstyle games at sampled discussion turns with CFR+, and
     distill the solutions into a policy for `play --steer OUT`. With --ray, each logged game
     and each playstyle game is a Ray task; the training runs here."""
     from gtsteer.runs.werewolf_steer import SteerTrainConfig, SteerTrainOptions, run
 
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     with friendly_errors():
         cfg = SteerTrainConfig(
             games=games, llm=llm, states=states, num_llm_seeds=samples, max_speakers=speakers,
             styles=[s.strip() for s in styles.split(",") if s.strip()], iterations=iterations,
             players=players, max_messages=max_messages, max_days=max_days, embedder=embedder,
             train_steps=train_steps, seed=seed)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
+        ctx = served.context(out=out, ray=on_ray)
         summary = run(cfg, ctx, SteerTrainOptions())
         calls = summary.model_calls
         console.print(f"solved {len(summary.solved)} playstyle games "
@@ -105,13 +93,8 @@ def evaluate(
     max_messages: MaxMessages = 4,
     max_days: MaxDays = 4,
     seed: GameSeed = 0,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
-    api_mode: ApiMode = None,
-    ray: Ray = None,
-    workers: Workers = None,
+    served: Served = Served(),
+    scale: Scale = Scale(),
     conditions: Annotated[
         str,
         typer.Option("--conditions", help="Comma-separated conditions to play, each on the same"
@@ -125,7 +108,7 @@ def evaluate(
     --ray, each seed's games are a Ray task."""
     from gtsteer.runs.werewolf_evaluate import CONDITION_KEYS, EvaluateConfig, EvaluateOptions, run
 
-    on_ray = ray_options(ray, workers)
+    on_ray = scale.options()
     chosen = [c.strip() for c in conditions.split(",") if c.strip()] or list(CONDITION_KEYS)
     with friendly_errors():
         if steer is None:
@@ -133,9 +116,9 @@ def evaluate(
                                      param_hint="--steer")
         cfg = EvaluateConfig(games=games, llm=llm, players=players, max_messages=max_messages,
                              max_days=max_days, seed=seed, conditions=chosen)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
-        ctx = RunContext.of(endpoint=served, out=out, ray=on_ray)
-        command = evaluate_command(cfg, steer, out, ray, workers, resume, conditions)
+        ctx = served.context(out=out, ray=on_ray)
+        command = evaluate_command(cfg, steer, out, scale.ray, scale.workers, resume,
+                                   conditions)
         summary = run(cfg, ctx, EvaluateOptions(steer=steer, resume=resume, command=command))
         table = Table("condition", "village wins [95% CI]", "wolf wins [95% CI]",
                       "village votes on wolves", "days survived", "calls/game", "tokens/game")
@@ -172,12 +155,6 @@ def evaluate_command(cfg: EvaluateConfig, steer: str, out: str, ray: str | None,
     parts += [f"--workers {workers}"] if workers else []
     parts += ["--resume"] if resume else []
     return " ".join([*parts, f"--out {out}"])
-
-
-def register(app: typer.Typer) -> None:
-    """Add `steer-train` and `evaluate` to the werewolf group."""
-    app.command("steer-train")(steer_train)
-    app.command("evaluate")(evaluate)
 
 
 def paired_table(paired: list[PairedDifference]) -> Table:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors
+from gtsteer.cli.common import console, friendly_errors
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -21,6 +21,7 @@ from gtsteer.cli.options import (
     MaxWait,
     OutFolder,
     RequestTimeout,
+    Served,
 )
 from gtsteer.cli.spend import spending
 from gtsteer.runs.context import RunContext
@@ -96,7 +97,7 @@ def steer_heldout(
                                      param_hint="--policy")
         cfg = SteerHeldoutConfig(policy=policy, states=states, per_game=per_game, seed=seed,
                                  max_games=max_games, llm=llm)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
+        served = Served(api_base, api_key_env, request_timeout, max_wait, api_mode).endpoint()
         ctx = RunContext.of(endpoint=served, out=out)
         summary = run(cfg, ctx, SteerHeldoutOptions(resume=resume, command=command_line(
             policy, out, states, per_game, seed, max_games, llm)))

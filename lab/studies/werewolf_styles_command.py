@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from gtsteer.cli.common import console, endpoint_of, friendly_errors, note
+from gtsteer.cli.common import console, friendly_errors, note
 from gtsteer.cli.options import (
     ApiBase,
     ApiKeyEnv,
@@ -31,6 +31,7 @@ from gtsteer.cli.options import (
     Players,
     PlaystyleOptions,
     RequestTimeout,
+    Served,
 )
 from gtsteer.cli.spend import spending
 from gtsteer.cli.werewolf_steer import DISCUSSION_OPTIONS
@@ -119,7 +120,7 @@ def styles(
             styles=[s.strip() for s in style_list.split(",") if s.strip()], games=games,
             players=players, max_messages=max_messages, max_days=max_days,
             max_speakers=speakers, seed=seed, states_from=states_from)
-        served = endpoint_of(api_base, api_key_env, request_timeout, max_wait, api_mode)
+        served = Served(api_base, api_key_env, request_timeout, max_wait, api_mode).endpoint()
         ctx = RunContext.of(endpoint=served, out=out, report=note)
         summary = run(cfg, ctx, StylesOptions(labelled=labelled or DEFAULT_LABELLED))
         print_styles(summary)

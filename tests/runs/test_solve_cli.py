@@ -105,11 +105,11 @@ def test_same_numbers_across_processes_and_hash_seeds(tmp_path: Path) -> None:
 
 
 def test_tables_never_print_negative_zero() -> None:
-    from gtsteer.cli.solve import _signed
+    from gtsteer.cli.common import signed
 
-    assert _signed(-1e-9) == "+0.0000"
-    assert _signed(-0.25, 3) == "-0.250"
-    assert _signed(0.4375, 3) == "+0.438"
+    assert signed(-1e-9) == "+0.0000"
+    assert signed(-0.25, 3) == "-0.250"
+    assert signed(0.4375, 3) == "+0.438"
 
 
 def test_head_to_head_of_ten_strategies_prints_every_value_in_full_at_80_columns() -> None:
