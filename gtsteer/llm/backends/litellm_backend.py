@@ -40,7 +40,7 @@ from gtsteer.llm.errors import (
     TransientLLMError,
 )
 from gtsteer.llm.secrets import register_secret, scrub_secrets, scrub_values
-from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 #: The key sent to an OpenAI-compatible server when none is given (gtsteer.llm.secrets knows it).
 NO_KEY = "no-key"
@@ -364,16 +364,7 @@ class LiteLLMBackend(Backend):
         constrained choice) or where its top alternatives cannot tell the options apart."""
         if self.modes.logprobs is False:
             return None, Usage()
-        listed = "Answer with exactly one of: " + ", ".join(options) + "."
-        asked = (
-            request.model_copy(update={"prompt": f"{request.prompt}\n\n{listed}"})
-            if request.prompt is not None
-            else request.model_copy(
-                update={
-                    "messages": [*(request.messages or []), Message(role="user", content=listed)]
-                }
-            )
-        )
+        asked = request.with_note("Answer with exactly one of: " + ", ".join(options) + ".")
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
         response, usage = await self._send(
             {**kwargs, "logprobs": COMPLETION_LOGPROBS} if self.completions
