@@ -66,11 +66,6 @@ def instruction_parts(spec: DomainSpec, instruction: str, name: str) -> list[str
     return parts
 
 
-def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
-    """The instruction line; "any" is no instruction at all, so it renders to nothing."""
-    return " ".join(instruction_parts(spec, instruction, name))
-
-
 #: A stage direction in an instruction template's form needs this many literal words (besides
 #: the name and the value) to be recognised whatever name and value it carries; a template with
 #: fewer ("{value}.") is matched only with the chosen value, so ordinary words are never removed.
@@ -142,7 +137,7 @@ def message_prompt(
 ) -> str:
     names = instance.names
     name = names[speaker]
-    line = render_instruction(spec, instruction, name)
+    line = " ".join(instruction_parts(spec, instruction, name))  # "any": no line at all
     fields = {
         "scenario": instance.scenario,
         "name": name,

@@ -460,6 +460,14 @@ class DomainSpec(_Strict):
         limit = self.num_max_replies * self.num_players
         return limit if self.turns is None else min(limit, len(self.turns))
 
+    def end_check_after(self, replies: int) -> bool:
+        """Whether the message that brings the count to `replies` gets an end check: the
+        termination prompt before the reply limit; a verdict game's judge at every round end,
+        the last one included (it then must give a verdict)."""
+        if self.judge is not None:
+            return replies % self.num_players == 0
+        return self.termination_prompt is not None and replies < self.reply_limit
+
     def turn_keys(self, depth: int) -> list[str]:
         """The action keys the message at `depth` may set (every key without `turns`)."""
         return self.action_keys if self.turns is None else self.turns[depth]

@@ -53,7 +53,7 @@ def tree_size(spec: DomainSpec) -> TreeSize:
         decision += before
         chance += before * actions
         messages += before * actions * samples
-        if _end_check(spec, reply, limit):
+        if spec.end_check_after(reply):
             checks += before * actions * samples
         before *= actions * samples
     terminals = before
@@ -65,14 +65,6 @@ def tree_size(spec: DomainSpec) -> TreeSize:
         end_check_calls=deals * checks,
         reward_calls=deals * terminals,
     )
-
-
-def _end_check(spec: DomainSpec, reply: int, limit: int) -> bool:
-    """Mirrors `DialogueGame.needs_end_check`: a judge after each round, the last included; a
-    termination prompt after every message but the last."""
-    if spec.judge is not None:
-        return reply % spec.num_players == 0
-    return spec.termination_prompt is not None and reply < limit
 
 
 def short(n: int) -> str:
