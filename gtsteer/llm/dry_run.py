@@ -23,15 +23,13 @@ backends, whose tokenizers would mean loading the model. Prices come from litell
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.schema_fill import WORDS, fill
+from gtsteer.llm.schema_fill import WORDS, fill, seeded_rng
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 #: Characters per token where no tokenizer is at hand (OpenAI's rule of thumb for English).
@@ -126,11 +124,6 @@ class DryRun:
             return out
 
 
-def _rng(*parts: Any) -> random.Random:
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 def _false_booleans(schema: Any) -> Any:
     """`schema` with every boolean a `false` const: the stand-in that keeps a dialogue going."""
     if isinstance(schema, dict):
@@ -191,7 +184,7 @@ class StandIn(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         text = request.as_text()
-        rng = _rng(self.model, text, request.seed, json_schema)
+        rng = seeded_rng(self.model, text, request.seed, json_schema)
         prompt = self.tokens(text, request)
         if json_schema is not None:
             out = json.dumps(fill(_false_booleans(json_schema), rng))
@@ -210,4 +203,4 @@ class StandIn(Backend):
             return None, Usage()  # the real one chooses by a structured call: counted there
         text = request.as_text()
         usage = self.dry.count(self, self.tokens(text, request), 1, 1)
-        return {o: -_rng(self.model, text, request.seed, o).random() for o in options}, usage
+        return {o: -seeded_rng(self.model, text, request.seed, o).random() for o in options}, usage
