@@ -315,27 +315,23 @@ def reward_prompt(
         for p in range(len(instance.names))
         for key, value in instance.private_info[p].items()
     )
-    fields = {
-        "scenario": instance.scenario,
-        "players": join_names(instance.names),
-        "private_info_all": everyone,
-        "transcript": (
-            render_transcript(turns, instance.names) if transcript is None else transcript
-        ),
-    }
+    fields = {**public_fields(instance, turns), "private_info_all": everyone}
+    if transcript is not None:
+        fields["transcript"] = transcript
     return fill_template(
         spec.payoff.prompt if template is None else template, fields
     ).rstrip() + "\n"
 
 
+def public_fields(instance: Instance, turns: list[Turn]) -> dict[str, str]:
+    """The placeholders every prompt about the public dialogue fills."""
+    return {"scenario": instance.scenario, "players": join_names(instance.names),
+            "transcript": render_transcript(turns, instance.names)}
+
+
 def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:
     assert spec.termination_prompt is not None
-    fields = {
-        "scenario": instance.scenario,
-        "players": join_names(instance.names),
-        "transcript": render_transcript(turns, instance.names),
-    }
-    return fill_template(spec.termination_prompt, fields).rstrip()
+    return fill_template(spec.termination_prompt, public_fields(instance, turns)).rstrip()
 
 
 def join_names(names: list[str]) -> str:
