@@ -67,6 +67,16 @@ class ModelEstimate:
     cost: float | None = 0.0
     cost_max: float | None = 0.0
 
+    def add(self, other: ModelEstimate) -> None:
+        """Count `other` in this estimate too (a cost stays None once any part is unpriced)."""
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.completion_tokens_max += other.completion_tokens_max
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        self.cost_max = (None if self.cost_max is None or other.cost_max is None
+                         else self.cost_max + other.cost_max)
+
 
 @dataclass
 class DryRun:
@@ -99,13 +109,8 @@ class DryRun:
         """One request that would go out; its usage as the meter should count it."""
         price, price_max = backend.price(prompt, completion), backend.price(prompt, bound)
         with self._lock:
-            m = self.models.setdefault(backend.model, ModelEstimate(backend.model))
-            m.requests += 1
-            m.prompt_tokens += prompt
-            m.completion_tokens += completion
-            m.completion_tokens_max += bound
-            m.cost = None if price is None or m.cost is None else m.cost + price
-            m.cost_max = None if price_max is None or m.cost_max is None else m.cost_max + price_max
+            self.models.setdefault(backend.model, ModelEstimate(backend.model)).add(ModelEstimate(
+                backend.model, 1, prompt, completion, bound, price, price_max))
         return Usage(prompt_tokens=prompt, completion_tokens=completion,
                      cost_usd=price or 0.0, priced=price is not None)
 
@@ -114,13 +119,7 @@ class DryRun:
         with self._lock:
             out = ModelEstimate("all")
             for m in self.models.values():
-                out.requests += m.requests
-                out.prompt_tokens += m.prompt_tokens
-                out.completion_tokens += m.completion_tokens
-                out.completion_tokens_max += m.completion_tokens_max
-                out.cost = None if m.cost is None or out.cost is None else out.cost + m.cost
-                out.cost_max = (None if m.cost_max is None or out.cost_max is None
-                                else out.cost_max + m.cost_max)
+                out.add(m)
             return out
 
 

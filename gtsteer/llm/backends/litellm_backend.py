@@ -385,13 +385,7 @@ class LiteLLMBackend(Backend):
 def _top_logprobs(choice: Any) -> dict[str, float] | None:
     """`{token: logprob}` of the first generated token, or None when the server sent none;
     a KeyError/TypeError/ValueError when an entry lacks `token` or `logprob`."""
-    logprobs = getattr(choice, "logprobs", None)
-    if logprobs is None:
-        return None
-    content = (
-        logprobs.get("content") if isinstance(logprobs, dict)
-        else getattr(logprobs, "content", None)
-    )
+    content = _get(getattr(choice, "logprobs", None), "content")
     if not content:
         return None
     first = content[0]
@@ -406,14 +400,15 @@ def _top_logprobs(choice: Any) -> dict[str, float] | None:
 def _text_top_logprobs(choice: Any) -> dict[str, float] | None:
     """`{token: logprob}` of the first token of a `/v1/completions` choice (its `logprobs`:
     `top_logprobs`, one mapping per token), or None when the server sent none."""
-    logprobs = getattr(choice, "logprobs", None)
-    if logprobs is None:
-        return None
-    top = (logprobs.get("top_logprobs") if isinstance(logprobs, dict)
-           else getattr(logprobs, "top_logprobs", None))
+    top = _get(getattr(choice, "logprobs", None), "top_logprobs")
     if not top or not top[0]:
         return None
     return {str(token): float(lp) for token, lp in dict(top[0]).items()}
+
+
+def _get(logprobs: Any, name: str) -> Any:
+    """A field of a `logprobs` block, which arrives as a dict or as an SDK object (or None)."""
+    return logprobs.get(name) if isinstance(logprobs, dict) else getattr(logprobs, name, None)
 
 
 def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, float] | None:
