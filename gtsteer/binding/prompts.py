@@ -3,13 +3,10 @@
 Each prompt is a pure function of (spec, instance, transcript, ...), so the expansion and every
 later traversal build byte-identical requests and therefore hit the same cache keys.
 
-A message is asked for in one of two forms, by the kind of model (`reads_chat`). A base model
-continues the domain's prompt, which ends with the speaker's `Name:` cue, and stops at a blank
-line or another speaker's cue. An embedded instruct (chat) model gets the same prompt as its
-user turn and an assistant turn already opened with the speaker's `Name:` cue, so it answers as
-the speaker, in the first person, instead of describing the speaker; its answer ends at its own
-end-of-turn token or another speaker's cue, and its cleaning allows what chat answers open
-with (a blank line, a `Name:` tag, a lead-in line, a quotation).
+A message is asked for in one of two forms, by the kind of model (`reads_chat`): a base model
+continues the domain's prompt (`message_prompt`), an embedded instruct model answers it as the
+speaker (`chat_message_prompt`); each form has its own stop strings (`message_stop`) and
+cleaning (`clean_message`, `clean_chat_message`).
 """
 
 from __future__ import annotations

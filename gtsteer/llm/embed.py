@@ -260,11 +260,8 @@ def _sentence_transformer(source: str, **kwargs: Any) -> Any:
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """No "Loading weights" bar from transformers in the middle of gtsteer's own bars."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover -- sentence-transformers depends on transformers
-        yield
-        return
+    from transformers.utils import logging as hf_logging  # sentence-transformers' dependency
+
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
