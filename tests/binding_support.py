@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gtsteer.binding import DialogueGame, Domain, DomainSpec, make_game, make_instance
+from gtsteer.binding import DialogueGame, Domain, DomainSpec, Instance, make_game, make_instance
+from gtsteer.binding.game import message_seed
+from gtsteer.binding.llm_instances import instances_jsonl
 from gtsteer.domains import load_spec, spec_from_dict
 from gtsteer.llm import LLM
 from gtsteer.testing import ScriptedBackend
@@ -49,3 +52,24 @@ def walk(state: Any, visit: Any) -> None:
     )
     for a in actions:
         walk(state.child(a), visit)
+
+
+def message_seeds(game: DialogueGame) -> set[int]:
+    """Every seed a message of `game`'s tree can be drawn with (all chance paths up to the reply
+    limit): what a check of "solved and fresh samples never meet" compares."""
+    n, first, offset = game.spec.num_players, game.first_player, game.sample_offset
+    samples = [range(offset, offset + game.spec.samples_at(depth))
+               for depth in range(game.reply_limit)]
+    out: set[int] = set()
+    for length in range(1, game.reply_limit + 1):
+        speaker = (first + length - 1) % n
+        out |= {message_seed(d.seed, path, speaker)
+                for d in game.deals for path in itertools.product(*samples[:length])}
+    return out
+
+
+def write_instances(instances: list[Instance], path: Path) -> Path:
+    """`instances` as the JSONL file `gtsteer instances` writes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(instances_jsonl(instances), encoding="utf-8")
+    return path

@@ -56,9 +56,7 @@ class CostProfile(BaseModel):
     total_s: float = 0.0
 
     def phase(self, name: str) -> PhaseCost:
-        if name not in self.phases:
-            self.phases[name] = PhaseCost(phase=name)
-        return self.phases[name]
+        return self.phases.setdefault(name, PhaseCost(phase=name))
 
     @property
     def unaccounted_s(self) -> float:

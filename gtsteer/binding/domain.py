@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -167,11 +167,7 @@ class Domain:
 
     def without_utility(self) -> Domain:
         """The same domain paid by the reward LLM instead of its exact utility."""
-        return Domain(**{**_as_dict(self), "utility": None, "bounds": None})
-
-
-def _as_dict(domain: Domain) -> dict[str, Any]:
-    return {f.name: getattr(domain, f.name) for f in fields(domain)}
+        return replace(self, utility=None, bounds=None)
 
 
 #: The record of a spec that names no domain.

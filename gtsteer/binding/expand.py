@@ -154,7 +154,7 @@ def _end_check_jobs(game: DialogueGame, chance: list[DialogueState]) -> list[Awa
     (the game's termination prompt or judge), unless the game holds its answer already."""
     jobs: list[Awaitable[Any]] = []
     for s in chance:
-        if not game.needs_end_check(s.replies + 1):
+        if not game.spec.end_check_after(s.replies + 1):
             continue
         for outcome, _ in s.chance_outcomes():
             h = (*s.history_key, outcome)

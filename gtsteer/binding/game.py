@@ -17,7 +17,6 @@ traversal steps never leave Python for the same node twice).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -213,19 +212,6 @@ class DialogueGame(pyspiel.Game):
             stop=message_stop(self.spec, self.instance, speaker, chat),
         )
 
-    def message_seeds(self) -> set[int]:
-        """Every seed a message of this game's tree can be drawn with (all chance paths up to
-        the reply limit): what a check of "solved and fresh samples never meet" compares."""
-        n, first, offset = self.spec.num_players, self.first_player, self.sample_offset
-        samples = [range(offset, offset + self.spec.samples_at(depth))
-                   for depth in range(self.reply_limit)]
-        out: set[int] = set()
-        for length in range(1, self.reply_limit + 1):
-            speaker = (first + length - 1) % n
-            out |= {message_seed(d.seed, path, speaker)
-                    for d in self.deals for path in itertools.product(*samples[:length])}
-        return out
-
     def sample_path(self, history: History) -> tuple[int, ...]:
         """The sample indices of the messages along `history` (the deal and the
         instructions left out); a history ending in a sample ends with that message's."""
@@ -280,14 +266,6 @@ class DialogueGame(pyspiel.Game):
     @property
     def has_end_check(self) -> bool:
         return self.spec.termination_prompt is not None or self.spec.judge is not None
-
-    def needs_end_check(self, replies: int) -> bool:
-        """Whether the message that brings the count to `replies` gets an end check: the
-        termination prompt before the reply limit; a verdict game's judge at every round end,
-        the last one included (it then must give a verdict)."""
-        if self.spec.judge is not None:
-            return replies % self.spec.num_players == 0
-        return self.spec.termination_prompt is not None and replies < self.reply_limit
 
     async def aterminated(self, history: History, turns: list[Turn]) -> bool:
         """The optional LLM check "is the dialogue over?" (or the judge's verdict)."""
@@ -396,7 +374,7 @@ class DialogueState(pyspiel.State):
         self.turns = [*self.turns, Turn(speaker=speaker, instruction=instruction, text=text)]
         self._pending = None
         self._replies += 1
-        ended = game.needs_end_check(self._replies) and game.terminated(history, self.turns)
+        ended = game.spec.end_check_after(self._replies) and game.terminated(history, self.turns)
         self._over = ended or self._replies >= game.reply_limit
 
     def apply_message(self, text: str, sample: int = 0) -> None:

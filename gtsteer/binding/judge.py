@@ -15,7 +15,7 @@ import random
 from pydantic import BaseModel
 
 from gtsteer.binding.instances import Instance
-from gtsteer.binding.prompts import Turn, fill_template, join_names, render_transcript
+from gtsteer.binding.prompts import Turn, fill_template, join_names, public_fields
 from gtsteer.binding.spec import DomainSpec, JudgeSpec
 from gtsteer.llm import LLM
 
@@ -43,12 +43,8 @@ def judge_prompt(
     template: str | None = None,
 ) -> str:
     judge = judge_of(spec)
-    fields = {
-        "scenario": instance.scenario,
-        "players": join_names(instance.names),
-        "transcript": render_transcript(turns, instance.names),
-        "options": join_names([f'"{o}"' for o in options]).replace(" and ", " or "),
-    }
+    options_text = join_names([f'"{o}"' for o in options]).replace(" and ", " or ")
+    fields = {**public_fields(instance, turns), "options": options_text}
     return fill_template(template or judge.prompt, fields).rstrip()
 
 

@@ -23,7 +23,7 @@ from gtsteer.binding.domain_checks import DomainCheckError, check_instance
 from gtsteer.binding.instances import Instance, make_instance, name_fields, stable_int
 from gtsteer.binding.prompts import fill_template
 from gtsteer.binding.spec import DomainSpec, validation_summary
-from gtsteer.llm import LLM, run_sync
+from gtsteer.llm import LLM
 
 
 class InstanceGenerationError(ValueError):
@@ -95,7 +95,7 @@ def validate_generated(spec: DomainSpec, data: BaseModel, index: int, seed: int)
     return instance
 
 
-async def agenerate_llm_instances(
+def generate_llm_instances(
     spec: DomainSpec, llm: LLM, num: int, seed: int = 0, *, examples: int = 3, attempts: int = 3
 ) -> list[Instance]:
     """`num` LLM-written instances of `spec`, validated; deterministic for a model and seed."""
@@ -110,7 +110,7 @@ async def agenerate_llm_instances(
     for index in range(num):
         problems: list[str] = []
         for attempt in range(attempts):
-            answer = await llm.structured(
+            answer = llm.structured_sync(
                 prompt, schema, seed=stable_int("gtsteer-llm-instance", spec.name, seed, index,
                                                 attempt),
                 temperature=max(spec.generation.temperature, 0.7), max_tokens=512,
@@ -128,22 +128,9 @@ async def agenerate_llm_instances(
     return out
 
 
-def generate_llm_instances(
-    spec: DomainSpec, llm: LLM, num: int, seed: int = 0, **kwargs: int
-) -> list[Instance]:
-    return run_sync(agenerate_llm_instances(spec, llm, num, seed, **kwargs))
-
-
 def instances_jsonl(instances: list[Instance]) -> str:
     """The JSONL text `read_instances` reads: one instance per line."""
     return "".join(i.model_dump_json() + "\n" for i in instances)
-
-
-def write_instances(instances: list[Instance], path: str | Path) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(instances_jsonl(instances), encoding="utf-8")
-    return target
 
 
 def read_instances(path: str | Path, spec: DomainSpec | None = None) -> list[Instance]:

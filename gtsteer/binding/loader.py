@@ -34,10 +34,6 @@ def install_config_loader(loader: ConfigLoader) -> None:
     _CONFIG_LOADER[:] = [loader]
 
 
-def _model_name(llm: LLM) -> str:
-    return llm.model
-
-
 def make_game(
     spec: DomainSpec,
     instance: Instance,
@@ -58,7 +54,7 @@ def make_game(
     client = as_llm(llm)
     blob = json.dumps(
         [spec.model_dump(mode="json"), domain.fingerprint(), instance.model_dump(mode="json"),
-         _model_name(client)],
+         client.model],
         sort_keys=True,
     )
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -66,7 +62,7 @@ def make_game(
     params = {
         "config": config,
         "instance": instance.index,
-        "llm": _model_name(client),
+        "llm": client.model,
         "seed": seed,
         "num_games": 0,
         "deals": spec.num_deals,

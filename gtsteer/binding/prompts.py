@@ -3,13 +3,10 @@
 Each prompt is a pure function of (spec, instance, transcript, ...), so the expansion and every
 later traversal build byte-identical requests and therefore hit the same cache keys.
 
-A message is asked for in one of two forms, by the kind of model (`reads_chat`). A base model
-continues the domain's prompt, which ends with the speaker's `Name:` cue, and stops at a blank
-line or another speaker's cue. An embedded instruct (chat) model gets the same prompt as its
-user turn and an assistant turn already opened with the speaker's `Name:` cue, so it answers as
-the speaker, in the first person, instead of describing the speaker; its answer ends at its own
-end-of-turn token or another speaker's cue, and its cleaning allows what chat answers open
-with (a blank line, a `Name:` tag, a lead-in line, a quotation).
+A message is asked for in one of two forms, by the kind of model (`reads_chat`): a base model
+continues the domain's prompt (`message_prompt`), an embedded instruct model answers it as the
+speaker (`chat_message_prompt`); each form has its own stop strings (`message_stop`) and
+cleaning (`clean_message`, `clean_chat_message`).
 """
 
 from __future__ import annotations
@@ -64,11 +61,6 @@ def instruction_parts(spec: DomainSpec, instruction: str, name: str) -> list[str
         template = spec.instruction_templates.get(key, DEFAULT_INSTRUCTION)
         parts.append(fill_template(template, {"name": name, "key": key, "value": value}).strip())
     return parts
-
-
-def render_instruction(spec: DomainSpec, instruction: str, name: str) -> str:
-    """The instruction line; "any" is no instruction at all, so it renders to nothing."""
-    return " ".join(instruction_parts(spec, instruction, name))
 
 
 #: A stage direction in an instruction template's form needs this many literal words (besides
@@ -142,7 +134,7 @@ def message_prompt(
 ) -> str:
     names = instance.names
     name = names[speaker]
-    line = render_instruction(spec, instruction, name)
+    line = " ".join(instruction_parts(spec, instruction, name))  # "any": no line at all
     fields = {
         "scenario": instance.scenario,
         "name": name,
@@ -320,27 +312,23 @@ def reward_prompt(
         for p in range(len(instance.names))
         for key, value in instance.private_info[p].items()
     )
-    fields = {
-        "scenario": instance.scenario,
-        "players": join_names(instance.names),
-        "private_info_all": everyone,
-        "transcript": (
-            render_transcript(turns, instance.names) if transcript is None else transcript
-        ),
-    }
+    fields = {**public_fields(instance, turns), "private_info_all": everyone}
+    if transcript is not None:
+        fields["transcript"] = transcript
     return fill_template(
         spec.payoff.prompt if template is None else template, fields
     ).rstrip() + "\n"
 
 
+def public_fields(instance: Instance, turns: list[Turn]) -> dict[str, str]:
+    """The placeholders every prompt about the public dialogue fills."""
+    return {"scenario": instance.scenario, "players": join_names(instance.names),
+            "transcript": render_transcript(turns, instance.names)}
+
+
 def termination_prompt(spec: DomainSpec, instance: Instance, turns: list[Turn]) -> str:
     assert spec.termination_prompt is not None
-    fields = {
-        "scenario": instance.scenario,
-        "players": join_names(instance.names),
-        "transcript": render_transcript(turns, instance.names),
-    }
-    return fill_template(spec.termination_prompt, fields).rstrip()
+    return fill_template(spec.termination_prompt, public_fields(instance, turns)).rstrip()
 
 
 def join_names(names: list[str]) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -75,6 +76,19 @@ def placeholders(template: str) -> set[str]:
     return set(_PLACEHOLDER.findall(template))
 
 
+def _templates(allowed: frozenset[str]) -> AfterValidator:
+    """Checks a template field (one template, a list or a mapping of them; None: unset) for
+    placeholders outside `allowed`."""
+
+    def check(v: Any) -> Any:
+        for template in v.values() if isinstance(v, dict) else v if isinstance(v, list) else [v]:
+            if template is not None:
+                _check_fields(template, allowed)
+        return v
+
+    return AfterValidator(check)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -84,7 +98,7 @@ class PayoffSpec(_Strict):
     min: float = Field(allow_inf_nan=False)
     max: float = Field(allow_inf_nan=False)
     #: The reward prompt: both players' payoffs (or, with a utility, the extraction prompt).
-    prompt: str
+    prompt: Annotated[str, _templates(REWARD_FIELDS)]
     #: Payoffs are centred to sum to zero (the game is then declared ZERO_SUM to OpenSpiel);
     #: a centred vector outside the bounds is scaled down as a whole, so it still sums to zero.
     zero_sum: bool = False
@@ -103,11 +117,6 @@ class PayoffSpec(_Strict):
         """max - min: the unit of every normalised number (`solvers.metrics.normalized`)."""
         return self.max - self.min
 
-    @field_validator("prompt")
-    @classmethod
-    def _prompt_fields(cls, v: str) -> str:
-        return _check_fields(v, REWARD_FIELDS)
-
 
 class GenerationSettings(_Strict):
     max_tokens: int = Field(48, gt=0, le=4096)
@@ -123,26 +132,15 @@ class JudgeSpec(_Strict):
     `LLM.choose`; after the last round it must pick a verdict. The verdict reaches the utility
     as `RewardContext.verdict`."""
 
-    prompt: str
+    prompt: Annotated[str, _templates(JUDGE_FIELDS)]
     verdicts: list[str] = Field(min_length=2)
     continue_label: str = "continue"
     #: 0: the most likely option; above 0: sampled from softmax(scores / temperature) with a
     #: seed fixed by the history, so the judge stays a function of the transcript.
     temperature: float = Field(0.0, ge=0.0, le=5.0)
     #: Other wordings of the same judge, for robustness checks (`gtsteer eval verdict`).
-    alternative_prompts: list[str] = Field(default_factory=list)
-
-    @field_validator("prompt")
-    @classmethod
-    def _prompt_fields(cls, v: str) -> str:
-        return _check_fields(v, JUDGE_FIELDS)
-
-    @field_validator("alternative_prompts")
-    @classmethod
-    def _alternative_fields(cls, v: list[str]) -> list[str]:
-        for template in v:
-            _check_fields(template, JUDGE_FIELDS)
-        return v
+    alternative_prompts: Annotated[list[str], _templates(JUDGE_FIELDS)] = Field(
+        default_factory=list)
 
     @model_validator(mode="after")
     def _labels(self) -> JudgeSpec:
@@ -200,7 +198,8 @@ class DomainSpec(_Strict):
     #: Instruction sets: key -> choices; each must include "any" (the unguided baseline).
     actions: dict[str, list[str]] = Field(min_length=1)
     #: How a chosen value is said to the model, per key ("{name} speaks in a {value} tone.").
-    instruction_templates: dict[str, str] = Field(default_factory=dict)
+    instruction_templates: Annotated[dict[str, str], _templates(INSTRUCTION_FIELDS)] = Field(
+        default_factory=dict)
     #: Optional one-line definitions of instruction values, per key (`any` excluded); the
     #: steering classifier of `gtsteer eval steering` is scored with and without them.
     #: A defined key defines every value but PSRO's `grown` ones; a key is measured with
@@ -216,12 +215,12 @@ class DomainSpec(_Strict):
     #: Parameters for the domain's code, validated by its `params` model (e.g. the fruit list).
     params: dict[str, Any] = Field(default_factory=dict)
     #: The situation, shown at the top of every prompt; may use {name0}, {name1}, {players}.
-    scenario: str
+    scenario: Annotated[str, _templates(SCENARIO_FIELDS)]
     #: Optional opening message said by player `opening_speaker` before any decision.
-    opening: str | None = None
+    opening: Annotated[str | None, _templates(SCENARIO_FIELDS)] = None
     opening_speaker: int = Field(0, ge=0)
-    message_prompt: str
-    termination_prompt: str | None = None
+    message_prompt: Annotated[str, _templates(MESSAGE_FIELDS)]
+    termination_prompt: Annotated[str | None, _templates(TERMINATION_FIELDS)] = None
     #: Verdict games: a classifier after every round instead of a termination prompt.
     judge: JudgeSpec | None = None
     #: LLM samples per message: one count for every message, or one per depth (`[8, 2]`: 8
@@ -300,28 +299,6 @@ class DomainSpec(_Strict):
                 if not value.strip() or "|" in value or "=" in value:
                     raise ValueError(f"instruction `{value}` in `{key}` is empty or has | or =")
         return v
-
-    @field_validator("instruction_templates")
-    @classmethod
-    def _instruction_fields(cls, v: dict[str, str]) -> dict[str, str]:
-        for template in v.values():
-            _check_fields(template, INSTRUCTION_FIELDS)
-        return v
-
-    @field_validator("message_prompt")
-    @classmethod
-    def _message_fields(cls, v: str) -> str:
-        return _check_fields(v, MESSAGE_FIELDS)
-
-    @field_validator("termination_prompt")
-    @classmethod
-    def _termination_fields(cls, v: str | None) -> str | None:
-        return None if v is None else _check_fields(v, TERMINATION_FIELDS)
-
-    @field_validator("scenario", "opening")
-    @classmethod
-    def _scenario_fields(cls, v: str | None) -> str | None:
-        return None if v is None else _check_fields(v, SCENARIO_FIELDS)
 
     @model_serializer(mode="wrap")
     def _without_unset_turns(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -482,6 +459,14 @@ class DomainSpec(_Strict):
         """Messages after which a dialogue ends regardless of the termination check."""
         limit = self.num_max_replies * self.num_players
         return limit if self.turns is None else min(limit, len(self.turns))
+
+    def end_check_after(self, replies: int) -> bool:
+        """Whether the message that brings the count to `replies` gets an end check: the
+        termination prompt before the reply limit; a verdict game's judge at every round end,
+        the last one included (it then must give a verdict)."""
+        if self.judge is not None:
+            return replies % self.num_players == 0
+        return self.termination_prompt is not None and replies < self.reply_limit
 
     def turn_keys(self, depth: int) -> list[str]:
         """The action keys the message at `depth` may set (every key without `turns`)."""

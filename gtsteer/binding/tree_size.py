@@ -5,10 +5,9 @@ a decision over A instructions followed by S sampled replies, for up to R x N me
 replies per player, N players; fewer where the config lists its `turns`, whose instruction
 sets A_d then differ by depth), so the last level alone has (A S)^(R N) nodes (with samples
 per depth, `num_llm_seeds: [S0, S1, ...]`, the product of A S_d over the depths: the cost is
-linear in each entry). `tree_size`
-counts the worst case exactly (no dialogue ended early by a termination check or a verdict):
-what `expand` would visit and ask when nothing ends before the reply limit. Runs print it and
-refuse a run past a call bound unless the user raises the bound.
+linear in each entry). `tree_size` counts the worst case exactly (no dialogue ended early by a
+termination check or a verdict): what `expand` would visit and ask when nothing ends before the
+reply limit. Runs print it and refuse a run past a call bound unless the user raises the bound.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ def tree_size(spec: DomainSpec) -> TreeSize:
         decision += before
         chance += before * actions
         messages += before * actions * samples
-        if _end_check(spec, reply, limit):
+        if spec.end_check_after(reply):
             checks += before * actions * samples
         before *= actions * samples
     terminals = before
@@ -65,14 +64,6 @@ def tree_size(spec: DomainSpec) -> TreeSize:
         end_check_calls=deals * checks,
         reward_calls=deals * terminals,
     )
-
-
-def _end_check(spec: DomainSpec, reply: int, limit: int) -> bool:
-    """Mirrors `DialogueGame.needs_end_check`: a judge after each round, the last included; a
-    termination prompt after every message but the last."""
-    if spec.judge is not None:
-        return reply % spec.num_players == 0
-    return spec.termination_prompt is not None and reply < limit
 
 
 def short(n: int) -> str:

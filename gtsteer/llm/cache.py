@@ -107,9 +107,11 @@ class ResponseCache:
         except (OSError, sqlite3.DatabaseError) as exc:
             if not self._open_read_only():
                 raise cache_error(self.directory, exc) from None
-            warnings.warn(f"response cache {self.directory / DB_FILE} is read-only: cached "
-                          "answers are used, new ones are not stored", CacheReadOnlyWarning,
-                          stacklevel=2)
+            self._warn_read_only()
+
+    def _warn_read_only(self) -> None:
+        warnings.warn(f"response cache {self.directory / DB_FILE} is read-only: cached answers"
+                      " are used, new ones are not stored", CacheReadOnlyWarning, stacklevel=3)
 
     def _open_read_only(self) -> bool:
         """Open an existing cache that may not be written (its folder or file is read-only)."""
@@ -151,9 +153,7 @@ class ResponseCache:
                 raise cache_error(self.directory, exc) from None
             # SQLite opened a file it may not write as read-only: keep serving its hits
             self.read_only = True
-            warnings.warn(f"response cache {self.directory / DB_FILE} is read-only: cached "
-                          "answers are used, new ones are not stored", CacheReadOnlyWarning,
-                          stacklevel=2)
+            self._warn_read_only()
         except (OSError, sqlite3.DatabaseError) as exc:
             raise cache_error(self.directory, exc) from None
 

@@ -236,7 +236,9 @@ class LLM:
         json_schema = schema.model_json_schema()
         request = to_request(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens)
         if not self.backend.supports_grammar:
-            request = _with_schema_hint(request, json_schema)
+            request = request.with_note(
+                "Answer with only a JSON object matching this JSON schema:\n"
+                + json.dumps(json_schema))
         key = self._key("structured", request, schema=json_schema)
         hit = self._cache_get(key, meter=False)
         if hit is not None:
@@ -518,15 +520,6 @@ def _add(a: Usage, b: Usage) -> Usage:
     add_optional(total, a)
     add_optional(total, b)
     return total
-
-
-def _with_schema_hint(request: GenerationRequest, json_schema: dict) -> GenerationRequest:
-    hint = "Answer with only a JSON object matching this JSON schema:\n" + json.dumps(json_schema)
-    if request.prompt is not None:
-        return request.model_copy(update={"prompt": f"{request.prompt}\n\n{hint}"})
-    return request.model_copy(
-        update={"messages": [*(request.messages or []), Message(role="user", content=hint)]}
-    )
 
 
 def _with_feedback(request: GenerationRequest, raw: str, problems: list[str]) -> GenerationRequest:

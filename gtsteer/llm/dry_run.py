@@ -23,15 +23,13 @@ backends, whose tokenizers would mean loading the model. Prices come from litell
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.schema_fill import WORDS, fill
+from gtsteer.llm.schema_fill import WORDS, fill, seeded_rng
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 #: Characters per token where no tokenizer is at hand (OpenAI's rule of thumb for English).
@@ -69,6 +67,16 @@ class ModelEstimate:
     cost: float | None = 0.0
     cost_max: float | None = 0.0
 
+    def add(self, other: ModelEstimate) -> None:
+        """Count `other` in this estimate too (a cost stays None once any part is unpriced)."""
+        self.requests += other.requests
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.completion_tokens_max += other.completion_tokens_max
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        self.cost_max = (None if self.cost_max is None or other.cost_max is None
+                         else self.cost_max + other.cost_max)
+
 
 @dataclass
 class DryRun:
@@ -101,13 +109,8 @@ class DryRun:
         """One request that would go out; its usage as the meter should count it."""
         price, price_max = backend.price(prompt, completion), backend.price(prompt, bound)
         with self._lock:
-            m = self.models.setdefault(backend.model, ModelEstimate(backend.model))
-            m.requests += 1
-            m.prompt_tokens += prompt
-            m.completion_tokens += completion
-            m.completion_tokens_max += bound
-            m.cost = None if price is None or m.cost is None else m.cost + price
-            m.cost_max = None if price_max is None or m.cost_max is None else m.cost_max + price_max
+            self.models.setdefault(backend.model, ModelEstimate(backend.model)).add(ModelEstimate(
+                backend.model, 1, prompt, completion, bound, price, price_max))
         return Usage(prompt_tokens=prompt, completion_tokens=completion,
                      cost_usd=price or 0.0, priced=price is not None)
 
@@ -116,19 +119,8 @@ class DryRun:
         with self._lock:
             out = ModelEstimate("all")
             for m in self.models.values():
-                out.requests += m.requests
-                out.prompt_tokens += m.prompt_tokens
-                out.completion_tokens += m.completion_tokens
-                out.completion_tokens_max += m.completion_tokens_max
-                out.cost = None if m.cost is None or out.cost is None else out.cost + m.cost
-                out.cost_max = (None if m.cost_max is None or out.cost_max is None
-                                else out.cost_max + m.cost_max)
+                out.add(m)
             return out
-
-
-def _rng(*parts: Any) -> random.Random:
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def _false_booleans(schema: Any) -> Any:
@@ -191,7 +183,7 @@ class StandIn(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         text = request.as_text()
-        rng = _rng(self.model, text, request.seed, json_schema)
+        rng = seeded_rng(self.model, text, request.seed, json_schema)
         prompt = self.tokens(text, request)
         if json_schema is not None:
             out = json.dumps(fill(_false_booleans(json_schema), rng))
@@ -210,4 +202,4 @@ class StandIn(Backend):
             return None, Usage()  # the real one chooses by a structured call: counted there
         text = request.as_text()
         usage = self.dry.count(self, self.tokens(text, request), 1, 1)
-        return {o: -_rng(self.model, text, request.seed, o).random() for o in options}, usage
+        return {o: -seeded_rng(self.model, text, request.seed, o).random() for o in options}, usage

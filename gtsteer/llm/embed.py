@@ -260,11 +260,8 @@ def _sentence_transformer(source: str, **kwargs: Any) -> Any:
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """No "Loading weights" bar from transformers in the middle of gtsteer's own bars."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover -- sentence-transformers depends on transformers
-        yield
-        return
+    from transformers.utils import logging as hf_logging  # sentence-transformers' dependency
+
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
@@ -312,8 +309,6 @@ def _load_directory(path: Path) -> Any:
             f"dir:{path.resolve()}",
             lambda: _sentence_transformer(str(path.resolve()), local_files_only=True),
         )
-    except EmbedderError:
-        raise
     except Exception as exc:  # noqa: BLE001 -- any loader failure means "not a usable model dir"
         raise EmbedderError(
             f"embedder {str(path)!r}: not a loadable sentence-transformers model directory "
@@ -325,8 +320,6 @@ def _load_named(name: str) -> Any:
     """From the local Hugging Face cache, else from the hub when it is allowed and reachable."""
     try:
         return _memo(f"hub:{name}", lambda: _sentence_transformer(name, local_files_only=True))
-    except EmbedderError:
-        raise
     except Exception:  # noqa: BLE001, S110 -- not in the local HF cache (or a broken copy)
         pass
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:

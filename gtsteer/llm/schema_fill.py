@@ -6,6 +6,8 @@ because no small library generates schema instances deterministically from a see
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from typing import Any
 
@@ -14,6 +16,12 @@ WORDS = [
     "think", "friend", "plan", "tomorrow", "morning", "evening", "quick", "careful", "honest",
     "clever", "idea", "share", "value", "happy", "sure", "perhaps", "listen",
 ]
+
+
+def seeded_rng(*parts: Any) -> random.Random:
+    """A random stream that is a pure function of `parts` (JSON-serialisable), in any process."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def fill(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:

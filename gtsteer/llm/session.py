@@ -69,26 +69,21 @@ class Session:
         """Count a new call about to start; BudgetExceeded instead where it would go past a
         limit. Calls are counted as they start (so `max_calls` is exact however many run at
         once), tokens and cost as they finish."""
-        b, used = self.budget, self.meter.snapshot()
+        used = self.meter.snapshot()
         with self._lock:
-            if b.max_calls is not None and self.calls_started >= b.max_calls:
-                raise BudgetExceeded("--max-calls", f"{b.max_calls:,}",
-                                     f"{self.calls_started:,} new calls")
-            self._check_spent(b, used, model)
+            self._check(used, self.calls_started, model)
             self.calls_started += 1
 
     def check_spent(self, model: str) -> None:
         """BudgetExceeded where the calls finished so far reached a limit (a Ray run's, whose
         calls start in other processes: checked as each unit's usage comes home)."""
         used = self.meter.snapshot()
-        b = self.budget
-        if b.max_calls is not None and used.new_calls >= b.max_calls:
-            raise BudgetExceeded("--max-calls", f"{b.max_calls:,}",
-                                 f"{used.new_calls:,} new calls")
-        self._check_spent(b, used, model)
+        self._check(used, used.new_calls, model)
 
-    @staticmethod
-    def _check_spent(b: Budget, used: UsageReport, model: str) -> None:
+    def _check(self, used: UsageReport, calls: int, model: str) -> None:
+        b = self.budget
+        if b.max_calls is not None and calls >= b.max_calls:
+            raise BudgetExceeded("--max-calls", f"{b.max_calls:,}", f"{calls:,} new calls")
         tokens = used.prompt_tokens + used.completion_tokens
         if b.max_tokens is not None and tokens >= b.max_tokens:
             raise BudgetExceeded("--max-tokens", f"{b.max_tokens:,}", f"{tokens:,} tokens")

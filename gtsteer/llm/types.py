@@ -44,6 +44,13 @@ class GenerationRequest(BaseModel):
         set, so requests without one keep their keys)."""
         return self.model_dump(exclude=None if self.end_rule else {"end_rule"})
 
+    def with_note(self, note: str) -> GenerationRequest:
+        """This request with `note` after its prompt, or as a user turn after its messages."""
+        if self.prompt is not None:
+            return self.model_copy(update={"prompt": f"{self.prompt}\n\n{note}"})
+        return self.model_copy(
+            update={"messages": [*(self.messages or []), Message(role="user", content=note)]})
+
     def as_text(self) -> str:
         """Completion-style rendering, used by base models and the fake backend."""
         if self.prompt is not None:

@@ -113,53 +113,31 @@ class UsageMeter:
         self._report = UsageReport()
         self.parent = parent
 
-    def request(self, *, cached: bool) -> None:
-        with self._lock:
-            self._report.requests += 1
-            if cached:
-                self._report.cache_hits += 1
-        if self.parent is not None:
-            self.parent.request(cached=cached)
-
-    def call(self, usage: Usage) -> None:
-        with self._lock:
-            r = self._report
-            r.new_calls += 1
-            r.prompt_tokens += usage.prompt_tokens
-            add_optional(r, usage)
-            r.completion_tokens += usage.completion_tokens
-            r.cost_usd += usage.cost_usd
-            r.latency_s += usage.latency_s
-            r.unpriced_calls += not usage.priced
-        if self.parent is not None:
-            self.parent.call(usage)
-
     def absorb(self, other: UsageReport) -> None:
-        """Add usage that this model's work reported from elsewhere: a Ray task answers with
-        a worker-built client, whose counters come home as a report."""
+        """Count `other` here and in the parent: every counter below is one such report (a Ray
+        task also answers with a worker-built client, whose counters come home as a report)."""
         with self._lock:
             self._report.add(other)
         if self.parent is not None:
             self.parent.absorb(other)
 
+    def request(self, *, cached: bool) -> None:
+        self.absorb(UsageReport(requests=1, cache_hits=int(cached)))
+
+    def call(self, usage: Usage) -> None:
+        self.absorb(UsageReport(
+            new_calls=1, unpriced_calls=int(not usage.priced),
+            **usage.model_dump(include={"prompt_tokens", "completion_tokens", "cost_usd",
+                                        "latency_s", *OPTIONAL_COUNTERS})))
+
     def failure(self) -> None:
-        with self._lock:
-            self._report.failures += 1
-        if self.parent is not None:
-            self.parent.failure()
+        self.absorb(UsageReport(failures=1))
 
     def retry(self) -> None:
-        with self._lock:
-            self._report.retries += 1
-        if self.parent is not None:
-            self.parent.retry()
+        self.absorb(UsageReport(retries=1))
 
     def rate_wait(self, seconds: float) -> None:
-        with self._lock:
-            self._report.rate_waits += 1
-            self._report.rate_wait_s += seconds
-        if self.parent is not None:
-            self.parent.rate_wait(seconds)
+        self.absorb(UsageReport(rate_waits=1, rate_wait_s=seconds))
 
     def snapshot(self) -> UsageReport:
         with self._lock:

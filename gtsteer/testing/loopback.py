@@ -207,17 +207,16 @@ class LoopbackServer:
             top = self.top_logprobs(body)[: int(body["logprobs"])]
             choice["logprobs"] = {"tokens": [top[0][0]], "token_logprobs": [top[0][1]],
                                   "top_logprobs": [dict(top)], "text_offset": [0]}
-        used, made = self.count_tokens(prompt), self.count_tokens(content)
         return {"id": f"cmpl-loopback-{self.requests}", "object": "text_completion",
                 "created": int(time.time()), "model": body.get("model", "test-model"),
-                "choices": [choice],
-                "usage": {"prompt_tokens": used, "completion_tokens": made,
-                          "total_tokens": used + made}}
+                "choices": [choice], "usage": self._usage([prompt], content)}
+
+    def _usage(self, prompts: list[str], content: str) -> dict[str, int]:
+        used, made = sum(map(self.count_tokens, prompts)), self.count_tokens(content)
+        return {"prompt_tokens": used, "completion_tokens": made, "total_tokens": used + made}
 
     def _completion(self, body: dict[str, Any], content: str | None = None) -> dict[str, Any]:
         content = self.responder(body) if content is None else content
-        prompt_words = sum(self.count_tokens(str(m.get("content", "")))
-                           for m in body.get("messages", []))
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": content},
@@ -231,11 +230,8 @@ class LoopbackServer:
             "created": int(time.time()),
             "model": body.get("model", "test-model"),
             "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_words,
-                "completion_tokens": self.count_tokens(content),
-                "total_tokens": prompt_words + self.count_tokens(content),
-            },
+            "usage": self._usage([str(m.get("content", "")) for m in body.get("messages", [])],
+                                 content),
         }
 
     def _handler_class(self) -> type[_Handler]:
@@ -257,17 +253,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(
         self, status: int, payload: dict[str, Any], retry_after: str | None = None
     ) -> None:
-        data = json.dumps(payload).encode()
+        self._raw(status, json.dumps(payload).encode(), retry_after=retry_after)
+
+    def _raw(self, status: int, data: bytes, kind: str = "application/json",
+             retry_after: str | None = None) -> None:
         self.send_response(status)
         if retry_after is not None:
             self.send_header("Retry-After", retry_after)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _raw(self, status: int, data: bytes, kind: str = "application/json") -> None:
-        self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from binding_support import write_instances
 from domain_support import CONFIGS, spec_of
 from typer.testing import CliRunner
 
@@ -16,7 +17,6 @@ from gtsteer.binding.llm_instances import (
     generate_llm_instances,
     instance_prompt,
     read_instances,
-    write_instances,
 )
 from gtsteer.cli import app
 from gtsteer.llm import LLM, Backend, GenerationRequest, RawCompletion

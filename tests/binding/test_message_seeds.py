@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from binding_support import message_seeds
 from psro_helpers import CountingBackend
 
 from gtsteer.binding import expand_sync, generate_instances, make_game
@@ -72,7 +73,7 @@ def test_the_backend_receives_one_seed_per_path_and_fresh_paths_are_disjoint() -
     fresh_seeds = {seed for _, seed in fresh_backend.seeds}
     assert len(solved_seeds) == 6 and len(fresh_seeds) == 6
     assert not solved_seeds & fresh_seeds
-    assert solved_seeds <= game.message_seeds() and fresh_seeds <= fresh.message_seeds()
+    assert solved_seeds <= message_seeds(game) and fresh_seeds <= message_seeds(fresh)
     # every message request at one path but with other instructions has the same seed, so the
     # requests outnumber the seeds by the instructions per node
     assert len(backend.seeds) > len(solved_seeds)

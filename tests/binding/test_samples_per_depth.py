@@ -4,6 +4,7 @@ and every later message twice; an int means what it always meant."""
 from __future__ import annotations
 
 import pytest
+from binding_support import message_seeds
 from domain_support import config_dict
 
 from gtsteer.binding import ConfigError, expand_sync, generate_instances, make_game
@@ -55,7 +56,7 @@ def test_an_int_is_the_same_tree_and_the_same_requests_as_before() -> None:
         assert not expand_sync(game, progress=False).failed
     assert flat.messages == listed.messages  # same histories, same texts
     assert set(flat.rewards) == set(listed.rewards)
-    assert flat.message_seeds() == listed.message_seeds()
+    assert message_seeds(flat) == message_seeds(listed)
     requests = {h: flat.message_request([], 0, "Monday", flat.sample_path(h))
                 for h in flat.messages if len(h) == 2}
     assert requests == {h: listed.message_request([], 0, "Monday", listed.sample_path(h))
@@ -67,8 +68,8 @@ def test_fresh_samples_are_disjoint_at_every_depth() -> None:
     spec = meeting([8, 2])
     solved, fresh = game_of(spec), game_of(spec, offset=spec.max_llm_seeds)
     assert spec.max_llm_seeds == 8
-    assert not solved.message_seeds() & fresh.message_seeds()
-    assert len(solved.message_seeds()) == 8 + 8 * 2
+    assert not message_seeds(solved) & message_seeds(fresh)
+    assert len(message_seeds(solved)) == 8 + 8 * 2
 
 
 @pytest.mark.parametrize("seeds", [[], [0], [8, 65], "many"])

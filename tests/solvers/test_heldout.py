@@ -9,6 +9,7 @@ from typing import Any
 import pyspiel
 import pytest
 import yaml
+from binding_support import message_seeds
 from solve_helpers import MIXED_2X2, ConstantBackend
 from typer.testing import CliRunner
 
@@ -124,7 +125,7 @@ def test_a_sample_offset_seeds_sample_i_as_sample_i_plus_k() -> None:
     # along a path too: fresh path (0, 1) is solved path (2, 3)
     assert (fresh.message_request(turns, 1, "a", (0, 1)).seed
             == solved.message_request(turns, 1, "a", (2, 3)).seed)
-    assert not solved.message_seeds() & fresh.message_seeds()
+    assert not message_seeds(solved) & message_seeds(fresh)
     # OpenSpiel's serialisation rebuilds the game from its parameters, offset included.
     again = pyspiel.load_game(str(fresh))
     assert again.sample_offset == 2
@@ -399,8 +400,8 @@ def test_a_failed_held_out_tree_keeps_the_solved_instance(tmp_path: Path) -> Non
     spec = load_spec(MIXED_2X2)
     instances = generate_instances(spec, 2, 0)
     # Instance 1's fresh samples (sample indices 2 and 3) cannot be generated.
-    bad = frozenset(make_game(spec, instances[1], "fake",
-                              sample_offset=spec.num_llm_seeds).message_seeds())
+    bad = frozenset(message_seeds(make_game(spec, instances[1], "fake",
+                              sample_offset=spec.num_llm_seeds)))
     summary = gtsteer.solve(MIXED_2X2, llm=LLM(backend=SeededBackend(bad)), games=2, iterations=200,
                             out=tmp_path, heldout=True, quiet=True)
     assert summary.instances == [0, 1] and summary.failures == []

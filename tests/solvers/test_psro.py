@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from binding_support import message_seeds
 from psro_helpers import STRENGTH, STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
 
 from gtsteer.binding import (
@@ -460,7 +461,7 @@ class LuckyOnSolvedSamples(CountingBackend):
 def test_heldout_check_rescores_the_adopted_instruction_on_fresh_samples(gate):
     spec = load_spec(STRENGTH_CONFIG)
     instance = generate_instances(spec, 1)[0]
-    seeds = make_game(spec, instance, "fake").message_seeds()
+    seeds = message_seeds(make_game(spec, instance, "fake"))
     games = games_with("test_psro_lucky", 1, LuckyOnSolvedSamples(seeds))
     proposer = ScriptedProposer({"proposer": [["charm"]], "responder": [[""]]})
     config = PSROConfig(iterations=1, candidates=1, heldout=True, heldout_gate=gate)
@@ -503,7 +504,7 @@ def test_heldout_check_without_fresh_samples_never_passes_the_gate():
     # every fresh-sample message fails: no evidence, so the gate does not adopt (and says why)
     spec = load_spec(STRENGTH_CONFIG)
     instance = generate_instances(spec, 1)[0]
-    solved = make_game(spec, instance, "fake").message_seeds()
+    solved = message_seeds(make_game(spec, instance, "fake"))
 
     class OnlySolvedSamples(CountingBackend):
         async def complete(self, request, json_schema=None):

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from binding_support import write_instances
 from psro_helpers import STRENGTH_CONFIG, CountingBackend, ScriptedProposer, llm_for
 
 import gtsteer
 from gtsteer.binding import generate_instances
-from gtsteer.binding.llm_instances import write_instances
 from gtsteer.domains import load_spec
 from gtsteer.solvers.psro import PSROConfig
 

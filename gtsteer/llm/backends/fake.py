@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import re
 from typing import Any
 
 from gtsteer.llm.backends.base import Backend
-from gtsteer.llm.schema_fill import WORDS, fill
+from gtsteer.llm.schema_fill import WORDS, fill, seeded_rng
 from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
-
-
-def _rng(*parts: Any) -> random.Random:
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def _echo_words(text: str, limit: int = 8) -> list[str]:
@@ -50,7 +43,7 @@ class FakeBackend(Backend):
         self, request: GenerationRequest, json_schema: dict[str, Any] | None = None
     ) -> RawCompletion:
         text = request.as_text()
-        rng = _rng(self.model, text, request.seed, request.temperature, json_schema)
+        rng = seeded_rng(self.model, text, request.seed, request.temperature, json_schema)
         if json_schema is not None:
             out = json.dumps(fill(json_schema, rng))
         else:
@@ -72,4 +65,5 @@ class FakeBackend(Backend):
         self, request: GenerationRequest, options: list[str]
     ) -> dict[str, float] | None:
         text = request.as_text()
-        return {o: -1.0 - 5.0 * _rng(self.model, text, request.seed, o).random() for o in options}
+        return {o: -1.0 - 5.0 * seeded_rng(self.model, text, request.seed, o).random()
+                for o in options}

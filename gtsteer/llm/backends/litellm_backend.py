@@ -40,7 +40,7 @@ from gtsteer.llm.errors import (
     TransientLLMError,
 )
 from gtsteer.llm.secrets import register_secret, scrub_secrets, scrub_values
-from gtsteer.llm.types import GenerationRequest, Message, RawCompletion, Usage
+from gtsteer.llm.types import GenerationRequest, RawCompletion, Usage
 
 #: The key sent to an OpenAI-compatible server when none is given (gtsteer.llm.secrets knows it).
 NO_KEY = "no-key"
@@ -364,16 +364,7 @@ class LiteLLMBackend(Backend):
         constrained choice) or where its top alternatives cannot tell the options apart."""
         if self.modes.logprobs is False:
             return None, Usage()
-        listed = "Answer with exactly one of: " + ", ".join(options) + "."
-        asked = (
-            request.model_copy(update={"prompt": f"{request.prompt}\n\n{listed}"})
-            if request.prompt is not None
-            else request.model_copy(
-                update={
-                    "messages": [*(request.messages or []), Message(role="user", content=listed)]
-                }
-            )
-        )
+        asked = request.with_note("Answer with exactly one of: " + ", ".join(options) + ".")
         kwargs = {**self._kwargs(asked), "max_tokens": 1, "temperature": 0.0}
         response, usage = await self._send(
             {**kwargs, "logprobs": COMPLETION_LOGPROBS} if self.completions
@@ -394,13 +385,7 @@ class LiteLLMBackend(Backend):
 def _top_logprobs(choice: Any) -> dict[str, float] | None:
     """`{token: logprob}` of the first generated token, or None when the server sent none;
     a KeyError/TypeError/ValueError when an entry lacks `token` or `logprob`."""
-    logprobs = getattr(choice, "logprobs", None)
-    if logprobs is None:
-        return None
-    content = (
-        logprobs.get("content") if isinstance(logprobs, dict)
-        else getattr(logprobs, "content", None)
-    )
+    content = _get(getattr(choice, "logprobs", None), "content")
     if not content:
         return None
     first = content[0]
@@ -415,14 +400,15 @@ def _top_logprobs(choice: Any) -> dict[str, float] | None:
 def _text_top_logprobs(choice: Any) -> dict[str, float] | None:
     """`{token: logprob}` of the first token of a `/v1/completions` choice (its `logprobs`:
     `top_logprobs`, one mapping per token), or None when the server sent none."""
-    logprobs = getattr(choice, "logprobs", None)
-    if logprobs is None:
-        return None
-    top = (logprobs.get("top_logprobs") if isinstance(logprobs, dict)
-           else getattr(logprobs, "top_logprobs", None))
+    top = _get(getattr(choice, "logprobs", None), "top_logprobs")
     if not top or not top[0]:
         return None
     return {str(token): float(lp) for token, lp in dict(top[0]).items()}
+
+
+def _get(logprobs: Any, name: str) -> Any:
+    """A field of a `logprobs` block, which arrives as a dict or as an SDK object (or None)."""
+    return logprobs.get(name) if isinstance(logprobs, dict) else getattr(logprobs, name, None)
 
 
 def first_token_scores(top: dict[str, float], options: list[str]) -> dict[str, float] | None:

