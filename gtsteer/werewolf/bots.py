@@ -25,7 +25,6 @@ from gtsteer.llm.speech import drop_stage_directions, ends_sentence, whole_sente
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts, shared_prompt_texts
 from gtsteer.werewolf.hook_view import choose_style
-from gtsteer.werewolf.line_quality import line_key
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
 from gtsteer.werewolf.prompts import pick_prompt
@@ -100,6 +99,11 @@ def clean_line(text: str, bot: str, others: list[str] | None = None,
     for name in others or []:
         line = re.split(rf"(?:^|\s)(?:\[pack\]\s*)?{re.escape(name)}\s*:", line, maxsplit=1)[0]
     return drop_stage_directions(line.strip().strip('"').strip())[:MAX_LINE_CHARS]
+
+
+def line_key(text: str) -> str:
+    """A line's words, case and spacing aside: two lines with one key repeat each other."""
+    return " ".join(text.lower().split())
 
 
 def line_rank(text: str, heard: set[str]) -> int:
