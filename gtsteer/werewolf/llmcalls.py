@@ -149,27 +149,19 @@ def prompt_text(prompt: str | list[Message]) -> str:
     return prompt if isinstance(prompt, str) else render_messages(prompt)
 
 
-def failed_record(
-    exc: StructuredOutputError, pool: LLMPool, model: str, prompt: str | list[Message], *,
-    bot: str, purpose: str, seed: int,
-) -> CallRecord:
-    """The record of a call whose answer never validated (the caller applies its fallback)."""
-    return CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-        response=exc.last_raw, seed=seed, attempts=exc.attempts,
-        error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
-    )
+def _record(pool: LLMPool, model: str, prompt: str | list[Message], **fields: Any) -> CallRecord:
+    return CallRecord(model=model, prompt=prompt_text(prompt), sent=pool.sent(model), **fields)
 
 
-def overflow_record(
-    exc: PromptTooLongError, pool: LLMPool, model: str, prompt: str | list[Message], *,
-    bot: str, purpose: str, seed: int,
-) -> CallRecord:
-    """A retry with feedback outgrew the context the guard made room for: recorded as a
-    failed call, so the caller's fallback applies and the game goes on."""
-    return CallRecord(bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-                      response="", seed=seed, error=f"PromptTooLongError: {exc}",
-                      sent=pool.sent(model))
+def _failed(exc: StructuredOutputError | PromptTooLongError, pool: LLMPool, model: str,
+            prompt: str | list[Message], **who: Any) -> CallRecord:
+    """The record of a call whose answer never validated, or whose retry with feedback outgrew
+    the context the guard made room for: the caller applies its fallback, the game goes on."""
+    if isinstance(exc, PromptTooLongError):
+        return _record(pool, model, prompt, response="", error=f"PromptTooLongError: {exc}",
+                       **who)
+    return _record(pool, model, prompt, response=exc.last_raw, attempts=exc.attempts,
+                   error="; ".join(exc.problems) or str(exc), **who)
 
 
 def call_text(
@@ -180,13 +172,10 @@ def call_text(
     pool.sent(model)
     out = llm.generate_sync(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens,
                             stop=stop)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.text,
-        seed=seed, cached=out.cached, prompt_tokens=out.usage.prompt_tokens,
-        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s,
-        sent=pool.sent(model),
-    )
-    return out.text, rec
+    return out.text, _record(
+        pool, model, prompt, bot=bot, purpose=purpose, response=out.text, seed=seed,
+        cached=out.cached, prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s)
 
 
 def call_choice(
@@ -199,17 +188,10 @@ def call_choice(
     pool.sent(model)
     try:
         out = llm.choose_sync(prompt, options, seed=seed)
-    except StructuredOutputError as exc:
-        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
-    except PromptTooLongError as exc:
-        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
-                                     seed=seed)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-        response=out.model_dump_json(exclude={"cached"}), seed=seed, cached=out.cached,
-        sent=pool.sent(model),
-    )
-    return out, rec
+    except (StructuredOutputError, PromptTooLongError) as exc:
+        return None, _failed(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    return out, _record(pool, model, prompt, bot=bot, purpose=purpose, seed=seed,
+                        response=out.model_dump_json(exclude={"cached"}), cached=out.cached)
 
 
 def call_structured(
@@ -222,15 +204,9 @@ def call_structured(
     try:
         out = llm.structured_sync(prompt, schema, seed=seed, temperature=temperature,
                                   max_tokens=max_tokens)
-    except StructuredOutputError as exc:
-        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
-    except PromptTooLongError as exc:
-        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
-                                     seed=seed)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.raw,
-        seed=seed, cached=out.cached, attempts=out.attempts,
-        prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
-        latency_s=out.usage.latency_s, sent=pool.sent(model),
-    )
-    return out.value, rec
+    except (StructuredOutputError, PromptTooLongError) as exc:
+        return None, _failed(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    return out.value, _record(
+        pool, model, prompt, bot=bot, purpose=purpose, response=out.raw, seed=seed,
+        cached=out.cached, attempts=out.attempts, prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s)
