@@ -24,8 +24,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from gtsteer.llm import Message
-from gtsteer.werewolf.hook_view import hook_input
-from gtsteer.werewolf.playstyles import HookInput, reminder
+from gtsteer.werewolf.playstyles import reminder
 from gtsteer.werewolf.prompts import (
     abduction_notice,
     action_line,
@@ -349,12 +348,6 @@ def build_context(state: GameState, bot: str, want: Pending, playstyle: str) -> 
         command=command_for(state, bot, want),
         style=reminder(playstyle, me.role is Role.WEREWOLF),
     )
-
-
-def info_state(state: GameState, bot: str, want: Pending, text: str = "") -> HookInput:
-    """The playstyle hook's input under its old name; `text` is ignored: the hook never reads
-    the prompt (see `hook_view`)."""
-    return hook_input(state, bot, want)
 
 
 def public_chat_lines(state: GameState) -> list[str]:

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from gtsteer.werewolf.playstyles import PLAY_GUIDE
 from gtsteer.werewolf.prompts import GAME_FRAME, role_goal
 from gtsteer.werewolf.rules import Role, rules_text
-from gtsteer.werewolf.state import Decision, GameConfig, GameState, SummaryNotes
+from gtsteer.werewolf.state import GameConfig, GameState, SummaryNotes
 
 #: Shortest shared run of words that counts (shorter runs are ordinary phrases).
 RUN_WORDS = 5
@@ -150,8 +150,3 @@ def private_texts(state: GameState, bot: str, command: str, style: str) -> list[
 def shared_prompt_texts(config: GameConfig) -> list[str]:
     """What every bot's prompt says: the game's frame, its rules and the play guide."""
     return [GAME_FRAME, rules_text(config.rules, config.ties), PLAY_GUIDE]
-
-
-def echo_count(decisions: Iterable[Decision]) -> int:
-    """Echo sentences stripped over a game's decisions (`GameStore.steps`)."""
-    return sum(d.echoes for d in decisions)

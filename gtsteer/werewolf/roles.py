@@ -125,10 +125,6 @@ ROLES: dict[Role, RoleSpec] = {s.role: s for s in (
 )}
 
 
-def spec(role: Role) -> RoleSpec:
-    return ROLES[role]
-
-
 def night_roles() -> list[RoleSpec]:
     """The roles with a night action, in night order."""
     return sorted((s for s in ROLES.values() if s.night),

@@ -22,7 +22,6 @@ from gtsteer.werewolf.roles import ROLES, Role, night_roles
 
 __all__ = ["Role", "ROLES"]  # Role lives in roles.py, with its table; re-exported here
 
-ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
 #: A game's seed: the range the web lobby accepts, so a game played from the command line can
 #: be set up there again; SQLite stores it (an INTEGER holds 64 bits, SEED + g included).
