@@ -1,10 +1,8 @@
 """One place where the werewolf package calls a model, so every request is recorded.
 
-Each call yields a `CallRecord` (bot, purpose, model, the exact prompt text, the raw answer,
-usage, cache hit, attempts, error) that the runner stores in the same transaction as the step.
-`sent` holds every request text that actually reached the backend for that call (first try,
-retries with feedback, schema hints added by the LLM layer), recorded by a thin wrapper around
-the backend, so a game can be audited from its database alone.
+Each call yields a `CallRecord` stored in the step's transaction; its `sent` holds every request
+text that reached the backend (retries and schema hints included), so a game can be audited from
+its database alone.
 """
 
 from __future__ import annotations
@@ -48,10 +46,8 @@ class CallRecord(BaseModel):
 
 
 class RecordingBackend(Backend):
-    """Passes every call through to `inner` and keeps the request text it was given.
-
-    Identity, kind and capabilities are the inner backend's, so cache keys and behaviour are
-    unchanged; only the record is added."""
+    """Passes every call through to `inner` (identity included, so cache keys are unchanged)
+    and keeps the request text it was given."""
 
     def __init__(self, inner: Backend):
         super().__init__(inner.model)
@@ -95,11 +91,8 @@ class RecordingBackend(Backend):
 
 
 class LLMPool:
-    """One `LLM` per model string (mixed-model games), or a factory tests can replace.
-
-    `completion_style` forces the transcript (base-model) prompt form on or off; by default
-    only the local backend gets it. Benchmarks force it to measure local-form prompts on the
-    fake model."""
+    """One `LLM` per model string (mixed-model games). `completion_style` forces the transcript
+    (base-model) prompt form on or off (by default only local base models get it)."""
 
     def __init__(self, factory: Callable[[str], LLM] | None = None,
                  completion_style: bool | None = None):

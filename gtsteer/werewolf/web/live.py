@@ -103,8 +103,6 @@ class LiveGame:
     def human_game(self) -> bool:
         return any(p.human for p in self.state.players)
 
-    # ---- views -------------------------------------------------------------------------------
-
     def info(self, viewer: Viewer) -> Event:
         s = self.state
         turn = turn_view(s, viewer, pending(s))
@@ -138,8 +136,6 @@ class LiveGame:
                 "me": me_view(self.state, viewer), "feed": for_viewer(self.log, viewer),
                 "turn": self.turn_event(viewer)}
 
-    # ---- event streams -----------------------------------------------------------------------
-
     def subscribe(self, viewer: Viewer, loop: asyncio.AbstractEventLoop) -> tuple[Subscriber,
                                                                                   Event]:
         """Register a stream and return its starting snapshot, atomically (no event lost)."""
@@ -172,8 +168,6 @@ class LiveGame:
                 sub.loop.call_soon_threadsafe(sub.queue.put_nowait, batch)
             except RuntimeError:  # the client's event loop is gone
                 self.subscribers.remove(sub)
-
-    # ---- moving the game ---------------------------------------------------------------------
 
     def _apply(self, before: GameState, decision: Decision, records: list) -> None:
         """Step, commit and publish (lock held; `before` must be the current state)."""
