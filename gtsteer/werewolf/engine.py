@@ -178,24 +178,33 @@ def pending(state: GameState) -> Pending | None:
         return None
     if state.phase == "summary":
         return Pending(kind="summary", actor=state.queue[0])
-    if state.phase in ("intro", "discussion") and not state.queue:
+    if state.phase in ("intro", "discussion"):
+        if state.queue:
+            if state.phase == "intro":
+                return Pending(kind="speak", actor=state.queue[0])
+            return Pending(kind="speak", actor=state.queue[0], turn=state.turns_today + 1,
+                           turns_total=state.turn_limit())
         return Pending(kind="route", legal_targets=legal_targets(state, "", "route"))
-    if state.phase == "intro":
-        return Pending(kind="speak", actor=state.queue[0])
-    if state.phase in ("discussion", "vote"):
-        return pending_for(state, state.queue[0], "vote" if state.phase == "vote" else "speak")
+    if state.phase == "vote":
+        actor = state.queue[0]
+        return Pending(kind="vote", actor=actor,
+                       legal_targets=legal_targets(state, actor, "vote"))
     slot = state.queue[0]
     night_actor = night_slot_actor(state, slot)
     assert night_actor is not None, "normalized night queues start with an actionable slot"
     if slot.startswith("pack_chat:"):
         return Pending(kind="pack_chat", actor=night_actor)
-    return pending_for(state, night_actor, "night")  # the slot is the actor's own verb
+    actions = night_actions_for(state, night_actor, slot)
+    return Pending(
+        kind="night", actor=night_actor, verb=slot,
+        legal_targets=actions.get(slot, []), actions=actions,
+    )
 
 
 def pending_for(state: GameState, actor: str, kind: str) -> Pending:
-    """The decision `actor` faces when it is their turn to `kind` ("vote", "night": their
-    role's own slot, "speak": the next discussion turn); `pending` asks it too, and
-    `werewolf act` asks it of one bot out of turn. A ValueError names what cannot act."""
+    """The decision `actor` would face if it were their turn to `kind` now ("vote", "night":
+    their role's own slot, "speak": the next discussion turn), whatever is pending: for asking
+    one bot out of turn (`werewolf act`). A ValueError names what cannot act."""
     names = [p.name for p in state.players]
     if actor not in names:
         raise ValueError(f"no player {actor!r}; players: {names}")
