@@ -1,9 +1,7 @@
 """The FastAPI app: pages (static shells filled by vanilla JS), the JSON API and the event streams.
 
-Who sees what is decided here only through `Viewer`: a request carrying a valid seat token (the
-`X-Seat-Token` header or the seat's HttpOnly cookie) sees that seat's view; `?view=god` asks
-for the god view (refused for a game with a human seat until it ends); anything else sees the
-public table. Live updates are server-sent events: one snapshot, then only what changes.
+A request sees a seat's view with its seat token (header or HttpOnly cookie), the god view with
+`?view=god` (for a game with a human seat, only once it ends), else the public table.
 """
 
 from __future__ import annotations

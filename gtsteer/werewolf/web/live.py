@@ -1,11 +1,7 @@
 """One running game on the server: a worker thread that steps the bots, the human's moves, and
-the event streams of everyone watching.
-
-The worker asks the engine what is pending; a bot (or the router) decides outside the lock, and
-the step is applied, committed to SQLite and published under the lock. A human's move arrives
-through `human_act`, which validates it against the pending decision of the current state and
-applies it the same way, so a bad request never changes the game. Bot-only games can be paused,
-stepped and resumed.
+the event streams of everyone watching. A bot decides outside the lock; a step is applied,
+committed and published under it, and a human's move is validated against the current pending
+decision first, so a bad request never changes the game.
 """
 
 from __future__ import annotations
