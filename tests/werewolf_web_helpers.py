@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from gtsteer.llm import LLM, FakeBackend, GenerationRequest, RawCompletion
-from gtsteer.werewolf.web.server import ThreadedServer
+from lab.bench.servers import ThreadedServer
 
 NONCE_RE = re.compile(r"zq\d{5}x")
 _counter = itertools.count(1)

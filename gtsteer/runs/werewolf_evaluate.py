@@ -4,23 +4,14 @@ each condition (who is steered by the distilled chooser, who keeps a baseline), 
 the condition's team, and LLM calls and tokens per game. `evaluate.json` + `evaluate.png`.
 
 One seed's games, under each condition in turn, are one unit of work (`gtsteer.runs.units`),
-so `--ray` plays them as Ray tasks with the results of the serial run. Not one game per unit:
-the conditions replay the same seed, so their games share requests (a condition that leaves a
-team unchanged repeats that team's opening calls), and a structured answer read from the cache
-counts 0 tokens. Played in the serial order within one task, each game meets the same cache
-hits as serially, so `tokens_per_game` (and the call counts) equal the serial run's; games of
-different seeds share no request (the seed is in every request).
+not one game: the conditions replay the same seed and so share requests, and only in the serial
+order does each game meet the serial run's cache hits (a structured answer read from the cache
+counts 0 tokens), so `--ray` gives the serial run's tokens and call counts.
 
-Each finished seed is saved (`seeds/<g>.json.gz`, with the run's key), so `resume` continues a
-stopped run: it keeps the seeds saved by a run with the same settings, rebuilds the database from
-them in order and plays the rest. The games, win rates and paired comparisons then equal one
-uninterrupted run's; the calls a killed seed had made come from the response cache, so only the
-cache's share of the calls (and the tokens of cached structured answers, which count 0) tell.
-
-With the static condition among those played, every other condition is also compared with it
-seed by seed (`PairedDifference`): the village's win-rate difference with a paired bootstrap
-interval and the exact McNemar test on the discordant seeds, the same for the share of village
-votes that hit a wolf, and the seeds the measured difference would need to exclude 0.
+Each finished seed is saved (`seeds/<g>.json.gz`, with the run's key), so `resume` keeps the
+seeds of a run with the same settings, rebuilds the database from them and plays the rest: the
+results equal one uninterrupted run's. With the static condition played, every other one is
+compared with it seed by seed (`PairedDifference`).
 """
 
 from __future__ import annotations
@@ -47,6 +38,7 @@ from gtsteer.runs.output import (
 )
 from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
+    BotGamesConfig,
     GameSetup,
     InOrder,
     PlayedGame,
@@ -55,15 +47,14 @@ from gtsteer.runs.werewolf_games import (
     play_game,
 )
 from gtsteer.solvers.metrics import TeamRate
-from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
     PlaystyleChooser,
     TeamChooser,
     UniformPlaystyle,
 )
-from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS, Role
-from gtsteer.werewolf.state import Decision, GameState
+from gtsteer.werewolf.rules import Role
+from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steering import DistilledPlaystyleChooser
 from gtsteer.werewolf.store import GameStore
 
@@ -85,13 +76,9 @@ CONDITION_KEYS: dict[str, str] = dict(zip(
 STATIC = "static"
 
 
-class EvaluateConfig(BaseModel):
+class EvaluateConfig(BotGamesConfig):
     games: int = Field(10, ge=1)
-    llm: str = "local"
-    players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
-    max_messages: int = Field(4, ge=1)
     max_days: int | None = Field(4, ge=1)
-    seed: int = 0
     #: The conditions played (`CONDITION_KEYS`), kept in `CONDITIONS` order.
     conditions: list[str] = Field(default_factory=lambda: list(CONDITION_KEYS))
 
@@ -126,8 +113,8 @@ class ConditionResult(BaseModel):
 
 
 class EvaluateSummary(RunResult):
-    #: The summary format (2: `conditions`, `paired`, resumable seeds; 3: `command`,
-    #: `workers`, `finished`, model seconds per game).
+    #: 2: `conditions`, `paired`, resumable seeds; 3: `command`, `workers`, `finished`, model
+    #: seconds per game.
     schema_version: int = 3
     config: EvaluateConfig
     steer: str
@@ -161,8 +148,6 @@ def days_survived(state: GameState, team: str) -> list[int]:
 
 @dataclass(frozen=True)
 class EvaluationGame:
-    """One game of one condition."""
-
     setup: GameSetup
     team: str
     kind: str
@@ -192,7 +177,6 @@ class EvaluateOptions(BaseModel):
 
     #: The `steer-train` folder whose policy steers (`--steer`).
     steer: str | Path
-    #: Keep the seeds an earlier run with the same settings and policy finished (`--resume`).
     resume: bool = False
     #: The command line, quoted in the doc section.
     command: str = ""
@@ -200,13 +184,9 @@ class EvaluateOptions(BaseModel):
 
 @driver("werewolf evaluate")
 def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> EvaluateSummary:
-    """`gtsteer werewolf evaluate`: steered teams against static and uniformly random
-    playstyles on the same seeds; writes `ctx.out` (required). Each seed's games are one unit
-    of the context's executor (on Ray: a task, `gtsteer.runs.units`); the results are the
-    same. There the workers load the policy from the folder's files (`Steering`), unless the
-    context's `chooser` (an in-process chooser) is given, which then travels as it is.
-    `resume` keeps the seeds an earlier run with the same settings and policy saved in
-    `out/seeds/` and plays the rest."""
+    """`gtsteer werewolf evaluate` into `ctx.out` (required). On Ray the workers load the
+    policy from the folder's files (`Steering`), unless the context gives an in-process
+    `chooser`, which then travels as it is."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     cfg, steer, ray = config, options.steer, ctx.ray
@@ -224,8 +204,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
     steering = Steering.from_folder(steer) if ray is not None and not given \
         else Steering(chooser=steered)
     units = [EvaluationSeed(tuple(
-        EvaluationGame(GameSetup(game_id(c, g), cfg.seed + g, cfg.players, cfg.llm,
-                                 cfg.max_days, cfg.max_messages, pool.force_completion),
+        EvaluationGame(cfg.setup(game_id(c, g), g, pool.force_completion),
                        *CONDITIONS[list(CONDITIONS)[c]])
         for c in played), steering)
         for g in range(cfg.games)]
@@ -243,7 +222,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
 
     def write(i: int, games: list[PlayedGame]) -> None:
         g = len(kept) + i
-        ledger.add(g, SavedSeed.of(key, g, games))
+        ledger.add(g, SavedSeed(run_key=key, seed_index=g, games=games))
         store_seed(games)
 
     units_run = ctx.executor.quiet.run(play_evaluation_seed, units[len(kept):],
@@ -267,8 +246,7 @@ def run(config: EvaluateConfig, ctx: RunContext, options: EvaluateOptions) -> Ev
 
 
 def games_at_once(ray: RayOptions | None) -> int | None:
-    """How many seeds play at once: 1 serially, `--workers` on `--ray local` (None where a
-    cluster decides)."""
+    """Seeds played at once (None where a cluster decides)."""
     if ray is None:
         return 1
     if ray.address != "local":
@@ -282,7 +260,6 @@ PLOT_FILE = "evaluate.png"
 
 
 def game_id(condition: int, seed_index: int) -> str:
-    """A game's id: its condition's place in `CONDITIONS` and its seed's index in the run."""
     return f"eval-{condition}-{seed_index}"
 
 
@@ -295,30 +272,12 @@ def run_key(cfg: EvaluateConfig, steer: str | Path) -> str:
 
 
 class SavedSeed(BaseModel):
-    """One seed's games under each played condition, as `PlayedGame`s."""
+    """One seed's games under each played condition (a damaged game fails to load the file,
+    so the seed is played again)."""
 
     run_key: str
     seed_index: int
-    games: list[dict[str, Any]]
-
-    @classmethod
-    def of(cls, key: str, seed_index: int, games: list[PlayedGame]) -> SavedSeed:
-        return cls(run_key=key, seed_index=seed_index, games=[
-            {"created": g.created.model_dump(mode="json"),
-             "create_records": [r.model_dump(mode="json") for r in g.create_records],
-             "steps": [[a.model_dump(mode="json"), d.model_dump(mode="json"),
-                        [r.model_dump(mode="json") for r in rs]] for a, d, rs in g.steps]}
-            for g in games])
-
-    def played(self) -> list[PlayedGame]:
-        """The seed's games; KeyError, TypeError or ValueError (a ValidationError) when a
-        game's record is damaged though the file parsed (`saved_seeds` plays it again)."""
-        return [PlayedGame(
-            GameState.model_validate(g["created"]),
-            [CallRecord.model_validate(r) for r in g["create_records"]],
-            [(GameState.model_validate(a), Decision.model_validate(d),
-              [CallRecord.model_validate(r) for r in rs]) for a, d, rs in g["steps"]])
-            for g in self.games]
+    games: list[PlayedGame]
 
 
 def saved_seeds(ledger: Ledger[SavedSeed], games: int, played: Sequence[int]
@@ -328,19 +287,14 @@ def saved_seeds(ledger: Ledger[SavedSeed], games: int, played: Sequence[int]
     per condition in `played` (their indices in `CONDITIONS`)."""
     kept: list[list[PlayedGame]] = []
     for g, saved in enumerate(ledger.prefix(games, lambda g, s: s.seed_index == g)):
-        try:
-            seed = saved.played()
-        except (KeyError, TypeError, ValueError):  # parsed, but a game lacks a part: replay
-            break
-        if [p.created.game_id for p in seed] != [game_id(c, g) for c in played]:
+        if [p.created.game_id for p in saved.games] != [game_id(c, g) for c in played]:
             break  # not this seed's games, one per condition: replay
-        kept.append(seed)
+        kept.append(saved.games)
     return kept
 
 
 def paired_differences(cfg: EvaluateConfig, finals: Mapping[str, GameState]
                        ) -> list[PairedDifference]:
-    """Each played condition against static on the same seeds."""
     static = list(CONDITION_KEYS).index(STATIC)
     base = [finals[game_id(static, g)] for g in range(cfg.games)]
     out = []
@@ -406,7 +360,6 @@ def plot(summary: EvaluateSummary, path: Path) -> Path:
 
 
 def _plot_paired(ax: Any, paired: list[PairedDifference]) -> None:
-    """Each condition's paired village win-rate difference from static, with its interval."""
     y = range(len(paired))
     ax.errorbar([d.village_win_difference for d in paired], list(y), fmt="o", capsize=3,
                 xerr=[[d.village_win_difference - (d.low or 0.0) for d in paired],

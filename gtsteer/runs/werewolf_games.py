@@ -1,11 +1,9 @@
 """One bot-only Werewolf game as a unit of work (`gtsteer.runs.units`), for `werewolf evaluate`
 and `werewolf steer-train`, serially or as a Ray task (`--ray`).
 
-A unit plays its game into memory (`GameLog`, which stands in for the `GameStore`) and returns
-it whole (`PlayedGame`); the driver writes it into its SQLite store (`InOrder`: in the units'
-order, so the database reads the same as a serial run's). A game is a pure function of its
-`GameSetup` (seed, size, caps, model) and chooser, so a game played on a worker is the game the
-serial run plays; its model calls go through the run's response cache either way.
+A unit plays its game into memory and returns it whole (`PlayedGame`); the driver writes it into
+its SQLite store in the units' order (`InOrder`), so the database reads as a serial run's. A game
+is a pure function of its `GameSetup` and chooser, so a worker plays the serial run's game.
 """
 
 from __future__ import annotations
@@ -13,19 +11,38 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
+
+from pydantic import BaseModel, Field
 
 from gtsteer.imitation.policy import TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, RecordingBackend
 from gtsteer.werewolf.playstyles import PlaystyleChooser
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import Decision, GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
 
 T = TypeVar("T")
+
+
+class BotGamesConfig(BaseModel):
+    """A driver's bot-only games (each driver gives `games` and `max_days` its defaults)."""
+
+    games: int = Field(ge=1)
+    llm: str = "local"
+    players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
+    max_messages: int = Field(4, ge=1)
+    max_days: int | None = Field(ge=1)
+    seed: int = 0
+
+    def setup(self, game_id: str, g: int, completion_style: bool | None) -> GameSetup:
+        """The run's `g`-th game (seed `seed + g`)."""
+        return GameSetup(game_id, self.seed + g, self.players, self.llm, self.max_days,
+                         self.max_messages, completion_style)
 
 
 @dataclass(frozen=True)
@@ -42,14 +59,13 @@ class GameSetup:
     completion_style: bool | None = None
 
 
-@dataclass
-class PlayedGame:
+class PlayedGame(BaseModel):
     """A finished game as the store would have received it: the dealt state with its calls,
-    then each step's (after, decision, calls)."""
+    then each step's (after, decision, calls). Also the saved form of `evaluate`'s seeds."""
 
     created: GameState
     create_records: list[CallRecord]
-    steps: list[tuple[GameState, Decision, list[CallRecord]]] = field(default_factory=list)
+    steps: list[tuple[GameState, Decision, list[CallRecord]]] = Field(default_factory=list)
 
     @property
     def final(self) -> GameState:
@@ -71,7 +87,7 @@ class GameLog:
         self.game: PlayedGame | None = None
 
     def create(self, state: GameState, records: Sequence[CallRecord] = ()) -> None:
-        self.game = PlayedGame(state, list(records))
+        self.game = PlayedGame(created=state, create_records=list(records))
 
     def commit_step(self, before: GameState, after: GameState, decision: Decision,
                     records: Sequence[CallRecord]) -> None:
@@ -80,8 +96,7 @@ class GameLog:
 
 
 def game_pool(model: LLM, completion_style: bool | None) -> LLMPool:
-    """The pool a unit's game calls through: `model` (the driver's, or a worker's) for the one
-    model string of these games."""
+    """A unit's pool: `model` (the driver's, or a worker's) for the games' one model string."""
 
     def factory(name: str) -> LLM:
         if name.strip() != model.model:
@@ -93,7 +108,6 @@ def game_pool(model: LLM, completion_style: bool | None) -> LLMPool:
 
 def play_game(setup: GameSetup, model: LLM, chooser: PlaystyleChooser | None = None
               ) -> PlayedGame:
-    """Deal and play one bot-only game with `model`, into memory."""
     log = GameLog()
     pool = game_pool(model, setup.completion_style)
     config = GameConfig(n_players=setup.players, max_days=setup.max_days,
@@ -107,10 +121,9 @@ def play_game(setup: GameSetup, model: LLM, chooser: PlaystyleChooser | None = N
 
 
 def driver_model(pool: LLMPool, name: str) -> LLM:
-    """The run's model from the caller's pool, for `run_units`: its `LLM` (cache and meter shared
-    with the pool), without the pool's `RecordingBackend` wrapper, so that a Ray run builds the
-    workers' backend from the model string (`ModelSpec.of`) instead of shipping the wrapper.
-    Each game wraps the backend again in its own pool."""
+    """The pool's `LLM` (cache and meter shared) without its `RecordingBackend` wrapper, so a
+    Ray run builds the workers' backend from the model string instead of shipping the wrapper
+    (each game wraps it again in its own pool)."""
     llm = pool.get(name)
     backend = llm.backend
     if not isinstance(backend, RecordingBackend):
@@ -139,14 +152,10 @@ class InOrder(Generic[T]):
             self.next += 1
 
 
-# ---- the distilled chooser on a worker --------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Steering:
-    """How a unit gets the steered chooser: the chooser itself (serially, or an in-process
-    chooser a caller passed), or the policy folder's files, loaded once per worker process with
-    the embedder the policy names (installed with the package on every node) or `embedder`."""
+    """How a unit gets the steered chooser: the chooser itself, or the policy folder's files,
+    loaded once per worker process (with the policy's own embedder, or `embedder`)."""
 
     chooser: PlaystyleChooser | None = None
     files: tuple[tuple[str, bytes], ...] = ()

@@ -1,21 +1,14 @@
 """`gtsteer werewolf steer-train`: logged bot-only games -> playstyle games -> CFR -> records ->
 a `DistilledPolicy` that `play --steer` and `evaluate` load.
 
-Steps (each writes into OUT):
-1. play `games` bot-only games with the bots' assigned styles (`games.sqlite`: the full logs);
-   every discussion turn, rebuilt from SQLite by replaying the stored decisions, is a
-   candidate root (`states.jsonl` keeps the sampled ones);
-2. sample `states` roots (seeded), build each one's `PlaystyleGame`, check it (random_sim_test
-   with serialization, unique history strings) and solve it with C++ CFR+ on the cached tree;
-3. one `DecisionRecord` per information state (text = the hook view, target = the CFR average
-   policy, weight = reach probability, instance = the logged game) -> `records.jsonl`; a view
-   reached from two roots is one record (`pool_shared_views`);
-4. `train_policy` on the records, held out by logged game (adjacent roots of one game share
-   their logged chat) -> `policy/`; numbers in `steer_train.json`.
+1. play `games` bot-only games with their assigned styles (`games.sqlite`); every discussion turn,
+   rebuilt from SQLite by replaying the stored decisions, is a candidate root;
+2. solve the `PlaystyleGame` at `states` sampled roots (`states.jsonl`) with C++ CFR+;
+3. one `DecisionRecord` per information state (the hook view, the CFR policy, the reach weight)
+   -> `records.jsonl`, a view reached from two roots pooled into one (`pool_shared_views`);
+4. `train_policy`, held out by logged game (its roots share its chat) -> `policy/`.
 
-Steps 1 and 2 are units of work (`gtsteer.runs.units`): one logged game, one playstyle game
-(expand + CFR+ + its records), so `--ray` runs them as Ray tasks with the results of the serial
-run; the training (step 4) runs in this process.
+A logged game and a playstyle game are each a unit of work (`--ray`: a task); training stays here.
 """
 
 from __future__ import annotations
@@ -41,6 +34,7 @@ from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.runs.werewolf_games import (
+    BotGamesConfig,
     GameSetup,
     InOrder,
     PlayedGame,
@@ -53,7 +47,6 @@ from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for
-from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import (
     PlaystyleGame,
@@ -67,13 +60,9 @@ from gtsteer.werewolf.store import GameStore
 SUMMARY_FILE = "steer_train.json"
 
 
-class SteerTrainConfig(BaseModel):
+class SteerTrainConfig(BotGamesConfig):
     games: int = Field(4, ge=1)
-    llm: str = "local"
-    players: int = Field(7, ge=MIN_PLAYERS, le=MAX_PLAYERS)
-    max_messages: int = Field(4, ge=1)
     max_days: int = Field(2, ge=1)
-    seed: int = 0
     #: Playstyle games solved (roots sampled from all logged discussion turns).
     states: int = Field(20, ge=1)
     num_llm_seeds: int = Field(1, ge=1, le=8)
@@ -102,7 +91,6 @@ class SolvedState(BaseModel):
 
 
 class SteerTrainSummary(RunResult):
-    #: The summary format (1: the first versioned one).
     schema_version: int = 1
     config: SteerTrainConfig
     logged_games: list[str]
@@ -137,8 +125,7 @@ def shortfall(cfg: SteerTrainConfig, candidates: int) -> str:
 
 def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
                instance: int) -> list[DecisionRecord]:
-    """One record per information state (`imitation.build`'s reach-weighted walk): the hook
-    view, the CFR policy, the reach weight."""
+    """One record per information state (`imitation.build`'s reach-weighted walk)."""
     labels = game.config.styles
 
     def probs_at(_state: pyspiel.State, _player: int, key: str) -> dict[int, float]:
@@ -160,10 +147,9 @@ def records_of(game: PlaystyleGame, policy: dict[str, list[tuple[int, float]]],
 
 
 def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
-    """One record per view text. Two roots' games can reach the same view (the same state, with
-    the same turns left); their targets are averaged by reach weight, which is what
-    cross-entropy training on both records fits anyway. So a view has one target, and it lies
-    on one side of the split (the first record's logged game)."""
+    """One record per view text: two roots' games can reach one view; their targets are
+    averaged by reach weight (what cross-entropy on both records fits anyway), so a view has
+    one target on one side of the split (the first record's logged game)."""
     by_text: dict[str, list[DecisionRecord]] = {}
     for rec in records:
         by_text.setdefault(rec.text, []).append(rec)
@@ -186,20 +172,13 @@ def pool_shared_views(records: list[DecisionRecord]) -> list[DecisionRecord]:
 
 def logged_setups(cfg: SteerTrainConfig, completion_style: bool | None = None
                   ) -> list[GameSetup]:
-    """The bot-only games `steer-train` logs (assigned styles), one unit of work each."""
-    return [GameSetup(f"steer-{cfg.seed}-{g}", cfg.seed + g, cfg.players, cfg.llm, cfg.max_days,
-                      cfg.max_messages, completion_style) for g in range(cfg.games)]
-
-
-def play_logged_game(setup: GameSetup, model: LLM) -> PlayedGame:
-    return play_game(setup, model)
+    return [cfg.setup(f"steer-{cfg.seed}-{g}", g, completion_style) for g in range(cfg.games)]
 
 
 def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
                       progress: Callable[[str], None] | None = None, *,
                       executor: Executor = SERIAL) -> tuple[list[str], LLMCalls]:
-    """Bot-only games with the assigned styles, logged into `store`; returns their ids and the
-    model calls they made."""
+    """Bot-only games with the assigned styles, logged into `store`: their ids and calls."""
     setups = logged_setups(cfg, pool.force_completion)
 
     def write(_: int, game: PlayedGame) -> None:
@@ -207,7 +186,7 @@ def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
         if progress:
             progress(game.created.game_id)
 
-    run = executor.run(play_logged_game, setups, driver_model(pool, cfg.llm),
+    run = executor.run(play_game, setups, driver_model(pool, cfg.llm),
                        on_result=InOrder(write), label="bot-only games")
     return [s.game_id for s in setups], run.calls
 
@@ -215,7 +194,7 @@ def play_logged_games(cfg: SteerTrainConfig, store: GameStore, pool: LLMPool,
 def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
                              ) -> list[GameState]:
     """Every discussion turn of a stored game that can root a playstyle game, rebuilt from
-    SQLite alone (the stored decisions replayed from the re-dealt initial state)."""
+    SQLite alone."""
     from gtsteer.werewolf.replay import replay  # the replay the web app serves, checked end to end
 
     out = []
@@ -232,30 +211,20 @@ def logged_discussion_states(store: GameStore, game_id: str, max_speakers: int
 
 
 def game_config(cfg: SteerTrainConfig) -> PlaystyleGameConfig:
-    """The playstyle game `cfg` solves at every sampled state."""
     return PlaystyleGameConfig(num_llm_seeds=cfg.num_llm_seeds, max_speakers=cfg.max_speakers,
                                styles=cfg.styles)
 
 
 def pick_states(candidates: list[GameState], states: int, seed: int) -> list[GameState]:
-    """The roots `steer-train` solves: `states` of the candidates (all when there are fewer),
-    drawn with `seed`. `python -m lab werewolf-styles` draws its states the same way, so with
-    the same settings it measures the lines at the very roots a policy was trained on."""
+    """`states` of the candidates, drawn with `seed` (`python -m lab werewolf-styles` draws
+    alike, so it measures the lines at the very roots a policy was trained on)."""
     return random.Random(seed).sample(candidates, min(states, len(candidates)))
-
-
-def solve_state(state: GameState, pool: LLMPool, cfg: SteerTrainConfig, instance: int
-                ) -> tuple[list[DecisionRecord], SolvedState]:
-    """Build, expand and solve the playstyle game at `state`; its records carry `instance`
-    (the logged game's index: the train/held-out split is by logged game)."""
-    game, result, info = solve_playstyle(state, pool, cfg)
-    return records_of(game, result.policy, instance), info
 
 
 def solve_playstyle(state: GameState, pool: LLMPool, cfg: SteerTrainConfig
                     ) -> tuple[PlaystyleGame, CFRResult, SolvedState]:
-    """The playstyle game at `state`, expanded (every LLM call) and solved with C++ CFR+, its
-    CFR result and what it cost (`steer-train` and the lab's `werewolf-heldout` solve alike)."""
+    """The playstyle game at `state`, expanded and solved with C++ CFR+, and what it cost
+    (`steer-train` and the lab's `werewolf-heldout` solve alike)."""
     game = PlaystyleGame(state, pool, game_config(cfg))
     start = time.perf_counter()
     game.expand()  # every LLM call, so the solve below is pure CFR
@@ -280,19 +249,20 @@ class PlaystyleJob:
 
     state: GameState
     cfg: SteerTrainConfig
+    #: The logged game's index (the train/held-out split is by logged game).
     instance: int
     completion_style: bool | None = None
 
 
 def solve_playstyle_job(job: PlaystyleJob, model: LLM
                         ) -> tuple[list[DecisionRecord], SolvedState]:
-    return solve_state(job.state, game_pool(model, job.completion_style), job.cfg, job.instance)
+    game, result, info = solve_playstyle(job.state, game_pool(model, job.completion_style),
+                                         job.cfg)
+    return records_of(game, result.policy, job.instance), info
 
 
 class SteerTrainOptions(BaseModel):
-    """`gtsteer werewolf steer-train`'s options beyond its recorded settings
-    (`SteerTrainConfig`): none yet (an `Embedder` object instead of the config's `embedder`
-    name is the context's `embedder`)."""
+    """None beyond `SteerTrainConfig` (an `Embedder` object is the context's `embedder`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -300,10 +270,7 @@ class SteerTrainOptions(BaseModel):
 @driver("werewolf steer-train")
 def run(config: SteerTrainConfig, ctx: RunContext, options: SteerTrainOptions
         ) -> SteerTrainSummary:
-    """`gtsteer werewolf steer-train`: log bot-only games, solve playstyle games at sampled
-    discussion turns, distil them into a policy; writes `ctx.out` (required). The logged
-    games and the playstyle games are units of the context's executor (on Ray: one session
-    for both, a task each); the training stays here. The results are the serial run's."""
+    """`gtsteer werewolf steer-train` into `ctx.out` (required)."""
     if ctx.out is None:
         raise ValueError("--out: give the folder of the run")
     cfg, executor = config, ctx.executor.quiet

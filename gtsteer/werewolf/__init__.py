@@ -7,11 +7,8 @@
     state = create_game(store, GameConfig(n_players=7, rules="reference"), seed=1, model="fake")
     GameRunner(store).run(state)
 
-The engine, bots, router and store import only `gtsteer.llm`: the engine never knows how a
-playstyle policy was trained; it only asks a `PlaystyleChooser`. Steering alone reaches further
-(DESIGN.md): `steer_game` registers the playstyle game through `gtsteer.binding`'s pyspiel
-registry, and `steering` loads a `gtsteer.imitation` distilled policy as a chooser. The web app
-is `gtsteer.werewolf.web`.
+The engine never knows how a playstyle policy was trained; it only asks a `PlaystyleChooser`.
+Only steering imports beyond `gtsteer.llm` (DESIGN.md). The web app is `gtsteer.werewolf.web`.
 """
 
 from gtsteer.werewolf.engine import IllegalDecision, legal_targets, new_game, pending, step

@@ -1,14 +1,9 @@
 """Bot decisions: build the bot's context, ask its model, validate, fall back if it never works.
 
-Votes and night actions take two calls: the bot first says in one sentence what it chooses and
-why (free text, kept as the decision's `reason`), then every option is scored after that
-sentence with the LLM layer's `choose` (log-likelihood on the local model) and one is sampled
-with the decision seed. The options are shown in an order drawn from the decision seed over the
-sorted names, so the choice depends on the game, not on the order of a list (docs/WEREWOLF.md).
-
-Fallback (documented): when a choice never validates (a backend without scores whose
-constrained pick keeps failing), the target is a seeded random pick from the options, recorded
-with `fallback=True` and the error; a failed summary becomes empty notes; the game goes on.
+Votes and night actions take two calls: a one-sentence reason (the decision's `reason`), then
+every option scored after it (`choose`) and one sampled with the decision seed. A choice that
+never validates becomes a seeded random option with `fallback=True`, a failed summary empty
+notes; the game goes on (docs/WEREWOLF.md).
 """
 
 from __future__ import annotations
@@ -25,7 +20,6 @@ from gtsteer.llm.speech import drop_stage_directions, ends_sentence, whole_sente
 from gtsteer.werewolf.context import BotContext, build_context, choice_options, fit_context
 from gtsteer.werewolf.echoes import EchoFilter, private_texts, shared_prompt_texts
 from gtsteer.werewolf.hook_view import choose_style
-from gtsteer.werewolf.line_quality import line_key
 from gtsteer.werewolf.llmcalls import CallRecord, LLMPool, call_choice, call_structured, call_text
 from gtsteer.werewolf.playstyles import UNSTEERED, AssignedPlaystyle, PlaystyleChooser, reminder
 from gtsteer.werewolf.prompts import pick_prompt
@@ -43,9 +37,9 @@ MAX_LINE_CHARS = 600
 
 
 def human_line(text: str) -> str:
-    """A human's chat line as the table stores it: one line (whitespace runs, newlines
-    included, become one space), at most MAX_LINE_CHARS printable characters; a ValueError
-    saying which rule the line breaks. The terminal and the web app (`schemas.Act`) agree."""
+    """A human's chat line as the table stores it (one line, at most MAX_LINE_CHARS printable
+    characters), or a ValueError saying which rule it breaks; the web app's `schemas.Act`
+    agrees."""
     if len(text) > MAX_LINE_CHARS:
         raise ValueError(f"at most {MAX_LINE_CHARS} characters, got {len(text)}")
     line = " ".join(text.split())
@@ -57,12 +51,9 @@ SPEAK_TOKENS = 60
 #: Notes field lengths: short for the small local model (its grammar stops it there), roomy
 #: for chat models (a limit they overrun means a retry, then empty notes).
 NOTES_CHARS_LOCAL, NOTES_CHARS_CHAT = 120, 600
-#: Extra samples a public or pack line gets when it comes out empty (after cleaning and echo
-#: stripping), word for word an earlier line of its channel, or ending mid-sentence: a bot
-#: that says nothing, what was already said, or half a sentence is a sampling accident, not a
-#: move (SmolLM2 left 2 of 13 lines empty in the seed-0 game, and 5 of 57 lines cut in three
-#: games with the guard for the first two, docs/BENCHMARKS.md). Each extra sample is a
-#: recorded call.
+#: Extra samples a line gets when it comes out empty, repeats its channel word for word, or
+#: ends mid-sentence: a sampling accident, not a move (SmolLM2 left 2 of 13 lines empty in the
+#: seed-0 game, docs/BENCHMARKS.md). Each extra sample is a recorded call.
 LINE_RESAMPLES = 2
 #: Context tokens kept free beyond an answer's own budget (a scored option's tokens, the
 #: chat template's closing tokens).
@@ -70,8 +61,6 @@ ANSWER_MARGIN = 32
 
 
 def token_budget(max_tokens: int, small: bool) -> int:
-    """A free-text answer's max_tokens: embedded models get the tight budget, API models
-    three times it."""
     return max_tokens if small else 3 * max_tokens
 
 
@@ -87,19 +76,20 @@ def decision_seed(state: GameState, bot: str, purpose: str) -> int:
 
 def clean_line(text: str, bot: str, others: list[str] | None = None,
                first_line: bool = True) -> str:
-    """A completion without a repeated speaker label, stray quotes, stage directions
-    (`llm.speech.drop_stage_directions`: a bot says its line, it does not narrate it), or
-    someone else's turn.
-
-    A base model often goes on to write the next speaker's turn ("Elin: ..."); everything from
-    another player's label on is dropped, so a bot never puts words in someone else's mouth.
-    Base models keep their first line; chat models' paragraphs are joined into one line."""
+    """A completion without a repeated speaker label, stray quotes, stage directions, or the
+    next speaker's turn a base model goes on to write (a bot never puts words in someone
+    else's mouth). Base models keep their first line; chat models' paragraphs are joined."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     line = (lines[0] if lines else "") if first_line else " ".join(lines)
     line = re.sub(rf"^(\[pack\]\s*)?{re.escape(bot)}\s*:\s*", "", line)
     for name in others or []:
         line = re.split(rf"(?:^|\s)(?:\[pack\]\s*)?{re.escape(name)}\s*:", line, maxsplit=1)[0]
     return drop_stage_directions(line.strip().strip('"').strip())[:MAX_LINE_CHARS]
+
+
+def line_key(text: str) -> str:
+    """A line's words, case and spacing aside: two lines with one key repeat each other."""
+    return " ".join(text.lower().split())
 
 
 def line_rank(text: str, heard: set[str]) -> int:
@@ -131,8 +121,7 @@ def parse_option(option: str, want: Pending) -> tuple[str | None, str]:
 
 @dataclass(frozen=True)
 class DecisionContext:
-    """What every kind of bot decision shares: the bot, its styled context, its model's form
-    and budgets, the decision seed, and the fields each resulting `Decision` carries."""
+    """What every kind of bot decision shares."""
 
     state: GameState
     want: Pending
@@ -159,8 +148,7 @@ class DecisionContext:
 
     def fitted(self, context: BotContext, answer_prefix: str, answer_tokens: int
                ) -> tuple[BotContext, str | list[Message]]:
-        """The context guard: the oldest chat is folded until the prompt leaves room for the
-        answer in the model's context (a no-op for models without a known limit)."""
+        """The context guard: room for the answer in the model's context."""
         local = self.local
 
         def render(c: BotContext) -> str | list[Message]:
@@ -173,15 +161,12 @@ class DecisionContext:
 
     def say(self, context: BotContext, label: str, why: str, max_tokens: int,
             call_seed: int | None = None) -> tuple[str, CallRecord, BotContext]:
-        """One free-text line from the bot's model, cleaned (`clean_line`) and cut to whole
-        sentences when it ran into its token budget."""
+        """One free-text line, cleaned, and cut to whole sentences if it hit its budget."""
         max_tokens = token_budget(max_tokens, self.small)
         context, prompt = self.fitted(context, f"{label}:", max_tokens)
-        # An embedded chat model answers the user turn and may go on to write the others'
-        # turns: it stops there (clean_line would cut there anyway; the tokens after it are
-        # only time). Opening its answer with the speaker's `Name:` cue, as the dialogue games
-        # do, was measured here and made SmolLM2 and Qwen 0.5B copy the day's earlier lines
-        # (docs/WEREWOLF.md).
+        # An embedded chat model may go on to write the others' turns: it stops there (the
+        # tokens after are only time). A `Name:` cue, as the dialogue games use, made SmolLM2
+        # and Qwen 0.5B copy the day's earlier lines (docs/WEREWOLF.md).
         others = self.others
         turn_stops = [f"\n{name}:" for name in others] if self.small and not self.local else None
         raw, rec = call_text(self.pool, self.me.model, prompt, bot=self.bot, purpose=why,
@@ -196,7 +181,6 @@ class DecisionContext:
 
 def decision_context(state: GameState, want: Pending, pool: LLMPool,
                      chooser: PlaystyleChooser | None = None) -> DecisionContext:
-    """Build the bot's context and ask the playstyle hook for this decision's style."""
     me = state.player(want.actor or "")
     draft = build_context(state, me.name, want, me.playstyle)
     # The hook never reads the prompt.
@@ -217,8 +201,7 @@ def decision_context(state: GameState, want: Pending, pool: LLMPool,
 def bot_decision(
     state: GameState, want: Pending, pool: LLMPool, chooser: PlaystyleChooser | None = None,
 ) -> tuple[Decision, list[CallRecord]]:
-    """The bot's answer to `want`: a chat line (`speak`, `pack_chat`), its notes (`summary`),
-    or a target (`vote`, `night`)."""
+    """The bot's answer to `want`: a chat line, its notes, or a target."""
     dc = decision_context(state, want, pool, chooser)
     if want.kind in ("speak", "pack_chat"):
         return _speak(dc)
@@ -228,8 +211,8 @@ def bot_decision(
 
 
 def _speak(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
-    """A public or pack line: resampled (up to LINE_RESAMPLES times) while it comes out
-    empty, repeated or cut; a public line has its prompt's private text stripped."""
+    """A public or pack line, resampled while it comes out empty, repeated or cut; a public
+    line has its prompt's private text stripped."""
     state, want, bot = dc.state, dc.want, dc.bot
     label = bot if want.kind == "speak" else f"[pack] {bot}"
     channel = "public" if want.kind == "speak" else "pack"
@@ -261,7 +244,6 @@ def _speak(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
 
 
 def _summarise(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
-    """The bot's notes on the day and night that ended (empty notes if they never validate)."""
     budget = 300 if dc.small else 900
     used, prompt = dc.fitted(dc.ctx, "JSON:", budget)
     value, rec = call_structured(dc.pool, dc.me.model, prompt, notes_model(dc.small),
@@ -276,8 +258,6 @@ def _summarise(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
 
 
 def _choose(dc: DecisionContext) -> tuple[Decision, list[CallRecord]]:
-    """A vote or night action: a one-sentence reason, then the options scored after it and
-    one sampled with the decision seed (a seeded random option when no choice validates)."""
     state, want, bot = dc.state, dc.want, dc.bot
     options = choice_options(state, bot, want)
     reason, said, used = dc.say(dc.ctx, bot, f"{dc.purpose}:reason", 48)

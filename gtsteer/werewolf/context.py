@@ -1,18 +1,10 @@
 """Per-bot context, rebuilt from the state for every decision, holding only what the bot knows.
 
-Built for prompt caching (docs/WEREWOLF.md, "Prompt layout"):
-
-1. a static system prompt per bot for the whole game (rules, play guide, scene, identity,
-   story, the pack as dealt);
-2. an append-only, chronological log: each past day as a neutral moderator recap plus the
-   bot's private night events and its own notes; then today in full (the day header, the
-   chat with the bot's own lines and the commands that asked for them, votes in order, the
-   vote result, tonight's events the bot may know, the night result);
-3. the current command and the playstyle sentence, the only parts that change between calls.
-
-A sentence reaches a bot only through a check on the state, asked of `visibility` (the bot
-sees what its seat sees: its own lines, public chat, pack chat for wolves, the night actions it
-observed, its abduction notice); the wording plays no part in isolation.
+Built for prompt caching (docs/WEREWOLF.md, "Prompt layout"): a static system prompt per bot,
+then an append-only chronological log (past days as moderator recaps with the bot's own night
+events and notes, today in full), then the command and the playstyle sentence, the only parts
+that change between calls. A sentence reaches a bot only through `visibility`'s check on the
+state, never through its wording.
 """
 
 from __future__ import annotations
@@ -24,8 +16,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from gtsteer.llm import Message
-from gtsteer.werewolf.hook_view import hook_input
-from gtsteer.werewolf.playstyles import HookInput, reminder
+from gtsteer.werewolf.playstyles import reminder
 from gtsteer.werewolf.prompts import (
     abduction_notice,
     action_line,
@@ -59,10 +50,8 @@ FOLD_BLOCK = 8
 
 
 class Entry(BaseModel):
-    """One line of a bot's log. `label` prefixes it in transcripts ("" for records and
-    commands); `own` marks the bot's own answers (assistant turns in chat form); `author` marks
-    a chat line (and the command that asked the bot for one), which the context guard may
-    fold."""
+    """One line of a bot's log: `own` answers are assistant turns in chat form; an `author`
+    marks a chat line (or the command asking for one), which the context guard may fold."""
 
     label: str = ""
     text: str
@@ -109,7 +98,6 @@ class BotContext(BaseModel):
 
 
 def pack_of(state: GameState, bot: str) -> list[str]:
-    """The bot's living pack mates (empty for non-wolves)."""
     if state.player(bot).role is not Role.WEREWOLF:
         return []
     return [w for w in state.wolves(alive_only=True) if w != bot]
@@ -120,8 +108,8 @@ def knows_action(action: NightAction, bot: str) -> bool:
 
 
 def night_entries(state: GameState, bot: str, night: int, commands: bool = True) -> list[Entry]:
-    """The night's events this bot may know, in the order they happened (with the commands
-    that asked for its pack lines, while that night is the current one)."""
+    """The night's events this bot may know, in order (with the commands asking for its pack
+    lines while that night is the current one)."""
     me = bot_viewer(bot)
     wolf = me.sees(pack_audience(state))
     actions = [a for a in state.night_actions if a.night == night]
@@ -202,7 +190,6 @@ def trimmed(lines: list[ChatMessage]) -> tuple[list[ChatMessage], bool]:
 
 
 def day_entries(state: GameState, bot: str, day: int) -> list[Entry]:
-    """Today in full: header, chat (with this bot's commands), votes, result, the night."""
     extra = investigations(state, bot, day)  # "" for all but a role that investigates
     alive = display_order(state, "", state.alive_on(day), "alive")  # no name always first
     out = [Entry(label=MODERATOR, text=day_header(day, alive, extra))]
@@ -228,9 +215,8 @@ P = TypeVar("P")
 
 
 def fold_chat(ctx: BotContext, names: list[str], lines: int) -> BotContext:
-    """The context with its oldest `lines` chat lines (and the commands that asked for the
-    bot's own) folded into one summary line per run of folded lines: who spoke how often and
-    whom they named. Everything else stays in place, so the log stays chronological."""
+    """The context with its oldest `lines` chat lines folded into one summary line per run
+    (who spoke how often, whom they named); the rest stays in place, in order."""
     log: list[Entry] = []
     run: list[Entry] = []
     left = lines
@@ -274,10 +260,8 @@ def chat_lines(ctx: BotContext) -> int:
 
 def fit_context(ctx: BotContext, names: list[str], render: Callable[[BotContext], P],
                 fits: Callable[[P], bool]) -> tuple[BotContext, P]:
-    """The context guard: the context and its rendered prompt, with the oldest chat folded in
-    blocks of FOLD_BLOCK lines until the prompt fits (`fits`: the model's context minus the
-    answer's tokens). A prompt that fits is returned untouched; one that cannot be made to fit
-    by folding all chat is returned folded as far as it goes (the model call then says why)."""
+    """The context guard: the oldest chat folded in blocks of FOLD_BLOCK lines until the
+    rendered prompt `fits` (or all is folded: the model call then says why)."""
     best, prompt = ctx, render(ctx)
     total, lines = chat_lines(ctx), 0
     while not fits(prompt) and lines < total:
@@ -299,10 +283,8 @@ def log_entries(state: GameState, bot: str) -> list[Entry]:
 
 
 def display_order(state: GameState, bot: str, options: list[str], purpose: str) -> list[str]:
-    """The options in an order drawn from the decision, not from the list it came in: sorted,
-    then shuffled with a seed of (game, day, bot, purpose). Any permutation of the input gives
-    the same prompt, and no player is systematically listed first. (The day header's alive
-    list uses bot "" so it is the same for every bot of the day.)"""
+    """The options sorted, then shuffled with a seed of (game, day, bot, purpose): any order of
+    the input gives one prompt, and no player is systematically listed first."""
     shown = sorted(options)
     rng(derive_seed(state.seed, state.day, bot, purpose, "order")).shuffle(shown)
     return shown
@@ -349,12 +331,6 @@ def build_context(state: GameState, bot: str, want: Pending, playstyle: str) -> 
         command=command_for(state, bot, want),
         style=reminder(playstyle, me.role is Role.WEREWOLF),
     )
-
-
-def info_state(state: GameState, bot: str, want: Pending, text: str = "") -> HookInput:
-    """The playstyle hook's input under its old name; `text` is ignored: the hook never reads
-    the prompt (see `hook_view`)."""
-    return hook_input(state, bot, want)
 
 
 def public_chat_lines(state: GameState) -> list[str]:

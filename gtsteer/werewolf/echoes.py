@@ -1,28 +1,15 @@
 """Strip a bot's private prompt text from its public lines before they are stored.
 
-Small chat models read their prompt aloud: a wolf says "...steer quietly away from your pack
-mates..." (its playstyle), or "Bram introduces himself to the village in character" (its
-command). Either tells the table what only the bot should know, as a dialogue message that
-repeats its instruction would (the binding strips those, `binding.prompts.strip_instruction_echo`).
-
-A sentence of a public line is an echo when at least half of its words lie in runs of
-`RUN_WORDS` or more words that also occur, in order, in one of the bot's private texts: its role
-line and goal, its pack, its playstyle sentence, its notes and the command it answers (a text
-shorter than `RUN_WORDS`, such as the role line, counts only whole); a sentence that is, whole,
-a sentence of those texts ("Reply to the others.") is an echo too. Words are compared
-lowercased, with person and number folded ("your"/"my"/"his" alike, "introduces" as
-"introduce"), so a text turned into the first or third person still matches. The frame, the
-rules and the play guide every bot reads (`shared_prompt_texts`) are no secret, but a line that
-reads them out is the prompt, not the character speaking (SmolLM2, seed 0: "This is a game of
-Werewolf. The party game of bluffing and deduction..." as Hugo's turn), so the bots strip them
-the same way; the scene is not stripped (talking about the village is in character). A
-werewolf's first-person claim to be one ("I am a werewolf, so I am hiding", Qwen 0.5B) is
-dropped in any wording: its goal forbids that reveal, and no run of words catches every
-phrasing. A sentence that opens by telling the speaker who it is ("You are Greta.", SmolLM2 on
-all three tries of a turn: the role line read out without its role, shorter than the role line
-so no run catches it) is its prompt too; only the second
-person counts, so "I am Greta" stays. Echo sentences are dropped; each decision
-records how many (`Decision.echoes`), so a game's count is the sum over its steps.
+Small chat models read their prompt aloud ("...steer quietly away from your pack mates..."),
+telling the table what only the bot should know. A sentence is an echo when at least half of
+its words lie in runs of `RUN_WORDS` words shared, in order, with one of the bot's private texts
+(role line and goal, pack, playstyle sentence, notes, command), or when it is one of their
+sentences whole. Words are compared with person and number folded, so a text turned into the
+first or third person still matches. The frame, rules and play guide every bot reads are no
+secret, but a line reading them out is the prompt, not the character (SmolLM2, seed 0), so they
+are stripped alike; the scene is not. A werewolf's first-person claim to be one is dropped in
+any wording (no run catches every phrasing), and so is a sentence telling the speaker who it is
+("You are Greta.", shorter than any run). Each decision records how many (`Decision.echoes`).
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from collections.abc import Iterable
 from gtsteer.werewolf.playstyles import PLAY_GUIDE
 from gtsteer.werewolf.prompts import GAME_FRAME, role_goal
 from gtsteer.werewolf.rules import Role, rules_text
-from gtsteer.werewolf.state import Decision, GameConfig, GameState, SummaryNotes
+from gtsteer.werewolf.state import GameConfig, GameState, SummaryNotes
 
 #: Shortest shared run of words that counts (shorter runs are ordinary phrases).
 RUN_WORDS = 5
@@ -79,10 +66,8 @@ WOLF_CLAIM = re.compile(
 
 
 class EchoFilter:
-    """The private texts of one bot's decision, as runs of words to look for; `wolf`: the bot is
-    a werewolf, whose first-person claim to be one (`WOLF_CLAIM`) is the reveal its goal forbids
-    in any wording, so such a sentence is dropped too; `speaker`: the bot's name, whose role
-    line read back to it ("You are Greta ...") is dropped."""
+    """The private texts of one bot's decision, as runs of words to look for; `wolf` also drops
+    a `WOLF_CLAIM`, `speaker` a sentence telling the bot who it is."""
 
     def __init__(self, private_texts: Iterable[str], wolf: bool = False,
                  speaker: str | None = None):
@@ -99,8 +84,7 @@ class EchoFilter:
             for i in range(len(words) - n + 1):
                 self.runs.add(tuple(words[i : i + n]))
         self.lengths = sorted({len(run) for run in self.runs})
-        # Sentences of the private texts, for a short one read out whole ("Reply to the
-        # others.", the speak command's last sentence, is shorter than a run).
+        # For a short sentence read out whole ("Reply to the others." is shorter than a run).
         self.sentences = {tuple(words) for text in private_texts
                           for sentence in _SENTENCE.findall(text)
                           if len(words := _words(sentence)) >= SHORT_TEXT_WORDS}
@@ -150,8 +134,3 @@ def private_texts(state: GameState, bot: str, command: str, style: str) -> list[
 def shared_prompt_texts(config: GameConfig) -> list[str]:
     """What every bot's prompt says: the game's frame, its rules and the play guide."""
     return [GAME_FRAME, rules_text(config.rules, config.ties), PLAY_GUIDE]
-
-
-def echo_count(decisions: Iterable[Decision]) -> int:
-    """Echo sentences stripped over a game's decisions (`GameStore.steps`)."""
-    return sum(d.echoes for d in decisions)

@@ -1,9 +1,8 @@
 """The pure state machine: `pending(state)` says what is needed, `step(state, decision)` applies it.
 
-No I/O, no clocks, no global randomness: every random choice (seating of roles, vote order) is
-derived from the game seed, so a state plus a decision fully determines the next state. The
-engine validates every decision against the pending one and raises `IllegalDecision` otherwise;
-bots never reach it with an illegal target because they draw from `legal_targets`.
+No I/O, clocks or global randomness (every draw derives from the game seed), so a state and a
+decision determine the next state; a decision that does not answer the pending one raises
+`IllegalDecision`.
 """
 
 from __future__ import annotations
@@ -64,10 +63,8 @@ def new_game(
     game_id: str = "game",
     scene: str = "",
 ) -> GameState:
-    """Seat the cast (name, story, playstyle) under `config` and deal roles from the seed.
-
-    `config` is the whole setup (`GameConfig`; None: the defaults for the cast's size) and
-    must be sized for the cast; `models` and `humans` say who sits in each seat."""
+    """Seat the cast (name, story, playstyle) under `config` (None: the defaults for its size)
+    and deal roles from the seed."""
     check_game_id(game_id)
     n = len(cast)
     config = GameConfig(n_players=n) if config is None else config
@@ -103,9 +100,6 @@ def new_game(
     else:
         state.phase, state.queue = "discussion", []
     return state
-
-
-# ---- what is pending ---------------------------------------------------------------------
 
 
 def pack_order(state: GameState) -> list[str]:
@@ -155,8 +149,8 @@ def legal_targets(state: GameState, actor: str, kind: str, verb: str | None = No
 
 
 def night_actions_for(state: GameState, actor: str, slot: str) -> dict[str, list[str]]:
-    """The actions a night slot offers, each with its legal targets (reference rules add the
-    doctor's and the detective's one-time kill while it is unused)."""
+    """The actions a night slot offers (reference rules add an unused one-time kill), each with
+    its legal targets."""
     actions = {slot: legal_targets(state, actor, "night", slot)}
     role = state.player(actor).role
     if (state.config.rules == "reference" and ROLES[role].one_time_kill
@@ -230,9 +224,6 @@ def pending_for(state: GameState, actor: str, kind: str) -> Pending:
         return Pending(kind="speak", actor=actor, turn=state.turns_today + 1,
                        turns_total=state.turn_limit())
     raise ValueError(f"no out-of-turn {kind!r} decision: vote, night or speak")
-
-
-# ---- applying a decision -----------------------------------------------------------------
 
 
 def step(state: GameState, decision: Decision) -> GameState:
@@ -419,8 +410,7 @@ def _blocked_actor(s: GameState, slot: str) -> str | None:
 
 
 def night_deaths(s: GameState) -> list[NightDeath]:
-    """Who dies tonight: attacks on unprotected players, then (reference rules) the abductee
-    of a maniac who died."""
+    """Attacks on unprotected players, then (reference rules) a dead maniac's abductee."""
     tonight = [a for a in s.night_actions if a.night == s.day and not a.blocked and not a.failed]
     saved = {a.target for a in tonight if a.verb == "protect"}
     deaths: dict[str, str] = {}

@@ -1,11 +1,6 @@
-"""What happened in one step, as events tagged with who may see them.
-
-Every step of the engine becomes a list of plain dicts. Each carries an `audience` from
-`visibility` ("all", "god", or the players who may see it: a night action's observers, the
-pack for pack chat, the abducted player for their notice). God-only detail of an otherwise
-public event (a vote's reason, a fallback flag) sits under `secret`. `visibility.for_viewer`
-is the only place that decides what a viewer receives; the live stream, the page snapshot, the
-replay and the terminal printer all go through it, so there is one filter to audit.
+"""What happened in one step, as plain dicts tagged with their `audience` (`visibility`), the
+god-only detail of a public event under `secret`; `visibility.for_viewer` is the one filter
+every view goes through.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The playstyle hook's input, built from the `GameState` and what the bot may know.
 
-Not from the prompt: the prompt opens with ~170 words of rules and ends with the assigned
-style's reminder, so an embedder truncating at 256 word pieces would see the rules, and a
-policy would learn the label. This view is compact and situation-first: role and decision,
-where the decision sits in the day (turns left, or votes cast before), the living and the dead
-(with revealed roles), every vote, the bot's private knowledge (pack, investigations,
-protections, abductions, pack chat), its own past styles, the last chat lines.
-The playstyle game (`steer_game`) shows players exactly this text, so what is solved and
+Not from the prompt, which opens with ~170 words of rules and ends with the assigned style's
+reminder: an embedder truncating at 256 word pieces would see the rules, and a policy would
+learn the label. The playstyle game shows its players exactly this view, so what is solved and
 distilled is what the live hook reads.
 """
 
@@ -46,7 +42,6 @@ def decision_name(want: Pending) -> str:
 
 
 def style_seed(state: GameState, bot: str) -> int:
-    """The seed of one style draw: a function of the game seed, the step and the bot."""
     return derive_seed(state.seed, state.step, bot, "style")
 
 
@@ -56,24 +51,20 @@ def own_past_styles(state: GameState, bot: str) -> list[PastStyle]:
 
 
 def turns_left_today(want: Pending) -> int | None:
-    """Discussion turns left today, this one included (None outside discussion turns)."""
     if want.kind != "speak" or want.turn is None or want.turns_total is None:
         return None
     return want.turns_total - want.turn + 1
 
 
 def votes_today(state: GameState) -> list[str]:
-    """Today's votes so far, in order (public: every later voter sees them)."""
     return [f"{v.voter}>{v.target}" for v in state.votes if v.day == state.day]
 
 
 def vote_position(state: GameState, want: Pending) -> int | None:
-    """A vote's 0-based position: how many votes were cast today before it."""
     return len(votes_today(state)) if want.kind == "vote" else None
 
 
 def _pace(state: GameState, want: Pending) -> list[str]:
-    """One short line on where this decision sits in the day (none for other kinds)."""
     left, position = turns_left_today(want), vote_position(state, want)
     if left is not None:
         return [f"Turns left today: {left}, this one included."]
@@ -169,10 +160,8 @@ def hook_input(state: GameState, bot: str, want: Pending) -> HookInput:
 def choose_style(
     state: GameState, bot: str, want: Pending, chooser: PlaystyleChooser
 ) -> tuple[HookInput, StyleChoice]:
-    """Ask the chooser; validate its answer; stamp who, when and which seed.
-
-    A decision with a single option (notes, night actions) never consults the chooser: its
-    choice is that option with probability 1, stored like every other."""
+    """Ask the chooser (not at a one-option decision), validate its answer, stamp who, when
+    and which seed."""
     info = hook_input(state, bot, want)
     if len(info.options) == 1:
         only = info.options[0]
@@ -187,8 +176,6 @@ def choose_style(
 
 
 def check_answer(info: HookInput, choice: StyleChoice) -> None:
-    """The chooser's style and every name in its distribution must be among `info.options`,
-    and the drawn style must have positive probability; else a `ValueError` naming both."""
     where = f"{info.bot}'s {info.decision} decision at step {info.step}"
     illegal = [n for n in dict.fromkeys([choice.style, *choice.probs]) if n not in info.options]
     if illegal:

@@ -1,10 +1,8 @@
 """One place where the werewolf package calls a model, so every request is recorded.
 
-Each call yields a `CallRecord` (bot, purpose, model, the exact prompt text, the raw answer,
-usage, cache hit, attempts, error) that the runner stores in the same transaction as the step.
-`sent` holds every request text that actually reached the backend for that call (first try,
-retries with feedback, schema hints added by the LLM layer), recorded by a thin wrapper around
-the backend, so a game can be audited from its database alone.
+Each call yields a `CallRecord` stored in the step's transaction; its `sent` holds every request
+text that reached the backend (retries and schema hints included), so a game can be audited from
+its database alone.
 """
 
 from __future__ import annotations
@@ -48,10 +46,8 @@ class CallRecord(BaseModel):
 
 
 class RecordingBackend(Backend):
-    """Passes every call through to `inner` and keeps the request text it was given.
-
-    Identity, kind and capabilities are the inner backend's, so cache keys and behaviour are
-    unchanged; only the record is added."""
+    """Passes every call through to `inner` (identity included, so cache keys are unchanged)
+    and keeps the request text it was given."""
 
     def __init__(self, inner: Backend):
         super().__init__(inner.model)
@@ -95,11 +91,8 @@ class RecordingBackend(Backend):
 
 
 class LLMPool:
-    """One `LLM` per model string (mixed-model games), or a factory tests can replace.
-
-    `completion_style` forces the transcript (base-model) prompt form on or off; by default
-    only the local backend gets it. Benchmarks force it to measure local-form prompts on the
-    fake model."""
+    """One `LLM` per model string (mixed-model games). `completion_style` forces the transcript
+    (base-model) prompt form on or off (by default only local base models get it)."""
 
     def __init__(self, factory: Callable[[str], LLM] | None = None,
                  completion_style: bool | None = None):
@@ -149,27 +142,19 @@ def prompt_text(prompt: str | list[Message]) -> str:
     return prompt if isinstance(prompt, str) else render_messages(prompt)
 
 
-def failed_record(
-    exc: StructuredOutputError, pool: LLMPool, model: str, prompt: str | list[Message], *,
-    bot: str, purpose: str, seed: int,
-) -> CallRecord:
-    """The record of a call whose answer never validated (the caller applies its fallback)."""
-    return CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-        response=exc.last_raw, seed=seed, attempts=exc.attempts,
-        error="; ".join(exc.problems) or str(exc), sent=pool.sent(model),
-    )
+def _record(pool: LLMPool, model: str, prompt: str | list[Message], **fields: Any) -> CallRecord:
+    return CallRecord(model=model, prompt=prompt_text(prompt), sent=pool.sent(model), **fields)
 
 
-def overflow_record(
-    exc: PromptTooLongError, pool: LLMPool, model: str, prompt: str | list[Message], *,
-    bot: str, purpose: str, seed: int,
-) -> CallRecord:
-    """A retry with feedback outgrew the context the guard made room for: recorded as a
-    failed call, so the caller's fallback applies and the game goes on."""
-    return CallRecord(bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-                      response="", seed=seed, error=f"PromptTooLongError: {exc}",
-                      sent=pool.sent(model))
+def _failed(exc: StructuredOutputError | PromptTooLongError, pool: LLMPool, model: str,
+            prompt: str | list[Message], **who: Any) -> CallRecord:
+    """The record of a call whose answer never validated, or whose retry with feedback outgrew
+    the context the guard made room for: the caller applies its fallback, the game goes on."""
+    if isinstance(exc, PromptTooLongError):
+        return _record(pool, model, prompt, response="", error=f"PromptTooLongError: {exc}",
+                       **who)
+    return _record(pool, model, prompt, response=exc.last_raw, attempts=exc.attempts,
+                   error="; ".join(exc.problems) or str(exc), **who)
 
 
 def call_text(
@@ -180,13 +165,10 @@ def call_text(
     pool.sent(model)
     out = llm.generate_sync(prompt, seed=seed, temperature=temperature, max_tokens=max_tokens,
                             stop=stop)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.text,
-        seed=seed, cached=out.cached, prompt_tokens=out.usage.prompt_tokens,
-        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s,
-        sent=pool.sent(model),
-    )
-    return out.text, rec
+    return out.text, _record(
+        pool, model, prompt, bot=bot, purpose=purpose, response=out.text, seed=seed,
+        cached=out.cached, prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s)
 
 
 def call_choice(
@@ -199,17 +181,10 @@ def call_choice(
     pool.sent(model)
     try:
         out = llm.choose_sync(prompt, options, seed=seed)
-    except StructuredOutputError as exc:
-        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
-    except PromptTooLongError as exc:
-        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
-                                     seed=seed)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt),
-        response=out.model_dump_json(exclude={"cached"}), seed=seed, cached=out.cached,
-        sent=pool.sent(model),
-    )
-    return out, rec
+    except (StructuredOutputError, PromptTooLongError) as exc:
+        return None, _failed(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    return out, _record(pool, model, prompt, bot=bot, purpose=purpose, seed=seed,
+                        response=out.model_dump_json(exclude={"cached"}), cached=out.cached)
 
 
 def call_structured(
@@ -222,15 +197,9 @@ def call_structured(
     try:
         out = llm.structured_sync(prompt, schema, seed=seed, temperature=temperature,
                                   max_tokens=max_tokens)
-    except StructuredOutputError as exc:
-        return None, failed_record(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
-    except PromptTooLongError as exc:
-        return None, overflow_record(exc, pool, model, prompt, bot=bot, purpose=purpose,
-                                     seed=seed)
-    rec = CallRecord(
-        bot=bot, purpose=purpose, model=model, prompt=prompt_text(prompt), response=out.raw,
-        seed=seed, cached=out.cached, attempts=out.attempts,
-        prompt_tokens=out.usage.prompt_tokens, completion_tokens=out.usage.completion_tokens,
-        latency_s=out.usage.latency_s, sent=pool.sent(model),
-    )
-    return out.value, rec
+    except (StructuredOutputError, PromptTooLongError) as exc:
+        return None, _failed(exc, pool, model, prompt, bot=bot, purpose=purpose, seed=seed)
+    return out.value, _record(
+        pool, model, prompt, bot=bot, purpose=purpose, response=out.raw, seed=seed,
+        cached=out.cached, attempts=out.attempts, prompt_tokens=out.usage.prompt_tokens,
+        completion_tokens=out.usage.completion_tokens, latency_s=out.usage.latency_s)

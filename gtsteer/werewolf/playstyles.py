@@ -1,12 +1,9 @@
 """Six playstyles (one description per side) and the hook that picks one at every decision.
 
-The hook is where a trained policy plugs in: `PlaystyleChooser.choose(info)` sees a compact,
-situation-first `HookInput` (never the rules, never a reminder; see `hook_view`) with the bot's
-own past choices and a decision seed, and returns a distribution over the decision's options
-(`DECISION_OPTIONS`: every style and `unsteered` for speech and votes, `unsteered` alone for
-notes and night actions) and the style drawn from it (`unsteered`: no style sentence at all).
-Both are stored with the decision, so logs double as training data, and a chooser is a pure
-function of its input.
+The hook is where a trained policy plugs in: `PlaystyleChooser.choose(info)` sees a compact
+`HookInput` (never the rules or a reminder; see `hook_view`) and returns a distribution over
+the decision's options and the style drawn from it. Both are stored with the decision, so logs
+double as training data.
 """
 
 from __future__ import annotations
@@ -82,14 +79,9 @@ UNSTEERED = "unsteered"
 #: Everything a chooser may answer, in action order (the playstyle game uses the same order).
 STYLE_OPTIONS: tuple[str, ...] = (*PLAYSTYLE_NAMES, UNSTEERED)
 
-#: The options the hook offers, per decision kind (`Pending.kind`; the router is never steered).
-#: - speech (public discussion and intro, pack chat) and votes: every style and `unsteered`;
-#:   the style sentences are about what to say and how to vote;
-#: - summary (JSON notes): `unsteered` only; a speech style makes no sense for notes;
-#: - night actions: `unsteered` only. No style sentence says whom to kill, protect, investigate
-#:   or abduct, and the reference applies styles to intro, discussion and votes only.
-#: Which of these a distilled policy steers is narrower: `solved_decision`.
-#: A decision with one option never consults the chooser (see `hook_view.choose_style`).
+#: The options the hook offers per decision kind (the router is never steered): the style
+#: sentences say what to say and how to vote, none whom to kill, protect or investigate, and
+#: none suits JSON notes. A distilled policy steers fewer (`solved_decision`).
 DECISION_OPTIONS: dict[str, tuple[str, ...]] = {
     "speak": STYLE_OPTIONS,
     "pack_chat": STYLE_OPTIONS,
@@ -100,14 +92,12 @@ DECISION_OPTIONS: dict[str, tuple[str, ...]] = {
 
 
 def solved_decision(phase: str, decision: str) -> bool:
-    """A discussion turn: the one decision the playstyle game (`steer_game`) contains, so the
-    only one a distilled policy was trained on. The distilled chooser steers these only; the
-    intro, pack chat and votes keep the baseline style (see `steering`)."""
+    """A discussion turn: the one decision the playstyle game contains, so the only one a
+    distilled policy was trained on."""
     return phase == "discussion" and decision == "speak"
 
 
 def options_for(kind: str) -> tuple[str, ...]:
-    """The styles a chooser may answer at a decision of this kind (see `DECISION_OPTIONS`)."""
     if kind not in DECISION_OPTIONS:
         raise ValueError(f"decision kind {kind!r} has no playstyle options "
                          f"(steered kinds: {list(DECISION_OPTIONS)})")
@@ -115,8 +105,8 @@ def options_for(kind: str) -> tuple[str, ...]:
 
 
 def legal_style(style: str, options: list[str] | tuple[str, ...]) -> str:
-    """`style` when the decision allows it; else `unsteered` when allowed; else the first
-    option. The built-in choosers fall back this way instead of answering an illegal style."""
+    """`style` where allowed, else `unsteered`, else the first option (the built-in choosers'
+    fallback instead of an illegal answer)."""
     if style in options:
         return style
     return UNSTEERED if UNSTEERED in options else options[0]
@@ -132,11 +122,9 @@ class PastStyle(BaseModel):
 
 
 class HookInput(BaseModel):
-    """What the playstyle hook sees at one bot decision (built by `hook_view.hook_input`).
-
-    `text` is a compact, situation-first view (role and decision, the living and the dead,
-    votes, private knowledge, own past styles, the last chat lines); it never holds the rules
-    or a playstyle reminder, so an embedder reads the situation and not the label."""
+    """What the playstyle hook sees at one bot decision (built by `hook_view.hook_input`);
+    `text` never holds the rules or a reminder, so an embedder reads the situation, not the
+    label."""
 
     bot: str
     role: str
@@ -203,11 +191,10 @@ def sample_style(probs: dict[str, float], seed: int) -> str:
 class PlaystyleChooser(Protocol):
     """Picks the playstyle of one bot decision.
 
-    A chooser must be a pure function of its `HookInput`: one chooser instance serves every bot
-    of a game, so anything it remembered between calls would carry one bot's private
-    information into another bot's decision (a leak channel), and would break replay. Sample
-    with `info.seed` only. Answer within `info.options` only (style and every probability);
-    anything else is a `ValueError`. Returning a plain style name means a point mass on it."""
+    A pure function of its `HookInput`: one chooser serves every bot of a game, so memory
+    between calls would leak one bot's private information into another's decision and break
+    replay. Sample with `info.seed`; answer within `info.options` (else a `ValueError`); a
+    plain style name means a point mass on it."""
 
     def choose(self, info: HookInput) -> StyleChoice | str:
         ...
@@ -246,10 +233,7 @@ class FixedPlaystyle:
 
 
 class TeamChooser:
-    """Steer one team (or both) with `steered`; everyone else keeps `baseline`'s choice.
-
-    It only delegates, so its answer is legal whenever the two choosers' answers are (the
-    built-in ones always are)."""
+    """Steer one team (or both) with `steered`; everyone else keeps `baseline`'s choice."""
 
     def __init__(self, steered: PlaystyleChooser, team: str,
                  baseline: PlaystyleChooser | None = None):

@@ -1,11 +1,6 @@
 """Every text the bots, the router and the theme generator read, in one place (a role's own
-texts, its goal and its night action's word, are its entry in `roles.ROLES`).
-
-Each sentence has one source here: a night action is written only by `action_line`, a vote
-only by `vote_line`, a death only by `night_result_line`/`vote_result_line`. Whether a bot may
-read a sentence is decided in `context.py` from the state (observers, notified, channel), never
-from the wording; `tests/werewolf/test_werewolf_isolation.py` checks that without relying on
-wording.
+texts are its entry in `roles.ROLES`). Each sentence has one source here; whether a bot may
+read it is decided from the state, never from the wording (`visibility`).
 """
 
 from __future__ import annotations
@@ -30,8 +25,6 @@ GAME_FRAME = (
 
 
 def role_goal(role: Role, rules: str = "reference") -> str:
-    """The goal sentence of a role under these night rules (the reference rules give the doctor
-    and the detective a one-time kill)."""
     goal = ROLES[role].goal
     if rules == "reference" and ROLES[role].one_time_kill:
         goal += ONE_TIME_KILL
@@ -40,7 +33,7 @@ def role_goal(role: Role, rules: str = "reference") -> str:
 
 def system_prompt(name: str, story: str, role: Role, wolves: list[str], scene: str,
                   rules: str = "reference", ties: str = "none") -> str:
-    """The static head: the same text for this bot for the whole game (cache-friendly)."""
+    """The same text for this bot all game (cache-friendly)."""
     lines = [GAME_FRAME, "", rules_text(rules, ties), "", PLAY_GUIDE, ""]
     if scene:
         lines += [f"Scene: {scene}", ""]
@@ -128,8 +121,6 @@ def vote_command(name: str, day: int) -> str:
 
 def night_command(name: str, night: int, actions: dict[str, list[str]],
                   options: list[str]) -> str:
-    """Options are the strings the bot picks from (names, or "action name" when the bot has
-    several actions), in the order shown."""
     verbs = " or ".join(action_word(a) for a in actions)
     return (f"Night {night}. {name}, choose whom to {verbs} tonight. Options: "
             f"{', '.join(options)}. In one sentence: what do you choose, and why?")

@@ -1,9 +1,5 @@
-"""Rebuild a stored game step by step from SQLite: its seat, setup and decisions.
-
-The engine is a pure function of (state, decision), so the stored decisions replayed from the
-game's initial state give every intermediate state. The initial state is re-dealt with the
-engine's own `new_game` from the stored cast and the stored `GameConfig` (roles copied from
-the stored game), and the replay must end exactly on the stored latest state, or it is refused.
+"""Rebuild a stored game step by step: the stored decisions replayed from its re-dealt initial
+state (the engine is pure), which must end exactly on the stored state, or it is refused.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The Werewolf roles: one table (`ROLES`) that the rules, the engine, the prompts and the web
 app read, as `Domain` is the one record of a dialogue domain.
 
-A role is a `Role` member and its `RoleSpec`: team, how it is dealt, what the detective reads,
-its night action (`NightSpec`: slot, place in the night, legal targets, its sentence in each
-rule table), its one-time kill, the cause of the deaths it causes, its goal sentence, and its
-icon and colour in the web app. A role whose night action reuses an existing verb is one entry
-here; a new verb also needs its effect in `engine._night_action` and its line in
-`prompts.action_line`, and an optional role (dealt when the setup says so, as the maniac) its
-`GameConfig` switch of the same name. Night verbs are slot names stored in snapshots: each is
-owned by one role, and never renamed.
+A role reusing an existing night verb is one entry here; a new verb also needs its effect in
+`engine._night_action` and its line in `prompts.action_line`, and an optional role its
+`GameConfig` switch of the same name. Night verbs are stored in snapshots: never renamed.
 """
 
 from __future__ import annotations
@@ -123,10 +118,6 @@ ROLES: dict[Role, RoleSpec] = {s.role: s for s in (
                  "abductee fails, and if the maniac dies that night the abductee dies too",
                  "simple": "the maniac abducts one player, whose night action is blocked"})),
 )}
-
-
-def spec(role: Role) -> RoleSpec:
-    return ROLES[role]
 
 
 def night_roles() -> list[RoleSpec]:

@@ -1,9 +1,6 @@
-"""The router: after each round of speakers, a model picks who talks next.
-
-The model answers a validated object (speakers drawn from the living players); then code makes
-the rules hold whatever the model said: unknown, dead and duplicate names are dropped, at least
-one of the least active living players is included (or loud bots crowd the quiet ones out), and
-the list is filled at random (seeded) up to two and cut at five.
+"""The router: after each round of speakers, a model picks who talks next, and code makes the
+rules hold whatever it said (at least one of the least active players, or loud bots crowd the
+quiet ones out; filled at random, seeded, to MIN_SPEAKERS).
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ def least_active(state: GameState, legal: list[str]) -> list[str]:
 
 
 def fix_speakers(state: GameState, picked: list[str], legal: list[str]) -> list[str]:
-    """Enforce the router rules on any list of names (model output, or nothing at all)."""
     r = rng(state.seed, state.step, "router-fill")
     out = [n for n in dict.fromkeys(picked) if n in legal][:MAX_SPEAKERS]
     quiet = least_active(state, legal)

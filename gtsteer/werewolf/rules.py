@@ -1,12 +1,8 @@
 """Roles, teams, role assignment and the rule text every bot reads.
 
-Two night tables (docs/WEREWOLF.md): "reference" (the reference app: the abductee is immune and
-dies with the maniac, no repeat abduction, one-time kills for doctor and detective, two pack
-chat rounds with the last wolf picking) and "simple" (one pack round, the first free wolf picks,
-no immunity). Tie rule: plurality; on a tie nobody is eliminated by default (a documented
-deviation from the reference, which draws a tied player; `ties="random"` does that).
-The maniac reads as evil to the detective but wins with the village, and counts with the
-village in the wolves' parity check.
+Two night tables (docs/WEREWOLF.md): the reference app's and a simple one. On a tied vote
+nobody is eliminated by default (a documented deviation from the reference, which draws a tied
+player: `ties="random"`).
 """
 
 from __future__ import annotations
@@ -22,14 +18,12 @@ from gtsteer.werewolf.roles import ROLES, Role, night_roles
 
 __all__ = ["Role", "ROLES"]  # Role lives in roles.py, with its table; re-exported here
 
-ROLE_NAMES = tuple(r.value for r in Role)
 MIN_PLAYERS, MAX_PLAYERS = 5, 12
 #: A game's seed: the range the web lobby accepts, so a game played from the command line can
 #: be set up there again; SQLite stores it (an INTEGER holds 64 bits, SEED + g included).
 MIN_SEED, MAX_SEED = 0, 2**31 - 1
-#: Speakers the router names after each round: at least MIN_SPEAKERS (when that many may
-#: speak), at most MAX_SPEAKERS. The engine accepts 1 to MAX_SPEAKERS (one is all a table
-#: with a single other living player can offer).
+#: Speakers the router names after each round; the engine accepts 1 to MAX_SPEAKERS (one is
+#: all a table with a single other living player can offer).
 MIN_SPEAKERS, MAX_SPEAKERS = 2, 5
 
 
@@ -38,7 +32,6 @@ class WerewolfConfigError(ValueError):
 
 
 def reads_evil(role: Role) -> bool:
-    """What the detective learns (the table's `reads_evil`: werewolves and the maniac)."""
     return ROLES[role].reads_evil
 
 
@@ -47,12 +40,10 @@ def default_wolves(n_players: int) -> int:
 
 
 def joins_by_default(role: Role, n_players: int) -> bool:
-    """Whether an optional role is dealt when the setup does not say (its `joins_from`)."""
     return n_players >= (ROLES[role].joins_from or 0)
 
 
 def max_wolves(n_players: int) -> int:
-    """The most werewolves a game of `n_players` can start with (fewer than the others)."""
     return (n_players - 1) // 2
 
 
@@ -92,8 +83,7 @@ def rng(*parts: Any) -> random.Random:
 
 def assign_roles(n_players: int, n_wolves: int, optional: Collection[Role],
                  seed: int) -> list[Role]:
-    """Deal in table order (`n_wolves` for the pack, one for each special role, the optional
-    roles in `optional`, every seat left to the "rest" role), then shuffle from the seed."""
+    """Deal in table order (every seat left to the "rest" role), then shuffle from the seed."""
     counts = {"pack": n_wolves, "one": 1, "rest": 0}
     roles = [s.role for s in ROLES.values()
              for _ in range(counts.get(s.seats, int(s.role in optional)))]

@@ -38,9 +38,8 @@ def create_game(
     cast: list[tuple[str, str, str]] | None = None,
     api_base: str | None = None,
 ) -> GameState:
-    """Build the cast (given, themed or built-in) for `config` (None: `GameConfig()`), deal
-    roles, and store the new game (with the served models' `api_base`, credentials
-    stripped)."""
+    """Cast (given, themed or built-in), deal and store a new game (its `api_base` without
+    credentials)."""
     config = GameConfig() if config is None else config
     n_players = config.n_players
     check_players(n_players)  # before a cast of that size is drawn or asked for

@@ -1,8 +1,6 @@
-"""The game state and the decisions that move it: pydantic, JSON-serializable, self-contained.
-
-Everything a step needs lives here (including the seed), so a snapshot can be saved, reloaded
-and replayed anywhere. A snapshot carries `schema_version`; an older one is migrated on load
-where the change is mechanical (`migrate_state`), anything else is refused naming both versions.
+"""The game state and the decisions that move it: pydantic, JSON-serializable, self-contained
+(the seed included), so a snapshot can be saved, reloaded and replayed anywhere. An older
+snapshot is migrated on load where the change is mechanical (`migrate_state`).
 """
 
 from __future__ import annotations
@@ -49,8 +47,6 @@ MODERATOR = "Moderator"
 #: (alive + 1) x 3.5 messages).
 TURNS_PER_PLAYER = 3.5
 #: The snapshot format this gtsteer writes. 1 (no `schema_version` key): before versions.
-#: Snapshots of version 1 without `config.rules` predate the rule tables: a night result then
-#: named one `killed` player and its `role`, and a summary carried the day it was written on.
 STATE_VERSION: Final = 2
 
 
@@ -59,15 +55,10 @@ class SnapshotError(ValueError):
 
 
 def migrate_state(data: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot's JSON data brought to `STATE_VERSION`.
-
-    Version 1 from before the rule tables (no `config.rules`) is migrated mechanically: each
-    `{"night": n, "killed": name, "role": role}` becomes `{"night": n, "deaths": [{"name":
-    name, "role": role}]}` (`killed: null`: no death; the pack was the only killer then), a
-    summary written at dawn of day d gets day d - 1 (the day it summarises, as `Summary.day`
-    means now), and the game gets the `simple` table, the night rules it was played under.
-    Later version-1 data is already in today's shape. A newer or unknown version is refused,
-    naming both."""
+    """A snapshot's JSON data brought to `STATE_VERSION`. Version 1 from before the rule tables
+    (no `config.rules`) gets the `simple` table it was played under, a night result's one
+    `killed` becomes its `deaths`, and a summary written at dawn of day d gets day d - 1 (the
+    day it summarises); later version-1 data is today's shape. Other versions are refused."""
     version = data.get("schema_version", 1)
     if version == STATE_VERSION:
         return data
@@ -96,8 +87,7 @@ def _night_result_v1(result: Any) -> Any:
 
 
 def load_snapshot(text: str | bytes, source: str = "snapshot") -> GameState:
-    """A `GameState` from snapshot JSON (migrated if older); `SnapshotError` names `source`,
-    the field and the problem in one line, never a raw pydantic dump."""
+    """A `GameState` from snapshot JSON (migrated if older); a one-line `SnapshotError`."""
     try:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -123,14 +113,10 @@ class Snapshot(BaseModel):
 
 
 class GameConfig(Snapshot):
-    """A game's setup, declared once: `engine.new_game` deals from it, `runner.create_game`
-    and the web lobby (`CreateGame.to_config`) build it, the snapshot stores it, and a replay
-    re-deals from the stored one. A new setup field added here reaches all of them.
-
-    `n_wolves` and `maniac` (each optional role's switch) left out (or None) take the defaults
-    for `n_players` (`rules.default_wolves`, the role's `joins_from`), so a stored config always
-    holds the numbers the game was dealt with. Whether the setup is playable (player and wolf
-    counts, limits) is checked by `new_game`, never on load."""
+    """A game's setup, declared once: dealt from, built by the CLI and the lobby, stored and
+    re-dealt by a replay. `n_wolves` and each optional role's switch (`maniac`) left None take
+    the defaults for `n_players`, so a stored config holds the numbers the game was dealt
+    with. Whether it is playable is checked by `new_game`, never on load."""
 
     n_players: int = 7
     n_wolves: int = Field(None, validate_default=True)
@@ -282,11 +268,9 @@ class Summary(Snapshot):
 
 
 class Pending(BaseModel):
-    """What the engine needs next: whose turn, which kind, and the legal targets.
-
-    A night decision may offer several actions (reference rules: the doctor's and the
-    detective's one-time kill): `actions` maps each available action to its legal targets;
-    `verb`/`legal_targets` are the slot's own action."""
+    """What the engine needs next: whose turn, which kind, and the legal targets. A night
+    decision may offer several `actions` (each with its targets); `verb`/`legal_targets` are
+    the slot's own action."""
 
     kind: DecisionKind
     actor: str | None = None
@@ -320,12 +304,10 @@ class Decision(BaseModel):
     folded: int = 0
     #: Sentences of private prompt text stripped from this public line (`werewolf.echoes`).
     echoes: int = 0
-    #: Extra samples this line took because a try came out empty, repeated an earlier line of
-    #: its channel or ended mid-sentence (`werewolf.bots.LINE_RESAMPLES`).
+    #: Extra samples this line took (`werewolf.bots.LINE_RESAMPLES`).
     resampled: int = 0
-    #: The first try's line as the guard judged it (cleaned, echoes stripped) when it was
-    #: sampled again; None: `text` is the first try (resampled 0), or the game was stored before
-    #: first tries were kept. The line report's first-try rates read it.
+    #: The first try as the guard judged it, when it was sampled again (None: `text` is the
+    #: first try, or the game was stored before first tries were kept).
     first_try: str | None = None
 
 
@@ -381,8 +363,6 @@ class GameState(Snapshot):
         if bad:
             raise ValueError(f"unknown player names in {', '.join(bad[:5])}; players: {names}")
         return self
-
-    # ---- read helpers (pure) -------------------------------------------------------------
 
     def player(self, name: str) -> Player:
         for p in self.players:

@@ -1,25 +1,16 @@
 """The playstyle game: a pyspiel game over playstyles, built from a logged Werewolf state.
 
-At a discussion turn of a real game, the next speakers (at least one werewolf and one
-village-side bot) each pick a playstyle or `unsteered`; chance draws one of `num_llm_seeds`
-samples of the message, produced by the live bot code (`bots.bot_decision` with the live context
-builder, so what is solved is what is played); at the terminal one `choose` call over the
-living names predicts the day's elimination from the discussion, and each team gets
-`P(a werewolf is eliminated) - P(a village-side player is eliminated)` (the wolves the
-negative). Players see `hook_view`'s text at their turn, the text the live hook reads at that
-state. The game's day ends after its speakers (its turn limit is the root's turns so far plus
-the speakers), so "Turns left today" in a view is the number of speakers left in this game:
-a view tells the horizon its target was solved for.
+At a discussion turn of a real game, the next speakers (a werewolf and a village-side bot at
+least) each pick a playstyle or `unsteered`; chance draws one of `num_llm_seeds` samples of the
+message from the live bot code, so what is solved is what is played; at the terminal one
+`choose` call predicts the day's elimination, and the village gets P(a werewolf out) - P(a
+village-side player out), the wolves its negative. Players see the live hook's text
+(`hook_view`). The game's day ends after its speakers, so a view's "Turns left today" tells the
+horizon its target was solved for.
 
-Its own class rather than the binding's `DialogueGame`: the binding renders YAML prompts over
-an instance, while this game must replay the Werewolf engine and bot context exactly. It passes
-`gtsteer.checks.pyspiel_api_check` (`random_sim_test` with serialization, unique history
-strings, C++ CFR on the cached tree) and replays its recorded playthrough
-(`tests/data/playthroughs/werewolf_playstyle.txt`).
-
-Size with S = num_llm_seeds, A options, n speakers: (A*S)^n leaves; message calls
-sum_{k=1..n} (A*S)^(k-1) * A * S; one prediction call per leaf. Two speakers, seven options,
-S = 1: 49 leaves, 56 message calls, 49 prediction calls.
+Its own class rather than the binding's `DialogueGame`, which renders YAML prompts: this game
+must replay the Werewolf engine and bot context exactly. Size with S samples, A options and n
+speakers: (A*S)^n leaves, as many prediction calls, sum_k (A*S)^k message calls.
 """
 
 from __future__ import annotations
@@ -44,9 +35,8 @@ from gtsteer.werewolf.state import Decision, GameState, Pending
 
 SHORT_NAME = "gtsteer_werewolf_playstyle"
 _PARAMS: dict[str, Any] = {"key": ""}
-#: What rebuilds a game of this process from its key (pyspiel deserialization goes through
-#: params). Plain Python only: a pyspiel object held by a module global outlives the
-#: interpreter's teardown.
+#: What rebuilds a game of this process from its key (pyspiel deserializes through params).
+#: Plain Python only: a pyspiel object held by a module global outlives the interpreter.
 _LIVE: dict[str, tuple[GameState, LLMPool, PlaystyleGameConfig, NodeTables, int]] = {}
 #: Chat lines the elimination predictor reads.
 PREDICT_CHAT_LINES = 24
@@ -109,10 +99,8 @@ def _game_type(zero_sum: bool = False) -> pyspiel.GameType:
 
 def sample_line(state: GameState, want: Pending, pool: LLMPool, style: str, sample: int
                 ) -> tuple[Decision, list[CallRecord]]:
-    """Sample `sample` of `want.actor`'s line under `style` (a playstyle or `unsteered`), made
-    by the live bot code (`bots.bot_decision`: the live context builder, reminder and
-    cleaning). Sample 0 is exactly the live decision; sample k varies only the message seed.
-    The playstyle game's chance outcomes, and the lines `python -m lab werewolf-styles` measures."""
+    """Sample `sample` of `want.actor`'s line under `style`, by the live bot code: sample 0 is
+    exactly the live decision, sample k varies only the message seed."""
     draw = state if sample == 0 else state.model_copy(
         update={"seed": derive_seed(state.seed, "playstyle-sample", sample)})
     return bot_decision(draw, want, pool, FixedPlaystyle(style))
@@ -153,12 +141,10 @@ def game_key(root: GameState, config: PlaystyleGameConfig, model: str,
 
 
 class PlaystyleGame(pyspiel.Game):
-    """One logged discussion turn as a game over playstyles (see the module docstring).
+    """One logged discussion turn as a game over playstyles.
 
-    `sample_offset` > 0 builds the same position with fresh samples: chance outcome k draws
-    message sample k + sample_offset (`num_llm_seeds` gives samples a game built with 0 never
-    drew; the held-out measurement, `python -m lab werewolf-heldout`). The root, its speakers
-    and every information state before the first message are the same."""
+    `sample_offset` > 0 builds the same position with fresh samples (chance outcome k draws
+    sample k + sample_offset) for the held-out measurement, `python -m lab werewolf-heldout`."""
 
     def __init__(self, state: GameState, pool: LLMPool | None = None,
                  config: PlaystyleGameConfig | None = None, tables: NodeTables | None = None,
@@ -171,11 +157,9 @@ class PlaystyleGame(pyspiel.Game):
         self.source = state
         self.speakers = pick_speakers(state, self.config.max_speakers)
         root = state.model_copy(deep=True)
-        # The game's day: these speakers talk, then the village votes (what the terminal
-        # predicts). Its turn limit is where the game ends, so every speaker, in its prompt and
-        # in its view ("Turns left today"), is told the horizon the game is solved for; with
-        # the logged day's limit, adjacent roots of one game would show one view with two
-        # horizons, and so two targets.
+        # The day ends after these speakers, so each is told the horizon the game is solved
+        # for; with the logged day's limit, adjacent roots of one game would show one view
+        # with two horizons, and so two targets.
         root.phase, root.queue = "discussion", list(self.speakers)
         root.config.max_messages_per_day = root.turns_today + len(self.speakers)
         self.root = root
@@ -203,14 +187,11 @@ class PlaystyleGame(pyspiel.Game):
 
     @property
     def calls(self) -> list[CallRecord]:
-        """The message calls made so far (one `CallRecord` each)."""
         return self.tables.calls
 
     @property
     def prediction_calls(self) -> int:
         return self.tables.prediction_calls
-
-    # ---- sizes ----------------------------------------------------------------------------
 
     def sizes(self) -> dict[str, int]:
         """Leaves and LLM calls of a full expansion (see the module docstring)."""
@@ -222,9 +203,7 @@ class PlaystyleGame(pyspiel.Game):
                 "prediction_calls": per ** n}
 
     def expand(self) -> int:
-        """Compute every message and prediction now (all LLM calls); returns the leaves.
-
-        The cached tree would otherwise make them lazily inside CFR's first iteration."""
+        """Make every LLM call now, not lazily inside CFR's first iteration; the leaves."""
         leaves = 0
         stack = [self.new_initial_state()]
         while stack:
@@ -238,19 +217,14 @@ class PlaystyleGame(pyspiel.Game):
             stack.extend(s.child(a) for a in actions)
         return leaves
 
-    # ---- node contents --------------------------------------------------------------------
-
     def speak_pending(self, state: GameState, bot: str) -> Pending:
-        """`bot`'s discussion turn as the engine poses it in the game's day: this turn's number
-        and the game's turn limit, so turns left = speakers left in this game. (pyspiel also
-        asks for the views of players whose turn it is not; they get the same form.)"""
+        """`bot`'s discussion turn in the game's day (also for pyspiel's views of players whose
+        turn it is not)."""
         return Pending(kind="speak", actor=bot, turn=state.turns_today + 1,
                        turns_total=state.turn_limit())
 
     def after_message(self, history: tuple[int, ...], state: GameState, speaker: str,
                       style: str) -> GameState:
-        """The engine state after `speaker`'s sampled message (sample = history[-1] plus the
-        game's `sample_offset`)."""
         messages = self.tables.messages
         if history not in messages:
             want = self.speak_pending(state, speaker)
@@ -282,8 +256,6 @@ class PlaystyleGame(pyspiel.Game):
         wolf = sum(p for n, p in probs.items() if wolf_side(state, n))
         village = 2.0 * wolf - 1.0  # P(wolf out) - P(village-side out)
         return {"village": village, "werewolves": -village}
-
-    # ---- pyspiel --------------------------------------------------------------------------
 
     def new_initial_state(self) -> PlaystyleState:
         return PlaystyleState(self)
@@ -386,8 +358,7 @@ class PlaystyleState(pyspiel.State):
 
 
 class PlaystyleObserver:
-    """Strings only; a player's information state is its hook view (perfect recall: its own
-    styles are in it)."""
+    """A player's information state is its hook view (its own styles in it: perfect recall)."""
 
     def __init__(self) -> None:
         self.tensor = np.zeros(0, np.float32)

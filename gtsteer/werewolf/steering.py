@@ -1,18 +1,11 @@
 """The distilled chooser: a `DistilledPolicy` (trained on CFR solutions of playstyle games)
 picks each steered bot's playstyle from the hook's text view.
 
-One policy serves both teams: the role and team open the hook text, so the embedder sees them.
-The policy's distribution is restricted (masked and renormalised) to the decision's options,
-then the style is drawn from it with the decision seed, so a game replays and resumes with the
-same draws (and its LLM calls hit the cache). It steers only the decisions the playstyle game
-contains (discussion turns, `playstyles.solved_decision`): the intro, pack chat and votes were
-never solved, so there the bot keeps its baseline style (the assigned one). The only import of
-`gtsteer.imitation` in the Werewolf package lives here (DESIGN.md: steering only).
-
-The view becomes the policy's input as in every other domain, through
-`DistilledPolicy.probs_for`; what differs is the view: the hook's text (`hook_view.hook_text`,
-which the playstyle game also shows its players, so what is solved, distilled and read live is
-one text), not a dialogue config's `Dialogue`. Werewolf has no structured features.
+One policy serves both teams (the role and team open the hook text). Its distribution is
+masked to the decision's options and drawn from with the decision seed, so a game replays and
+resumes with the same draws. It steers only the decisions the playstyle game contains
+(discussion turns); elsewhere the bot keeps its baseline style. The only import of
+`gtsteer.imitation` in the Werewolf package lives here (DESIGN.md).
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ POLICY_DIR = "policy"
 
 
 def hook_policy_input(text: str) -> PolicyInput:
-    """What a playstyle policy reads at a decision: the hook's text view (a playstyle game's
-    information state is that text), no features."""
+    """What a playstyle policy reads: the hook's text view, no features."""
     return PolicyInput(text=text)
 
 

@@ -1,16 +1,10 @@
 """SQLite persistence: one transaction per step, holding the new state with that step's records.
 
-A step is committed with `BEGIN IMMEDIATE ... COMMIT`: the state snapshot, the decision (with
-the playstyle choice and the information state), the new messages, votes, night actions,
-summaries and every LLM request/response of the step land together or not at all. A process
-killed at any moment therefore leaves the last committed state, and resuming replays the
-in-flight step (its LLM calls are cache hits). The step number is checked on write, so a step
-can never be stored twice.
-
-The file's `PRAGMA user_version` is its schema version (`DB_VERSION`). A database written
-before versions existed gets the columns added since and its game states migrated
-(`migrate_state`) in one transaction; a newer or unknown version is refused naming both. A
-damaged file, a directory, or a full disk is a `StoreError` naming the file and what to do.
+A step's snapshot, decision, messages, votes, night actions, summaries and LLM calls land
+together or not at all, so a process killed at any moment leaves the last committed state and
+resuming replays the in-flight step from the cache; the step number is checked on write. The
+file's `PRAGMA user_version` is its schema version: an older file is migrated in one
+transaction, a newer one refused. A storage failure is a `StoreError` saying what to do.
 """
 
 from __future__ import annotations
@@ -106,8 +100,7 @@ def default_db_path() -> Path:
 
 class GameStore:
     def __init__(self, path: str | Path | None = None, *, read_only: bool = False):
-        """`read_only`: for commands that only read (list, show, export): a file or folder
-        that cannot be written (an archive, a read-only mount) is still read."""
+        """`read_only`: for commands that only read, so an unwritable file is still read."""
         self.path = Path(path) if path else default_db_path()
         if self.path.is_dir():
             raise StoreError(f"--db {self.path} is a directory; give a file, e.g. "
@@ -124,8 +117,7 @@ class GameStore:
 
     @classmethod
     def fresh(cls, path: str | Path) -> GameStore:
-        """An empty store at `path`, an earlier database there deleted with its WAL files
-        (a run logs its games again, in order; the response cache makes that cheap)."""
+        """An empty store at `path`, an earlier database there deleted with its WAL files."""
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         return cls(path)
@@ -141,9 +133,8 @@ class GameStore:
                 self._migrate()
 
     def _open_read_only(self) -> None:
-        """Open an unwritable file for reading. SQLite's `mode=ro` still needs the WAL's
-        shared-memory file; where the folder is read-only too, `immutable=1` reads the file
-        as it lies (nothing can be writing to it there)."""
+        """`mode=ro` still needs the WAL's shared-memory file; in a read-only folder,
+        `immutable=1` reads the file as it lies (nothing can be writing to it there)."""
         uri = self.path.resolve().as_uri()
         try:
             self.conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
@@ -167,8 +158,7 @@ class GameStore:
         return version
 
     def _migrate(self) -> None:
-        """Create the tables (a new file) or bring a version-0 file up to `DB_VERSION`: add the
-        columns added since and migrate every stored state, all in one transaction."""
+        """Create the tables, or bring a version-0 file up to `DB_VERSION` in one transaction."""
         with self._tx() as c:
             if int(c.execute("PRAGMA user_version").fetchone()[0]) >= DB_VERSION:
                 return  # another process migrated it while we waited for the lock
@@ -236,8 +226,6 @@ class GameStore:
                     self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
-
-    # ---- writes ----------------------------------------------------------------------------
 
     def create(self, state: GameState, records: Sequence[CallRecord] = ()) -> None:
         with self._tx() as c:
@@ -308,8 +296,6 @@ class GameStore:
               int(r.cached), r.attempts, r.prompt_tokens, r.completion_tokens, r.latency_s,
               r.error, json.dumps(r.sent), r.day) for r in records],
         )
-
-    # ---- reads -----------------------------------------------------------------------------
 
     def load(self, game_id: str) -> GameState:
         with self._guard():

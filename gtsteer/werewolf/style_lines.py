@@ -1,12 +1,6 @@
-"""What a playstyle should do to a bot's line, in words a reader (or a judge) can check:
-`READINGS`, the six playstyles described as a listener hears them (not as the instruction the
-bot is given: "names a suspect and demands answers", not "press hard"), plus `NEUTRAL`, a line
-with no particular style (what an unguided bot is expected to say).
-
-They are the label set `werewolf_playstyle` of `gtsteer eval judge` (hand-written lines of each
-reading in gtsteer/data/werewolf_style_labelled.yaml validate a judge on them). The lab's study
-of whether the playstyles change what a bot says (`python -m lab werewolf-styles`) reads its
-lines with such a judge.
+"""What a playstyle should do to a bot's line, as a listener hears it (not as the instruction
+the bot is given): `READINGS`, plus `NEUTRAL` for a line with no particular style. The label set
+`werewolf_playstyle` of `gtsteer eval judge` (gtsteer/data/werewolf_style_labelled.yaml).
 """
 
 from __future__ import annotations

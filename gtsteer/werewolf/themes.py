@@ -50,8 +50,7 @@ class ThemeCast(BaseModel):
     @field_validator("players")
     @classmethod
     def _clean_names(cls, players: list[CastMember]) -> list[CastMember]:
-        """Names become one capitalized word; duplicates get a number (a repair, not a retry:
-        a model's fine cast should not be thrown away over "Anna" twice)."""
+        """Names become one capitalized word, a duplicate numbered (a repair, not a retry)."""
         seen: set[str] = set()
         for p in players:
             words = re.findall(r"[A-Za-z0-9]+", p.name)

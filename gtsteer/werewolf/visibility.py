@@ -1,24 +1,11 @@
 """Who may see what in a Werewolf game: the one rule set every view asks.
 
-Four kinds of viewer read a game: a bot (its prompt, `context`, and its playstyle hook's view,
-`hook_view`), a human seat (the web page, the terminal), a spectator of the public table, and
-the god view (spectators who chose it, replays of finished games). A bot sees exactly what its
-seat would: `bot_viewer(name)` is that seat.
-
-Each thing that happens has an audience, decided here from the state and never from wording:
-
-- public chat, votes, day and night results, deaths, phases: everyone (`ALL`);
-- pack chat: the werewolves (`pack_audience`), living or dead;
-- a night action: its `observers` (the actor, the pack for a kill); the abductee's notice:
-  the players in `notified`, who learn *that* it happened, never by whom;
-- decisions, playstyles, models, bot notes and the god-only detail of a public event (a vote's
-  reason, a fallback flag: its `secret`): the god view only (`GOD_ONLY`).
-
-`Viewer.sees(audience)` is the single test; `for_viewer` filters tagged events with it (the
-web stream, the page snapshot, the replay and the terminal printer), and the views of the
-current state below (`knows_role`, `players_view`, `me_view`, `turn_view`) say what a seat may
-know of the table right now (`werewolf show` prints `players_view` for the god view, and says
-it is one).
+A bot sees exactly what its seat would (`bot_viewer`); a spectator sees the public table; the
+god view sees everything. Each thing that happens has an audience, decided from the state and
+never from wording: public events everyone (`ALL`), pack chat the werewolves, a night action
+its `observers`, the abductee's notice those `notified` (that it happened, never by whom), and
+decisions, playstyles, models, notes and a public event's `secret` detail the god view only.
+`Viewer.sees(audience)` is the single test; `for_viewer` filters tagged events with it.
 """
 
 from __future__ import annotations
@@ -38,7 +25,6 @@ GOD_ONLY: Audience = "god"
 
 
 class Viewer(BaseModel):
-    """Who is looking: a spectator of the public table, a seated player, or the god view."""
 
     kind: Literal["public", "seat", "god"] = "public"
     name: str | None = None
@@ -69,9 +55,6 @@ def bot_viewer(bot: str) -> Viewer:
     return Viewer(kind="seat", name=bot)
 
 
-# ---- audiences --------------------------------------------------------------------------------
-
-
 def pack_audience(state: GameState) -> list[str]:
     """Who reads pack chat and knows the pack: every werewolf, living or dead."""
     return state.wolves()
@@ -82,16 +65,11 @@ def message_audience(state: GameState, message: ChatMessage) -> Audience:
 
 
 def action_audience(action: NightAction) -> list[str]:
-    """Who knows a night action happened and how: its observers."""
     return list(action.observers)
 
 
 def notice_audience(action: NightAction) -> list[str]:
-    """Who is told that an abduction happened to them (never by whom)."""
     return list(action.notified)
-
-
-# ---- tagged events ----------------------------------------------------------------------------
 
 
 def visible(event: Event, viewer: Viewer) -> bool:
@@ -111,9 +89,6 @@ def for_viewer(events: list[Event], viewer: Viewer) -> list[Event]:
             e.update(secret)
         out.append(e)
     return out
-
-
-# ---- the seat's view of the current state -----------------------------------------------------
 
 
 def knows_role(state: GameState, viewer: Viewer, name: str) -> bool:
@@ -140,7 +115,6 @@ def players_view(state: GameState, viewer: Viewer) -> list[Event]:
 
 
 def me_view(state: GameState, viewer: Viewer) -> Event | None:
-    """The seat's own card: role, story, and the pack for a werewolf."""
     if viewer.seat is None:
         return None
     me = state.player(viewer.seat)
@@ -172,8 +146,7 @@ def turn_view(state: GameState, viewer: Viewer, want: Pending | None) -> Event |
 
 
 def available_actions(want: Pending) -> dict[str, list[str]]:
-    """Night choices: each available action with its legal targets (the slot's own, plus e.g.
-    the doctor's one-time kill under the reference rules)."""
+    """Night choices: each available action with its legal targets."""
     if want.actions:
         return {k: list(v) for k, v in want.actions.items()}
     if want.kind == "night" and want.verb:

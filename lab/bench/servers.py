@@ -1,6 +1,7 @@
 """llama.cpp's servers as child processes, for the served benchmarks and the tests that start
 the real thing: `LlamaServer` (llama-cpp-python's server) and `LlamaCppServer` (llama.cpp's own
-`llama-server`). The loopback test server is `gtsteer.testing.LoopbackServer`."""
+`llama-server`). The loopback test server is `gtsteer.testing.LoopbackServer`. `ThreadedServer`
+is the Werewolf web app in a background thread (screenshots, the web tests)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Self
+
+from gtsteer.llm import LLM
 
 #: `python -c` program: llama-cpp-python's server with faulthandler's SIGUSR1 stack dump.
 _SERVE_WITH_STACK_DUMPS = (
@@ -115,3 +121,37 @@ class LlamaCppServer(LlamaServer):
                 "--host", "127.0.0.1", "--port", str(self.port), "--threads", str(self.threads),
                 "--threads-batch", str(self.threads), "--parallel", str(self.slots),
                 "--ctx-size", str(CTX_PER_SLOT * self.slots)]
+
+
+class ThreadedServer:
+    """The app under uvicorn on a free loopback port, in a background thread (scripts, tests)."""
+
+    def __init__(self, db: str | Path, models: list[str],
+                 llm_factory: Callable[[str], LLM] | None = None):
+        import uvicorn
+
+        from gtsteer.werewolf.web.server import MAX_HEAD_BYTES, build_app
+
+        self.app = build_app(db, models, llm_factory=llm_factory)
+        self.manager = self.app.state.manager
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
+                                timeout_graceful_shutdown=2, http="h11",
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.url = ""
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.time() + 30
+        while not self.server.started:
+            if time.time() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the werewolf web server did not start")
+            time.sleep(0.02)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)

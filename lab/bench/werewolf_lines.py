@@ -1,5 +1,5 @@
 """How the embedded models' Werewolf games read: distinct, cut and out-of-character lines, echoes
-and time per game, one cold bot-only game per model (`gtsteer.werewolf.line_quality`).
+and time per game, one cold bot-only game per model (`lab.bench.line_quality`).
 
 Each model plays the same game (7 players, seed 0, 2 days, 6 discussion turns a day) through
 the CLI, one at a time, each with an empty response cache of its own, so every call is a real
@@ -71,8 +71,8 @@ def game_folder(out: Path, model: str, seed: int) -> Path:
 
 def measure(model: str, folder: Path, seed: int = 0) -> dict:
     from gtsteer.werewolf.bots import SPEAK_TOKENS, token_budget
-    from gtsteer.werewolf.line_quality import read_lines
     from gtsteer.werewolf.store import GameStore
+    from lab.bench.line_quality import read_lines
 
     db = folder / "werewolf.sqlite"
     store = GameStore(db)
@@ -173,7 +173,7 @@ Command: `{command}`
 Machine: {benchdoc.machine_line(commit=commit)}. One cold game per model and seed (7 players,
 seed 0 unless the row names another, 2 days, 6 discussion turns a day, an empty response cache
 each), played one at a time. Lines are the bots' public lines (introductions and turns;
-`gtsteer.werewolf.line_quality` says what each column counts; *resampled*: extra samples for
+`lab.bench.line_quality` says what each column counts; *resampled*: extra samples for
 lines that came out empty, repeated or cut). Distinct, cut and empty count the lines kept, after
 that guard resampled exactly those failures; the *first try* columns count each line's first
 sample instead (n/r: a game stored before first tries were kept). Time per game: from the

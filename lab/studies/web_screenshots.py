@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 
 from gtsteer.werewolf.rules import Role
-from gtsteer.werewolf.web.server import ThreadedServer
 from lab.bench import benchdoc
+from lab.bench.servers import ThreadedServer
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "python -m lab web-screenshots"

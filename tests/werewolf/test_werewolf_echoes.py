@@ -8,7 +8,7 @@ from werewolf_helpers import table
 
 from gtsteer.llm import LLM, Backend, RawCompletion
 from gtsteer.werewolf.bots import bot_decision
-from gtsteer.werewolf.echoes import EchoFilter, echo_count, private_texts
+from gtsteer.werewolf.echoes import EchoFilter, private_texts
 from gtsteer.werewolf.engine import pending, step
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import describe, reminder
@@ -78,7 +78,7 @@ def test_a_public_line_reading_out_the_playstyle_is_stored_without_it() -> None:
     assert decision.echoes == 2  # the style's two sentences
     after = step(state, decision)
     assert [m.text for m in after.messages if m.author == "Ann"] == [decision.text]
-    assert echo_count([decision, decision]) == 4
+    assert sum(d.echoes for d in [decision, decision]) == 4
 
 
 def test_a_detective_reading_out_its_role_line_and_one_time_kill_is_stripped() -> None:

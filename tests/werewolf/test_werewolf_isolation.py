@@ -15,12 +15,12 @@ import pytest
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.prompts import abduction_notice, action_line
-from gtsteer.werewolf.rules import ROLE_NAMES, Role
+from gtsteer.werewolf.rules import Role
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
 
-ROLE_TAG = re.compile(r"\b([A-Z][A-Za-z0-9]*) \((" + "|".join(ROLE_NAMES) + r")\)")
+ROLE_TAG = re.compile(r"\b([A-Z][A-Za-z0-9]*) \((" + "|".join(r.value for r in Role) + r")\)")
 
 
 class AuditRunner(GameRunner):

@@ -23,8 +23,9 @@ from werewolf_helpers import NONCE, CanaryBackend
 
 from gtsteer.llm import LLM
 from gtsteer.werewolf import context as context_module
-from gtsteer.werewolf.context import build_context, choice_options, info_state
+from gtsteer.werewolf.context import build_context, choice_options
 from gtsteer.werewolf.engine import legal_targets, night_actions_for
+from gtsteer.werewolf.hook_view import hook_input
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import PLAYSTYLE_NAMES, PLAYSTYLES
 from gtsteer.werewolf.prompts import router_prompt
@@ -113,7 +114,7 @@ def view(state: GameState, bot: str, want: Pending) -> dict:
         "legal": want.legal_targets,
         "actions": want.actions,
         "options": choice_options(state, bot, want),
-        "chooser": info_state(state, bot, want, ctx.completion("")).model_dump(),
+        "chooser": hook_input(state, bot, want).model_dump(),
     }
 
 

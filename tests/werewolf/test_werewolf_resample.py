@@ -10,11 +10,11 @@ from werewolf_helpers import table
 from gtsteer.llm import LLM, Backend, RawCompletion
 from gtsteer.werewolf.bots import LINE_RESAMPLES, bot_decision
 from gtsteer.werewolf.engine import pending, step
-from gtsteer.werewolf.line_quality import read_lines
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import reminder
 from gtsteer.werewolf.prompts import GAME_FRAME
-from gtsteer.werewolf.state import ChatMessage, Decision
+from gtsteer.werewolf.state import ChatMessage
+from lab.bench.line_quality import read_lines
 
 
 class ScriptBackend(Backend):
@@ -120,14 +120,6 @@ def test_the_same_state_asks_the_same_seeds() -> None:
     assert first == decide(state, ["", "", "Fine."])[3].seeds and len(set(first)) == 3
 
 
-def test_the_line_report_counts_the_extra_samples() -> None:
-    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=2),
-             Decision(kind="speak", actor="Ben", text="Hi there.", resampled=1),
-             Decision(kind="vote", actor="Ann", target="Ben")]
-    report = read_lines(lines, [], token_limit=60)
-    assert (report.lines, report.distinct, report.resampled) == (2, 2, 3)
-
-
 def test_a_line_that_ends_mid_sentence_is_sampled_again() -> None:
     # SmolLM2, stage games: first lines such as "Ines," and "Greeting:" were kept as turns.
     state = table("WWDTMVV")
@@ -168,14 +160,3 @@ def test_first_try_rates_show_the_failures_the_guard_resampled() -> None:
     # first tries: the cut one and the last (kept at once) are fresh; one repeat, one empty
     assert (report.first_try_distinct, report.first_try_cut, report.first_try_empty) == (2, 1, 1)
     assert report.share("first_try_distinct") == pytest.approx(0.5)
-
-
-def test_a_game_stored_without_first_tries_reports_them_unrecorded() -> None:
-    """Counting only the first tries that are known would count only those that passed."""
-    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=1),
-             Decision(kind="speak", actor="Ben", text="Hi there.")]
-    report = read_lines(lines, [], token_limit=60)
-    assert report.distinct == 2
-    assert (report.first_try_distinct, report.first_try_cut, report.first_try_empty) == (
-        None, None, None)
-    assert report.share("first_try_cut") is None

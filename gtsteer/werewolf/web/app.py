@@ -1,9 +1,7 @@
 """The FastAPI app: pages (static shells filled by vanilla JS), the JSON API and the event streams.
 
-Who sees what is decided here only through `Viewer`: a request carrying a valid seat token (the
-`X-Seat-Token` header or the seat's HttpOnly cookie) sees that seat's view; `?view=god` asks
-for the god view (refused for a game with a human seat until it ends); anything else sees the
-public table. Live updates are server-sent events: one snapshot, then only what changes.
+A request sees a seat's view with its seat token (header or HttpOnly cookie), the god view with
+`?view=god` (for a game with a human seat, only once it ends), else the public table.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gtsteer.werewolf.playstyles import PLAYSTYLES
 from gtsteer.werewolf.roles import ROLES
-from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
+from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS, RULES_TEXT
 from gtsteer.werewolf.visibility import GOD, PUBLIC, Viewer
 from gtsteer.werewolf.web.guard import RequestGuard, SecurityHeaders
 from gtsteer.werewolf.web.live import LiveGame, WebError, stream_payload
@@ -82,8 +80,6 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
             parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
         return JSONResponse({"error": "; ".join(parts) or "invalid request"}, status_code=422)
 
-    # ---- who is asking -----------------------------------------------------------------------
-
     def viewer_for(request: Request, game: LiveGame, view: str | None) -> Viewer:
         token = request.headers.get("x-seat-token") or request.cookies.get(
             cookie_name(game.game_id))
@@ -110,8 +106,6 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
         response.set_cookie(cookie_name(game_id), token, httponly=True, samesite="strict",
                             path="/", max_age=30 * 24 * 3600)
         return response
-
-    # ---- pages -------------------------------------------------------------------------------
 
     def page(name: str) -> FileResponse:
         return FileResponse(HERE / "templates" / name, media_type="text/html")
@@ -142,12 +136,10 @@ def create_app(manager: GameManager, hosts: Iterable[str]) -> FastAPI:
         manager.live(game_id)
         return page("replay.html")
 
-    # ---- API ---------------------------------------------------------------------------------
-
     @app.get("/api/config")
     def config() -> dict:
         return {"models": manager.models, "default_model": manager.models[0],
-                "rules": rule_options(), "rules_text": manager.rules_text(),
+                "rules": rule_options(), "rules_text": RULES_TEXT,
                 "playstyles": list(PLAYSTYLES), "min_players": MIN_PLAYERS,
                 "scaled_discussion": scaled_discussion(),
                 "max_players": MAX_PLAYERS}

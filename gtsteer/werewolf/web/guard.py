@@ -1,23 +1,15 @@
-"""Checks every request passes before the app sees it: the Host allow-list, same-origin proof
-for requests that change something, and a cap on request bodies.
+"""Checks every request passes before the app sees it (docs/WEREWOLF.md):
 
-- **Host** (DNS rebinding): a page on `attacker.example` whose name is re-pointed at 127.0.0.1
-  reaches this server with `Host: attacker.example`; only the names the server was started for
-  are answered (421 otherwise).
-- **Origin** (CSRF): a POST from another site must not start, adopt or steer games. A POST is
-  accepted when its `Origin` is this server's own, or, from clients that send no Origin (curl,
-  scripts), when it is `Content-Type: application/json`, which no page can send cross-site
-  without a CORS preflight that this server never grants. A foreign Origin or a cross-site
-  `Sec-Fetch-Site` is refused (403) whatever the body.
-- **Size**: bodies over `MAX_BODY_BYTES` are refused (413) from the Content-Length alone, or as
-  soon as a chunked body passes the cap, so nothing large is ever read into memory.
-- **Time**: a body must arrive whole within `BODY_TIMEOUT_S` of its request's head, however it
-  trickles, or it is answered 408 (a stalled client holds no request, and no worker, for
-  longer); a client that disconnects mid-body gets nothing and logs nothing. The head itself
-  has no deadline (uvicorn has no such option, docs/WEREWOLF.md says what bounds it).
+- **Host** (DNS rebinding): only the names the server was started for are answered (421);
+- **Origin** (CSRF): a POST needs this server's own `Origin`, or, without one (curl, scripts),
+  `Content-Type: application/json`, which no page sends cross-site without a CORS preflight
+  this server never grants; a foreign Origin or cross-site `Sec-Fetch-Site` gets 403;
+- **Size**: bodies over `MAX_BODY_BYTES` get 413, before anything large is read;
+- **Time**: a body must arrive whole within `BODY_TIMEOUT_S` of its head (408), so a stalled
+  client holds no worker.
 
-A pure ASGI middleware (not Starlette's TrustedHostMiddleware, which splits `[::1]:8000` at the
-first colon), so the three rules sit in one place with one JSON error shape.
+A pure ASGI middleware (Starlette's TrustedHostMiddleware splits `[::1]:8000` at the first
+colon), so the rules sit in one place with one JSON error shape.
 """
 
 from __future__ import annotations
@@ -61,9 +53,8 @@ def is_loopback(host: str) -> bool:
 
 
 def allowed_hosts(bind: str, extra: Iterable[str] = ()) -> set[str]:
-    """The Host names a server bound to `bind` answers: the bind address itself, the loopback
-    names when it is reachable on loopback, this machine's names for a wildcard bind, and any
-    `--allow-host` names (`*` allows every name)."""
+    """The Host names a server bound to `bind` answers, with the `--allow-host` names (`*`
+    allows every name)."""
     names = {host_name(bind)} if bind not in WILDCARD_BINDS else set()
     if bind in WILDCARD_BINDS or is_loopback(bind):
         names.update(LOOPBACK_NAMES)
@@ -173,8 +164,7 @@ async def refuse(send: Any, status: int, message: str) -> None:
 
 
 class SecurityHeaders:
-    """Adds `headers` to every response. A pure ASGI middleware: Starlette's `@app.middleware`
-    (BaseHTTPMiddleware) raises "No response returned" (an ERROR traceback in the log) for a
+    """Adds `headers` to every response; pure ASGI, as BaseHTTPMiddleware logs an ERROR for a
     request the guard drops because its client went away mid-body."""
 
     def __init__(self, app: Any, headers: dict[str, str]):

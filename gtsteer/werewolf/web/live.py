@@ -1,11 +1,7 @@
 """One running game on the server: a worker thread that steps the bots, the human's moves, and
-the event streams of everyone watching.
-
-The worker asks the engine what is pending; a bot (or the router) decides outside the lock, and
-the step is applied, committed to SQLite and published under the lock. A human's move arrives
-through `human_act`, which validates it against the pending decision of the current state and
-applies it the same way, so a bad request never changes the game. Bot-only games can be paused,
-stepped and resumed.
+the event streams of everyone watching. A bot decides outside the lock; a step is applied,
+committed and published under it, and a human's move is validated against the current pending
+decision first, so a bad request never changes the game.
 """
 
 from __future__ import annotations
@@ -103,8 +99,6 @@ class LiveGame:
     def human_game(self) -> bool:
         return any(p.human for p in self.state.players)
 
-    # ---- views -------------------------------------------------------------------------------
-
     def info(self, viewer: Viewer) -> Event:
         s = self.state
         turn = turn_view(s, viewer, pending(s))
@@ -138,8 +132,6 @@ class LiveGame:
                 "me": me_view(self.state, viewer), "feed": for_viewer(self.log, viewer),
                 "turn": self.turn_event(viewer)}
 
-    # ---- event streams -----------------------------------------------------------------------
-
     def subscribe(self, viewer: Viewer, loop: asyncio.AbstractEventLoop) -> tuple[Subscriber,
                                                                                   Event]:
         """Register a stream and return its starting snapshot, atomically (no event lost)."""
@@ -172,8 +164,6 @@ class LiveGame:
                 sub.loop.call_soon_threadsafe(sub.queue.put_nowait, batch)
             except RuntimeError:  # the client's event loop is gone
                 self.subscribers.remove(sub)
-
-    # ---- moving the game ---------------------------------------------------------------------
 
     def _apply(self, before: GameState, decision: Decision, records: list) -> None:
         """Step, commit and publish (lock held; `before` must be the current state)."""

@@ -17,7 +17,7 @@ from gtsteer.werewolf.events import step_events
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.replay import ReplayMismatch, initial_state, replay, replay_events
 from gtsteer.werewolf.roles import optional_roles
-from gtsteer.werewolf.rules import RULES_TEXT, WerewolfConfigError
+from gtsteer.werewolf.rules import WerewolfConfigError
 from gtsteer.werewolf.state import GameConfig, GameState
 from gtsteer.werewolf.store import GameNotFound, GameStore
 from gtsteer.werewolf.themes import builtin_cast, themed_cast
@@ -67,8 +67,6 @@ class GameManager:
         #: load one, which must not stall every other request on `lock`).
         self.adopt_lock = threading.Lock()
 
-    # ---- plumbing ----------------------------------------------------------------------------
-
     def store(self) -> GameStore:
         """One connection per thread (sqlite3 connections stay in their thread)."""
         store = getattr(self._local, "store", None)
@@ -99,13 +97,10 @@ class GameManager:
                 raise WebError(422, f"model {model!r}: {exc}") from exc
 
     def check_game_models(self, state: GameState) -> None:
-        """Every model a stored game would call (its bots' and its router's) is offered here,
-        so driving a game made elsewhere never spends on a model the operator did not list."""
+        """Driving a game made elsewhere never spends on a model the operator did not list."""
         for m in dict.fromkeys([*(p.model for p in state.players if not p.human),
                                 state.router_model]):
             self.check_model(m)
-
-    # ---- loading and resuming ----------------------------------------------------------------
 
     def start(self) -> None:
         """Resume every unfinished game this server drives (after a restart)."""
@@ -178,8 +173,6 @@ class GameManager:
         game.start()
         return game
 
-    # ---- creating and joining ----------------------------------------------------------------
-
     def create(self, req: CreateGame) -> tuple[GameState, str | None]:
         models = req.models or [req.model or self.models[0]] * req.players
         for m in dict.fromkeys(models):
@@ -216,7 +209,6 @@ class GameManager:
 
     @staticmethod
     def _check_rules(chosen: dict[str, str]) -> None:
-        """Each chosen rule switch is one of `rule_options()` (a 422 naming it otherwise)."""
         options = rule_options()
         for key, value in chosen.items():
             if key not in options:
@@ -238,8 +230,6 @@ class GameManager:
 
     def seat_of(self, game_id: str, token: str | None) -> str | None:
         return self.webdb.seat_of(game_id, token)
-
-    # ---- lobby, god view, replay -------------------------------------------------------------
 
     def lobby(self) -> list[Event]:
         conn = self.webdb.conn
@@ -313,7 +303,3 @@ class GameManager:
             raise WebError(409, str(exc)) from exc
         start = initial_state(latest)
         return {"game": game.info(GOD), "players": players_view(start, GOD), "steps": steps}
-
-    @staticmethod
-    def rules_text() -> str:
-        return RULES_TEXT

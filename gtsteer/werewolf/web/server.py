@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Self
 
 from gtsteer.llm import LLM
 from gtsteer.werewolf.web.app import create_app
@@ -21,7 +18,7 @@ NO_AUTH_WARNING = (
 )
 
 
-__all__ = ["ThreadedServer", "build_app", "is_loopback", "serve"]
+__all__ = ["build_app", "is_loopback", "serve"]
 
 #: The server runs uvicorn's h11 protocol (whatever else is installed) with this cap on a
 #: request head. uvicorn has no deadline for a head, so a client that never finishes one holds
@@ -48,34 +45,3 @@ def serve(host: str, port: int, db: str | Path, models: list[str],
                 port=port, log_level="info", timeout_graceful_shutdown=5, http="h11",
                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
 
-
-class ThreadedServer:
-    """The app under uvicorn on a free loopback port, in a background thread (scripts, tests)."""
-
-    def __init__(self, db: str | Path, models: list[str],
-                 llm_factory: Callable[[str], LLM] | None = None):
-        import uvicorn
-
-        self.app = build_app(db, models, llm_factory=llm_factory)
-        self.manager = self.app.state.manager
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                timeout_graceful_shutdown=2, http="h11",
-                                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.url = ""
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        deadline = time.time() + 30
-        while not self.server.started:
-            if time.time() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the werewolf web server did not start")
-            time.sleep(0.02)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)

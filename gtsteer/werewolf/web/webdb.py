@@ -57,13 +57,7 @@ class WebDB:
                               (game_id, time.time(), int(paused), step_delay_s, 0.0))
 
     def game(self, game_id: str) -> WebGame | None:
-        with self.lock:
-            row = self.conn.execute(
-                "SELECT game_id, paused, step_delay_s, cost_usd FROM web_games WHERE game_id=?",
-                (game_id,)).fetchone()
-        if row is None:
-            return None
-        return WebGame(game_id=row[0], paused=bool(row[1]), step_delay_s=row[2], cost_usd=row[3])
+        return self.games().get(game_id)
 
     def games(self) -> dict[str, WebGame]:
         with self.lock:
@@ -82,8 +76,6 @@ class WebDB:
             with self.lock:
                 self.conn.execute("UPDATE web_games SET cost_usd=cost_usd+? WHERE game_id=?",
                                   (cost_usd, game_id))
-
-    # ---- seats -------------------------------------------------------------------------------
 
     def claim_seat(self, game_id: str, name: str) -> str | None:
         """A new secret token for the seat, or None if the seat was already claimed."""
@@ -105,8 +97,3 @@ class WebDB:
             if hmac.compare_digest(stored, digest):
                 return name
         return None
-
-    def claimed(self, game_id: str) -> set[str]:
-        with self.lock:
-            return {r[0] for r in self.conn.execute(
-                "SELECT name FROM web_seats WHERE game_id=?", (game_id,))}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gtsteer.llm.speech import ends_sentence, whole_sentences
-from gtsteer.werewolf.line_quality import out_of_character, read_lines
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.state import Decision
+from lab.bench.line_quality import out_of_character, read_lines
 
 
 def speak(actor: str, text: str, echoes: int = 0) -> Decision:
@@ -121,3 +121,22 @@ def test_a_line_reading_out_the_game_frame_is_out_of_character():
     decisions = [speak("Ann", GAME_FRAME.split(". ")[0] + "."), speak("Ben", "I fish.")]
     report = read_lines(decisions, [], 60, config=GameConfig())
     assert report.out_of_character == 1
+
+
+def test_the_line_report_counts_the_extra_samples() -> None:
+    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=2),
+             Decision(kind="speak", actor="Ben", text="Hi there.", resampled=1),
+             Decision(kind="vote", actor="Ann", target="Ben")]
+    report = read_lines(lines, [], token_limit=60)
+    assert (report.lines, report.distinct, report.resampled) == (2, 2, 3)
+
+
+def test_a_game_stored_without_first_tries_reports_them_unrecorded() -> None:
+    """Counting only the first tries that are known would count only those that passed."""
+    lines = [Decision(kind="speak", actor="Ann", text="Hello.", resampled=1),
+             Decision(kind="speak", actor="Ben", text="Hi there.")]
+    report = read_lines(lines, [], token_limit=60)
+    assert report.distinct == 2
+    assert (report.first_try_distinct, report.first_try_cut, report.first_try_empty) == (
+        None, None, None)
+    assert report.share("first_try_cut") is None

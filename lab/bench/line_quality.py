@@ -41,6 +41,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from gtsteer.llm.speech import ends_sentence, is_narration
+from gtsteer.werewolf.bots import line_key
 from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter, shared_prompt_texts
 from gtsteer.werewolf.llmcalls import CallRecord
 from gtsteer.werewolf.state import Decision, GameConfig
@@ -76,11 +77,6 @@ def out_of_character(line: str, speaker: str, prompt: EchoFilter | None = None,
     return (is_narration(line, speaker) or META.search(line) is not None
             or STAGE.search(line) is not None or is_roster(line, names)
             or (prompt is not None and prompt.strip(line)[1] > 0))
-
-
-def line_key(text: str) -> str:
-    """A line's words, case and spacing aside: two lines with one key repeat each other."""
-    return " ".join(text.lower().split())
 
 
 class LineReport(BaseModel):
