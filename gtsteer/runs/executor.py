@@ -76,20 +76,6 @@ def run_units(
                     unpriced_calls=after.unpriced_calls - before.unpriced_calls)
 
 
-@contextmanager
-def ray_session(ray: RayOptions | None) -> Iterator[None]:
-    """One Ray session around a driver that runs units several times (a PSRO run builds a
-    meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
-    starts once, not per `run_units`. Serial: nothing, and Ray is not imported."""
-    if ray is None:
-        yield
-        return
-    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
-
-    with connected(ray):
-        yield
-
-
 @dataclass(frozen=True)
 class _InOwnLoop(Generic[U, R]):
     """Async `work` as a Ray task runs it: in the task's own event loop, without a display."""
@@ -118,8 +104,15 @@ class Executor:
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """One Ray session around several batches (Ray starts once); serially, nothing."""
-        with ray_session(self.ray):
+        """One Ray session around a driver that runs units several times (a PSRO run builds a
+        meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
+        starts once, not per `run_units`. Serially: nothing, and Ray is not imported."""
+        if self.ray is None:
+            yield
+            return
+        from gtsteer.runs.ray_pool import connected  # Ray is imported only here
+
+        with connected(self.ray):
             yield
 
     def run(self, work: Callable[[U, LLM], R], units: Sequence[U], model: LLM, *,

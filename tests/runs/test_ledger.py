@@ -81,7 +81,7 @@ def test_no_driver_builds_its_models_runs_units_itself_or_keeps_rows_its_own_way
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and node.module == "gtsteer.runs.executor":
                 found += [f"{path.name} imports {a.name}" for a in node.names
-                          if a.name in ("run_units", "ray_session")]
+                          if a.name == "run_units"]
             if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LLMPool"
                     and node.keywords and path.stem != "werewolf_games"):  # a unit's own pool
                 found.append(f"{path.name}:{node.lineno} builds its models' pool")
