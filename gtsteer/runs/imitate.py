@@ -48,6 +48,7 @@ from gtsteer.runs.output import (
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
+    pyplot,
     save_png,
     write_text,
 )
@@ -430,10 +431,7 @@ def _evaluate(
 
 
 def _plot_curve(report: TrainReport, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     steps = [p.step for p in report.curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

@@ -233,13 +233,20 @@ def write_json(path: str | Path, data: BaseModel | Any) -> Path:
     return write_text(path, text + "\n")
 
 
-def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
-    """Save a matplotlib figure as PNG and close it (figures are made with the Agg backend)."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (imported on first use: no display, and a command
+    that draws nothing does not pay for the import)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Save a matplotlib figure as PNG and close it."""
+    plt = pyplot()
     target = Path(path)
     try:
         with atomic_path(target) as tmp:

@@ -24,6 +24,7 @@ from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
     prepare_run_dir,
+    pyplot,
     save_png,
     write_json,
     write_text,
@@ -264,10 +265,7 @@ def plot_payoffs(result: PSROResult, path: Path, title: str = "",
                  roles: list[str] | None = None) -> Path:
     """One panel per solution concept: each player's expected payoff and the welfare per
     iteration (the paper's Figures 3-4 track the same quantities)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     its = [r.iteration for r in result.iterations]
     concepts = [c for c in META_SOLVERS if c in result.iterations[0].solutions]
