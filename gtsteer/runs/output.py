@@ -23,12 +23,7 @@ from pydantic import BaseModel, PrivateAttr
 from gtsteer.llm import LLM, model_string
 from gtsteer.llm.usage import UsageReport
 from gtsteer.runs.atomic import atomic_path, write_text
-
-
-class RunDirError(ValueError):
-    """An output or input path is unusable (a file where a folder is needed, or the reverse,
-    or a folder holding someone else's files); raised before any work."""
-
+from gtsteer.runs.errors import RunDirError
 
 #: Present while a run writes its folder; removed once its summary is written.
 IN_PROGRESS = "IN_PROGRESS"

@@ -24,7 +24,7 @@ import yaml
 
 from gtsteer._version import __version__
 from gtsteer.binding.shipped import resolve_config
-from gtsteer.runs.output import RunDirError
+from gtsteer.runs.errors import RunDirError
 
 PROVENANCE_FILE = "provenance.json"
 
