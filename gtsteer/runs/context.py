@@ -1,16 +1,12 @@
 """What every driver gets besides its config and its options: a `RunContext`.
 
-A command's run is `run(config, ctx, options) -> RunResult`: `config` says what is played (a
-domain config; a Werewolf run's own settings), `options` how (one pydantic model per command),
-and the context where and with what: the models given per role and where served models live
-(`Endpoint`), the output folder, the executor (serial or Ray, with or without progress bars),
-and who hears of the run as it goes (one-line notes, the current phase, each finished step).
-Models are resolved in one place, `RunContext.roles`: the given model of a role, else the
-config's `models:` block, else the default (`gtsteer.runs.models.pick_roles`); a Werewolf
-run's bots name their models per seat, so its role is a pool of clients (`RunContext.pool`).
-Live objects (an `Embedder`, a chooser, the hooks) travel here: the options hold data only.
-Each role's client carries its response cache and its usage meter, so a driver meters a run
-by the clients the context gave it.
+A command's run is `run(config, ctx, options) -> RunResult`: `config` says what is played,
+`options` how (one pydantic model per command, data only), and the context where and with
+what: the models given per role and where served models live (`Endpoint`), the output folder,
+the executor (serial or Ray) and who hears of the run as it goes. Models are resolved in one
+place, `RunContext.roles` (`gtsteer.runs.models.pick_roles`); a Werewolf run's bots name their
+models per seat, so its role is a pool of clients (`RunContext.pool`). Each client carries its
+response cache and usage meter, so a driver meters a run by the clients the context gave it.
 """
 
 from __future__ import annotations

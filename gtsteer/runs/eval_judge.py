@@ -1,19 +1,13 @@
 """`gtsteer eval judge`: can a steering classifier tell apart messages whose label is known?
 
-The driver of `gtsteer.evals.validation` (the classifiers, the accuracies and the refusal
-rule live there): it reads the labelled messages (gtsteer/data/judge_labelled.yaml by default),
-validates every classifier given with `--judge` on every config, per variant (without / with
-the config's instruction definitions), and writes DIR/judge.json. `gtsteer eval steering
---validate-judge FILE` and python -m lab steering-table validate the same way before they measure.
-The command keeps its name, `judge`, and so do its option and file; in the code the thing
-validated is a steering classifier, since "judge" is the verdict game's.
-
-Besides config files it takes the name of a label set that has no config (`LABEL_SPACES`:
-`werewolf_playstyle`, the readings of `python -m lab werewolf-styles`, labelled in
-gtsteer/data/werewolf_style_labelled.yaml), validated the same way:
-
-    gtsteer eval judge werewolf_playstyle --judge local \
-        --labelled gtsteer/data/werewolf_style_labelled.yaml
+The driver of `gtsteer.evals.validation` (the classifiers, the accuracies and the refusal rule
+live there): it validates every classifier given with `--judge` on every config's labelled
+messages (gtsteer/data/judge_labelled.yaml by default), per variant, and writes
+DIR/judge.json; `eval steering --validate-judge` validates the same way before it measures.
+The command, its option and file keep the name `judge`; the code says steering classifier,
+since "judge" is the verdict game's. A label set without a config (`label_spaces`:
+`werewolf_playstyle`, the readings of `python -m lab werewolf-styles`) is named instead of a
+config file.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """`gtsteer eval reward`: does the reward path score finished dialogues correctly?
 
-The domain's case writer makes N templated two-message dialogues per outcome type (valid deal,
-rejected, incomplete) whose true payoffs it knows; each is scored by
-
-- `configured`: the config's own reward path (for a domain with an exact utility: what was
-  agreed is read, by the LLM or, for fruit by offer with `params.agreement: exact`, in code,
-  and code computes the payoffs), exactly as the game scores terminals;
-- `free`: the LLM computes both payoffs itself from everyone's private information and the
-  transcript (the binding's plain reward path with a prompt that states the payoff rule).
-
-Per path and outcome type: Norm = mean |predicted - true| / (payoff max - payoff min) over
-(case, player) pairs, the range being the instance's own (`binding.reward.payoff_bounds`: fruit
-derives it from the baskets and values, so the config's worst-case range does not shrink it), and
-Sgn = how often sign(predicted) != sign(true) (the paper's Table 8), reported as `sign_flips`
-(a flip rate: 0 is a perfect reader).
-A case whose structured answer never validated counts as a failure, not as an error size.
-Hand-labelled dialogues instead of templated ones: `eval_reward_labelled` (`--labelled`).
+The domain's case writer makes N templated two-message dialogues per outcome type whose true
+payoffs it knows; each is scored by `configured` (the config's own reward path, exactly as the
+game scores terminals) and by `free` (the LLM computes both payoffs itself from everyone's
+private information and the transcript). Per path and outcome type: the mean absolute error
+over the instance's own payoff range (`binding.reward.payoff_bounds`, so the config's
+worst-case range does not shrink it) and the sign-flip rate (the paper's Table 8). A case whose
+structured answer never validated is a failure, not an error size. Hand-labelled dialogues
+instead of templated ones: `eval_reward_labelled` (`--labelled`).
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -36,7 +29,6 @@ from gtsteer.domains import load_spec
 from gtsteer.evals.reward import PathError, ScoredCase, path_error
 from gtsteer.llm import LLM, LLMCalls, LLMError
 from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -100,9 +92,19 @@ def write_cases(spec: DomainSpec, cases: int, seed: int) -> list[RewardCase]:
     return out
 
 
-async def _score(
-    specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase], bar: GatherBar
-) -> list[ScoredCase]:
+@dataclass(frozen=True)
+class CaseBatch:
+    """The cases of one generated instance (one per outcome type), the unit of work: no two
+    instances share a prompt, so the batches are independent."""
+
+    specs: dict[str, DomainSpec]
+    cases: list[RewardCase]
+
+
+async def score_batch(batch: CaseBatch, model: LLM, bar: GatherBar) -> list[ScoredCase]:
+    """Every case of the batch scored on every path."""
+    specs, cases = batch.specs, batch.cases
+
     async def one(case: RewardCase, path: str) -> tuple[list[float] | None, str | None]:
         ctx = RewardContext(
             spec=specs[path], instance=case.instance, transcript=case.transcript, llm=model
@@ -131,34 +133,6 @@ async def _score(
             failures=failures,
         ))
     return out
-
-
-@dataclass(frozen=True)
-class CaseBatch:
-    """The cases of one generated instance (one per outcome type), the unit of work: no two
-    instances share a prompt, so the batches are independent."""
-
-    specs: dict[str, DomainSpec]
-    cases: list[RewardCase]
-
-
-async def score_batch(batch: CaseBatch, model: LLM, bar: GatherBar) -> list[ScoredCase]:
-    return await _score(batch.specs, model, batch.cases, bar)
-
-
-def _score_all(specs: dict[str, DomainSpec], model: LLM, cases: list[RewardCase],
-               executor: Executor) -> list[ScoredCase]:
-    """Every case scored on every path, one unit per instance's cases; the cases' order is
-    kept."""
-    by_instance: dict[int, list[int]] = {}
-    for position, case in enumerate(cases):
-        by_instance.setdefault(case.instance.index, []).append(position)
-    batches = [CaseBatch(specs, [cases[p] for p in mine]) for mine in by_instance.values()]
-    run = executor.gather(score_batch, batches, model, label="case batches")
-    scored: dict[int, ScoredCase] = {}
-    for mine, done in zip(by_instance.values(), run.values, strict=True):
-        scored.update(zip(mine, done, strict=True))
-    return [scored[p] for p in range(len(cases))]
 
 
 def configured_path(spec: DomainSpec) -> str:
@@ -193,7 +167,9 @@ def measure(config: str | Path, ctx: RunContext, options: RewardOptions) -> Rewa
     written = write_cases(spec, cases, seed)
     before = model.usage
     with ctx.executor.session():
-        scored = _score_all(specs, model, written, ctx.executor)
+        scored = ctx.executor.gather_grouped(score_batch, written, lambda c: c.instance.index,
+                                             partial(CaseBatch, specs), model,
+                                             label="case batches")
     after = model.usage
     errors = [
         path_error(path, outcome, scored)

@@ -1,30 +1,11 @@
 """`gtsteer eval reward CONFIG --labelled FILE`: does each reading find what hand-labelled
-dialogues agreed?
+dialogues agreed? (The FILE format and the results: docs/EVAL.md, "Hand-labelled dialogues".)
 
 The templated cases of `eval_reward` are written by the same code whose wording the exact
-readers know; a person's dialogues are the test a reader has not seen. Each item of FILE is a
-dialogue and what its two players agreed, in the domain's own terms (fruit by offer: who gives
-what, `gtsteer.domains.fruit_offer_cases.label_trade`):
-
-```yaml
-- names: [Alice, Bob]          # Alice speaks first
-  transcript:
-    - How about my 1 kiwi for your 1 apple?
-    - Deal, I accept.
-  agreed: {first: {kiwi: 1}, second: {apple: 1}}   # what the first / second speaker gives
-- names: [Emma, Henry]
-  transcript: ["I'll give you 1 apple for 1 kiwi.", "No deal."]
-  agreed: null                                      # nothing agreed
-```
-
-(a mapping with the list under `items:` also loads, and keys beyond these three, a note, are
-ignored). Messages alternate from the first name; one that opens with a name and a colon
-("Henry: Agreed.") is that player's. Every reading the domain has is scored
-(`AgreementReading.readers`; fruit by offer: `exact`, read in code, and `ask`, the reward
-LLM's calibrated questions), the configured one first: per item, what it read and whether
-that is the label; per reading, the share right with a 95% Wilson interval over all items and
-by label kind (`agreed`, `none`). A reading whose model call failed counts as wrong, and is
-counted in `failures`.
+readers know; a person's dialogues are the test a reader has not seen. Every reading the domain
+has (`AgreementReading.readers`) is scored, the configured one first: per item, what it read
+and whether that is the label; per reading, the share right with a 95% Wilson interval over
+all items and by label kind. A reading whose model call failed counts as wrong (`failures`).
 """
 
 from __future__ import annotations

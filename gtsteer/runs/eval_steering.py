@@ -1,29 +1,18 @@
 """`gtsteer eval steering`: does the model say what its instruction asks it to say?
 
-For every value of every action key, K messages are generated exactly as the game plays them:
-the binding's own message prompt, sampling seeds and cleaning, at the first decision of the
-game. Sample j is chance outcome j mod S of instance j div S (S = the first message's
-`num_llm_seeds`), i.e. the root messages that `gtsteer solve --games ceil(K/S)` expands, so
-the two share cache entries.
-K unguided (`any`) messages give the base rate of each value.
+For every value of every action key, K messages are generated exactly as the game plays them at
+its first decision: sample j is chance outcome j mod S of instance j div S (S: the first
+message's `num_llm_seeds`), the root messages `gtsteer solve --games ceil(K/S)` expands, so the
+two share cache entries. K unguided (`any`) messages give each value's base rate.
 
-Each message is classified by argmax_z P(z | message) over the key's values, asked of the
-classifier model through `LLM.choose` (log-likelihoods on embedded models), once without and
-once with the config's `instruction_definitions` in the prompt (the paper's Table 2 compares
-the two). Accuracy per instruction comes with a 95% Wilson interval.
-
-Small models put most of P(z | message) on whichever label they like best, whatever the message
-(Gemma 3 270M answers "assertive" for every message, unguided ones included). So where the
-classifier returns log-likelihoods, its scores are calibrated by those of content-free messages
-("" and "N/A", same prompt otherwise): argmax_z [log P(z | message) - log P(z | no message)],
-which is argmax_z P(message | z) under a uniform prior (contextual calibration, Zhao et al.
-2021). The uncalibrated predictions and their aggregate are kept in the report.
-
-The classifier is one of the steering classifiers of `gtsteer.evals.classifiers`
-(likelihoods, pairwise, embedding); with `validate_classifier_on` it is first checked on
-hand-labelled messages (`gtsteer.evals.validation`) and refused where it is not better than
-chance. The summary statistics are `gtsteer.evals.steering`'s; this driver writes the messages,
-runs the classification (both as units of work, serially or on Ray) and the files.
+Each message is classified by a steering classifier (`gtsteer.evals.classifiers`) without and
+with the config's `instruction_definitions` in the prompt (the paper's Table 2 compares the
+two); accuracy per instruction comes with a 95% Wilson interval. Small models put most of
+P(z | message) on one favourite label whatever the message (Gemma 3 270M answers "assertive"
+for every message), so log-likelihood scores are calibrated by those of content-free messages
+(`gtsteer.evals.calibration`); the uncalibrated predictions are kept in the report. The
+statistics are `gtsteer.evals.steering`'s; this driver writes the messages, runs the
+classification (both as units of work, serially or on Ray) and writes the files.
 """
 
 from __future__ import annotations
@@ -57,7 +46,7 @@ from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.models import RoleRecord
-from gtsteer.runs.output import RunResult, check_out_dir, save_png, write_json
+from gtsteer.runs.output import RunResult, check_out_dir, pyplot, save_png, write_json
 
 SCHEMA_VERSION = 1
 #: A message to generate: (instruction label, instance index, chance outcome).
@@ -126,16 +115,6 @@ def _nodes(spec: DomainSpec, samples: int) -> list[Node]:
     # The unguided label is the same whatever the key: one message serves every key.
     labels.append(instruction_label(spec, spec.action_keys[0], ANY))
     return [(label, *divmod(j, spec.samples_at(0))) for label in labels for j in range(samples)]
-
-
-async def _messages(games: dict[int, DialogueGame], speaker: int, nodes: list[Node],
-                    bar: GatherBar) -> list[str]:
-    async def message(label: str, index: int, outcome: int) -> str:
-        game = games[index]
-        action = game.instructions(speaker).index(label)
-        return await game.amessage((action, outcome), list(game.opening_turns), speaker, label)
-
-    return await bar.gather("messages", [message(*node) for node in nodes])
 
 
 def _samples(spec: DomainSpec, samples: int, games: dict[int, DialogueGame], speaker: int,
@@ -217,7 +196,13 @@ class MessagesUnit:
 async def instance_messages(unit: MessagesUnit, model: LLM, bar: GatherBar) -> list[str]:
     game = make_game(unit.spec, make_instance(unit.spec, unit.index, unit.seed), model,
                      config=unit.config, seed=unit.seed)
-    return await _messages({unit.index: game}, unit.speaker, unit.nodes, bar)
+
+    async def message(label: str, _: int, outcome: int) -> str:
+        action = game.instructions(unit.speaker).index(label)
+        return await game.amessage((action, outcome), list(game.opening_turns), unit.speaker,
+                                   label)
+
+    return await bar.gather("messages", [message(*node) for node in unit.nodes])
 
 
 #: One (key, variant) batch to classify: (spec, key, variant, [(speaker, message)]).
@@ -280,18 +265,6 @@ def _measure(
     return out, skipped, speaker, modes
 
 
-def _validated_variants(
-    spec: DomainSpec, classifier: SteeringClassifier, labelled: str | Path,
-    variants: tuple[str, ...], progress: bool,
-) -> tuple[tuple[str, ...], list[ClassifierValidation], list[str]]:
-    """The variants whose classifier passes the labelled messages, the validations and why
-    the others were refused; JudgeRefused when none passes."""
-    found = validate_classifier(spec, classifier, load_labelled(labelled), variants,
-                                progress=progress)
-    kept, notes = passing_variants(found, variants, spec.name)
-    return kept, found, notes
-
-
 class SteeringOptions(BaseModel):
     """`gtsteer eval steering`'s options (the writer and the classifier, the reader role, come
     with the run context)."""
@@ -309,17 +282,13 @@ class SteeringOptions(BaseModel):
 def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> SteeringReport:
     """Generate, classify and summarise; nothing is written (see `run`).
 
-    The writer: the context's, else the config's `models.writer`, else `local`. The reader
-    (the classifier): a model string or LLM (calibrated log-likelihoods), a
+    The reader (the classifier): a model string or LLM (calibrated log-likelihoods), a
     `SteeringClassifier`, or a classifier spelling (`embed`, `pairwise:<model>`, `parse`); not
-    given: the config's `models.reader`, else the writer itself. With `validate_classifier_on` (a
-    labelled-messages file; `--validate-judge`), the classifier is first validated on it: a
-    variant whose accuracy is not above chance is refused (listed in `skipped`), and when no
-    variant passes the run stops with JudgeRefused before any message is generated, as it
-    does for a classifier that cannot read the domain at all (`parse` without a parser). The units
-    of work are each instance's messages, then each (key, variant) batch to classify (on Ray:
-    one task each; a classifier without a model classifies here); the report is the same
-    either way."""
+    given: the config's `models.reader`, else the writer itself. With `validate_classifier_on`
+    (`--validate-judge`) a variant whose accuracy on those labelled messages is not above
+    chance is refused (listed in `skipped`); when none passes, or the classifier cannot read
+    the domain at all (`parse` without a parser), JudgeRefused stops the run before any
+    message is generated. A classifier without a model classifies in this process."""
     samples, seed, variants = options.samples, options.seed, options.variants
     _check(samples)
     unknown = [v for v in variants if v not in VARIANTS]
@@ -346,10 +315,11 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
     before = [m.usage for m in meters]
     validations: list[ClassifierValidation] = []
     refused: list[str] = []
-    if options.validate_classifier_on is not None:
-        variants, validations, refused = _validated_variants(
-            spec, classifier, options.validate_classifier_on, variants, ctx.progress
-        )
+    if options.validate_classifier_on is not None:  # JudgeRefused when no variant passes
+        validations = validate_classifier(spec, classifier,
+                                          load_labelled(options.validate_classifier_on),
+                                          variants, progress=ctx.progress)
+        variants, refused = passing_variants(validations, variants, spec.name)
     with ctx.executor.session():
         out, skipped, speaker, modes = _measure(
             spec, model, classifier, samples, seed, str(config), variants, ctx.executor)
@@ -378,10 +348,7 @@ def measure(config: str | Path, ctx: RunContext, options: SteeringOptions) -> St
 
 def confusion_figure(confusion: Confusion, title: str):  # -> matplotlib Figure
     """Row-normalised heat map with the counts written in each cell."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     counts = np.asarray(confusion.counts, dtype=float)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)

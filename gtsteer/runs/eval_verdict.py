@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,8 +32,14 @@ from gtsteer.domains.verdict_play import (
 from gtsteer.evals.verdict import VerdictCell, verdict_cell, win_totals
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext, driver
-from gtsteer.runs.executor import Executor
-from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, save_png, write_text
+from gtsteer.runs.output import (
+    RunResult,
+    finish_run_dir,
+    prepare_run_dir,
+    pyplot,
+    save_png,
+    write_text,
+)
 from gtsteer.solvers.metrics import WinRate
 
 DEFAULT_TEMPERATURES = (0.0, 1.0)
@@ -100,20 +105,6 @@ async def play_instance(unit: InstanceGames, model: LLM, bar: GatherBar) -> list
     ])
 
 
-def _play_all(model: LLM, spec: DomainSpec, jobs: list[tuple[Questioner, JudgeSetting, Any]],
-              seed: int, executor: Executor) -> list[GameOutcome]:
-    """Every job's game, one unit per instance; outcomes in the jobs' order."""
-    by_instance: dict[int, list[int]] = {}
-    for position, (_, _, instance) in enumerate(jobs):
-        by_instance.setdefault(instance.index, []).append(position)
-    units = [InstanceGames(spec, [jobs[p] for p in mine], seed) for mine in by_instance.values()]
-    run = executor.gather(play_instance, units, model, label="instances")
-    outcomes: dict[int, GameOutcome] = {}
-    for mine, done in zip(by_instance.values(), run.values, strict=True):
-        outcomes.update(zip(mine, done, strict=True))
-    return [outcomes[p] for p in range(len(jobs))]
-
-
 class VerdictOptions(BaseModel):
     """`gtsteer eval verdict`'s options (the model comes with the run context)."""
 
@@ -147,7 +138,9 @@ def run(config: str | Path, ctx: RunContext, options: VerdictOptions) -> Verdict
     instances = generate_instances(spec, games, seed)
     jobs = [(p, s, inst) for s in settings for p in policies for inst in instances]
     with ctx.executor.session():
-        outcomes = _play_all(model, spec, jobs, seed, ctx.executor)
+        outcomes = ctx.executor.gather_grouped(
+            play_instance, jobs, lambda job: job[2].index,
+            lambda mine: InstanceGames(spec, mine, seed), model, label="instances")
     cells: list[VerdictCell] = []
     totals: dict[str, list[GameOutcome]] = {p.name: [] for p in policies}
     for setting in settings:
@@ -184,12 +177,9 @@ def _write(out: Path, report: VerdictEvalReport, jobs: list, outcomes: list[Game
 
 def plot_win_rates(report: VerdictEvalReport, path: Path) -> Path:
     """Grouped bars: one group per judge setting, one bar per policy, 95% intervals."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # before pyplot: no display needed
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = pyplot()
     policies = list(report.totals)
     settings = sorted({(c.prompt_index, c.temperature) for c in report.cells})
     x = np.arange(len(settings))

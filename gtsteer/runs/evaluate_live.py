@@ -1,36 +1,13 @@
 """`gtsteer evaluate CONFIG --policy DIR`: a distilled policy against baselines on fresh
-dialogues played live, turn by turn.
+dialogues played live, turn by turn (docs/IMITATION.md, "Live evaluation").
 
-Table 1's fresh-sample columns compare the solved policy with `any`, greedy and uniform on a
-second tree of the solved instances. Here the instances are new (never in the policy's
-dataset) and every dialogue is played as `gtsteer play` plays it (`play.play_dialogue`, the one
-loop): the policy's seat asks the `Advisor` at each of its turns, which reads the transcript
-as it was actually written.
-
-For each fresh instance and each sample k (`--samples`), the dialogues are:
-
-- every seat on `any` (the unguided model);
-- for each player p: p on its policy, on greedy (the domain's `greedy` hook; none where the
-  domain has no hook) and on uniform (a fresh uniform draw over the seat's instructions at each
-  of its turns), every other seat on `any`.
-
-All of one instance and sample are one game with the same sample offset (`sample_offset` k),
-so the model's random numbers are the same in every condition (paired seeds): where two
-conditions give the same instructions, they give the same words. A player's gain over a
-baseline on an instance is its payoff with the policy minus its payoff with the baseline, mean
-over the samples; the summary gives the mean over instances with a 95% Student-t interval
-(`evals.paired.live_stats`), as Table 1 states it.
-
-Fresh means: no instance whose names, scenario, opening and private information (deal 0, or
-any deal of a dealt training game) equal those of an instance of the policy's dataset, trained
-on or held out
-(`metadata.train_instances` and `heldout_instances` of the policy's `config.json`, generated
-with the training run's seed). Generated instances 0, 1, ... of `--seed` that overlap are
-skipped, and named in the summary (`skipped`).
-
-Each instance is one unit of the run context's executor (one Ray task with `--ray`) and is
-saved as `instances/<index>.json` (atomically, with the run's key) as soon as it is done;
-`resume` keeps the rows of the same key, so a killed run continues where it stopped.
+Table 1's fresh-sample contrast on instances the policy's dataset never held (trained on or held
+out, any deal), each dialogue played as `gtsteer play` plays it (`play.play_dialogue`, the one
+loop), the policy's seat asking the `Advisor` at each of its turns. Per instance and sample k,
+every condition (every seat `any`; each player on its policy, greedy or uniform, the others
+`any`) plays one game with `sample_offset` k, so all meet the same random numbers (paired
+seeds) and a difference is the instructions' doing. Each instance is one unit of the context's
+executor, saved as `instances/<index>.json` with the run's key once done: `resume` continues.
 """
 
 from __future__ import annotations

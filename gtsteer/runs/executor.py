@@ -1,21 +1,13 @@
 """How a driver runs its units of work: in this process, or one Ray task per unit (`--ray`).
 
-A driver gets one `Executor` (in its `RunContext`) and hands it every batch of units; its body
-is the same whichever executor runs them, as PSRO's `GameMap` keeps `run_psro` unaware of Ray.
-`work` is the same function in both: called with the driver's model here, and with a
-worker-built client of it on a Ray worker (`gtsteer.runs.ray_pool`). Two ways to hand it, both
-metered alike: the units' calls land on `model`'s meter (on Ray each task's usage is folded into
-it and its new answers into its cache, so the run's bill and every count downstream read as in
-the serial run) and are counted in the result (`UnitsRun.calls`):
-
-- `run(work, units, model)`: `work(unit, model)` per unit, serially one after another (the open
-  display counts them); `on_result` lets the driver write each unit's files as it finishes;
-- `gather(work, units, model)`: async `work(unit, model, bar)`; serially every unit's
-  coroutine is awaited together in one event loop (the model sees all their requests at once,
-  its request gate bounds them, and same-named phases of the units add up in one bar); on Ray
-  each unit is a task with its own loop.
-
-Without `--ray`, nothing of Ray is imported (`gtsteer.runs.ray_pool` is loaded only on demand).
+A driver gets one `Executor` (in its `RunContext`) and hands it every batch of units, so its body
+is the same whichever executor runs them (as PSRO's `GameMap` keeps `run_psro` unaware of Ray).
+`work` is called with the driver's model here, and with a worker-built client of it on a Ray
+worker (`gtsteer.runs.ray_pool`); either way the units' calls land on `model`'s meter and cache
+and are counted in the result (`UnitsRun.calls`). `run` calls `work(unit, model)` one unit
+after another; `gather` awaits every unit's async `work(unit, model, bar)` together in one
+event loop (the model sees all their requests at once, its request gate bounds them), or on
+Ray one task, with its own loop, per unit. Without `--ray`, nothing of Ray is imported.
 """
 
 from __future__ import annotations
@@ -24,13 +16,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from gtsteer.binding import progress as shown
 from gtsteer.binding.progress import GatherBar
 from gtsteer.llm import LLM, run_sync
 from gtsteer.runs.units import RayOptions, UnitsRun
 
+T = TypeVar("T")
 U = TypeVar("U")
 R = TypeVar("R")
 
@@ -76,20 +69,6 @@ def run_units(
                     unpriced_calls=after.unpriced_calls - before.unpriced_calls)
 
 
-@contextmanager
-def ray_session(ray: RayOptions | None) -> Iterator[None]:
-    """One Ray session around a driver that runs units several times (a PSRO run builds a
-    meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
-    starts once, not per `run_units`. Serial: nothing, and Ray is not imported."""
-    if ray is None:
-        yield
-        return
-    from gtsteer.runs.ray_pool import connected  # Ray is imported only here
-
-    with connected(ray):
-        yield
-
-
 @dataclass(frozen=True)
 class _InOwnLoop(Generic[U, R]):
     """Async `work` as a Ray task runs it: in the task's own event loop, without a display."""
@@ -118,8 +97,15 @@ class Executor:
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """One Ray session around several batches (Ray starts once); serially, nothing."""
-        with ray_session(self.ray):
+        """One Ray session around a driver that runs units several times (a PSRO run builds a
+        meta-game per iteration and oracle; steer-train plays logged then playstyle games): Ray
+        starts once, not per `run_units`. Serially: nothing, and Ray is not imported."""
+        if self.ray is None:
+            yield
+            return
+        from gtsteer.runs.ray_pool import connected  # Ray is imported only here
+
+        with connected(self.ray):
             yield
 
     def run(self, work: Callable[[U, LLM], R], units: Sequence[U], model: LLM, *,
@@ -145,6 +131,20 @@ class Executor:
         return UnitsRun(values, after.since(before), model.capabilities(),
                         cost_usd=after.cost_usd - before.cost_usd,
                         unpriced_calls=after.unpriced_calls - before.unpriced_calls)
+
+    def gather_grouped(self, work: AsyncWork[U, list[R]], items: Sequence[T],
+                       key: Callable[[T], Any], unit: Callable[[list[T]], U], model: LLM, *,
+                       label: str = "units") -> list[R]:
+        """`gather` over one unit per group of `items` alike in `key` (an instance: two share
+        no prompt, so the units are independent); a result per item, in the items' order."""
+        groups: dict[Any, list[int]] = {}
+        for position, item in enumerate(items):
+            groups.setdefault(key(item), []).append(position)
+        run = self.gather(work, [unit([items[p] for p in mine]) for mine in groups.values()],
+                          model, label=label)
+        found = {p: r for mine, done in zip(groups.values(), run.values, strict=True)
+                 for p, r in zip(mine, done, strict=True)}
+        return [found[p] for p in range(len(items))]
 
 
 #: The executor of a run without `--ray` that reports nothing to a display.

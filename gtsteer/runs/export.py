@@ -17,10 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gtsteer.binding import Instance, expand_sync, generate_instances, make_game
+from gtsteer.binding import Instance, expand_sync, make_game
 from gtsteer.binding import progress as shown
 from gtsteer.binding.spec import DomainSpec
-from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls, StorageError
 from gtsteer.llm.session import BudgetExceeded
 from gtsteer.runs.context import RunContext, driver
@@ -33,7 +32,7 @@ from gtsteer.runs.output import (
     write_json,
     write_text,
 )
-from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_seed, check_tree_size
+from gtsteer.runs.solve import DEFAULT_MAX_CALLS, check_tree_size, load_instances
 from gtsteer.solvers.efg import EfgExport, to_efg
 
 SUMMARY_FILE = "export.json"
@@ -109,24 +108,16 @@ def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSu
     """`gtsteer export`: build and expand `games` instances as `gtsteer solve` does; write one
     `.efg` and side file per instance and `export.json`. An instance whose expansion fails is
     recorded failed (its reason in export.json); the others are still written."""
-    config_path, out_dir, progress = config, ctx.out, ctx.progress
-    fmt, games, seed, deals = options.fmt, options.games, options.seed, options.deals
-    if fmt not in FORMATS:
-        raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    if out_dir is not None:
-        check_out_dir(out_dir)
-    spec = load_spec(config_path)
-    if games < 1:
-        raise ValueError(f"games: must be >= 1, got {games}")
-    check_seed(seed)
-    chosen = generate_instances(spec, games, seed)
-    if deals is not None:
-        spec = spec.with_deals(deals)
-    shown.expect(check_tree_size(spec, games, options.max_calls, report=ctx.report))
+    if options.fmt not in FORMATS:
+        raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {options.fmt!r}")
+    if ctx.out is not None:
+        check_out_dir(ctx.out)
+    spec, chosen = load_instances(config, options.games, options.deals, seed=options.seed)
+    shown.expect(check_tree_size(spec, len(chosen), options.max_calls, report=ctx.report))
     model, _, role_models = ctx.roles(spec)
-    out = ctx.folder("export", config_path, model, seed)
+    out = ctx.folder("export", config, model, options.seed)
     prepare_run_dir(out, subdirs=("games",), summary=SUMMARY_FILE)
-    jobs = [ExportJob(spec, inst, str(config_path), seed, progress) for inst in chosen]
+    jobs = [ExportJob(spec, inst, str(config), options.seed, ctx.progress) for inst in chosen]
     records: list[ExportedGame] = []
 
     def write_game(_: int, done: ExportOutcome) -> None:
@@ -135,8 +126,8 @@ def run(config: str | Path, ctx: RunContext, options: ExportOptions) -> ExportSu
     units_run = ctx.executor.run(export_instance, jobs, model, on_result=write_game,
                                  label="instances")
     summary = ExportSummary(
-        config=str(config_path), domain=spec.name, model=model.model, roles=role_models,
-        seed=seed, format="efg", num_games=games, num_deals=spec.num_deals,
+        config=str(config), domain=spec.name, model=model.model, roles=role_models,
+        seed=options.seed, format="efg", num_games=len(jobs), num_deals=spec.num_deals,
         num_llm_seeds=spec.num_llm_seeds, games=records, llm_calls=units_run.calls,
     )
     finish_run_dir(out, SUMMARY_FILE, summary)

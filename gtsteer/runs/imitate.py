@@ -48,6 +48,7 @@ from gtsteer.runs.output import (
     check_out_dir,
     finish_run_dir,
     prepare_run_dir,
+    pyplot,
     save_png,
     write_text,
 )
@@ -124,38 +125,34 @@ class ImitationReport(RunResult):
         return data
 
 
-def check_args(
-    config_path: str | Path,
-    games: int,
-    holdout: float,
-    steps: int,
-    features: str,
-    solver: str,
-    iterations: int,
-    seed: int,
-    deals: int | None = None,
-) -> tuple[TrainConfig, DomainSpec]:
-    """Every argument, before any model is loaded or called (`ValueError` names the option).
+def check_args(config: str | Path, options: ImitateOptions) -> tuple[TrainConfig, DomainSpec]:
+    """Every option, before any model is loaded or called (`ValueError` names the flag).
 
-    Returns the training config and the spec (with `deals` applied)."""
+    Returns the training config (a library caller's `train_config` with the flags' values)
+    and the spec (with `deals` applied)."""
+    games, holdout, features = options.games, options.holdout, options.features
     if games < 2:
         raise ValueError(f"--games: need at least 2 (training and held-out), got {games}")
     if features not in FEATURE_MODES:
         raise ValueError(
             f"--features: expected one of {', '.join(FEATURE_MODES)}, got {features!r}"
         )
-    check_solver_args(solver, iterations)
+    check_solver_args(options.solver, options.iterations)
     if holdout <= 0:
         raise ValueError(f"--holdout: the evaluation needs held-out instances, got {holdout}")
+    flags = {"steps": options.steps, "holdout": holdout, "seed": options.seed,
+             "features": features}
     try:
-        config = TrainConfig(steps=steps, holdout=holdout, seed=seed, features=features)
+        train = TrainConfig(**flags)
     except ValidationError as exc:
         raise ValueError(
             "; ".join(f"--{e['loc'][0]}: {e['msg']}" for e in exc.errors())
         ) from None
-    split_instances(range(games), holdout, seed)  # DatasetError (a ValueError) when empty
-    spec = load_spec(config_path)  # ConfigError names the file and field
-    return config, (spec if deals is None else spec.with_deals(deals))
+    if options.train_config is not None:  # library callers may change more than the CLI exposes
+        train = options.train_config.model_copy(update=flags)
+    split_instances(range(games), holdout, options.seed)  # DatasetError (a ValueError) when empty
+    spec = load_spec(config)  # ConfigError names the file and field
+    return train, (spec if options.deals is None else spec.with_deals(options.deals))
 
 
 class ImitateOptions(BaseModel):
@@ -192,66 +189,55 @@ def run(config: str | Path, ctx: RunContext, options: ImitateOptions) -> Imitati
     `deals` (default: the config's `num_deals`) > 1 solves dealt games, as `gtsteer solve --deals`;
     each instance is still one unit of the train/held-out split. The model: the context's
     writer (`--llm`); the embedder: its `embedder` (a name or an `Embedder`; default MiniLM)."""
-    config_path, games, holdout, steps = config, options.games, options.holdout, options.steps
-    embedder, features, seed, solver = (ctx.given("embedder"), options.features, options.seed,
-                                        options.solver)
-    iterations, deals, solve_dir = options.iterations, options.deals, options.solve_dir
-    compare_features, train_config, progress = (options.compare_features, options.train_config,
-                                                ctx.progress)
-    train, spec = check_args(
-        config_path, games, holdout, steps, features, solver, iterations, seed, deals
-    )
-    if train_config is not None:  # library callers may change more than the CLI exposes
-        train = train_config.model_copy(
-            update={"steps": steps, "holdout": holdout, "seed": seed, "features": features}
-        )
+    train, spec = check_args(config, options)
+    games, seed = options.games, options.seed
     check_tree_size(spec, games, options.max_calls, report=ctx.report)  # before the folder
     model_name = ctx.writer_name(spec)
-    out = ctx.folder("imitate", config_path, model_name, seed)
-    solved_dir = Path(solve_dir) if solve_dir is not None else out / "solve"
+    out = ctx.folder("imitate", config, model_name, seed)
+    solved_dir = Path(options.solve_dir) if options.solve_dir is not None else out / "solve"
     check_out_dir(out)  # paths before the embedder loads or anything is solved
     check_in_dir(solved_dir, "--solve-dir")
     require("torch", "imitate", "gtsteer imitate")  # before anything is solved
+    embedder = ctx.given("embedder")
     emb = embedder if isinstance(embedder, Embedder) else embed.get_embedder(embedder, strict=True)
     client, _, _ = ctx.roles(spec)
     prepare_run_dir(out, subdirs=("dataset", MODEL_DIR), summary=REPORT_FILE)
     before = client.usage
 
-    args = SolveArgs(str(config_path), spec, model_name, games, seed, solver, iterations)
-    summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, progress,
+    args = SolveArgs(str(config), spec, model_name, games, seed, options.solver,
+                     options.iterations)
+    summary, game_records, reused = _solve_or_reuse(args, client, solved_dir, ctx.progress,
                                                     options.max_calls)
-    records, dialogue_games = _build(
-        spec, client, config_path, seed, game_records, summary.failures
-    )
+    records, dialogue_games = _build(spec, client, config, seed, game_records, summary.failures)
     if not records:
         raise DatasetError(
             f"dataset: no decision records: every instance failed ({len(summary.failures)} "
             "failures, see the solve summary)"
         )
     policy, training, embeddings = _embed_and_train(out, records, emb, train, spec, seed,
-                                                    str(config_path))
+                                                    str(config))
 
     shown.phase("evaluate (held-out instances)")
     evaluations = _evaluate(policy, records, embeddings, dialogue_games)
     held = set(training.heldout_instances)
     heldout = summarize_evaluations([e for e in evaluations if e.instance in held])
     comparison = _compare_features(policy, training, records, emb, train, embeddings,
-                                   dialogue_games, spec.name) if compare_features else []
+                                   dialogue_games, spec.name) if options.compare_features else []
 
     after = client.usage
     report = ImitationReport(
-        config=str(config_path),
+        config=str(config),
         domain=spec.name,
         model=model_name,
         seed=seed,
         num_games=games,
-        solver=solver,
-        iterations=iterations,
+        solver=options.solver,
+        iterations=options.iterations,
         num_deals=spec.num_deals,
         solve_dir=str(solved_dir),
         solve_reused=reused,
         embedder=emb.name,
-        features=features,
+        features=options.features,
         dataset=_dataset_info(records, training, emb),
         training=training,
         heldout=heldout,
@@ -445,10 +431,7 @@ def _evaluate(
 
 
 def _plot_curve(report: TrainReport, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     steps = [p.step for p in report.curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

@@ -4,15 +4,13 @@ Each finished unit is saved at once as a row stamped with the run's key (`run_ke
 of all that decides the row: `hashed_key`, `digest_key`). A rerun with `--resume` keeps the
 rows of its own key that fit the unit it would make, and makes the rest: a row cut by a kill,
 damaged, or made under other settings is made again. Rows live one a file
-(`Ledger(folder, key, Row)`: `folder/<index>.json`, or `.json.gz`, written atomically) or one
-a line of a JSON-lines file (`Ledger.lines`, appended durably).
+(`Ledger(folder, key, Row)`: `folder/<index>.json`, or `.json.gz`, written atomically).
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from gtsteer.binding.instances import stable_int
-from gtsteer.runs.atomic import atomic_path, write_text
+from gtsteer.runs.atomic import atomic_path
 from gtsteer.runs.output import prepare_run_dir, write_json
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -100,43 +98,3 @@ class Ledger(Generic[Row]):
             return
         with atomic_path(self.path(index)) as tmp:
             tmp.write_bytes(gzip.compress(row.model_dump_json().encode(), mtime=0))
-
-    def drop_from(self, count: int) -> None:
-        """Delete the saved rows from index `count` on (past a gap, or another run's)."""
-        for path in self.folder.glob(f"*{self.suffix}"):
-            stem = path.name[:-len(self.suffix)]
-            if not stem.isdigit() or int(stem) >= count:
-                path.unlink()
-
-    @staticmethod
-    def lines(path: Path, key: str, row: type[Row],
-              fits: Callable[[Row], bool] | None = None) -> tuple[list[Row], int]:
-        """A JSON-lines ledger's rows under `key` that `fits`, in file order, and how many
-        other lines it held (cut by a kill, another format, another run's)."""
-        if not path.is_file():
-            return [], 0
-        kept, dropped = [], 0
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                found = row.model_validate_json(line)
-            except ValueError:
-                dropped += 1
-                continue
-            if getattr(found, "run_key", None) == key and (fits is None or fits(found)):
-                kept.append(found)
-            else:
-                dropped += 1
-        return kept, dropped
-
-    @staticmethod
-    def write_lines(path: Path, rows: Iterable[BaseModel]) -> None:
-        """Replace a JSON-lines ledger with `rows`, atomically."""
-        write_text(path, "".join(r.model_dump_json() + "\n" for r in rows))
-
-    @staticmethod
-    def append_lines(path: Path, rows: Iterable[BaseModel]) -> None:
-        """Append rows durably (a kill cuts at most the last line, which `lines` drops)."""
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write("".join(r.model_dump_json() + "\n" for r in rows))
-            fh.flush()
-            os.fsync(fh.fileno())

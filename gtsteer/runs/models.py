@@ -119,10 +119,6 @@ class RoleRecord(BaseModel):
     source: Source
 
 
-def _name(llm: str | LLM) -> str:
-    return model_string(llm)
-
-
 def _base(llm: str | LLM) -> str | None:
     return None if isinstance(llm, str) else public_url(getattr(llm.backend, "api_base", None))
 
@@ -144,7 +140,7 @@ def pick(spec: DomainSpec, role: Role, given: str | LLM | None, endpoint: Endpoi
     else:
         chosen = endpoint.resolve(default) if isinstance(default, str) else default
         source = "default" if role == "writer" else "writer"
-    return chosen, RoleRecord(model=_name(chosen), api_base=_base(chosen), source=source)
+    return chosen, RoleRecord(model=model_string(chosen), api_base=_base(chosen), source=source)
 
 
 def pick_roles(spec: DomainSpec, endpoint: Endpoint | None, writer: str | LLM | None,
@@ -172,6 +168,6 @@ def writer_name(spec: DomainSpec, given: str | LLM | None) -> str:
     """The writer's model string as `pick` will choose it, without building a client (for the
     default output folder, checked before any work)."""
     if given is not None:
-        return _name(given)
+        return model_string(given)
     configured = spec.models.writer if spec.models is not None else None
     return configured.model if configured is not None else "local"

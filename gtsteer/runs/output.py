@@ -16,28 +16,14 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
-from pydantic import BaseModel, PrivateAttr, ValidationError
+from pydantic import BaseModel, PrivateAttr
 
 from gtsteer.llm import LLM, model_string
 from gtsteer.llm.usage import UsageReport
 from gtsteer.runs.atomic import atomic_path, write_text
-from gtsteer.runs.errors import DamagedFileError, RunDirError
-
-#: The repository (a checkout or a worktree: the one this code was imported from).
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def repo_relative(path: str | Path) -> str:
-    """`path` as run files and docs store it: relative to the repository when it lies in it,
-    so a run from another checkout (a frozen worktree) writes the same text as one from main.
-    A relative path is kept as given."""
-    p = Path(path)
-    if p.is_absolute() and p.is_relative_to(ROOT):
-        return p.relative_to(ROOT).as_posix()
-    return p.as_posix()
-
+from gtsteer.runs.errors import RunDirError
 
 #: Present while a run writes its folder; removed once its summary is written.
 IN_PROGRESS = "IN_PROGRESS"
@@ -45,30 +31,6 @@ IN_PROGRESS = "IN_PROGRESS"
 OWNED = ".gtsteer-run.json"
 #: Files of subfolders made before `OWNED` existed (games/3.json, iterations/2.json, ...).
 _LEGACY_FILE = re.compile(r"\d+\.(json|json\.gz|terminals\.jsonl)")
-
-
-
-
-
-Saved = TypeVar("Saved", bound=BaseModel)
-
-
-def read_result(path: str | Path, model: type[Saved]) -> Saved:
-    """`path` (JSON) validated as `model`, or `DamagedFileError` naming the file and the first
-    problems: bytes, not text, are parsed, so a file of random bytes is damaged too."""
-    source = Path(path)
-    try:
-        data = source.read_bytes()
-    except OSError as exc:
-        raise DamagedFileError(f"{source}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the file'}: {e['msg']}"
-                             for e in exc.errors()[:3])
-        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-        raise DamagedFileError(f"{source}: not a readable {model.__name__} ({problems}{more})"
-                               ) from None
 
 #: Default run folder under results/ per kind of run: the shapes README and docs/*.md name.
 RUN_DIRS = {
@@ -266,13 +228,20 @@ def write_json(path: str | Path, data: BaseModel | Any) -> Path:
     return write_text(path, text + "\n")
 
 
-def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
-    """Save a matplotlib figure as PNG and close it (figures are made with the Agg backend)."""
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (imported on first use: no display, and a command
+    that draws nothing does not pay for the import)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def save_png(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Save a matplotlib figure as PNG and close it."""
+    plt = pyplot()
     target = Path(path)
     try:
         with atomic_path(target) as tmp:

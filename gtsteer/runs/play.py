@@ -1,23 +1,13 @@
-"""`gtsteer play CONFIG`: one live dialogue of a config, each seat steered its own way.
+"""`gtsteer play CONFIG`: one live dialogue of a config, each seat steered its own way
+(`--seat NAME=KIND`: `any`, `greedy`, `fixed:INSTRUCTION`, `policy:DIR` or `human`; see
+docs/IMITATION.md, "Live play").
 
-A seat (`--seat NAME=KIND`, NAME a role or the instance's player name) is played by
-
-- `any`: the unguided model (the default of every seat not named);
-- `greedy`: the instruction the domain's `greedy` hook gives that player's private information;
-- `fixed:INSTRUCTION`: one instruction of the config, every turn;
-- `policy:DIR`: a distilled policy (`gtsteer imitate`'s `model/` folder) through the `Advisor`,
-  which reads the live dialogue as the policy's dataset did and draws an instruction;
-- `human`: a person, whose typed message is the seat's message (no instruction).
-
-The dialogue is the config's game itself (`DialogueGame`): a bot's message is the game's message
-for its instruction at chance outcome 0 of a game whose samples start at `--sample` (so with
-`--sample 0` every bot message is the tree's sample 0 of that position), a person's words go in
-through `DialogueState.apply_message`, and the end check and the reward are the game's. So a
-bot-only play on an instruction path ends with the payoffs of the tree's terminal on that path.
-
-`play_dialogue` is the loop (no file, no terminal), reusable by any driver that plays dialogues
-turn by turn; `run` is the command's driver: it writes `play.json` (the transcript with each
-instruction, the reward model's reading and the payoffs) to the run folder.
+The dialogue is the config's game itself (`DialogueGame`): a bot's message is the game's
+message for its instruction at chance outcome 0 of a game whose samples start at `--sample`, a
+person's words go in through `DialogueState.apply_message`, and the end check and the reward
+are the game's. So a bot-only play on an instruction path ends with the payoffs of the tree's
+terminal on that path. `play_dialogue` is the loop (no file, no terminal), which
+`gtsteer evaluate` reuses; `run` writes `play.json`.
 """
 
 from __future__ import annotations

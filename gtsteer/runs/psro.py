@@ -14,24 +14,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gtsteer.binding import (
-    DomainSpec,
-    ExpansionError,
-    Instance,
-    expand_sync,
-    generate_instances,
-    make_game,
-)
-from gtsteer.binding.llm_instances import check_fits, read_instances
+from gtsteer.binding import DomainSpec, ExpansionError, Instance, expand_sync, make_game
+from gtsteer.binding.llm_instances import check_fits
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
 from gtsteer.runs.context import RunContext, driver
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
-    check_in_file,
     finish_run_dir,
     prepare_run_dir,
+    pyplot,
     save_png,
     write_json,
     write_text,
@@ -42,6 +35,7 @@ from gtsteer.runs.solve import (
     DEFAULT_MAX_CALLS,
     DEFAULT_SOLVER,
     check_tree_size,
+    load_instances,
 )
 from gtsteer.solvers import solve_cfr
 from gtsteer.solvers.meta import META_SOLVERS
@@ -129,51 +123,31 @@ class PSROOptions(BaseModel):
 
 @driver("psro")
 def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummary:
-    """`gtsteer psro`: run PSRO on `games` instances of a domain config; write summary.json
-    and the plot. `ctx.on_phase` hears what the run is doing, `ctx.on_step` gets each
-    iteration's report once it is written.
-
-    `deals` (default: the config's `num_deals`) > 1 plays each instance as a dealt game (its
-    root chance node deals one of `deals` private-information draws), as in `gtsteer solve`.
-    The writer and the proposer: the context's, else the config's
-    `models.writer`/`models.proposer`, else `local` and the writer (`RunContext.roles`). Each
-    meta-game build's per-instance expansions are units of the context's executor (on Ray:
-    tasks, `gtsteer.runs.psro_games`); the results are the same, and the proposer stays in
-    this process. `export_nfg` also writes each iteration's
-    meta-game (mean over instances) as `iterations/<t>.nfg`, for Gambit.
-
-    `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances
-    (`games` is ignored), so another command can solve the very same ones. `reference`, a
-    config of the same domain with the full action set, is solved (CFR) on every instance,
-    and each iteration's driving meta-strategy is measured in it (`IterationReport.reference`:
-    its NashConv there, its gain over `any` beside the full game's CFR gain, and, with
-    `heldout`, that gain on fresh samples)."""
-    config_path, settings, games, deals = config, options.settings, options.games, options.deals
-    instances_file, reference, max_calls = (options.instances_file, options.reference,
-                                            options.max_calls)
-    report, on_phase, on_iteration = ctx.report, ctx.on_phase, ctx.on_step
-    if instances_file is not None:
-        check_in_file(instances_file, "--instances")
-    elif games < 1:
-        raise ValueError(f"games: must be >= 1, got {games}")
-    spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
-    given = read_instances(instances_file, spec) if instances_file is not None else None
-    if deals is not None:
-        spec = spec.with_deals(deals)
-    instances = given if given is not None else generate_instances(spec, games, settings.seed)
+    """`gtsteer psro`: run PSRO on the instances of a domain config; write summary.json,
+    `iterations/<t>.json` and the plot. `ctx.on_phase` hears what the run is doing, `ctx.on_step`
+    gets each iteration's report once it is written. Each meta-game build's per-instance
+    expansions are units of the context's executor (on Ray: tasks, `gtsteer.runs.psro_games`),
+    with the same results; the proposer stays in this process. `reference`, a config of the
+    same domain with the full action set, is solved (CFR) on every instance, and each
+    iteration's driving meta-strategy is measured in it (`IterationReport.reference`: its
+    NashConv there, its gain over `any` beside the full game's CFR gain, and, with `heldout`,
+    that gain on fresh samples)."""
+    settings, reference, report, on_phase = (options.settings, options.reference, ctx.report,
+                                             ctx.on_phase)
+    spec, instances = load_instances(config, options.games, options.deals,
+                                     options.instances_file, settings.seed)
     games = len(instances)
-    full = _reference_spec(reference, spec, settings.key, instances, deals) \
+    full = _reference_spec(reference, spec, settings.key, instances, options.deals) \
         if reference is not None else None
     # the starting trees, before any LLM call (each adopted instruction grows them further)
-    check_tree_size(spec, games, max_calls, report=report)
+    check_tree_size(spec, games, options.max_calls, report=report)
     if full is not None:
-        check_tree_size(full, games, max_calls, heldout=settings.heldout, report=report)
+        check_tree_size(full, games, options.max_calls, heldout=settings.heldout, report=report)
     model, others, roles = ctx.roles(spec, "proposer")
     proposer = others["proposer"]
-    model_name, proposer_name = model.model, proposer.model
-    out = prepare_run_dir(ctx.folder("psro", config_path, model, settings.seed),
+    out = prepare_run_dir(ctx.folder("psro", config, model, settings.seed),
                           subdirs=("iterations",), summary="summary.json")
-    dialogue_games = [make_game(spec, inst, model, config=str(config_path), seed=settings.seed)
+    dialogue_games = [make_game(spec, inst, model, config=str(config), seed=settings.seed)
                       for inst in instances]
     befores = [m.usage for m in _distinct(model, proposer)]
     references = [] if full is None else _reference_games(
@@ -182,7 +156,7 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
         on_phase("reference game: the best constant mixture")
     constant = best_constant(references) if references else None
 
-    record = _iteration_writer(out, spec, references, options.export_nfg, on_phase, on_iteration)
+    record = _iteration_writer(out, spec, references, options.export_nfg, on_phase, ctx.on_step)
     with ctx.executor.session():
         result = run_psro(dialogue_games, proposer, settings, on_iteration=record,
                           on_phase=on_phase, map_games=game_map(ctx.executor, model))
@@ -190,9 +164,9 @@ def run(config: str | Path, ctx: RunContext, options: PSROOptions) -> PSROSummar
                   for m, before in zip(_distinct(model, proposer), befores, strict=True)),
                  LLMCalls())
     summary = PSROSummary(
-        config=str(config_path), domain=spec.name, model=model_name,
-        proposer_model=proposer_name, roles=roles, num_games=games,
-        instances_file=None if instances_file is None else str(instances_file),
+        config=str(config), domain=spec.name, model=model.model,
+        proposer_model=proposer.model, roles=roles, num_games=games,
+        instances_file=None if options.instances_file is None else str(options.instances_file),
         reference=None if reference is None else str(reference),
         constant_reference=constant, num_llm_seeds=spec.num_llm_seeds,
         num_deals=spec.num_deals, payoff_bounds=(spec.payoff.min, spec.payoff.max),
@@ -291,10 +265,7 @@ def plot_payoffs(result: PSROResult, path: Path, title: str = "",
                  roles: list[str] | None = None) -> Path:
     """One panel per solution concept: each player's expected payoff and the welfare per
     iteration (the paper's Figures 3-4 track the same quantities)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     its = [r.iteration for r in result.iterations]
     concepts = [c for c in META_SOLVERS if c in result.iterations[0].solutions]

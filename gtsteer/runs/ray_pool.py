@@ -108,14 +108,6 @@ class RateLimiter:
     def __init__(self, max_in_flight: int, per_minute: int | None, lease_s: float):
         self.gate = RequestGate(RateLimit(max_in_flight, per_minute), lease_s)
 
-    @property
-    def held(self) -> dict[int, float]:
-        """Slots held now: token -> when its lease ends."""
-        return self.gate._held
-
-    async def acquire(self) -> int:
-        return (await self.gate.acquire())[0]
-
     async def acquire_waited(self) -> tuple[int, float]:
         """A slot's token and the seconds it waited for its turn under `per_minute`."""
         return await self.gate.acquire()
@@ -320,16 +312,15 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-class _NotMainThreadFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "not the main thread" not in record.getMessage()
-
-
 @contextmanager
 def _no_thread_warning() -> Iterator[None]:
     """Without ray.init's warning that it set no SIGTERM handler off the main thread
     (`connected` set one)."""
-    worker_log, quiet = logging.getLogger("ray._private.worker"), _NotMainThreadFilter()
+    worker_log = logging.getLogger("ray._private.worker")
+
+    def quiet(record: logging.LogRecord) -> bool:
+        return "not the main thread" not in record.getMessage()
+
     worker_log.addFilter(quiet)
     try:
         yield

@@ -117,11 +117,22 @@ def check_seed(seed: int) -> None:
                          f" got {seed}")
 
 
-def _check_args(games: int, iterations: int, solver: str, seed: int = 0) -> None:
-    if games < 1:
+def load_instances(config: str | Path, games: int, deals: int | None = None,
+                   instances_file: str | Path | None = None, seed: int = 0
+                   ) -> tuple[DomainSpec, list[Instance]]:
+    """A run's spec (`deals` applied) and its instances: those of `instances_file` (checked
+    against the config), else `games` generated ones of `seed`; all before any LLM call."""
+    if instances_file is not None:
+        check_in_file(instances_file, "--instances")
+    spec = load_spec(config)  # ConfigError (also the domain's own checks) before any LLM
+    if instances_file is not None:
+        chosen = read_instances(instances_file, spec)
+    elif games < 1:
         raise ValueError(f"games: must be >= 1, got {games}")
+    else:
+        chosen = generate_instances(spec, games, seed)
     check_seed(seed)
-    check_solver_args(solver, iterations)
+    return (spec if deals is None else spec.with_deals(deals)), chosen
 
 
 class SolveOptions(BaseModel):
@@ -150,69 +161,45 @@ class SolveOptions(BaseModel):
 
 @driver("solve")
 def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSummary:
-    """`gtsteer solve`: solve `games` instances of a domain config and write
-    `ctx.out/summary.json` (default folder: `results/<config>-<model>-<seed>`).
+    """`gtsteer solve`: solve the instances of a domain config; write `games/<i>.json` and
+    `summary.json` (default folder: `results/<config>-<model>-<seed>`).
 
-    `deals` (default: the config's `num_deals`) > 1 solves each instance as a dealt game: a
-    root chance node deals one of `deals` private-information draws, so no player's strategy
-    can use another's private information. A failure inside one instance (any exception) marks
-    that instance failed with its stage and reason; the others still finish.
-
-    `heldout` also measures each solved instance's CFR gain on fresh LLM samples of the same
-    positions (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on
-    sampling noise does not count as gain. It costs part of a second tree per instance. Its
-    first mover's opening decision is replayed exactly (the clean estimate); later decisions
-    are replayed by action history and by each of `readers` (`READERS`), which read the fresh
-    text through the context's `embedder` (a name for `gtsteer.llm.embed.get_embedder`,
-    default MiniLM; an `Embedder` object only without Ray).
-
-    `resume` keeps the instance records an earlier run with the same settings wrote in
-    `out_dir/games/` (`GameRecord.run_key`) and solves only the others, so a long run that
-    was stopped continues where it stopped, even on a machine without its LLM cache.
-
-    `instances_file` (JSONL, e.g. from `gtsteer instances`) replaces the seeded instances: every
-    instance in it is solved, and `games` is ignored. It is checked against the config first.
-
-    Before any LLM call the worst-case tree is estimated (`check_tree_size`, told to `report`);
-    a run needing more than `max_calls` requests is refused (None: no bound).
-
-    Each instance is one unit of work of the context's executor (on Ray: one task each); the
-    results are the same. The writer: the context's, else the config's `models.writer`, else
-    `local` (`RunContext.roles`).
+    A dealt game (`deals` > 1) deals one of `deals` private-information draws at its root, so
+    no player's strategy can use another's private information. A failure inside one instance
+    marks that instance failed with its stage and reason; the others still finish. `heldout`
+    replays each solved policy on fresh LLM samples of the same positions
+    (`gtsteer.solvers.heldout`): samples CFR did not choose from, so selection on sampling
+    noise does not count as gain (it costs part of a second tree per instance); its `readers`
+    read the fresh text through the context's `embedder` (a name, or an `Embedder` without
+    Ray). `resume` solves only the instances without a record of the same settings, so a
+    stopped run continues where it stopped, even on a machine without its LLM cache. Each
+    instance is one unit of the context's executor (on Ray: one task each), same results.
     """
-    config_path, games, iterations, solver, seed = (config, options.games, options.iterations,
-                                                    options.solver, options.seed)
-    deals, heldout, readers, embedder = (options.deals, options.heldout, options.readers,
-                                         ctx.given("embedder"))
-    instances_file, max_calls, resume = options.instances_file, options.max_calls, options.resume
-    out_dir, progress, report, ray = ctx.out, ctx.progress, ctx.report, ctx.ray
-    if out_dir is not None:
-        check_out_dir(out_dir)  # bad paths before any work
-    if instances_file is not None:
-        check_in_file(instances_file, "--instances")
-    spec = load_spec(config_path)  # ConfigError (also the domain's own checks) before any LLM
-    given = read_instances(instances_file, spec) if instances_file is not None else None
-    games = len(given) if given is not None else games
-    _check_args(games, iterations, solver, seed)
-    chosen = given if given is not None else generate_instances(spec, games, seed)
-    if deals is not None:
-        spec = spec.with_deals(deals)
-    shown.expect(check_tree_size(spec, games, max_calls, heldout=heldout, report=report))
-    _check_readers(options, embedder, on_ray=ray is not None)
+    if ctx.out is not None:
+        check_out_dir(ctx.out)  # bad paths before any work
+    spec, chosen = load_instances(config, options.games, options.deals, options.instances_file,
+                                  options.seed)
+    check_solver_args(options.solver, options.iterations)
+    shown.expect(check_tree_size(spec, len(chosen), options.max_calls, heldout=options.heldout,
+                                 report=ctx.report))
+    embedder = ctx.given("embedder")
+    _check_readers(options, embedder, on_ray=ctx.ray is not None)
     model, _, role_models = ctx.roles(spec)
-    model_name = model.model
-    out = ctx.folder("solve", config_path, model, seed)
-    jobs = [InstanceJob(spec, instance, str(config_path), seed, solver, iterations, heldout,
-                        progress=progress and ray is None,  # on Ray: one bar of instances
-                        readers=tuple(readers) if heldout else (), embedder=embedder)
+    out = ctx.folder("solve", config, model, options.seed)
+    jobs = [InstanceJob(spec, instance, str(config), options.seed, options.solver,
+                        options.iterations, options.heldout,
+                        progress=ctx.progress and ctx.ray is None,  # on Ray: one bar of instances
+                        readers=tuple(options.readers) if options.heldout else (),
+                        embedder=embedder)
             for instance in chosen]
-    keys = {job.instance.index: run_key(job, model_name) for job in jobs}
+    keys = {job.instance.index: run_key(job, model.model) for job in jobs}
+    resume = options.resume
     ledger = Ledger.open(out, "games", keys, GameRecord, resume=resume, summary=SUMMARY_FILE)
     kept = ledger.kept(keys, lambda i, r: r.status == "solved" and r.index == i) if resume \
         else {}
     todo = [job for job in jobs if job.instance.index not in kept]
-    if resume and report is not None and kept:
-        report(f"resuming: {len(kept)} of {len(jobs)} instances already solved in {out}")
+    if resume and ctx.report is not None and kept:
+        ctx.report(f"resuming: {len(kept)} of {len(jobs)} instances already solved in {out}")
 
     def write_game(_: int, done: InstanceOutcome) -> None:
         done.record.run_key = keys[done.record.index]
@@ -224,7 +211,7 @@ def run(config: str | Path, ctx: RunContext, options: SolveOptions) -> SolveSumm
                                  label="instances")
     solved_now = {done.record.index: done.record for done in units_run.values}
     records = [kept.get(job.instance.index) or solved_now[job.instance.index] for job in jobs]
-    summary = summarize(str(config_path), spec, options, games, model_name, role_models, records,
+    summary = summarize(str(config), spec, options, len(jobs), model.model, role_models, records,
                         units_run)
     finish_run_dir(out, SUMMARY_FILE, summary)
     return summary.written_to(out)

@@ -37,6 +37,16 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 
 
+def repo_relative(path: str | Path) -> str:
+    """`path` as run files and docs store it: relative to the repository when it lies in it,
+    so a run from another checkout (a frozen worktree) writes the same text as one from main.
+    A relative path is kept as given."""
+    p = Path(path)
+    if p.is_absolute() and p.is_relative_to(ROOT):
+        return p.relative_to(ROOT).as_posix()
+    return p.as_posix()
+
+
 def repo_config(config: str | Path) -> Path:
     """A config a benchmark, a study or a saved row names relative to this checkout, as a file:
     the checkout's own path when it exists, else the shipped config it names (saved rows say

@@ -26,8 +26,8 @@ from gtsteer.domains.schedule_meeting import (
     meeting_values,
     parse_days,
 )
-from gtsteer.runs.output import ROOT
 from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "python -m lab demo-outcomes"

@@ -34,11 +34,11 @@ import pyspiel
 
 import gtsteer
 from gtsteer.llm.extras import require
-from gtsteer.runs.output import ROOT
 from gtsteer.solvers.cfr import PolicyTable, to_pyspiel_policy
 from gtsteer.solvers.efg import EfgMap, policy_to_efg
 from gtsteer.solvers.metrics import nash_conv
 from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "python -m lab gambit-check"

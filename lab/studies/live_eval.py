@@ -41,10 +41,11 @@ from gtsteer.runs.evaluate_live import (
     policy_digest,
     run_key,
 )
-from gtsteer.runs.output import IN_PROGRESS, repo_relative
+from gtsteer.runs.output import IN_PROGRESS
 from gtsteer.runs.provenance import PROVENANCE_FILE
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
+from lab.bench.benchdoc import repo_relative
 from lab.studies.table1 import signed
 
 COMMAND = "python -m lab live-eval"

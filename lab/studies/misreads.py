@@ -36,10 +36,9 @@ from gtsteer.domains.schedule_meeting import (
     proposed_day,
 )
 from gtsteer.runs.atomic import write_text
-from gtsteer.runs.output import ROOT, repo_relative
 from gtsteer.solvers.metrics import mean_ci, wilson
 from lab.bench import benchdoc
-from lab.bench.benchdoc import repo_config
+from lab.bench.benchdoc import ROOT, repo_config, repo_relative
 from lab.bench.docsection import markers, wrap, write_section
 from lab.studies.table1 import pct
 

@@ -41,14 +41,7 @@ from gtsteer.domains import load_spec
 from gtsteer.llm import LLM
 from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.output import (
-    IN_PROGRESS,
-    ROOT,
-    DamagedFileError,
-    check_out_file,
-    read_result,
-    repo_relative,
-)
+from gtsteer.runs.output import IN_PROGRESS, check_out_file
 from gtsteer.runs.psro import SCHEMA_VERSION, PSROOptions, PSROSummary
 from gtsteer.runs.psro import run as run_psro
 from gtsteer.runs.units import RayOptions
@@ -57,8 +50,9 @@ from gtsteer.solvers.psro import META_SOLVERS, IterationReport, PSROConfig
 from gtsteer.solvers.psro.oracles import OracleResult
 from gtsteer.solvers.psro.reference import ConstantReference, ReferenceReport
 from lab.bench import benchdoc
-from lab.bench.benchdoc import repo_config
+from lab.bench.benchdoc import ROOT, repo_config, repo_relative
 from lab.studies.samples_study import against_zero
+from lab.studies.saved import DamagedFileError, read_result
 from lab.studies.table1 import ci, pct, signed
 
 #: How to run this (the usage line, and the command its docs section names).

@@ -42,10 +42,11 @@ from pydantic import BaseModel
 import gtsteer
 from gtsteer.binding.shipped import CONFIG_DIR
 from gtsteer.domains import load_spec
-from gtsteer.runs.output import ROOT, repo_relative, save_png
+from gtsteer.runs.output import save_png
 from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT, repo_relative
 from lab.studies.table1 import ci, per_instance_values
 
 #: How to run this (the usage line, and the command its docs section names).

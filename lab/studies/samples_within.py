@@ -71,12 +71,13 @@ from gtsteer.domains.load import bind
 from gtsteer.llm import LLM
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import Executor
-from gtsteer.runs.output import ROOT, repo_relative, write_json
+from gtsteer.runs.output import write_json
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER, PolicyTable, solve_cfr
 from gtsteer.solvers.heldout import greedy_instruction
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT, repo_relative
 from lab.studies.table1 import ci, mde_text
 
 #: How to run this (the usage line, and the command its docs section names).

@@ -33,10 +33,9 @@ from gtsteer.runs import eval_judge, eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-from gtsteer.runs.output import ROOT
 from gtsteer.solvers.metrics import wilson
 from lab.bench import benchdoc
-from lab.bench.benchdoc import repo_config
+from lab.bench.benchdoc import ROOT, repo_config
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "python -m lab steering-table"

@@ -17,8 +17,8 @@ from pathlib import Path
 from gtsteer.runs import eval_verdict
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_verdict import VerdictEvalReport, VerdictOptions
-from gtsteer.runs.output import ROOT
 from lab.bench import benchdoc
+from lab.bench.benchdoc import ROOT
 
 #: How to run this (the usage line, and the command its docs section names).
 COMMAND = "python -m lab verdict"

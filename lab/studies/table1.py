@@ -46,21 +46,15 @@ from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-from gtsteer.runs.output import (
-    ROOT,
-    DamagedFileError,
-    check_out_file,
-    read_result,
-    repo_relative,
-    save_png,
-)
+from gtsteer.runs.output import check_out_file, save_png
 from gtsteer.runs.solve import READERS, InstanceJob, SolveOptions, run_key, summarize
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
 from gtsteer.solvers.cfr import DEFAULT_ITERATIONS, DEFAULT_SOLVER
 from gtsteer.solvers.metrics import MeanCI, Metric, bootstrap_interval
 from lab.bench import benchdoc
-from lab.bench.benchdoc import repo_config
+from lab.bench.benchdoc import ROOT, repo_config, repo_relative
+from lab.studies.saved import DamagedFileError, read_result
 from lab.studies.significance import (
     bootstrap_bound_error,
     holm,

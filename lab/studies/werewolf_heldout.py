@@ -57,14 +57,7 @@ from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.ledger import Ledger, digest_key
-from gtsteer.runs.output import (
-    DamagedFileError,
-    RunDirError,
-    RunResult,
-    check_in_dir,
-    finish_run_dir,
-    read_result,
-)
+from gtsteer.runs.output import RunDirError, RunResult, check_in_dir, finish_run_dir
 from gtsteer.runs.werewolf_games import GameSetup, InOrder, driver_model, game_pool, play_game
 from gtsteer.runs.werewolf_steer import SUMMARY_FILE as TRAIN_SUMMARY
 from gtsteer.runs.werewolf_steer import (
@@ -82,6 +75,7 @@ from gtsteer.werewolf.state import GameState
 from gtsteer.werewolf.steer_game import PlaystyleGame
 from gtsteer.werewolf.steering import POLICY_DIR, hook_policy_input
 from gtsteer.werewolf.store import GameStore
+from lab.studies.saved import DamagedFileError, drop_from, read_lines, read_result, write_lines
 from lab.studies.werewolf_heldout_stats import GainStat, gain_stats
 
 SUMMARY_FILE = "steer_heldout.json"
@@ -469,7 +463,7 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
     ledger = Ledger.open(ctx.out, ROWS_DIR, key, FreshStateRow, resume=options.resume,
                          summary=SUMMARY_FILE)
     root = ledger.folder.parent
-    saved, damaged = Ledger.lines(root / STATES_FILE, key, SavedState)
+    saved, damaged = read_lines(root / STATES_FILE, key, SavedState)
     picked = [s.state for s in saved] if options.resume and not damaged else []
     model = driver_model(pool, cfg.llm)
     calls = LLMCalls()
@@ -478,14 +472,14 @@ def run(config: SteerHeldoutConfig, ctx: RunContext, options: SteerHeldoutOption
         picked, candidates, game_calls, seeds = play_heldout_games(
             cfg, trained.config, root, pool, model, ctx.executor.quiet)
         calls = calls + game_calls
-        Ledger.write_lines(root / STATES_FILE, (SavedState(run_key=key, state=s) for s in picked))
+        write_lines(root / STATES_FILE, (SavedState(run_key=key, state=s) for s in picked))
     else:
         seeds = sorted({s.seed for s in picked})
     picked = picked[:cfg.states]
     check_held_out(picked, trained)
     kept = ledger.prefix(len(picked), lambda i, row: (row.index, row.game_id, row.step) == (
         i, picked[i].game_id, picked[i].step)) if options.resume else []
-    ledger.drop_from(len(kept))  # another run's, or past a gap
+    drop_from(ledger, len(kept))  # another run's, or past a gap
     advance = shown.counter("held-out states (CFR+ in-sample, fresh samples)", len(picked),
                             len(kept))
     rows = list(kept)

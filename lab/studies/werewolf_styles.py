@@ -63,15 +63,8 @@ from gtsteer.evals.validation import ClassifierValidation
 from gtsteer.llm import LLMCalls, run_sync
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import STYLE_SPACE, load_labelled, validate_classifier
-from gtsteer.runs.ledger import Ledger, digest_key
-from gtsteer.runs.output import (
-    RunResult,
-    finish_run_dir,
-    prepare_run_dir,
-    repo_relative,
-    write_json,
-    write_text,
-)
+from gtsteer.runs.ledger import digest_key
+from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_json, write_text
 from gtsteer.runs.werewolf_steer import (
     SteerTrainConfig,
     logged_discussion_states,
@@ -89,6 +82,8 @@ from gtsteer.werewolf.state import GameState, Pending
 from gtsteer.werewolf.steer_game import sample_line
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.style_lines import LABEL_KEY, LABEL_SET
+from lab.bench.benchdoc import repo_relative
+from lab.studies.saved import append_lines, read_lines, write_lines
 from lab.studies.werewolf_styles_stats import (
     StyleLine,
     StyleResult,
@@ -275,7 +270,7 @@ def load_rows(path: Path, key: str, states: list[GameState], cfg: StylesConfig
             seen.add(ident)
         return ok
 
-    return Ledger.lines(path, key, StyleLine, fits)
+    return read_lines(path, key, StyleLine, fits)
 
 
 def validate_judge(classifier: SteeringClassifier, labelled: str | Path = DEFAULT_LABELLED,
@@ -415,7 +410,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
     rows_path = root / ROWS_FILE
     rows, dropped = load_rows(rows_path, key, states, cfg)
     if dropped:  # keep only this run's rows, whole
-        Ledger.write_lines(rows_path, rows)
+        write_lines(rows_path, rows)
     done = {(r.state, r.style, r.sample) for r in rows}
     total = len(states) * cfg.samples * len(cfg.styles)
     advance = shown.counter("lines (sampled and judged)", total, len(done))
@@ -423,7 +418,7 @@ def run(config: StylesConfig, ctx: RunContext, options: StylesOptions) -> Styles
         for sample in range(cfg.samples):
             new = measure_state(index, state, cfg, pool, classifier, key, done, sample)
             if new:
-                Ledger.append_lines(rows_path, new)
+                append_lines(rows_path, new)
                 rows += new
                 advance(len(new))
     calls = sum((m.usage.since(b) for m, b in zip(meters, before, strict=True)), LLMCalls())

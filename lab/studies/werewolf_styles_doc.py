@@ -12,10 +12,10 @@ import re
 import shlex
 from pathlib import Path
 
-from gtsteer.runs.output import repo_relative
 from gtsteer.solvers.metrics import MeanCI, Proportion
 from gtsteer.werewolf.style_lines import NEUTRAL
 from lab.bench import docsection
+from lab.bench.benchdoc import repo_relative
 from lab.studies.werewolf_styles import ISSUE_STATES, StylesConfig, StylesSummary
 
 #: The code whose lines and readings the numbers are (for the section's commit).

@@ -220,7 +220,7 @@ def test_psro_discovery_bad_config_and_doc_are_one_line(psro_rows: Path,
 
 
 def test_steer_heldout_render_only_names_the_damaged_row_file(tmp_path: Path) -> None:
-    from gtsteer.runs.output import DamagedFileError
+    from lab.studies.saved import DamagedFileError
     from lab.studies.werewolf_heldout import read_rows
 
     rows = tmp_path / "rows"

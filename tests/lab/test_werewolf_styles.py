@@ -28,7 +28,6 @@ from gtsteer.llm.backends.fake import FakeBackend
 from gtsteer.runs import eval_judge
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import STYLE_SPACE, JudgeOptions, load_labelled
-from gtsteer.runs.output import ROOT, repo_relative
 from gtsteer.runs.werewolf_steer import logged_discussion_states, pick_states
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
@@ -37,6 +36,7 @@ from gtsteer.werewolf.steer_game import sample_line
 from gtsteer.werewolf.store import GameStore
 from gtsteer.werewolf.style_lines import LABEL_KEY, NEUTRAL, READINGS
 from lab.__main__ import main as lab_main
+from lab.bench.benchdoc import ROOT, repo_relative
 from lab.studies.werewolf_styles import (
     DEFAULT_LABELLED,
     ROWS_FILE,

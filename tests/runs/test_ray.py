@@ -171,14 +171,14 @@ def test_rate_limiter_holds_the_limit_and_takes_back_a_dead_holders_slot() -> No
 
     async def scenario() -> list[int]:
         limiter = RateLimiter(max_in_flight=1, per_minute=None, lease_s=3600.0)
-        first = await limiter.acquire()
-        waiting = asyncio.ensure_future(limiter.acquire())
+        first, _ = await limiter.acquire_waited()
+        waiting = asyncio.ensure_future(limiter.acquire_waited())
         await asyncio.sleep(0.2)
         blocked = not waiting.done()
         limiter.release(first)
-        second = await waiting
-        limiter.held[second] = 0.0  # its holder died: the lease has run out
-        third = await limiter.acquire()
+        second, _ = await waiting
+        limiter.gate._held[second] = 0.0  # its holder died: the lease has run out
+        third, _ = await limiter.acquire_waited()
         return [int(blocked), first, second, third]
 
     assert asyncio.run(scenario()) == [1, 0, 1, 2]

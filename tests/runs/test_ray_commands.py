@@ -124,7 +124,7 @@ def test_units_shipped_like_ray_tasks_give_the_serial_files(
     extra = COMMANDS[name].shipped_extra
     serial = run_cli(name, tmp_path / "serial", tmp_path / "serial-cache", monkeypatch, *extra)
     monkeypatch.setattr(gtsteer.runs.executor, "run_units", shipped_run_units)
-    monkeypatch.setattr(gtsteer.runs.executor, "ray_session", lambda _ray: nullcontext())
+    monkeypatch.setattr(gtsteer.runs.executor.Executor, "session", lambda _: nullcontext())
     shipped = run_cli(name, tmp_path / "shipped", tmp_path / "shipped-cache", monkeypatch,
                       *extra, "--ray", "local")
     assert COMMANDS[name].new_calls(serial) > 0
