@@ -211,27 +211,37 @@ def row_keys(spec: DomainSpec, instance: Instance, config: Path, model: str) -> 
             for heldout in (False, True)}
 
 
+def row_records(results: Path, config: Path, llm: str, games: int | None,
+                deals: int | None) -> list[GameRecord]:
+    """The records a row of `config` on `llm` is read from: solved records of this config's
+    instances 0..games-1 (any index when `games` is None), dealt `deals` times (None:
+    undealt) under this model's run keys. A record still being written is not counted."""
+    spec = load_spec(config)
+    dealt = spec if deals is None else spec.with_deals(deals)
+    model = LLM(llm).model
+    found = []
+    for path in (results / row_name(spec.name, deals) / "games").glob("*.json"):
+        try:
+            found.append(GameRecord.model_validate_json(path.read_bytes()))
+        except (OSError, ValueError):  # not finished, or cut while written: not counted
+            continue
+    ours = generate_instances(spec, games or 1 + max((r.index for r in found), default=-1), 0)
+    return sorted((r for r in found
+                   if r.status == "solved" and len(r.deals) == (deals or 0)
+                   and r.index < len(ours) and Instance.model_validate(r.instance) == ours[r.index]
+                   and r.run_key in row_keys(dealt, ours[r.index], config, model)),
+                  key=lambda r: r.index)
+
+
 def partial_row(results: Path, config: Path, llm: str, games: int, deals: int
                 ) -> StoredRow | None:
     """A dealt row whose run has not finished (no row saved yet), read back without a model
     call from the records of the instances it has solved so far (`games/<i>.json`, each
-    committed as it finishes): only solved records of this config's instances 0..games-1 dealt
-    `deals` times count. None when there is none."""
+    committed as it finishes, `row_records`). None when there is none."""
     spec = load_spec(config)
     dealt = spec.with_deals(deals)
     folder = results / row_name(spec.name, deals)
-    model = LLM(llm).model
-    records = []
-    for instance in generate_instances(spec, games, 0):
-        try:
-            record = GameRecord.model_validate_json(
-                (folder / "games" / f"{instance.index}.json").read_bytes())
-        except (OSError, ValueError):  # not finished, or cut while written: not counted
-            continue
-        if (record.status == "solved" and len(record.deals) == deals
-                and Instance.model_validate(record.instance) == instance
-                and record.run_key in row_keys(dealt, instance, config, model)):
-            records.append(record)
+    records = row_records(results, config, llm, games, deals)
     if not records:
         return None
     options = SolveOptions(games=games, deals=deals,
@@ -248,9 +258,6 @@ def without_instances(metric: Metric) -> MeanCI:
     return MeanCI(**metric.model_dump(exclude={"per_instance"}))
 
 
-def solved_so_far(results: Path, domain: str) -> int:
-    """Instances whose games a (possibly stopped) run has written."""
-    return len(list((results / domain / "games").glob("*.json")))
 
 
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
@@ -1056,16 +1063,20 @@ def main(argv: list[str] | None = None) -> int:
         f" {a}" for a in given if Path(a) not in config_args)
     check_out_file(args.doc, "--doc")  # before any work: a folder there is refused now
     domains = [load_spec(c).name for c in configs]
-    # Each row's folder by the name the page gives it: the domains, then the --also rows.
-    folders = {d: (args.results, row_name(d, args.deals)) for d in domains}
+    # Each row by the name the page gives it (its folder under its results), and where it is
+    # read from: the domains, then the --also rows (an --also row of a domain's name wins).
+    names = [row_name(d, args.deals) for d in domains]
     also = {row_name(load_spec(a.config).name, a.deals): a for a in args.also}
-    folders |= {name: (a.results, name) for name, a in also.items()}
+    sources = {name: (args.results, c, args.games, args.deals)
+               for name, c in zip(names, configs, strict=True)}
+    sources |= {name: (a.results, a.config, a.games, a.deals) for name, a in also.items()}
     damaged: list[str] = []
 
     def write_doc(rows: dict[str, StoredRow]) -> str:
-        pending = [(d, solved_so_far(*folders[d])) for d in folders
-                   if d not in rows and d not in damaged]
-        stored = [rows[d] for d in folders if d in rows]
+        pending = [(name, len(row_records(results, config, args.llm, games, deals)))
+                   for name, (results, config, games, deals) in sources.items()
+                   if name not in rows and name not in damaged]
+        stored = [rows[name] for name in sources if name in rows]
         shown = [s.row for s in stored]
         figure = None
         if any(r.cfr_gain_normalized is not None for r in shown):
@@ -1077,16 +1088,16 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: dict[str, StoredRow] = {}
     if args.render_only:
-        for domain in domains:
+        for domain, name in zip(domains, names, strict=True):
             try:
                 row = stored_row(args.results, domain, args.llm, args.games, args.samples,
                                  args.heldout, args.deals)
             except DamagedFileError as exc:  # one damaged row must not hide the others
-                print(f"{COMMAND}: skipped `{domain}`: {exc}", file=sys.stderr, flush=True)
-                damaged.append(domain)
+                print(f"{COMMAND}: skipped `{name}`: {exc}", file=sys.stderr, flush=True)
+                damaged.append(name)
                 continue
             if row is not None:
-                rows[domain] = row
+                rows[name] = row
         for name, a in also.items():
             try:
                 row = also_stored(a, args.llm)
@@ -1103,13 +1114,13 @@ def main(argv: list[str] | None = None) -> int:
             from gtsteer.runs.ray_pool import connected
 
             session.enter_context(connected(ray))
-        for config, domain in zip(configs, domains, strict=True):
+        for config, name in zip(configs, names, strict=True):
             print(f"== {config.name}", flush=True)
-            rows[domain] = measure(config, args.llm, args.games, args.samples, args.results,
-                                   not args.quiet, args.heldout, command=command_base, ray=ray,
-                                   judge=args.judge, deals=args.deals)
-            if rows[domain].row.error:
-                print(f"   failed: {rows[domain].row.error}", flush=True)
+            rows[name] = measure(config, args.llm, args.games, args.samples, args.results,
+                                 not args.quiet, args.heldout, command=command_base, ray=ray,
+                                 judge=args.judge, deals=args.deals)
+            if rows[name].row.error:
+                print(f"   failed: {rows[name].row.error}", flush=True)
             # Written after every domain: a run stopped part-way still leaves the finished rows.
             text = write_doc(rows)
     print(text)

@@ -173,3 +173,31 @@ def test_a_bad_also_is_refused_in_one_line(argv: list[str], message: str,
     with pytest.raises(SystemExit) as exc:
         table1.main(argv)
     assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_not_measured_yet_counts_only_this_rows_solved_records(measured: Path,
+                                                               tmp_path: Path) -> None:
+    """A folder holding only records this row would not use (another model's run key, a failed
+    instance, an instance past --games) is a row not measured yet with none of them counted."""
+    results = tmp_path / "tension"
+    shutil.copytree(measured, results)
+    folder = results / f"{OPPOSED}-deals2"
+    (folder / table1.ROW_FILE).unlink()
+    first = folder / "games" / "0.json"
+    first.write_text(json.dumps(json.loads(first.read_text()) | {"run_key": local_key(0, "fake")}))
+    failed = folder / "games" / "1.json"
+    failed.write_text(json.dumps(json.loads(failed.read_text()) | {"status": "failed"}))
+    page = render(tmp_path / "T.md", f"{results}:{CONFIG}:deals=2:games=2")  # not instance 2
+    assert (f"Not measured yet (the run was stopped before them, or is still going):"
+            f" `{OPPOSED}-deals2` (0 instances solved so far).") in page
+    page = render(tmp_path / "T.md", f"{results}:{CONFIG}:deals=2:games=3")
+    assert table(page)[4].startswith(f"{ROW} 1 of 3 instances finished (partial) |")
+
+
+def test_a_dealt_row_given_twice_shows_once(measured: Path, tmp_path: Path) -> None:
+    """`--deals K CONFIG` and `--also RESULTS:CONFIG:deals=K` name one row: it is shown once."""
+    doc = tmp_path / "T.md"
+    assert table1.main(["--results", str(measured), "--render-only", "--doc", str(doc),
+                        "--deals", "2", str(CONFIG),
+                        "--also", f"{measured}:{CONFIG}:deals=2:games=3"]) == 0
+    assert [row[:len(ROW)] for row in table(doc.read_text())] == [ROW]
