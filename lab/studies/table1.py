@@ -258,8 +258,6 @@ def without_instances(metric: Metric) -> MeanCI:
     return MeanCI(**metric.model_dump(exclude={"per_instance"}))
 
 
-
-
 def measure(config: Path, llm: str, games: int, samples: int, out: Path, progress: bool,
             heldout: bool = False, command: str | None = None,
             ray: RayOptions | None = None, judge: str | None = "embed",
