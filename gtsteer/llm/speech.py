@@ -1,7 +1,7 @@
 """How a model's answer reads as a message: whole sentences, narration, stage directions.
 
 Shared by the dialogue games' cleaning (`binding.prompts`), the Werewolf bots' public lines and
-the scripts that measure both, so a "cut" or "narrated" message means the same everywhere."""
+the lab's line measures, so a "cut" message means the same everywhere."""
 
 from __future__ import annotations
 
@@ -22,16 +22,6 @@ def ends_sentence(text: str) -> bool:
     """Whether `text` ends where a sentence does (not mid-sentence, as a cut answer does)."""
     text = text.rstrip()
     return bool(text) and any(m.end() == len(text) for m in SENTENCE_END.finditer(text))
-
-
-def is_narration(message: str, speaker: str) -> bool:
-    """Third person about the speaker ("Alice proposes Monday."), or a stage direction in
-    asterisks or parentheses ("*smiles*", "(nods)"); "I'm Alice" is first person."""
-    named = re.search(rf"\b{re.escape(speaker)}\b(?!\s*,)", message)
-    introduced = re.search(rf"\b(?:I am|I'm|this is|it's)\s+{re.escape(speaker)}\b", message,
-                           re.IGNORECASE)
-    direction = re.search(r"\*[^*]+\*|^\s*\([^)]*\)", message)
-    return bool((named and not introduced) or direction)
 
 
 #: A closed stage direction: "(glancing at Ben)", "*smiles*".

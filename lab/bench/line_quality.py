@@ -8,13 +8,12 @@ and pack chat are not counted) is read for:
 - **cut**: it ends mid-sentence; `at_limit` counts the calls behind the lines that ran into the
   token limit (the usual cause);
 - **out of character**: narration about the speaker in the third person or a stage direction
-  (`llm.speech.is_narration`, the measure the dialogue games use, and `STAGE` for directions
-  inside a line), talk about the game's machinery instead of the village (`META`: "in
-  character", "as an AI", "my playstyle", "the camera", an assistant's refusal, the moderator's
-  "Day 1 begins"), a roster (half its words or more are player names), or a sentence read out
-  of the frame, the rules or the play guide every bot is given (matched as `werewolf.echoes`
-  matches private text), or a werewolf announcing itself (`werewolf.echoes.WOLF_CLAIM`: a
-  line stored before the filter knew a wording);
+  (`is_narration`, and `STAGE` for directions inside a line), talk about the game's machinery
+  instead of the village (`META`: "in character", "as an AI", "my playstyle", "the camera", an
+  assistant's refusal, the moderator's "Day 1 begins"), a roster (half its words or more are
+  player names), or a sentence read out of the frame, the rules or the play guide every bot is
+  given (matched as `werewolf.echoes` matches private text), or a werewolf announcing itself
+  (`werewolf.echoes.WOLF_CLAIM`: a line stored before the filter knew a wording);
 - **empty**: nothing left after cleaning (and echo stripping);
 - **echoes**: sentences of the bot's private prompt stripped before the line was stored
   (`werewolf.echoes`), summed over the game;
@@ -40,7 +39,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from gtsteer.llm.speech import ends_sentence, is_narration
+from gtsteer.llm.speech import ends_sentence
 from gtsteer.werewolf.bots import line_key
 from gtsteer.werewolf.echoes import WOLF_CLAIM, EchoFilter, shared_prompt_texts
 from gtsteer.werewolf.llmcalls import CallRecord
@@ -64,6 +63,16 @@ STAGE = re.compile(r"\((?:to |[a-z]+ing\b|[a-z]+s\))|^\s*\(", re.IGNORECASE)
 
 #: Examples kept per flag (the first ones of the game).
 EXAMPLES = 3
+
+
+def is_narration(message: str, speaker: str) -> bool:
+    """Third person about the speaker ("Alice proposes Monday."), or a stage direction in
+    asterisks or parentheses ("*smiles*", "(nods)"); "I'm Alice" is first person."""
+    named = re.search(rf"\b{re.escape(speaker)}\b(?!\s*,)", message)
+    introduced = re.search(rf"\b(?:I am|I'm|this is|it's)\s+{re.escape(speaker)}\b", message,
+                           re.IGNORECASE)
+    direction = re.search(r"\*[^*]+\*|^\s*\([^)]*\)", message)
+    return bool((named and not introduced) or direction)
 
 
 def is_roster(line: str, names: Iterable[str]) -> bool:
