@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from pydantic import BaseModel, ConfigDict
+
 from gtsteer.binding.run_models import Role
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, model_string
@@ -35,6 +37,12 @@ Given = Role | Literal["pool", "embedder", "chooser"]
 #: Every command's driver, `run(config, ctx, options) -> RunResult`, by command, as `@driver`
 #: registered it when its module was imported (tests/runs/test_driver_shape.py checks each).
 DRIVERS: dict[str, Callable[..., Any]] = {}
+
+
+class Options(BaseModel):
+    """The base of every command's options: data only, unknown names refused, never changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def driver(command: str) -> Callable[[D], D]:

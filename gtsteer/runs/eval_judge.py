@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.shipped import DATA_DIR
@@ -34,7 +34,7 @@ from gtsteer.evals.validation import (
     validate_on_labelled,
 )
 from gtsteer.llm import LLMCalls, run_sync
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 from gtsteer.werewolf.style_lines import LABEL_KEY, LABEL_SET, READINGS
 
@@ -95,11 +95,9 @@ def validate_classifier(
     return run_sync(go())
 
 
-class JudgeOptions(BaseModel):
+class JudgeOptions(Options):
     """`gtsteer eval judge`'s options: the classifiers to validate (`--judge`: a model,
     pairwise:<model>, embed) and the labelled messages (`--labelled`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     judges: list[str]
     labelled: str | Path = DEFAULT_LABELLED

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from gtsteer.binding import DomainSpec, RewardContext, compute_reward, make_instance
 from gtsteer.binding.instances import stable_int
 from gtsteer.binding.progress import GatherBar
@@ -28,7 +26,7 @@ from gtsteer.binding.spec import parse_spec
 from gtsteer.domains import load_spec
 from gtsteer.evals.reward import PathError, ScoredCase, path_error
 from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 #: 2: `sgn` (an `Accuracy` whose `accuracy` held the flip rate) became `sign_flips`.
@@ -143,10 +141,8 @@ def configured_path(spec: DomainSpec) -> str:
     return f"extract-then-compute (utility `{spec.hooks.name}`{how})"
 
 
-class RewardOptions(BaseModel):
+class RewardOptions(Options):
     """`gtsteer eval reward`'s options (the model comes with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Templated dialogues per outcome type (`--cases`).
     cases: int = 10

@@ -28,7 +28,7 @@ from gtsteer.binding.spec import validation_summary
 from gtsteer.domains import load_spec
 from gtsteer.evals.reward import Over, ReadingAccuracy, reading_accuracy
 from gtsteer.llm import LLM, LLMCalls, LLMError
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.output import RunResult, check_out_dir, write_json
 
 SCHEMA_VERSION = 1
@@ -222,10 +222,8 @@ async def read_unit(unit: LabelledUnit, model: LLM, bar: GatherBar) -> LabelledR
                         label=shown(unit.truth), read=read, correct=correct, failures=failures)
 
 
-class LabelledOptions(BaseModel):
+class LabelledOptions(Options):
     """`gtsteer eval reward --labelled FILE`'s options (the model comes with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The hand-labelled dialogues (`--labelled`).
     labelled: str | Path

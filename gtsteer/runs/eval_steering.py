@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gtsteer.binding import ANY, DialogueGame, DomainSpec, make_game, make_instance
 from gtsteer.binding.progress import GatherBar
@@ -42,7 +42,7 @@ from gtsteer.evals.prompts import DEFINED, PLAIN, VARIANTS, options_of
 from gtsteer.evals.steering import ClassifierRun, Confusion, SteeringSample, summarise
 from gtsteer.evals.validation import ClassifierValidation, JudgeRefused, passing_variants
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.eval_judge import load_labelled, validate_classifier
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.models import RoleRecord
@@ -265,11 +265,9 @@ def _measure(
     return out, skipped, speaker, modes
 
 
-class SteeringOptions(BaseModel):
+class SteeringOptions(Options):
     """`gtsteer eval steering`'s options (the writer and the classifier, the reader role, come
     with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Messages per instruction value (`--samples`).
     samples: int = 10

@@ -14,8 +14,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from gtsteer.binding import Instance, generate_instances
 from gtsteer.binding.progress import GatherBar
 from gtsteer.binding.spec import DomainSpec
@@ -31,7 +29,7 @@ from gtsteer.domains.verdict_play import (
 )
 from gtsteer.evals.verdict import VerdictCell, verdict_cell, win_totals
 from gtsteer.llm import LLM
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.output import (
     RunResult,
     finish_run_dir,
@@ -105,10 +103,8 @@ async def play_instance(unit: InstanceGames, model: LLM, bar: GatherBar) -> list
     ])
 
 
-class VerdictOptions(BaseModel):
+class VerdictOptions(Options):
     """`gtsteer eval verdict`'s options (the model comes with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Games per policy and judge setting (`--games`), on as many instances.
     games: int = 20

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import DialogueState, make_game, make_instance
 from gtsteer.binding.instances import Instance, deal_instances, stable_int
@@ -29,7 +29,7 @@ from gtsteer.evals.paired import LiveStat, live_stats
 from gtsteer.imitation.advisor import Advisor
 from gtsteer.imitation.policy import CONFIG_FILE, WEIGHTS_FILE, read_config
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.ledger import Ledger, hashed_key
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
@@ -127,11 +127,9 @@ class EvaluateLiveResult(RunResult):
     llm_calls: LLMCalls
 
 
-class EvaluateLiveOptions(BaseModel):
+class EvaluateLiveOptions(Options):
     """`gtsteer evaluate`'s options (the model, the folder and the executor come with the
     run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The distilled policy's folder (`gtsteer imitate`'s `model/`).
     policy: str

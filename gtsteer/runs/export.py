@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import Instance, expand_sync, make_game
 from gtsteer.binding import progress as shown
 from gtsteer.binding.spec import DomainSpec
 from gtsteer.llm import LLM, LLMCalls, StorageError
 from gtsteer.llm.session import BudgetExceeded
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
@@ -88,10 +88,8 @@ class ExportOutcome:
     failure: str | None = None
 
 
-class ExportOptions(BaseModel):
+class ExportOptions(Options):
     """`gtsteer export`'s options (the model and the folder come with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The file format (`--format`; `FORMATS`).
     fmt: str = "efg"

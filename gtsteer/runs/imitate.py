@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gtsteer.binding import DomainSpec, expand_sync, make_game, make_instance
 from gtsteer.binding import progress as shown
@@ -40,7 +40,7 @@ from gtsteer.llm import LLM, LLMCalls, LLMError, embed
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.extras import require
 from gtsteer.runs.atomic import atomic_dir, atomic_path
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.output import (
     IN_PROGRESS,
     RunResult,
@@ -155,10 +155,8 @@ def check_args(config: str | Path, options: ImitateOptions) -> tuple[TrainConfig
     return train, (spec if options.deals is None else spec.with_deals(options.deals))
 
 
-class ImitateOptions(BaseModel):
+class ImitateOptions(Options):
     """`gtsteer imitate`'s options (the model and the folder come with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     games: int = DEFAULT_GAMES
     #: Held-out instances: a fraction < 1 or a count >= 1.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import DialogueGame, DialogueState, make_game, make_instance
 from gtsteer.binding.instances import Instance, stable_int
@@ -29,7 +29,7 @@ from gtsteer.domains import load_spec
 from gtsteer.imitation.advisor import Advisor, draw
 from gtsteer.imitation.views import dialogue_of
 from gtsteer.llm import LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import RunResult, check_out_dir, finish_run_dir, prepare_run_dir
 from gtsteer.runs.solve import check_seed
@@ -117,10 +117,8 @@ class PlayResult(RunResult):
     llm_calls: LLMCalls
 
 
-class PlayOptions(BaseModel):
+class PlayOptions(Options):
     """`gtsteer play`'s options (the model and the folder come with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Seed of the generated instances (as `gtsteer solve --seed`) and of the policies' draws.
     seed: int = 0

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gtsteer.binding import DomainSpec, ExpansionError, Instance, expand_sync, make_game
 from gtsteer.binding.llm_instances import check_fits
 from gtsteer.domains import load_spec
 from gtsteer.llm import LLM, LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
     RunResult,
@@ -100,11 +100,9 @@ class PSROSummary(RunResult):
         return data
 
 
-class PSROOptions(BaseModel):
+class PSROOptions(Options):
     """`gtsteer psro`'s options: the algorithm's settings (`PSROConfig`, recorded in the
     summary) and the run's (the models, the folder and Ray come with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     settings: PSROConfig = Field(default_factory=PSROConfig)
     #: Generated instances (`--games`); ignored with `instances_file`.

@@ -13,8 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from gtsteer.binding import (
     DialogueGame,
     Instance,
@@ -34,7 +32,7 @@ from gtsteer.llm import LLM, LLMCalls, StorageError
 from gtsteer.llm.embed import Embedder
 from gtsteer.llm.secrets import scrub_secrets
 from gtsteer.llm.session import BudgetExceeded
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.ledger import Ledger, hashed_key
 from gtsteer.runs.models import RoleRecord
 from gtsteer.runs.output import (
@@ -135,10 +133,8 @@ def load_instances(config: str | Path, games: int, deals: int | None = None,
     return (spec if deals is None else spec.with_deals(deals)), chosen
 
 
-class SolveOptions(BaseModel):
+class SolveOptions(Options):
     """`gtsteer solve`'s options (the model, the folder and Ray come with the run context)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Generated instances (`--games`); ignored with `instances_file`.
     games: int = 1

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from gtsteer.binding import progress as shown
 from gtsteer.evals.paired import PairedDifference, paired_difference, votes_on_wolves, win_rates
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import (
     RunResult,
@@ -170,10 +170,8 @@ def play_evaluation_seed(unit: EvaluationSeed, model: LLM) -> list[PlayedGame]:
     return played
 
 
-class EvaluateOptions(BaseModel):
+class EvaluateOptions(Options):
     """`gtsteer werewolf evaluate`'s options beyond its recorded settings (`EvaluateConfig`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The `steer-train` folder whose policy steers (`--steer`).
     steer: str | Path

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import pyspiel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gtsteer.binding import progress as shown
 from gtsteer.imitation.build import reach_weighted_records
@@ -30,7 +30,7 @@ from gtsteer.imitation.train_types import TrainConfig
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
-from gtsteer.runs.context import RunContext, driver
+from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.executor import SERIAL, Executor
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
 from gtsteer.runs.werewolf_games import (
@@ -261,10 +261,8 @@ def solve_playstyle_job(job: PlaystyleJob, model: LLM
     return records_of(game, result.policy, job.instance), info
 
 
-class SteerTrainOptions(BaseModel):
+class SteerTrainOptions(Options):
     """None beyond `SteerTrainConfig` (an `Embedder` object is the context's `embedder`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @driver("werewolf steer-train")

@@ -15,12 +15,11 @@ import typing
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 from solve_helpers import MIXED_2X2
 
 import gtsteer.runs
 from gtsteer.domains import load_spec
-from gtsteer.runs.context import DRIVERS, RunContext
+from gtsteer.runs.context import DRIVERS, Options, RunContext
 from gtsteer.runs.executor import Executor
 from gtsteer.runs.output import RunResult
 
@@ -65,7 +64,8 @@ def test_every_driver_is_run_config_ctx_options_returning_a_run_result(command: 
     hints = typing.get_type_hints(run)
     assert hints["ctx"] is RunContext
     options = hints["options"]
-    assert issubclass(options, BaseModel) and options.model_config.get("extra") == "forbid"
+    assert issubclass(options, Options)
+    assert options.model_config.get("extra") == "forbid" and options.model_config.get("frozen")
     assert issubclass(hints["return"], RunResult)
 
 
