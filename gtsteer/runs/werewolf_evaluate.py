@@ -31,11 +31,7 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import Options, RunContext, driver
 from gtsteer.runs.ledger import Ledger, digest_key
-from gtsteer.runs.output import (
-    RunResult,
-    finish_run_dir,
-    save_png,
-)
+from gtsteer.runs.output import RunResult, finish_run_dir, pyplot, save_png
 from gtsteer.runs.units import RayOptions
 from gtsteer.runs.werewolf_games import (
     BotGamesConfig,
@@ -326,10 +322,7 @@ def _condition(store: GameStore, name: str, team: str, kind: str, finals: list[G
 
 
 def plot(summary: EvaluateSummary, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = summary.results
     paired = [d for d in summary.paired if d.low is not None and d.high is not None]

@@ -42,7 +42,7 @@ from pydantic import BaseModel
 import gtsteer
 from gtsteer.binding.shipped import CONFIG_DIR
 from gtsteer.domains import load_spec
-from gtsteer.runs.output import save_png
+from gtsteer.runs.output import pyplot, save_png
 from gtsteer.runs.ray_pool import RayOptions
 from gtsteer.solvers.metrics import MeanCI, mean_ci
 from lab.bench import benchdoc
@@ -266,10 +266,7 @@ def paired(a: StudyRow, b: StudyRow) -> dict[str, MeanCI]:
 
 
 def figure(rows: list[StudyRow]) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     xs = [r.seeds for r in rows]

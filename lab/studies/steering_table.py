@@ -33,6 +33,7 @@ from gtsteer.runs import eval_judge, eval_steering
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED, JudgeOptions, ValidationReport
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
+from gtsteer.runs.output import pyplot
 from gtsteer.solvers.metrics import wilson
 from lab.bench import benchdoc
 from lab.bench.benchdoc import ROOT, repo_config
@@ -218,10 +219,7 @@ def render(validations: list[ClassifierValidation], reports: list[SteeringReport
 
 
 def figure(reports: list[SteeringReport], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     rows = [row_of(r) for r in reports if r.runs]

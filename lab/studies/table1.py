@@ -46,7 +46,7 @@ from gtsteer.runs.atomic import write_text
 from gtsteer.runs.context import RunContext
 from gtsteer.runs.eval_judge import DEFAULT_LABELLED
 from gtsteer.runs.eval_steering import SteeringOptions, SteeringReport
-from gtsteer.runs.output import check_out_file, save_png
+from gtsteer.runs.output import check_out_file, pyplot, save_png
 from gtsteer.runs.solve import READERS, InstanceJob, SolveOptions, run_key, summarize
 from gtsteer.runs.solve_schema import GameRecord, SolveSummary
 from gtsteer.runs.units import RayOptions
@@ -802,10 +802,7 @@ def decomposition_section(rows: list[Row]) -> list[str]:
 def gain_figure(rows: list[Row]) -> Any:
     """Per domain: CFR gain / payoff range with its 95% interval, in-sample and on fresh
     samples side by side (normalised, so domains with different payoffs share one axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     shown = [r for r in rows if r.cfr_gain_normalized is not None]
     fig, ax = plt.subplots(figsize=(7, 0.6 * len(shown) + 1.4))
