@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from gtsteer.binding import progress as shown
 from gtsteer.binding.progress import GatherBar
-from gtsteer.llm import LLM, run_sync
+from gtsteer.llm import LLM, UsageReport, run_sync
 from gtsteer.runs.units import RayOptions, UnitsRun
 
 T = TypeVar("T")
@@ -63,6 +63,11 @@ def run_units(
             on_result(i, value)
     if len(units) > 1 and progress:
         shown.unit(None)
+    return _since(values, model, before)
+
+
+def _since(values: list[R], model: LLM, before: UsageReport) -> UnitsRun[R]:
+    """`values` with the calls, cost and unpriced calls `model` metered since `before`."""
     after = model.usage
     return UnitsRun(values, after.since(before), model.capabilities(),
                     cost_usd=after.cost_usd - before.cost_usd,
@@ -126,11 +131,7 @@ class Executor:
         async def every(bar: GatherBar) -> list[R]:
             return list(await asyncio.gather(*(work(unit, model, bar) for unit in units)))
 
-        values = run_sync(every(GatherBar(self.progress)))
-        after = model.usage
-        return UnitsRun(values, after.since(before), model.capabilities(),
-                        cost_usd=after.cost_usd - before.cost_usd,
-                        unpriced_calls=after.unpriced_calls - before.unpriced_calls)
+        return _since(run_sync(every(GatherBar(self.progress))), model, before)
 
     def gather_grouped(self, work: AsyncWork[U, list[R]], items: Sequence[T],
                        key: Callable[[T], Any], unit: Callable[[list[T]], U], model: LLM, *,
