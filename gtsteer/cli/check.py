@@ -30,17 +30,8 @@ from gtsteer.checks import (
     dialogue_playthrough,
     reduced_spec,
 )
-from gtsteer.cli.common import friendly_errors
-from gtsteer.cli.options import (
-    ApiBase,
-    ApiKeyEnv,
-    ApiMode,
-    ConfigArg,
-    MaxWait,
-    RequestTimeout,
-    Served,
-    WriterLlm,
-)
+from gtsteer.cli.common import friendly_errors, grouped
+from gtsteer.cli.options import ConfigArg, Served, WriterLlm
 from gtsteer.cli.overrides import overridable
 from gtsteer.cli.spend import dry_run
 from gtsteer.domains import load_game, load_spec
@@ -108,23 +99,20 @@ def walkthrough(config: Path, seed: int = 0) -> list[str]:
 
 
 @overridable
+@grouped
 def check(
     config: ConfigArg,
     llm: WriterLlm = None,
-    api_base: ApiBase = None,
-    api_key_env: ApiKeyEnv = None,
-    request_timeout: RequestTimeout = None,
-    max_wait: MaxWait = None,
+    served: Served = Served(),
     record: Annotated[Path | None, typer.Option(
         "--record", help="also write the playthrough file of instance 0 (fake model) here",
         dir_okay=False)] = None,
-    api_mode: ApiMode = None,
 ) -> None:
     """Check a domain config: conformance, a fake-model playthrough, the tree size and what
     solving one instance would cost (nothing is sent). Exit 1 when a check fails."""
     with friendly_errors():
         spec = load_spec(config)  # a bad config is bad input: one line, exit 2
-        served = Served(api_base, api_key_env, request_timeout, max_wait, api_mode).endpoint()
+        endpoint = served.endpoint()
     typer.echo(f"check of {config} ({spec.name})")
     try:
         lines = conformance(config)
@@ -143,7 +131,7 @@ def check(
             typer.echo(f"playthrough recorded: {record} (replay: gtsteer.checks.replay)")
 
     def solve_once(out: Path | None = None, quiet: bool = True) -> None:
-        ctx = RunContext.of(llm=llm, endpoint=served, out=out, progress=not quiet,
+        ctx = RunContext.of(llm=llm, endpoint=endpoint, out=out, progress=not quiet,
                             report=lambda _: None)
         run_solve(config, ctx, SolveOptions(games=1))
 
