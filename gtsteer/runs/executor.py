@@ -150,3 +150,19 @@ class Executor:
 
 #: The executor of a run without `--ray` that reports nothing to a display.
 SERIAL = Executor()
+
+
+class InOrder(Generic[T]):
+    """`on_result` for `run_units` that hands results to `write` in the units' order (a Ray run
+    finishes them in any order), so files and databases read as a serial run writes them."""
+
+    def __init__(self, write: Callable[[int, T], None]):
+        self.write = write
+        self.waiting: dict[int, T] = {}
+        self.next = 0
+
+    def __call__(self, i: int, value: T) -> None:
+        self.waiting[i] = value
+        while self.next in self.waiting:
+            self.write(self.next, self.waiting.pop(self.next))
+            self.next += 1

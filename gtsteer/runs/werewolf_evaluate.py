@@ -30,19 +30,19 @@ from gtsteer.evals.paired import PairedDifference, paired_difference, votes_on_w
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import Options, RunContext, driver
+from gtsteer.runs.executor import InOrder
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import RunResult, finish_run_dir, pyplot, save_png
 from gtsteer.runs.units import RayOptions
-from gtsteer.runs.werewolf_games import (
+from gtsteer.solvers.metrics import TeamRate
+from gtsteer.werewolf.bot_games import (
     BotGamesConfig,
     GameSetup,
-    InOrder,
     PlayedGame,
     Steering,
     driver_model,
     play_game,
 )
-from gtsteer.solvers.metrics import TeamRate
 from gtsteer.werewolf.playstyles import (
     AssignedPlaystyle,
     PlaystyleChooser,

@@ -31,19 +31,18 @@ from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.atomic import atomic_dir
 from gtsteer.runs.context import Options, RunContext, driver
-from gtsteer.runs.executor import SERIAL, Executor
+from gtsteer.runs.executor import SERIAL, Executor, InOrder
 from gtsteer.runs.output import RunResult, finish_run_dir, prepare_run_dir, write_text
-from gtsteer.runs.werewolf_games import (
+from gtsteer.solvers.cfr import CFRResult, solve_cfr
+from gtsteer.solvers.metrics import nash_conv
+from gtsteer.werewolf.bot_games import (
     BotGamesConfig,
     GameSetup,
-    InOrder,
     PlayedGame,
     driver_model,
     game_pool,
     play_game,
 )
-from gtsteer.solvers.cfr import CFRResult, solve_cfr
-from gtsteer.solvers.metrics import nash_conv
 from gtsteer.werewolf.engine import pending
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import options_for

@@ -55,10 +55,9 @@ from gtsteer.imitation.policy import DistilledPolicy, TextEmbedder
 from gtsteer.llm import LLM
 from gtsteer.llm.usage import LLMCalls
 from gtsteer.runs.context import RunContext
-from gtsteer.runs.executor import Executor
+from gtsteer.runs.executor import Executor, InOrder
 from gtsteer.runs.ledger import Ledger, digest_key
 from gtsteer.runs.output import RunDirError, RunResult, check_in_dir, finish_run_dir
-from gtsteer.runs.werewolf_games import GameSetup, InOrder, driver_model, game_pool, play_game
 from gtsteer.runs.werewolf_steer import SUMMARY_FILE as TRAIN_SUMMARY
 from gtsteer.runs.werewolf_steer import (
     SolvedState,
@@ -69,6 +68,7 @@ from gtsteer.runs.werewolf_steer import (
 )
 from gtsteer.solvers.evaluate import Strategy, fixed, tabular, uniform
 from gtsteer.solvers.heldout import VersusBaseline, paired_versus, value_of
+from gtsteer.werewolf.bot_games import GameSetup, driver_model, game_pool, play_game
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import UNSTEERED
 from gtsteer.werewolf.state import GameState

@@ -83,7 +83,7 @@ def test_no_driver_builds_its_models_runs_units_itself_or_keeps_rows_its_own_way
                 found += [f"{path.name} imports {a.name}" for a in node.names
                           if a.name == "run_units"]
             if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LLMPool"
-                    and node.keywords and path.stem != "werewolf_games"):  # a unit's own pool
+                    and node.keywords):
                 found.append(f"{path.name}:{node.lineno} builds its models' pool")
             if isinstance(node, ast.FunctionDef) and node.name in (
                     "saved_rows", "saved_states", "resumable_records", "append_rows"):

@@ -21,6 +21,7 @@ from gtsteer.cli import app
 from gtsteer.llm import LLM, ResponseCache
 from gtsteer.runs import werewolf_steer
 from gtsteer.runs.context import RunContext
+from gtsteer.runs.executor import InOrder
 from gtsteer.runs.werewolf_evaluate import (
     CONDITIONS,
     EvaluationGame,
@@ -28,8 +29,8 @@ from gtsteer.runs.werewolf_evaluate import (
     chooser_for,
     play_evaluation_seed,
 )
-from gtsteer.runs.werewolf_games import GameSetup, InOrder, PlayedGame, Steering, play_game
 from gtsteer.runs.werewolf_steer import SteerTrainConfig, logged_setups
+from gtsteer.werewolf.bot_games import GameSetup, PlayedGame, Steering, play_game
 from gtsteer.werewolf.llmcalls import LLMPool
 from gtsteer.werewolf.playstyles import AssignedPlaystyle
 from gtsteer.werewolf.runner import GameRunner, create_game

@@ -1,19 +1,19 @@
-"""One bot-only Werewolf game as a unit of work (`gtsteer.runs.units`), for `werewolf evaluate`
-and `werewolf steer-train`, serially or as a Ray task (`--ray`).
+"""One bot-only Werewolf game as a unit of work, for the drivers of `werewolf evaluate` and
+`werewolf steer-train` (`gtsteer.runs`), serially or as a Ray task (`--ray`).
 
 A unit plays its game into memory and returns it whole (`PlayedGame`); the driver writes it into
-its SQLite store in the units' order (`InOrder`), so the database reads as a serial run's. A game
-is a pure function of its `GameSetup` and chooser, so a worker plays the serial run's game.
+its SQLite store in the units' order (`gtsteer.runs.executor.InOrder`), so the database reads as
+a serial run's. A game is a pure function of its `GameSetup` and chooser, so a worker plays the
+serial run's game.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -25,8 +25,6 @@ from gtsteer.werewolf.rules import MAX_PLAYERS, MIN_PLAYERS
 from gtsteer.werewolf.runner import GameRunner, create_game
 from gtsteer.werewolf.state import Decision, GameConfig, GameState
 from gtsteer.werewolf.store import GameStore
-
-T = TypeVar("T")
 
 
 class BotGamesConfig(BaseModel):
@@ -134,22 +132,6 @@ def driver_model(pool: LLMPool, name: str) -> LLM:
                backoff_max_s=llm.backoff_max_s, structured_attempts=llm.structured_attempts)
     bare.meter = llm.meter  # serially, `run_units` counts the calls on the pool's meter
     return bare
-
-
-class InOrder(Generic[T]):
-    """`on_result` for `run_units` that hands results to `write` in the units' order (a Ray run
-    finishes them in any order), so files and databases read as a serial run writes them."""
-
-    def __init__(self, write: Callable[[int, T], None]):
-        self.write = write
-        self.waiting: dict[int, T] = {}
-        self.next = 0
-
-    def __call__(self, i: int, value: T) -> None:
-        self.waiting[i] = value
-        while self.next in self.waiting:
-            self.write(self.next, self.waiting.pop(self.next))
-            self.next += 1
 
 
 @dataclass(frozen=True)
