@@ -37,10 +37,11 @@ def load_game(config_path: str, llm: Any = "fake", instance: int = 0, **kwargs: 
 
 
 def __getattr__(name: str) -> Any:
-    # `gtsteer.Advisor` is resolved on first use: it reads dialogue configs (pyspiel), and a
-    # plain `import gtsteer` stays light.
+    # `gtsteer.Advisor` is resolved on first use (and then kept in the namespace, where pdoc
+    # reads it): it reads dialogue configs (pyspiel), and a plain `import gtsteer` stays light.
     if name == "Advisor":
         from gtsteer.imitation.advisor import Advisor
 
+        globals()[name] = Advisor
         return Advisor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

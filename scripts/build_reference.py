@@ -37,6 +37,10 @@ def build(out_dir: Path) -> list[str]:
     import pdoc.render
 
     modules = gtsteer_modules()
+    import gtsteer
+
+    for name in gtsteer.__all__:  # the root's lazy names, resolved into its namespace for pdoc
+        getattr(gtsteer, name)
     pdoc.render.configure(docformat="markdown")
     with warnings.catch_warnings():
         # pdoc also reaches the modules a package lists in `__all__`; naming them again is meant.

@@ -37,6 +37,14 @@ def test_reference_has_a_page_for_every_module(tmp_path: Path) -> None:
     assert "solve_cfr" in cfr
     spec = (out / "gtsteer" / "binding" / "spec.html").read_text()
     assert "DomainSpec" in spec
+    # every class and function the package root exports is documented there with its
+    # docstring, the lazily imported `Advisor` too (pdoc reads the module's namespace)
+    root = (out / "gtsteer.html").read_text()
+    sections = dict(re.findall(r'<section id="(\w+)">(.*?)</section>', root, re.DOTALL))
+    import gtsteer
+
+    exported = [n for n in gtsteer.__all__ if callable(getattr(gtsteer, n))]
+    assert [n for n in exported if 'class="docstring"' not in sections.get(n, "")] == []
 
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
