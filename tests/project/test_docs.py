@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gtsteer
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "gtsteer"
 
@@ -41,8 +43,6 @@ def test_reference_has_a_page_for_every_module(tmp_path: Path) -> None:
     # docstring, the lazily imported `Advisor` too (pdoc reads the module's namespace)
     root = (out / "gtsteer.html").read_text()
     sections = dict(re.findall(r'<section id="(\w+)">(.*?)</section>', root, re.DOTALL))
-    import gtsteer
-
     exported = [n for n in gtsteer.__all__ if callable(getattr(gtsteer, n))]
     assert [n for n in exported if 'class="docstring"' not in sections.get(n, "")] == []
 
