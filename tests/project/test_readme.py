@@ -259,3 +259,36 @@ def test_the_result_check_sees_them(text: str) -> None:
                                   "http://127.0.0.1:8000/v1", "from -10 to 10", "2 seeds"])
 def test_the_checks_leave_versions_flags_and_urls_alone(text: str) -> None:
     assert not DATE.search(text) and not TIMING.search(text)
+
+
+TABLE1 = ROOT / "docs" / "TABLE1.md"
+#: A row of one of docs/TABLE1.md's declared primary-contrast tables: its domain, and the first
+#: signed interval on the line (policy − greedy; the S cell's `[2, 1, 1]` is unsigned).
+PRIMARY_ROW = re.compile(r"^\| `(?P<domain>[\w-]+)` \|.*?"
+                         r"\[(?P<low>[+-][\d.]+), (?P<high>[+-][\d.]+)\]")
+
+
+def primary_contrasts() -> list[tuple[str, float, float, bool]]:
+    """(domain, low, high, partial) of every declared primary contrast docs/TABLE1.md prints."""
+    page = TABLE1.read_text(encoding="utf-8")
+    rows = []
+    for section in re.split(r"^### ", page, flags=re.M)[1:]:
+        if section.startswith("Primary contrast"):
+            for line in section.splitlines():
+                if (found := PRIMARY_ROW.match(line)):
+                    rows.append((found["domain"], float(found["low"]), float(found["high"]),
+                                 "finished |" in line))
+    return rows
+
+
+def test_the_readme_sentence_on_results_agrees_with_table1() -> None:
+    # The README states the primary contrasts in words, not numbers (no results in the README):
+    # this keeps the words true to docs/TABLE1.md when a row is measured again.
+    rows = primary_contrasts()
+    assert {d for d, *_ in rows} >= {"trade_fruit_offer", "schedule_meeting_dow",
+                                     "schedule_meeting_opposed"}
+    assert not [d for d, *_, partial in rows if partial], "a partial row is no result yet"
+    sentence = " ".join(prose().split("In one sentence:")[1].split("\n\n")[0].split())
+    found = {"below 0" if high < 0 else "above 0" if low > 0 else "holds 0"
+             for _, low, high, _ in rows}
+    assert {w for w in ("holds 0", "below 0", "above 0") if w in sentence} == found
